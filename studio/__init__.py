@@ -1,0 +1,40 @@
+"""Evolution Studio: reflective prompt evolution (GEPA) for Google ADK agents, with humans in the loop.
+
+Importing any part of the package first sets ``LITELLM_LOCAL_MODEL_COST_MAP`` so that LiteLLM
+never fetches its model cost map from the network (these machines reach only package registries).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+__version__ = "0.1.0"
+
+# Heavy modules (ADK, LiteLLM) load on first use, so `import studio` stays cheap for the CLI and UI.
+_LAZY_EXPORTS = {
+    "evolve": "studio.engine.api",
+    "evolve_sync": "studio.engine.api",
+    "EvolutionConfig": "studio.engine.config",
+    "EvolutionResult": "studio.engine.api",
+    "decide": "studio.engine.gates",
+    "override": "studio.engine.gates",
+    "AgentSpec": "studio.domain",
+    "SimpleCriticOutput": "studio.critics",
+    "CriticOutput": "studio.critics",
+    "CriticScorer": "studio.critics",
+}
+
+__all__ = sorted(_LAZY_EXPORTS)
+
+
+def __getattr__(name: str):
+    module_name = _LAZY_EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'studio' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

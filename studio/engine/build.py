@@ -1,0 +1,192 @@
+"""Create runs and build engines, from declarative specs (studio, CLI, resume) or from live ADK
+objects (:func:`studio.evolve`)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from studio.critics import (
+    ADVANCED_CRITIC_INSTRUCTION,
+    SIMPLE_CRITIC_INSTRUCTION,
+    CriticOutput,
+    CriticScorer,
+    SimpleCriticOutput,
+)
+from studio.domain import (
+    EXPECTED_KEY,
+    AgentSpec,
+    CriticSpec,
+    Run,
+    RunSpec,
+    Split,
+    validate_examples,
+)
+from studio.engine.components import check_components
+from studio.engine.config import EvolutionConfig
+from studio.engine.context import Listener, RunContext
+from studio.engine.loop import Engine
+from studio.errors import ConfigError, DatasetError, RunStateError
+from studio.execution import AgentExecutor, load_agent
+from studio.llm import check_model
+from studio.reflection import check_reflection_instruction, create_reflection_agent
+from studio.scoring import Critic
+from studio.store import Store
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def check_valset(trainset: list[dict], valset: list[dict]) -> None:
+    """Validation rows must have the same input fields as training rows."""
+    train_keys = set(trainset[0]) - {EXPECTED_KEY}
+    for i, row in enumerate(valset):
+        keys = set(row) - {EXPECTED_KEY}
+        if keys != train_keys:
+            extra, missing = sorted(keys - train_keys), sorted(train_keys - keys)
+            raise DatasetError(
+                f"valset rows must have the same fields as trainset rows {sorted(train_keys)}; "
+                f"this row has extra {extra} and lacks {missing}", where=f"valset[{i}]")
+
+
+def check_spec_models(spec: RunSpec) -> None:
+    """Fail before the run starts if a model is unknown or lacks its API key."""
+    if spec.agent is not None:
+        check_model(spec.agent.model)
+    if spec.critic.type == "agent" and spec.critic.agent is not None:
+        check_model(spec.critic.agent.model)
+    check_model(spec.reflection.model)
+
+
+def agent_model_string(agent: Any) -> str | None:
+    model = getattr(agent, "model", None)
+    if isinstance(model, str):
+        return model if "/" in model else f"gemini/{model}" if model.startswith("gemini") else None
+    return getattr(model, "model", None)
+
+
+def create_run(
+    store: Store,
+    *,
+    spec: RunSpec,
+    trainset: list[dict],
+    valset: list[dict] | None = None,
+    config: EvolutionConfig | None = None,
+    name: str = "",
+    project_id: int | None = None,
+) -> Run:
+    """Validate everything, then store the run and its examples (status ``pending``)."""
+    config = config or EvolutionConfig()
+    trainset = validate_examples(trainset, name="trainset")
+    if valset is not None:
+        valset = validate_examples(valset, name="valset")
+        check_valset(trainset, valset)
+    check_components(spec.components)
+    if spec.reflection.instruction is not None:
+        check_reflection_instruction(spec.reflection.instruction)
+    check_spec_models(spec)
+    spec = spec.model_copy(update={"val_is_train": valset is None})
+    run = store.create_run(Run(id=new_run_id(), project_id=project_id, name=name,
+                               config=config.model_dump(mode="json"),
+                               spec=spec.model_dump(mode="json", by_alias=True)))
+    store.add_examples(run.id, Split.TRAIN, trainset)
+    if valset is not None:
+        store.add_examples(run.id, Split.VAL, valset)
+    return run
+
+
+def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
+    """The critic agent, with the seed's instruction and schema filled in where left out."""
+    schema = {"simple": SimpleCriticOutput, "advanced": CriticOutput}.get(critic.schema_kind)
+    instruction = (ADVANCED_CRITIC_INSTRUCTION if critic.schema_kind == "advanced"
+                   else SIMPLE_CRITIC_INSTRUCTION)
+    base = critic.agent or AgentSpec(name="critic", model=default_model)
+    update: dict[str, Any] = {}
+    if not base.instruction.strip():
+        update["instruction"] = instruction
+    if schema is not None:
+        update["output_schema"] = schema.model_json_schema()
+    return base.model_copy(update=update)
+
+
+def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
+    """A :class:`studio.scoring.Critic` from an ADK agent, an evaluator, a Critic or a spec."""
+    from google.adk.agents import BaseAgent
+
+    if isinstance(critic, CriticSpec):
+        if critic.type == "evaluator":
+            from studio.evaluators import build_critic as build_evaluator_critic
+
+            return build_evaluator_critic(critic.evaluator or {})
+        return CriticScorer(critic_agent_spec(critic, default_model).build(), executor)
+    if critic is None:
+        return build_critic(CriticSpec(), executor, default_model)
+    if isinstance(critic, BaseAgent):
+        return CriticScorer(critic, executor)
+    if isinstance(critic, Critic):
+        return critic
+    if hasattr(critic, "evaluate"):
+        from studio.evaluators import EvaluatorCritic
+
+        return EvaluatorCritic(critic)
+    raise ConfigError(f"critic must be an ADK agent, an evaluator or a Critic, got "
+                      f"{type(critic).__name__}", where="critic")
+
+
+def reflection_agents(spec: RunSpec, override: Any = None) -> dict[str, Any]:
+    """One reflection agent per evolved component (seed 001 table)."""
+    agents = {}
+    for component in spec.components:
+        if override is not None and component == "instruction":
+            agents[component] = override
+            continue
+        instruction = spec.reflection.instruction if component == "instruction" else None
+        agents[component] = create_reflection_agent(component, spec.reflection.model,
+                                                    instruction=instruction)
+    return agents
+
+
+def build_engine(
+    store: Store,
+    run_id: str,
+    *,
+    agent: Any = None,
+    critic: Any = None,
+    reflection_agent: Any = None,
+    listeners: list[Listener] | None = None,
+) -> Engine:
+    """An engine for a stored run; live objects replace what the spec would rebuild."""
+    run = store.get_run(run_id)
+    spec = RunSpec.model_validate(run.spec)
+    if agent is None and not spec.resumable:
+        raise RunStateError(f"run {run_id} was started from Python objects; resume it with "
+                            "evolve(..., resume=run_id) and the same agent and critic")
+    config = EvolutionConfig.model_validate(run.config)
+    agent = agent or _spec_agent(spec)
+    executor = AgentExecutor(max_concurrency=config.max_concurrency,
+                             timeout_s=config.call_timeout_seconds,
+                             max_retries=config.max_retries, app_name=f"run_{run_id}")
+    default_model = agent_model_string(agent) or (spec.agent.model if spec.agent else
+                                                  "local/smollm2")
+    examples = {e.id: e for e in store.examples(run_id)}
+    train = [e.id for e in examples.values() if e.split is Split.TRAIN]
+    val = train if spec.val_is_train else [e.id for e in examples.values()
+                                            if e.split is Split.VAL]
+    ctx = RunContext(
+        store=store, run=run, config=config, agent=agent,
+        critic=build_critic(critic if critic is not None else spec.critic, executor,
+                            default_model),
+        reflection_agents=reflection_agents(spec, reflection_agent),
+        components=spec.components, executor=executor, train_ids=train, val_ids=val,
+        examples=examples, input_key=spec.input_key, listeners=list(listeners or []))
+    return Engine(ctx)
+
+
+def _spec_agent(spec: RunSpec) -> Any:
+    if spec.agent is not None:
+        return spec.agent.build()
+    if spec.agent_ref:
+        return load_agent(spec.agent_ref)
+    raise ConfigError("the run has no agent: give an agent spec or a module:attribute reference",
+                      where="agent")

@@ -1,0 +1,112 @@
+"""Evolvable components of an ADK agent: read them as text, apply new text to a copy of the
+agent (the original is never mutated), and validate a proposal before anyone spends calls on it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from studio.domain import (
+    COMPONENTS,
+    GenerationConfig,
+    config_from_yaml,
+    config_to_yaml,
+    instruction_placeholders,
+    validate_json_schema,
+)
+from studio.errors import ConfigError, ProposalError, SchemaError
+
+
+def check_components(names: list[str]) -> list[str]:
+    """Raises ConfigError for an unknown or repeated component name."""
+    if not names:
+        raise ConfigError("choose at least one component to evolve", where="components")
+    unknown = [n for n in names if n not in COMPONENTS]
+    if unknown:
+        raise ConfigError(f"unknown component {unknown[0]!r}; choose from {list(COMPONENTS)}",
+                          where="components", value=unknown[0])
+    if len(set(names)) != len(names):
+        raise ConfigError("a component is listed twice", where="components", value=names)
+    return list(names)
+
+
+def extract_components(agent: Any, names: list[str]) -> dict[str, str]:
+    """The seed candidate: the agent's current component texts."""
+    return {name: _extract(agent, name) for name in names}
+
+
+def _extract(agent: Any, name: str) -> str:
+    if name == "instruction":
+        instruction = getattr(agent, "instruction", "")
+        if not isinstance(instruction, str):
+            raise ConfigError("the agent's instruction is a function; only a text instruction "
+                              "can be evolved", where="agent.instruction")
+        return instruction
+    if name == "output_schema":
+        schema = getattr(agent, "output_schema", None)
+        if schema is None:
+            return json.dumps({"type": "object", "properties": {}}, indent=2)
+        if hasattr(schema, "model_json_schema"):
+            schema = schema.model_json_schema()
+        return json.dumps(schema, indent=2)
+    config = getattr(agent, "generate_content_config", None)
+    values = {}
+    if config is not None:
+        values = {k: getattr(config, k) for k in GenerationConfig.model_fields
+                  if getattr(config, k, None) is not None}
+    return config_to_yaml(GenerationConfig(**values))
+
+
+def apply_components(agent: Any, components: dict[str, str]) -> Any:
+    """A copy of ``agent`` with the component texts applied."""
+    update: dict[str, Any] = {}
+    if "instruction" in components:
+        update["instruction"] = components["instruction"]
+    if "output_schema" in components:
+        update["output_schema"] = validate_json_schema(components["output_schema"])
+    if "generate_content_config" in components:
+        update["generate_content_config"] = _merged_config(
+            agent, config_from_yaml(components["generate_content_config"]))
+    return agent.model_copy(update=update)
+
+
+def _merged_config(agent: Any, config: GenerationConfig) -> Any:
+    from google.genai import types
+
+    current = getattr(agent, "generate_content_config", None) or types.GenerateContentConfig()
+    return current.model_copy(update=config.model_dump())
+
+
+def validate_proposal(component: str, text: str, parent_text: str,
+                      example_keys: set[str]) -> str:
+    """The cleaned proposal text, or ProposalError with a reason the studio shows.
+
+    Reasons: ``empty``, ``unchanged``, ``invalid_schema``, ``invalid_yaml``,
+    ``unknown_placeholder``.
+    """
+    text = (text or "").strip()
+    if not text:
+        raise ProposalError("the reflection returned empty text", reason="empty")
+    if text == (parent_text or "").strip():
+        raise ProposalError("the reflection returned the parent's text unchanged",
+                            reason="unchanged")
+    if component == "output_schema":
+        try:
+            validate_json_schema(text)
+        except SchemaError as exc:
+            raise ProposalError(f"the proposed schema does not compile: {exc}",
+                                reason="invalid_schema") from exc
+    elif component == "generate_content_config":
+        try:
+            config_from_yaml(text)
+        except ConfigError as exc:
+            raise ProposalError(f"the proposed config is not valid YAML settings: {exc}",
+                                reason="invalid_yaml") from exc
+    else:
+        unknown = sorted(instruction_placeholders(text) - example_keys)
+        if unknown:
+            raise ProposalError(
+                f"the proposed instruction uses {{{unknown[0]}}}, which no example provides "
+                f"(ADK would fail to fill it); example fields: {sorted(example_keys)}",
+                reason="unknown_placeholder")
+    return text

@@ -1,0 +1,64 @@
+"""Run settings (:class:`EvolutionConfig`), under the names the product documents."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ReviewMode(StrEnum):
+    AUTO = "auto"
+    """The acceptance rule decides alone."""
+    REVIEW = "review"
+    """Every evaluated proposal waits for a person's accept / edit / reject."""
+
+
+class Selection(StrEnum):
+    PARETO = "pareto"
+    GREEDY = "greedy"
+    EPSILON_GREEDY = "epsilon_greedy"
+
+
+class EvolutionConfig(BaseModel):
+    """How long a run goes, how it picks parents, and whether a person gates proposals.
+
+    Every stop condition is optional except ``max_iterations``; the first one reached ends the run.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_iterations: int = Field(default=10, ge=0, le=100_000)
+    """Reflection iterations after the baseline."""
+    max_metric_calls: int | None = Field(default=None, ge=1)
+    """Budget of critic evaluations (trials). A batch that would exceed it is not started."""
+    patience: int | None = Field(default=None, ge=1)
+    """Stop after this many iterations in a row without a better best validation score."""
+    score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Stop once the best validation mean reaches this."""
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    """Wall-clock limit on the run's active time."""
+    minibatch_size: int = Field(default=3, ge=1, le=1000)
+    candidate_selection: Selection = Selection.PARETO
+    epsilon: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Exploration rate for ``epsilon_greedy``."""
+    max_concurrency: int = Field(default=4, ge=1, le=256)
+    """Agent and critic calls in flight at once."""
+    review: ReviewMode = ReviewMode.AUTO
+    seed: int = 0
+    """One seed makes a run with the scripted model reproducible."""
+    call_timeout_seconds: float = Field(default=300.0, gt=0)
+    """Limit for one model call (agent, critic or reflection)."""
+    max_retries: int = Field(default=3, ge=0, le=10)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _explain_enums(cls, data):
+        """Name the allowed values when a policy name is wrong (pydantic's message is terse)."""
+        if isinstance(data, dict):
+            for key, enum in (("candidate_selection", Selection), ("review", ReviewMode)):
+                value = data.get(key)
+                if isinstance(value, str) and value not in {e.value for e in enum}:
+                    allowed = ", ".join(e.value for e in enum)
+                    raise ValueError(f"{key} {value!r} is not one of: {allowed}")
+        return data

@@ -1,0 +1,108 @@
+"""Human gates and overrides: the library API the studio's pages call.
+
+- :func:`decide` answers a pending proposal: accept, reject (with a reason the next reflection
+  reads), edit (the edited text is scored on the same minibatch and comes back), or stop the run.
+- :func:`override` corrects a trial's score and/or feedback at any time; the judge's values are
+  kept, and the effective score changes acceptance evidence, the front and the next reflection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from studio.domain import Decision, DecisionAction, Override, ProposalStatus
+from studio.engine.components import validate_proposal
+from studio.engine.context import RunContext, StopRun
+from studio.errors import ConfigError, ProposalError, RunStateError
+from studio.store import Store, open_store
+
+POLL_SECONDS = 0.2
+
+
+def decide(
+    proposal_id: int,
+    action: DecisionAction | str,
+    *,
+    reason: str = "",
+    edited_text: str | None = None,
+    author: str = "anonymous",
+    store: Store | None = None,
+) -> Decision:
+    """Record a person's decision on a pending proposal; the running engine acts on it.
+
+    Raises:
+        RunStateError: the proposal is not waiting for a decision.
+        ConfigError: unknown action, or an edit without text.
+        ProposalError: the edited text is invalid (empty, unchanged, bad schema or YAML).
+    """
+    store = store or open_store()
+    try:
+        action = DecisionAction(action)
+    except ValueError:
+        allowed = ", ".join(a.value for a in DecisionAction)
+        raise ConfigError(f"decision {action!r} is not one of: {allowed}", where="action") from None
+    proposal = store.get_proposal(proposal_id)
+    if proposal.status is not ProposalStatus.PENDING:
+        raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}, not pending: "
+                            "only a proposal waiting at the gate can be decided")
+    if action is DecisionAction.EDIT:
+        edited_text = _checked_edit(store, proposal, edited_text)
+    decision = store.add_decision(Decision(
+        proposal_id=proposal_id, action=action, reason=reason.strip(), edited_text=edited_text,
+        author=author or "anonymous"))
+    if action is DecisionAction.STOP:
+        store.update_run(proposal.run_id, control="stop")
+    return decision
+
+
+def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
+    if not edited_text or not edited_text.strip():
+        raise ConfigError("an edit needs the edited text", where="edited_text")
+    keys = {key for example in store.examples(proposal.run_id) for key in example.data}
+    parent = store.get_candidate(proposal.parent_id)
+    if edited_text.strip() == proposal.text.strip():
+        raise ProposalError("the edited text is the same as the proposal; accept it instead",
+                            reason="unchanged")
+    return validate_proposal(proposal.component, edited_text,
+                             parent.components[proposal.component], keys)
+
+
+def override(
+    trial_id: int,
+    *,
+    score: float | None = None,
+    feedback: str | None = None,
+    author: str = "anonymous",
+    store: Store | None = None,
+) -> Override:
+    """Correct a critic: set the trial's effective score and/or feedback.
+
+    Raises:
+        ConfigError: neither score nor feedback given, or a score outside [0, 1].
+    """
+    store = store or open_store()
+    if score is None and (feedback is None or not feedback.strip()):
+        raise ConfigError("an override needs a score, a feedback text, or both", where="override")
+    if score is not None and not (isinstance(score, int | float) and 0.0 <= score <= 1.0):
+        raise ConfigError(f"score {score!r} is outside [0, 1]", where="override.score",
+                          value=score)
+    return store.add_override(trial_id, score=None if score is None else float(score),
+                              feedback=feedback, author=author)
+
+
+def undo_override(override_id: int, *, store: Store | None = None) -> Override:
+    """Withdraw an override; the previous one (or the judge's value) applies again."""
+    return (store or open_store()).undo_override(override_id)
+
+
+async def await_decision(ctx: RunContext, proposal_id: int) -> Decision:
+    """Wait for a person's decision, while honouring stop requests and the run's timeout."""
+    while True:
+        decisions = ctx.store.decisions(proposal_id=proposal_id)
+        if decisions:
+            return decisions[-1]
+        ctx.check_stop()
+        await asyncio.sleep(POLL_SECONDS)
+
+
+__all__ = ["await_decision", "decide", "override", "undo_override", "StopRun"]

@@ -1,0 +1,362 @@
+"""The GEPA loop, driven through the store so people can watch and steer it.
+
+One iteration: select a parent, sample a minibatch, score the parent on it, reflect, validate the
+proposal, score the child on the same minibatch, pass the gate (rule or person), and on
+acceptance score the child on the validation set and add it to the pool. Every step is idempotent
+against the store, so a run killed at any point resumes where its last commit left it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from studio.domain import (
+    Candidate,
+    Decision,
+    DecisionAction,
+    Proposal,
+    ProposalStatus,
+    RunStatus,
+    TrialPhase,
+    content_hash,
+    utcnow,
+)
+from studio.engine import proposer
+from studio.engine.components import extract_components
+from studio.engine.config import ReviewMode
+from studio.engine.context import RunContext, StopRun
+from studio.engine.events import (
+    AwaitingDecision,
+    BaselineScored,
+    CandidateAccepted,
+    DecisionApplied,
+    IterationStarted,
+    ProposalEvaluated,
+    Progress,
+    RunFinished,
+    RunPaused,
+    RunResumed,
+    RunStarted,
+)
+from studio.engine.gates import await_decision
+from studio.engine.sampling import EpochSampler
+from studio.engine.scoring import score_batch
+from studio.engine.selection import select_parent
+from studio.engine.state import Evidence, RunView, load_view, minibatch_evidence
+from studio.errors import StudioError
+from studio.redaction import redact
+
+logger = logging.getLogger(__name__)
+
+COMPLETED_REASONS = {"max_iterations", "max_metric_calls", "patience", "score_threshold",
+                     "timeout"}
+
+
+class RunFailed(StudioError):
+    """The run cannot go on (e.g. the critic could not score a single baseline example)."""
+
+
+@dataclass
+class LoopState:
+    """What a checkpoint holds between commits: enough to continue exactly where we were."""
+
+    iteration: int = 0
+    """Last completed iteration (0 = baseline done)."""
+    rng: list[Any] = field(default_factory=list)
+    sampler: dict[str, Any] = field(default_factory=dict)
+    best_score: float | None = None
+    stale_iterations: int = 0
+    active_seconds: float = 0.0
+    plan: dict[str, Any] | None = None
+    """The in-progress iteration: parent, minibatch and component (drawn once, then replayed)."""
+
+
+@dataclass
+class Plan:
+    iteration: int
+    parent_id: int
+    minibatch: list[int]
+    component: str
+
+
+class Engine:
+    """Runs one run to its end. Create it with :func:`studio.engine.build.build_engine`."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.rng = random.Random(ctx.config.seed)
+        self.sampler = EpochSampler(list(ctx.train_ids), ctx.config.minibatch_size)
+        self.state = LoopState()
+        self._iteration_seconds: list[float] = []
+
+    # ------------------------------------------------------------------ run
+
+    async def run(self) -> str:
+        """Run until a stop condition; returns the stop reason."""
+        ctx = self.ctx
+        resumed = self._restore()
+        ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING, started_at=utcnow(),
+                             finished_at=None, stop_reason=None, error=None)
+        ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
+        try:
+            await self.score_baseline()
+            while True:
+                self.check_limits()
+                await self.pause_point()
+                await self.iterate(self.state.iteration + 1)
+        except StopRun as stop:
+            self._finish(RunStatus.STOPPED if stop.reason == "user" else RunStatus.COMPLETED,
+                         stop.reason)
+            return stop.reason
+        except asyncio.CancelledError:
+            self._finish(RunStatus.STOPPED, "user")
+            raise
+        except Exception as exc:
+            logger.exception("run %s failed", ctx.run_id)
+            self._finish(RunStatus.FAILED, "error", error=f"{type(exc).__name__}: {exc}")
+            raise
+
+    def _finish(self, status: RunStatus, reason: str, error: str | None = None) -> None:
+        ctx = self.ctx
+        self._checkpoint()
+        ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
+                             finished_at=utcnow(), control=None,
+                             error=redact(error) if error else None)
+        ctx.emit(RunFinished(run_id=ctx.run_id, iteration=self.state.iteration,
+                             status=status.value, stop_reason=reason))
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _restore(self) -> bool:
+        saved = self.ctx.store.load_checkpoint(self.ctx.run_id)
+        if saved is None:
+            return False
+        _, state = saved
+        self.state = LoopState(**state)
+        if self.state.rng:
+            version, internal, gauss = self.state.rng
+            self.rng.setstate((version, tuple(internal), gauss))
+        if self.state.sampler:
+            self.sampler = EpochSampler.from_state(self.state.sampler)
+        self.ctx.active_seconds_before = self.state.active_seconds
+        return True
+
+    def _checkpoint(self) -> None:
+        self.state.rng = list(self.rng.getstate())
+        self.state.sampler = self.sampler.state()
+        self.state.active_seconds = self.ctx.active_seconds()
+        self.ctx.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
+                                       asdict(self.state))
+
+    # ------------------------------------------------------------------ baseline
+
+    async def score_baseline(self) -> None:
+        """Score the seed candidate on the validation set and make it the pool's first member."""
+        ctx = self.ctx
+        candidates = ctx.store.candidates(ctx.run_id)
+        seed = candidates[0] if candidates else self._add_seed()
+        if seed.pooled:
+            return
+        trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
+        if all(t.effective_score is None for t in trials):
+            first_error = next((t.error for t in trials if t.error), "no score")
+            raise RunFailed(f"the critic could not evaluate any baseline example; first error: "
+                            f"{first_error}. Check the critic's model and instruction.")
+        ctx.store.set_pooled(seed.id)
+        view = load_view(ctx.store, ctx.run_id)
+        self.state.best_score = view.best_score
+        ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=seed.id,
+                                score=view.means.get(seed.id)))
+        self._checkpoint()
+        self._progress(view)
+
+    def _add_seed(self) -> Candidate:
+        components = extract_components(self.ctx.agent, self.ctx.components)
+        return self.ctx.store.add_candidate(Candidate(
+            run_id=self.ctx.run_id, index=0, components=components,
+            content_hash=content_hash(components)))
+
+    # ------------------------------------------------------------------ limits & pause
+
+    def check_limits(self) -> None:
+        config, state = self.ctx.config, self.state
+        self.ctx.check_stop()
+        if state.iteration >= config.max_iterations:
+            raise StopRun("max_iterations")
+        if config.score_threshold is not None and state.best_score is not None \
+                and state.best_score >= config.score_threshold:
+            raise StopRun("score_threshold")
+        if config.patience is not None and state.stale_iterations >= config.patience:
+            raise StopRun("patience")
+        if config.max_metric_calls is not None \
+                and self.ctx.metric_calls() >= config.max_metric_calls:
+            raise StopRun("max_metric_calls")
+
+    async def pause_point(self) -> None:
+        ctx = self.ctx
+        if not ctx.control.pause_requested:
+            return
+        ctx.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
+        ctx.emit(RunPaused(run_id=ctx.run_id, iteration=self.state.iteration))
+        while ctx.control.pause_requested:
+            ctx.check_stop()
+            await asyncio.sleep(0.2)
+        ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING)
+        ctx.emit(RunResumed(run_id=ctx.run_id, iteration=self.state.iteration))
+
+    # ------------------------------------------------------------------ one iteration
+
+    async def iterate(self, iteration: int) -> None:
+        started = time.monotonic()
+        plan = self.plan(iteration)
+        parent = self.ctx.store.get_candidate(plan.parent_id)
+        parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
+                                          phase=TrialPhase.PARENT, iteration=iteration)
+        proposal = await proposer.propose(self.ctx, iteration, parent, plan.component,
+                                          parent_trials)
+        if proposal.status is not ProposalStatus.INVALID:
+            await self.evaluate_and_gate(proposal, parent, plan)
+        self._end_iteration(iteration, time.monotonic() - started)
+
+    def plan(self, iteration: int) -> Plan:
+        """Select the parent, sample the minibatch and pick the component (once per iteration:
+        a resumed iteration replays the stored plan)."""
+        if self.state.plan and self.state.plan["iteration"] == iteration:
+            return Plan(**self.state.plan)
+        view = load_view(self.ctx.store, self.ctx.run_id)
+        parent_id = select_parent(self.ctx.config.candidate_selection, view.matrix, self.rng,
+                                  order=view.pooled_ids, epsilon=self.ctx.config.epsilon)
+        minibatch = self.sampler.sample(self.rng)
+        components = self.ctx.components
+        plan = Plan(iteration, parent_id, minibatch, components[(iteration - 1) % len(components)])
+        self.state.plan = asdict(plan)
+        self._checkpoint()
+        self.ctx.emit(IterationStarted(run_id=self.ctx.run_id, iteration=iteration,
+                                       parent_id=parent_id, component=plan.component,
+                                       minibatch=minibatch))
+        return plan
+
+    async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate, plan: Plan) -> None:
+        """Score the child on the minibatch and pass the gate; edits loop back here."""
+        ctx = self.ctx
+        proposal = proposer.latest_in_chain(ctx, proposal)
+        while True:
+            child = proposer.child_of(ctx, proposal, parent)
+            await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
+                              iteration=plan.iteration, proposal_id=proposal.id)
+            evidence = self.evidence(parent, child, plan)
+            ctx.emit(ProposalEvaluated(
+                run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
+                child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
+                rule_accepts=evidence.rule_accepts))
+            decision = await self.gate(proposal, parent, child, plan)
+            if decision.action is not DecisionAction.EDIT:
+                await self.apply(decision, proposal, child)
+                return
+            proposal = self.edited(proposal, decision)
+
+    def evidence(self, parent: Candidate, child: Candidate, plan: Plan) -> Evidence:
+        """Re-read from the store, so overrides made meanwhile count."""
+        store = self.ctx.store
+        parent_trials = [store.find_trial(parent.id, e) for e in plan.minibatch]
+        child_trials = [store.find_trial(child.id, e) for e in plan.minibatch]
+        return minibatch_evidence([t for t in parent_trials if t],
+                                  [t for t in child_trials if t])
+
+    async def gate(self, proposal: Proposal, parent: Candidate, child: Candidate,
+                   plan: Plan) -> Decision:
+        """The rule decides in auto mode; in review mode a person does."""
+        ctx = self.ctx
+        existing = ctx.store.decisions(proposal_id=proposal.id)
+        if existing:
+            return existing[-1]
+        if ctx.config.review is ReviewMode.AUTO:
+            evidence = self.evidence(parent, child, plan)
+            verb = "above" if evidence.rule_accepts else "not above"
+            return ctx.store.add_decision(Decision(
+                proposal_id=proposal.id, automatic=True, author="rule",
+                action=DecisionAction.ACCEPT if evidence.rule_accepts else DecisionAction.REJECT,
+                reason=f"child minibatch sum {evidence.child_sum:.3f} is {verb} the parent's "
+                       f"{evidence.parent_sum:.3f} ({evidence.compared} examples compared)"))
+        if proposal.status is not ProposalStatus.PENDING:
+            ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
+            ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=plan.iteration,
+                                      proposal_id=proposal.id))
+        return await await_decision(ctx, proposal.id)
+
+    def edited(self, proposal: Proposal, decision: Decision) -> Proposal:
+        """A person's edit becomes a new proposal in the same iteration, scored like any other."""
+        store = self.ctx.store
+        store.update_proposal(proposal.id, status=ProposalStatus.EDITED, decided_at=utcnow())
+        self.ctx.emit(DecisionApplied(run_id=self.ctx.run_id, iteration=proposal.iteration,
+                                      proposal_id=proposal.id, action="edit",
+                                      reason=decision.reason))
+        return store.add_proposal(Proposal(
+            run_id=proposal.run_id, iteration=proposal.iteration, parent_id=proposal.parent_id,
+            component=proposal.component, text=decision.edited_text or "",
+            reasoning=f"edited by {decision.author}" + (f": {decision.reason}"
+                                                         if decision.reason else ""),
+            edited_from=proposal.id))
+
+    async def apply(self, decision: Decision, proposal: Proposal, child: Candidate) -> None:
+        ctx = self.ctx
+        ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
+                                 proposal_id=proposal.id, action=decision.action.value,
+                                 automatic=decision.automatic, reason=decision.reason))
+        if decision.action is DecisionAction.STOP:
+            ctx.store.update_proposal(proposal.id, status=ProposalStatus.REJECTED,
+                                      decided_at=utcnow())
+            raise StopRun("user")
+        if decision.action is DecisionAction.REJECT:
+            ctx.store.update_proposal(proposal.id, status=ProposalStatus.REJECTED,
+                                      decided_at=utcnow())
+            return
+        await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
+                          iteration=proposal.iteration, proposal_id=proposal.id)
+        ctx.store.set_pooled(child.id)
+        ctx.store.update_proposal(proposal.id, status=ProposalStatus.ACCEPTED,
+                                  decided_at=utcnow())
+        view = load_view(ctx.store, ctx.run_id)
+        ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
+                                   candidate_id=child.id, score=view.means.get(child.id)))
+
+    def _end_iteration(self, iteration: int, seconds: float) -> None:
+        view = load_view(self.ctx.store, self.ctx.run_id)
+        best = view.best_score
+        previous = self.state.best_score
+        improved = best is not None and (previous is None or best > previous + 1e-12)
+        self.state.stale_iterations = 0 if improved else self.state.stale_iterations + 1
+        self.state.best_score = best if best is not None else previous
+        self.state.iteration = iteration
+        self.state.plan = None
+        self._iteration_seconds.append(seconds)
+        self._checkpoint()
+        self._progress(view)
+
+    # ------------------------------------------------------------------ progress
+
+    def _progress(self, view: RunView) -> None:
+        ctx, config = self.ctx, self.ctx.config
+        calls = ctx.metric_calls()
+        ctx.emit(Progress(
+            run_id=ctx.run_id, iteration=self.state.iteration,
+            max_iterations=config.max_iterations, metric_calls=calls,
+            max_metric_calls=config.max_metric_calls, best_score=view.best_score,
+            best_candidate_id=view.best_id, elapsed_seconds=round(ctx.active_seconds(), 2),
+            eta_seconds=self._eta(calls)))
+
+    def _eta(self, calls: int) -> float | None:
+        if not self._iteration_seconds:
+            return None
+        per_iteration = sum(self._iteration_seconds) / len(self._iteration_seconds)
+        remaining = self.ctx.config.max_iterations - self.state.iteration
+        budget = self.ctx.config.max_metric_calls
+        if budget is not None and self.state.iteration > 0:
+            calls_per_iteration = max(1.0, calls / max(1, self.state.iteration))
+            remaining = min(remaining, int((budget - calls) / calls_per_iteration))
+        return round(max(0, remaining) * per_iteration, 1)

@@ -1,0 +1,146 @@
+"""Reflection step: show the reflection agent what happened (with human corrections and
+rejection reasons), record what it proposes, and validate it before it costs any metric calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studio.domain import (
+    Candidate,
+    DecisionAction,
+    Proposal,
+    ProposalStatus,
+    Trial,
+    content_hash,
+)
+from studio.engine.components import validate_proposal
+from studio.engine.context import RunContext
+from studio.engine.events import ProposalCreated, ProposalInvalid
+from studio.errors import ProposalError
+from studio.reflection import run_reflection
+from studio.trials import TrialBuilder
+
+TEXT_LIMIT = 1500
+"""Characters of input/output per trial shown to reflection (small models have small contexts)."""
+REJECTIONS_SHOWN = 3
+
+
+def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+
+
+def _compact_trace(trace: dict[str, Any]) -> dict[str, Any] | None:
+    calls = [{"name": c.get("name"), "args": c.get("args"),
+              "result": _clip(str(c.get("result")), 300)} for c in trace.get("tool_calls", [])]
+    compact = {k: v for k, v in {"tool_calls": calls,
+                                 "state_delta": trace.get("state_delta") or None}.items() if v}
+    return compact or None
+
+
+def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]]
+                      ) -> list[dict[str, Any]]:
+    """Trials in the seed format, with each human override's score and feedback in place of the
+    judge's, then the reviewers' reasons for recent rejections."""
+    builder = TrialBuilder()
+    records = []
+    for trial in trials:
+        metadata = dict(trial.feedback)
+        if trial.override is not None and trial.override.feedback is not None:
+            metadata["feedback"] = trial.override.feedback
+        record = builder.build_trial(
+            trial.input_text, _clip(trial.output), trial.effective_score, metadata,
+            error=trial.error, trace=_compact_trace(trial.trace))
+        if trial.overridden:
+            record["feedback"]["corrected_by_human"] = True
+        records.append(record)
+    for proposal, reason in rejections:
+        records.append(builder.build_trial(
+            "(a reviewer's decision on a proposed text)", _clip(proposal.text), None,
+            {"feedback": f"A reviewer rejected the proposed text: {reason or 'no reason given'}"}))
+    return records
+
+
+def recent_rejections(ctx: RunContext) -> list[tuple[Proposal, str]]:
+    """Human rejections since the last accepted proposal, newest first."""
+    notes: list[tuple[Proposal, str]] = []
+    decisions = ctx.store.decisions(ctx.run_id)
+    for decision in reversed(decisions):
+        if decision.action is DecisionAction.ACCEPT:
+            break
+        if decision.action is DecisionAction.REJECT and not decision.automatic:
+            notes.append((ctx.store.get_proposal(decision.proposal_id), decision.reason))
+        if len(notes) >= REJECTIONS_SHOWN:
+            break
+    return notes
+
+
+async def propose(ctx: RunContext, iteration: int, parent: Candidate, component: str,
+                  parent_trials: list[Trial]) -> Proposal:
+    """This iteration's proposal: the stored one when resuming, else a new reflection."""
+    existing = [p for p in ctx.store.proposals(ctx.run_id, iteration=iteration)
+                if p.edited_from is None]
+    if existing:
+        return existing[0]
+    trials = reflection_trials(parent_trials, recent_rejections(ctx))
+    result = await run_reflection(ctx.reflection_agents[component],
+                                  parent.components[component], trials, ctx.executor)
+    proposal = ctx.store.add_proposal(Proposal(
+        run_id=ctx.run_id, iteration=iteration, parent_id=parent.id, component=component,
+        text=result.text, reasoning=result.reasoning))
+    ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
+                             parent_id=parent.id, component=component))
+    if result.error is not None:
+        return invalidate(ctx, proposal, f"the reflection agent failed: {result.error}")
+    return check(ctx, proposal, parent)
+
+
+def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
+    """Validate a proposal; an invalid one is recorded with its reason, never raised."""
+    try:
+        text = validate_proposal(proposal.component, proposal.text,
+                                 parent.components[proposal.component], ctx.example_keys())
+    except ProposalError as exc:
+        return invalidate(ctx, proposal, str(exc))
+    duplicate = find_duplicate(ctx, {**parent.components, proposal.component: text})
+    if duplicate is not None:
+        return invalidate(ctx, proposal, f"duplicate of candidate #{duplicate.index}: the same "
+                                         "components were already tried")
+    if text != proposal.text:
+        proposal = ctx.store.update_proposal(proposal.id, text=text)
+    return proposal
+
+
+def find_duplicate(ctx: RunContext, components: dict[str, str]) -> Candidate | None:
+    digest = content_hash(components)
+    return next((c for c in ctx.store.candidates(ctx.run_id) if c.content_hash == digest), None)
+
+
+def invalidate(ctx: RunContext, proposal: Proposal, reason: str) -> Proposal:
+    proposal = ctx.store.update_proposal(proposal.id, status=ProposalStatus.INVALID,
+                                         invalid_reason=reason)
+    ctx.emit(ProposalInvalid(run_id=ctx.run_id, iteration=proposal.iteration,
+                             proposal_id=proposal.id, reason=reason))
+    return proposal
+
+
+def latest_in_chain(ctx: RunContext, proposal: Proposal) -> Proposal:
+    """Follow edits: a person's edited text replaces the proposal it was made from."""
+    by_parent = {p.edited_from: p for p in ctx.store.proposals(ctx.run_id,
+                                                               iteration=proposal.iteration)
+                 if p.edited_from is not None}
+    while proposal.id in by_parent:
+        proposal = by_parent[proposal.id]
+    return proposal
+
+
+def child_of(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Candidate:
+    """The candidate a proposal describes (created once, reused on resume)."""
+    if proposal.child_id is not None:
+        return ctx.store.get_candidate(proposal.child_id)
+    components = {**parent.components, proposal.component: proposal.text}
+    child = ctx.store.add_candidate(Candidate(
+        run_id=ctx.run_id, index=len(ctx.store.candidates(ctx.run_id)), parent_ids=[parent.id],
+        components=components, content_hash=content_hash(components),
+        iteration=proposal.iteration, proposal_id=proposal.id))
+    ctx.store.update_proposal(proposal.id, child_id=child.id)
+    return child

@@ -1,0 +1,51 @@
+"""Parent selection policies. Each takes the score matrix and an injected, seeded RNG."""
+
+from __future__ import annotations
+
+import random
+
+from studio.engine.config import Selection
+from studio.engine.pareto import ScoreMatrix, best_candidate, pareto_front
+
+
+def select_pareto(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) -> int:
+    """Sample among the Pareto front, weighted by the number of examples each candidate wins."""
+    front = pareto_front(matrix)
+    if not front:
+        return best_candidate(matrix, order)
+    candidates = [c for c in order if c in front]
+    return rng.choices(candidates, weights=[front[c] for c in candidates], k=1)[0]
+
+
+def select_greedy(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) -> int:
+    """The current best candidate."""
+    return best_candidate(matrix, order)
+
+
+def select_epsilon_greedy(matrix: ScoreMatrix, rng: random.Random, *, order: list[int],
+                          epsilon: float = 0.1) -> int:
+    """The best candidate, or with probability ``epsilon`` a uniformly random one."""
+    if rng.random() < epsilon:
+        return rng.choice(order)
+    return best_candidate(matrix, order)
+
+
+def select_parent(policy: Selection | str, matrix: ScoreMatrix, rng: random.Random, *,
+                  order: list[int], epsilon: float = 0.1) -> int:
+    """Dispatch on ``policy``.
+
+    Raises:
+        ValueError: unknown policy (the message lists the allowed ones).
+    """
+    if not order:
+        raise ValueError("no candidate in the pool to select a parent from")
+    try:
+        policy = Selection(policy)
+    except ValueError:
+        allowed = ", ".join(s.value for s in Selection)
+        raise ValueError(f"candidate_selection {policy!r} is not one of: {allowed}") from None
+    if policy is Selection.PARETO:
+        return select_pareto(matrix, rng, order=order)
+    if policy is Selection.GREEDY:
+        return select_greedy(matrix, rng, order=order)
+    return select_epsilon_greedy(matrix, rng, order=order, epsilon=epsilon)

@@ -1,0 +1,93 @@
+"""Typed errors. Each carries the value, field or file that is wrong and says how to fix it.
+
+A failure on one example (agent timeout, unparseable critic reply) is *not* an exception in the
+engine: it becomes a recorded trial with ``score=None``. These errors are for systemic problems and
+bad input that a person must fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StudioError(Exception):
+    """Base class for every error the product raises on purpose."""
+
+
+class ConfigError(StudioError, ValueError):
+    """A configuration value is wrong. ``where`` names the file/field, ``value`` the bad value."""
+
+    def __init__(self, message: str, *, where: str | None = None, value: Any = None) -> None:
+        self.where = where
+        self.value = value
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class ModelConfigError(ConfigError):
+    """A model string cannot be used: unknown provider, unknown local model or missing API key."""
+
+
+class SchemaError(ConfigError):
+    """A JSON Schema (agent output_schema, evaluator schema) is itself invalid."""
+
+
+class DatasetError(ConfigError):
+    """A dataset row or file is unusable (empty, not a dict, missing column)."""
+
+
+class ProjectFileError(ConfigError):
+    """A project YAML file is invalid; the message names the file, the field and the problem."""
+
+
+class TemplateError(ConfigError):
+    """An instruction template lacks a required placeholder (e.g. ``{trials}``)."""
+
+
+class CriticOutputParseError(StudioError, ValueError):
+    """The critic's reply holds no JSON object that could be parsed."""
+
+    def __init__(self, message: str, *, raw_output: str = "") -> None:
+        self.raw_output = raw_output
+        super().__init__(message)
+
+
+class MissingScoreFieldError(CriticOutputParseError):
+    """The critic replied with JSON but without a usable ``score`` field."""
+
+    def __init__(self, message: str, *, raw_output: str = "", parsed: Any = None) -> None:
+        self.parsed = parsed
+        super().__init__(message, raw_output=raw_output)
+
+
+class ScoreOutOfRangeError(CriticOutputParseError):
+    """The critic's score is outside [0, 1]; ``score`` holds the offending value."""
+
+    def __init__(self, score: float, *, raw_output: str = "") -> None:
+        self.score = score
+        super().__init__(
+            f"critic score {score!r} is outside [0, 1]; the critic must score from 0.0 to 1.0",
+            raw_output=raw_output,
+        )
+
+
+class StoreError(StudioError):
+    """The database cannot be opened or written (unwritable file, locked, bad URL)."""
+
+
+class NotFoundError(StudioError, KeyError):
+    """A record (run, trial, proposal, project) does not exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "not found"
+
+
+class ProposalError(StudioError, ValueError):
+    """A reflection proposal is unusable (empty, unchanged, invalid schema or YAML, duplicate)."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+class RunStateError(StudioError):
+    """An action does not fit the run's state (deciding a proposal that is not pending, ...)."""

@@ -1,0 +1,114 @@
+"""The evaluator contract: one method, one result type.
+
+Every evaluator, deterministic or LLM-backed, is called the same way::
+
+    result = evaluator.evaluate(outputs=..., reference_outputs=..., inputs=...)
+    result.score     # float in [0, 1] (higher is better), or None: could not evaluate
+    result.value     # raw value: bool, label, count, distance
+    result.comment   # human-readable explanation (becomes a trial's feedback text)
+    result.metadata  # details: verdicts, rubric path, claims, matched calls
+
+Contract: ``evaluate`` does not raise for a problem with one example (a missing output, an
+unparseable trajectory or judge reply); it returns ``score=None`` with a comment saying why.
+Bad *configuration* raises at construction (:class:`studio.errors.ConfigError` and subclasses).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+
+class EvaluatorResult(BaseModel):
+    """What an evaluator says about one output."""
+
+    key: str
+    """Name of the metric (``exact_match``, ``trajectory_match``...)."""
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Normalized score in [0, 1]; None means "could not evaluate", never 0."""
+    value: Any = None
+    """The raw or categorical value behind the score (bool, label, distance, "2/3")."""
+    comment: str = ""
+    """Why: shown to people and given to the reflection agent as feedback."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Details worth keeping with a trial: verdicts, rubric path, claims, matched calls."""
+
+    @classmethod
+    def not_evaluated(cls, key: str, comment: str, **metadata: Any) -> EvaluatorResult:
+        """A result for an example the evaluator could not score (``score=None``)."""
+        return cls(key=key, score=None, comment=comment, metadata=metadata)
+
+    @classmethod
+    def passed(cls, key: str, ok: bool, comment: str = "", **metadata: Any) -> EvaluatorResult:
+        """A pass/fail result: score 1.0 or 0.0, value the boolean."""
+        return cls(key=key, score=1.0 if ok else 0.0, value=ok, comment=comment, metadata=metadata)
+
+    @property
+    def evaluated(self) -> bool:
+        return self.score is not None
+
+
+class Evaluator(abc.ABC):
+    """Base class of all evaluators. Instances are callable: ``ev(outputs=...)``.
+
+    Subclasses implement :meth:`evaluate`. LLM-backed evaluators override :meth:`aevaluate`
+    too, so the evolution engine (inside an event loop) never blocks on a model call.
+    """
+
+    key: str = "evaluator"
+    uses_trace: ClassVar[bool] = False
+    """True when ``outputs`` is a trajectory (the executor's trace) rather than the final text;
+    :class:`studio.evaluators.EvaluatorCritic` uses it to pick what to pass."""
+
+    @abc.abstractmethod
+    def evaluate(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> EvaluatorResult:
+        """Score ``outputs`` (against ``reference_outputs`` when the metric needs one)."""
+
+    async def aevaluate(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> EvaluatorResult:
+        """Async form of :meth:`evaluate`; deterministic evaluators are fast enough to run inline."""
+        return self.evaluate(
+            outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs
+        )
+
+    def __call__(self, **kwargs: Any) -> EvaluatorResult:
+        return self.evaluate(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(key={self.key!r})"
+
+
+_TEXT_KEYS = ("output", "text", "content", "answer", "final_answer")
+
+
+def as_text(value: Any) -> str | None:
+    """The text of an output: strings as they are, common containers unwrapped, other JSON dumped.
+
+    Returns None for None, so callers can tell "no output" from "empty output".
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in _TEXT_KEYS:
+            if isinstance(value.get(key), str):
+                return value[key]
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)

@@ -1,0 +1,109 @@
+"""Reference-free LLM judge of a whole trajectory (was the path sensible, the answer right?)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from studio.evaluators._judge import (
+    DATA_NOTE,
+    Fence,
+    JudgeEvaluator,
+    parse_bool,
+    reasoning_of,
+    task_text,
+    unit_score,
+)
+from studio.evaluators.base import EvaluatorResult
+from studio.evaluators.errors import TrajectoryShapeError
+from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
+
+DEFAULT_TRAJECTORY_PROMPT = (
+    "You are an expert evaluator judging the quality of an AI agent's trajectory. Consider "
+    "whether the agent took sensible steps, used tools appropriately, avoided unnecessary or "
+    "erroneous actions, and reached a correct, complete final answer for the task."
+)
+_CONTINUOUS_SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
+                   "reasoning": {"type": "string"}},
+    "required": ["score", "reasoning"],
+}
+_BINARY_SCHEMA = {
+    "type": "object",
+    "properties": {"pass": {"type": "boolean"}, "reasoning": {"type": "string"}},
+    "required": ["pass", "reasoning"],
+}
+
+
+class LLMTrajectoryJudge(JudgeEvaluator):
+    """Judge a trajectory without a gold reference (many valid agent paths exist).
+
+    Args:
+        config: optional settings; ``config["model"]`` picks the judge model.
+        prompt: the rubric the judge applies.
+        continuous: True for a 0.0-1.0 score, False (default) for a pass/fail verdict.
+        model: LiteLLM model string (default: ``config["model"]`` or the embedded model).
+        executor: an :class:`studio.execution.AgentExecutor` to share.
+        key: metric name.
+
+    ``outputs`` is the trajectory (any shape :func:`normalize_trajectory` accepts), ``inputs`` the
+    task; a ``reference_outputs`` trajectory, when given, is shown for comparison.
+    """
+
+    uses_trace: ClassVar[bool] = True
+
+    def __init__(self, config: Mapping[str, Any] | None = None, *,
+                 prompt: str = DEFAULT_TRAJECTORY_PROMPT, continuous: bool = False,
+                 model: str | None = None, executor: Any = None,
+                 key: str = "trajectory_accuracy") -> None:
+        super().__init__(config, model=model, executor=executor)
+        self.prompt = prompt
+        self.continuous = continuous
+        self.key = key
+        answer = ('{"score": <number from 0.0 to 1.0>, "reasoning": "<one sentence>"}'
+                  if continuous else '{"pass": <true or false>, "reasoning": "<one sentence>"}')
+        self._judge = self.judge(
+            name="trajectory_judge",
+            system=f"{prompt}\n\n{DATA_NOTE}\n\nRespond with JSON only: {answer}",
+            schema=_CONTINUOUS_SCHEMA if continuous else _BINARY_SCHEMA,
+        )
+
+    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
+                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+        if outputs is None:
+            return EvaluatorResult.not_evaluated(self.key, "no trajectory to judge (it is None)")
+        try:
+            user_text = self._user_text(outputs, reference_outputs, inputs)
+        except TrajectoryShapeError as exc:
+            return EvaluatorResult.not_evaluated(self.key, str(exc), error="trajectory_shape")
+        reply = await self._judge.ask(user_text)
+        if reply.data is None:
+            return reply.failure(self.key)
+        return self._verdict(reply.data)
+
+    def _user_text(self, outputs: Any, reference: Any, inputs: Any) -> str:
+        fence = Fence()
+        task = task_text(inputs)
+        parts = [f"Task:\n{task}"] if task else []
+        parts.append("Agent trajectory:\n" + fence.wrap(render_trajectory(
+            normalize_trajectory(outputs)), "output"))
+        if reference is not None:
+            parts.append("Reference trajectory (for comparison):\n" + fence.wrap(
+                render_trajectory(normalize_trajectory(reference)), "reference"))
+        return "\n\n".join(parts)
+
+    def _verdict(self, data: dict[str, Any]) -> EvaluatorResult:
+        reasoning = reasoning_of(data)
+        if self.continuous:
+            score, problem = unit_score(data)
+            if score is None:
+                return EvaluatorResult.not_evaluated(self.key, problem, error="judge_reply",
+                                                     reply=data)
+            return EvaluatorResult(key=self.key, score=score, value=score, comment=reasoning)
+        verdict = parse_bool(data.get("pass", data.get("passed")))
+        if verdict is None:
+            return EvaluatorResult.not_evaluated(
+                self.key, f"judge verdict {data.get('pass')!r} is not true or false",
+                error="judge_reply", reply=data)
+        return EvaluatorResult.passed(self.key, verdict, reasoning)

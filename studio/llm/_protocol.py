@@ -1,0 +1,163 @@
+"""Request/response plumbing shared by the in-process LiteLLM providers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """What a provider needs from a LiteLLM call, in plain types."""
+
+    model: str
+    messages: list[dict[str, str]]
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] = field(default_factory=list)
+    json_schema: dict[str, Any] | None = None
+    """JSON Schema the reply must satisfy (from ``response_format``), or None for free text."""
+    json_mode: bool = False
+    """True when any JSON object is required (``response_format={"type": "json_object"}``)."""
+    seed: int | None = None
+    has_tools: bool = False
+
+    @property
+    def system(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages if m["role"] == "system")
+
+    @property
+    def last_user(self) -> str:
+        for message in reversed(self.messages):
+            if message["role"] == "user":
+                return message["content"]
+        return ""
+
+    @property
+    def prompt_text(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages)
+
+
+def content_text(content: Any) -> str:
+    """Flatten OpenAI-style message content (string or list of parts) to text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part, dict):
+                pieces.append(str(part.get("text") or ""))
+            else:
+                pieces.append(str(part))
+        return "".join(pieces)
+    return str(content)
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    text = content_text(message.get("content"))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        text += f"\n[tool call {function.get('name')}({function.get('arguments')})]"
+    return text
+
+
+def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Roles reduced to system/user/assistant; tool results become user text."""
+    out = []
+    for message in messages:
+        role = message.get("role", "user")
+        text = _message_text(message)
+        if role == "tool":
+            role, text = "user", f"[tool result] {text}"
+        elif role not in ("system", "user", "assistant"):
+            role = "user"
+        out.append({"role": role, "content": text})
+    return out
+
+
+def schema_from_response_format(response_format: Any) -> tuple[dict[str, Any] | None, bool]:
+    """Extract ``(json_schema, json_mode)`` from any ``response_format`` LiteLLM may pass."""
+    if not response_format:
+        return None, False
+    if hasattr(response_format, "model_json_schema"):
+        return response_format.model_json_schema(), True
+    if not isinstance(response_format, dict):
+        return None, False
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        spec = response_format.get("json_schema") or {}
+        return spec.get("schema") or None, True
+    if kind == "json_object":
+        schema = response_format.get("response_schema") or response_format.get("schema")
+        return schema, True
+    return None, False
+
+
+def build_request(model: str, messages: list, optional_params: dict[str, Any]) -> ChatRequest:
+    schema, json_mode = schema_from_response_format(optional_params.get("response_format"))
+    stop = optional_params.get("stop") or []
+    if isinstance(stop, str):
+        stop = [stop]
+    max_tokens = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")
+    return ChatRequest(
+        model=model,
+        messages=normalize_messages(messages),
+        temperature=optional_params.get("temperature"),
+        top_p=optional_params.get("top_p"),
+        max_tokens=int(max_tokens) if max_tokens else None,
+        stop=list(stop),
+        json_schema=schema,
+        json_mode=json_mode,
+        seed=optional_params.get("seed"),
+        has_tools=bool(optional_params.get("tools")),
+    )
+
+
+def fill_response(
+    model_response: Any,
+    *,
+    model: str,
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    finish_reason: str = "stop",
+) -> Any:
+    """Write text and token usage into LiteLLM's ``ModelResponse``."""
+    from litellm.types.utils import Usage
+
+    choice = model_response.choices[0]
+    choice.message.content = text
+    choice.finish_reason = finish_reason
+    model_response.model = model
+    model_response.usage = Usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        total_tokens=prompt_tokens + completion_tokens,
+    )
+    return model_response
+
+
+def rough_token_count(text: str) -> int:
+    """Token estimate for providers without a tokenizer (about 4 characters per token)."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def as_litellm_error(exc: Exception, *, model: str, provider: str) -> Exception:
+    """In-process providers have no transient failures of their own: anything that is not already a
+    LiteLLM error becomes a non-retryable ``BadRequestError`` (LiteLLM would otherwise report it as
+    a retryable connection error)."""
+    import litellm
+
+    if isinstance(exc, litellm.exceptions.OpenAIError | litellm.exceptions.APIError):
+        return exc
+    return litellm.BadRequestError(
+        message=f"{type(exc).__name__}: {exc}", model=model, llm_provider=provider
+    )

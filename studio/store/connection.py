@@ -1,0 +1,137 @@
+"""Open the database: SQLite (WAL) by default, any SQLAlchemy URL via ``STUDIO_DB_URL``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, insert, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from studio.errors import StoreError
+from studio.store import schema
+
+DB_URL_ENV = "STUDIO_DB_URL"
+HOME_ENV = "STUDIO_HOME"
+
+
+def default_db_path() -> Path:
+    """``$STUDIO_HOME/studio.db``, by default ``~/.evolution-studio/studio.db``."""
+    home = os.environ.get(HOME_ENV) or str(Path.home() / ".evolution-studio")
+    return Path(home) / "studio.db"
+
+
+def resolve_url(url: str | None = None) -> str:
+    """Explicit URL, else ``STUDIO_DB_URL``, else the default SQLite file."""
+    url = url or os.environ.get(DB_URL_ENV)
+    if url:
+        if url.startswith("postgres://"):  # the form Heroku and others hand out
+            url = "postgresql://" + url[len("postgres://"):]
+        if url.startswith("postgresql://"):
+            url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        return url
+    return f"sqlite:///{default_db_path()}"
+
+
+def _sqlite_file(url: str) -> Path | None:
+    if not url.startswith("sqlite:///") or url in ("sqlite:///:memory:", "sqlite://"):
+        return None
+    return Path(url[len("sqlite:///"):])
+
+
+def create_db_engine(url: str) -> Engine:
+    path = _sqlite_file(url)
+    if path is not None:
+        _prepare_sqlite_dir(path)
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 15}, pool_pre_ping=False
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    try:
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    except (ImportError, SQLAlchemyError) as exc:
+        hint = " (install the driver: pip install -e '.[postgres]')" if "postgres" in url else ""
+        raise StoreError(f"cannot use database URL {_safe(url)}: {exc}{hint}") from exc
+
+
+def _prepare_sqlite_dir(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the folder for the database {path}: {exc.strerror}. Set "
+            f"{DB_URL_ENV} or {HOME_ENV} to a writable place."
+        ) from exc
+    if path.exists() and not os.access(path, os.W_OK):
+        raise StoreError(
+            f"the database file {path} is not writable. Fix its permissions, or set "
+            f"{DB_URL_ENV} to another database."
+        )
+    if not os.access(path.parent, os.W_OK):
+        raise StoreError(
+            f"the folder {path.parent} is not writable, so the database cannot be created "
+            f"there. Set {DB_URL_ENV} or {HOME_ENV} to a writable place."
+        )
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=15000")
+    cursor.close()
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable URL>"
+
+
+def explain_operational_error(exc: OperationalError, url: str) -> StoreError:
+    message = str(exc.orig) if exc.orig is not None else str(exc)
+    if "locked" in message:
+        hint = ("another process holds a write lock on it for too long; close other tools "
+                "writing to it and retry")
+    elif "readonly" in message or "unable to open" in message:
+        hint = f"it is not writable; fix its permissions or set {DB_URL_ENV}"
+    else:
+        hint = "check the URL and that the database server is reachable"
+    return StoreError(f"database {_safe(url)}: {message} ({hint})")
+
+
+def migrate(engine: Engine, url: str) -> int:
+    """Create missing tables and upgrade the schema to :data:`schema.SCHEMA_VERSION`."""
+    try:
+        with engine.begin() as connection:
+            fresh = not engine.dialect.has_table(connection, "runs")
+            schema.metadata.create_all(connection)
+            version = _read_version(connection)
+            if version is None:
+                version = schema.SCHEMA_VERSION if fresh else 1
+                connection.execute(insert(schema.meta).values(key="schema_version",
+                                                              value=str(version)))
+        while version < schema.SCHEMA_VERSION:
+            with engine.begin() as connection:
+                schema.MIGRATIONS[version](connection)
+                version += 1
+                connection.execute(update(schema.meta)
+                                   .where(schema.meta.c.key == "schema_version")
+                                   .values(value=str(version)))
+        return version
+    except OperationalError as exc:
+        raise explain_operational_error(exc, url) from exc
+
+
+def _read_version(connection) -> int | None:
+    row = connection.execute(
+        select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")
+    ).first()
+    return int(row[0]) if row else None

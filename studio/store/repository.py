@@ -1,0 +1,569 @@
+"""The store: every record a run produces, committed as it happens.
+
+It is the only channel between a run (engine in a worker thread or another process) and the UI.
+All methods are thread-safe (one short transaction each) and return domain records.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.engine import Engine, Row
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from studio.domain import (
+    Candidate,
+    Decision,
+    Example,
+    Override,
+    Project,
+    Proposal,
+    ProposalStatus,
+    Run,
+    RunEvent,
+    RunStatus,
+    Split,
+    Trial,
+    utcnow,
+)
+from studio.errors import ConfigError, NotFoundError, StoreError
+from studio.redaction import redact
+from studio.store import schema as t
+from studio.store.connection import explain_operational_error
+
+
+class EvalRun(BaseModel):
+    """A logged judge evaluation (Agno's eval runs)."""
+
+    id: int
+    name: str
+    kind: str
+    summary: dict[str, Any]
+    cases: list[dict[str, Any]]
+    created_at: datetime
+
+
+class OverridePair(BaseModel):
+    """A judge's score beside the human's, for agreement statistics."""
+
+    run_id: str
+    critic: str
+    trial_id: int
+    judge_score: float | None
+    human_score: float | None
+    judge_feedback: str | None
+    human_feedback: str | None
+    author: str
+    created_at: datetime
+    input_text: str
+    output: str
+
+
+def _guard(method):
+    """Turn database failures into a StoreError that says what to do."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except OperationalError as exc:
+            raise explain_operational_error(exc, self.url) from exc
+
+    return wrapper
+
+
+def _model(cls, row: Row | None, **rename: str):
+    if row is None:
+        return None
+    data = dict(row._mapping)
+    for source, target in rename.items():
+        data[target] = data.pop(source)
+    return cls.model_validate(data)
+
+
+_INSERT_TRIAL = insert(t.trials)
+_EXAMPLE_RENAME = {"idx": "index"}
+_CANDIDATE_RENAME = {"idx": "index"}
+
+
+class Store:
+    """Repository over the studio database. Create it with :func:`studio.store.open_store`."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine = engine
+        self.url = url
+
+    # ------------------------------------------------------------------ projects
+
+    @_guard
+    def save_project(self, name: str, yaml_text: str, project_id: int | None = None) -> Project:
+        """Create a project, or replace the YAML of ``project_id``."""
+        if not name.strip():
+            raise ConfigError("a project needs a name", where="project.name")
+        now = utcnow()
+        try:
+            with self.engine.begin() as c:
+                if project_id is None:
+                    project_id = c.execute(insert(t.projects).values(
+                        name=name, yaml=yaml_text, created_at=now, updated_at=now)
+                    ).inserted_primary_key[0]
+                else:
+                    c.execute(update(t.projects).where(t.projects.c.id == project_id)
+                              .values(name=name, yaml=yaml_text, updated_at=now))
+        except IntegrityError as exc:
+            raise ConfigError(f"a project named {name!r} already exists; choose another name",
+                              where="project.name", value=name) from exc
+        return self.get_project(project_id)
+
+    @_guard
+    def get_project(self, project_id: int) -> Project:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.projects).where(t.projects.c.id == project_id)).first()
+        if row is None:
+            raise NotFoundError(f"project {project_id} does not exist")
+        return _model(Project, row)
+
+    @_guard
+    def find_project(self, name: str) -> Project | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.projects).where(t.projects.c.name == name)).first()
+        return _model(Project, row)
+
+    @_guard
+    def list_projects(self) -> list[Project]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(t.projects).order_by(t.projects.c.updated_at.desc()))
+            return [_model(Project, r) for r in rows]
+
+    @_guard
+    def delete_project(self, project_id: int) -> None:
+        with self.engine.begin() as c:
+            c.execute(delete(t.projects).where(t.projects.c.id == project_id))
+
+    # ------------------------------------------------------------------ runs
+
+    @_guard
+    def create_run(self, run: Run) -> Run:
+        values = run.model_dump()
+        values["spec"] = _redacted_json(values["spec"])
+        values["config"] = _redacted_json(values["config"])
+        with self.engine.begin() as c:
+            c.execute(insert(t.runs), values)
+        return self.get_run(run.id)
+
+    @_guard
+    def get_run(self, run_id: str) -> Run:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.runs).where(t.runs.c.id == run_id)).first()
+        if row is None:
+            raise NotFoundError(f"run {run_id!r} does not exist")
+        return _model(Run, row)
+
+    @_guard
+    def list_runs(self, limit: int = 200, project_id: int | None = None) -> list[Run]:
+        query = select(t.runs).order_by(t.runs.c.created_at.desc()).limit(limit)
+        if project_id is not None:
+            query = query.where(t.runs.c.project_id == project_id)
+        with self.engine.connect() as c:
+            return [_model(Run, r) for r in c.execute(query)]
+
+    @_guard
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        if "error" in fields and fields["error"]:
+            fields["error"] = redact(str(fields["error"]))
+        if isinstance(fields.get("status"), RunStatus):
+            fields["status"] = fields["status"].value
+        with self.engine.begin() as c:
+            c.execute(update(t.runs).where(t.runs.c.id == run_id).values(**fields))
+
+    @_guard
+    def claim_run(self, run_id: str, worker: str, *, stale_after_s: float) -> bool:
+        """Make ``worker`` the owner of a run, unless another live worker holds it.
+        Atomic, so two processes cannot both resume the same run."""
+        now = utcnow()
+        stale = now - timedelta(seconds=stale_after_s)
+        with self.engine.begin() as c:
+            result = c.execute(
+                update(t.runs)
+                .where(t.runs.c.id == run_id)
+                .where(or_(t.runs.c.worker.is_(None), t.runs.c.worker == worker,
+                           t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale,
+                           t.runs.c.status.notin_([RunStatus.RUNNING.value,
+                                                   RunStatus.PAUSED.value])))
+                .values(worker=worker, heartbeat_at=now)
+            )
+        return result.rowcount == 1
+
+    @_guard
+    def heartbeat(self, run_id: str, worker: str) -> str | None:
+        """Record that ``worker`` is alive; returns the pending control request, if any."""
+        with self.engine.begin() as c:
+            c.execute(update(t.runs).where(and_(t.runs.c.id == run_id, t.runs.c.worker == worker))
+                      .values(heartbeat_at=utcnow()))
+            row = c.execute(select(t.runs.c.control).where(t.runs.c.id == run_id)).first()
+        return row[0] if row else None
+
+    @_guard
+    def mark_orphans(self, stale_after_s: float) -> list[str]:
+        """Runs whose worker stopped sending heartbeats become ``orphaned`` (resumable)."""
+        stale = utcnow() - timedelta(seconds=stale_after_s)
+        active = [RunStatus.RUNNING.value, RunStatus.PAUSED.value, RunStatus.PENDING.value]
+        condition = and_(t.runs.c.status.in_(active),
+                         or_(t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale),
+                         t.runs.c.created_at < stale)
+        with self.engine.begin() as c:
+            ids = [r[0] for r in c.execute(select(t.runs.c.id).where(condition))]
+            if ids:
+                c.execute(update(t.runs).where(t.runs.c.id.in_(ids))
+                          .values(status=RunStatus.ORPHANED.value, worker=None))
+        return ids
+
+    # ------------------------------------------------------------------ examples
+
+    @_guard
+    def add_examples(self, run_id: str, split: Split, rows: Iterable[dict]) -> list[Example]:
+        values = [{"run_id": run_id, "split": Split(split).value, "idx": i, "data": row}
+                  for i, row in enumerate(rows)]
+        with self.engine.begin() as c:
+            if values:
+                c.execute(insert(t.examples), values)
+        return self.examples(run_id, split)
+
+    @_guard
+    def examples(self, run_id: str, split: Split | None = None) -> list[Example]:
+        query = select(t.examples).where(t.examples.c.run_id == run_id)
+        if split is not None:
+            query = query.where(t.examples.c.split == Split(split).value)
+        query = query.order_by(t.examples.c.split, t.examples.c.idx)
+        with self.engine.connect() as c:
+            return [_model(Example, r, **_EXAMPLE_RENAME) for r in c.execute(query)]
+
+    # ------------------------------------------------------------------ candidates
+
+    @_guard
+    def add_candidate(self, candidate: Candidate) -> Candidate:
+        values = candidate.model_dump(exclude={"id"})
+        values["idx"] = values.pop("index")
+        with self.engine.begin() as c:
+            new_id = c.execute(insert(t.candidates), values).inserted_primary_key[0]
+        return candidate.model_copy(update={"id": new_id})
+
+    @_guard
+    def candidates(self, run_id: str) -> list[Candidate]:
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id)
+                 .order_by(t.candidates.c.idx))
+        with self.engine.connect() as c:
+            return [_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
+
+    @_guard
+    def get_candidate(self, candidate_id: int) -> Candidate:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.candidates).where(t.candidates.c.id == candidate_id)).first()
+        if row is None:
+            raise NotFoundError(f"candidate {candidate_id} does not exist")
+        return _model(Candidate, row, **_CANDIDATE_RENAME)
+
+    @_guard
+    def set_pooled(self, candidate_id: int, pooled: bool = True) -> None:
+        with self.engine.begin() as c:
+            c.execute(update(t.candidates).where(t.candidates.c.id == candidate_id)
+                      .values(pooled=pooled))
+
+    # ------------------------------------------------------------------ trials
+
+    @_guard
+    def add_trial(self, trial: Trial) -> Trial:
+        """Insert and commit one trial (the UI sees it on its next poll)."""
+        values = trial.model_dump(exclude={"id", "override"})
+        if values["error"]:
+            values["error"] = redact(values["error"])
+        with self.engine.begin() as c:
+            new_id = c.execute(_INSERT_TRIAL, values).inserted_primary_key[0]
+        return trial.model_copy(update={"id": new_id})
+
+    @_guard
+    def trials(
+        self,
+        run_id: str,
+        *,
+        after_id: int = 0,
+        candidate_id: int | None = None,
+        phase: str | None = None,
+        proposal_id: int | None = None,
+        ids: Iterable[int] | None = None,
+        with_trace: bool = True,
+        limit: int | None = None,
+    ) -> list[Trial]:
+        """Trials of a run, oldest first, with each trial's active override attached."""
+        columns = list(t.trials.c) if with_trace else [
+            col for col in t.trials.c if col.name != "trace"]
+        query = select(*columns).where(t.trials.c.run_id == run_id, t.trials.c.id > after_id)
+        if candidate_id is not None:
+            query = query.where(t.trials.c.candidate_id == candidate_id)
+        if phase is not None:
+            query = query.where(t.trials.c.phase == phase)
+        if proposal_id is not None:
+            query = query.where(t.trials.c.proposal_id == proposal_id)
+        if ids is not None:
+            query = query.where(t.trials.c.id.in_(list(ids)))
+        query = query.order_by(t.trials.c.id)
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+            active = self._active_overrides(c, run_id, after_id)
+        return [self._trial(row, active.get(row.id)) for row in rows]
+
+    @_guard
+    def get_trial(self, trial_id: int) -> Trial:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.trials).where(t.trials.c.id == trial_id)).first()
+            if row is None:
+                raise NotFoundError(f"trial {trial_id} does not exist")
+            override = c.execute(
+                select(t.overrides).where(t.overrides.c.trial_id == trial_id,
+                                          t.overrides.c.undone_at.is_(None))
+                .order_by(t.overrides.c.id.desc()).limit(1)).first()
+        return self._trial(row, _model(Override, override))
+
+    @_guard
+    def find_trial(self, candidate_id: int, example_id: int) -> Trial | None:
+        """A committed trial of this candidate on this example (reused instead of re-scoring)."""
+        with self.engine.connect() as c:
+            row = c.execute(
+                select(t.trials).where(t.trials.c.candidate_id == candidate_id,
+                                       t.trials.c.example_id == example_id)
+                .order_by(t.trials.c.id).limit(1)).first()
+            if row is None:
+                return None
+            override = c.execute(
+                select(t.overrides).where(t.overrides.c.trial_id == row.id,
+                                          t.overrides.c.undone_at.is_(None))
+                .order_by(t.overrides.c.id.desc()).limit(1)).first()
+        return self._trial(row, _model(Override, override))
+
+    @_guard
+    def count_trials(self, run_id: str) -> int:
+        with self.engine.connect() as c:
+            return c.execute(select(func.count()).select_from(t.trials)
+                             .where(t.trials.c.run_id == run_id)).scalar_one()
+
+    @staticmethod
+    def _trial(row: Row, override: Override | None) -> Trial:
+        data = dict(row._mapping)
+        data.setdefault("trace", {})
+        data["override"] = override
+        return Trial.model_validate(data)
+
+    @staticmethod
+    def _active_overrides(connection, run_id: str, after_id: int = 0) -> dict[int, Override]:
+        rows = connection.execute(
+            select(t.overrides).where(t.overrides.c.run_id == run_id,
+                                      t.overrides.c.trial_id > after_id,
+                                      t.overrides.c.undone_at.is_(None))
+            .order_by(t.overrides.c.id))
+        return {row.trial_id: _model(Override, row) for row in rows}
+
+    # ------------------------------------------------------------------ overrides
+
+    @_guard
+    def add_override(self, trial_id: int, *, score: float | None, feedback: str | None,
+                     author: str) -> Override:
+        """Record a person's correction; the judge's own values are copied beside it."""
+        trial = self.get_trial(trial_id)
+        override = Override(trial_id=trial_id, score=score, feedback=feedback,
+                            judge_score=trial.score, judge_feedback=trial.feedback_text,
+                            author=author or "anonymous")
+        values = override.model_dump(exclude={"id"})
+        values["run_id"] = trial.run_id
+        with self.engine.begin() as c:
+            new_id = c.execute(insert(t.overrides), values).inserted_primary_key[0]
+        return override.model_copy(update={"id": new_id})
+
+    @_guard
+    def undo_override(self, override_id: int) -> Override:
+        with self.engine.begin() as c:
+            c.execute(update(t.overrides).where(t.overrides.c.id == override_id,
+                                                t.overrides.c.undone_at.is_(None))
+                      .values(undone_at=utcnow()))
+            row = c.execute(select(t.overrides).where(t.overrides.c.id == override_id)).first()
+        if row is None:
+            raise NotFoundError(f"override {override_id} does not exist")
+        return _model(Override, row)
+
+    @_guard
+    def overrides(self, run_id: str | None = None, *, trial_id: int | None = None,
+                  include_undone: bool = True) -> list[Override]:
+        query = select(t.overrides).order_by(t.overrides.c.id)
+        if run_id is not None:
+            query = query.where(t.overrides.c.run_id == run_id)
+        if trial_id is not None:
+            query = query.where(t.overrides.c.trial_id == trial_id)
+        if not include_undone:
+            query = query.where(t.overrides.c.undone_at.is_(None))
+        with self.engine.connect() as c:
+            return [_model(Override, r) for r in c.execute(query)]
+
+    @_guard
+    def override_pairs(self, run_id: str | None = None) -> list[OverridePair]:
+        """Active overrides with the judge's score, per critic, for agreement statistics."""
+        o, tr, r = t.overrides, t.trials, t.runs
+        query = (select(o.c.run_id, o.c.trial_id, o.c.judge_score, o.c.score, o.c.judge_feedback,
+                        o.c.feedback, o.c.author, o.c.created_at, tr.c.input_text, tr.c.output,
+                        r.c.spec)
+                 .join(tr, tr.c.id == o.c.trial_id).join(r, r.c.id == o.c.run_id)
+                 .where(o.c.undone_at.is_(None)).order_by(o.c.id))
+        if run_id is not None:
+            query = query.where(o.c.run_id == run_id)
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+        return [OverridePair(
+            run_id=row.run_id, critic=_critic_name(row.spec), trial_id=row.trial_id,
+            judge_score=row.judge_score,
+            human_score=row.score if row.score is not None else row.judge_score,
+            judge_feedback=row.judge_feedback, human_feedback=row.feedback, author=row.author,
+            created_at=row.created_at, input_text=row.input_text, output=row.output,
+        ) for row in rows]
+
+    # ------------------------------------------------------------------ proposals & decisions
+
+    @_guard
+    def add_proposal(self, proposal: Proposal) -> Proposal:
+        values = proposal.model_dump(exclude={"id"})
+        with self.engine.begin() as c:
+            new_id = c.execute(insert(t.proposals), values).inserted_primary_key[0]
+        return proposal.model_copy(update={"id": new_id})
+
+    @_guard
+    def update_proposal(self, proposal_id: int, **fields: Any) -> Proposal:
+        if isinstance(fields.get("status"), ProposalStatus):
+            fields["status"] = fields["status"].value
+        with self.engine.begin() as c:
+            c.execute(update(t.proposals).where(t.proposals.c.id == proposal_id).values(**fields))
+        return self.get_proposal(proposal_id)
+
+    @_guard
+    def get_proposal(self, proposal_id: int) -> Proposal:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.proposals).where(t.proposals.c.id == proposal_id)).first()
+        if row is None:
+            raise NotFoundError(f"proposal {proposal_id} does not exist")
+        return _model(Proposal, row)
+
+    @_guard
+    def proposals(self, run_id: str, *, status: ProposalStatus | None = None,
+                  iteration: int | None = None) -> list[Proposal]:
+        query = select(t.proposals).where(t.proposals.c.run_id == run_id)
+        if status is not None:
+            query = query.where(t.proposals.c.status == ProposalStatus(status).value)
+        if iteration is not None:
+            query = query.where(t.proposals.c.iteration == iteration)
+        with self.engine.connect() as c:
+            return [_model(Proposal, r) for r in c.execute(query.order_by(t.proposals.c.id))]
+
+    @_guard
+    def add_decision(self, decision: Decision) -> Decision:
+        proposal = self.get_proposal(decision.proposal_id)
+        values = decision.model_dump(exclude={"id"})
+        values["run_id"] = proposal.run_id
+        with self.engine.begin() as c:
+            new_id = c.execute(insert(t.decisions), values).inserted_primary_key[0]
+        return decision.model_copy(update={"id": new_id})
+
+    @_guard
+    def decisions(self, run_id: str | None = None, *, proposal_id: int | None = None
+                  ) -> list[Decision]:
+        query = select(*[c for c in t.decisions.c if c.name != "run_id"]).order_by(
+            t.decisions.c.id)
+        if run_id is not None:
+            query = query.where(t.decisions.c.run_id == run_id)
+        if proposal_id is not None:
+            query = query.where(t.decisions.c.proposal_id == proposal_id)
+        with self.engine.connect() as c:
+            return [_model(Decision, r) for r in c.execute(query)]
+
+    # ------------------------------------------------------------------ events & checkpoints
+
+    @_guard
+    def add_event(self, run_id: str, kind: str, iteration: int = 0,
+                  payload: dict[str, Any] | None = None) -> RunEvent:
+        event = RunEvent(run_id=run_id, kind=kind, iteration=iteration, payload=payload or {})
+        with self.engine.begin() as c:
+            new_id = c.execute(insert(t.run_events),
+                               event.model_dump(exclude={"id"})).inserted_primary_key[0]
+        return event.model_copy(update={"id": new_id})
+
+    @_guard
+    def events(self, run_id: str, *, after_id: int = 0, kind: str | None = None
+               ) -> list[RunEvent]:
+        query = select(t.run_events).where(t.run_events.c.run_id == run_id,
+                                           t.run_events.c.id > after_id)
+        if kind is not None:
+            query = query.where(t.run_events.c.kind == kind)
+        with self.engine.connect() as c:
+            return [_model(RunEvent, r) for r in c.execute(query.order_by(t.run_events.c.id))]
+
+    @_guard
+    def latest_event(self, run_id: str, kind: str) -> RunEvent | None:
+        query = (select(t.run_events).where(t.run_events.c.run_id == run_id,
+                                            t.run_events.c.kind == kind)
+                 .order_by(t.run_events.c.id.desc()).limit(1))
+        with self.engine.connect() as c:
+            return _model(RunEvent, c.execute(query).first())
+
+    @_guard
+    def save_checkpoint(self, run_id: str, iteration: int, state: dict[str, Any]) -> None:
+        with self.engine.begin() as c:
+            updated = c.execute(update(t.checkpoints).where(t.checkpoints.c.run_id == run_id)
+                                .values(iteration=iteration, state=state, updated_at=utcnow()))
+            if updated.rowcount == 0:
+                c.execute(insert(t.checkpoints).values(run_id=run_id, iteration=iteration,
+                                                       state=state, updated_at=utcnow()))
+
+    @_guard
+    def load_checkpoint(self, run_id: str) -> tuple[int, dict[str, Any]] | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.checkpoints).where(t.checkpoints.c.run_id == run_id)).first()
+        return (row.iteration, row.state) if row else None
+
+    # ------------------------------------------------------------------ eval runs (judges)
+
+    @_guard
+    def add_eval_run(self, name: str, kind: str, summary: dict[str, Any],
+                     cases: list[dict[str, Any]]) -> int:
+        with self.engine.begin() as c:
+            return c.execute(insert(t.eval_runs).values(
+                name=name, kind=kind, summary=_redacted_json(summary),
+                cases=_redacted_json(cases), created_at=utcnow())).inserted_primary_key[0]
+
+    @_guard
+    def list_eval_runs(self, name: str | None = None, limit: int = 100) -> list[EvalRun]:
+        query = select(t.eval_runs).order_by(t.eval_runs.c.id.desc()).limit(limit)
+        if name is not None:
+            query = query.where(t.eval_runs.c.name == name)
+        with self.engine.connect() as c:
+            return [_model(EvalRun, r) for r in c.execute(query)]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _critic_name(spec: dict[str, Any] | None) -> str:
+    critic = (spec or {}).get("critic") or {}
+    return str(critic.get("name") or critic.get("type") or "critic")
+
+
+def _redacted_json(value: Any) -> Any:
+    """Secret values never reach the store, even if someone pasted one into a config."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted_json(v) for v in value]
+    return value

@@ -1,0 +1,219 @@
+"""Tables and migrations. The schema version lives in ``meta``; :data:`MIGRATIONS` upgrades an
+older database step by step, inside one transaction per step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.engine import Connection
+
+SCHEMA_VERSION = 2
+
+
+class UTCDateTime(TypeDecorator):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps no offset)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+metadata = MetaData()
+
+meta = Table("meta", metadata, Column("key", String(64), primary_key=True),
+             Column("value", Text, nullable=False))
+
+projects = Table(
+    "projects", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("yaml", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+runs = Table(
+    "runs", metadata,
+    Column("id", String(40), primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id", ondelete="SET NULL"), nullable=True),
+    Column("name", String(200), nullable=False, default=""),
+    Column("status", String(20), nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("spec", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime),
+    Column("finished_at", UTCDateTime),
+    Column("heartbeat_at", UTCDateTime),
+    Column("worker", String(200)),
+    Column("stop_reason", Text),
+    Column("error", Text),
+    Column("control", String(20)),  # added in version 2
+)
+
+examples = Table(
+    "examples", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("split", String(8), nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("data", JSON, nullable=False),
+    UniqueConstraint("run_id", "split", "idx"),
+)
+
+candidates = Table(
+    "candidates", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("parent_ids", JSON, nullable=False),
+    Column("components", JSON, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("iteration", Integer, nullable=False, default=0),
+    Column("proposal_id", Integer),
+    Column("pooled", Boolean, nullable=False, default=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("run_id", "idx"),
+)
+
+trials = Table(
+    "trials", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("candidate_id", Integer, ForeignKey("candidates.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("example_id", Integer, ForeignKey("examples.id", ondelete="CASCADE"), nullable=False),
+    Column("split", String(8), nullable=False),
+    Column("example_index", Integer, nullable=False),
+    Column("iteration", Integer, nullable=False),
+    Column("phase", String(12), nullable=False),
+    Column("proposal_id", Integer),
+    Column("input_text", Text, nullable=False),
+    Column("output", Text, nullable=False),
+    Column("score", Float),
+    Column("feedback", JSON, nullable=False),
+    Column("error", Text),
+    Column("trace", JSON, nullable=False),
+    Column("latency_s", Float, nullable=False, default=0.0),
+    Column("tokens", Integer, nullable=False, default=0),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_trials_run_id_id", "run_id", "id"),
+    Index("ix_trials_candidate_example", "candidate_id", "example_id"),
+)
+
+overrides = Table(
+    "overrides", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("score", Float),
+    Column("feedback", Text),
+    Column("judge_score", Float),
+    Column("judge_feedback", Text),
+    Column("author", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("undone_at", UTCDateTime),
+    Index("ix_overrides_trial", "trial_id"),
+    Index("ix_overrides_run", "run_id"),
+)
+
+proposals = Table(
+    "proposals", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("iteration", Integer, nullable=False),
+    Column("parent_id", Integer, nullable=False),
+    Column("component", String(40), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("reasoning", Text, nullable=False, default=""),
+    Column("status", String(12), nullable=False),
+    Column("child_id", Integer),
+    Column("edited_from", Integer),
+    Column("invalid_reason", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("decided_at", UTCDateTime),
+    Index("ix_proposals_run", "run_id", "iteration"),
+)
+
+decisions = Table(
+    "decisions", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("proposal_id", Integer, ForeignKey("proposals.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("action", String(12), nullable=False),
+    Column("reason", Text, nullable=False, default=""),
+    Column("edited_text", Text),
+    Column("author", String(200), nullable=False),
+    Column("automatic", Boolean, nullable=False, default=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+run_events = Table(
+    "run_events", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("iteration", Integer, nullable=False, default=0),
+    Column("payload", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_run_events_run_id_id", "run_id", "id"),
+)
+
+checkpoints = Table(
+    "checkpoints", metadata,
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("iteration", Integer, nullable=False),
+    Column("state", JSON, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+eval_runs = Table(
+    "eval_runs", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("kind", String(60), nullable=False),
+    Column("summary", JSON, nullable=False),
+    Column("cases", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_eval_runs_name", "name"),
+)
+
+
+def _v1_to_v2(connection: Connection) -> None:
+    """Version 2 adds ``runs.control`` (pause/stop requests from the studio to the worker)."""
+    connection.execute(text("ALTER TABLE runs ADD COLUMN control VARCHAR(20)"))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+"""``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""
