@@ -20,6 +20,7 @@ class ConfigError(StudioError, ValueError):
     def __init__(self, message: str, *, where: str | None = None, value: Any = None) -> None:
         self.where = where
         self.value = value
+        self.message = message
         super().__init__(f"{where}: {message}" if where else message)
 
 

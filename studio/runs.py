@@ -90,7 +90,8 @@ class RunManager:
         handle.thread.start()
         return handle
 
-    def resume(self, run_id: str, **live_objects: Any) -> RunHandle:
+    def resume(self, run_id: str, *, listeners: list | None = None,
+               **live_objects: Any) -> RunHandle:
         """Continue a stopped, failed or orphaned run from its last committed trial."""
         from studio.engine.build import build_engine
 
@@ -109,7 +110,7 @@ class RunManager:
             raise RunStateError(f"run {run_id} was started from Python objects; resume it from "
                                 "Python with evolve(..., resume=run_id)")
         self.store.update_run(run_id, control=None)
-        return self.start(build_engine(self.store, run_id, **live_objects))
+        return self.start(build_engine(self.store, run_id, listeners=listeners, **live_objects))
 
     def _work(self, engine: Any, handle: RunHandle) -> None:
         try:

@@ -78,10 +78,10 @@ class JudgeReply:
         """The "could not evaluate" result for a failed call or a reply without JSON."""
         if self.error is not None:
             return EvaluatorResult.not_evaluated(key, f"judge call failed: {self.error}",
-                                                 error="judge_call", **metadata)
+                                                 error_kind="judge_call", **metadata)
         return EvaluatorResult.not_evaluated(
             key, f"judge reply holds no JSON object: {_clip(self.text, 200)!r}",
-            error="judge_reply", raw_reply=_clip(self.text, _RAW_REPLY_LIMIT), **metadata)
+            error_kind="judge_reply", raw_reply=_clip(self.text, _RAW_REPLY_LIMIT), **metadata)
 
 
 class Judge:

@@ -129,7 +129,7 @@ def tool_calls_or_error(key: str, value: Any, what: str) -> list[ToolCall] | Eva
         return extract_tool_calls(value)
     except TrajectoryShapeError as exc:
         return EvaluatorResult.not_evaluated(
-            key, f"{what} trajectory: {exc}", error="trajectory_shape", shape=exc.shape
+            key, f"{what} trajectory: {exc}", error_kind="trajectory_shape", shape=exc.shape
         )
 
 

@@ -76,7 +76,7 @@ class LLMTrajectoryJudge(JudgeEvaluator):
         try:
             user_text = self._user_text(outputs, reference_outputs, inputs)
         except TrajectoryShapeError as exc:
-            return EvaluatorResult.not_evaluated(self.key, str(exc), error="trajectory_shape")
+            return EvaluatorResult.not_evaluated(self.key, str(exc), error_kind="trajectory_shape")
         reply = await self._judge.ask(user_text)
         if reply.data is None:
             return reply.failure(self.key)
@@ -98,12 +98,12 @@ class LLMTrajectoryJudge(JudgeEvaluator):
         if self.continuous:
             score, problem = unit_score(data)
             if score is None:
-                return EvaluatorResult.not_evaluated(self.key, problem, error="judge_reply",
+                return EvaluatorResult.not_evaluated(self.key, problem, error_kind="judge_reply",
                                                      reply=data)
             return EvaluatorResult(key=self.key, score=score, value=score, comment=reasoning)
         verdict = parse_bool(data.get("pass", data.get("passed")))
         if verdict is None:
             return EvaluatorResult.not_evaluated(
                 self.key, f"judge verdict {data.get('pass')!r} is not true or false",
-                error="judge_reply", reply=data)
+                error_kind="judge_reply", reply=data)
         return EvaluatorResult.passed(self.key, verdict, reasoning)

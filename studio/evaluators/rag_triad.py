@@ -11,7 +11,7 @@ of the ratio (never counted as unsupported).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -48,6 +48,8 @@ class _RagEvaluator(JudgeEvaluator):
     """Shared argument handling: where the question, answer and context come from."""
 
     key = "rag"
+    _system: ClassVar[str] = ""
+    _schema: ClassVar[dict[str, Any]] = _SCORE_SCHEMA
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, model: str | None = None,
                  executor: Any = None, question_key: str = "question",
@@ -56,6 +58,8 @@ class _RagEvaluator(JudgeEvaluator):
         self.question_key = question_key
         self.context_key = context_key
         self.key = key or type(self).key
+        self._judge = self.judge(name=f"{type(self).key}_judge", system=self._system,
+                                 schema=self._schema)
 
     def _parts(self, outputs: Any, inputs: Any,
                kwargs: Mapping[str, Any]) -> tuple[str, str | None, str]:
@@ -64,14 +68,13 @@ class _RagEvaluator(JudgeEvaluator):
             context = inputs.get(self.context_key)
         return task_text(inputs, self.question_key), as_text(outputs), _context_text(context)
 
-    async def _score(self, system: str, user_text: str) -> EvaluatorResult:
-        reply = await self.judge(name=f"{self.key}_judge", system=system,
-                                 schema=_SCORE_SCHEMA).ask(user_text)
+    async def _score(self, user_text: str) -> EvaluatorResult:
+        reply = await self._judge.ask(user_text)
         if reply.data is None:
             return reply.failure(self.key)
         score, problem = unit_score(reply.data)
         if score is None:
-            return EvaluatorResult.not_evaluated(self.key, problem, error="judge_reply",
+            return EvaluatorResult.not_evaluated(self.key, problem, error_kind="judge_reply",
                                                  reply=reply.data)
         return EvaluatorResult(key=self.key, score=score, value=score,
                                comment=reasoning_of(reply.data))
@@ -103,7 +106,7 @@ class ContextRelevanceEvaluator(_RagEvaluator):
             return EvaluatorResult.not_evaluated(self.key, "no question provided")
         fence = Fence()
         user_text = f"Question:\n{question}\n\nRetrieved context:\n{fence.wrap(context, 'context')}"
-        return await self._score(self._system, user_text)
+        return await self._score(user_text)
 
 
 class AnswerRelevanceEvaluator(_RagEvaluator):
@@ -123,13 +126,14 @@ class AnswerRelevanceEvaluator(_RagEvaluator):
             return EvaluatorResult.not_evaluated(self.key, "no question provided")
         fence = Fence()
         user_text = f"Question:\n{question}\n\nAnswer:\n{fence.wrap(answer, 'output')}"
-        return await self._score(self._system, user_text)
+        return await self._score(user_text)
 
 
 class GroundednessEvaluator(_RagEvaluator):
     """Faithfulness by claim decomposition: supported claims / judged claims."""
 
     key = "groundedness"
+    _schema = _CLAIMS_SCHEMA
     _system = (
         "Decompose the ANSWER into atomic factual claims, then judge whether each claim is "
         "SUPPORTED by the context (true only if the context entails it).\n\n"
@@ -148,8 +152,7 @@ class GroundednessEvaluator(_RagEvaluator):
         fence = Fence()
         user_text = (f"Context:\n{fence.wrap(context, 'context')}\n\n"
                      f"Answer:\n{fence.wrap(answer, 'output')}")
-        reply = await self.judge(name="groundedness_judge", system=self._system,
-                                 schema=_CLAIMS_SCHEMA).ask(user_text)
+        reply = await self._judge.ask(user_text)
         if reply.data is None:
             return reply.failure(self.key)
         return self._claims_result(reply.data)
@@ -160,7 +163,7 @@ class GroundednessEvaluator(_RagEvaluator):
         judged = [c for c in claims if c["supported"] is not None]
         if not judged:
             why = "the judge extracted no claims" if not claims else "no claim has a verdict"
-            return EvaluatorResult.not_evaluated(self.key, why, error="judge_reply",
+            return EvaluatorResult.not_evaluated(self.key, why, error_kind="judge_reply",
                                                  claims=claims)
         supported = sum(1 for c in judged if c["supported"])
         comment = f"{supported} of {len(judged)} claims supported by the context"

@@ -278,7 +278,7 @@ class RubricDagEvaluator(JudgeEvaluator):
             return EvaluatorResult.not_evaluated(
                 self.key, f"judge gave no valid choice at node {name!r} (allowed: "
                 f"{', '.join(node.choices)}; reply: {shown!r})",
-                error="judge_reply", node=name)
+                error_kind="judge_reply", node=name)
         return {"node": name, "question": node.question, "choice": choice,
                 "reasoning": reasoning_of(reply.data or {})}
 

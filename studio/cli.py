@@ -1,0 +1,252 @@
+"""``studio``: run projects headless into the same store the studio watches, and export runs.
+
+    studio run project.yaml [--review review] [--max-iterations N] [--db URL]
+    studio resume RUN_ID
+    studio runs
+    studio export RUN_ID --format jsonl|csv [--out PATH]
+    studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
+    studio override TRIAL_ID [--score X] [--feedback TEXT]
+    studio validate project.yaml
+    studio schema
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import studio  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP first)
+from studio.errors import StudioError
+
+
+def quiet_library_logs() -> None:
+    """ADK logs a full traceback for every failed model call; the trial records it already."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for name in ("google_adk", "google.adk", "LiteLLM", "litellm", "httpx"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+class ProgressBar:
+    """One terminal line, redrawn on each event (a plain line per update when not a TTY)."""
+
+    def __init__(self, stream: Any = sys.stderr, width: int = 24) -> None:
+        self.stream = stream
+        self.width = width
+        self.trials = 0
+        self.last: dict[str, Any] = {}
+        self.tty = getattr(stream, "isatty", lambda: False)()
+
+    def __call__(self, event: Any) -> None:
+        kind = event.kind
+        if kind == "trial_committed":
+            self.trials += 1
+            if self.tty:
+                self.draw()
+        elif kind == "progress":
+            self.last = event.payload() | {"iteration": event.iteration}
+            self.trials = self.last["metric_calls"]
+            self.draw(newline=not self.tty)
+        elif kind == "awaiting_decision":
+            self.note(f"proposal {event.payload()['proposal_id']} waits for a decision: open the "
+                      f"studio's Proposals page, or run `studio decide "
+                      f"{event.payload()['proposal_id']} accept|reject|edit`")
+        elif kind == "run_finished":
+            self.note(f"run finished: {event.payload()['stop_reason']}")
+
+    def draw(self, newline: bool = False) -> None:
+        info = self.last
+        total = info.get("max_iterations") or 1
+        done = min(info.get("iteration", 0), total)
+        filled = int(self.width * done / total)
+        budget = info.get("max_metric_calls")
+        best = info.get("best_score")
+        eta = info.get("eta_seconds")
+        line = (f"[{'#' * filled}{'-' * (self.width - filled)}] iteration {done}/{total}"
+                f" | metric calls {self.trials}{f'/{budget}' if budget else ''}"
+                f" | best {'-' if best is None else f'{best:.3f}'}"
+                f" | ETA {'-' if eta is None else f'{eta:.0f}s'}")
+        self.stream.write(("\r" + line) if self.tty and not newline else line + "\n")
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        self.stream.write(("\n" if self.tty else "") + text + "\n")
+        self.stream.flush()
+
+
+def _store(args: argparse.Namespace):
+    from studio.store import open_store
+
+    return open_store(args.db)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from studio.engine.build import build_engine
+    from studio.project import load_project, start_run
+    from studio.runs import get_manager
+
+    project, base_dir = load_project(args.project)
+    config = project.run
+    updates = {k: v for k, v in (("review", args.review),
+                                 ("max_iterations", args.max_iterations),
+                                 ("max_metric_calls", args.max_metric_calls),
+                                 ("seed", args.seed)) if v is not None}
+    if updates:
+        config = config.model_validate(config.model_dump() | updates)
+    store = _store(args)
+    run = start_run(store, project, base_dir, name=args.name or project.name, config=config,
+                    source=str(args.project))
+    print(f"run {run.id} started (database: {store.url.split('///')[-1]}); watch it with "
+          f"`streamlit run studio/app.py`", file=sys.stderr)
+    bar = ProgressBar()
+    handle = get_manager(store).start(build_engine(store, run.id, listeners=[bar]))
+    return _wait(handle, store, run.id)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from studio.runs import get_manager
+
+    store = _store(args)
+    manager = get_manager(store)
+    handle = manager.resume(args.run_id, listeners=[ProgressBar()])
+    print(f"run {args.run_id} resumed", file=sys.stderr)
+    return _wait(handle, store, args.run_id)
+
+
+def _wait(handle: Any, store: Any, run_id: str) -> int:
+    from studio.engine.api import load_result
+
+    try:
+        while handle.running:
+            time.sleep(0.2)
+        handle.wait()
+    except KeyboardInterrupt:
+        from studio.runs import get_manager
+
+        print("\nstopping (the run can be resumed with `studio resume "
+              f"{run_id}`)...", file=sys.stderr)
+        get_manager(store).stop(run_id)
+        handle.wait(timeout=30)
+        return 130
+    result = load_result(store, run_id)
+    print(json.dumps({"run_id": run_id, "status": result.status,
+                      "stop_reason": result.stop_reason,
+                      "original_score": result.original_score,
+                      "final_score": result.final_score,
+                      "metric_calls": result.metric_calls,
+                      "evolved_components": result.evolved_components}, indent=2))
+    return 0 if result.status in ("completed", "stopped") else 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = _store(args)
+    for run in store.list_runs(limit=args.limit):
+        print(f"{run.id}  {run.status.value:<10} {run.created_at:%Y-%m-%d %H:%M}  "
+              f"{run.stop_reason or '':<16} {run.name}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from studio.export import export_run
+
+    for path in export_run(_store(args), args.run_id, args.format, args.out):
+        print(path)
+    return 0
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    from studio.engine.gates import decide
+
+    decision = decide(args.proposal_id, args.action, reason=args.reason or "",
+                      edited_text=args.text, author=args.author, store=_store(args))
+    print(f"decision {decision.id}: {decision.action.value} proposal {decision.proposal_id}")
+    return 0
+
+
+def cmd_override(args: argparse.Namespace) -> int:
+    from studio.engine.gates import override
+
+    record = override(args.trial_id, score=args.score, feedback=args.feedback,
+                      author=args.author, store=_store(args))
+    print(f"override {record.id}: trial {record.trial_id} score {record.score} "
+          f"(judge said {record.judge_score})")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from studio.project import load_project, resolve_datasets
+
+    project, base_dir = load_project(args.project)
+    train, val = resolve_datasets(project, base_dir, source=str(args.project))
+    print(f"{args.project}: ok ({len(train)} training rows, "
+          f"{len(val) if val is not None else 'no'} validation rows)")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from studio.project import PROJECT_JSON_SCHEMA
+
+    print(json.dumps(PROJECT_JSON_SCHEMA, indent=2))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="studio", description=__doc__.split("\n")[0])
+    root.add_argument("--db", help="database URL (default: STUDIO_DB_URL or the SQLite file)")
+    sub = root.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a project headless")
+    run.add_argument("project", type=Path)
+    run.add_argument("--review", choices=["auto", "review"])
+    run.add_argument("--max-iterations", type=int)
+    run.add_argument("--max-metric-calls", type=int)
+    run.add_argument("--seed", type=int)
+    run.add_argument("--name")
+    run.set_defaults(func=cmd_run)
+    resume = sub.add_parser("resume", help="continue a stopped or orphaned run")
+    resume.add_argument("run_id")
+    resume.set_defaults(func=cmd_resume)
+    runs = sub.add_parser("runs", help="list runs")
+    runs.add_argument("--limit", type=int, default=20)
+    runs.set_defaults(func=cmd_runs)
+    export = sub.add_parser("export", help="write a run's candidates and trials")
+    export.add_argument("run_id")
+    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    export.add_argument("--out")
+    export.set_defaults(func=cmd_export)
+    decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
+    decide.add_argument("proposal_id", type=int)
+    decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
+    decide.add_argument("--reason")
+    decide.add_argument("--text", help="the edited text (for edit)")
+    decide.add_argument("--author", default="cli")
+    decide.set_defaults(func=cmd_decide)
+    override = sub.add_parser("override", help="correct a trial's score and/or feedback")
+    override.add_argument("trial_id", type=int)
+    override.add_argument("--score", type=float)
+    override.add_argument("--feedback")
+    override.add_argument("--author", default="cli")
+    override.set_defaults(func=cmd_override)
+    validate = sub.add_parser("validate", help="check a project file and its datasets")
+    validate.add_argument("project", type=Path)
+    validate.set_defaults(func=cmd_validate)
+    schema = sub.add_parser("schema", help="print the project file's JSON Schema")
+    schema.set_defaults(func=cmd_schema)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    quiet_library_logs()
+    try:
+        return args.func(args)
+    except StudioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

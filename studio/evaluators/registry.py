@@ -1,0 +1,150 @@
+"""Evaluator registry: names to factories, so evaluators can be configured in YAML.
+
+A project file lists evaluators as ``{name, params}`` entries::
+
+    evaluators:
+      - name: trajectory_match
+        params: {mode: unordered, tool_args_match_mode: subset}
+      - name: rubric_dag
+        params: {preset: answer_quality, model: "local/smollm2"}
+
+and :func:`build_evaluators` (or :func:`build_evaluator` for one) turns them into objects.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from studio.errors import ConfigError
+from studio.evaluators.agent_judge import AgentAsJudgeEvaluator
+from studio.evaluators.base import Evaluator
+from studio.evaluators.errors import UnknownEvaluatorError
+from studio.evaluators.llm_judge import LLMTrajectoryJudge
+from studio.evaluators.rag_triad import (
+    AnswerRelevanceEvaluator,
+    ContextRelevanceEvaluator,
+    GroundednessEvaluator,
+)
+from studio.evaluators.rubric_dag import make_rubric_dag
+from studio.evaluators.text import (
+    Contains,
+    EditDistance,
+    EmbeddingDistance,
+    ExactMatch,
+    JSONSchemaMatch,
+    JSONValid,
+    RegexMatch,
+)
+from studio.evaluators.tool_use import ToolCallAccuracyEvaluator, ToolUseEvaluator
+from studio.evaluators.trajectory_match import TrajectoryMatchEvaluator
+
+Factory = Callable[..., Evaluator]
+
+_REGISTRY: dict[str, tuple[Factory, str]] = {
+    "trajectory_match": (TrajectoryMatchEvaluator, "Deterministic tool-call sequence match"),
+    "tool_use": (ToolUseEvaluator, "A specific expected tool was called"),
+    "tool_call_accuracy": (ToolCallAccuracyEvaluator,
+                           "Fraction of reference tool calls reproduced (partial credit)"),
+    "llm_trajectory_judge": (LLMTrajectoryJudge, "Reference-free LLM judge of a trajectory"),
+    "exact_match": (ExactMatch, "Output equals the reference"),
+    "contains": (Contains, "Output contains a substring"),
+    "regex_match": (RegexMatch, "Output matches a regular expression"),
+    "edit_distance": (EditDistance, "1 - Levenshtein distance / max length"),
+    "json_valid": (JSONValid, "Output parses as JSON"),
+    "json_schema_match": (JSONSchemaMatch, "Output validates against a JSON Schema"),
+    "embedding_distance": (EmbeddingDistance, "Cosine similarity of embeddings"),
+    "rubric_dag": (make_rubric_dag, "Decision-tree rubric walked by an LLM judge"),
+    "context_relevance": (ContextRelevanceEvaluator, "RAG: is the context relevant?"),
+    "groundedness": (GroundednessEvaluator, "RAG: supported claims / claims"),
+    "answer_relevance": (AnswerRelevanceEvaluator, "RAG: does the answer address the question?"),
+    "agent_as_judge": (AgentAsJudgeEvaluator, "Per-requirement verdicts with evidence"),
+}
+_ALIASES = {"embedding_similarity": "embedding_distance"}
+
+
+def register_evaluator(name: str, factory: Factory, description: str = "", *,
+                       replace: bool = False) -> None:
+    """Make ``factory(**params)`` buildable as ``name``.
+
+    Raises:
+        ValueError: ``name`` is empty, or already registered and ``replace`` is False (so a
+            typo cannot silently shadow a built-in).
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"evaluator name must be non-empty text; got {name!r}")
+    if not callable(factory):
+        raise ValueError(f"factory for {name!r} must be callable; got {type(factory).__name__}")
+    if (name in _REGISTRY or name in _ALIASES) and not replace:
+        raise ValueError(f"evaluator {name!r} is already registered; pass replace=True to "
+                         f"replace it")
+    _REGISTRY[name] = (factory, description)
+
+
+def unregister_evaluator(name: str) -> None:
+    """Remove ``name`` from the registry (no error when it is absent)."""
+    _REGISTRY.pop(name, None)
+
+
+def list_evaluators() -> list[dict[str, str]]:
+    """``[{"name": ..., "description": ...}]`` sorted by name."""
+    return [{"name": n, "description": d} for n, (_, d) in sorted(_REGISTRY.items())]
+
+
+def evaluator_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def build_evaluator(name: str, params: Mapping[str, Any] | None = None) -> Evaluator:
+    """Build the evaluator registered as ``name`` with keyword ``params``.
+
+    Raises:
+        UnknownEvaluatorError: no such name (the message lists the known ones).
+        ConfigError: ``params`` is not a mapping or does not fit the evaluator (the message
+            lists the accepted parameters), or the evaluator rejected a value.
+    """
+    resolved = _ALIASES.get(name, name)
+    if resolved not in _REGISTRY:
+        raise UnknownEvaluatorError(str(name), evaluator_names())
+    if params is not None and not isinstance(params, Mapping):
+        raise ConfigError(f"params of evaluator {name!r} must be a mapping", where=name,
+                          value=params)
+    factory, _ = _REGISTRY[resolved]
+    _check_params(name, factory, dict(params or {}))
+    try:
+        return factory(**dict(params or {}))
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"evaluator {name!r}: {exc}", where=name, value=params) from exc
+
+
+def build_evaluators(specs: Sequence[Mapping[str, Any]]) -> list[Evaluator]:
+    """Build a list of ``{name, params}`` entries (a project file's ``evaluators:``).
+
+    Raises:
+        ConfigError: an entry is not a mapping with a ``name`` (naming the entry's position).
+    """
+    built = []
+    for index, spec in enumerate(specs):
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+            raise ConfigError("each entry needs a 'name' (and optional 'params')",
+                              where=f"evaluators[{index}]", value=spec)
+        built.append(build_evaluator(spec["name"], spec.get("params")))
+    return built
+
+
+def _check_params(name: str, factory: Factory, params: dict[str, Any]) -> None:
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    accepted = [p.name for p in signature.parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        return
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ConfigError(f"evaluator {name!r} has no parameter {', '.join(map(repr, unknown))}; "
+                          f"accepted: {', '.join(accepted)}", where=name, value=params)
