@@ -116,7 +116,7 @@ class AgentSpec(BaseModel):
         """The evolvable components as text (JSON for the schema, YAML for the config)."""
         return {
             "instruction": self.instruction,
-            "output_schema": json.dumps(self.output_schema or {}, indent=2),
+            "output_schema": json.dumps(self.output_schema, indent=2) if self.output_schema else "",
             "generate_content_config": config_to_yaml(self.generate_content_config),
         }
 
@@ -126,8 +126,8 @@ class AgentSpec(BaseModel):
         if "instruction" in components:
             update["instruction"] = components["instruction"]
         if "output_schema" in components:
-            parsed = validate_json_schema(components["output_schema"])
-            update["output_schema"] = parsed or None
+            text = components["output_schema"].strip()
+            update["output_schema"] = validate_json_schema(text) if text else None
         if "generate_content_config" in components:
             update["generate_content_config"] = config_from_yaml(
                 components["generate_content_config"]

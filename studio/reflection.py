@@ -188,7 +188,8 @@ def split_proposal(raw: str) -> tuple[str, str]:
     match = _FENCED.search(raw)
     if match is None:
         return raw, ""
-    reasoning = (raw[: match.start()] + " " + raw[match.end():]).strip()
+    reasoning = "\n".join(part.strip() for part in (raw[: match.start()], raw[match.end():])
+                          if part.strip())
     return match.group(1).strip(), reasoning
 
 

@@ -23,8 +23,8 @@ from studio.store import Store, open_store
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_SECONDS = 1.0
-STALE_AFTER_SECONDS = 10.0
+HEARTBEAT_SECONDS = float(os.environ.get("STUDIO_HEARTBEAT_SECONDS", "1.0"))
+STALE_AFTER_SECONDS = float(os.environ.get("STUDIO_STALE_AFTER_SECONDS", "10.0"))
 """A running run without a heartbeat for this long is orphaned."""
 
 

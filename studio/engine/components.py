@@ -45,7 +45,7 @@ def _extract(agent: Any, name: str) -> str:
     if name == "output_schema":
         schema = getattr(agent, "output_schema", None)
         if schema is None:
-            return json.dumps({"type": "object", "properties": {}}, indent=2)
+            return ""  # no schema: free text (a proposal may introduce one)
         if hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
         return json.dumps(schema, indent=2)
@@ -63,7 +63,8 @@ def apply_components(agent: Any, components: dict[str, str]) -> Any:
     if "instruction" in components:
         update["instruction"] = components["instruction"]
     if "output_schema" in components:
-        update["output_schema"] = validate_json_schema(components["output_schema"])
+        text = components["output_schema"].strip()
+        update["output_schema"] = validate_json_schema(text) if text else None
     if "generate_content_config" in components:
         update["generate_content_config"] = _merged_config(
             agent, config_from_yaml(components["generate_content_config"]))

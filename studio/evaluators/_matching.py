@@ -16,6 +16,7 @@ from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import ToolCall, extract_tool_calls
 
 ARG_MODES = ("exact", "ignore", "subset", "superset")
+_EQUIVALENCES = ("exact", "ignore")
 
 
 def check_arg_mode(mode: Any, *, field: str) -> str:
@@ -43,9 +44,41 @@ def args_match(agent_args: dict[str, Any], ref_args: dict[str, Any], mode: str) 
         return agent_args == ref_args
     if mode == "ignore":
         return True
+    # Item views compare key by key and value by ==, so unhashable values are fine.
     if mode == "subset":  # every argument the agent passed appears in the reference
-        return all(k in ref_args and ref_args[k] == v for k, v in agent_args.items())
-    return all(k in agent_args and agent_args[k] == v for k, v in ref_args.items())
+        return agent_args.items() <= ref_args.items()
+    return ref_args.items() <= agent_args.items()
+
+
+def match_calls(agent: Sequence[ToolCall], reference: Sequence[ToolCall], mode: str,
+                overrides: Mapping[str, str]) -> list[int | None]:
+    """For each agent call, the reference call it is matched with, in a maximum matching."""
+    if mode in _EQUIVALENCES and all(m in _EQUIVALENCES for m in overrides.values()):
+        return _partners_by_equivalence(agent, reference, mode, overrides)
+    return maximum_matching(compatibility(agent, reference, mode, overrides), len(reference))
+
+
+def _partners_by_equivalence(agent: Sequence[ToolCall], reference: Sequence[ToolCall],
+                             mode: str, overrides: Mapping[str, str]) -> list[int | None]:
+    """When "matches" is an equivalence (same name, and equal or ignored args), any compatible
+    pair may be taken first without losing a larger matching, so one greedy pass is maximum."""
+    free: dict[str, list[int]] = {}
+    for j, ref in enumerate(reference):
+        free.setdefault(ref.name, []).append(j)
+    partners: list[int | None] = []
+    for call in agent:
+        candidates = free.get(call.name)
+        found = None
+        if candidates:
+            if overrides.get(call.name, mode) == "ignore":
+                found = candidates.pop(0)
+            else:
+                for position, j in enumerate(candidates):
+                    if reference[j].args == call.args:
+                        found = candidates.pop(position)
+                        break
+        partners.append(found)
+    return partners
 
 
 def compatibility(
@@ -54,17 +87,28 @@ def compatibility(
     mode: str,
     overrides: Mapping[str, str],
 ) -> list[list[int]]:
-    """For each agent call, the indices of the reference calls it may be matched with."""
+    """For each agent call, the indices of the reference calls it may be matched with.
+
+    Same semantics as :func:`args_match`, inlined per mode: this is the inner loop of
+    unordered, subset and superset matching.
+    """
     by_name: dict[str, list[int]] = {}
     for j, ref in enumerate(reference):
         by_name.setdefault(ref.name, []).append(j)
+    ref_items = [ref.args.items() for ref in reference]
     adjacency = []
     for call in agent:
         call_mode = overrides.get(call.name, mode) if overrides else mode
-        candidates = by_name.get(call.name, ())
-        adjacency.append(
-            [j for j in candidates if args_match(call.args, reference[j].args, call_mode)]
-        )
+        candidates = by_name.get(call.name, [])
+        items = call.args.items()
+        if call_mode == "exact":
+            adjacency.append([j for j in candidates if reference[j].args == call.args])
+        elif call_mode == "subset":
+            adjacency.append([j for j in candidates if items <= ref_items[j]])
+        elif call_mode == "superset":
+            adjacency.append([j for j in candidates if ref_items[j] <= items])
+        else:
+            adjacency.append(list(candidates))
     return adjacency
 
 

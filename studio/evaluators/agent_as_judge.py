@@ -30,7 +30,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from studio.errors import ConfigError, StudioError
-from studio.evaluators.base import as_text
 from studio.evaluators._judge import (
     DATA_NOTE,
     Fence,
@@ -41,6 +40,7 @@ from studio.evaluators._judge import (
     resolve_model,
     run_sync,
 )
+from studio.evaluators.base import as_text
 
 logger = logging.getLogger(__name__)
 

@@ -82,7 +82,7 @@ class Evaluator(abc.ABC):
         inputs: Any = None,
         **kwargs: Any,
     ) -> EvaluatorResult:
-        """Async form of :meth:`evaluate`; deterministic evaluators are fast enough to run inline."""
+        """Async :meth:`evaluate`; deterministic evaluators are fast enough to run inline."""
         return self.evaluate(
             outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs
         )

@@ -34,7 +34,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from studio.errors import ConfigError
-from studio.evaluators._judge import DATA_NOTE, Fence, Judge, JudgeEvaluator, reasoning_of, task_text
+from studio.evaluators._judge import (
+    DATA_NOTE,
+    Fence,
+    Judge,
+    JudgeEvaluator,
+    reasoning_of,
+    task_text,
+)
 from studio.evaluators.base import EvaluatorResult, as_text
 from studio.evaluators.errors import RubricDagError
 
@@ -301,7 +308,7 @@ class RubricDagEvaluator(JudgeEvaluator):
     def _leaf_result(self, leaf: RubricLeaf, path: list[dict[str, Any]]) -> EvaluatorResult:
         route = " -> ".join(f"{step['node']}={step['choice']}" for step in path)
         head = leaf.label or f"score {leaf.score:g}"
-        reasons = "; ".join(s["reasoning"] for s in path if s["reasoning"])
+        reasons = "; ".join(f"{s['node']}: {s['reasoning']}" for s in path if s["reasoning"])
         comment = f"{head} ({route})" + (f": {reasons}" if reasons else "")
         return EvaluatorResult(key=self.key, score=leaf.score, value=leaf.label or leaf.score,
                                comment=comment,

@@ -322,7 +322,8 @@ class EmbeddingDistance(Evaluator):
             embed = self._embedder()
             cosine = cosine_similarity(embed(output), embed(reference))
         except _EmbeddingUnavailable as exc:
-            return EvaluatorResult.not_evaluated(self.key, str(exc), error_kind="embedding_unavailable")
+            return EvaluatorResult.not_evaluated(self.key, str(exc),
+                                                 error_kind="embedding_unavailable")
         except Exception as exc:  # an embedding API failure on one example is a result
             return EvaluatorResult.not_evaluated(
                 self.key, f"embedding failed: {type(exc).__name__}: {exc}", error_kind="embedding")

@@ -8,9 +8,8 @@ from studio.errors import ConfigError
 from studio.evaluators._matching import (
     args_match,
     check_arg_mode,
-    compatibility,
     describe_call,
-    maximum_matching,
+    match_calls,
     tool_calls_or_error,
 )
 from studio.evaluators.base import Evaluator, EvaluatorResult
@@ -113,9 +112,7 @@ class ToolCallAccuracyEvaluator(Evaluator):
                 self.key, "the reference has no tool calls, so accuracy is undefined",
                 agent_count=len(agent),
             )
-        partners = maximum_matching(
-            compatibility(agent, reference, self.args_match_mode, {}), len(reference)
-        )
+        partners = match_calls(agent, reference, self.args_match_mode, {})
         matched = {j for j in partners if j is not None}
         missing = [describe_call(r) for j, r in enumerate(reference) if j not in matched]
         hits = len(reference) - len(missing)

@@ -24,9 +24,8 @@ from studio.evaluators._matching import (
     args_match,
     check_arg_mode,
     check_overrides,
-    compatibility,
     describe_call,
-    maximum_matching,
+    match_calls,
     tool_calls_or_error,
 )
 from studio.evaluators.base import Evaluator, EvaluatorResult
@@ -84,24 +83,23 @@ class TrajectoryMatchEvaluator(Evaluator):
         return self.tool_args_match_overrides.get(name, self.tool_args_match_mode)
 
     def _strict(self, agent: list[ToolCall], reference: list[ToolCall]) -> EvaluatorResult:
-        for index, (got, want) in enumerate(zip(agent, reference, strict=False)):
-            if got.name != want.name or not args_match(got.args, want.args,
-                                                      self._arg_mode(want.name)):
-                why = f"call {index + 1} is {describe_call(got)}, expected {describe_call(want)}"
-                return self._result(False, agent, reference, why, first_mismatch=index)
-        if len(agent) != len(reference):
-            index = min(len(agent), len(reference))
+        index = _first_mismatch(agent, reference, self.tool_args_match_mode,
+                                self.tool_args_match_overrides)
+        if index is None:
+            return self._result(True, agent, reference, "")
+        if index < min(len(agent), len(reference)):
+            got, want = agent[index], reference[index]
+            why = f"call {index + 1} is {describe_call(got)}, expected {describe_call(want)}"
+        else:
             why = f"{len(agent)} agent tool calls vs {len(reference)} in the reference"
-            return self._result(False, agent, reference, why, first_mismatch=index)
-        return self._result(True, agent, reference, "")
+        return self._result(False, agent, reference, why, first_mismatch=index)
 
     def _matched(self, agent: list[ToolCall], reference: list[ToolCall]) -> EvaluatorResult:
         if self.mode == "unordered" and len(agent) != len(reference):
             why = f"{len(agent)} agent tool calls vs {len(reference)} in the reference"
             return self._result(False, agent, reference, why)
-        adjacency = compatibility(agent, reference, self.tool_args_match_mode,
-                                  self.tool_args_match_overrides)
-        partners = maximum_matching(adjacency, len(reference))
+        partners = match_calls(agent, reference, self.tool_args_match_mode,
+                               self.tool_args_match_overrides)
         matched = {j for j in partners if j is not None}
         extra = [agent[i] for i, j in enumerate(partners) if j is None]
         missing = [ref for j, ref in enumerate(reference) if j not in matched]
@@ -126,6 +124,18 @@ class TrajectoryMatchEvaluator(Evaluator):
             agent_tools=[c.name for c in agent], reference_tools=[c.name for c in reference],
             **details,
         )
+
+
+def _first_mismatch(agent: list[ToolCall], reference: list[ToolCall], mode: str,
+                    overrides: Mapping[str, str]) -> int | None:
+    """Index of the first call that differs (or where one list ends early); None if equal."""
+    for index, (got, want) in enumerate(zip(agent, reference, strict=False)):
+        if got.name != want.name:
+            return index
+        call_mode = overrides.get(want.name, mode) if overrides else mode
+        if not (got.args == want.args or args_match(got.args, want.args, call_mode)):
+            return index
+    return None if len(agent) == len(reference) else min(len(agent), len(reference))
 
 
 def _unmatched_text(extra: list[ToolCall], missing: list[ToolCall]) -> str:

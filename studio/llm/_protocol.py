@@ -155,8 +155,9 @@ def as_litellm_error(exc: Exception, *, model: str, provider: str) -> Exception:
     LiteLLM error becomes a non-retryable ``BadRequestError`` (LiteLLM would otherwise report it as
     a retryable connection error)."""
     import litellm
+    import openai
 
-    if isinstance(exc, litellm.exceptions.OpenAIError | litellm.exceptions.APIError):
+    if isinstance(exc, openai.OpenAIError):  # every LiteLLM exception derives from it
         return exc
     return litellm.BadRequestError(
         message=f"{type(exc).__name__}: {exc}", model=model, llm_provider=provider

@@ -7,6 +7,7 @@ rule per accepted proposal, which makes the loop, the gates and the charts easy 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Any
@@ -92,10 +93,10 @@ def critique(prompt: str, properties: dict[str, Any]) -> dict[str, Any]:
 def reflect(prompt: str) -> str:
     component = _section(prompt, REFLECTION_MARKER, "## Trials")
     stripped = component.strip()
-    if stripped.startswith("{"):
-        return stripped  # output_schema: the demo has nothing to improve there
-    if re.match(r"^\s*\w+\s*:", stripped) and "\n" in stripped or stripped.startswith("temperature"):
+    if "generation config in YAML" in prompt:
         return "temperature: 0.2\ntop_p: 0.9\nmax_output_tokens: 256\n"
+    if "JSON Schema for the agent" in prompt:
+        return _described_schema(stripped)
     trials_text = prompt.split("## Trials", 1)[-1]
     wanted = Counter(
         hint for _, phrase, hint in RULES if hint in trials_text and phrase not in stripped.lower()
@@ -106,6 +107,17 @@ def reflect(prompt: str) -> str:
             phrase = next(p for _, p, h in RULES if h == hint)
             return f"{stripped}\nRule: {hint[:-1]} ({phrase})."
     return stripped
+
+
+def _described_schema(text: str) -> str:
+    """The demo's only schema improvement: give it a description (once)."""
+    try:
+        schema = json.loads(text) if text else {"type": "object", "properties": {}}
+    except json.JSONDecodeError:
+        return text
+    if isinstance(schema, dict) and "description" not in schema:
+        schema["description"] = "A haiku and nothing else."
+    return json.dumps(schema, indent=2)
 
 
 def _rejected_hints(trials_text: str) -> set[str]:

@@ -32,7 +32,21 @@ from studio.llm._protocol import (
     rough_token_count,
 )
 
-Reply = str | dict[str, Any]
+@dataclass(frozen=True)
+class ToolCall:
+    """A function call the scripted model makes (ADK runs the tool and calls the model again)."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+Reply = str | dict[str, Any] | ScriptedReply
 ScriptFn = Callable[[ChatRequest], Reply]
 
 _LATENCY_SUFFIX = re.compile(r"^(?P<name>[^@]+)@(?P<ms>\d+(?:\.\d+)?)ms$")
@@ -113,7 +127,8 @@ def _ensure_builtins() -> None:
                     description="a minimal valid instance of the requested JSON Schema")
 
 
-def _run(model: str, messages: list, optional_params: dict) -> tuple[ChatRequest, Script, float, str]:
+def _run(model: str, messages: list, optional_params: dict
+         ) -> tuple[ChatRequest, Script, float, ScriptedReply]:
     try:
         return _run_script(model, messages, optional_params)
     except Exception as exc:
@@ -127,9 +142,12 @@ def _run_script(model: str, messages: list, optional_params: dict):
     with _lock:
         _history.append(request)
     reply = script.reply(request)
-    text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+    if isinstance(reply, str):
+        reply = ScriptedReply(text=reply)
+    elif isinstance(reply, dict):
+        reply = ScriptedReply(text=json.dumps(reply, ensure_ascii=False))
     latency = script.latency_s if latency_override is None else latency_override
-    return request, script, latency, text
+    return request, script, latency, reply
 
 
 class ScriptedProvider(CustomLLM):
@@ -139,19 +157,19 @@ class ScriptedProvider(CustomLLM):
                    print_verbose, encoding, api_key, logging_obj, optional_params,
                    acompletion=None, litellm_params=None, logger_fn=None, headers=None,
                    timeout=None, client=None):
-        request, _, latency, text = _run(model, messages, optional_params)
+        request, _, latency, reply = _run(model, messages, optional_params)
         if latency:
             time.sleep(latency)
-        return _respond(model_response, request, text)
+        return _respond(model_response, request, reply)
 
     async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response,
                           print_verbose, encoding, api_key, logging_obj, optional_params,
                           acompletion=None, litellm_params=None, logger_fn=None, headers=None,
                           timeout=None, client=None):
-        request, _, latency, text = _run(model, messages, optional_params)
+        request, _, latency, reply = _run(model, messages, optional_params)
         if latency:
             await asyncio.sleep(latency)
-        return _respond(model_response, request, text)
+        return _respond(model_response, request, reply)
 
     def streaming(self, *args, **kwargs):
         response = self.completion(*args, **kwargs)
@@ -162,14 +180,25 @@ class ScriptedProvider(CustomLLM):
         yield _chunk(response)
 
 
-def _respond(model_response: Any, request: ChatRequest, text: str) -> Any:
-    return fill_response(
+def _respond(model_response: Any, request: ChatRequest, reply: ScriptedReply) -> Any:
+    response = fill_response(
         model_response,
         model=request.model,
-        text=text,
+        text=reply.text,
         prompt_tokens=rough_token_count(request.prompt_text),
-        completion_tokens=rough_token_count(text),
+        completion_tokens=rough_token_count(reply.text),
+        finish_reason="tool_calls" if reply.tool_calls else "stop",
     )
+    if reply.tool_calls:
+        from litellm.types.utils import ChatCompletionMessageToolCall
+
+        response.choices[0].message.tool_calls = [
+            ChatCompletionMessageToolCall(
+                id=f"call_{i}_{call.name}", type="function",
+                function={"name": call.name, "arguments": json.dumps(call.arguments)})
+            for i, call in enumerate(reply.tool_calls)
+        ]
+    return response
 
 
 def _chunk(response: Any) -> dict[str, Any]:

@@ -1,0 +1,143 @@
+"""Word-level diffs of component texts, rendered as Markdown that is safe for model-written text.
+
+Proposed instructions are written by a model, so they are untrusted: nothing here ever relies on
+``unsafe_allow_html``. Every character of the compared texts goes through :func:`escape_markdown`
+(a backslash before every ASCII punctuation character, which CommonMark always reads as the
+literal character), and highlights use Streamlit's own ``:red-background[...]`` and
+``:green-background[...]`` directives around the escaped text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import string
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["equal", "delete", "insert"]
+
+_TOKEN = re.compile(r"\n|[^\S\n]+|\w+|[^\w\s]")
+_PUNCTUATION = frozenset(string.punctuation)
+_STYLE = {"delete": "red-background", "insert": "green-background"}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of text that is unchanged, deleted (only in the old text) or inserted (only new)."""
+
+    kind: Kind
+    text: str
+
+
+@dataclass(frozen=True)
+class DiffStats:
+    words_added: int
+    words_removed: int
+    unchanged: bool
+
+
+def tokenize(text: str) -> list[str]:
+    """Words, single punctuation marks, runs of spaces and newlines; joining them gives ``text``."""
+    return _TOKEN.findall(text or "")
+
+
+def word_diff(old: str, new: str) -> list[Segment]:
+    """The inline diff of ``old`` to ``new`` word by word, adjacent runs of one kind merged."""
+    a, b = tokenize(old), tokenize(new)
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    segments: list[Segment] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            _append(segments, "equal", "".join(a[i1:i2]))
+            continue
+        if op in ("delete", "replace"):
+            _append(segments, "delete", "".join(a[i1:i2]))
+        if op in ("insert", "replace"):
+            _append(segments, "insert", "".join(b[j1:j2]))
+    return segments
+
+
+def side_by_side(old: str, new: str) -> tuple[list[Segment], list[Segment]]:
+    """``(left, right)``: the old text with its deletions, the new text with its insertions."""
+    segments = word_diff(old, new)
+    left = [s for s in segments if s.kind != "insert"]
+    right = [s for s in segments if s.kind != "delete"]
+    return left, right
+
+
+def diff_stats(old: str, new: str) -> DiffStats:
+    segments = word_diff(old, new)
+    added = sum(_words(s.text) for s in segments if s.kind == "insert")
+    removed = sum(_words(s.text) for s in segments if s.kind == "delete")
+    return DiffStats(added, removed, unchanged=(old or "").strip() == (new or "").strip())
+
+
+def escape_markdown(text: str) -> str:
+    """Text that Streamlit's Markdown shows literally: no links, images, HTML, math or emphasis.
+
+    Every ASCII punctuation character gets a backslash (CommonMark escapes all of them), so
+    ``<script>`` stays text and ``[a](b)`` is no link. Line breaks become hard breaks and leading
+    spaces become non-breaking, so the layout of an instruction survives.
+    """
+    lines = (text or "").split("\n")
+    return "  \n".join(_escape_line(line) for line in lines)
+
+
+def segments_markdown(segments: list[Segment]) -> str:
+    """Markdown for a list of segments; deleted runs are also struck through (not colour only)."""
+    out: list[str] = []
+    for segment in segments:
+        lines = segment.text.split("\n")
+        parts = [_styled_line(segment.kind, line) for line in lines]
+        out.append("  \n".join(parts))
+    return "".join(out) or "*(empty)*"
+
+
+def side_by_side_markdown(old: str, new: str) -> tuple[str, str]:
+    left, right = side_by_side(old, new)
+    return segments_markdown(left), segments_markdown(right)
+
+
+def inline_markdown(old: str, new: str) -> str:
+    return segments_markdown(word_diff(old, new))
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _append(segments: list[Segment], kind: Kind, text: str) -> None:
+    if not text:
+        return
+    if segments and segments[-1].kind == kind:
+        segments[-1] = Segment(kind, segments[-1].text + text)
+    else:
+        segments.append(Segment(kind, text))
+
+
+def _words(text: str) -> int:
+    return len(re.findall(r"\w+", text))
+
+
+def _escape_line(line: str) -> str:
+    stripped = line.lstrip(" ")
+    indent = "\u00a0" * (len(line) - len(stripped))
+    return indent + "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in stripped)
+
+
+def _styled_line(kind: Kind, line: str) -> str:
+    """One line of a segment: highlights wrap only the visible part (Markdown drops a directive
+    whose content starts or ends with spaces inside emphasis)."""
+    if kind == "equal" or not line.strip():
+        return _escape_inline(line)
+    core = line.strip()
+    lead = line[: len(line) - len(line.lstrip())]
+    trail = line[len(line.rstrip()):]
+    body = _escape_inline(core)
+    if kind == "delete":
+        body = f"~~{body}~~"
+    return f"{_escape_inline(lead)}:{_STYLE[kind]}[{body}]{_escape_inline(trail)}"
+
+
+def _escape_inline(text: str) -> str:
+    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in text)

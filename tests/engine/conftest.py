@@ -1,0 +1,47 @@
+"""Run engines to completion in-process (scripted models through ADK + LiteLLM)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from studio.engine import EvolutionConfig, build_engine, create_run
+from studio.runs import get_manager
+
+
+class Runner:
+    def __init__(self, store):
+        self.store = store
+
+    def create(self, spec, trainset, valset=None, **config):
+        return create_run(self.store, spec=spec, trainset=trainset, valset=valset,
+                          config=EvolutionConfig(**config)).id
+
+    def run(self, spec, trainset, valset=None, listeners=None, **config):
+        """Create and run to the end in this thread; returns (run_id, stop_reason)."""
+        run_id = self.create(spec, trainset, valset, **config)
+        engine = build_engine(self.store, run_id, listeners=listeners)
+        return run_id, asyncio.run(engine.run())
+
+    def start(self, spec, trainset, valset=None, **config):
+        """Create and start in the background run manager; returns (run_id, handle)."""
+        run_id = self.create(spec, trainset, valset, **config)
+        return run_id, get_manager(self.store).start(build_engine(self.store, run_id))
+
+    def wait_for_pending(self, run_id, seen, timeout=20.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pending = [p for p in self.store.proposals(run_id, status="pending")
+                       if p.id not in seen]
+            if pending:
+                seen.add(pending[0].id)
+                return pending[0]
+            time.sleep(0.05)
+        raise AssertionError("no proposal reached the gate")
+
+
+@pytest.fixture
+def runner(store):
+    return Runner(store)

@@ -1,0 +1,105 @@
+"""Pure engine policies: Pareto front, parent selection, minibatch sampling, proposal checks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from studio.engine.components import check_components, validate_proposal
+from studio.engine.pareto import best_candidate, mean_score, pareto_front, winners_per_example
+from studio.engine.sampling import EpochSampler
+from studio.engine.selection import select_parent
+from studio.engine.state import minibatch_evidence
+from studio.errors import ConfigError, ProposalError
+
+MATRIX = {1: {10: 0.2, 11: 0.9, 12: 0.5},
+          2: {10: 0.8, 11: 0.1, 12: 0.5},
+          3: {10: 0.1, 11: 0.1, 12: 0.1}}
+
+
+def test_none_is_never_averaged_as_zero():
+    assert mean_score({1: 1.0, 2: None}) == 1.0
+    assert mean_score({1: None}) is None
+
+
+def test_front_counts_wins_with_ties_and_drops_losers():
+    assert winners_per_example(MATRIX) == {10: {2}, 11: {1}, 12: {1, 2}}
+    assert pareto_front(MATRIX) == {1: 2, 2: 2}
+
+
+def test_dominated_candidates_leave_the_front():
+    matrix = {1: {10: 1.0, 11: 1.0}, 2: {10: 1.0, 11: 0.0}}
+    assert pareto_front(matrix) == {1: 2}
+
+
+def test_best_candidate_breaks_ties_by_order():
+    assert best_candidate({1: {10: 0.5}, 2: {10: 0.5}}, [2, 1]) == 2
+    assert best_candidate({1: {10: None}}, [1]) == 1
+
+
+def test_selection_policies_are_seeded():
+    order = [1, 2, 3]
+    picks = [select_parent("pareto", MATRIX, random.Random(7), order=order) for _ in range(5)]
+    again = [select_parent("pareto", MATRIX, random.Random(7), order=order) for _ in range(5)]
+    assert picks == again and set(picks) <= {1, 2}
+    assert select_parent("greedy", MATRIX, random.Random(0), order=order) in (1, 2)
+    explored = {select_parent("epsilon_greedy", MATRIX, random.Random(s), order=order,
+                              epsilon=1.0) for s in range(30)}
+    assert explored == {1, 2, 3}
+    with pytest.raises(ValueError, match="not one of: pareto, greedy, epsilon_greedy"):
+        select_parent("best", MATRIX, random.Random(0), order=order)
+
+
+def test_sampler_covers_an_epoch_before_repeating_and_round_trips():
+    sampler = EpochSampler([1, 2, 3, 4, 5], 2)
+    rng = random.Random(3)
+    seen = sampler.sample(rng) + sampler.sample(rng)
+    restored = EpochSampler.from_state(sampler.state())
+    assert restored.sample(random.Random(0)) == sampler.sample(random.Random(0))
+    assert len(set(seen)) == 4
+    assert len(EpochSampler([1, 2], 5).sample(rng)) == 2
+
+
+def test_evidence_uses_effective_scores_and_skips_none():
+    from studio.domain import Override, Trial
+
+    def trial(example, score, override=None):
+        return Trial(run_id="r", candidate_id=1, example_id=example, split="train",
+                     example_index=example, phase="parent", score=score,
+                     override=None if override is None else Override(trial_id=1,
+                                                                     score=override))
+
+    parent = [trial(1, 0.5), trial(2, 0.5), trial(3, None)]
+    child = [trial(1, 0.5), trial(2, 0.4, override=0.9), trial(3, 1.0)]
+    evidence = minibatch_evidence(parent, child)
+    assert (evidence.parent_sum, evidence.child_sum, evidence.compared) == (1.0, 1.4, 2)
+    assert evidence.rule_accepts
+    assert not minibatch_evidence(parent, parent).rule_accepts  # equal is not strictly better
+
+
+@pytest.mark.parametrize("component, text, reason", [
+    ("instruction", "   ", "empty"),
+    ("instruction", "Parent text.", "unchanged"),
+    ("instruction", "Write about {mood}.", "unknown_placeholder"),
+    ("output_schema", '{"type": "object", "properties": {"a": {"type": 5}}}', "invalid_schema"),
+    ("output_schema", "not json", "invalid_schema"),
+    ("generate_content_config", "temperature: [", "invalid_yaml"),
+    ("generate_content_config", "temperature: 7", "invalid_yaml"),
+])
+def test_invalid_proposals_have_reasons(component, text, reason):
+    with pytest.raises(ProposalError) as info:
+        validate_proposal(component, text, "Parent text.", {"topic"})
+    assert info.value.reason == reason
+
+
+def test_valid_proposals_pass():
+    assert validate_proposal("instruction", " Write about {topic}. ", "x", {"topic"}) == \
+        "Write about {topic}."
+
+
+def test_unknown_component_names():
+    with pytest.raises(ConfigError, match="unknown component 'prompt'"):
+        check_components(["prompt"])
+    with pytest.raises(ConfigError, match="at least one"):
+        check_components([])

@@ -1,0 +1,101 @@
+"""Crash safety: SIGKILL a run mid-way, resume it, lose nothing and re-score nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from studio.domain import ProposalStatus, RunStatus
+from studio.engine import decide, load_result, override
+
+ROOT = Path(__file__).resolve().parents[2]
+STALE = "1.5"
+
+
+@pytest.fixture(autouse=True)
+def fast_heartbeats(monkeypatch):
+    import studio.runs as runs
+
+    monkeypatch.setattr(runs, "STALE_AFTER_SECONDS", float(STALE))
+
+
+def start_worker(url: str, review: str) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE}
+    process = subprocess.Popen([sys.executable, "-m", "tests.engine.resume_worker", url, review],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    return process, process.stdout.readline().strip()
+
+
+def wait_until(condition, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def kill(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+
+
+def counts(store, run_id):
+    return (store.count_trials(run_id), len(store.overrides(run_id)),
+            len(store.decisions(run_id)), len(store.proposals(run_id)))
+
+
+def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
+    from studio.runs import get_manager
+
+    process, run_id = start_worker(store.url, "auto")
+    try:
+        wait_until(lambda: len(store.decisions(run_id)) >= 2 and store.count_trials(run_id) >= 14)
+        first_trial = store.trials(run_id)[0]
+        override(first_trial.id, score=1.0, feedback="human: fine", author="ana", store=store)
+        before_trials = {t.id: (t.candidate_id, t.example_id, t.score)
+                         for t in store.trials(run_id)}
+        before = counts(store, run_id)
+    finally:
+        kill(process)
+    time.sleep(float(STALE) + 0.5)
+    manager = get_manager(store)
+    assert run_id in manager.recover_orphans()
+    assert store.get_run(run_id).status is RunStatus.ORPHANED
+    assert manager.resume(run_id).wait(60) == "max_iterations"
+    after_trials = store.trials(run_id)
+    pairs = [(t.candidate_id, t.example_id) for t in after_trials]
+    assert len(pairs) == len(set(pairs)), "a committed (candidate, example) was scored again"
+    kept = {t.id: (t.candidate_id, t.example_id, t.score) for t in after_trials
+            if t.id in before_trials}
+    assert kept == before_trials
+    after = counts(store, run_id)
+    assert all(a >= b for a, b in zip(after, before, strict=True)), (before, after)
+    assert store.get_trial(first_trial.id).effective_score == 1.0
+    result = load_result(store, run_id)
+    assert result.status == "completed" and len(result.iteration_history) == 5
+
+
+def test_a_pending_proposal_survives_a_restart(store):
+    from studio.runs import get_manager
+
+    process, run_id = start_worker(store.url, "review")
+    try:
+        wait_until(lambda: bool(store.proposals(run_id, status=ProposalStatus.PENDING)))
+        pending = store.proposals(run_id, status=ProposalStatus.PENDING)[0]
+        trials_before = store.count_trials(run_id)
+    finally:
+        kill(process)
+    time.sleep(float(STALE) + 0.5)
+    handle = get_manager(store).resume(run_id)
+    time.sleep(1.0)
+    assert store.get_proposal(pending.id).status is ProposalStatus.PENDING
+    assert store.count_trials(run_id) == trials_before
+    decide(pending.id, "stop", store=store)
+    assert handle.wait(30) == "user"
