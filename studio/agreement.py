@@ -139,8 +139,8 @@ def _report(pairs: list[tuple[float | None, float | None]], threshold: float,
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Pearson's r; None for fewer than two points or a constant series."""
-    if len(xs) < 2:
-        return None
+    if len(xs) < 2 or min(xs) == max(xs) or min(ys) == max(ys):
+        return None  # checked exactly: a rounded mean would make a constant series "vary"
     mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
     dx = [x - mean_x for x in xs]
     dy = [y - mean_y for y in ys]

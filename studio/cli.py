@@ -34,8 +34,8 @@ def quiet_library_logs() -> None:
 class ProgressBar:
     """One terminal line, redrawn on each event (a plain line per update when not a TTY)."""
 
-    def __init__(self, stream: Any = sys.stderr, width: int = 24) -> None:
-        self.stream = stream
+    def __init__(self, stream: Any = None, width: int = 24) -> None:
+        self.stream = stream or sys.stderr
         self.width = width
         self.trials = 0
         self.last: dict[str, Any] = {}

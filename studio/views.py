@@ -27,7 +27,7 @@ TRIAL_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "score", "j
 
 STATUS_HINTS = {
     RunStatus.PENDING: "created, waiting for its worker to start",
-    RunStatus.RUNNING: "running",
+    RunStatus.RUNNING: "scoring, reflecting or waiting at a gate",
     RunStatus.PAUSED: "paused: resume it to continue",
     RunStatus.COMPLETED: "finished: a stop condition was reached",
     RunStatus.STOPPED: "stopped by a person; it can be resumed",

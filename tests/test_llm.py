@@ -136,3 +136,12 @@ def test_litellm_cost_map_is_local():
     import os
 
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+def test_bounded_schema_turns_numeric_ranges_into_enums():
+    score = bounded_schema({"type": "number", "minimum": 0, "maximum": 1, "description": "s"})
+    assert score["enum"][0] == 0 and score["enum"][-1] == 1 and len(score["enum"]) == 21
+    assert score["description"] == "s" and "type" not in score
+    assert bounded_schema({"type": "integer", "minimum": 1, "maximum": 10})["enum"] == list(
+        range(1, 11))
+    assert bounded_schema({"type": "number"}) == {"type": "number"}

@@ -11,7 +11,7 @@ from studio.domain import AgentSpec, CriticSpec, DecisionAction, ReflectionSpec,
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.config import EvolutionConfig
 from studio.engine.context import Listener
-from studio.engine.state import first_trials, load_view
+from studio.engine.state import load_view
 from studio.store import Store, open_store
 
 
@@ -48,17 +48,14 @@ class EvolutionResult(BaseModel):
 
 def load_result(store: Store, run_id: str) -> EvolutionResult:
     """The result of any run in the store (finished or not), with overrides applied."""
-    trials = store.trials(run_id, with_trace=False)
-    view = load_view(store, run_id, trials)
-    pairs = first_trials(trials)
+    view = load_view(store, run_id)
     examples = {e.id: e for e in store.examples(run_id)}
     summaries = [
         CandidateSummary(
             id=c.id, index=c.index, parent_ids=c.parent_ids, components=c.components,
             pooled=c.pooled, mean_score=view.means.get(c.id), on_front=c.id in view.front,
-            val_scores={examples[e].index: (pairs[(c.id, e)].effective_score
-                                            if (c.id, e) in pairs else None)
-                        for e in view.val_ids} if c.pooled else {})
+            val_scores={examples[e].index: view.matrix[c.id][e] for e in view.val_ids}
+            if c.pooled else {})
         for c in view.candidates]
     seed = view.candidates[0] if view.candidates else None
     best = view.candidate(view.best_id) if view.best_id is not None else seed
@@ -68,7 +65,8 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
         final_score=view.best_score,
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
-        stop_reason=view.run.stop_reason, candidates=summaries, metric_calls=len(trials))
+        stop_reason=view.run.stop_reason, candidates=summaries,
+        metric_calls=store.count_trials(run_id))
 
 
 def _history(store: Store, run_id: str) -> list[dict[str, Any]]:

@@ -263,10 +263,8 @@ class Engine:
     def evidence(self, parent: Candidate, child: Candidate, plan: Plan) -> Evidence:
         """Re-read from the store, so overrides made meanwhile count."""
         store = self.ctx.store
-        parent_trials = [store.find_trial(parent.id, e) for e in plan.minibatch]
-        child_trials = [store.find_trial(child.id, e) for e in plan.minibatch]
-        return minibatch_evidence([t for t in parent_trials if t],
-                                  [t for t in child_trials if t])
+        return minibatch_evidence(list(store.first_trials(parent.id, plan.minibatch).values()),
+                                  list(store.first_trials(child.id, plan.minibatch).values()))
 
     async def gate(self, proposal: Proposal, parent: Candidate, child: Candidate,
                    plan: Plan) -> Decision:

@@ -28,8 +28,8 @@ async def score_batch(
     proposal_id: int | None = None,
 ) -> list[Trial]:
     """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused)."""
-    cached = {e: ctx.store.find_trial(candidate.id, e) for e in example_ids}
-    missing = [e for e, trial in cached.items() if trial is None]
+    cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
+    missing = [e for e in example_ids if e not in cached]
     ctx.check_stop()
     ctx.reserve(len(missing))
     agent = ctx.agent_for(candidate)

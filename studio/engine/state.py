@@ -51,22 +51,16 @@ class RunView:
         return next(c for c in self.candidates if c.id == candidate_id)
 
 
-def load_view(store: Store, run_id: str, trials: list[Trial] | None = None) -> RunView:
+def load_view(store: Store, run_id: str) -> RunView:
     run = store.get_run(run_id)
     candidates = store.candidates(run_id)
     val_ids = val_example_ids(store, run)
-    if trials is None:
-        trials = store.trials(run_id, with_trace=False)
-    pairs = first_trials(trials)
+    scores = store.effective_scores(run_id)
     pooled = [c.id for c in candidates if c.pooled]
-    matrix = {c: {e: _score(pairs.get((c, e))) for e in val_ids} for c in pooled}
+    matrix = {c: {e: scores.get((c, e)) for e in val_ids} for c in pooled}
     means = {c: mean_score(row) for c, row in matrix.items()}
     return RunView(run=run, candidates=candidates, val_ids=val_ids, matrix=matrix, means=means,
                    front=pareto_front(matrix), best_id=best_candidate(matrix, pooled))
-
-
-def _score(trial: Trial | None) -> float | None:
-    return None if trial is None else trial.effective_score
 
 
 @dataclass

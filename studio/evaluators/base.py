@@ -9,8 +9,11 @@ Every evaluator, deterministic or LLM-backed, is called the same way::
     result.metadata  # details: verdicts, rubric path, claims, matched calls
 
 Contract: ``evaluate`` does not raise for a problem with one example (a missing output, an
-unparseable trajectory or judge reply); it returns ``score=None`` with a comment saying why.
-Bad *configuration* raises at construction (:class:`studio.errors.ConfigError` and subclasses).
+unparseable trajectory or judge reply, a failed model call); it returns ``score=None`` with a
+comment saying why, and ``metadata["error_kind"]`` (``trajectory_shape``, ``judge_call``,
+``judge_reply``...) where a program may want to tell failures apart. Bad *configuration* raises at
+construction (:class:`studio.errors.ConfigError` and subclasses, ``ValueError`` for a value
+outside an allowed set).
 """
 
 from __future__ import annotations

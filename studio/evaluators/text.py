@@ -176,6 +176,14 @@ def levenshtein(a: str, b: str) -> int:
     """Edit distance (insertions, deletions, substitutions), two rows of memory."""
     if a == b:
         return 0
+    # Common ends cost nothing to skip, and outputs close to their reference share long ones.
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    a, b = a[start:len(a) - end], b[start:len(b) - end]
     if len(a) < len(b):
         a, b = b, a
     previous = list(range(len(b) + 1))

@@ -39,6 +39,8 @@ _CALL_TEXT = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*\((.*)\)\s*$", re.DOTALL)
 _BARE_NAME = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*$")
 _JSON_WORDS = {"true": True, "false": False, "null": None}
 _STUDIO_EVENT_TYPES = frozenset({"tool_call", "tool_result", "text"})
+_CACHED_TEXT_LIMIT = 2000
+"""Longer argument texts are parsed every time, so the parse caches stay small."""
 _RENDER_LIMIT = 1000
 """Longest text kept per step when a trajectory is shown to a judge."""
 SHAPES_HELP = (
@@ -96,6 +98,11 @@ def normalize_trajectory(obj: Any) -> list[Step]:
 
 def extract_tool_calls(obj: Any) -> list[ToolCall]:
     """The ordered tool calls of a trajectory (any accepted shape)."""
+    items = _studio_trace_items(obj) if _is_studio_trace(obj) else obj
+    if type(items) is list:
+        calls = _direct_calls(items)
+        if calls is not None:
+            return calls
     return [call for step in normalize_trajectory(obj) for call in step.tool_calls]
 
 
@@ -114,7 +121,7 @@ def render_trajectory(steps: list[Step], *, limit: int = _RENDER_LIMIT) -> str:
 
 def parse_tool_call_text(text: str) -> ToolCall | None:
     """Parse ``'search(query="x")'``, ``'lookup({"id": 1})'`` or a bare ``'search'``."""
-    call = _parse_call_text(text)
+    call = (_cached_call_text if len(text) <= _CACHED_TEXT_LIMIT else _call_text)(text)
     return None if call is None else _new(ToolCall, (call.name, dict(call.args), None))
 
 
@@ -126,21 +133,21 @@ def parse_args(raw: Any) -> dict[str, Any]:
         return {}
     if not isinstance(raw, str):
         return raw if isinstance(raw, dict) else {"_value": raw}
+    if len(raw) > _CACHED_TEXT_LIMIT:
+        return _args_text(raw)
     # A copy: the parse is cached (references are re-read for every candidate and example).
-    return dict(_parse_args_text(raw))
+    return dict(_cached_args_text(raw))
 
 
-@lru_cache(maxsize=8192)
-def _parse_call_text(text: str) -> ToolCall | None:
+def _call_text(text: str) -> ToolCall | None:
     match = _CALL_TEXT.match(text)
     if match:
-        return ToolCall(match.group(1), _parse_args_text(match.group(2)))
+        return ToolCall(match.group(1), parse_args(match.group(2)))
     match = _BARE_NAME.match(text)
     return ToolCall(match.group(1), {}) if match else None
 
 
-@lru_cache(maxsize=8192)
-def _parse_args_text(raw: str) -> dict[str, Any]:
+def _args_text(raw: str) -> dict[str, Any]:
     text = raw.strip()
     if not text:
         return {}
@@ -150,6 +157,10 @@ def _parse_args_text(raw: str) -> dict[str, Any]:
             return parsed
     keywords = _keyword_args(text)
     return keywords if keywords is not None else {"_raw": raw}
+
+
+_cached_call_text = lru_cache(maxsize=4096)(_call_text)
+_cached_args_text = lru_cache(maxsize=8192)(_args_text)
 
 
 # --------------------------------------------------------------------------- containers
@@ -171,8 +182,8 @@ def _steps_from_dict(obj: dict[str, Any]) -> list[Step]:
     # A single message first: an assistant message also has a ``tool_calls`` key.
     if "role" in obj or "speaker" in obj:
         return _steps_from_items([obj])
-    if "events" in obj or "tool_calls" in obj:
-        return _steps_from_studio_trace(obj)
+    if _is_studio_trace(obj):
+        return _steps_from_items(_studio_trace_items(obj))
     for key in ("messages", "conversation", "steps", "trajectory"):
         if key in obj:
             return normalize_trajectory(obj[key] or [])
@@ -184,11 +195,42 @@ def _steps_from_dict(obj: dict[str, Any]) -> list[Step]:
     )
 
 
-def _steps_from_studio_trace(trace: dict[str, Any]) -> list[Step]:
+def _is_studio_trace(obj: Any) -> bool:
+    return (type(obj) is dict and ("events" in obj or "tool_calls" in obj)
+            and "role" not in obj and "speaker" not in obj)
+
+
+def _studio_trace_items(trace: dict[str, Any]) -> list[Any]:
     """The executor's trace: its events hold text and tool calls in order; fall back to
     ``tool_calls`` when a trace was stored without events."""
-    events = trace.get("events") or []
-    return _steps_from_items(events if events else trace.get("tool_calls") or [])
+    return list(trace.get("events") or trace.get("tool_calls") or [])
+
+
+def _direct_calls(items: list[Any]) -> list[ToolCall] | None:
+    """Tool calls straight from the common item shapes (OpenAI messages, studio events,
+    ``{name, args}`` rows) without building steps: the hot path of trajectory matching.
+    Returns None as soon as an item needs :func:`normalize_trajectory`'s general path, which
+    gives the same calls (a test holds the two paths together)."""
+    calls: list[ToolCall] = []
+    for item in items:
+        if type(item) is not dict or "speaker" in item:
+            return None
+        if "role" in item:
+            raw = _message_calls(item)
+            if raw:
+                calls.extend([_call_from_dict(c) for c in raw])
+            if item.get("function_call"):
+                return None
+            continue
+        kind = item.get("type")
+        if kind in _STUDIO_EVENT_TYPES and "author" in item:
+            if kind == "tool_call":
+                calls.extend(_step_from_studio_event(item, kind).tool_calls)
+        elif "function" in item or "name" in item:
+            calls.append(_call_from_dict(item))
+        else:
+            return None
+    return calls
 
 
 def _steps_from_string(text: str) -> list[Step]:
@@ -252,7 +294,7 @@ def _step_from_message(message: dict[str, Any]) -> Step:
     role = message["role"]
     content = message.get("content")
     text = content if type(content) is str else _content_text(content)
-    raw_calls = message.get("tool_calls")
+    raw_calls = _message_calls(message)
     calls = tuple([_call_from_dict(c) for c in raw_calls]) if raw_calls else ()
     legacy = message.get("function_call")
     if legacy and isinstance(legacy, dict) and legacy.get("name"):
@@ -262,7 +304,19 @@ def _step_from_message(message: dict[str, Any]) -> Step:
     return _new(Step, (role, text, calls, message.get("name") if role == "tool" else None))
 
 
+def _message_calls(message: dict[str, Any]) -> list[Any] | None:
+    raw = message.get("tool_calls")
+    if raw is None or type(raw) is list:
+        return raw
+    raise TrajectoryShapeError(f"a message's tool_calls is {_describe(raw)}, not a list",
+                               shape=_describe(raw), value=raw)
+
+
 def _call_from_dict(call: dict[str, Any]) -> ToolCall:
+    if type(call) is not dict:
+        raise TrajectoryShapeError(
+            f"a tool call is {_describe(call)}; expected {{name, arguments}} or "
+            f"{{function: {{name, arguments}}}}", shape=_describe(call), value=call)
     function = call.get("function")
     source = function if type(function) is dict else call
     name = source.get("name") or "unknown"

@@ -12,6 +12,7 @@ It runs in-process through llama-cpp-python and is registered with LiteLLM as th
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib.util
 import logging
@@ -78,6 +79,13 @@ class _LocalModel:
                 if self._llama is None:
                     self._llama = _load_llama(model_path())
         return self._llama
+
+    def close(self) -> None:
+        """Free the model before interpreter shutdown (llama.cpp's destructor fails later)."""
+        llama, self._llama = self._llama, None
+        if llama is not None:
+            llama.close()
+        self._worker.shutdown(wait=False, cancel_futures=True)
 
     def complete(self, request: ChatRequest) -> dict[str, Any]:
         """Blocking call; runs the generation on the model's worker thread."""
@@ -155,16 +163,36 @@ def _generation_kwargs(request: ChatRequest) -> dict[str, Any]:
 
 
 def bounded_schema(schema: Any) -> Any:
-    """Copy of ``schema`` where every unbounded string gets ``maxLength``, so a grammar-constrained
-    reply finishes within the token budget and stays parseable."""
+    """Copy of ``schema`` that llama.cpp's grammar can enforce completely.
+
+    - Unbounded strings get ``maxLength``, so the reply finishes within the token budget.
+    - Numbers with ``minimum`` and ``maximum`` become an enum of grid values (llama.cpp's grammar
+      ignores numeric bounds): a critic's score then cannot leave [0, 1], a 1-10 judge cannot
+      say 11.
+    """
     if isinstance(schema, list):
         return [bounded_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
     bounded = {key: bounded_schema(value) for key, value in schema.items()}
-    if bounded.get("type") == "string" and "maxLength" not in bounded and "enum" not in bounded:
+    kind = bounded.get("type")
+    if kind == "string" and "maxLength" not in bounded and "enum" not in bounded:
         bounded["maxLength"] = JSON_STRING_MAX_CHARS
+    if kind in ("number", "integer") and "enum" not in bounded:
+        grid = _number_grid(bounded.get("minimum"), bounded.get("maximum"), kind == "integer")
+        if grid:
+            bounded = {k: v for k, v in bounded.items()
+                       if k not in ("type", "minimum", "maximum")} | {"enum": grid}
     return bounded
+
+
+def _number_grid(low: Any, high: Any, integer: bool) -> list[float] | list[int]:
+    if not isinstance(low, int | float) or not isinstance(high, int | float) or high < low:
+        return []
+    if integer:
+        return list(range(int(low), int(high) + 1)) if high - low <= 100 else []
+    steps = 20
+    return [round(low + (high - low) * i / steps, 4) for i in range(steps + 1)]
 
 
 def _context_error(request: ChatRequest, exc: Exception) -> Exception:
@@ -181,6 +209,7 @@ def _context_error(request: ChatRequest, exc: Exception) -> Exception:
 
 
 _MODEL = _LocalModel()
+atexit.register(_MODEL.close)
 
 
 def local_model() -> _LocalModel:

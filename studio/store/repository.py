@@ -348,6 +348,42 @@ class Store:
         return self._trial(row, _model(Override, override))
 
     @_guard
+    def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:
+        """The committed trial per example for one candidate (one query for a whole batch)."""
+        query = (select(t.trials).where(t.trials.c.candidate_id == candidate_id,
+                                        t.trials.c.example_id.in_(example_ids))
+                 .order_by(t.trials.c.id))
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+            ids = [row.id for row in rows]
+            overrides = c.execute(select(t.overrides).where(
+                t.overrides.c.trial_id.in_(ids), t.overrides.c.undone_at.is_(None))
+                .order_by(t.overrides.c.id)).all() if ids else []
+        active = {row.trial_id: _model(Override, row) for row in overrides}
+        found: dict[int, Trial] = {}
+        for row in rows:
+            if row.example_id not in found:
+                found[row.example_id] = self._trial(row, active.get(row.id))
+        return found
+
+    @_guard
+    def effective_scores(self, run_id: str) -> dict[tuple[int, int], float | None]:
+        """``(candidate_id, example_id) -> effective score`` of the first trial of each pair,
+        straight from SQL (no records built), for views over thousands of trials."""
+        first = (select(func.min(t.trials.c.id)).where(t.trials.c.run_id == run_id)
+                 .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
+        query = select(t.trials.c.id, t.trials.c.candidate_id, t.trials.c.example_id,
+                       t.trials.c.score).where(t.trials.c.id.in_(first))
+        overrides = (select(t.overrides.c.trial_id, t.overrides.c.score)
+                     .where(t.overrides.c.run_id == run_id, t.overrides.c.undone_at.is_(None),
+                            t.overrides.c.score.is_not(None))
+                     .order_by(t.overrides.c.id))
+        with self.engine.connect() as c:
+            human = {trial_id: score for trial_id, score in c.execute(overrides)}
+            return {(row.candidate_id, row.example_id): human.get(row.id, row.score)
+                    for row in c.execute(query)}
+
+    @_guard
     def count_trials(self, run_id: str) -> int:
         with self.engine.connect() as c:
             return c.execute(select(func.count()).select_from(t.trials)

@@ -1,0 +1,49 @@
+"""The studio's entrypoint: ``streamlit run studio/app.py``.
+
+A router (``st.navigation``) over the thin pages in ``../pages``, with the shared sidebar. This is
+the only module of the ``studio`` package that imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+_ROOT = _HERE.parent
+# `streamlit run studio/app.py` puts studio/ first on sys.path, where studio/llm, studio/errors.py
+# and friends would shadow top-level modules of the same name (the `llm` package, for one).
+# Put the repository root there instead, before anything else is imported.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+import streamlit as st  # noqa: E402
+
+from components import frame, state  # noqa: E402
+
+st.set_page_config(page_title="Evolution Studio", page_icon=":material/genetics:",
+                   layout="wide")
+frame.setup_logging()
+state.init_app_state()
+
+_PAGES = _ROOT / "pages"
+page = st.navigation({
+    "Studio": [
+        st.Page(_PAGES / "home.py", title="Home", icon=":material/home:", default=True),
+        st.Page(_PAGES / "projects.py", title="Projects", icon=":material/folder_open:"),
+    ],
+    "Evolve": [
+        st.Page(_PAGES / "run.py", title="Run", icon=":material/play_circle:"),
+        st.Page(_PAGES / "review.py", title="Review", icon=":material/rate_review:"),
+        st.Page(_PAGES / "proposals.py", title="Proposals", icon=":material/how_to_vote:"),
+    ],
+    "Analyse": [
+        st.Page(_PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:"),
+        st.Page(_PAGES / "agreement.py", title="Agreement", icon=":material/balance:"),
+    ],
+})
+frame.sidebar()
+state.sync_url()
+state.show_flash()
+page.run()

@@ -1,0 +1,68 @@
+"""The `studio` command: headless runs into the shared store, export, decisions."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from studio.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "haiku_scripted.yaml"
+
+
+def test_run_then_export(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path}/cli.db"
+    assert main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "2"]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["status"] == "completed" and summary["final_score"] > summary["original_score"]
+    assert "iteration 2/2" in err and "run finished: max_iterations" in err
+    run_id = summary["run_id"]
+
+    assert main(["--db", db, "export", run_id, "--format", "jsonl",
+                 "--out", str(tmp_path / "run.jsonl")]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert {line["type"] for line in lines} == {"candidate", "trial"}
+    assert sum(line["type"] == "trial" for line in lines) == summary["metric_calls"]
+
+    assert main(["--db", db, "export", run_id, "--format", "csv",
+                 "--out", str(tmp_path / "run")]) == 0
+    with open(tmp_path / "run_trials.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == summary["metric_calls"] and "effective_score" in rows[0]
+
+    assert main(["--db", db, "runs"]) == 0
+    assert run_id in capsys.readouterr().out
+
+
+def test_override_and_decide_from_the_command_line(tmp_path, capsys, store):
+    from studio.store import open_store
+
+    db = f"sqlite:///{tmp_path}/cli2.db"
+    main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "1"])
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    trial = open_store(db).trials(run_id)[0]
+    assert main(["--db", db, "override", str(trial.id), "--score", "0.9", "--feedback",
+                 "fine"]) == 0
+    assert "judge said" in capsys.readouterr().out
+    assert main(["--db", db, "decide", "1", "accept"]) == 2
+    assert "not pending" in capsys.readouterr().err
+
+
+def test_errors_are_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nagent: {instruction: hi}\ndataset: {train: []}\n")
+    assert main(["--db", f"sqlite:///{tmp_path}/e.db", "run", str(bad)]) == 2
+    assert "bad.yaml: dataset.train: dataset.train is empty" in capsys.readouterr().err
+    assert main(["validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "file not found" in capsys.readouterr().err
+    assert main(["--db", f"sqlite:///{tmp_path}/e.db", "export", "nope"]) == 2
+    assert "run 'nope' does not exist" in capsys.readouterr().err
+
+
+def test_schema_and_validate(capsys):
+    assert main(["schema"]) == 0
+    assert "properties" in json.loads(capsys.readouterr().out)
+    assert main(["validate", str(EXAMPLE)]) == 0
+    assert "ok (5 training rows, 3 validation rows)" in capsys.readouterr().out
