@@ -20,6 +20,7 @@ _LAZY_EXPORTS = {
     "EvolutionResult": "studio.engine.api",
     "decide": "studio.engine.gates",
     "override": "studio.engine.gates",
+    "undo_override": "studio.engine.gates",
     "AgentSpec": "studio.domain",
     "SimpleCriticOutput": "studio.critics",
     "CriticOutput": "studio.critics",

@@ -169,6 +169,11 @@ def test_unwritable_database_file_gives_a_clear_error(tmp_path):
         open_store(f"sqlite:///{path}", cached=False)
 
 
+def test_database_that_cannot_be_created_even_by_root():
+    with pytest.raises(StoreError, match=r"/proc.*(not writable|unable to open)"):
+        open_store("sqlite:////proc/studio-test.db", cached=False)
+
+
 def test_unwritable_folder_gives_a_clear_error(tmp_path, monkeypatch):
     import studio.store.connection as connection
 
