@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from studio.domain import Candidate, Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
+from studio.domain import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -64,8 +64,9 @@ def clip(text: str | None, limit: int = CLIP) -> str:
 
 
 def run_label(run: Run) -> str:
-    name = run.name or "run"
-    return f"{name} · {run.id[:8]} · {run.status.value}"
+    """A label that does not change while the run goes on (status is shown elsewhere), so a
+    picker keeps its selection."""
+    return f"{run.name or 'run'} · {run.id[:8]} · {_local(run.created_at)[5:16]}"
 
 
 def candidate_label(index: int, mean: float | None = None, *, best: bool = False,
@@ -265,7 +266,7 @@ class ProgressSummary:
         best = format_score(self.best_score, missing="not scored yet")
         eta = ("ETA " + format_duration(self.eta_seconds)) if self.status.is_active \
             and self.eta_seconds is not None else ""
-        parts = [f"Iteration {self.iteration} of {self.max_iterations}",
+        parts = [f"{self.iteration} of {self.max_iterations} iterations done",
                  f"metric calls {calls}", f"best {best}"]
         return " · ".join(parts + ([eta] if eta else []))
 
@@ -325,8 +326,9 @@ def _number(value: Any) -> float:
 # --------------------------------------------------------------------------- review (overrides)
 
 
-REVIEW_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "input", "output",
-                  "judge_score", "judge_feedback", "human_score", "human_feedback", "by", "when"]
+REVIEW_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "judge_score",
+                  "human_score", "judge_feedback", "human_feedback", "by", "when", "input",
+                  "output"]
 
 
 def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd.DataFrame:

@@ -194,11 +194,14 @@ def proposal_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
     child = [t for t in store.trials(proposal.run_id, proposal_id=proposal.id)
              if t.phase.value == "child"]
     minibatch = _minibatch(store, proposal) or [t.example_id for t in child]
-    parent = [t for t in (store.find_trial(proposal.parent_id, e) for e in minibatch) if t]
+    parents = store.first_trials(proposal.parent_id, minibatch)
+    parent = [parents[e] for e in minibatch if e in parents]
     if proposal.child_id is not None:
         found = {t.example_id for t in child}
-        child += [t for t in (store.find_trial(proposal.child_id, e) for e in minibatch
-                              if e not in found) if t]
+        missing = [e for e in minibatch if e not in found]
+        if missing:
+            extra = store.first_trials(proposal.child_id, missing)
+            child += [extra[e] for e in missing if e in extra]
     evidence = minibatch_evidence(parent, child)
     return ProposalEvidence(proposal, parent, child, evidence.parent_sum, evidence.child_sum,
                             evidence.compared, evidence.rule_accepts)

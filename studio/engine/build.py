@@ -118,7 +118,7 @@ def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Cr
         if critic.type == "evaluator":
             from studio.evaluators import build_critic as build_evaluator_critic
 
-            return build_evaluator_critic(critic.evaluator or {})
+            return build_evaluator_critic({**(critic.evaluator or {}), "name": critic.name})
         return CriticScorer(critic_agent_spec(critic, default_model).build(), executor)
     if critic is None:
         return build_critic(CriticSpec(), executor, default_model)
@@ -126,10 +126,10 @@ def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Cr
         return CriticScorer(critic, executor)
     if isinstance(critic, Critic):
         return critic
-    if hasattr(critic, "evaluate"):
-        from studio.evaluators import EvaluatorCritic
+    if hasattr(critic, "evaluate") or hasattr(critic, "arun"):
+        from studio.evaluators import as_critic
 
-        return EvaluatorCritic(critic)
+        return as_critic(critic)
     raise ConfigError(f"critic must be an ADK agent, an evaluator or a Critic, got "
                       f"{type(critic).__name__}", where="critic")
 

@@ -100,8 +100,9 @@ class Engine:
         """Run until a stop condition; returns the stop reason."""
         ctx = self.ctx
         resumed = self._restore()
-        ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING, started_at=utcnow(),
-                             finished_at=None, stop_reason=None, error=None)
+        started = {} if ctx.run.started_at else {"started_at": utcnow()}
+        ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING, finished_at=None,
+                             stop_reason=None, error=None, **started)
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
         try:
             await self.score_baseline()

@@ -104,6 +104,9 @@ def build_evaluator(name: str, params: Mapping[str, Any] | None = None) -> Evalu
         ConfigError: ``params`` is not a mapping or does not fit the evaluator (the message
             lists the accepted parameters), or the evaluator rejected a value.
     """
+    if not isinstance(name, str):
+        raise ConfigError(f"evaluator name must be text such as 'exact_match'; got {name!r}",
+                          where="evaluator", value=name)
     resolved = _ALIASES.get(name, name)
     if resolved not in _REGISTRY:
         raise UnknownEvaluatorError(str(name), evaluator_names())

@@ -49,7 +49,8 @@ class EvalRun(BaseModel):
 
 
 class OverridePair(BaseModel):
-    """A judge's score beside the human's, for agreement statistics."""
+    """A judge's score beside the human's, for agreement statistics (``human_score`` is None when
+    the person corrected only the feedback)."""
 
     run_id: str
     critic: str
@@ -460,8 +461,7 @@ class Store:
             rows = c.execute(query).all()
         return [OverridePair(
             run_id=row.run_id, critic=_critic_name(row.spec), trial_id=row.trial_id,
-            judge_score=row.judge_score,
-            human_score=row.score if row.score is not None else row.judge_score,
+            judge_score=row.judge_score, human_score=row.score,
             judge_feedback=row.judge_feedback, human_feedback=row.feedback, author=row.author,
             created_at=row.created_at, input_text=row.input_text, output=row.output,
         ) for row in rows]

@@ -1,0 +1,89 @@
+"""Helpers for the browser test and the UI benchmark: a studio server on a free port and a page
+in Debian's headless Chromium driven by Playwright (no browser is ever downloaded)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "ui"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def studio_server(db: Path, *, port: int | None = None, timeout: float = 60.0
+                  ) -> Iterator[str]:
+    """``streamlit run studio/app.py`` on a fresh port with ``STUDIO_DB_URL`` at ``db``."""
+    port = port or free_port()
+    env = dict(os.environ, STUDIO_DB_URL=f"sqlite:///{db}", PYTHONUNBUFFERED="1")
+    log = open(db.with_suffix(".server.log"), "w")  # noqa: SIM115 (closed below)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "studio/app.py", "--server.port", str(port),
+         "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    try:
+        _wait_healthy(url, process, timeout)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the studio server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"the studio server at {url} was not healthy after {timeout}s")
+
+
+@contextlib.contextmanager
+def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
+    """A page in a fresh Chromium profile."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        import pytest
+
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="studio-chromium-") as profile, \
+            sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": width, "height": height})
+        context.set_default_timeout(30_000)
+        try:
+            yield context.pages[0] if context.pages else context.new_page()
+        finally:
+            context.close()

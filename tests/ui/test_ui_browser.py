@@ -1,0 +1,189 @@
+"""End to end in real headless Chromium (Debian's, never a downloaded browser): start the server,
+load the scripted example, start a run in review mode, watch trials arrive, override a score,
+accept a proposal, reject the next with a reason, open Compare. Screenshots of every step go to
+``test-artifacts/ui/``.
+
+Run with ``pytest -m browser tests/ui``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.ui.browser import ARTIFACTS, ROOT, chromium_page, studio_server
+
+_DATABASES: dict[str, object] = {}
+
+
+def server_db(url: str):
+    return _DATABASES[url]
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    db = tmp_path_factory.mktemp("browser") / "studio.db"
+    with studio_server(db) as url:
+        _DATABASES[url] = db
+        yield url
+
+
+def nav(page, title: str) -> None:
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
+    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=20_000)
+
+
+def shot(page, name: str) -> None:
+    """A screenshot of the whole page (Streamlit scrolls inside its main area, so the viewport
+    is stretched to the content's height for the shot)."""
+    page.wait_for_timeout(700)  # let fragments and charts settle
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size(size)
+
+
+def wait_idle(page) -> None:
+    """Wait until the app is not running a script (the status widget disappears)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+
+
+def test_new_user_flow(server):
+    with chromium_page() as page:
+        page.goto(server)
+        page.get_by_role("heading", name="Evolution Studio").wait_for(timeout=30_000)
+        page.get_by_text("Get started").wait_for()
+        shot(page, "01_home_empty")
+
+        nav(page, "Projects")
+        page.get_by_text("No projects yet").wait_for()
+        shot(page, "02_projects_empty")
+        page.get_by_role("button", name="Load example: haiku-scripted").click()
+        page.get_by_text("Loaded the example").wait_for(timeout=20_000)
+        page.get_by_role("tab", name="Dataset").click()
+        shot(page, "03_project_loaded")
+
+        nav(page, "Run")
+        page.get_by_text("Review: I decide on each proposal").click()
+        page.get_by_role("button", name="Start run").click()
+        started = page.get_by_text(re.compile(r"Run \w+ started"))
+        started.wait_for(timeout=30_000)
+        run_id = re.search(r"Run (\w+) started", started.inner_text()).group(1)
+        page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
+        page.get_by_text("is waiting for your decision").wait_for(timeout=60_000)
+        shot(page, "04_run_live")
+        select_first_row(page)
+        page.get_by_text(re.compile(r"Trial #\d+ · iteration")).wait_for(timeout=20_000)
+        shot(page, "05_run_trial_detail")
+
+        nav(page, "Review")
+        page.get_by_text("Correct one trial").wait_for(timeout=20_000)
+        page.get_by_label("Human score").fill("1")
+        page.get_by_label("Human feedback").fill("Reads well; the critic was too strict.")
+        page.get_by_role("button", name="Save correction").click()
+        page.get_by_text("Saved 1 correction(s)").wait_for(timeout=20_000)
+        shot(page, "06_review_override")
+
+        nav(page, "Proposals")
+        accept = page.get_by_role("button", name="Accept", exact=True)
+        accept.wait_for(timeout=30_000)
+        first = proposal_heading(page)
+        shot(page, "07_proposal_pending")
+        accept.click()
+        page.get_by_text(re.compile(r"Accepted; the child")).wait_for(timeout=20_000)
+        wait_for_new_proposal(page, first)
+        second = proposal_heading(page)
+        page.get_by_label("Reason for rejecting").fill("Too long: keep the rules short.")
+        page.get_by_label("Reason for rejecting").press("Tab")
+        wait_idle(page)
+        page.get_by_role("button", name="Reject", exact=True).click()
+        page.get_by_text(re.compile(r"Rejected; the next reflection")).wait_for(timeout=20_000)
+        wait_until_decided(page, second)
+        shot(page, "08_proposal_after_reject")
+
+        second_tab = page.context.new_page()  # another tab on the same run sees the same state
+        second_tab.goto(f"{server}/run?run={run_id}")
+        second_tab.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
+        second_tab.get_by_text(run_id).first.wait_for()
+        second_tab.close()
+
+        nav(page, "Compare")
+        page.get_by_text("Per-example scores").wait_for(timeout=30_000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        shot(page, "09_compare")
+
+        nav(page, "Agreement")
+        page.get_by_text("Mean absolute error").first.wait_for(timeout=20_000)
+        shot(page, "10_agreement")
+
+        page.reload()  # a refresh loses nothing: the run is still the current one
+        page.get_by_role("heading", name="Agreement", exact=True).wait_for(timeout=30_000)
+        page.get_by_text("Mean absolute error").first.wait_for(timeout=20_000)
+        page.get_by_test_id("stSidebar").get_by_text(run_id[:8]).wait_for(timeout=10_000)
+
+
+def test_headless_cli_run_is_watchable(server, tmp_path):
+    """A run started with the CLI in another process streams into the Run page."""
+    db = server_db(server)
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "studio.cli", "--db", f"sqlite:///{db}", "run",
+         "examples/haiku_scripted.yaml", "--max-iterations", "3"],
+        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        first_line = cli.stderr.readline()
+        run_id = re.search(r"run (\w+) started", first_line).group(1)
+        with chromium_page() as page:
+            page.goto(f"{server}/run?run={run_id}")
+            page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
+            page.get_by_text(run_id).first.wait_for()
+            page.get_by_text("completed").first.wait_for(timeout=60_000)
+            shot(page, "11_cli_run_watched")
+    finally:
+        cli.wait(timeout=60)
+
+
+def select_first_row(page) -> None:
+    """Click the first data row of the trials table (a canvas grid: click by position)."""
+    grid = page.get_by_test_id("stDataFrame").first
+    grid.wait_for()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 16, box["y"] + 35 + 17)
+
+
+def proposal_heading(page) -> str:
+    heading = page.get_by_role("heading", name=re.compile(r"Proposal #\d+ · iteration"))
+    heading.first.wait_for(timeout=30_000)
+    return heading.first.inner_text()
+
+
+def wait_until_decided(page, previous: str, timeout: float = 30.0) -> None:
+    """The proposal leaves the gate once the engine applies the decision."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        heading = page.get_by_role("heading", name=re.compile(r"Proposal #\d+ · iteration"))
+        if not heading.count() or heading.first.inner_text() != previous:
+            return
+        page.wait_for_timeout(300)
+    raise AssertionError(f"{previous!r} is still waiting after the decision")
+
+
+def wait_for_new_proposal(page, previous: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        heading = page.get_by_role("heading", name=re.compile(r"Proposal #\d+ · iteration"))
+        if heading.count() and heading.first.inner_text() != previous and page.get_by_role(
+                "button", name="Accept", exact=True).count():
+            return
+        page.wait_for_timeout(300)
+    raise AssertionError(f"no new pending proposal after {previous!r}")
