@@ -4,6 +4,7 @@ agent (the original is never mutated), and validate a proposal before anyone spe
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from studio.domain import (
@@ -78,11 +79,26 @@ def _merged_config(agent: Any, config: GenerationConfig) -> Any:
     return current.model_copy(update=config.model_dump())
 
 
+REPEAT_LIMIT = 3
+
+
+def repeated_sentence(text: str, *, min_chars: int = 20) -> str | None:
+    """A sentence that occurs ``REPEAT_LIMIT`` or more times: small models loop like that."""
+    sentences = [s.strip().lower() for s in re.split(r"(?<=[.!?])\s+|\n+", text)]
+    counts: dict[str, int] = {}
+    for sentence in sentences:
+        if len(sentence) >= min_chars:
+            counts[sentence] = counts.get(sentence, 0) + 1
+            if counts[sentence] >= REPEAT_LIMIT:
+                return sentence
+    return None
+
+
 def validate_proposal(component: str, text: str, parent_text: str,
                       example_keys: set[str]) -> str:
     """The cleaned proposal text, or ProposalError with a reason the studio shows.
 
-    Reasons: ``empty``, ``unchanged``, ``invalid_schema``, ``invalid_yaml``,
+    Reasons: ``empty``, ``unchanged``, ``repetitive``, ``invalid_schema``, ``invalid_yaml``,
     ``unknown_placeholder``.
     """
     text = (text or "").strip()
@@ -91,6 +107,11 @@ def validate_proposal(component: str, text: str, parent_text: str,
     if text == (parent_text or "").strip():
         raise ProposalError("the reflection returned the parent's text unchanged",
                             reason="unchanged")
+    repeated = repeated_sentence(text)
+    if repeated:
+        raise ProposalError(f"the proposal repeats itself ({repeated[:60]!r} appears "
+                            f"{REPEAT_LIMIT} or more times): a degenerate model reply",
+                            reason="repetitive")
     if component == "output_schema":
         try:
             validate_json_schema(text)

@@ -36,6 +36,8 @@ DEFAULT_MAX_TOKENS = 512
 JSON_MIN_TOKENS = 384
 """Structured replies get at least this budget so the grammar can close the JSON object."""
 JSON_STRING_MAX_CHARS = 600
+REPEAT_PENALTY = 1.15
+"""Free-text replies only: a 135M model otherwise loops on one sentence until the budget ends."""
 """Strings in a constrained reply are capped so a small model cannot ramble past the budget."""
 
 
@@ -154,7 +156,9 @@ def _generation_kwargs(request: ChatRequest) -> dict[str, Any]:
         kwargs["stop"] = request.stop
     if request.seed is not None:
         kwargs["seed"] = int(request.seed)
-    if request.json_schema is not None or request.json_mode:
+    if request.json_schema is None and not request.json_mode:
+        kwargs["repeat_penalty"] = REPEAT_PENALTY
+    else:
         kwargs["max_tokens"] = max(max_tokens, JSON_MIN_TOKENS)
         kwargs["response_format"] = {"type": "json_object"}
         if request.json_schema is not None:

@@ -82,6 +82,7 @@ def test_evidence_uses_effective_scores_and_skips_none():
     ("instruction", "   ", "empty"),
     ("instruction", "Parent text.", "unchanged"),
     ("instruction", "Write about {mood}.", "unknown_placeholder"),
+    ("instruction", "Paris is a city of light. " * 4, "repetitive"),
     ("output_schema", '{"type": "object", "properties": {"a": {"type": 5}}}', "invalid_schema"),
     ("output_schema", "not json", "invalid_schema"),
     ("generate_content_config", "temperature: [", "invalid_yaml"),
