@@ -136,7 +136,10 @@ def _run(model: str, messages: list, optional_params: dict
 
 
 def _run_script(model: str, messages: list, optional_params: dict):
+    from studio.llm import register_free_model
+
     script = check_script(model.split("/", 1)[-1])
+    register_free_model(f"scripted/{model.split('/', 1)[-1]}")
     _, latency_override = _split(model)
     request = build_request(f"scripted/{model.split('/', 1)[-1]}", messages, optional_params)
     with _lock:
