@@ -22,13 +22,13 @@ import streamlit as st  # noqa: E402
 
 from components import frame, state  # noqa: E402
 
-st.set_page_config(page_title="Evolution Studio", page_icon=":material/genetics:",
+st.set_page_config(page_title="Evolution Studio", page_icon="🧬",
                    layout="wide")
 frame.setup_logging()
 state.init_app_state()
 
 _PAGES = _ROOT / "pages"
-page = st.navigation({
+SECTIONS = {
     "Studio": [
         st.Page(_PAGES / "home.py", title="Home", icon=":material/home:", default=True),
         st.Page(_PAGES / "projects.py", title="Projects", icon=":material/folder_open:"),
@@ -42,8 +42,10 @@ page = st.navigation({
         st.Page(_PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:"),
         st.Page(_PAGES / "agreement.py", title="Agreement", icon=":material/balance:"),
     ],
-})
-frame.sidebar()
-state.sync_url()
+}
+# The sidebar draws its own links (they carry ?run=...&project=... so a refresh or a second tab
+# opens the same run), hence the hidden built-in menu.
+page = st.navigation(SECTIONS, position="hidden")
+frame.sidebar(SECTIONS)
 state.show_flash()
 page.run()

@@ -108,7 +108,8 @@ def parse_evaluator(text: str) -> tuple[dict[str, Any] | None, str | None]:
     except yaml.YAMLError as exc:
         return None, f"not valid JSON or YAML: {exc}"
     if not isinstance(config, dict):
-        return None, "the evaluator config must be a mapping such as {\"evaluator\": \"exact_match\"}"
+        return None, ("the evaluator config must be a mapping such as "
+                      '{"evaluator": "exact_match"}')
     try:
         from studio.evaluators import build_critic
     except ImportError:

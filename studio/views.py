@@ -360,7 +360,11 @@ class OverrideChange:
 
 
 def override_changes(before: pd.DataFrame, after: pd.DataFrame) -> list[OverrideChange]:
-    """Rows whose human score or feedback was edited to a new, non-empty value."""
+    """Rows whose human score or feedback was edited to a new, non-empty value.
+
+    A change keeps the row's other human value (a new override replaces the active one, so a
+    feedback edit must not drop the human score, nor a score edit the human feedback).
+    """
     changes = []
     previous = before.set_index("id")
     for _, row in after.iterrows():
@@ -377,9 +381,7 @@ def override_changes(before: pd.DataFrame, after: pd.DataFrame) -> list[Override
         score_changed = score is not None and score != old_score
         feedback_changed = bool(feedback) and feedback != old_feedback
         if score_changed or feedback_changed:
-            changes.append(OverrideChange(
-                trial_id, score if score is not None else None,
-                feedback if feedback else (old_feedback or None)))
+            changes.append(OverrideChange(trial_id, score, feedback or old_feedback or None))
     return changes
 
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from tests.ui.browser import ARTIFACTS, ROOT, chromium_page, studio_server
 
-_DATABASES: dict[str, object] = {}
-
-
-def server_db(url: str):
-    return _DATABASES[url]
-
 pytestmark = pytest.mark.browser
+
+_DATABASES: dict[str, object] = {}
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +31,14 @@ def server(tmp_path_factory):
         yield url
 
 
+def server_db(url: str):
+    return _DATABASES[url]
+
+
 def nav(page, title: str) -> None:
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
-    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=20_000)
+    page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
+    heading = "Evolution Studio" if title == "Home" else title
+    page.get_by_role("heading", name=heading, exact=True).first.wait_for(timeout=20_000)
 
 
 def shot(page, name: str) -> None:
@@ -61,8 +63,17 @@ def wait_idle(page) -> None:
 
 def test_new_user_flow(server):
     with chromium_page() as page:
+        try:
+            new_user_flow(page, server)
+        except Exception:
+            shot(page, "failure_new_user_flow")
+            raise
+
+
+def new_user_flow(page, server: str) -> None:
+    if True:
         page.goto(server)
-        page.get_by_role("heading", name="Evolution Studio").wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for(timeout=30_000)
         page.get_by_text("Get started").wait_for()
         shot(page, "01_home_empty")
 
@@ -73,6 +84,9 @@ def test_new_user_flow(server):
         page.get_by_text("Loaded the example").wait_for(timeout=20_000)
         page.get_by_role("tab", name="Dataset").click()
         shot(page, "03_project_loaded")
+        page.get_by_role("button", name="Try it").click()
+        page.get_by_text("Critic score", exact=True).wait_for(timeout=30_000)
+        shot(page, "03b_try_on_one_example")
 
         nav(page, "Run")
         page.get_by_text("Review: I decide on each proposal").click()
@@ -101,15 +115,15 @@ def test_new_user_flow(server):
         first = proposal_heading(page)
         shot(page, "07_proposal_pending")
         accept.click()
-        page.get_by_text(re.compile(r"Accepted; the child")).wait_for(timeout=20_000)
+        wait_until_decided(page, first)
         wait_for_new_proposal(page, first)
         second = proposal_heading(page)
         page.get_by_label("Reason for rejecting").fill("Too long: keep the rules short.")
         page.get_by_label("Reason for rejecting").press("Tab")
         wait_idle(page)
         page.get_by_role("button", name="Reject", exact=True).click()
-        page.get_by_text(re.compile(r"Rejected; the next reflection")).wait_for(timeout=20_000)
         wait_until_decided(page, second)
+        page.get_by_text(re.compile(r"Rejected; the next reflection")).wait_for(timeout=5_000)
         shot(page, "08_proposal_after_reject")
 
         second_tab = page.context.new_page()  # another tab on the same run sees the same state
@@ -127,10 +141,17 @@ def test_new_user_flow(server):
         page.get_by_text("Mean absolute error").first.wait_for(timeout=20_000)
         shot(page, "10_agreement")
 
+        nav(page, "Home")
+        page.get_by_text("Recent runs").wait_for()
+        shot(page, "12_home_with_runs")
+        nav(page, "Agreement")
+
         page.reload()  # a refresh loses nothing: the run is still the current one
         page.get_by_role("heading", name="Agreement", exact=True).wait_for(timeout=30_000)
         page.get_by_text("Mean absolute error").first.wait_for(timeout=20_000)
-        page.get_by_test_id("stSidebar").get_by_text(run_id[:8]).wait_for(timeout=10_000)
+        assert run_id[:8] in page.get_by_test_id("stSidebar").get_by_label(
+            "Current run").input_value()
+        assert f"run={run_id}" in page.evaluate("location.href")
 
 
 def test_headless_cli_run_is_watchable(server, tmp_path):
@@ -138,25 +159,37 @@ def test_headless_cli_run_is_watchable(server, tmp_path):
     db = server_db(server)
     cli = subprocess.Popen(
         [sys.executable, "-m", "studio.cli", "--db", f"sqlite:///{db}", "run",
-         "examples/haiku_scripted.yaml", "--max-iterations", "3"],
+         "examples/haiku_scripted.yaml", "--max-iterations", "6"],
         cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
-        first_line = cli.stderr.readline()
-        run_id = re.search(r"run (\w+) started", first_line).group(1)
+        run_id = None
+        for _ in range(50):  # the CLI's first lines (library warnings may come first)
+            found = re.search(r"run (\w+) started", cli.stderr.readline())
+            if found:
+                run_id = found.group(1)
+                break
+        assert run_id, "the CLI did not report its run"
+        threading.Thread(target=cli.stderr.read, daemon=True).start()  # never let the pipe fill
         with chromium_page() as page:
-            page.goto(f"{server}/run?run={run_id}")
-            page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
-            page.get_by_text(run_id).first.wait_for()
-            page.get_by_text("completed").first.wait_for(timeout=60_000)
-            shot(page, "11_cli_run_watched")
+            try:
+                page.goto(f"{server}/run?run={run_id}")
+                page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
+                page.get_by_text(run_id).first.wait_for()
+                keeps_scroll_and_selection_while_trials_arrive(page)
+                page.get_by_text("completed", exact=True).first.wait_for(timeout=60_000)
+                shot(page, "11_cli_run_watched")
+            except Exception:
+                shot(page, "failure_cli_run")
+                raise
     finally:
         cli.wait(timeout=60)
 
 
 def select_first_row(page) -> None:
     """Click the first data row of the trials table (a canvas grid: click by position)."""
-    grid = page.get_by_test_id("stDataFrame").first
+    grid = page.locator(".st-key-run-table canvas").first
     grid.wait_for()
+    grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 16, box["y"] + 35 + 17)
 
@@ -171,8 +204,9 @@ def wait_until_decided(page, previous: str, timeout: float = 30.0) -> None:
     """The proposal leaves the gate once the engine applies the decision."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        heading = page.get_by_role("heading", name=re.compile(r"Proposal #\d+ · iteration"))
-        if not heading.count() or heading.first.inner_text() != previous:
+        headings = page.get_by_role(
+            "heading", name=re.compile(r"Proposal #\d+ · iteration")).all_inner_texts()
+        if not headings or headings[0] != previous:  # (all_inner_texts never waits)
             return
         page.wait_for_timeout(300)
     raise AssertionError(f"{previous!r} is still waiting after the decision")
@@ -181,9 +215,42 @@ def wait_until_decided(page, previous: str, timeout: float = 30.0) -> None:
 def wait_for_new_proposal(page, previous: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        heading = page.get_by_role("heading", name=re.compile(r"Proposal #\d+ · iteration"))
-        if heading.count() and heading.first.inner_text() != previous and page.get_by_role(
+        headings = page.get_by_role(
+            "heading", name=re.compile(r"Proposal #\d+ · iteration")).all_inner_texts()
+        if headings and headings[0] != previous and page.get_by_role(
                 "button", name="Accept", exact=True).count():
             return
         page.wait_for_timeout(300)
     raise AssertionError(f"no new pending proposal after {previous!r}")
+
+
+def newest_trial(page) -> int:
+    match = re.search(r"newest trial #(\d+)", page.get_by_text("newest trial #").inner_text())
+    return int(match.group(1))
+
+
+def trials_shown(page) -> int:
+    caption = page.get_by_text("newest trial #").inner_text()
+    return int(re.search(r"Showing \d+ of (\d+) trials", caption).group(1))
+
+
+def keeps_scroll_and_selection_while_trials_arrive(page) -> None:
+    """New rows arrive in place: the table's scroll position and the selected trial stay."""
+    deadline = time.monotonic() + 30
+    while trials_shown(page) < 20 and time.monotonic() < deadline:  # enough rows to scroll
+        page.wait_for_timeout(200)
+    select_first_row(page)
+    selected = page.get_by_text(re.compile(r"Trial #(\d+) · iteration"))
+    selected.wait_for(timeout=10_000)
+    trial = re.search(r"Trial #(\d+)", selected.inner_text()).group(1)
+    scroller = page.locator(".st-key-run-table").locator(".dvn-scroller").first
+    scroller.evaluate("element => { element.scrollTop = 70; }")
+    assert scroller.evaluate("element => element.scrollTop") == 70
+    before = newest_trial(page)
+    deadline = time.monotonic() + 30
+    while newest_trial(page) == before and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert newest_trial(page) > before, "no new trial arrived"
+    page.wait_for_timeout(1200)  # a few more polls of the live panel
+    assert scroller.evaluate("element => element.scrollTop") == 70
+    page.get_by_text(re.compile(rf"Trial #{trial} · iteration")).wait_for(timeout=5_000)

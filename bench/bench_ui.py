@@ -1,0 +1,336 @@
+"""Studio UI benchmarks.
+
+Prints:
+
+1. **Commit to browser**: the time from a trial's commit to its appearance on the Run page in a
+   real browser (Debian's headless Chromium), median and p95 over a run of the scripted example
+   started headless in this process while the page watches (target: p95 <= 1.5 s).
+2. **Render time**: server-side render time of the Run and Compare pages (Streamlit's AppTest
+   runs the page script in-process) for a run with 10,000 trials, cold and warm caches
+   (target: <= 2 s).
+3. **Server memory**: resident memory of a real ``streamlit run studio/app.py`` server before and
+   after a browser opened the Run and Compare pages of the 10,000-trial run, and how long the
+   browser waited for each.
+
+    python bench/bench_ui.py [--trials 10000] [--iterations 12] [--skip-browser]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("STUDIO_HOME", tempfile.mkdtemp(prefix="bench-ui-home-"))
+
+import studio  # noqa: E402,F401  (sets LITELLM_LOCAL_MODEL_COST_MAP first)
+
+EXAMPLE = ROOT / "examples" / "haiku_scripted.yaml"
+
+
+# --------------------------------------------------------------------------- a 10k-trial run
+
+
+def synthetic_run(store, n_trials: int = 10_000, *, minibatch: int = 10, n_val: int = 20,
+                  n_train: int = 60, seed: int = 0) -> str:
+    """A finished run with ``n_trials`` trials, written straight into the store: a seed scored
+    on the validation set, then iterations of parent and child minibatches, every fourth child
+    accepted and scored on the validation set. Texts, feedback and traces are sized like the
+    scripted example's."""
+    from sqlalchemy import insert
+
+    from studio.domain import (
+        Candidate,
+        Decision,
+        DecisionAction,
+        Proposal,
+        ProposalStatus,
+        RunStatus,
+        Split,
+        content_hash,
+    )
+    from studio.engine.build import create_run
+    from studio.project import load_project
+    from studio.store import schema as t
+
+    rng = random.Random(seed)
+    project, _ = load_project(EXAMPLE)
+    topics = [f"topic {i}" for i in range(n_train + n_val)]
+    run = create_run(store, spec=project.run_spec(),
+                     trainset=[{"topic": x} for x in topics[:n_train]],
+                     valset=[{"topic": x} for x in topics[n_train:]],
+                     name=f"synthetic {n_trials} trials")
+    examples = store.examples(run.id)
+    train = [e for e in examples if e.split is Split.TRAIN]
+    val = [e for e in examples if e.split is Split.VAL]
+    start = datetime.now(UTC) - timedelta(hours=2)
+    rows: list[dict] = []
+    clock = [start]
+
+    def trial(candidate, example, iteration, phase, proposal_id=None, level=0.5):
+        clock[0] += timedelta(milliseconds=300)
+        score = None if rng.random() < 0.02 else round(min(1.0, max(0.0, rng.gauss(level, .2))), 2)
+        rows.append({
+            "run_id": run.id, "candidate_id": candidate.id, "example_id": example.id,
+            "split": example.split.value, "example_index": example.index,
+            "iteration": iteration, "phase": phase, "proposal_id": proposal_id,
+            "input_text": f"topic: {example.data['topic']}",
+            "output": "autumn leaves drift by\ncrimson light on a winter path\nthen all is still",
+            "score": score,
+            "feedback": {"feedback": "Missing: Include a season word (spring, summer, autumn "
+                                     "or winter). Use one sensory image.",
+                         "dimension_scores": {"lines": 1.0, "topic": 1.0, "season": 0.0,
+                                              "image": 0.0},
+                         "actionable_guidance": "Include a season word."} if score is not None
+            else {},
+            "error": "critic could not evaluate: critic reply is not JSON" if score is None
+            else None,
+            "trace": {"events": [{"author": "writer", "type": "text", "text": "..."}],
+                      "tool_calls": [], "state_delta": {}, "model_calls": 1,
+                      "usage": {"total_tokens": 57}},
+            "latency_s": 0.31, "tokens": 57, "created_at": clock[0],
+        })
+
+    def candidate(index, parents, iteration, text, proposal_id=None):
+        components = {"instruction": text}
+        return store.add_candidate(Candidate(
+            run_id=run.id, index=index, parent_ids=parents, components=components,
+            content_hash=content_hash(components), iteration=iteration,
+            proposal_id=proposal_id))
+
+    seed_text = project.agent.instruction
+    pool = [candidate(0, [], 0, seed_text)]
+    store.set_pooled(pool[0].id)
+    for example in val:
+        trial(pool[0], example, 0, "valset", level=0.3)
+    iteration, index = 0, 1
+    while len(rows) + 2 * minibatch <= n_trials:
+        iteration += 1
+        parent = rng.choice(pool)
+        batch = rng.sample(train, minibatch)
+        for example in batch:
+            trial(parent, example, iteration, "parent", level=0.4)
+        text = parent.components["instruction"] + f"\nRule {iteration}: be concrete."
+        proposal = store.add_proposal(Proposal(
+            run_id=run.id, iteration=iteration, parent_id=parent.id, component="instruction",
+            text=text, reasoning="The feedback asks for concrete images."))
+        child = candidate(index, [parent.id], iteration, text, proposal.id)
+        index += 1
+        for example in batch:
+            trial(child, example, iteration, "child", proposal.id, level=0.5)
+        accepted = iteration % 4 == 0 and len(rows) + n_val <= n_trials
+        store.add_decision(Decision(proposal_id=proposal.id, automatic=True, author="rule",
+                                    action=DecisionAction.ACCEPT if accepted
+                                    else DecisionAction.REJECT))
+        if accepted:
+            for example in val:
+                trial(child, example, iteration, "valset", proposal.id, level=0.6)
+            store.set_pooled(child.id)
+            pool.append(child)
+        store.update_proposal(proposal.id, child_id=child.id, status=ProposalStatus.ACCEPTED
+                              if accepted else ProposalStatus.REJECTED)
+        store.add_event(run.id, "iteration_started", iteration,
+                        {"parent_id": parent.id, "component": "instruction",
+                         "minibatch": [e.id for e in batch]})
+    while len(rows) < n_trials:  # top up to the exact count with re-checks of the seed
+        trial(pool[0], rng.choice(val), iteration, "valset")
+    with store.engine.begin() as connection:
+        connection.execute(insert(t.trials), rows)
+    store.add_event(run.id, "progress", iteration, {
+        "max_iterations": iteration, "metric_calls": len(rows), "max_metric_calls": None,
+        "best_score": 0.6, "best_candidate_id": pool[-1].id, "elapsed_seconds": 3600.0,
+        "eta_seconds": 0.0})
+    store.update_run(run.id, status=RunStatus.COMPLETED, stop_reason="max_iterations",
+                     started_at=start, finished_at=clock[0])
+    return run.id
+
+
+# --------------------------------------------------------------------------- render time
+
+
+def render_times(db_url: str, run_id: str, repeats: int = 2) -> dict[str, list[float]]:
+    """Seconds to run each page's script server-side (AppTest), first cold then warm."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["STUDIO_DB_URL"] = db_url
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    times: dict[str, list[float]] = {}
+    for page in ("run", "compare"):
+        at = AppTest.from_file(str(ROOT / "studio" / "app.py"), default_timeout=120)
+        at.session_state["app.run_id"] = run_id
+        at.run()
+        at.switch_page(f"../pages/{page}.py")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            at.run()
+            times.setdefault(page, []).append(time.perf_counter() - started)
+            if at.exception:
+                raise RuntimeError(at.exception[0].message)
+        if page == "run":
+            shown = len(at.dataframe(key="run.table").value)
+            assert shown == _count(db_url, run_id), f"the table shows {shown} trials"
+    return times
+
+
+def _count(db_url: str, run_id: str) -> int:
+    from studio.store import open_store
+
+    return open_store(db_url).count_trials(run_id)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# --------------------------------------------------------------------------- browser
+
+
+def _server_pid(port: int) -> int:
+    """The pid of the streamlit server listening on ``port`` (a child of this process)."""
+    import subprocess
+
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if "streamlit" in args and str(port) in args:
+            return int(pid)
+    raise RuntimeError("studio server process not found")
+
+
+def server_memory(db: Path, run_id: str) -> dict[str, float]:
+    from tests.ui.browser import chromium_page, free_port, studio_server
+
+    port = free_port()
+    result: dict[str, float] = {}
+    with studio_server(db, port=port) as url, chromium_page() as page:
+        pid = _server_pid(port)
+        page.goto(url)
+        page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for(timeout=60_000)
+        result["rss_idle_mb"] = rss_mb(pid)
+        started = time.perf_counter()
+        page.goto(f"{url}/run?run={run_id}")
+        page.get_by_text("newest trial #").wait_for(timeout=120_000)
+        result["run_page_browser_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        page.goto(f"{url}/compare?run={run_id}")
+        page.locator(".js-plotly-plot").nth(2).wait_for(timeout=120_000)
+        result["compare_page_browser_s"] = time.perf_counter() - started
+        time.sleep(1)
+        result["rss_loaded_mb"] = rss_mb(pid)
+    return result
+
+
+WATCH = """() => {
+  window.__seen = [];
+  let last = -1;
+  const check = () => {
+    const m = document.body.innerText.match(/newest trial #(\\d+)/);
+    if (m && +m[1] !== last) { last = +m[1]; window.__seen.push([last, Date.now()]); }
+  };
+  new MutationObserver(check).observe(document.body,
+    {subtree: true, childList: true, characterData: true});
+  check();
+}"""
+
+
+def commit_to_browser(db: Path, iterations: int) -> list[float]:
+    """Latencies (s) from each trial's commit to the page showing it."""
+    from studio.engine import EvolutionConfig
+    from studio.engine.build import build_engine
+    from studio.project import load_project, start_run
+    from studio.runs import get_manager
+    from studio.store import open_store
+    from tests.ui.browser import chromium_page, studio_server
+
+    store = open_store(f"sqlite:///{db}")
+    project, base = load_project(EXAMPLE)
+    # More examples than the example file, so the run commits a few hundred trials.
+    topics = [f"{a} {b}" for a in ("autumn", "city", "river", "mountain", "paper", "snow")
+              for b in ("leaves", "rain", "bridge", "owl", "lantern", "wind")]
+    dataset = project.dataset.model_copy(update={
+        "train": [{"topic": x} for x in topics[:24]], "val": [{"topic": x} for x in topics[24:]]})
+    project = project.model_copy(update={"dataset": dataset})
+    run = start_run(store, project, base, name="latency", config=EvolutionConfig(
+        max_iterations=iterations, minibatch_size=6, review="auto", seed=7, max_concurrency=4))
+    with studio_server(db) as url, chromium_page() as page:
+        page.goto(f"{url}/run?run={run.id}")
+        page.get_by_text("No trials yet").wait_for(timeout=60_000)
+        page.evaluate(WATCH)
+        handle = get_manager(store).start(build_engine(store, run.id))  # a headless run
+        handle.wait(timeout=600)
+        time.sleep(2)
+        seen = page.evaluate("window.__seen")
+    trials = store.trials(run.id, with_trace=False)
+    latencies = []
+    for trial in trials:
+        committed = trial.created_at.replace(tzinfo=trial.created_at.tzinfo or UTC).timestamp()
+        shown = next((ms / 1000 for newest, ms in seen if newest >= trial.id), None)
+        if shown is not None:
+            latencies.append(shown - committed)
+    if len(latencies) != len(trials):
+        raise RuntimeError(f"only {len(latencies)} of {len(trials)} trials were seen")
+    return latencies
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=10_000)
+    parser.add_argument("--iterations", type=int, default=12,
+                        help="iterations of the watched scripted run (latency benchmark)")
+    parser.add_argument("--skip-browser", action="store_true")
+    args = parser.parse_args(argv)
+
+    from studio.cli import quiet_library_logs
+    from studio.store import open_store
+
+    quiet_library_logs()
+    work = Path(tempfile.mkdtemp(prefix="bench-ui-"))
+    if not args.skip_browser:
+        latencies = commit_to_browser(work / "latency.db", args.iterations)
+        print(f"commit -> browser ({len(latencies)} trials, run page polled every 0.5 s): "
+              f"median {statistics.median(latencies):.3f} s, p95 {p95(latencies):.3f} s, "
+              f"max {max(latencies):.3f} s  (target p95 <= 1.5 s)")
+
+    db = work / "big.db"
+    store = open_store(f"sqlite:///{db}")
+    started = time.perf_counter()
+    run_id = synthetic_run(store, args.trials)
+    print(f"synthetic run with {store.count_trials(run_id)} trials, "
+          f"{len(store.candidates(run_id))} candidates written in "
+          f"{time.perf_counter() - started:.1f} s")
+    before = rss_mb(os.getpid())
+    times = render_times(f"sqlite:///{db}", run_id)
+    for page, values in times.items():
+        print(f"render {page:<8} page, {args.trials} trials: cold {values[0]:.2f} s, warm "
+              f"{values[-1]:.2f} s  (target <= 2 s)")
+    print(f"in-process render memory: {before:.0f} MB -> {rss_mb(os.getpid()):.0f} MB RSS")
+    if not args.skip_browser:
+        memory = server_memory(db, run_id)
+        print(f"studio server RSS: {memory['rss_idle_mb']:.0f} MB idle, "
+              f"{memory['rss_loaded_mb']:.0f} MB with the {args.trials}-trial run loaded on the "
+              f"Run and Compare pages (browser waited {memory['run_page_browser_s']:.2f} s for "
+              f"Run, {memory['compare_page_browser_s']:.2f} s for Compare)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,4 @@
+"""Reusable Streamlit widgets of the studio.
+
+Every store read goes through :mod:`components.loaders`.
+"""

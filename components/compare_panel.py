@@ -1,0 +1,86 @@
+"""Choosing instruction versions to compare, their diffs, and per-example scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from components import diff_view, state
+from studio.charts import example_comparison, front_frame
+from studio.views import candidate_label
+
+
+def pick(analysis: Any) -> list[int]:
+    """Two or more candidates (default: the seed and the best)."""
+    view = analysis.view
+    candidates = view.candidates
+    if not candidates:
+        return []
+    labels = {c.id: candidate_label(c.index, view.means.get(c.id), best=c.id == view.best_id,
+                                    front=c.id in view.front)
+              + ("" if c.pooled else " (not pooled)") for c in candidates}
+    key = f"{state.COMPARE_SELECTED}.{view.run.id}"
+    seed = candidates[0].id
+    default = [seed] + ([view.best_id] if view.best_id not in (None, seed) else
+                        [candidates[-1].id] if len(candidates) > 1 else [])
+    state.init(key, default)
+    st.session_state[key] = [c for c in st.session_state[key] if c in labels]
+    return st.multiselect("Versions to compare (the first is the baseline)", list(labels),
+                          key=key, format_func=labels.get)
+
+
+def diffs(analysis: Any, selected: list[int]) -> None:
+    by_id = {c.id: c for c in analysis.view.candidates}
+    chosen = [by_id[c] for c in selected if c in by_id]
+    if len(chosen) < 2:
+        st.info("Pick at least two versions to see what changed between them.")
+        return
+    components = list(chosen[0].components)
+    component = components[0]
+    if len(components) > 1:
+        component = st.segmented_control("Component", components, key=state.COMPARE_COMPONENT,
+                                         default=components[0]) or components[0]
+    base = chosen[0]
+    if len(chosen) == 2:
+        other = chosen[1]
+        diff_view.side_by_side(base.components.get(component, ""),
+                               other.components.get(component, ""),
+                               left=f"#{base.index}", right=f"#{other.index}")
+        return
+    tabs = st.tabs([f"#{base.index} → #{c.index}" for c in chosen[1:]])
+    for tab, other in zip(tabs, chosen[1:], strict=True):
+        with tab:
+            diff_view.side_by_side(base.components.get(component, ""),
+                                   other.components.get(component, ""),
+                                   left=f"#{base.index}", right=f"#{other.index}")
+
+
+def per_example(analysis: Any, selected: list[int]) -> None:
+    view = analysis.view
+    val = [e for e in analysis.examples if e.id in set(view.val_ids)]
+    pooled = [c for c in selected if c in view.matrix]
+    if not pooled:
+        st.caption("None of the chosen versions has been scored on the validation set.")
+        return
+    table = example_comparison(view.matrix, pooled, view.candidates, val)
+    config = {c: st.column_config.NumberColumn(c, format="%+.3f" if c.startswith("Δ")
+                                               else "%.3f")
+              for c in table.columns if c != "example"}
+    st.dataframe(table, hide_index=True, width="stretch", placeholder="could not evaluate",
+                 column_config=config)
+    missing = len(selected) - len(pooled)
+    if missing:
+        st.caption(f"{missing} chosen version(s) were never scored on the validation set "
+                   "(rejected proposals are scored on their minibatch only).")
+
+
+def front(analysis: Any) -> None:
+    view = analysis.view
+    table = front_frame(view.candidates, view.means, view.front, view.best_id)
+    st.dataframe(table, hide_index=True, width="stretch", placeholder="could not evaluate",
+                 column_config={"mean": st.column_config.NumberColumn(format="%.3f"),
+                                "on_front": st.column_config.CheckboxColumn("on front"),
+                                "wins": st.column_config.NumberColumn(
+                                    help="Validation examples where it has the top score"),
+                                "best": st.column_config.CheckboxColumn()})

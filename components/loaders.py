@@ -1,0 +1,228 @@
+"""Every store read of the studio, in one place.
+
+Reads that may be a little stale are cached with a short TTL (``st.cache_data``); reads that feed
+live panels (new trials, run status) are not cached, and ask only for rows newer than the last one
+shown. Whole-run analyses are cached per *version* of the run (trial count and override
+signature), so a 10,000-trial run is read once and re-read only when something changed.
+Writes go through :mod:`studio.workspace` and :mod:`studio.engine` with :func:`store`; after
+one, the page clears the cached reads it changed (e.g. ``loaders.projects.clear()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from studio.domain import (
+    Candidate,
+    Decision,
+    Example,
+    Override,
+    Project,
+    Proposal,
+    Run,
+    RunEvent,
+    Trial,
+)
+from studio.errors import NotFoundError
+from studio.store import Store, open_store
+
+
+@st.cache_resource(show_spinner="Opening the database…")
+def store() -> Store:
+    """The studio's database (``STUDIO_DB_URL``, or the default SQLite file)."""
+    return open_store()
+
+
+# --------------------------------------------------------------------------- projects
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def projects() -> list[Project]:
+    return store().list_projects()
+
+
+def project(project_id: int | None) -> Project | None:
+    if project_id is None:
+        return None
+    return next((p for p in projects() if p.id == project_id), None) or _project(project_id)
+
+
+def _project(project_id: int) -> Project | None:
+    try:
+        return store().get_project(project_id)
+    except NotFoundError:
+        return None
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def examples_available() -> list[Any]:
+    from studio.workspace import list_examples
+
+    return list_examples()
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def runs(limit: int = 50) -> list[Run]:
+    return store().list_runs(limit=limit)
+
+
+def run(run_id: str | None) -> Run | None:
+    """The run as it is now (not cached: its status drives the controls)."""
+    if not run_id:
+        return None
+    try:
+        return store().get_run(run_id)
+    except NotFoundError:
+        return None
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def recover_orphans() -> list[str]:
+    """Mark runs whose worker died as orphaned (at most every 10 s)."""
+    from studio.workspace import recover_orphans as recover
+
+    return recover(store())
+
+
+def latest_progress(run_id: str) -> RunEvent | None:
+    return store().latest_event(run_id, "progress")
+
+
+def count_trials(run_id: str) -> int:
+    return store().count_trials(run_id)
+
+
+# --------------------------------------------------------------------------- trials
+
+
+def new_trials(run_id: str, after_id: int) -> list[Trial]:
+    """Trials committed after ``after_id`` (live tables poll this; no trace, no cache)."""
+    return store().trials(run_id, after_id=after_id, with_trace=False)
+
+
+def trials_by_id(run_id: str, ids: list[int]) -> list[Trial]:
+    if not ids:
+        return []
+    return store().trials(run_id, ids=ids, with_trace=False)
+
+
+@st.cache_data(ttl=300, max_entries=256, show_spinner=False)
+def trial(trial_id: int, version: Any = None) -> Trial | None:
+    """One trial with its trace; ``version`` (the override signature) invalidates it."""
+    try:
+        return store().get_trial(trial_id)
+    except NotFoundError:
+        return None
+
+
+def overrides(run_id: str | None, include_undone: bool = True) -> list[Override]:
+    return store().overrides(run_id, include_undone=include_undone)
+
+
+def recent_trials(run_id: str, limit: int, phases: tuple[str, ...] = (),
+                  iteration: int | None = None) -> list[Trial]:
+    """The newest ``limit`` trials (optionally of some phases or one iteration), oldest first."""
+    rows = store().trials(run_id, with_trace=False)
+    if phases:
+        rows = [t for t in rows if t.phase.value in phases]
+    if iteration is not None:
+        rows = [t for t in rows if t.iteration == iteration]
+    return rows[-limit:]
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+def proposals(run_id: str) -> list[Proposal]:
+    return store().proposals(run_id)
+
+
+def decisions(run_id: str) -> list[Decision]:
+    return store().decisions(run_id)
+
+
+def evaluated_payloads(run_id: str) -> dict[int, dict[str, Any]]:
+    return {e.payload["proposal_id"]: e.payload
+            for e in store().events(run_id, kind="proposal_evaluated")}
+
+
+def proposal_evidence(proposal: Proposal) -> Any:
+    from studio.workspace import proposal_evidence as evidence
+
+    return evidence(store(), proposal)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def candidates(run_id: str) -> list[Candidate]:
+    return store().candidates(run_id)
+
+
+def candidates_fresh(run_id: str) -> list[Candidate]:
+    candidates.clear()
+    return candidates(run_id)
+
+
+# --------------------------------------------------------------------------- analyses
+
+
+def run_version(run_id: str) -> tuple[int, tuple[int, int, int], int]:
+    """Changes when a trial, an override or a proposal decision is added."""
+    from studio.views import override_signature
+
+    return (count_trials(run_id), override_signature(overrides(run_id)),
+            len(store().decisions(run_id)))
+
+
+@dataclass
+class Analysis:
+    """Everything the Compare page draws, for one version of a run."""
+
+    view: Any
+    """:class:`studio.engine.state.RunView`."""
+    examples: list[Example]
+    proposals: list[Proposal]
+    child_means: dict[int, dict[str, float]]
+    last_iteration: int
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner="Reading the run…")
+def analysis(run_id: str, version: Any) -> Analysis:
+    from studio.charts import minibatch_means
+    from studio.engine.state import load_view
+
+    view = load_view(store(), run_id)
+    children = store().trials(run_id, phase="child", with_trace=False)
+    proposals_ = store().proposals(run_id)
+    progress = store().latest_event(run_id, "progress")
+    last = max([p.iteration for p in proposals_] + [progress.iteration if progress else 0])
+    return Analysis(view=view, examples=store().examples(run_id), proposals=proposals_,
+                    child_means=minibatch_means(children), last_iteration=last)
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner="Computing the run's state…")
+def effect(run_id: str, version: Any) -> Any:
+    from studio.workspace import run_effect
+
+    return run_effect(store(), run_id)
+
+
+def agreement(run_id: str | None, threshold: float) -> Any:
+    """Judge vs human from the overrides (re-computed when an override is added or undone)."""
+    from studio.views import override_signature
+
+    return _agreement(run_id, threshold, override_signature(overrides(run_id)))
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def _agreement(run_id: str | None, threshold: float, version: Any) -> Any:
+    try:
+        from studio.agreement import agreement_from_store
+    except ImportError:
+        return None
+    return agreement_from_store(store(), run_id=run_id, threshold=threshold)

@@ -1,0 +1,124 @@
+"""The Projects page's toolbar: pick, create, duplicate, delete, import and export projects, and
+load the shipped examples."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import loaders, state
+from studio.diffing import escape_markdown
+from studio.errors import StudioError
+
+
+def toolbar() -> object | None:
+    """The chosen stored project (or None when there is none yet)."""
+    projects = loaders.projects()
+    current = state.current_project_id()
+    ids = [p.id for p in projects]
+    if current not in ids:
+        current = ids[0] if ids else None
+        state.set_current_project(current)
+    if not ids:
+        return None
+    names = {p.id: p.name for p in projects}
+    if st.session_state.get(state.PROJECTS_PICKER) != current:
+        st.session_state[state.PROJECTS_PICKER] = current
+    pick, new, dup, delete, export = st.columns([3, 1, 1.4, 1.1, 1.1],
+                                                     vertical_alignment="bottom")
+    pick.selectbox("Project", ids, key=state.PROJECTS_PICKER, format_func=names.get,
+                   on_change=lambda: state.set_current_project(
+                       st.session_state[state.PROJECTS_PICKER]))
+    record = loaders.project(current)
+    if new.button("New", icon=":material/add:", width="stretch"):
+        _act(lambda: _new())
+    if dup.button("Duplicate", icon=":material/content_copy:", width="stretch"):
+        _act(lambda: _duplicate(current))
+    if delete.button("Delete", icon=":material/delete:", width="stretch"):
+        _confirm_delete(record)
+    export.download_button("Export", data=record.yaml if record else "",
+                           file_name=f"{record.name if record else 'project'}.yaml",
+                           mime="application/x-yaml", icon=":material/download:",
+                           width="stretch")
+    with st.expander("Add a project: examples and import"):
+        add_projects()
+    return record
+
+
+def empty_state() -> None:
+    st.info("No projects yet. Load an example below (no API key needed), import a project "
+            "YAML, or start from a blank one.")
+    add_projects()
+    if st.button("Create a blank project", icon=":material/add:"):
+        _act(lambda: _new())
+
+
+def add_projects() -> None:
+    st.markdown("**Examples**")
+    for example in loaders.examples_available():
+        cols = st.columns([2, 5], vertical_alignment="center")
+        if cols[0].button(f"Load example: {example.name}", key=f"projects.example.{example.name}",
+                          width="stretch"):
+            _act(lambda e=example: _load_example(e))
+        cols[1].caption(escape_markdown(example.description))
+    st.markdown("**Import a project file**")
+    upload = st.file_uploader("Project YAML", type=["yaml", "yml"], key=state.PROJECTS_UPLOAD,
+                              label_visibility="collapsed")
+    if upload is not None and st.button("Import", icon=":material/upload:"):
+        text = upload.getvalue().decode("utf-8", errors="replace")
+        _act(lambda: _import(text, upload.name))
+
+
+def _act(action) -> None:
+    """Run a store action; show its error here, or select the project it returns."""
+    try:
+        record = action()
+    except StudioError as exc:
+        st.error(escape_markdown(str(exc)), icon=":material/error:")
+        return
+    loaders.projects.clear()
+    if record is not None:
+        state.set_current_project(record.id)
+    st.rerun()
+
+
+def _new():
+    from studio.workspace import new_project
+
+    project = new_project(loaders.store())
+    state.flash(f"Created {escape_markdown(project.name)}: edit it below.")
+    return project
+
+
+def _duplicate(project_id: int):
+    from studio.workspace import duplicate_project
+
+    project = duplicate_project(loaders.store(), project_id)
+    state.flash(f"Duplicated as {escape_markdown(project.name)}.")
+    return project
+
+
+def _load_example(example):
+    from studio.workspace import import_example
+
+    project = import_example(loaders.store(), example.path)
+    state.flash(f"Loaded the example {escape_markdown(project.name)}. Try it on one example "
+                "below, or start a run on the Run page.")
+    return project
+
+
+def _import(text: str, filename: str):
+    from studio.workspace import import_yaml
+
+    project = import_yaml(loaders.store(), text, filename)
+    state.flash(f"Imported {escape_markdown(project.name)}.")
+    return project
+
+
+@st.dialog("Delete this project?")
+def _confirm_delete(record) -> None:
+    st.write(f"{escape_markdown(record.name)} will be deleted. Its runs stay in the database.")
+    if st.button("Delete", type="primary"):
+        loaders.store().delete_project(record.id)
+        loaders.projects.clear()
+        state.set_current_project(None)
+        st.rerun()

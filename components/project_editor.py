@@ -1,0 +1,329 @@
+"""The project editor: agent, critic, reflection, dataset and run defaults, each field checked as
+you type (the error is shown under the field), a YAML view, Save, and "try on one example".
+
+Widget keys are ``projects.field.<project id>.<field>`` (the field names of
+:func:`studio.drafts.to_fields`), so each project keeps its own unsaved edits, and they survive
+a visit to another page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from components import loaders, state
+from components.trial_detail import show_probe
+from studio import drafts
+from studio.diffing import escape_markdown
+from studio.errors import StudioError
+
+MODEL_HELP = ("A LiteLLM model string: `local/smollm2` (embedded, offline), `scripted/demo` "
+              "(deterministic test model), `gemini/gemini-2.5-flash`, `openai/gpt-4o-mini`, "
+              "`ollama_chat/llama3.2`... Hosted models read their API key from the environment.")
+RUN_FIELDS = ("max_iterations", "minibatch_size", "max_metric_calls", "review", "seed",
+              "max_concurrency")
+COMPONENT_CHOICES = ("instruction", "output_schema", "generate_content_config")
+
+
+class Editor:
+    """Reads and writes one project's editor fields in the session state."""
+
+    def __init__(self, record: Any) -> None:
+        self.record = record
+        self.prefix = f"{state.PROJECTS_FIELD}.{record.id}."
+
+    def key(self, field: str) -> str:
+        return self.prefix + field
+
+    def get(self, field: str) -> Any:
+        return st.session_state.get(self.key(field))
+
+    def set(self, field: str, value: Any) -> None:
+        st.session_state[self.key(field)] = value
+
+    def load(self, project: Any, *, force: bool = False) -> None:
+        """Put a project's values into the editor (only missing ones unless ``force``)."""
+        values = drafts.to_fields(project)
+        run = values.pop("run")
+        for name in RUN_FIELDS:
+            values[f"run_{name}"] = run.get(name)
+        values["run_rest"] = {k: v for k, v in run.items() if k not in RUN_FIELDS}
+        for name, value in values.items():
+            if force or self.key(name) not in st.session_state:
+                self.set(name, value)
+
+    def fields(self) -> dict[str, Any]:
+        names = [k[len(self.prefix):] for k in st.session_state
+                 if isinstance(k, str) and k.startswith(self.prefix)]
+        values = {name: self.get(name) for name in names}
+        run = dict(values.pop("run_rest", None) or {})
+        for name in RUN_FIELDS:
+            value = values.pop(f"run_{name}", None)
+            if value is not None:
+                run[name] = value
+        values["run"] = run
+        return values
+
+
+def open_editor(record: Any) -> Editor | None:
+    from studio.project import parse_project
+
+    editor = Editor(record)
+    try:
+        editor.load(parse_project(record.yaml, source=f"project {record.name!r}"))
+    except StudioError as exc:
+        st.error(f"The stored project does not load: {escape_markdown(str(exc))}. Fix it in "
+                 "the YAML below and apply it.")
+        yaml_tab(editor, stored_only=True)
+        return None
+    return editor
+
+
+def edit(editor: Editor) -> tuple[Any, dict[str, str]]:
+    """Render the editor tabs; returns ``(project or None, errors by field)``."""
+    project, errors = drafts.from_fields(editor.fields())
+    # A keyed tab bar keeps the chosen tab when a button below re-runs the page.
+    tabs = st.tabs(["Agent", "Critic", "Reflection", "Dataset", "Run defaults", "YAML"],
+                   key=f"projects.tab.{editor.record.id}", on_change="rerun")
+    with tabs[0]:
+        agent_tab(editor, errors)
+    with tabs[1]:
+        critic_tab(editor, errors)
+    with tabs[2]:
+        reflection_tab(editor, errors)
+    with tabs[3]:
+        dataset_tab(editor, errors)
+    with tabs[4]:
+        run_tab(editor, errors)
+    with tabs[5]:
+        yaml_tab(editor, project=project)
+    return project, errors
+
+
+def _error(errors: dict[str, str], field: str) -> None:
+    if field in errors:
+        st.error(escape_markdown(errors[field]), icon=":material/error:")
+
+
+def _model_field(editor: Editor, field: str, label: str, errors: dict[str, str]) -> None:
+    st.text_input(label, key=editor.key(field), help=MODEL_HELP)
+    if field in errors:
+        _error(errors, field)
+    else:
+        st.caption(":green[:material/check_circle:] ready to call from this machine")
+
+
+def agent_tab(editor: Editor, errors: dict[str, str]) -> None:
+    st.text_input("Project name", key=editor.key("name"))
+    _error(errors, "name")
+    st.text_input("Description", key=editor.key("description"))
+    if editor.get("agent_ref"):
+        st.info(f"This agent is loaded from Python (`{escape_markdown(editor.get('agent_ref'))}`)"
+                "; the fields below are not used for it.")
+    left, right = st.columns(2)
+    left.text_input("Agent name", key=editor.key("agent_name"))
+    with right:
+        _model_field(editor, "agent_model", "Model", errors)
+    _error(errors, "agent_name")
+    st.text_area("Instruction", key=editor.key("agent_instruction"), height=160,
+                 help="What evolution improves. `{field}` inserts a dataset field.")
+    st.text_area("Output schema (JSON Schema; empty for free text)",
+                 key=editor.key("agent_schema"), height=120,
+                 placeholder='{"type": "object", "properties": {"answer": {"type": "string"}}}')
+    _error(errors, "agent_schema")
+    cols = st.columns(3)
+    cols[0].number_input("Temperature", 0.0, 2.0, step=0.1, key=editor.key("agent_temperature"),
+                         placeholder="model default")
+    cols[1].number_input("Top p", 0.0, 1.0, step=0.05, key=editor.key("agent_top_p"),
+                         placeholder="model default")
+    cols[2].number_input("Max tokens", 1, 32768, step=32, key=editor.key("agent_max_tokens"),
+                         placeholder="model default")
+    for field in ("agent_temperature", "agent_top_p", "agent_max_tokens"):
+        _error(errors, field)
+
+
+def critic_tab(editor: Editor, errors: dict[str, str]) -> None:
+    evaluators = drafts.available_evaluators()
+    kinds = ["agent", "evaluator"] if evaluators or editor.get("critic_type") == "evaluator" \
+        else ["agent"]
+    st.radio("Critic", kinds, key=editor.key("critic_type"), horizontal=True,
+             format_func={"agent": "An LLM critic agent",
+                          "evaluator": "Programmatic evaluators"}.get)
+    st.text_input("Critic name", key=editor.key("critic_name"))
+    if editor.get("critic_type") == "evaluator":
+        _evaluator_fields(editor, evaluators, errors)
+        return
+    _model_field(editor, "critic_model", "Critic model", errors)
+    st.radio("Output schema", ["simple", "advanced", "custom"], key=editor.key("critic_schema"),
+             horizontal=True, help="simple: score + feedback; advanced: + dimension scores and "
+                                   "actionable guidance; custom: your own JSON Schema.")
+    from studio.critics import ADVANCED_CRITIC_INSTRUCTION, SIMPLE_CRITIC_INSTRUCTION
+
+    templates = {"Simple critic (seed)": SIMPLE_CRITIC_INSTRUCTION,
+                 "Advanced critic (seed)": ADVANCED_CRITIC_INSTRUCTION}
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    choice = left.selectbox("Instruction template", list(templates),
+                            key=f"projects.template.{editor.record.id}")
+    right.button("Use template", width="stretch",
+                 on_click=editor.set, args=("critic_instruction", templates[choice]))
+    st.text_area("Critic instruction (empty: the seed's instruction for the schema)",
+                 key=editor.key("critic_instruction"), height=160)
+    if editor.get("critic_schema") == "custom":
+        st.text_area("Custom critic output schema (must include a numeric `score`)",
+                     key=editor.key("critic_output_schema"), height=120)
+        _error(errors, "critic_output_schema")
+
+
+def _evaluator_fields(editor: Editor, evaluators: list[dict[str, str]],
+                      errors: dict[str, str]) -> None:
+    import json
+
+    names = [e["name"] for e in evaluators]
+    descriptions = {e["name"]: e["description"] for e in evaluators}
+    if names:
+        left, right = st.columns([3, 1], vertical_alignment="bottom")
+        name = left.selectbox("Evaluator", names, key=f"projects.evaluator.{editor.record.id}",
+                              format_func=lambda n: f"{n}: {descriptions.get(n, '')}"[:90])
+        right.button("Use evaluator", width="stretch", on_click=editor.set,
+                     args=("critic_evaluator",
+                           json.dumps({"evaluator": name, "params": {}}, indent=2)))
+    st.text_area("Evaluator config (JSON or YAML): one `evaluator` with `params`, or weighted "
+                 "`evaluators`", key=editor.key("critic_evaluator"), height=160)
+    _error(errors, "critic_evaluator")
+
+
+def reflection_tab(editor: Editor, errors: dict[str, str]) -> None:
+    from studio.reflection import DEFAULT_REFLECTION_INSTRUCTION
+
+    _model_field(editor, "reflection_model", "Reflection model", errors)
+    st.multiselect("Components to evolve", COMPONENT_CHOICES, key=editor.key("components"))
+    _error(errors, "components")
+    st.button("Start from the default template", on_click=editor.set,
+              args=("reflection_instruction", DEFAULT_REFLECTION_INSTRUCTION))
+    st.text_area("Reflection template for the instruction (empty: the default). It must contain "
+                 "`{component_text}` and `{trials}`.", key=editor.key("reflection_instruction"),
+                 height=200)
+    text = editor.get("reflection_instruction") or ""
+    if text.strip():
+        marks = [f"`{{{name}}}` " + (":green[present]" if "{" + name + "}" in text
+                                     else ":red[missing]")
+                 for name in ("component_text", "trials")]
+        st.caption(" · ".join(marks))
+    _error(errors, "reflection_instruction")
+
+
+def dataset_tab(editor: Editor, errors: dict[str, str]) -> None:
+    from components import dataset_input
+
+    dataset_input.dataset_fields(editor, errors)
+
+
+def run_tab(editor: Editor, errors: dict[str, str]) -> None:
+    st.caption("Defaults for new runs of this project (the Run page can change them per run).")
+    cols = st.columns(3)
+    cols[0].number_input("Max iterations", 0, 100_000, key=editor.key("run_max_iterations"))
+    cols[1].number_input("Minibatch size", 1, 1000, key=editor.key("run_minibatch_size"))
+    cols[2].number_input("Metric-call budget", 1, 10_000_000, key=editor.key(
+        "run_max_metric_calls"), placeholder="no limit")
+    cols = st.columns(3)
+    cols[0].radio("Review", ["auto", "review"], key=editor.key("run_review"), horizontal=True)
+    cols[1].number_input("Seed", 0, 2**31 - 1, key=editor.key("run_seed"))
+    cols[2].number_input("Concurrent calls", 1, 256, key=editor.key("run_max_concurrency"))
+    _error(errors, "run")
+
+
+def yaml_tab(editor: Editor, *, project: Any = None, stored_only: bool = False) -> None:
+    from studio.project import dump_project, parse_project
+
+    key = f"projects.yaml.{editor.record.id}"
+    state.init(key, editor.record.yaml)
+    saved = st.session_state.pop(f"projects.yaml_saved.{editor.record.id}", None)
+    if saved is not None:  # the project was saved: edit the stored text from now on
+        st.session_state[key] = saved
+    if project is not None and not stored_only:
+        st.caption("The project as it will be saved:")
+        st.code(dump_project(project), language="yaml")
+    with st.expander("Edit as YAML", expanded=stored_only):
+        st.text_area("Project YAML", key=key, height=320, label_visibility="collapsed")
+        if st.button("Apply YAML to the editor", key=f"projects.apply_yaml.{editor.record.id}"):
+            try:
+                parsed = parse_project(st.session_state[key], source="YAML editor")
+            except StudioError as exc:
+                st.error(escape_markdown(str(exc)), icon=":material/error:")
+                return
+            editor.load(parsed, force=True)
+            st.rerun()
+
+
+def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
+    from studio.project import dump_project
+    from studio.workspace import save_project
+
+    if errors:
+        where = ", ".join(sorted({_FIELD_TAB.get(f, "Agent") for f in errors}))
+        st.warning(f"{len(errors)} field(s) need attention ({where} tab); the project can be "
+                   "saved once they are fixed. Your edits are kept meanwhile.")
+    dirty = project is not None and dump_project(project) != editor.record.yaml
+    left, right = st.columns([1, 4], vertical_alignment="center")
+    if left.button("Save project", type="primary", disabled=project is None or not dirty,
+                   icon=":material/save:"):
+        try:
+            record = save_project(loaders.store(), project, editor.record.id)
+        except StudioError as exc:
+            st.error(escape_markdown(str(exc)), icon=":material/error:")
+            return
+        loaders.projects.clear()
+        st.session_state[f"projects.yaml_saved.{record.id}"] = record.yaml
+        state.flash(f"Saved {escape_markdown(record.name)}.")
+        st.rerun()
+    right.caption("Unsaved changes." if dirty else "All changes saved.")
+
+
+_FIELD_TAB = {
+    "critic_model": "Critic", "critic_output_schema": "Critic", "critic_evaluator": "Critic",
+    "reflection_model": "Reflection", "reflection_instruction": "Reflection",
+    "components": "Reflection", "train_rows": "Dataset", "val_rows": "Dataset",
+    "input_column": "Dataset", "expected_column": "Dataset", "val_fraction": "Dataset",
+    "run": "Run defaults", "project": "YAML",
+}
+
+
+def try_one(editor: Editor, project: Any) -> None:
+    """Run the agent and the critic once on an example the person picks; nothing is stored."""
+    st.subheader("Try on one example")
+    if project is None:
+        st.caption("Fix the fields above to try the project.")
+        return
+    try:
+        rows = drafts.training_examples(project)
+    except StudioError as exc:
+        st.error(escape_markdown(str(exc)))
+        return
+    if not rows:
+        st.caption("Add training rows on the Dataset tab first.")
+        return
+    from studio.domain import example_input_text
+
+    labels = [f"{i}: {example_input_text(r, project.dataset.input_column)[:80]}"
+              for i, r in enumerate(rows)]
+    left, right = st.columns([4, 1], vertical_alignment="bottom")
+    index = left.selectbox("Example", range(len(rows)), format_func=labels.__getitem__,
+                           key=f"projects.try_example.{editor.record.id}")
+    key = f"{state.PROJECTS_PROBE}.{editor.record.id}"
+    if right.button("Try it", icon=":material/science:", width="stretch"):
+        from studio.probe import probe_sync
+
+        with st.spinner("Running the agent, then the critic (the embedded model takes a few "
+                        "seconds per call)…"):
+            try:
+                st.session_state[key] = probe_sync(project, rows[index])
+            except StudioError as exc:
+                st.error(escape_markdown(str(exc)), icon=":material/error:")
+                return
+    result = st.session_state.get(key)
+    if result is not None:
+        show_probe(result)
+    else:
+        st.caption("Runs the agent and the critic once and shows the trial; nothing is stored.")
+

@@ -1,0 +1,179 @@
+"""A proposal and its evidence: the diff against the parent, the reflection's reasoning, parent
+and child on each minibatch example; the decision form; the history of decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from components import diff_view, loaders, state
+from components.trial_detail import text_block
+from studio.diffing import escape_markdown
+from studio.domain import ProposalStatus
+from studio.errors import StudioError
+from studio.views import evidence_frame, format_score, proposal_history
+
+
+def watch(run_id: str) -> None:
+    """Re-draw the page when a proposal arrives or is decided (checked every second)."""
+
+    @st.fragment(run_every=1)
+    def watcher() -> None:
+        run = loaders.run(run_id)
+        proposals = loaders.proposals(run_id)
+        signature = (run.status.value if run else None,
+                     tuple((p.id, p.status.value) for p in proposals[-5:]), len(proposals))
+        key = f"{state.PROPOSALS_WATCH}.{run_id}"
+        previous = st.session_state.get(key)
+        st.session_state[key] = signature
+        if previous is not None and previous != signature:
+            st.rerun(scope="app")
+
+    watcher()
+
+
+def current(run: Any) -> Any | None:
+    """The proposal to show now: the pending one, else one being scored (with a note)."""
+    proposals = loaders.proposals(run.id)
+    pending = [p for p in proposals if p.status is ProposalStatus.PENDING]
+    if pending:
+        return pending[-1]
+    evaluating = [p for p in proposals if p.status is ProposalStatus.EVALUATING]
+    if evaluating and run.status.is_active:
+        st.info(f"Proposal #{evaluating[-1].id} (iteration {evaluating[-1].iteration}) is being "
+                "scored on its minibatch; it comes here when it is ready.",
+                icon=":material/hourglass_top:")
+    elif run.config.get("review") != "review":
+        st.info("This run decides automatically (review policy: auto). Start a run with the "
+                "review policy *review* to decide on each proposal yourself. The history of "
+                "decisions is below.")
+    elif run.status.is_active:
+        st.info("No proposal is waiting. The run is scoring its parent and reflecting; the next "
+                "proposal appears here by itself.", icon=":material/hourglass_top:")
+    else:
+        st.info(f"The run is {run.status.value}: no proposal is waiting.")
+    return None
+
+
+def evidence(proposal: Any) -> None:
+    """Diff, reasoning and per-example evidence of one proposal."""
+    parent = loaders.store().get_candidate(proposal.parent_id)
+    index_of = {c.id: c.index for c in loaders.candidates(proposal.run_id)}
+    parent_text = parent.components.get(proposal.component, "")
+    diff_view.side_by_side(
+        parent_text, proposal.text,
+        left=f"Parent #{index_of.get(parent.id, '?')} ({proposal.component})",
+        right=f"Proposal #{proposal.id}" + (f" (an edit of #{proposal.edited_from})"
+                                            if proposal.edited_from else ""))
+    if proposal.reasoning:
+        with st.expander("The reflection's reasoning"):
+            text_block("Reasoning", proposal.reasoning)
+    ev = loaders.proposal_evidence(proposal)
+    verdict = "accept" if ev.rule_accepts else "reject"
+    cols = st.columns(4)
+    cols[0].metric("Parent minibatch sum", f"{ev.parent_sum:.3f}")
+    cols[1].metric("Child minibatch sum", f"{ev.child_sum:.3f}",
+                   delta=round(ev.child_sum - ev.parent_sum, 3) if ev.compared else None)
+    cols[2].metric("Examples compared", ev.compared)
+    cols[3].metric("GEPA's rule would", verdict)
+    st.dataframe(evidence_frame(ev.parent, ev.child), hide_index=True, width="stretch",
+                 placeholder="could not evaluate", column_config={
+                     "parent_score": st.column_config.NumberColumn("parent", format="%.3f"),
+                     "child_score": st.column_config.NumberColumn("child", format="%.3f"),
+                     "delta": st.column_config.NumberColumn("Δ", format="%+.3f")})
+    child_by_example = {t.example_id: t for t in ev.child}
+    for trial in ev.parent:
+        child = child_by_example.get(trial.example_id)
+        title = (f"{trial.split.value} example {trial.example_index}: parent "
+                 f"{format_score(trial.effective_score)} → child "
+                 f"{format_score(child.effective_score) if child else 'not scored yet'}")
+        with st.expander(title):
+            left, right = st.columns(2)
+            with left:
+                text_block("Parent output", trial.output)
+                text_block("Feedback", trial.effective_feedback)
+            with right:
+                text_block("Child output", child.output if child else "")
+                text_block("Feedback", child.effective_feedback if child else "")
+
+
+def decision_form(proposal: Any) -> None:
+    recorded = loaders.store().decisions(proposal_id=proposal.id)
+    if recorded:
+        d = recorded[-1]
+        st.success(f"Decision recorded: {d.action.value} by {escape_markdown(d.author)}. The run "
+                   "applies it within a moment.", icon=":material/check:")
+        return
+    st.markdown("**Your decision**")
+    accept, reject, stop = st.columns([1, 3, 1], vertical_alignment="bottom")
+    if accept.button("Accept", type="primary", icon=":material/check:", width="stretch",
+                     key=f"proposals.accept.{proposal.id}"):
+        _decide(proposal, "accept")
+    reason_key = f"{state.PROPOSALS_REASON}.{proposal.id}"
+    with reject:
+        cols = st.columns([3, 1], vertical_alignment="bottom")
+        cols[0].text_input("Reason for rejecting (the next reflection reads it)", key=reason_key,
+                           placeholder="e.g. too long; do not mention the season")
+        if cols[1].button("Reject", icon=":material/close:", width="stretch",
+                          key=f"proposals.reject.{proposal.id}"):
+            _decide(proposal, "reject", reason=st.session_state.get(reason_key, ""))
+    if stop.button("Stop the run", icon=":material/stop:", width="stretch",
+                   key=f"proposals.stop.{proposal.id}"):
+        _decide(proposal, "stop", reason="stopped from the Proposals page")
+    edit_key = f"{state.PROPOSALS_EDIT}.{proposal.id}"
+    state.init(edit_key, proposal.text)
+    with st.expander("Edit the text, then re-score it on the same minibatch"):
+        st.text_area("Edited text", key=edit_key, height=200, label_visibility="collapsed")
+        if st.button("Save the edit and re-score", icon=":material/edit:",
+                     key=f"proposals.edit_go.{proposal.id}"):
+            _decide(proposal, "edit", edited_text=st.session_state.get(edit_key, ""))
+
+
+def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | None = None
+            ) -> None:
+    from studio.engine.gates import decide
+    from studio.workspace import require_reason
+
+    try:
+        require_reason(action, reason)
+        decide(proposal.id, action, reason=reason, edited_text=edited_text,
+               author=state.author(), store=loaders.store())
+    except StudioError as exc:
+        st.error(escape_markdown(str(exc)), icon=":material/error:")
+        return
+    words = {"accept": "Accepted; the child is now scored on the validation set.",
+             "reject": "Rejected; the next reflection reads your reason.",
+             "edit": "Your edit is being scored on the same minibatch; it comes back here.",
+             "stop": "The run stops."}
+    state.flash(f"Proposal #{proposal.id}: {words[action]}")
+    st.rerun()
+
+
+def history(run_id: str) -> None:
+    proposals = loaders.proposals(run_id)
+    if not proposals:
+        st.caption("No proposals yet.")
+        return
+    index_of = {c.id: c.index for c in loaders.candidates(run_id)}
+    table = proposal_history(proposals, loaders.decisions(run_id),
+                             loaders.evaluated_payloads(run_id), index_of)
+    picked = st.dataframe(
+        table, hide_index=True, width="stretch", key="proposals.history",
+        on_select="rerun", selection_mode="single-row", placeholder="—",
+        column_config={"parent": st.column_config.NumberColumn(format="#%d"),
+                       "child": st.column_config.NumberColumn(format="#%d"),
+                       "parent_sum": st.column_config.NumberColumn("parent sum", format="%.3f"),
+                       "child_sum": st.column_config.NumberColumn("child sum", format="%.3f"),
+                       "reason": st.column_config.TextColumn(width="large")})
+    rows = picked.selection.rows if picked else []
+    if rows:
+        proposal = next(p for p in proposals if p.id == int(table.iloc[rows[0]]["proposal"]))
+        with st.container(border=True):
+            st.markdown(f"**Proposal #{proposal.id}** · iteration {proposal.iteration} · "
+                        f"{proposal.status.value}")
+            if proposal.invalid_reason:
+                st.warning(escape_markdown(proposal.invalid_reason))
+            evidence(proposal)
+    else:
+        st.caption("Select a proposal to see its diff and evidence.")

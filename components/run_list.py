@@ -1,0 +1,47 @@
+"""The list of recent runs (landing page) and the quick start."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import frame, loaders, state
+from studio.diffing import escape_markdown
+from studio.views import runs_frame
+
+
+def recent_runs(runs: list) -> None:
+    frame_ = runs_frame(runs[:20])
+    picked = st.dataframe(
+        frame_, hide_index=True, on_select="rerun", selection_mode="single-row",
+        key="home.runs", column_config={"id": st.column_config.TextColumn("run"),
+                                        "iterations": st.column_config.NumberColumn("max iter.")},
+    )
+    rows = picked.selection.rows if picked else []
+    st.caption("Select a run to open it.")
+    if rows:
+        run_id = frame_.iloc[rows[0]]["id"]
+        state.set_current_run(run_id)
+        st.session_state.pop("home.runs", None)
+        frame.go(frame.RUN)
+
+
+def quick_start() -> None:
+    """One click to a watchable demo: load the scripted example and open the Run page."""
+    examples = [e for e in loaders.examples_available() if e.name == "haiku-scripted"]
+    if not examples:
+        return
+    if st.button("Load the scripted demo project and open Run", icon=":material/bolt:",
+                 key="home.quick_start", type="primary"):
+        from studio.errors import StudioError
+        from studio.workspace import import_example
+
+        try:
+            project = import_example(loaders.store(), examples[0].path)
+        except StudioError as exc:
+            st.error(escape_markdown(str(exc)))
+            return
+        loaders.projects.clear()
+        state.set_current_project(project.id)
+        state.flash(f"Loaded the example project {escape_markdown(project.name)}. Choose a review "
+                    "mode and start a run.")
+        frame.go(frame.RUN)

@@ -1,0 +1,170 @@
+"""Starting a run (project, review policy, budget) and steering it (pause, resume, stop)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from components import frame, loaders, state
+from studio.diffing import escape_markdown
+from studio.domain import RunStatus
+from studio.errors import StudioError
+from studio.views import STATUS_HINTS
+
+START = state.RUN_START
+REVIEW_LABELS = {"review": "Review: I decide on each proposal",
+                 "auto": "Auto: the acceptance rule decides"}
+
+
+def start_form(*, expanded: bool) -> None:
+    """Pick a project, the review policy and the budget, and start: two clicks by default."""
+    projects = loaders.projects()
+    with st.expander("Start a new run", expanded=expanded, icon=":material/play_arrow:"):
+        if not projects:
+            st.info("There is no project yet. Load an example on the Projects page first.")
+            frame.link(frame.PROJECTS, "Go to Projects", ":material/folder_open:")
+            return
+        ids = [p.id for p in projects]
+        current = state.current_project_id()
+        current = current if current in ids else ids[0]
+        names = {p.id: p.name for p in projects}
+        if st.session_state.get(f"{START}.project") != current:
+            st.session_state[f"{START}.project"] = current
+        st.selectbox("Project", ids, key=f"{START}.project", format_func=names.get,
+                     on_change=lambda: state.set_current_project(
+                         st.session_state[f"{START}.project"]))
+        defaults = _project_defaults(current)
+        if defaults is None:
+            return
+        _form(current, names[current], defaults)
+
+
+def _project_defaults(project_id: int) -> dict[str, Any] | None:
+    from studio.workspace import stored_project
+
+    try:
+        return stored_project(loaders.store(), project_id).run.model_dump(mode="json")
+    except StudioError as exc:
+        st.error(f"This project does not load: {escape_markdown(str(exc))}. Fix it on the "
+                 "Projects page.")
+        return None
+
+
+def _form(project_id: int, project_name: str, defaults: dict[str, Any]) -> None:
+    key = f"{START}.{project_id}"
+    with st.form(f"{key}.form", border=False):
+        st.radio("Review policy", list(REVIEW_LABELS), key=f"{key}.review",
+                 index=list(REVIEW_LABELS).index(defaults.get("review", "auto")),
+                 format_func=REVIEW_LABELS.get, horizontal=True)
+        cols = st.columns(4)
+        cols[0].number_input("Max iterations", 0, 100_000, value=defaults["max_iterations"],
+                             key=f"{key}.max_iterations")
+        cols[1].number_input("Metric-call budget (0: none)", 0, 10_000_000,
+                             value=defaults.get("max_metric_calls") or 0,
+                             key=f"{key}.max_metric_calls",
+                             help="Critic evaluations (trials) the run may spend.")
+        cols[2].number_input("Minibatch size", 1, 1000, value=defaults["minibatch_size"],
+                             key=f"{key}.minibatch_size")
+        cols[3].number_input("Stop after N iterations without gain (0: never)", 0, 10_000,
+                             value=defaults.get("patience") or 0, key=f"{key}.patience")
+        cols = st.columns(4)
+        cols[0].number_input("Stop at best score (0: never)", 0.0, 1.0, step=0.05,
+                             value=float(defaults.get("score_threshold") or 0.0),
+                             key=f"{key}.score_threshold")
+        cols[1].number_input("Time limit, minutes (0: none)", 0.0, 10_000.0, step=1.0,
+                             value=float((defaults.get("timeout_seconds") or 0) / 60),
+                             key=f"{key}.timeout")
+        cols[2].number_input("Seed", 0, 2**31 - 1, value=defaults.get("seed", 0),
+                             key=f"{key}.seed")
+        cols[3].text_input("Run name", value=project_name, key=f"{key}.name")
+        submitted = st.form_submit_button("Start run", type="primary", icon=":material/play_arrow:")
+    if submitted:
+        _start(project_id, defaults, key)
+
+
+def _start(project_id: int, defaults: dict[str, Any], key: str) -> None:
+    from pydantic import ValidationError
+
+    from studio.engine.config import EvolutionConfig
+    from studio.workspace import start_project_run
+
+    ss = st.session_state
+    chosen = {
+        "review": ss[f"{key}.review"], "max_iterations": int(ss[f"{key}.max_iterations"]),
+        "max_metric_calls": int(ss[f"{key}.max_metric_calls"]) or None,
+        "minibatch_size": int(ss[f"{key}.minibatch_size"]),
+        "patience": int(ss[f"{key}.patience"]) or None,
+        "score_threshold": float(ss[f"{key}.score_threshold"]) or None,
+        "timeout_seconds": float(ss[f"{key}.timeout"]) * 60 or None,
+        "seed": int(ss[f"{key}.seed"]),
+    }
+    try:
+        config = EvolutionConfig.model_validate(defaults | chosen)
+        with st.spinner("Checking the models and starting the run…"):
+            run = start_project_run(loaders.store(), project_id, config, name=ss[f"{key}.name"])
+    except ValidationError as exc:
+        st.error(escape_markdown("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                           for e in exc.errors())), icon=":material/error:")
+        return
+    except StudioError as exc:
+        st.error(escape_markdown(str(exc)), icon=":material/error:")
+        return
+    state.set_current_run(run.id)
+    loaders.runs.clear()
+    mode = "you decide on each proposal on the Proposals page" if config.review == "review" \
+        else "the acceptance rule decides"
+    state.flash(f"Run {run.id} started ({mode}).")
+    st.rerun()
+
+
+def header(run: Any) -> None:
+    """Name, status and the controls that fit the run's state (in one container, so the live
+    table below keeps its place in the page whatever the header shows)."""
+    with st.container():
+        _header(run)
+
+
+def _header(run: Any) -> None:
+    title, buttons = st.columns([3, 2], vertical_alignment="center")
+    with title:
+        st.subheader(escape_markdown(run.name or "run"))
+        review = ("you decide on each proposal" if run.config.get("review") == "review"
+                  else "automatic (the acceptance rule decides)")
+        st.caption(f"Run `{run.id}` · **{run.status.value}**: {STATUS_HINTS[run.status]} · "
+                   f"review: {review}")
+    if run.status in (RunStatus.COMPLETED, RunStatus.STOPPED):
+        frame.link(frame.COMPARE, "Finished: compare the versions it produced",
+                   ":material/compare_arrows:")
+    if run.error:
+        st.error(f"The run failed: {escape_markdown(run.error)}. Fix the cause (often a model "
+                 "or its API key) and resume it.", icon=":material/error:")
+    with buttons:
+        controls(run)
+
+
+def controls(run: Any) -> None:
+    from studio import workspace
+
+    status = run.status
+    paused = status is RunStatus.PAUSED or run.control == "pause"
+    cols = st.columns(3)
+    actions = []
+    if status in (RunStatus.RUNNING, RunStatus.PENDING) and not paused:
+        actions.append((cols[0], "Pause", ":material/pause:",
+                        lambda: workspace.pause_run(loaders.store(), run.id)))
+    if paused or status in (RunStatus.STOPPED, RunStatus.ORPHANED, RunStatus.FAILED):
+        actions.append((cols[0], "Resume", ":material/play_arrow:",
+                        lambda: workspace.resume_run(loaders.store(), run.id)))
+    if status.is_active or status is RunStatus.ORPHANED:
+        actions.append((cols[1], "Stop", ":material/stop:",
+                        lambda: workspace.stop_run(loaders.store(), run.id)))
+    for column, label, icon, action in actions:
+        if column.button(label, icon=icon, key=f"run.control.{label}", width="stretch"):
+            try:
+                action()
+            except StudioError as exc:
+                st.error(escape_markdown(str(exc)), icon=":material/error:")
+                return
+            loaders.runs.clear()
+            st.rerun()

@@ -1,0 +1,160 @@
+"""Session-state keys (``"<page>.<key>"``) and the app-wide state: current run, project, author.
+
+The current run and project also live in the URL (``?run=...&project=...``), so a refresh or a
+link opened in a second tab shows the same run.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from typing import Any
+
+import streamlit as st
+
+# app-wide (set in the sidebar frame)
+AUTHOR = "app.author"
+RUN_ID = "app.run_id"
+PROJECT_ID = "app.project_id"
+RUN_PICKER = "app.run_picker"
+FLASH = "app.flash"
+
+# Projects page
+PROJECTS_PICKER = "projects.picker"
+PROJECTS_FIELD = "projects.field"
+"""Prefix of the editor's widget keys: ``projects.field.<project id>.<field>``."""
+PROJECTS_ROWS = "projects.rows"
+PROJECTS_PROBE = "projects.probe"
+PROJECTS_UPLOAD = "projects.upload"
+
+# Run page
+RUN_FILTER = "run.filter"
+"""Prefix of the trial filters' widget keys."""
+RUN_TABLE = "run.table"
+RUN_CACHE = "run.cache"
+RUN_SELECTED = "run.selected"
+RUN_START = "run.start"
+
+# Review page
+REVIEW_EDITOR = "review.editor"
+REVIEW_EFFECT = "review.effect_before"
+REVIEW_FILTER = "review.filter"
+REVIEW_LOADED = "review.loaded_count"
+
+# Proposals page
+PROPOSALS_WATCH = "proposals.signature"
+PROPOSALS_EDIT = "proposals.edit"
+PROPOSALS_REASON = "proposals.reason"
+
+# Compare page
+COMPARE_SELECTED = "compare.selected"
+COMPARE_COMPONENT = "compare.component"
+
+# Agreement page
+AGREEMENT_SCOPE = "agreement.scope"
+AGREEMENT_THRESHOLD = "agreement.threshold"
+
+PERSISTENT_PREFIXES = (PROJECTS_FIELD, RUN_FILTER, REVIEW_FILTER, COMPARE_SELECTED,
+                       AGREEMENT_SCOPE, AGREEMENT_THRESHOLD)
+"""Widget keys that must survive a visit to another page (Streamlit drops unrendered widgets)."""
+
+
+def default_author() -> str:
+    try:
+        return os.environ.get("USER") or getpass.getuser() or "reviewer"
+    except Exception:  # no login name in some containers
+        return "reviewer"
+
+
+def init_app_state() -> None:
+    """Fill the app-wide keys from the URL on a fresh session (a refresh, a new tab)."""
+    ss = st.session_state
+    run = st.query_params.get("run") or None
+    project = st.query_params.get("project")
+    project = int(project) if project and project.isdigit() else None
+    # The URL wins when it names a run or project (a link, a refresh, the back button); without
+    # one, the session keeps its own.
+    if RUN_ID not in ss or run is not None:
+        ss[RUN_ID] = run if run is not None else ss.get(RUN_ID)
+    if PROJECT_ID not in ss or project is not None:
+        ss[PROJECT_ID] = project if project is not None else ss.get(PROJECT_ID)
+    ss.setdefault(AUTHOR, default_author())
+    for key in list(ss.keys()):
+        if isinstance(key, str) and key.startswith(PERSISTENT_PREFIXES):
+            ss[key] = ss[key]  # re-own the value so it survives pages without the widget
+
+
+def url_params() -> dict[str, str]:
+    """The current run and project as URL query parameters."""
+    values = {"run": current_run_id(), "project": current_project_id()}
+    return {name: str(value) for name, value in values.items() if value is not None}
+
+
+def sync_url() -> None:
+    """Write the current run and project into this page's URL (kept across refreshes).
+
+    Only for a change made on the page itself: navigation carries the parameters in its links
+    (writing them during a navigation run would leave the browser on the previous page's path).
+    """
+    wanted = url_params()
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def current_run_id() -> str | None:
+    return st.session_state.get(RUN_ID)
+
+
+def set_current_run(run_id: str | None) -> None:
+    """Make ``run_id`` the current run, here and in the URL."""
+    st.session_state[RUN_ID] = run_id
+    sync_url()
+
+
+def current_project_id() -> int | None:
+    return st.session_state.get(PROJECT_ID)
+
+
+def set_current_project(project_id: int | None) -> None:
+    st.session_state[PROJECT_ID] = project_id
+    sync_url()
+
+
+def author() -> str:
+    return (st.session_state.get(AUTHOR) or "").strip() or "reviewer"
+
+
+def init(key: str, value: Any) -> None:
+    """Give a widget key its first value (widgets then read it; never pass ``value=`` too)."""
+    if key not in st.session_state:
+        st.session_state[key] = value
+
+
+def clear_prefix(prefix: str) -> None:
+    for key in [k for k in st.session_state if isinstance(k, str)
+                and k.startswith(prefix)]:
+        del st.session_state[key]
+
+
+FLASH_SECONDS = 6.0
+
+
+def flash(message: str, kind: str = "success") -> None:
+    """A message for the next full runs of the next few seconds (after st.rerun or a page
+    switch; a live page may re-run right away, and the message must not vanish with it)."""
+    st.session_state[FLASH] = (kind, message, time.monotonic() + FLASH_SECONDS)
+
+
+def show_flash() -> None:
+    # Always one slot, so the elements after it keep their place in the page whether a message
+    # is shown or not (a moved live table would be redrawn and lose its scroll position).
+    slot = st.container()
+    item = st.session_state.get(FLASH)
+    if not item:
+        return
+    kind, message, until = item
+    if time.monotonic() > until:
+        del st.session_state[FLASH]
+        return
+    getattr(slot, kind, slot.info)(message)

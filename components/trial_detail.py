@@ -1,0 +1,102 @@
+"""A trial in full: input, output, trace (tool calls with arguments), critic feedback, dimension
+scores and guidance. Model-written text is shown as text (``st.code`` / ``st.text``), never as
+HTML or live Markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from studio.diffing import escape_markdown
+from studio.views import dimension_scores, format_score, guidance, trace_tool_calls
+
+
+def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
+    """A labelled block of untrusted text, shown verbatim."""
+    st.caption(label)
+    st.code(text if text else empty, language=None, wrap_lines=True)
+
+
+def show_trial(trial: Any, *, candidate: int | None = None) -> None:
+    """Everything about one stored trial."""
+    head = f"Trial #{trial.id} · iteration {trial.iteration} · {trial.phase.value}"
+    if candidate is not None:
+        head += f" · candidate #{candidate}"
+    head += f" · {trial.split.value} example {trial.example_index}"
+    st.markdown(f"**{escape_markdown(head)}**")
+    scores = st.columns(4)
+    scores[0].metric("Score (effective)", format_score(trial.effective_score))
+    scores[1].metric("Judge", format_score(trial.score))
+    scores[2].metric("Latency", f"{trial.latency_s:.2f} s")
+    scores[3].metric("Tokens", f"{trial.tokens}")
+    if trial.override is not None:
+        o = trial.override
+        st.info(escape_markdown(
+            f"Corrected by {o.author} at {o.created_at:%Y-%m-%d %H:%M}: judge said "
+            f"{format_score(o.judge_score)}, human says "
+            f"{format_score(o.score, missing='(score unchanged)')}."))
+    show_result(trial.input_text, trial.output, trial.feedback, trial.error, trial.trace,
+                human_feedback=trial.override.feedback if trial.override else None)
+
+
+def show_result(input_text: str, output: str, feedback: dict[str, Any], error: str | None,
+                trace: dict[str, Any] | None, *, human_feedback: str | None = None) -> None:
+    if error:
+        st.error(escape_markdown(error), icon=":material/error:")
+    left, right = st.columns(2)
+    with left:
+        text_block("Input", input_text)
+    with right:
+        text_block("Output", output, empty="(no output)")
+    fb_text = str(feedback.get("feedback") or feedback.get("feedback_text") or "")
+    left, right = st.columns(2)
+    with left:
+        text_block("Critic feedback", fb_text, empty="(no feedback)")
+        if human_feedback:
+            text_block("Human feedback (overrides the critic's)", human_feedback)
+        hint = guidance(feedback)
+        if hint:
+            text_block("Actionable guidance", hint)
+    with right:
+        dims = dimension_scores(feedback)
+        if not dims.empty:
+            st.caption("Dimension scores")
+            st.dataframe(dims, hide_index=True, width="stretch", placeholder="n/a",
+                         column_config={"score": st.column_config.ProgressColumn(
+                             "score", min_value=0.0, max_value=1.0, format="%.2f")})
+        extra = {k: v for k, v in feedback.items() if k not in (
+            "feedback", "feedback_text", "dimension_scores", "actionable_guidance", "score")}
+        if extra:
+            st.caption("Other critic fields")
+            st.json(extra, expanded=False)
+    show_trace(trace or {})
+
+
+def show_trace(trace: dict[str, Any]) -> None:
+    calls = trace_tool_calls(trace)
+    usage = trace.get("usage") or {}
+    label = f"Trace: {len(calls)} tool call(s), {trace.get('model_calls', 0)} model call(s)"
+    if usage:
+        label += f", {usage.get('total_tokens', 0)} tokens"
+    with st.expander(label, expanded=not calls.empty):
+        if calls.empty:
+            st.caption("No tool calls.")
+        else:
+            st.dataframe(calls, hide_index=True, width="stretch")
+        if trace.get("state_delta"):
+            st.caption("State changes")
+            st.json(trace["state_delta"], expanded=False)
+        events = trace.get("events") or []
+        if events:
+            st.caption("Events")
+            st.json(events, expanded=False)
+
+
+def show_probe(result: Any) -> None:
+    """The result of "try on one example"."""
+    cols = st.columns(3)
+    cols[0].metric("Critic score", format_score(result.score))
+    cols[1].metric("Agent time", f"{result.agent_seconds:.1f} s")
+    cols[2].metric("Critic time", f"{result.critic_seconds:.1f} s")
+    show_result(result.input_text, result.output, result.feedback, result.error, result.trace)

@@ -1,0 +1,221 @@
+"""The live trials panel: progress, filters, a table that fills in as trials are committed, and
+the selected trial in full.
+
+The panel is a fragment that re-runs on its own every half second while the run is active. Each
+time it asks the store only for trials newer than the last one it holds (the table lives in the
+session state), and refreshes the few rows whose override changed. Filters are widgets outside
+the fragment and the selection is kept by trial id, so neither is lost when rows arrive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+import streamlit as st
+
+from components import frame, loaders, state
+from components.trial_detail import show_trial
+from studio.domain import RunStatus, TrialPhase
+from studio.views import (
+    ERROR_CHOICES,
+    OVERRIDE_CHOICES,
+    TRIAL_COLUMNS,
+    TrialFilters,
+    append_trials,
+    changed_trial_ids,
+    filter_trials,
+    override_signature,
+    progress_summary,
+    replace_trials,
+    trial_frame,
+)
+
+LIVE_SECONDS = 0.5
+IDLE_SECONDS = 5.0
+SHOWN_IDS = "run.shown_ids"
+LATEST_ROWS = 5
+
+
+@dataclass
+class TableCache:
+    """The trials a session has already read for one run."""
+
+    run_id: str
+    frame: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TRIAL_COLUMNS))
+    last_id: int = 0
+    signature: tuple[int, int, int] = (0, 0, 0)
+    index_of: dict[int, int] = field(default_factory=dict)
+
+
+def sync(run_id: str) -> TableCache:
+    """Bring the session's table up to date: new trials, and rows whose override changed."""
+    cache = st.session_state.get(state.RUN_CACHE)
+    if cache is None or cache.run_id != run_id:
+        cache = TableCache(run_id)
+        st.session_state[state.RUN_CACHE] = cache
+    new = loaders.new_trials(run_id, cache.last_id)
+    if new:
+        if any(t.candidate_id not in cache.index_of for t in new):
+            cache.index_of = {c.id: c.index for c in loaders.candidates_fresh(run_id)}
+        cache.frame = append_trials(cache.frame, trial_frame(new, cache.index_of))
+        cache.last_id = new[-1].id
+    overrides = loaders.overrides(run_id)
+    signature = override_signature(overrides)
+    if signature != cache.signature:
+        fetched = {t.id for t in new}
+        changed = sorted(changed_trial_ids(overrides, cache.signature) - fetched)
+        updated = loaders.trials_by_id(run_id, changed)
+        cache.frame = replace_trials(cache.frame, trial_frame(updated, cache.index_of))
+        cache.signature = signature
+    return cache
+
+
+def filters(run_id: str, max_iterations: int) -> TrialFilters:
+    """The filter widgets (outside the live fragment, so they keep their values)."""
+    key = f"{state.RUN_FILTER}.{run_id}"
+    top = max(1, max_iterations)
+    state.init(f"{key}.iterations", (0, top))
+    state.init(f"{key}.scores", (0.0, 1.0))
+    state.init(f"{key}.unscored", True)
+    state.init(f"{key}.errors", "any")
+    state.init(f"{key}.overridden", "any")
+    candidates = loaders.candidates(run_id)
+    with st.expander("Filters", icon=":material/filter_list:"):
+        cols = st.columns(3)
+        cols[0].slider("Iterations", 0, top, key=f"{key}.iterations")
+        cols[1].multiselect("Candidates", [c.index for c in candidates], key=f"{key}.candidates",
+                            format_func=lambda i: f"#{i}", placeholder="all")
+        cols[2].multiselect("Phase", [p.value for p in TrialPhase if p is not TrialPhase.PROBE],
+                            key=f"{key}.phases", placeholder="all")
+        cols = st.columns(3)
+        cols[0].slider("Score range", 0.0, 1.0, step=0.05, key=f"{key}.scores")
+        cols[0].checkbox("Include “could not evaluate”", key=f"{key}.unscored")
+        cols[1].segmented_control("Errors", ERROR_CHOICES, key=f"{key}.errors")
+        cols[2].segmented_control("Overridden", OVERRIDE_CHOICES, key=f"{key}.overridden")
+    ss = st.session_state
+    iterations = ss.get(f"{key}.iterations") or (0, top)
+    return TrialFilters(
+        iterations=None if tuple(iterations) == (0, top) else tuple(iterations),
+        candidates=list(ss.get(f"{key}.candidates") or []),
+        phases=list(ss.get(f"{key}.phases") or []),
+        score_range=tuple(ss.get(f"{key}.scores") or (0.0, 1.0)),
+        include_unscored=bool(ss.get(f"{key}.unscored", True)),
+        errors=ss.get(f"{key}.errors") or "any",
+        overridden=ss.get(f"{key}.overridden") or "any")
+
+
+def live_panel(run_id: str, status: RunStatus, trial_filters: TrialFilters) -> None:
+    every = LIVE_SECONDS if status.is_active else IDLE_SECONDS
+
+    @st.fragment(run_every=every)
+    def panel() -> None:
+        run = loaders.run(run_id)
+        if run is None:
+            return
+        if run.status is not status:
+            st.rerun(scope="app")  # the controls above depend on the status
+        cache = sync(run_id)
+        progress(run, cache)
+        with st.container():  # one slot whether or not a proposal waits (the table stays put)
+            awaiting(run)
+        with st.container():
+            latest(cache)
+        st.caption("All trials")
+        table(cache, trial_filters)
+
+    panel()
+
+
+def progress(run, cache: TableCache) -> None:
+    summary = progress_summary(run, loaders.latest_progress(run.id), len(cache.frame))
+    text = summary.text()
+    if summary.best_candidate_id is not None and summary.best_candidate_id in cache.index_of:
+        text += f" (candidate #{cache.index_of[summary.best_candidate_id]})"
+    st.progress(summary.fraction, text=text)
+
+
+def awaiting(run) -> None:
+    if run.config.get("review") != "review" or not run.status.is_active:
+        return
+    from studio.domain import ProposalStatus
+
+    pending = loaders.store().proposals(run.id, status=ProposalStatus.PENDING)
+    if pending:
+        st.warning(f"Proposal #{pending[-1].id} is waiting for your decision; the run is on "
+                   "hold until you accept, edit or reject it.", icon=":material/how_to_vote:")
+        frame.link(frame.PROPOSALS, "Decide on the Proposals page", ":material/arrow_forward:")
+
+
+def latest(cache: TableCache) -> None:
+    """The few newest trials, newest first, to watch them arrive (the full table below keeps
+    its rows in place, so scrolling and selection there are never disturbed)."""
+    if cache.frame.empty:
+        return
+    st.caption("Latest trials")
+    st.dataframe(cache.frame.tail(LATEST_ROWS).iloc[::-1], hide_index=True, width="stretch",
+                 placeholder="could not evaluate", key="run.latest",
+                 column_order=["id", "iteration", "phase", "candidate", "example", "score",
+                               "judge_score", "overridden", "error", "feedback"],
+                 column_config=_COLUMNS)
+
+
+def table(cache: TableCache, trial_filters: TrialFilters) -> None:
+    """All trials, oldest first: a new trial is appended at the end, so the rows a person is
+    looking at, the scroll position and the selected row stay where they are."""
+    shown = filter_trials(cache.frame, trial_filters)
+    ids = shown["id"].tolist()
+    selected = _selected_id(ids)
+    with st.container():
+        if cache.frame.empty:
+            st.info("No trials yet: the first ones appear here as soon as they are scored.")
+    st.dataframe(
+        shown, key=state.RUN_TABLE, on_select="rerun", selection_mode="single-row",
+        hide_index=True, height=400, width="stretch", placeholder="could not evaluate",
+        column_order=["id", "iteration", "phase", "candidate", "example", "score", "judge_score",
+                      "overridden", "error", "feedback", "output", "latency_s"],
+        column_config=_COLUMNS)
+    newest = cache.frame["id"].max() if not cache.frame.empty else None
+    st.caption(f"Showing {len(shown)} of {len(cache.frame)} trials"
+               + (f" · newest trial #{newest}" if newest is not None else "")
+               + " · select a row to see it in full")
+    if selected is not None:
+        trial = loaders.trial(selected, cache.signature)
+        if trial is not None:
+            with st.container(border=True):
+                show_trial(trial, candidate=cache.index_of.get(trial.candidate_id))
+
+
+def _selected_id(ids: list[int]) -> int | None:
+    """The selected trial id, kept across filter changes (the table's selection is by position,
+    so after a filter change it is re-pointed at the same trial before the table is drawn; new
+    rows are appended at the end and move nothing)."""
+    ss = st.session_state
+    previous = ss.get(SHOWN_IDS) or []
+    selection = ss.get(state.RUN_TABLE)
+    rows = list(selection["selection"]["rows"]) if selection else []
+    current = ss.get(state.RUN_SELECTED)
+    if rows and rows[0] < len(previous):
+        current = previous[rows[0]]
+    elif not rows and current is not None and current in previous and selection is not None:
+        current = None  # the person cleared the selection
+    ss[state.RUN_SELECTED] = current
+    wanted = [ids.index(current)] if current is not None and current in ids else []
+    if wanted != rows:
+        ss[state.RUN_TABLE] = {"selection": {"rows": wanted, "columns": [], "cells": []}}
+    ss[SHOWN_IDS] = ids
+    return current
+
+
+_COLUMNS = {
+    "id": st.column_config.NumberColumn("trial", format="%d", width="small"),
+    "iteration": st.column_config.NumberColumn("iter.", width="small"),
+    "candidate": st.column_config.NumberColumn("cand.", format="#%d", width="small"),
+    "score": st.column_config.NumberColumn("score", format="%.3f", width="small",
+                                           help="Effective score: the human's where corrected"),
+    "judge_score": st.column_config.NumberColumn("judge", format="%.3f", width="small"),
+    "overridden": st.column_config.CheckboxColumn("human", width="small"),
+    "latency_s": st.column_config.NumberColumn("latency", format="%.2f s", width="small"),
+    "feedback": st.column_config.TextColumn("feedback", width="large"),
+    "output": st.column_config.TextColumn("output", width="large"),
+}

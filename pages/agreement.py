@@ -1,0 +1,30 @@
+"""Agreement: per critic, how the judge's scores compare with the humans' corrections."""
+
+import streamlit as st
+
+from components import agreement_view, frame, loaders, state
+from studio.diffing import escape_markdown
+
+st.title("Agreement")
+st.caption("Computed from your corrections on the Review page: each override is a pair of the "
+           "judge's score and the human's.")
+run_id, threshold = agreement_view.controls(state.current_run_id())
+summary = loaders.agreement(run_id, threshold)
+if summary is None:
+    st.error("Agreement statistics are not available in this installation (studio.agreement).")
+    st.stop()
+if summary.overall.count == 0 and summary.overall.skipped == 0:
+    st.info("No corrections yet. Override a few critic scores on the Review page; their "
+            "agreement with the judge shows here.")
+    frame.link(frame.REVIEW, "Go to Review", ":material/rate_review:")
+    st.stop()
+
+critics = summary.per_critic or {"all": summary.overall}
+tabs = st.tabs([escape_markdown(name) for name in critics])
+for tab, (name, report) in zip(tabs, critics.items(), strict=True):
+    with tab:
+        agreement_view.report(name, report)
+if len(critics) > 1:
+    st.subheader("All critics")
+    agreement_view.report("all", summary.overall)
+

@@ -1,0 +1,24 @@
+"""Proposals: the pending proposal with its evidence; accept, edit then re-score, or reject with a
+reason; the history of decisions."""
+
+import streamlit as st
+
+from components import frame, loaders, proposal_view
+from studio.diffing import escape_markdown
+
+st.title("Proposals")
+run_id = frame.need_run()
+if run_id is None:
+    st.stop()
+
+run = loaders.run(run_id)
+proposal_view.watch(run_id)
+proposal = proposal_view.current(run)
+if proposal is not None:
+    st.subheader(f"Proposal #{proposal.id} · iteration {proposal.iteration} · "
+                 f"{escape_markdown(proposal.component)}")
+    proposal_view.evidence(proposal)
+    proposal_view.decision_form(proposal)
+
+st.subheader("History")
+proposal_view.history(run_id)

@@ -1,0 +1,23 @@
+"""Review: correct the critic on one trial or many, see judge and human side by side, undo, and
+see at once what a correction changes in the run."""
+
+import streamlit as st
+
+from components import frame, loaders, review_panel
+
+st.title("Review")
+run_id = frame.need_run()
+if run_id is None:
+    st.stop()
+
+st.caption("Your corrections replace the judge's score and feedback everywhere: in the pending "
+           "acceptance decision, the Pareto front, the best candidate and the next reflection.")
+review_panel.effect_panel(run_id)
+review_panel.watch_new_trials(run_id, loaders.count_trials(run_id))
+
+trials = review_panel.scope_trials(run_id)
+review_panel.editor(run_id, trials)
+review_panel.single(run_id, trials)
+
+st.subheader("Corrections")
+review_panel.history(run_id)

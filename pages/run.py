@@ -1,0 +1,20 @@
+"""Run: start a run, steer it (pause, resume, stop) and watch its trials arrive live."""
+
+import streamlit as st
+
+from components import loaders, run_panel, state, trial_table
+
+st.title("Run")
+loaders.recover_orphans()
+
+run = loaders.run(state.current_run_id())
+run_panel.start_form(expanded=run is None)
+if run is None:
+    st.info("No run yet. Choose a project and a review policy above, then start: trials appear "
+            "below as soon as they are scored.")
+    st.stop()
+
+st.divider()
+run_panel.header(run)
+trial_filters = trial_table.filters(run.id, int(run.config.get("max_iterations") or 1))
+trial_table.live_panel(run.id, run.status, trial_filters)
