@@ -128,12 +128,9 @@ def overrides(run_id: str | None, include_undone: bool = True) -> list[Override]
 def recent_trials(run_id: str, limit: int, phases: tuple[str, ...] = (),
                   iteration: int | None = None) -> list[Trial]:
     """The newest ``limit`` trials (optionally of some phases or one iteration), oldest first."""
-    rows = store().trials(run_id, with_trace=False)
-    if phases:
-        rows = [t for t in rows if t.phase.value in phases]
-    if iteration is not None:
-        rows = [t for t in rows if t.iteration == iteration]
-    return rows[-limit:]
+    rows = store().trials(run_id, with_trace=False, phases=phases or None, iteration=iteration,
+                          newest_first=True, limit=limit)
+    return rows[::-1]
 
 
 # --------------------------------------------------------------------------- proposals

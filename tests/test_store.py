@@ -223,3 +223,12 @@ def test_urls(monkeypatch, tmp_path):
 def test_postgres_url_without_driver_or_server_is_a_store_error():
     with pytest.raises(StoreError, match="postgres"):
         open_store("postgresql://u:secretpw@127.0.0.1:1/studio", cached=False)
+
+
+def test_newest_trials_with_filters(store):
+    run, examples, candidate = seed_run(store)
+    ids = [add_trial(store, run, candidate, examples[i % 2]).id for i in range(5)]
+    newest = store.trials(run.id, newest_first=True, limit=2, with_trace=False)
+    assert [t.id for t in newest] == [ids[4], ids[3]]
+    assert store.trials(run.id, phases=["child"]) == []
+    assert len(store.trials(run.id, phases=["valset"], iteration=0)) == 5

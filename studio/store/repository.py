@@ -297,10 +297,14 @@ class Store:
         phase: str | None = None,
         proposal_id: int | None = None,
         ids: Iterable[int] | None = None,
+        phases: Iterable[str] | None = None,
+        iteration: int | None = None,
         with_trace: bool = True,
+        newest_first: bool = False,
         limit: int | None = None,
     ) -> list[Trial]:
-        """Trials of a run, oldest first, with each trial's active override attached."""
+        """Trials of a run with each trial's active override attached: oldest first, or with
+        ``newest_first`` the newest ``limit`` ones (for "latest trials" strips)."""
         columns = list(t.trials.c) if with_trace else [
             col for col in t.trials.c if col.name != "trace"]
         query = select(*columns).where(t.trials.c.run_id == run_id, t.trials.c.id > after_id)
@@ -312,7 +316,11 @@ class Store:
             query = query.where(t.trials.c.proposal_id == proposal_id)
         if ids is not None:
             query = query.where(t.trials.c.id.in_(list(ids)))
-        query = query.order_by(t.trials.c.id)
+        if phases is not None:
+            query = query.where(t.trials.c.phase.in_(list(phases)))
+        if iteration is not None:
+            query = query.where(t.trials.c.iteration == iteration)
+        query = query.order_by(t.trials.c.id.desc() if newest_first else t.trials.c.id)
         if limit is not None:
             query = query.limit(limit)
         with self.engine.connect() as c:
