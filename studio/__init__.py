@@ -1,4 +1,4 @@
-"""Evolution Studio: reflective prompt evolution (GEPA) for Google ADK agents, with humans in the loop.
+"""Evolution Studio: reflective prompt evolution (GEPA) for Google ADK agents, humans in the loop.
 
 Importing any part of the package first sets ``LITELLM_LOCAL_MODEL_COST_MAP`` so that LiteLLM
 never fetches its model cost map from the network (these machines reach only package registries).

@@ -24,6 +24,7 @@ from studio.errors import (
     ScoreOutOfRangeError,
     StudioError,
 )
+from studio.jsontools import first_json_object
 from studio.scoring import Sample
 
 __all__ = [
@@ -140,26 +141,11 @@ def _find_json_object(text: str) -> dict[str, Any]:
             continue
         if isinstance(value, dict):
             return value
-    found = _first_embedded_object(text)
+    found = first_json_object(text)
     if found is not None:
         return found
     excerpt = text.strip().replace("\n", " ")[:160]
     raise CriticOutputParseError(f"critic reply is not JSON: {excerpt!r}", raw_output=text)
-
-
-def _first_embedded_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object embedded in prose, e.g. ``Here you go: {"score": 1}``."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
 
 
 def _coerce_score(raw: Any, text: str) -> float:

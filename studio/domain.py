@@ -122,17 +122,7 @@ class AgentSpec(BaseModel):
 
     def with_components(self, components: dict[str, str]) -> AgentSpec:
         """A copy with component texts applied (never mutates ``self``)."""
-        update: dict[str, Any] = {}
-        if "instruction" in components:
-            update["instruction"] = components["instruction"]
-        if "output_schema" in components:
-            text = components["output_schema"].strip()
-            update["output_schema"] = validate_json_schema(text) if text else None
-        if "generate_content_config" in components:
-            update["generate_content_config"] = config_from_yaml(
-                components["generate_content_config"]
-            )
-        return self.model_copy(update=update)
+        return self.model_copy(update=parse_components(components))
 
 
 def config_to_yaml(config: GenerationConfig) -> str:
@@ -164,6 +154,20 @@ def config_from_yaml(text: str, *, where: str = "generate_content_config") -> Ge
             f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(problems, where=where) from exc
+
+
+def parse_components(components: dict[str, str]) -> dict[str, Any]:
+    """Component texts as typed values: the instruction as is, the output schema as a dict (None
+    when empty: free text), the config as :class:`GenerationConfig`. Raises on invalid text."""
+    parsed: dict[str, Any] = {}
+    if "instruction" in components:
+        parsed["instruction"] = components["instruction"]
+    if "output_schema" in components:
+        text = components["output_schema"].strip()
+        parsed["output_schema"] = validate_json_schema(text) if text else None
+    if "generate_content_config" in components:
+        parsed["generate_content_config"] = config_from_yaml(components["generate_content_config"])
+    return parsed
 
 
 def content_hash(components: dict[str, str]) -> str:

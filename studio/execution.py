@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.errors import ConfigError, StudioError
+from studio.jsontools import to_jsonable
 from studio.llm import register_providers
 from studio.redaction import redact
 
@@ -267,7 +268,7 @@ class _TraceRecorder:
             self._add_part(author, part)
         actions = event.actions
         if actions is not None and actions.state_delta:
-            self.state_delta.update(_jsonable(actions.state_delta))
+            self.state_delta.update(to_jsonable(actions.state_delta))
         usage = event.usage_metadata
         if usage is not None:
             self.model_calls += 1
@@ -282,12 +283,12 @@ class _TraceRecorder:
     def _add_part(self, author: str, part: Any) -> None:
         if part.function_call is not None:
             call = part.function_call
-            record = {"id": call.id, "name": call.name, "args": _jsonable(call.args or {})}
+            record = {"id": call.id, "name": call.name, "args": to_jsonable(call.args or {})}
             self.tool_calls.append({**record, "result": None})
             self.events.append({"author": author, "type": "tool_call", **record})
         elif part.function_response is not None:
             response = part.function_response
-            result = _jsonable(response.response)
+            result = to_jsonable(response.response)
             for call in reversed(self.tool_calls):
                 if call["id"] == response.id or (call["result"] is None and call["name"] ==
                                                    response.name):
@@ -308,18 +309,6 @@ class _TraceRecorder:
             "model_calls": self.model_calls,
         }
 
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON types only, so traces can be stored and shown."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return _jsonable(value.model_dump(mode="json", exclude_none=True))
-    return str(value)
 
 
 def load_agent(reference: str) -> Any:

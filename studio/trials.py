@@ -28,7 +28,8 @@ def normalize_feedback(score: float | None, raw_feedback: str | dict[str, Any] |
     legacy = feedback.pop("feedback", None)
     if text is None:
         text = legacy
-    normalized: dict[str, Any] = {"score": score, "feedback_text": "" if text is None else str(text)}
+    text = "" if text is None else str(text)
+    normalized: dict[str, Any] = {"score": score, "feedback_text": text}
     dimensions = feedback.pop("dimension_scores", None)
     if dimensions:
         normalized["dimensions"] = dimensions

@@ -130,7 +130,7 @@ def test_json_without_score_names_the_fields():
 @pytest.mark.parametrize("bad", ['"seven"', "true", "null"])
 def test_non_numeric_score(bad):
     with pytest.raises(MissingScoreFieldError, match="must be a number"):
-        parse_critic_output('{"score": %s}' % bad)
+        parse_critic_output(f'{{"score": {bad}}}')
 
 
 def test_out_of_range_score_names_the_value():

@@ -13,6 +13,7 @@ from studio.domain import (
     config_from_yaml,
     config_to_yaml,
     instruction_placeholders,
+    parse_components,
     validate_json_schema,
 )
 from studio.errors import ConfigError, ProposalError, SchemaError
@@ -60,15 +61,10 @@ def _extract(agent: Any, name: str) -> str:
 
 def apply_components(agent: Any, components: dict[str, str]) -> Any:
     """A copy of ``agent`` with the component texts applied."""
-    update: dict[str, Any] = {}
-    if "instruction" in components:
-        update["instruction"] = components["instruction"]
-    if "output_schema" in components:
-        text = components["output_schema"].strip()
-        update["output_schema"] = validate_json_schema(text) if text else None
-    if "generate_content_config" in components:
-        update["generate_content_config"] = _merged_config(
-            agent, config_from_yaml(components["generate_content_config"]))
+    update = parse_components(components)
+    if "generate_content_config" in update:
+        update["generate_content_config"] = _merged_config(agent,
+                                                           update["generate_content_config"])
     return agent.model_copy(update=update)
 
 

@@ -9,8 +9,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from studio.domain import Candidate, Example, Trial, TrialPhase, example_expected
-from studio.domain import example_input_text, example_state
+from studio.domain import (
+    Candidate,
+    Example,
+    Trial,
+    TrialPhase,
+    example_expected,
+    example_input_text,
+    example_state,
+)
 from studio.engine.context import RunContext
 from studio.engine.events import TrialCommitted
 from studio.errors import StudioError

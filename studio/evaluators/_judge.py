@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from studio.errors import ConfigError
 from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.jsontools import first_json_object
 from studio.llm import LOCAL_MODEL
 
 T = TypeVar("T")
@@ -216,18 +217,9 @@ def _loads(text: str) -> Any:
 
 
 def _embedded_object(text: str) -> dict[str, Any] | None:
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    for _ in range(_MAX_OBJECT_STARTS):
-        if start < 0:
-            break
-        try:
-            value, _end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
+    found = first_json_object(text, max_starts=_MAX_OBJECT_STARTS)
+    if found is not None:
+        return found
     for match in _FLAT_OBJECT.finditer(text):  # {'score': 8} in Python quoting
         try:
             value = ast.literal_eval(match.group(0))

@@ -48,6 +48,7 @@ from studio.errors import ConfigError
 from studio.evaluators.agent_as_judge import AgentAsJudgeEval
 from studio.evaluators.base import Evaluator, EvaluatorResult
 from studio.evaluators.registry import build_evaluator
+from studio.jsontools import to_jsonable
 from studio.scoring import Critic, Sample
 
 logger = logging.getLogger(__name__)
@@ -119,8 +120,8 @@ class EvaluatorCritic:
 
 def result_metadata(result: EvaluatorResult) -> dict[str, Any]:
     """A result as critic metadata: comment as feedback, details passed through."""
-    metadata = {**_jsonable(result.metadata), "feedback": result.comment,
-                "evaluator": result.key, "value": _jsonable(result.value)}
+    metadata = {**to_jsonable(result.metadata), "feedback": result.comment,
+                "evaluator": result.key, "value": to_jsonable(result.value)}
     if result.score is None:
         metadata["error"] = result.comment or "could not evaluate"
     return metadata
@@ -350,15 +351,3 @@ def _check_keys(spec: Mapping[str, Any], allowed: set[str], where: str) -> None:
         raise ConfigError(f"unknown key {', '.join(map(repr, unknown))}; accepted keys: "
                           f"{', '.join(sorted(allowed))}", where=where, value=dict(spec))
 
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON types, so metadata can be stored with the trial."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return _jsonable(value.model_dump(mode="json"))
-    return str(value)

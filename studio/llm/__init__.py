@@ -1,9 +1,9 @@
 """Models behind LiteLLM: the embedded offline SmolLM2 and a deterministic scripted model.
 
 Both are LiteLLM custom providers, so ADK reaches them exactly like a hosted model:
-``LiteLlm(model="local/smollm2")`` or ``LiteLlm(model="scripted/demo")``. Any other LiteLLM model
-string (``gemini/...``, ``openai/...``, ``ollama_chat/...``) works with its key from the environment;
-:func:`check_model` says what is missing before a run starts.
+``LiteLlm(model="local/smollm2")`` or ``LiteLlm(model="scripted/demo")``. Any other LiteLLM
+model string (``gemini/...``, ``openai/...``, ``ollama_chat/...``) works with its key from the
+environment; :func:`check_model` says what is missing before a run starts.
 """
 
 from __future__ import annotations

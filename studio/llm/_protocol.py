@@ -162,3 +162,20 @@ def as_litellm_error(exc: Exception, *, model: str, provider: str) -> Exception:
     return litellm.BadRequestError(
         message=f"{type(exc).__name__}: {exc}", model=model, llm_provider=provider
     )
+
+
+def streaming_chunk(response: Any) -> dict[str, Any]:
+    """A whole reply as one LiteLLM streaming chunk (in-process models answer at once)."""
+    usage = response.usage
+    return {
+        "text": response.choices[0].message.content or "",
+        "tool_use": None,
+        "is_finished": True,
+        "finish_reason": response.choices[0].finish_reason or "stop",
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        },
+        "index": 0,
+    }

@@ -25,7 +25,13 @@ from typing import Any
 from litellm import CustomLLM
 
 from studio.errors import ModelConfigError
-from studio.llm._protocol import ChatRequest, as_litellm_error, build_request, fill_response
+from studio.llm._protocol import (
+    ChatRequest,
+    as_litellm_error,
+    build_request,
+    fill_response,
+    streaming_chunk,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -254,10 +260,10 @@ class LocalModelProvider(CustomLLM):
         return fill_response(model_response, model=request.model, **_fields(reply))
 
     def streaming(self, *args, **kwargs):
-        yield _as_chunk(self.completion(*args, **kwargs))
+        yield streaming_chunk(self.completion(*args, **kwargs))
 
     async def astreaming(self, *args, **kwargs):
-        yield _as_chunk(await self.acompletion(*args, **kwargs))
+        yield streaming_chunk(await self.acompletion(*args, **kwargs))
 
 
 def _fields(reply: dict[str, Any]) -> dict[str, Any]:
@@ -268,19 +274,3 @@ def _fields(reply: dict[str, Any]) -> dict[str, Any]:
         "finish_reason": reply["finish_reason"],
     }
 
-
-def _as_chunk(response: Any) -> dict[str, Any]:
-    """The whole reply as one streaming chunk (the model is fast enough not to stream)."""
-    usage = response.usage
-    return {
-        "text": response.choices[0].message.content or "",
-        "tool_use": None,
-        "is_finished": True,
-        "finish_reason": response.choices[0].finish_reason or "stop",
-        "usage": {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        },
-        "index": 0,
-    }

@@ -1,8 +1,8 @@
 """A deterministic scripted model behind LiteLLM, for tests, demos and benchmarks.
 
-``scripted/<name>`` calls the script registered under ``name``; ``scripted/<name>@<ms>ms`` adds a
-fixed latency (e.g. ``scripted/demo@100ms``). Because it is a LiteLLM custom provider, agents that use
-it run through the real ADK runner and LiteLLM, exactly like a hosted model.
+``scripted/<name>`` calls the script registered under ``name``; ``scripted/<name>@<ms>ms`` adds
+a fixed latency (e.g. ``scripted/demo@100ms``). Because it is a LiteLLM custom provider, agents
+that use it run through the real ADK runner and LiteLLM, exactly like a hosted model.
 
 Built-in scripts: ``demo`` (a small haiku world where evolution visibly works, see
 :mod:`studio.llm.demo`), ``echo`` (repeats the last user message) and ``schema`` (a minimal valid
@@ -30,7 +30,9 @@ from studio.llm._protocol import (
     build_request,
     fill_response,
     rough_token_count,
+    streaming_chunk,
 )
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -176,11 +178,11 @@ class ScriptedProvider(CustomLLM):
 
     def streaming(self, *args, **kwargs):
         response = self.completion(*args, **kwargs)
-        yield _chunk(response)
+        yield streaming_chunk(response)
 
     async def astreaming(self, *args, **kwargs):
         response = await self.acompletion(*args, **kwargs)
-        yield _chunk(response)
+        yield streaming_chunk(response)
 
 
 def _respond(model_response: Any, request: ChatRequest, reply: ScriptedReply) -> Any:
@@ -203,18 +205,3 @@ def _respond(model_response: Any, request: ChatRequest, reply: ScriptedReply) ->
         ]
     return response
 
-
-def _chunk(response: Any) -> dict[str, Any]:
-    usage = response.usage
-    return {
-        "text": response.choices[0].message.content or "",
-        "tool_use": None,
-        "is_finished": True,
-        "finish_reason": "stop",
-        "usage": {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        },
-        "index": 0,
-    }

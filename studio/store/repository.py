@@ -31,7 +31,7 @@ from studio.domain import (
     Trial,
     utcnow,
 )
-from studio.errors import ConfigError, NotFoundError, StoreError
+from studio.errors import ConfigError, NotFoundError
 from studio.redaction import redact
 from studio.store import schema as t
 from studio.store.connection import explain_operational_error
