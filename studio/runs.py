@@ -137,6 +137,8 @@ class RunManager:
             try:
                 control = await asyncio.to_thread(self.store.heartbeat, run_id, self.worker_id)
                 engine.ctx.control.apply(control)
+            except RuntimeError:
+                return  # the interpreter is shutting down; the run will show as orphaned
             except Exception:  # the store may be busy; the next beat retries
                 logger.warning("heartbeat for run %s failed", run_id, exc_info=True)
             await asyncio.sleep(HEARTBEAT_SECONDS)
