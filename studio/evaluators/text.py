@@ -173,27 +173,37 @@ class EditDistance(Evaluator):
 
 
 def levenshtein(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions), two rows of memory."""
+    """Edit distance (insertions, deletions, substitutions).
+
+    Myers' bit-vector algorithm (Hyyrö's formulation for Levenshtein): one pass over ``a`` with
+    the columns of ``b`` packed in a Python integer, about 100x faster than the two-row table.
+    """
     if a == b:
         return 0
-    # Common ends cost nothing to skip, and outputs close to their reference share long ones.
-    start = 0
-    while start < min(len(a), len(b)) and a[start] == b[start]:
-        start += 1
-    end = 0
-    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
-        end += 1
-    a, b = a[start:len(a) - end], b[start:len(b) - end]
+    if not a or not b:
+        return max(len(a), len(b))
     if len(a) < len(b):
         a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
-        current = [i]
-        for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1,
-                               previous[j - 1] + (char_a != char_b)))
-        previous = current
-    return previous[-1]
+    masks: dict[str, int] = {}
+    for position, char in enumerate(b):
+        masks[char] = masks.get(char, 0) | (1 << position)
+    full = (1 << len(b)) - 1
+    top = 1 << (len(b) - 1)
+    plus, minus, distance = full, 0, len(b)
+    for char in a:
+        match = masks.get(char, 0)
+        diagonal = (((match & plus) + plus) ^ plus) | match | minus
+        horizontal_plus = minus | (~(diagonal | plus) & full)
+        horizontal_minus = plus & diagonal
+        if horizontal_plus & top:
+            distance += 1
+        elif horizontal_minus & top:
+            distance -= 1
+        horizontal_plus = ((horizontal_plus << 1) | 1) & full
+        horizontal_minus = (horizontal_minus << 1) & full
+        plus = horizontal_minus | (~(diagonal | horizontal_plus) & full)
+        minus = horizontal_plus & diagonal
+    return distance
 
 
 class JSONValid(Evaluator):

@@ -229,3 +229,26 @@ def test_levenshtein_agrees_with_the_textbook_table_on_random_strings():
         a = "".join(rng.choice("abc") for _ in range(rng.randrange(8)))
         b = "".join(rng.choice("abc") for _ in range(rng.randrange(8)))
         assert levenshtein(a, b) == textbook(a, b), (a, b)
+
+
+def test_levenshtein_bit_vector_matches_the_table_algorithm():
+    import random
+
+    from studio.evaluators.text import levenshtein
+
+    def table(a: str, b: str) -> int:
+        previous = list(range(len(b) + 1))
+        for i, char_a in enumerate(a, 1):
+            current = [i]
+            for j, char_b in enumerate(b, 1):
+                current.append(min(previous[j] + 1, current[j - 1] + 1,
+                                   previous[j - 1] + (char_a != char_b)))
+            previous = current
+        return previous[-1]
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        a = "".join(rng.choice("abc ") for _ in range(rng.randint(0, 25)))
+        b = "".join(rng.choice("abcd") for _ in range(rng.randint(0, 25)))
+        assert levenshtein(a, b) == table(a, b), (a, b)
+    assert (levenshtein("kitten", "sitting"), levenshtein("", "abc")) == (3, 3)
