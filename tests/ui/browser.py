@@ -4,13 +4,13 @@ in Debian's headless Chromium driven by Playwright (no browser is ever downloade
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,17 +52,26 @@ def studio_server(db: Path, *, port: int | None = None, timeout: float = 60.0
         log.close()
 
 
+def _healthy(url: str) -> bool:
+    """The studio's own health endpoint, on localhost only."""
+    port = int(url.rsplit(":", 1)[1])
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", "/_stcore/health")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
 def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the studio server exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
+        if _healthy(url):
+            return
         time.sleep(0.3)
     raise TimeoutError(f"the studio server at {url} was not healthy after {timeout}s")
 
