@@ -22,10 +22,11 @@ import time
 from collections import Counter
 
 import studio  # noqa: F401
-from studio.domain import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.llm import demo
-from studio.llm.scripted import register_script
+from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
+from studio.runtime.agents import build_agent
+from studio.runtime.providers import demo
+from studio.runtime.providers.scripted import register_script
 from studio.store import open_store
 
 TOPICS = ["autumn leaves", "morning coffee", "city rain", "old bridge", "snow owl",
@@ -46,7 +47,7 @@ def bare_call_cpu(model: str, calls: int = 60) -> float:
     from google.adk.sessions import InMemorySessionService
     from google.genai import types
 
-    agent = AgentSpec(name="bare", model=model, instruction="Write.").build()
+    agent = build_agent(AgentSpec(name="bare", model=model, instruction="Write."))
     service = InMemorySessionService()
     runner = Runner(agent=agent, app_name="bare", session_service=service)
 

@@ -16,12 +16,13 @@ import time
 import uuid
 
 import studio  # noqa: F401  (local cost map before litellm)
-from studio.critics import CriticScorer, SimpleCriticOutput
-from studio.domain import AgentSpec, Candidate, Run, Split, Trial, TrialPhase
-from studio.execution import AgentExecutor
-from studio.llm import LOCAL_MODEL
-from studio.llm.local import local_model
-from studio.llm.scripted import register_script
+from studio.critics.agent import CriticScorer, SimpleCriticOutput
+from studio.model.records import AgentSpec, Candidate, Run, Split, Trial, TrialPhase
+from studio.runtime.agents import build_agent
+from studio.runtime.execution import AgentExecutor
+from studio.runtime.providers import LOCAL_MODEL
+from studio.runtime.providers.local import local_model
+from studio.runtime.providers.scripted import register_script
 from studio.store import open_store
 
 PROMPT = "Write a long story about a lighthouse keeper and the sea."
@@ -47,9 +48,9 @@ def adk_tokens_per_second(executor: AgentExecutor, agent, max_tokens: int) -> fl
 
 
 def bench_embedded_model(max_tokens: int = 128, repeats: int = 3) -> None:
-    agent = AgentSpec(name="writer", model=LOCAL_MODEL, instruction="",
+    agent = build_agent(AgentSpec(name="writer", model=LOCAL_MODEL, instruction="",
                       generate_content_config={"temperature": 0.0,
-                                               "max_output_tokens": max_tokens}).build()
+                                               "max_output_tokens": max_tokens}))
     executor = AgentExecutor(timeout_s=600)
     raw_tokens_per_second(8)  # load the model and warm both paths
     adk_tokens_per_second(executor, agent, 8)
@@ -69,10 +70,10 @@ def scripted_agents():
     register_script("bench_writer", lambda request: "leaves drift and fall\nred on the path\n"
                                                     "autumn goes quiet")
     register_script("bench_critic", lambda request: {"score": 0.75, "feedback": "Vivid."})
-    writer = AgentSpec(name="writer", model="scripted/bench_writer",
-                       instruction="Write a haiku.").build()
-    critic = AgentSpec(name="critic", model="scripted/bench_critic", instruction="Evaluate.",
-                       output_schema=SimpleCriticOutput.model_json_schema()).build()
+    writer = build_agent(AgentSpec(name="writer", model="scripted/bench_writer",
+                       instruction="Write a haiku."))
+    critic = build_agent(AgentSpec(name="critic", model="scripted/bench_critic", instruction="Evaluate.",
+                       output_schema=SimpleCriticOutput.model_json_schema()))
     return writer, critic
 
 

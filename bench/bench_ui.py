@@ -47,7 +47,8 @@ def synthetic_run(store, n_trials: int = 10_000, *, minibatch: int = 10, n_val: 
     scripted example's."""
     from sqlalchemy import insert
 
-    from studio.domain import (
+    from studio.engine.build import create_run
+    from studio.model.records import (
         Candidate,
         Decision,
         DecisionAction,
@@ -57,8 +58,7 @@ def synthetic_run(store, n_trials: int = 10_000, *, minibatch: int = 10, n_val: 
         Split,
         content_hash,
     )
-    from studio.engine.build import create_run
-    from studio.project import load_project
+    from studio.projects.files import load_project
     from studio.store import schema as t
 
     rng = random.Random(seed)
@@ -251,8 +251,8 @@ def commit_to_browser(db: Path, iterations: int) -> list[float]:
     """Latencies (s) from each trial's commit to the page showing it."""
     from studio.engine import EvolutionConfig
     from studio.engine.build import build_engine
-    from studio.project import load_project, start_run
-    from studio.runs import get_manager
+    from studio.engine.worker import get_manager
+    from studio.projects.files import load_project, start_run
     from studio.store import open_store
     from tests.ui.browser import chromium_page, studio_server
 

@@ -7,20 +7,20 @@ from typing import Any
 
 import streamlit as st
 
-from components import state
-from studio.views import confusion_frame, disagreements_frame, format_score
+from components import session
+from studio.views.tables import confusion_frame, disagreements_frame, format_score
 
 SCOPES = ("This run", "All runs")
 
 
 def controls(run_id: str | None) -> tuple[str | None, float]:
-    state.init(state.AGREEMENT_SCOPE, SCOPES[0] if run_id else SCOPES[1])
-    state.init(state.AGREEMENT_THRESHOLD, 0.5)
+    session.init(session.AGREEMENT_SCOPE, SCOPES[0] if run_id else SCOPES[1])
+    session.init(session.AGREEMENT_THRESHOLD, 0.5)
     cols = st.columns(2)
-    scope = cols[0].segmented_control("Overrides from", SCOPES, key=state.AGREEMENT_SCOPE) \
+    scope = cols[0].segmented_control("Overrides from", SCOPES, key=session.AGREEMENT_SCOPE) \
         or SCOPES[0]
     threshold = cols[1].slider("Pass threshold (score ≥ threshold passes)", 0.0, 1.0, step=0.05,
-                               key=state.AGREEMENT_THRESHOLD)
+                               key=session.AGREEMENT_THRESHOLD)
     return (run_id if scope == SCOPES[0] else None), float(threshold)
 
 

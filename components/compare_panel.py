@@ -6,9 +6,9 @@ from typing import Any
 
 import streamlit as st
 
-from components import diff_view, state
-from studio.charts import example_comparison, front_frame
-from studio.views import candidate_label
+from components import diff_view, session
+from studio.views.charts import example_comparison, front_frame
+from studio.views.tables import candidate_label
 
 
 def pick(analysis: Any) -> list[int]:
@@ -20,11 +20,11 @@ def pick(analysis: Any) -> list[int]:
     labels = {c.id: candidate_label(c.index, view.means.get(c.id), best=c.id == view.best_id,
                                     front=c.id in view.front)
               + ("" if c.pooled else " (not pooled)") for c in candidates}
-    key = f"{state.COMPARE_SELECTED}.{view.run.id}"
+    key = f"{session.COMPARE_SELECTED}.{view.run.id}"
     seed = candidates[0].id
     default = [seed] + ([view.best_id] if view.best_id not in (None, seed) else
                         [candidates[-1].id] if len(candidates) > 1 else [])
-    state.init(key, default)
+    session.init(key, default)
     st.session_state[key] = [c for c in st.session_state[key] if c in labels]
     return st.multiselect("Versions to compare (the first is the baseline)", list(labels),
                           key=key, format_func=labels.get)
@@ -39,7 +39,7 @@ def diffs(analysis: Any, selected: list[int]) -> None:
     components = list(chosen[0].components)
     component = components[0]
     if len(components) > 1:
-        component = st.segmented_control("Component", components, key=state.COMPARE_COMPONENT,
+        component = st.segmented_control("Component", components, key=session.COMPARE_COMPONENT,
                                          default=components[0]) or components[0]
     base = chosen[0]
     if len(chosen) == 2:

@@ -7,9 +7,9 @@ from typing import Any
 
 import streamlit as st
 
-from studio import drafts
-from studio.diffing import escape_markdown
-from studio.errors import StudioError
+from studio.model.errors import StudioError
+from studio.views import drafts
+from studio.views.diffing import escape_markdown
 
 
 def dataset_fields(editor: Any, errors: dict[str, str]) -> None:

@@ -1,6 +1,6 @@
 """Word-level diffs, side by side or inline.
 
-Safe for model-written text without ``unsafe_allow_html``: :mod:`studio.diffing` escapes every
+Safe for model-written text without ``unsafe_allow_html``: :mod:`studio.views.diffing` escapes every
 Markdown character of the compared texts and marks changes with Streamlit's own
 ``:red-background[...]`` / ``:green-background[...]`` directives.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio.diffing import diff_stats, escape_markdown, inline_markdown, side_by_side_markdown
+from studio.views.diffing import diff_stats, escape_markdown, inline_markdown, side_by_side_markdown
 
 
 def side_by_side(old: str, new: str, *, left: str, right: str) -> None:

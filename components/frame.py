@@ -6,8 +6,10 @@ import os
 
 import streamlit as st
 
-from components import loaders, state
-from studio.views import run_label
+from components import loaders, session
+from studio.cli import quiet_library_logs
+from studio.model.redaction import mask
+from studio.views.tables import run_label
 
 HOME = "../pages/home.py"
 PROJECTS = "../pages/projects.py"
@@ -24,7 +26,6 @@ KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "ANTHROPI
 
 @st.cache_resource
 def setup_logging() -> bool:
-    from studio.cli import quiet_library_logs
 
     quiet_library_logs()
     return True
@@ -33,13 +34,13 @@ def setup_logging() -> bool:
 def sidebar(sections: dict[str, list]) -> None:
     with st.sidebar:
         st.markdown("### :material/biotech: Evolution Studio")
-        params = state.url_params()
+        params = session.url_params()
         for section, pages in sections.items():
             st.caption(section)
             for page in pages:
                 st.page_link(page, query_params=params, width="stretch")
         st.divider()
-        st.text_input("Your name", key=state.AUTHOR,
+        st.text_input("Your name", key=session.AUTHOR,
                       help="Recorded with every score correction and decision you make.")
         run_picker()
         environment()
@@ -47,23 +48,23 @@ def sidebar(sections: dict[str, list]) -> None:
 
 def link(page: str, label: str, icon: str | None = None, *, where=None) -> None:
     """A link to another page that keeps the current run and project."""
-    (where or st).page_link(page, label=label, icon=icon, query_params=state.url_params())
+    (where or st).page_link(page, label=label, icon=icon, query_params=session.url_params())
 
 
 def go(page: str) -> None:
     """Switch to ``page`` keeping the current run and project in the URL."""
-    st.switch_page(page, query_params=state.url_params())
+    st.switch_page(page, query_params=session.url_params())
 
 
 def run_picker() -> None:
     runs = loaders.runs()
-    current = state.current_run_id()
+    current = session.current_run_id()
     ids = [r.id for r in runs]
     labels = {r.id: run_label(r) for r in runs}
     if current and current not in ids:
         run = loaders.run(current)
         if run is None:
-            state.set_current_run(None)
+            session.set_current_run(None)
             current = None
         else:
             ids.insert(0, current)
@@ -71,19 +72,18 @@ def run_picker() -> None:
     if not ids:
         st.caption("No runs yet: start one on the Run page.")
         return
-    if st.session_state.get(state.RUN_PICKER) != current:
-        st.session_state[state.RUN_PICKER] = current
-    st.selectbox("Current run", ids, key=state.RUN_PICKER, index=None,
+    if st.session_state.get(session.RUN_PICKER) != current:
+        st.session_state[session.RUN_PICKER] = current
+    st.selectbox("Current run", ids, key=session.RUN_PICKER, index=None,
                  format_func=lambda run_id: labels.get(run_id, run_id),
                  placeholder="Choose a run", on_change=_picked)
 
 
 def _picked() -> None:
-    state.set_current_run(st.session_state.get(state.RUN_PICKER))
+    session.set_current_run(st.session_state.get(session.RUN_PICKER))
 
 
 def environment() -> None:
-    from studio.redaction import mask
 
     with st.expander("Database and API keys"):
         st.caption(f"Database: `{_database_label()}`")
@@ -103,7 +103,7 @@ def _database_label() -> str:
 
 def need_run() -> str | None:
     """The current run id, or an empty state that says what to do (then None)."""
-    run_id = state.current_run_id()
+    run_id = session.current_run_id()
     if run_id and loaders.run(run_id) is not None:
         return run_id
     st.info("No run is selected. Start one on the Run page, or pick one in the sidebar.")

@@ -4,7 +4,7 @@ Reads that may be a little stale are cached with a short TTL (``st.cache_data``)
 live panels (new trials, run status) are not cached, and ask only for rows newer than the last one
 shown. Whole-run analyses are cached per *version* of the run (trial count and override
 signature), so a 10,000-trial run is read once and re-read only when something changed.
-Writes go through :mod:`studio.workspace` and :mod:`studio.engine` with :func:`store`; after
+Writes go through :mod:`studio.projects.workspace` and :mod:`studio.engine` with :func:`store`; after
 one, the page clears the cached reads it changed (e.g. ``loaders.projects.clear()``).
 """
 
@@ -15,7 +15,10 @@ from typing import Any
 
 import streamlit as st
 
-from studio.domain import (
+from studio.critics.agreement import agreement_from_store
+from studio.engine.pool import load_view
+from studio.model.errors import NotFoundError
+from studio.model.records import (
     Candidate,
     Decision,
     Example,
@@ -26,8 +29,12 @@ from studio.domain import (
     RunEvent,
     Trial,
 )
-from studio.errors import NotFoundError
+from studio.projects.workspace import list_examples, run_effect
+from studio.projects.workspace import proposal_evidence as evidence
+from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store
+from studio.views.charts import minibatch_means
+from studio.views.tables import override_signature
 
 
 @st.cache_resource(show_spinner="Opening the database…")
@@ -59,7 +66,6 @@ def _project(project_id: int) -> Project | None:
 
 @st.cache_data(ttl=30, show_spinner=False)
 def examples_available() -> list[Any]:
-    from studio.workspace import list_examples
 
     return list_examples()
 
@@ -85,7 +91,6 @@ def run(run_id: str | None) -> Run | None:
 @st.cache_data(ttl=10, show_spinner=False)
 def recover_orphans() -> list[str]:
     """Mark runs whose worker died as orphaned (at most every 10 s)."""
-    from studio.workspace import recover_orphans as recover
 
     return recover(store())
 
@@ -150,7 +155,6 @@ def evaluated_payloads(run_id: str) -> dict[int, dict[str, Any]]:
 
 
 def proposal_evidence(proposal: Proposal) -> Any:
-    from studio.workspace import proposal_evidence as evidence
 
     return evidence(store(), proposal)
 
@@ -170,7 +174,6 @@ def candidates_fresh(run_id: str) -> list[Candidate]:
 
 def run_version(run_id: str) -> tuple[int, tuple[int, int, int], int]:
     """Changes when a trial, an override or a proposal decision is added."""
-    from studio.views import override_signature
 
     return (count_trials(run_id), override_signature(overrides(run_id)),
             len(store().decisions(run_id)))
@@ -181,7 +184,7 @@ class Analysis:
     """Everything the Compare page draws, for one version of a run."""
 
     view: Any
-    """:class:`studio.engine.state.RunView`."""
+    """:class:`studio.engine.pool.RunView`."""
     examples: list[Example]
     proposals: list[Proposal]
     child_means: dict[int, dict[str, float]]
@@ -190,8 +193,6 @@ class Analysis:
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner="Reading the run…")
 def analysis(run_id: str, version: Any) -> Analysis:
-    from studio.charts import minibatch_means
-    from studio.engine.state import load_view
 
     view = load_view(store(), run_id)
     children = store().trials(run_id, phase="child", with_trace=False)
@@ -204,22 +205,16 @@ def analysis(run_id: str, version: Any) -> Analysis:
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner="Computing the run's state…")
 def effect(run_id: str, version: Any) -> Any:
-    from studio.workspace import run_effect
 
     return run_effect(store(), run_id)
 
 
 def agreement(run_id: str | None, threshold: float) -> Any:
     """Judge vs human from the overrides (re-computed when an override is added or undone)."""
-    from studio.views import override_signature
 
     return _agreement(run_id, threshold, override_signature(overrides(run_id)))
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def _agreement(run_id: str | None, threshold: float, version: Any) -> Any:
-    try:
-        from studio.agreement import agreement_from_store
-    except ImportError:
-        return None
     return agreement_from_store(store(), run_id=run_id, threshold=threshold)

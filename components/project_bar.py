@@ -5,29 +5,30 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import loaders, state
-from studio.diffing import escape_markdown
-from studio.errors import StudioError
+from components import loaders, session
+from studio.model.errors import StudioError
+from studio.projects.workspace import duplicate_project, import_example, import_yaml, new_project
+from studio.views.diffing import escape_markdown
 
 
 def toolbar() -> object | None:
     """The chosen stored project (or None when there is none yet)."""
     projects = loaders.projects()
-    current = state.current_project_id()
+    current = session.current_project_id()
     ids = [p.id for p in projects]
     if current not in ids:
         current = ids[0] if ids else None
-        state.set_current_project(current)
+        session.set_current_project(current)
     if not ids:
         return None
     names = {p.id: p.name for p in projects}
-    if st.session_state.get(state.PROJECTS_PICKER) != current:
-        st.session_state[state.PROJECTS_PICKER] = current
+    if st.session_state.get(session.PROJECTS_PICKER) != current:
+        st.session_state[session.PROJECTS_PICKER] = current
     pick, new, dup, delete, export = st.columns([3, 1, 1.4, 1.1, 1.1],
                                                      vertical_alignment="bottom")
-    pick.selectbox("Project", ids, key=state.PROJECTS_PICKER, format_func=names.get,
-                   on_change=lambda: state.set_current_project(
-                       st.session_state[state.PROJECTS_PICKER]))
+    pick.selectbox("Project", ids, key=session.PROJECTS_PICKER, format_func=names.get,
+                   on_change=lambda: session.set_current_project(
+                       st.session_state[session.PROJECTS_PICKER]))
     record = loaders.project(current)
     if new.button("New", icon=":material/add:", width="stretch"):
         _act(lambda: _new())
@@ -61,7 +62,7 @@ def add_projects() -> None:
             _act(lambda e=example: _load_example(e))
         cols[1].caption(escape_markdown(example.description))
     st.markdown("**Import a project file**")
-    upload = st.file_uploader("Project YAML", type=["yaml", "yml"], key=state.PROJECTS_UPLOAD,
+    upload = st.file_uploader("Project YAML", type=["yaml", "yml"], key=session.PROJECTS_UPLOAD,
                               label_visibility="collapsed")
     if upload is not None and st.button("Import", icon=":material/upload:"):
         text = upload.getvalue().decode("utf-8", errors="replace")
@@ -77,40 +78,36 @@ def _act(action) -> None:
         return
     loaders.projects.clear()
     if record is not None:
-        state.set_current_project(record.id)
+        session.set_current_project(record.id)
     st.rerun()
 
 
 def _new():
-    from studio.workspace import new_project
 
     project = new_project(loaders.store())
-    state.flash(f"Created {escape_markdown(project.name)}: edit it below.")
+    session.flash(f"Created {escape_markdown(project.name)}: edit it below.")
     return project
 
 
 def _duplicate(project_id: int):
-    from studio.workspace import duplicate_project
 
     project = duplicate_project(loaders.store(), project_id)
-    state.flash(f"Duplicated as {escape_markdown(project.name)}.")
+    session.flash(f"Duplicated as {escape_markdown(project.name)}.")
     return project
 
 
 def _load_example(example):
-    from studio.workspace import import_example
 
     project = import_example(loaders.store(), example.path)
-    state.flash(f"Loaded the example {escape_markdown(project.name)}. Try it on one example "
+    session.flash(f"Loaded the example {escape_markdown(project.name)}. Try it on one example "
                 "below, or start a run on the Run page.")
     return project
 
 
 def _import(text: str, filename: str):
-    from studio.workspace import import_yaml
 
     project = import_yaml(loaders.store(), text, filename)
-    state.flash(f"Imported {escape_markdown(project.name)}.")
+    session.flash(f"Imported {escape_markdown(project.name)}.")
     return project
 
 
@@ -120,5 +117,5 @@ def _confirm_delete(record) -> None:
     if st.button("Delete", type="primary"):
         loaders.store().delete_project(record.id)
         loaders.projects.clear()
-        state.set_current_project(None)
+        session.set_current_project(None)
         st.rerun()

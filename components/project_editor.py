@@ -2,7 +2,7 @@
 you type (the error is shown under the field), a YAML view, Save, and "try on one example".
 
 Widget keys are ``projects.field.<project id>.<field>`` (the field names of
-:func:`studio.drafts.to_fields`), so each project keeps its own unsaved edits, and they survive
+:func:`studio.views.drafts.to_fields`), so each project keeps its own unsaved edits, and they survive
 a visit to another page.
 """
 
@@ -12,11 +12,17 @@ from typing import Any
 
 import streamlit as st
 
-from components import loaders, state
+from components import dataset_input, loaders, session
 from components.trial_detail import show_probe
-from studio import drafts
-from studio.diffing import escape_markdown
-from studio.errors import StudioError
+from studio.critics.agent import ADVANCED_CRITIC_INSTRUCTION, SIMPLE_CRITIC_INSTRUCTION
+from studio.engine.reflection import DEFAULT_REFLECTION_INSTRUCTION
+from studio.model.errors import StudioError
+from studio.model.records import example_input_text
+from studio.projects.files import dump_project, parse_project
+from studio.projects.probe import probe_sync
+from studio.projects.workspace import save_project
+from studio.views import drafts
+from studio.views.diffing import escape_markdown
 
 MODEL_HELP = ("A LiteLLM model string: `local/smollm2` (embedded, offline), `scripted/demo` "
               "(deterministic test model), `gemini/gemini-2.5-flash`, `openai/gpt-4o-mini`, "
@@ -27,11 +33,11 @@ COMPONENT_CHOICES = ("instruction", "output_schema", "generate_content_config")
 
 
 class Editor:
-    """Reads and writes one project's editor fields in the session state."""
+    """Reads and writes one project's editor fields in the session session."""
 
     def __init__(self, record: Any) -> None:
         self.record = record
-        self.prefix = f"{state.PROJECTS_FIELD}.{record.id}."
+        self.prefix = f"{session.PROJECTS_FIELD}.{record.id}."
 
     def key(self, field: str) -> str:
         return self.prefix + field
@@ -67,7 +73,6 @@ class Editor:
 
 
 def open_editor(record: Any) -> Editor | None:
-    from studio.project import parse_project
 
     editor = Editor(record)
     try:
@@ -158,7 +163,6 @@ def critic_tab(editor: Editor, errors: dict[str, str]) -> None:
     st.radio("Output schema", ["simple", "advanced", "custom"], key=editor.key("critic_schema"),
              horizontal=True, help="simple: score + feedback; advanced: + dimension scores and "
                                    "actionable guidance; custom: your own JSON Schema.")
-    from studio.critics import ADVANCED_CRITIC_INSTRUCTION, SIMPLE_CRITIC_INSTRUCTION
 
     templates = {"Simple critic (seed)": SIMPLE_CRITIC_INSTRUCTION,
                  "Advanced critic (seed)": ADVANCED_CRITIC_INSTRUCTION}
@@ -194,7 +198,6 @@ def _evaluator_fields(editor: Editor, evaluators: list[dict[str, str]],
 
 
 def reflection_tab(editor: Editor, errors: dict[str, str]) -> None:
-    from studio.reflection import DEFAULT_REFLECTION_INSTRUCTION
 
     _model_field(editor, "reflection_model", "Reflection model", errors)
     st.multiselect("Components to evolve", COMPONENT_CHOICES, key=editor.key("components"))
@@ -214,7 +217,6 @@ def reflection_tab(editor: Editor, errors: dict[str, str]) -> None:
 
 
 def dataset_tab(editor: Editor, errors: dict[str, str]) -> None:
-    from components import dataset_input
 
     dataset_input.dataset_fields(editor, errors)
 
@@ -234,10 +236,9 @@ def run_tab(editor: Editor, errors: dict[str, str]) -> None:
 
 
 def yaml_tab(editor: Editor, *, project: Any = None, stored_only: bool = False) -> None:
-    from studio.project import dump_project, parse_project
 
     key = f"projects.yaml.{editor.record.id}"
-    state.init(key, editor.record.yaml)
+    session.init(key, editor.record.yaml)
     saved = st.session_state.pop(f"projects.yaml_saved.{editor.record.id}", None)
     if saved is not None:  # the project was saved: edit the stored text from now on
         st.session_state[key] = saved
@@ -257,8 +258,6 @@ def yaml_tab(editor: Editor, *, project: Any = None, stored_only: bool = False) 
 
 
 def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
-    from studio.project import dump_project
-    from studio.workspace import save_project
 
     if errors:
         where = ", ".join(sorted({_FIELD_TAB.get(f, "Agent") for f in errors}))
@@ -275,7 +274,7 @@ def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
             return
         loaders.projects.clear()
         st.session_state[f"projects.yaml_saved.{record.id}"] = record.yaml
-        state.flash(f"Saved {escape_markdown(record.name)}.")
+        session.flash(f"Saved {escape_markdown(record.name)}.")
         st.rerun()
     right.caption("Unsaved changes." if dirty else "All changes saved.")
 
@@ -303,16 +302,14 @@ def try_one(editor: Editor, project: Any) -> None:
     if not rows:
         st.caption("Add training rows on the Dataset tab first.")
         return
-    from studio.domain import example_input_text
 
     labels = [f"{i}: {example_input_text(r, project.dataset.input_column)[:80]}"
               for i, r in enumerate(rows)]
     left, right = st.columns([4, 1], vertical_alignment="bottom")
     index = left.selectbox("Example", range(len(rows)), format_func=labels.__getitem__,
                            key=f"projects.try_example.{editor.record.id}")
-    key = f"{state.PROJECTS_PROBE}.{editor.record.id}"
+    key = f"{session.PROJECTS_PROBE}.{editor.record.id}"
     if right.button("Try it", icon=":material/science:", width="stretch"):
-        from studio.probe import probe_sync
 
         with st.spinner("Running the agent, then the critic (the embedded model takes a few "
                         "seconds per call)…"):

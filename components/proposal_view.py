@@ -7,12 +7,14 @@ from typing import Any
 
 import streamlit as st
 
-from components import diff_view, loaders, state
+from components import diff_view, loaders, session
 from components.trial_detail import text_block
-from studio.diffing import escape_markdown
-from studio.domain import ProposalStatus
-from studio.errors import StudioError
-from studio.views import evidence_frame, format_score, proposal_history
+from studio.engine.gates import decide
+from studio.model.errors import StudioError
+from studio.model.records import ProposalStatus
+from studio.projects.workspace import require_reason
+from studio.views.diffing import escape_markdown
+from studio.views.tables import evidence_frame, format_score, proposal_history
 
 
 def watch(run_id: str) -> None:
@@ -24,7 +26,7 @@ def watch(run_id: str) -> None:
         proposals = loaders.proposals(run_id)
         signature = (run.status.value if run else None,
                      tuple((p.id, p.status.value) for p in proposals[-5:]), len(proposals))
-        key = f"{state.PROPOSALS_WATCH}.{run_id}"
+        key = f"{session.PROPOSALS_WATCH}.{run_id}"
         previous = st.session_state.get(key)
         st.session_state[key] = signature
         if previous is not None and previous != signature:
@@ -110,7 +112,7 @@ def decision_form(proposal: Any) -> None:
     if accept.button("Accept", type="primary", icon=":material/check:", width="stretch",
                      key=f"proposals.accept.{proposal.id}"):
         _decide(proposal, "accept")
-    reason_key = f"{state.PROPOSALS_REASON}.{proposal.id}"
+    reason_key = f"{session.PROPOSALS_REASON}.{proposal.id}"
     with reject:
         cols = st.columns([3, 1], vertical_alignment="bottom")
         cols[0].text_input("Reason for rejecting (the next reflection reads it)", key=reason_key,
@@ -121,8 +123,8 @@ def decision_form(proposal: Any) -> None:
     if stop.button("Stop the run", icon=":material/stop:", width="stretch",
                    key=f"proposals.stop.{proposal.id}"):
         _decide(proposal, "stop", reason="stopped from the Proposals page")
-    edit_key = f"{state.PROPOSALS_EDIT}.{proposal.id}"
-    state.init(edit_key, proposal.text)
+    edit_key = f"{session.PROPOSALS_EDIT}.{proposal.id}"
+    session.init(edit_key, proposal.text)
     with st.expander("Edit the text, then re-score it on the same minibatch"):
         st.text_area("Edited text", key=edit_key, height=200, label_visibility="collapsed")
         if st.button("Save the edit and re-score", icon=":material/edit:",
@@ -132,13 +134,11 @@ def decision_form(proposal: Any) -> None:
 
 def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | None = None
             ) -> None:
-    from studio.engine.gates import decide
-    from studio.workspace import require_reason
 
     try:
         require_reason(action, reason)
         decide(proposal.id, action, reason=reason, edited_text=edited_text,
-               author=state.author(), store=loaders.store())
+               author=session.author(), store=loaders.store())
     except StudioError as exc:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
@@ -146,7 +146,7 @@ def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | 
              "reject": "Rejected; the next reflection reads your reason.",
              "edit": "Your edit is being scored on the same minibatch; it comes back here.",
              "stop": "The run stops."}
-    state.flash(f"Proposal #{proposal.id}: {words[action]}")
+    session.flash(f"Proposal #{proposal.id}: {words[action]}")
     st.rerun()
 
 

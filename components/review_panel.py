@@ -7,10 +7,12 @@ from typing import Any
 
 import streamlit as st
 
-from components import loaders, state
-from studio.diffing import escape_markdown
-from studio.errors import StudioError
-from studio.views import (
+from components import loaders, session
+from studio.engine.gates import override, undo_override
+from studio.model.errors import StudioError
+from studio.projects.workspace import pending_proposal
+from studio.views.diffing import escape_markdown
+from studio.views.tables import (
     format_score,
     override_changes,
     overrides_frame,
@@ -25,7 +27,7 @@ def effect_panel(run_id: str) -> None:
     """The best candidate and the pending proposal's verdict, with the change since the last
     correction."""
     effect = loaders.effect(run_id, loaders.run_version(run_id))
-    before = st.session_state.get(f"{state.REVIEW_EFFECT}.{run_id}")
+    before = st.session_state.get(f"{session.REVIEW_EFFECT}.{run_id}")
     cols = st.columns(3)
     best = f"#{effect.best_index}" if effect.best_index is not None else "none yet"
     delta = None
@@ -52,12 +54,11 @@ def effect_panel(run_id: str) -> None:
 
 def scope_trials(run_id: str) -> list[Any]:
     """The trials to review: the pending proposal's minibatch, the latest, or one iteration."""
-    key = f"{state.REVIEW_FILTER}.{run_id}"
-    state.init(f"{key}.scope", SCOPES[0])
+    key = f"{session.REVIEW_FILTER}.{run_id}"
+    session.init(f"{key}.scope", SCOPES[0])
     cols = st.columns([2, 1])
     scope = cols[0].segmented_control("Trials to review", SCOPES, key=f"{key}.scope") or SCOPES[1]
     if scope == SCOPES[0]:
-        from studio.workspace import pending_proposal
 
         proposal = pending_proposal(loaders.store(), run_id)
         if proposal is None:
@@ -68,10 +69,10 @@ def scope_trials(run_id: str) -> list[Any]:
                    "correcting them changes the verdict above.")
         return evidence.parent + evidence.child
     if scope == SCOPES[1]:
-        state.init(f"{key}.limit", 100)
+        session.init(f"{key}.limit", 100)
         limit = cols[1].number_input("How many", 10, 2000, step=50, key=f"{key}.limit")
         return loaders.recent_trials(run_id, int(limit))
-    state.init(f"{key}.iteration", 0)
+    session.init(f"{key}.iteration", 0)
     iteration = cols[1].number_input("Iteration", 0, 100_000, key=f"{key}.iteration")
     return loaders.recent_trials(run_id, 5000, iteration=int(iteration))
 
@@ -85,7 +86,7 @@ def editor(run_id: str, trials: list[Any]) -> None:
     frame = review_frame(trials, index_of)
     nonce = st.session_state.get(NONCE, 0)
     edited = st.data_editor(
-        frame, key=f"{state.REVIEW_EDITOR}.{run_id}.{nonce}", hide_index=True, width="stretch",
+        frame, key=f"{session.REVIEW_EDITOR}.{run_id}.{nonce}", hide_index=True, width="stretch",
         height=min(420, 38 + 35 * len(frame)), placeholder="—",
         disabled=[c for c in frame.columns if c not in ("human_score", "human_feedback")],
         column_config={
@@ -134,13 +135,12 @@ def single(run_id: str, trials: list[Any]) -> None:
 
 
 def save(run_id: str, changes: list[tuple[int, float | None, str | None]]) -> None:
-    from studio.engine.gates import override
 
     before = loaders.effect(run_id, loaders.run_version(run_id))
     failures = []
     for trial_id, score, feedback in changes:
         try:
-            override(trial_id, score=score, feedback=feedback, author=state.author(),
+            override(trial_id, score=score, feedback=feedback, author=session.author(),
                      store=loaders.store())
         except StudioError as exc:
             failures.append(f"trial {trial_id}: {exc}")
@@ -148,10 +148,10 @@ def save(run_id: str, changes: list[tuple[int, float | None, str | None]]) -> No
         st.error(escape_markdown("; ".join(failures)), icon=":material/error:")
         if len(failures) == len(changes):
             return
-    st.session_state[f"{state.REVIEW_EFFECT}.{run_id}"] = before
+    st.session_state[f"{session.REVIEW_EFFECT}.{run_id}"] = before
     st.session_state[NONCE] = st.session_state.get(NONCE, 0) + 1
     saved = len(changes) - len(failures)
-    state.flash(f"Saved {saved} correction(s) as {escape_markdown(state.author())}.")
+    session.flash(f"Saved {saved} correction(s) as {escape_markdown(session.author())}.")
     st.rerun()
 
 
@@ -178,7 +178,6 @@ def history(run_id: str) -> None:
     chosen = left.selectbox("Undo a correction", list(labels), format_func=labels.get,
                             key="review.undo_pick")
     if right.button("Undo", icon=":material/undo:", width="stretch", key="review.undo"):
-        from studio.engine.gates import undo_override
 
         before = loaders.effect(run_id, loaders.run_version(run_id))
         try:
@@ -186,9 +185,9 @@ def history(run_id: str) -> None:
         except StudioError as exc:
             st.error(escape_markdown(str(exc)), icon=":material/error:")
             return
-        st.session_state[f"{state.REVIEW_EFFECT}.{run_id}"] = before
+        st.session_state[f"{session.REVIEW_EFFECT}.{run_id}"] = before
         st.session_state[NONCE] = st.session_state.get(NONCE, 0) + 1
-        state.flash(f"Undid override {chosen}; the judge's value (or the previous correction) "
+        session.flash(f"Undid override {chosen}; the judge's value (or the previous correction) "
                     "applies again.")
         st.rerun()
 

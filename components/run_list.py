@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import frame, loaders, state
-from studio.diffing import escape_markdown
-from studio.views import runs_frame
+from components import frame, loaders, session
+from studio.model.errors import StudioError
+from studio.projects.workspace import import_example
+from studio.views.diffing import escape_markdown
+from studio.views.tables import runs_frame
 
 
 def recent_runs(runs: list) -> None:
@@ -20,7 +22,7 @@ def recent_runs(runs: list) -> None:
     st.caption("Select a run to open it.")
     if rows:
         run_id = frame_.iloc[rows[0]]["id"]
-        state.set_current_run(run_id)
+        session.set_current_run(run_id)
         st.session_state.pop("home.runs", None)
         frame.go(frame.RUN)
 
@@ -32,8 +34,6 @@ def quick_start() -> None:
         return
     if st.button("Load the scripted demo project and open Run", icon=":material/bolt:",
                  key="home.quick_start", type="primary"):
-        from studio.errors import StudioError
-        from studio.workspace import import_example
 
         try:
             project = import_example(loaders.store(), examples[0].path)
@@ -41,7 +41,7 @@ def quick_start() -> None:
             st.error(escape_markdown(str(exc)))
             return
         loaders.projects.clear()
-        state.set_current_project(project.id)
-        state.flash(f"Loaded the example project {escape_markdown(project.name)}. Choose a review "
+        session.set_current_project(project.id)
+        session.flash(f"Loaded the example project {escape_markdown(project.name)}. Choose a review "
                     "mode and start a run.")
         frame.go(frame.RUN)

@@ -6,13 +6,16 @@ from typing import Any
 
 import streamlit as st
 
-from components import frame, loaders, state
-from studio.diffing import escape_markdown
-from studio.domain import RunStatus
-from studio.errors import StudioError
-from studio.views import STATUS_HINTS
+from components import frame, loaders, session
+from studio.model.config import EvolutionConfig
+from studio.model.errors import StudioError
+from studio.model.records import RunStatus
+from studio.projects import workspace
+from studio.projects.workspace import start_project_run, stored_project
+from studio.views.diffing import escape_markdown
+from studio.views.tables import STATUS_HINTS
 
-START = state.RUN_START
+START = session.RUN_START
 REVIEW_LABELS = {"review": "Review: I decide on each proposal",
                  "auto": "Auto: the acceptance rule decides"}
 
@@ -26,13 +29,13 @@ def start_form(*, expanded: bool) -> None:
             frame.link(frame.PROJECTS, "Go to Projects", ":material/folder_open:")
             return
         ids = [p.id for p in projects]
-        current = state.current_project_id()
+        current = session.current_project_id()
         current = current if current in ids else ids[0]
         names = {p.id: p.name for p in projects}
         if st.session_state.get(f"{START}.project") != current:
             st.session_state[f"{START}.project"] = current
         st.selectbox("Project", ids, key=f"{START}.project", format_func=names.get,
-                     on_change=lambda: state.set_current_project(
+                     on_change=lambda: session.set_current_project(
                          st.session_state[f"{START}.project"]))
         defaults = _project_defaults(current)
         if defaults is None:
@@ -41,7 +44,6 @@ def start_form(*, expanded: bool) -> None:
 
 
 def _project_defaults(project_id: int) -> dict[str, Any] | None:
-    from studio.workspace import stored_project
 
     try:
         return stored_project(loaders.store(), project_id).run.model_dump(mode="json")
@@ -86,8 +88,6 @@ def _form(project_id: int, project_name: str, defaults: dict[str, Any]) -> None:
 def _start(project_id: int, defaults: dict[str, Any], key: str) -> None:
     from pydantic import ValidationError
 
-    from studio.engine.config import EvolutionConfig
-    from studio.workspace import start_project_run
 
     ss = st.session_state
     chosen = {
@@ -110,11 +110,11 @@ def _start(project_id: int, defaults: dict[str, Any], key: str) -> None:
     except StudioError as exc:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
-    state.set_current_run(run.id)
+    session.set_current_run(run.id)
     loaders.runs.clear()
     mode = "you decide on each proposal on the Proposals page" if config.review == "review" \
         else "the acceptance rule decides"
-    state.flash(f"Run {run.id} started ({mode}).")
+    session.flash(f"Run {run.id} started ({mode}).")
     st.rerun()
 
 
@@ -144,7 +144,6 @@ def _header(run: Any) -> None:
 
 
 def controls(run: Any) -> None:
-    from studio import workspace
 
     status = run.status
     paused = status is RunStatus.PAUSED or run.control == "pause"

@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from studio.diffing import escape_markdown
-from studio.views import dimension_scores, format_score, guidance, trace_tool_calls
+from studio.views.diffing import escape_markdown
+from studio.views.tables import dimension_scores, format_score, guidance, trace_tool_calls
 
 
 def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:

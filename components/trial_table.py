@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
-from components import frame, loaders, state
+from components import frame, loaders, session
 from components.trial_detail import show_trial
-from studio.domain import RunStatus, TrialPhase
-from studio.views import (
+from studio.model.records import ProposalStatus, RunStatus, TrialPhase
+from studio.views.tables import (
     ERROR_CHOICES,
     OVERRIDE_CHOICES,
     TRIAL_COLUMNS,
@@ -50,10 +50,10 @@ class TableCache:
 
 def sync(run_id: str) -> TableCache:
     """Bring the session's table up to date: new trials, and rows whose override changed."""
-    cache = st.session_state.get(state.RUN_CACHE)
+    cache = st.session_state.get(session.RUN_CACHE)
     if cache is None or cache.run_id != run_id:
         cache = TableCache(run_id)
-        st.session_state[state.RUN_CACHE] = cache
+        st.session_state[session.RUN_CACHE] = cache
     new = loaders.new_trials(run_id, cache.last_id)
     if new:
         if any(t.candidate_id not in cache.index_of for t in new):
@@ -73,13 +73,13 @@ def sync(run_id: str) -> TableCache:
 
 def filters(run_id: str, max_iterations: int) -> TrialFilters:
     """The filter widgets (outside the live fragment, so they keep their values)."""
-    key = f"{state.RUN_FILTER}.{run_id}"
+    key = f"{session.RUN_FILTER}.{run_id}"
     top = max(1, max_iterations)
-    state.init(f"{key}.iterations", (0, top))
-    state.init(f"{key}.scores", (0.0, 1.0))
-    state.init(f"{key}.unscored", True)
-    state.init(f"{key}.errors", "any")
-    state.init(f"{key}.overridden", "any")
+    session.init(f"{key}.iterations", (0, top))
+    session.init(f"{key}.scores", (0.0, 1.0))
+    session.init(f"{key}.unscored", True)
+    session.init(f"{key}.errors", "any")
+    session.init(f"{key}.overridden", "any")
     candidates = loaders.candidates(run_id)
     with st.expander("Filters", icon=":material/filter_list:"):
         cols = st.columns(3)
@@ -138,7 +138,6 @@ def progress(run, cache: TableCache) -> None:
 def awaiting(run) -> None:
     if run.config.get("review") != "review" or not run.status.is_active:
         return
-    from studio.domain import ProposalStatus
 
     pending = loaders.store().proposals(run.id, status=ProposalStatus.PENDING)
     if pending:
@@ -170,7 +169,7 @@ def table(cache: TableCache, trial_filters: TrialFilters) -> None:
         if cache.frame.empty:
             st.info("No trials yet: the first ones appear here as soon as they are scored.")
     st.dataframe(
-        shown, key=state.RUN_TABLE, on_select="rerun", selection_mode="single-row",
+        shown, key=session.RUN_TABLE, on_select="rerun", selection_mode="single-row",
         hide_index=True, height=400, width="stretch", placeholder="could not evaluate",
         column_order=["id", "iteration", "phase", "candidate", "example", "score", "judge_score",
                       "overridden", "error", "feedback", "output", "latency_s"],
@@ -192,17 +191,17 @@ def _selected_id(ids: list[int]) -> int | None:
     rows are appended at the end and move nothing)."""
     ss = st.session_state
     previous = ss.get(SHOWN_IDS) or []
-    selection = ss.get(state.RUN_TABLE)
+    selection = ss.get(session.RUN_TABLE)
     rows = list(selection["selection"]["rows"]) if selection else []
-    current = ss.get(state.RUN_SELECTED)
+    current = ss.get(session.RUN_SELECTED)
     if rows and rows[0] < len(previous):
         current = previous[rows[0]]
     elif not rows and current is not None and current in previous and selection is not None:
         current = None  # the person cleared the selection
-    ss[state.RUN_SELECTED] = current
+    ss[session.RUN_SELECTED] = current
     wanted = [ids.index(current)] if current is not None and current in ids else []
     if wanted != rows:
-        ss[state.RUN_TABLE] = {"selection": {"rows": wanted, "columns": [], "cells": []}}
+        ss[session.RUN_TABLE] = {"selection": {"rows": wanted, "columns": [], "cells": []}}
     ss[SHOWN_IDS] = ids
     return current
 

@@ -2,16 +2,16 @@
 
 import streamlit as st
 
-from components import agreement_view, frame, loaders, state
-from studio.diffing import escape_markdown
+from components import agreement_view, frame, loaders, session
+from studio.views.diffing import escape_markdown
 
 st.title("Agreement")
 st.caption("Computed from your corrections on the Review page: each override is a pair of the "
            "judge's score and the human's.")
-run_id, threshold = agreement_view.controls(state.current_run_id())
+run_id, threshold = agreement_view.controls(session.current_run_id())
 summary = loaders.agreement(run_id, threshold)
 if summary is None:
-    st.error("Agreement statistics are not available in this installation (studio.agreement).")
+    st.error("Agreement statistics are not available in this installation (studio.critics.agreement).")
     st.stop()
 if summary.overall.count == 0 and summary.overall.skipped == 0:
     st.info("No corrections yet. Override a few critic scores on the Review page; their "

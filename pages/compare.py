@@ -3,8 +3,8 @@ iteration, candidates x examples, the lineage tree and the Pareto front."""
 
 import streamlit as st
 
-from components import charts, compare_panel, frame, loaders
-from studio import charts as chart_data
+from components import compare_panel, frame, loaders, plots
+from studio.views import charts as chart_data
 
 st.title("Compare")
 run_id = frame.need_run()
@@ -25,17 +25,17 @@ compare_panel.per_example(analysis, selected)
 st.subheader("Score per iteration")
 best, markers = chart_data.iteration_series(view.candidates, view.means, analysis.proposals,
                                             analysis.child_means, analysis.last_iteration)
-charts.score_per_iteration(best, markers)
+plots.score_per_iteration(best, markers)
 
 left, right = st.columns(2)
 with left:
     st.subheader("Candidates × examples")
     val = [e for e in analysis.examples if e.id in set(view.val_ids)]
-    charts.heatmap(chart_data.score_matrix(view.matrix, view.candidates, val))
+    plots.heatmap(chart_data.score_matrix(view.matrix, view.candidates, val))
 with right:
     st.subheader("Lineage")
     statuses = {p.child_id: p.status.value for p in analysis.proposals if p.child_id}
-    charts.lineage(chart_data.lineage_layout(view.candidates, view.means, view.front,
+    plots.lineage(chart_data.lineage_layout(view.candidates, view.means, view.front,
                                              view.best_id, statuses))
 
 st.subheader("Pareto front")

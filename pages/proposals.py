@@ -4,7 +4,7 @@ reason; the history of decisions."""
 import streamlit as st
 
 from components import frame, loaders, proposal_view
-from studio.diffing import escape_markdown
+from studio.views.diffing import escape_markdown
 
 st.title("Proposals")
 run_id = frame.need_run()

@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from components import loaders, run_panel, state, trial_table
+from components import loaders, run_panel, session, trial_table
 
 st.title("Run")
 loaders.recover_orphans()
 
-run = loaders.run(state.current_run_id())
+run = loaders.run(session.current_run_id())
 run_panel.start_form(expanded=run is None)
 if run is None:
     st.info("No run yet. Choose a project and a review policy above, then start: trials appear "

@@ -16,15 +16,15 @@ __version__ = "0.1.0"
 _LAZY_EXPORTS = {
     "evolve": "studio.engine.api",
     "evolve_sync": "studio.engine.api",
-    "EvolutionConfig": "studio.engine.config",
+    "EvolutionConfig": "studio.model.config",
     "EvolutionResult": "studio.engine.api",
     "decide": "studio.engine.gates",
     "override": "studio.engine.gates",
     "undo_override": "studio.engine.gates",
-    "AgentSpec": "studio.domain",
-    "SimpleCriticOutput": "studio.critics",
-    "CriticOutput": "studio.critics",
-    "CriticScorer": "studio.critics",
+    "AgentSpec": "studio.model.records",
+    "SimpleCriticOutput": "studio.critics.agent",
+    "CriticOutput": "studio.critics.agent",
+    "CriticScorer": "studio.critics.agent",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

@@ -20,12 +20,12 @@ if str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from components import frame, state  # noqa: E402
+from components import frame, session  # noqa: E402
 
 st.set_page_config(page_title="Evolution Studio", page_icon="🧬",
                    layout="wide")
 frame.setup_logging()
-state.init_app_state()
+session.init_app_state()
 
 _PAGES = _ROOT / "pages"
 SECTIONS = {
@@ -47,5 +47,5 @@ SECTIONS = {
 # opens the same run), hence the hidden built-in menu.
 page = st.navigation(SECTIONS, position="hidden")
 frame.sidebar(SECTIONS)
-state.show_flash()
+session.show_flash()
 page.run()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import studio  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP first)
-from studio.errors import StudioError
+from studio.model.errors import StudioError
 
 
 def quiet_library_logs() -> None:
@@ -86,8 +86,8 @@ def _store(args: argparse.Namespace):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from studio.engine.build import build_engine
-    from studio.project import load_project, start_run
-    from studio.runs import get_manager
+    from studio.engine.worker import get_manager
+    from studio.projects.files import load_project, start_run
 
     project, base_dir = load_project(args.project)
     config = project.run
@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from studio.runs import get_manager
+    from studio.engine.worker import get_manager
 
     store = _store(args)
     manager = get_manager(store)
@@ -125,7 +125,7 @@ def _wait(handle: Any, store: Any, run_id: str) -> int:
             time.sleep(0.2)
         handle.wait()
     except KeyboardInterrupt:
-        from studio.runs import get_manager
+        from studio.engine.worker import get_manager
 
         print("\nstopping (the run can be resumed with `studio resume "
               f"{run_id}`)...", file=sys.stderr)
@@ -151,7 +151,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from studio.export import export_run
+    from studio.projects.export import export_run
 
     for path in export_run(_store(args), args.run_id, args.format, args.out):
         print(path)
@@ -178,7 +178,7 @@ def cmd_override(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from studio.project import load_project, resolve_datasets
+    from studio.projects.files import load_project, resolve_datasets
 
     project, base_dir = load_project(args.project)
     train, val = resolve_datasets(project, base_dir, source=str(args.project))
@@ -188,7 +188,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from studio.project import PROJECT_JSON_SCHEMA
+    from studio.projects.files import PROJECT_JSON_SCHEMA
 
     print(json.dumps(PROJECT_JSON_SCHEMA, indent=2))
     return 0

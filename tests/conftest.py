@@ -11,7 +11,7 @@ os.environ.setdefault("STUDIO_HOME", tempfile.mkdtemp(prefix="studio-home-"))
 import pytest  # noqa: E402
 
 import studio  # noqa: E402,F401
-from studio.llm.scripted import register_script, unregister_script  # noqa: E402
+from tests.helpers import ScriptedModels  # noqa: E402
 
 
 @pytest.fixture
@@ -25,16 +25,10 @@ def store(tmp_path):
 
 @pytest.fixture
 def script():
-    """Register scripted models for one test: ``model = script("name", fn)``."""
-    names: list[str] = []
-
-    def register(name, fn, **kwargs):
-        names.append(name)
-        return register_script(name, fn, **kwargs)
-
-    yield register
-    for name in names:
-        unregister_script(name)
+    """Scripted models for one test: ``script(reply)`` or ``script("name", fn, **kwargs)``."""
+    models = ScriptedModels()
+    yield models
+    models.remove_all()
 
 
 def pytest_collection_modifyitems(config, items):

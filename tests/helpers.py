@@ -1,9 +1,20 @@
-"""Small builders shared by the tests (the scripted demo world lives in studio.llm.demo)."""
+"""Builders and helpers shared by the tests (the scripted demo world: studio.runtime.providers.demo)."""
 
 from __future__ import annotations
 
-from studio.critics import SimpleCriticOutput
-from studio.domain import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from studio.critics.agent import SimpleCriticOutput
+from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
+from studio.runtime.agents import build_agent
+from studio.runtime.providers.scripted import (
+    recorded_requests,
+    register_script,
+    unregister_script,
+)
 
 TOPICS = ["autumn leaves", "morning coffee", "city rain", "old bridge", "snow owl"]
 BASE_INSTRUCTION = "Write a haiku about the given topic."
@@ -23,9 +34,56 @@ def demo_spec(model: str = "scripted/demo", **updates) -> RunSpec:
 
 
 def writer(model: str = "scripted/demo", instruction: str = BASE_INSTRUCTION):
-    return AgentSpec(name="writer", model=model, instruction=instruction).build()
+    return build_agent(AgentSpec(name="writer", model=model, instruction=instruction))
 
 
 def critic(model: str = "scripted/demo"):
-    return AgentSpec(name="critic", model=model, instruction="Evaluate the haiku.",
-                     output_schema=SimpleCriticOutput.model_json_schema()).build()
+    return build_agent(AgentSpec(name="critic", model=model, instruction="Evaluate the haiku.",
+                     output_schema=SimpleCriticOutput.model_json_schema()))
+
+
+class ScriptedModels:
+    """Scripted models registered for one test (the ``script`` fixture) and removed after it.
+
+    ``script(reply)`` registers an auto-named model answering with ``reply`` (a function of the
+    request, or a fixed reply); ``script("name", fn, latency_ms=...)`` registers a named one.
+    Both return the LiteLLM model string (``scripted/<name>``).
+    """
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def __call__(self, name_or_reply: Any, fn: Callable[[Any], Any] | None = None,
+                 **kwargs: Any) -> str:
+        if fn is None:
+            name, reply = f"t_{uuid.uuid4().hex[:10]}", name_or_reply
+            fn = reply if callable(reply) else (lambda _request: reply)
+        else:
+            name = name_or_reply
+        self.names.append(name)
+        return register_script(name, fn, **kwargs)
+
+    def requests(self, model: str) -> list[Any]:
+        """The requests a scripted model received, oldest first."""
+        return recorded_requests(model.split("/", 1)[1])
+
+    def remove_all(self) -> None:
+        for name in self.names:
+            unregister_script(name)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, step: float = 0.05,
+               message: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy; return that value.
+
+    Tests wait on a condition, never on a fixed sleep: on a loaded machine the condition still
+    holds when it comes, and on a fast one the test does not wait longer than it must.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")
+        time.sleep(step)

@@ -2,8 +2,8 @@
 
 from studio.engine.api import EvolutionResult, evolve, evolve_sync, load_result
 from studio.engine.build import build_engine, create_run
-from studio.engine.config import EvolutionConfig, ReviewMode, Selection
 from studio.engine.gates import decide, override, undo_override
+from studio.model.config import EvolutionConfig, ReviewMode, Selection
 
 __all__ = [
     "EvolutionConfig",

@@ -7,11 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from studio.domain import AgentSpec, CriticSpec, DecisionAction, ReflectionSpec, RunSpec
 from studio.engine.build import agent_model_string, build_engine, create_run
-from studio.engine.config import EvolutionConfig
 from studio.engine.context import Listener
-from studio.engine.state import load_view
+from studio.engine.pool import load_view
+from studio.engine.worker import get_manager
+from studio.model.config import EvolutionConfig
+from studio.model.records import AgentSpec, CriticSpec, DecisionAction, ReflectionSpec, RunSpec
 from studio.store import Store, open_store
 
 
@@ -130,7 +131,7 @@ async def evolve(
         trainset: examples as dicts, e.g. ``{"topic": "autumn leaves"}``; ``expected`` is the
             optional reference.
         critic: an ADK critic agent (``output_schema=SimpleCriticOutput``), an evaluator from
-            :mod:`studio.evaluators`, or any :class:`studio.scoring.Critic`. Default: a simple
+            :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`. Default: a simple
             critic on the agent's model.
         valset: validation examples (the trainset when None).
         components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
@@ -139,7 +140,6 @@ async def evolve(
         store: the database (default: ``STUDIO_DB_URL`` or the default SQLite file).
         resume: id of an earlier run of the same agent to continue instead of starting anew.
     """
-    from studio.runs import get_manager
 
     store = store or open_store()
     config = config or EvolutionConfig()

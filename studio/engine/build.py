@@ -6,14 +6,23 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from studio.critics import (
+from studio.critics.adapters import as_critic
+from studio.critics.adapters import build_critic as build_evaluator_critic
+from studio.critics.agent import (
     ADVANCED_CRITIC_INSTRUCTION,
     SIMPLE_CRITIC_INSTRUCTION,
     CriticOutput,
     CriticScorer,
     SimpleCriticOutput,
 )
-from studio.domain import (
+from studio.critics.protocol import Critic
+from studio.engine.components import check_components
+from studio.engine.context import Listener, RunContext
+from studio.engine.loop import Engine
+from studio.engine.reflection import check_reflection_instruction, create_reflection_agent
+from studio.model.config import EvolutionConfig
+from studio.model.errors import ConfigError, DatasetError, RunStateError
+from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
     CriticSpec,
@@ -22,15 +31,9 @@ from studio.domain import (
     Split,
     validate_examples,
 )
-from studio.engine.components import check_components
-from studio.engine.config import EvolutionConfig
-from studio.engine.context import Listener, RunContext
-from studio.engine.loop import Engine
-from studio.errors import ConfigError, DatasetError, RunStateError
-from studio.execution import AgentExecutor, load_agent
-from studio.llm import check_model
-from studio.reflection import check_reflection_instruction, create_reflection_agent
-from studio.scoring import Critic
+from studio.runtime.agents import build_agent, load_agent
+from studio.runtime.execution import AgentExecutor
+from studio.runtime.providers import check_model
 from studio.store import Store
 
 
@@ -111,15 +114,14 @@ def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
 
 
 def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
-    """A :class:`studio.scoring.Critic` from an ADK agent, an evaluator, a Critic or a spec."""
+    """A :class:`studio.critics.protocol.Critic` from an ADK agent, an evaluator, a Critic or a spec."""
     from google.adk.agents import BaseAgent
 
     if isinstance(critic, CriticSpec):
         if critic.type == "evaluator":
-            from studio.evaluators import build_critic as build_evaluator_critic
 
             return build_evaluator_critic({**(critic.evaluator or {}), "name": critic.name})
-        return CriticScorer(critic_agent_spec(critic, default_model).build(), executor)
+        return CriticScorer(build_agent(critic_agent_spec(critic, default_model)), executor)
     if critic is None:
         return build_critic(CriticSpec(), executor, default_model)
     if isinstance(critic, BaseAgent):
@@ -127,7 +129,6 @@ def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Cr
     if isinstance(critic, Critic):
         return critic
     if hasattr(critic, "evaluate") or hasattr(critic, "arun"):
-        from studio.evaluators import as_critic
 
         return as_critic(critic)
     raise ConfigError(f"critic must be an ADK agent, an evaluator or a Critic, got "
@@ -185,7 +186,7 @@ def build_engine(
 
 def _spec_agent(spec: RunSpec) -> Any:
     if spec.agent is not None:
-        return spec.agent.build()
+        return build_agent(spec.agent)
     if spec.agent_ref:
         return load_agent(spec.agent_ref)
     raise ConfigError("the run has no agent: give an agent spec or a module:attribute reference",

@@ -7,7 +7,8 @@ import json
 import re
 from typing import Any
 
-from studio.domain import (
+from studio.model.errors import ConfigError, ProposalError, SchemaError
+from studio.model.records import (
     COMPONENTS,
     GenerationConfig,
     config_from_yaml,
@@ -16,7 +17,6 @@ from studio.domain import (
     parse_components,
     validate_json_schema,
 )
-from studio.errors import ConfigError, ProposalError, SchemaError
 
 
 def check_components(names: list[str]) -> list[str]:

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from studio.domain import Candidate, Example, Run
+from studio.critics.protocol import Critic
 from studio.engine.components import apply_components
-from studio.engine.config import EvolutionConfig
 from studio.engine.events import STORED_EVENTS, EngineEvent
-from studio.scoring import Critic
+from studio.model.config import EvolutionConfig
+from studio.model.records import Candidate, Example, Run
 from studio.store import Store
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class StopRun(Exception):
 
 @dataclass
 class RunControl:
-    """Requests from people, delivered by the worker's heartbeat (see :mod:`studio.runs`)."""
+    """Requests from people, delivered by the worker's heartbeat (see :mod:`studio.engine.worker`)."""
 
     stop_requested: bool = False
     pause_requested: bool = False

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 
-from studio.domain import Decision, DecisionAction, Override, ProposalStatus
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext, StopRun
-from studio.errors import ConfigError, ProposalError, RunStateError
+from studio.model.errors import ConfigError, ProposalError, RunStateError
+from studio.model.records import Decision, DecisionAction, Override, ProposalStatus
 from studio.store import Store, open_store
 
 POLL_SECONDS = 0.2

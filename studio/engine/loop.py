@@ -15,20 +15,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from studio.domain import (
-    Candidate,
-    Decision,
-    DecisionAction,
-    Proposal,
-    ProposalStatus,
-    RunStatus,
-    TrialPhase,
-    content_hash,
-    utcnow,
-)
 from studio.engine import proposer
+from studio.engine.batch import score_batch
 from studio.engine.components import extract_components
-from studio.engine.config import ReviewMode
 from studio.engine.context import RunContext, StopRun
 from studio.engine.events import (
     AwaitingDecision,
@@ -44,12 +33,23 @@ from studio.engine.events import (
     RunStarted,
 )
 from studio.engine.gates import await_decision
+from studio.engine.pool import Evidence, RunView, load_view, minibatch_evidence
 from studio.engine.sampling import EpochSampler
-from studio.engine.scoring import score_batch
 from studio.engine.selection import select_parent
-from studio.engine.state import Evidence, RunView, load_view, minibatch_evidence
-from studio.errors import StudioError
-from studio.redaction import redact
+from studio.model.config import ReviewMode
+from studio.model.errors import StudioError
+from studio.model.records import (
+    Candidate,
+    Decision,
+    DecisionAction,
+    Proposal,
+    ProposalStatus,
+    RunStatus,
+    TrialPhase,
+    content_hash,
+    utcnow,
+)
+from studio.model.redaction import redact
 
 logger = logging.getLogger(__name__)
 

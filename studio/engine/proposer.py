@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.domain import (
+from studio.engine.components import validate_proposal
+from studio.engine.context import RunContext
+from studio.engine.events import ProposalCreated, ProposalInvalid
+from studio.engine.reflection import run_reflection
+from studio.engine.trials import TrialBuilder
+from studio.model.errors import ProposalError
+from studio.model.records import (
     Candidate,
     DecisionAction,
     Proposal,
@@ -13,12 +19,6 @@ from studio.domain import (
     Trial,
     content_hash,
 )
-from studio.engine.components import validate_proposal
-from studio.engine.context import RunContext
-from studio.engine.events import ProposalCreated, ProposalInvalid
-from studio.errors import ProposalError
-from studio.reflection import run_reflection
-from studio.trials import TrialBuilder
 
 TEXT_LIMIT = 1500
 """Characters of input/output per trial shown to reflection (small models have small contexts)."""

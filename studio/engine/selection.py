@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from studio.engine.config import Selection
 from studio.engine.pareto import ScoreMatrix, best_candidate, pareto_front
+from studio.model.config import Selection
 
 
 def select_pareto(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) -> int:

@@ -21,13 +21,6 @@ from studio.evaluators.agent_as_judge import (
 )
 from studio.evaluators.agent_judge import AgentAsJudgeEvaluator
 from studio.evaluators.base import Evaluator, EvaluatorResult
-from studio.evaluators.critic import (
-    EvaluatorCritic,
-    JudgeCritic,
-    WeightedCritic,
-    as_critic,
-    build_critic,
-)
 from studio.evaluators.errors import RubricDagError, TrajectoryShapeError, UnknownEvaluatorError
 from studio.evaluators.llm_judge import LLMTrajectoryJudge
 from studio.evaluators.rag_triad import (
@@ -82,13 +75,11 @@ __all__ = [
     "EditDistance",
     "EmbeddingDistance",
     "Evaluator",
-    "EvaluatorCritic",
     "EvaluatorResult",
     "ExactMatch",
     "GroundednessEvaluator",
     "JSONSchemaMatch",
     "JSONValid",
-    "JudgeCritic",
     "LLMTrajectoryJudge",
     "NumericJudgeResponse",
     "RegexMatch",
@@ -102,9 +93,6 @@ __all__ = [
     "TrajectoryMatchEvaluator",
     "TrajectoryShapeError",
     "UnknownEvaluatorError",
-    "WeightedCritic",
-    "as_critic",
-    "build_critic",
     "build_evaluator",
     "build_evaluators",
     "extract_tool_calls",

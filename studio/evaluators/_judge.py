@@ -1,8 +1,8 @@
 """LLM plumbing shared by the judges: build a judge agent, ask it, read its reply leniently.
 
 Every judge call goes through the studio's own path: an ADK ``LlmAgent`` built from an
-:class:`studio.domain.AgentSpec` (model reached through LiteLLM; the embedded ``local/smollm2`` by
-default) and run by :class:`studio.execution.AgentExecutor`, which adds timeouts and retries and
+:class:`studio.model.records.AgentSpec` (model reached through LiteLLM; the embedded ``local/smollm2`` by
+default) and run by :class:`studio.runtime.execution.AgentExecutor`, which adds timeouts and retries and
 returns a failure as a value. ADK and LiteLLM are imported on the first call, never at import time.
 
 Judged text is untrusted: it is fenced between random nonce markers (``<output-3f9a1c...>`` ...
@@ -24,10 +24,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from studio.errors import ConfigError
 from studio.evaluators.base import Evaluator, EvaluatorResult
-from studio.jsontools import first_json_object
-from studio.llm import LOCAL_MODEL
+from studio.model.errors import ConfigError
+from studio.model.jsontools import first_json_object
+from studio.model.records import AgentSpec
+from studio.runtime.agents import build_agent
+from studio.runtime.execution import AgentExecutor
+from studio.runtime.providers import LOCAL_MODEL
 
 T = TypeVar("T")
 
@@ -95,7 +98,7 @@ class Judge:
             bypassed, because criteria and rubric questions may contain braces.
         schema: JSON Schema of the reply (a grammar for the local model, a response format for
             hosted ones).
-        executor: an :class:`studio.execution.AgentExecutor`; a shared default when None.
+        executor: an :class:`studio.runtime.execution.AgentExecutor`; a shared default when None.
     """
 
     def __init__(self, *, name: str, model: str, system: str, schema: dict[str, Any],
@@ -110,9 +113,8 @@ class Judge:
     def agent(self) -> Any:
         """The ADK agent, built on first use."""
         if self._agent is None:
-            from studio.domain import AgentSpec
 
-            agent = AgentSpec(name=self.name, model=self.model, output_schema=self.schema).build()
+            agent = build_agent(AgentSpec(name=self.name, model=self.model, output_schema=self.schema))
             system = self.system
             agent.instruction = lambda _context: system  # a provider is not templated by ADK
             self._agent = agent
@@ -132,7 +134,6 @@ def default_executor() -> Any:
     global _default_executor
     with _executor_lock:
         if _default_executor is None:
-            from studio.execution import AgentExecutor
 
             _default_executor = AgentExecutor(app_name="studio_judges", max_retries=2)
         return _default_executor

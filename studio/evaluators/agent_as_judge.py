@@ -29,7 +29,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from studio.errors import ConfigError, StudioError
 from studio.evaluators._judge import (
     DATA_NOTE,
     Fence,
@@ -41,6 +40,8 @@ from studio.evaluators._judge import (
     run_sync,
 )
 from studio.evaluators.base import as_text
+from studio.model.errors import ConfigError, StudioError
+from studio.store import open_store
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ class AgentAsJudgeEval:
         additional_guidelines: extra rules, one string or a list.
         on_fail: called with each case that did not pass; may be a coroutine function.
         model: LiteLLM model string; the embedded model by default.
-        executor: an :class:`studio.execution.AgentExecutor` to share.
+        executor: an :class:`studio.runtime.execution.AgentExecutor` to share.
         db: a :class:`studio.store.Store`, a database URL, or None (nothing logged).
         name: the eval's name in the store.
 
@@ -286,7 +287,6 @@ class AgentAsJudgeEval:
 
     def _store(self) -> Any:
         if isinstance(self.db, str):
-            from studio.store import open_store
 
             self.db = open_store(self.db)
         return self.db

@@ -15,7 +15,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from studio.errors import ConfigError
 from studio.evaluators._judge import (
     DATA_NOTE,
     Fence,
@@ -28,6 +27,7 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import EvaluatorResult
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
+from studio.model.errors import ConfigError
 
 _FUZZY_CUTOFF = 0.8
 _NUMBERED = re.compile(r"^\s*(?:requirement\s*)?#?(\d+)\s*[.):-]?\s*", re.I)
@@ -79,7 +79,7 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
         requirements: the checklist; when None, ``requirements=`` at evaluate time or
             ``inputs["requirements"]`` is used.
         model: LiteLLM model string (default: ``config["model"]`` or the embedded model).
-        executor: an :class:`studio.execution.AgentExecutor` to share.
+        executor: an :class:`studio.runtime.execution.AgentExecutor` to share.
         requirements_key: the ``inputs`` field holding requirements.
         question_key: the ``inputs`` field holding the task.
         key: metric name.

@@ -12,7 +12,7 @@ Contract: ``evaluate`` does not raise for a problem with one example (a missing 
 unparseable trajectory or judge reply, a failed model call); it returns ``score=None`` with a
 comment saying why, and ``metadata["error_kind"]`` (``trajectory_shape``, ``judge_call``,
 ``judge_reply``...) where a program may want to tell failures apart. Bad *configuration* raises at
-construction (:class:`studio.errors.ConfigError` and subclasses, ``ValueError`` for a value
+construction (:class:`studio.model.errors.ConfigError` and subclasses, ``ValueError`` for a value
 outside an allowed set).
 """
 
@@ -64,7 +64,7 @@ class Evaluator(abc.ABC):
     key: str = "evaluator"
     uses_trace: ClassVar[bool] = False
     """True when ``outputs`` is a trajectory (the executor's trace) rather than the final text;
-    :class:`studio.evaluators.EvaluatorCritic` uses it to pick what to pass."""
+    :class:`studio.critics.adapters.EvaluatorCritic` uses it to pick what to pass."""
 
     @abc.abstractmethod
     def evaluate(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.errors import ConfigError, StudioError
+from studio.model.errors import ConfigError, StudioError
 
 
 class TrajectoryShapeError(StudioError, ValueError):

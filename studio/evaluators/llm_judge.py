@@ -44,7 +44,7 @@ class LLMTrajectoryJudge(JudgeEvaluator):
         prompt: the rubric the judge applies.
         continuous: True for a 0.0-1.0 score, False (default) for a pass/fail verdict.
         model: LiteLLM model string (default: ``config["model"]`` or the embedded model).
-        executor: an :class:`studio.execution.AgentExecutor` to share.
+        executor: an :class:`studio.runtime.execution.AgentExecutor` to share.
         key: metric name.
 
     ``outputs`` is the trajectory (any shape :func:`normalize_trajectory` accepts), ``inputs`` the

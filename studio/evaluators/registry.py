@@ -17,7 +17,6 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from studio.errors import ConfigError
 from studio.evaluators.agent_judge import AgentAsJudgeEvaluator
 from studio.evaluators.base import Evaluator
 from studio.evaluators.errors import UnknownEvaluatorError
@@ -39,6 +38,7 @@ from studio.evaluators.text import (
 )
 from studio.evaluators.tool_use import ToolCallAccuracyEvaluator, ToolUseEvaluator
 from studio.evaluators.trajectory_match import TrajectoryMatchEvaluator
+from studio.model.errors import ConfigError
 
 Factory = Callable[..., Evaluator]
 

@@ -33,7 +33,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from studio.errors import ConfigError
 from studio.evaluators._judge import (
     DATA_NOTE,
     Fence,
@@ -44,6 +43,7 @@ from studio.evaluators._judge import (
 )
 from studio.evaluators.base import EvaluatorResult, as_text
 from studio.evaluators.errors import RubricDagError
+from studio.model.errors import ConfigError
 
 
 class RubricLeaf(BaseModel):
@@ -237,7 +237,7 @@ class RubricDagEvaluator(JudgeEvaluator):
         dag: the rubric (a mapping, validated now) or a :class:`RubricDag`.
         config: optional settings; ``config["model"]`` picks the judge model.
         model: LiteLLM model string (default: ``config["model"]`` or the embedded model).
-        executor: an :class:`studio.execution.AgentExecutor` to share.
+        executor: an :class:`studio.runtime.execution.AgentExecutor` to share.
         key: metric name (default: the DAG's ``key``).
 
     Raises:

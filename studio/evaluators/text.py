@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from studio.errors import ConfigError, SchemaError
 from studio.evaluators.base import Evaluator, EvaluatorResult, as_text
+from studio.model.errors import ConfigError, SchemaError
 
 EmbedFn = Callable[[str], Sequence[float]]
 _CODE_FENCE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from studio.errors import ConfigError
 from studio.evaluators._matching import (
     args_match,
     check_arg_mode,
@@ -13,6 +12,7 @@ from studio.evaluators._matching import (
     tool_calls_or_error,
 )
 from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.model.errors import ConfigError
 
 
 class ToolUseEvaluator(Evaluator):

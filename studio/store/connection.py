@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, event, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from studio.errors import StoreError
+from studio.model.errors import StoreError
 from studio.store import schema
 
 DB_URL_ENV = "STUDIO_DB_URL"

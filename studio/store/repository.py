@@ -16,7 +16,8 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from studio.domain import (
+from studio.model.errors import ConfigError, NotFoundError
+from studio.model.records import (
     Candidate,
     Decision,
     Example,
@@ -31,8 +32,7 @@ from studio.domain import (
     Trial,
     utcnow,
 )
-from studio.errors import ConfigError, NotFoundError
-from studio.redaction import redact
+from studio.model.redaction import redact
 from studio.store import schema as t
 from studio.store.connection import explain_operational_error
 
@@ -342,19 +342,8 @@ class Store:
 
     @_guard
     def find_trial(self, candidate_id: int, example_id: int) -> Trial | None:
-        """A committed trial of this candidate on this example (reused instead of re-scoring)."""
-        with self.engine.connect() as c:
-            row = c.execute(
-                select(t.trials).where(t.trials.c.candidate_id == candidate_id,
-                                       t.trials.c.example_id == example_id)
-                .order_by(t.trials.c.id).limit(1)).first()
-            if row is None:
-                return None
-            override = c.execute(
-                select(t.overrides).where(t.overrides.c.trial_id == row.id,
-                                          t.overrides.c.undone_at.is_(None))
-                .order_by(t.overrides.c.id.desc()).limit(1)).first()
-        return self._trial(row, _model(Override, override))
+        """The committed trial of this candidate on this example, if any."""
+        return self.first_trials(candidate_id, [example_id]).get(example_id)
 
     @_guard
     def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:

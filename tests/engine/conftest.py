@@ -8,7 +8,7 @@ import time
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.runs import get_manager
+from studio.engine.worker import get_manager
 
 
 class Runner:

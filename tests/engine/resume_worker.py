@@ -6,7 +6,7 @@ import sys
 import time
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.runs import get_manager
+from studio.engine.worker import get_manager
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from studio.domain import DecisionAction, ProposalStatus, RunStatus, TrialPhase
 from studio.engine import decide, load_result, override
 from studio.engine.events import ProposalEvaluated
-from studio.engine.state import load_view
-from studio.errors import ConfigError, DatasetError
-from studio.llm.demo import critique
-from studio.llm.scripted import recorded_requests
+from studio.engine.pool import load_view
+from studio.model.errors import ConfigError, DatasetError
+from studio.model.records import DecisionAction, ProposalStatus, RunStatus, TrialPhase
+from studio.runtime.providers.demo import critique
+from studio.runtime.providers.scripted import recorded_requests
 from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset
 
 
@@ -140,7 +140,7 @@ def test_edit_is_rescored_on_the_same_minibatch_and_returns_to_the_gate(runner, 
 
 
 def test_decide_refuses_what_is_not_pending(runner, store):
-    from studio.errors import ProposalError, RunStateError
+    from studio.model.errors import ProposalError, RunStateError
 
     run_id, handle = runner.start(demo_spec(), trainset(3), max_iterations=1, review="review")
     pending = runner.wait_for_pending(run_id, set())
@@ -176,7 +176,7 @@ def test_patience_stops_a_run_that_no_longer_improves(runner, store, script):
 
 
 def test_user_stop(runner, store):
-    from studio.runs import get_manager
+    from studio.engine.worker import get_manager
 
     run_id, handle = runner.start(demo_spec("scripted/demo@30ms"), trainset(3),
                                   max_iterations=100)
@@ -225,7 +225,7 @@ def test_bad_reflection_output_is_recorded_not_raised(runner, store, script, ref
     def reply(request):
         if "## Component Text to Improve" in request.prompt_text:
             return reflection
-        from studio.llm.demo import reply as demo
+        from studio.runtime.providers.demo import reply as demo
         return demo(request)
 
     spec = demo_spec(script("reflect_" + component + str(len(reflection)), reply),

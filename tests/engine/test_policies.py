@@ -8,10 +8,10 @@ import pytest
 
 from studio.engine.components import check_components, validate_proposal
 from studio.engine.pareto import best_candidate, mean_score, pareto_front, winners_per_example
+from studio.engine.pool import minibatch_evidence
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
-from studio.engine.state import minibatch_evidence
-from studio.errors import ConfigError, ProposalError
+from studio.model.errors import ConfigError, ProposalError
 
 MATRIX = {1: {10: 0.2, 11: 0.9, 12: 0.5},
           2: {10: 0.8, 11: 0.1, 12: 0.5},
@@ -62,7 +62,7 @@ def test_sampler_covers_an_epoch_before_repeating_and_round_trips():
 
 
 def test_evidence_uses_effective_scores_and_skips_none():
-    from studio.domain import Override, Trial
+    from studio.model.records import Override, Trial
 
     def trial(example, score, override=None):
         return Trial(run_id="r", candidate_id=1, example_id=example, split="train",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from studio.domain import ProposalStatus, RunStatus
 from studio.engine import decide, load_result, override
+from studio.model.records import ProposalStatus, RunStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE = "1.5"
@@ -20,7 +20,7 @@ STALE = "1.5"
 
 @pytest.fixture(autouse=True)
 def fast_heartbeats(monkeypatch):
-    import studio.runs as runs
+    import studio.engine.worker as runs
 
     monkeypatch.setattr(runs, "STALE_AFTER_SECONDS", float(STALE))
 
@@ -52,7 +52,7 @@ def counts(store, run_id):
 
 
 def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
-    from studio.runs import get_manager
+    from studio.engine.worker import get_manager
 
     process, run_id = start_worker(store.url, "auto")
     try:
@@ -83,7 +83,7 @@ def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
 
 
 def test_a_pending_proposal_survives_a_restart(store):
-    from studio.runs import get_manager
+    from studio.engine.worker import get_manager
 
     process, run_id = start_worker(store.url, "review")
     try:

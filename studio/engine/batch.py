@@ -1,0 +1,87 @@
+"""Run a candidate on examples and judge each output: the trials of one batch.
+
+Each (candidate, example) pair is judged at most once per run: a committed trial is reused, which
+is also what makes resuming after a crash free of re-scoring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from studio.critics.protocol import Sample
+from studio.engine.context import RunContext
+from studio.engine.events import TrialCommitted
+from studio.model.errors import StudioError
+from studio.model.records import (
+    Candidate,
+    Example,
+    Trial,
+    TrialPhase,
+    example_expected,
+    example_input_text,
+    example_state,
+)
+from studio.runtime.execution import describe_error
+
+
+async def score_batch(
+    ctx: RunContext,
+    candidate: Candidate,
+    example_ids: list[int],
+    *,
+    phase: TrialPhase,
+    iteration: int,
+    proposal_id: int | None = None,
+) -> list[Trial]:
+    """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused)."""
+    cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
+    missing = [e for e in example_ids if e not in cached]
+    ctx.check_stop()
+    ctx.reserve(len(missing))
+    agent = ctx.agent_for(candidate)
+    fresh = await asyncio.gather(*(
+        _judge_one(ctx, agent, candidate, ctx.examples[e], phase, iteration, proposal_id)
+        for e in missing
+    ))
+    cached.update({trial.example_id: trial for trial in fresh})
+    return [cached[e] for e in example_ids]
+
+
+async def _judge_one(ctx: RunContext, agent: Any, candidate: Candidate, example: Example,
+                     phase: TrialPhase, iteration: int, proposal_id: int | None) -> Trial:
+    input_text = example_input_text(example.data, ctx.input_key)
+    result = await ctx.executor.execute(agent, input_text, state=example_state(example.data))
+    score, metadata, error = None, {}, result.error
+    if error is None:
+        sample = Sample(input_text=input_text, output=result.output,
+                        expected=example_expected(example.data), example=example.data,
+                        trace=result.trace)
+        score, metadata, error = await _assess(ctx, sample)
+    trial = Trial(
+        run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
+        split=example.split, example_index=example.index, iteration=iteration, phase=phase,
+        proposal_id=proposal_id, input_text=input_text, output=result.output, score=score,
+        feedback=metadata, error=error, trace=result.trace, latency_s=result.latency_s,
+        tokens=result.tokens,
+    )
+    trial = ctx.store.add_trial(trial)
+    ctx.count_metric_call()
+    ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
+                            candidate_id=candidate.id, score=score))
+    return trial
+
+
+async def _assess(ctx: RunContext, sample: Sample) -> tuple[float | None, dict, str | None]:
+    """The critic's verdict; a failure is recorded as score None with the reason."""
+    try:
+        score, metadata = await ctx.critic.assess(sample)
+    except StudioError as exc:
+        return None, {}, f"critic could not evaluate: {exc}"
+    except Exception as exc:  # a critic bug on one example must not end the run
+        return None, {}, f"critic failed: {describe_error(exc)}"
+    metadata = dict(metadata or {})
+    error = metadata.get("error") if score is None else None
+    if score is None and not error:
+        error = "critic returned no score"
+    return score, metadata, error

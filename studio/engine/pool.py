@@ -1,0 +1,83 @@
+"""Views of a run computed from the store, with human overrides applied.
+
+Everything that depends on scores (the pool's means, the Pareto front, the best candidate, the
+acceptance evidence) is computed here from the trials' *effective* scores at the moment of asking,
+so an override changes it at once, for the engine and the studio alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from studio.engine.pareto import best_candidate, mean_score, pareto_front
+from studio.model.records import Candidate, Run, Split, Trial
+from studio.store import Store
+
+
+def val_example_ids(store: Store, run: Run) -> list[int]:
+    split = Split.TRAIN if run.spec.get("val_is_train", True) else Split.VAL
+    return [e.id for e in store.examples(run.id, split)]
+
+
+
+@dataclass
+class RunView:
+    run: Run
+    candidates: list[Candidate]
+    val_ids: list[int]
+    matrix: dict[int, dict[int, float | None]]
+    """Pooled candidate id -> validation example id -> effective score."""
+    means: dict[int, float | None] = field(default_factory=dict)
+    front: dict[int, int] = field(default_factory=dict)
+    best_id: int | None = None
+
+    @property
+    def pooled_ids(self) -> list[int]:
+        return [c.id for c in self.candidates if c.pooled]
+
+    @property
+    def best_score(self) -> float | None:
+        return self.means.get(self.best_id) if self.best_id is not None else None
+
+    def candidate(self, candidate_id: int) -> Candidate:
+        return next(c for c in self.candidates if c.id == candidate_id)
+
+
+def load_view(store: Store, run_id: str) -> RunView:
+    run = store.get_run(run_id)
+    candidates = store.candidates(run_id)
+    val_ids = val_example_ids(store, run)
+    scores = store.effective_scores(run_id)
+    pooled = [c.id for c in candidates if c.pooled]
+    matrix = {c: {e: scores.get((c, e)) for e in val_ids} for c in pooled}
+    means = {c: mean_score(row) for c, row in matrix.items()}
+    return RunView(run=run, candidates=candidates, val_ids=val_ids, matrix=matrix, means=means,
+                   front=pareto_front(matrix), best_id=best_candidate(matrix, pooled))
+
+
+@dataclass
+class Evidence:
+    """Parent vs child on the minibatch, from effective scores."""
+
+    parent_sum: float
+    child_sum: float
+    compared: int
+    """Examples where both have a score (None on either side is left out)."""
+    rule_accepts: bool
+
+
+def minibatch_evidence(parent: list[Trial], child: list[Trial]) -> Evidence:
+    """GEPA's rule: accept when the child's minibatch sum is strictly above the parent's, over the
+    examples both could be evaluated on."""
+    child_by_example = {t.example_id: t.effective_score for t in child}
+    parent_sum = child_sum = 0.0
+    compared = 0
+    for trial in parent:
+        parent_score = trial.effective_score
+        child_score = child_by_example.get(trial.example_id)
+        if parent_score is None or child_score is None:
+            continue
+        parent_sum += parent_score
+        child_sum += child_score
+        compared += 1
+    return Evidence(parent_sum, child_sum, compared, compared > 0 and child_sum > parent_sum)

@@ -1,0 +1,206 @@
+"""Reflection agents (seed 001): read trials, propose a better component text.
+
+Each component has its own reflection agent. All of them take the placeholders ``{component_text}``
+and ``{trials}`` (filled from session state: ``component_text`` as a string, ``trials`` as a JSON
+string) and write their answer to ``output_key="proposed_component_text"``.
+
+| component               | factory                          | extra                            |
+|-------------------------|----------------------------------|----------------------------------|
+| instruction (default)   | create_text_reflection_agent     |                                  |
+| output_schema           | create_schema_reflection_agent   | ``validate_output_schema`` tool  |
+| generate_content_config | create_config_reflection_agent   | reply validated as YAML          |
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio.model.errors import ConfigError, SchemaError, TemplateError
+from studio.model.records import config_from_yaml, validate_json_schema
+from studio.runtime.providers import LOCAL_MODEL, litellm_model
+
+OUTPUT_KEY = "proposed_component_text"
+PLACEHOLDERS = ("component_text", "trials")
+
+DEFAULT_REFLECTION_INSTRUCTION = """## Component Text to Improve
+{component_text}
+
+## Trials
+{trials}
+
+Propose an improved version of the component text based on the trials above.
+Return ONLY the improved component text, nothing else."""
+
+SCHEMA_REFLECTION_INSTRUCTION = """## Component Text to Improve
+{component_text}
+
+## Trials
+{trials}
+
+The component text is a JSON Schema for the agent's structured output. Propose an improved JSON
+Schema based on the trials above. Check it with the validate_output_schema tool before answering.
+Return ONLY the improved JSON Schema, nothing else."""
+
+CONFIG_REFLECTION_INSTRUCTION = """## Component Text to Improve
+{component_text}
+
+## Trials
+{trials}
+
+The component text is the agent's generation config in YAML (temperature, top_p,
+max_output_tokens). Propose improved values based on the trials above.
+Return ONLY the improved YAML, nothing else."""
+
+
+def check_reflection_instruction(instruction: str, *, where: str = "reflection.instruction") -> str:
+    """Reject an instruction that lacks ``{component_text}`` or ``{trials}``."""
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise TemplateError("the reflection instruction is empty", where=where)
+    missing = [name for name in PLACEHOLDERS if "{" + name + "}" not in instruction]
+    if missing:
+        names = " and ".join("{" + name + "}" for name in missing)
+        raise TemplateError(
+            f"the reflection instruction must contain {names}: the component text and the "
+            "trials are inserted there",
+            where=where,
+        )
+    return instruction
+
+
+def validate_output_schema(schema_text: str) -> dict[str, Any]:
+    """Check a proposed output schema (JSON Schema text).
+
+    Args:
+        schema_text: the JSON Schema, as JSON text.
+
+    Returns:
+        ``{"valid": True}`` or ``{"valid": False, "error": "<what is wrong>"}``.
+    """
+
+    try:
+        validate_json_schema(schema_text)
+    except SchemaError as exc:
+        return {"valid": False, "error": str(exc)}
+    return {"valid": True}
+
+
+def validate_config_yaml(text: str) -> dict[str, Any]:
+    """Check a proposed generate_content_config YAML; same result shape as the schema tool."""
+
+    try:
+        config_from_yaml(text)
+    except ConfigError as exc:
+        return {"valid": False, "error": str(exc)}
+    return {"valid": True}
+
+
+def _model(model: Any) -> Any:
+    if isinstance(model, str):
+
+        return litellm_model(model)
+    return model
+
+
+def _agent(name: str, model: Any, instruction: str, tools: list | None = None) -> Any:
+    from google.adk.agents import LlmAgent
+
+    return LlmAgent(
+        name=name,
+        model=_model(model),
+        instruction=check_reflection_instruction(instruction),
+        output_key=OUTPUT_KEY,
+        tools=tools or [],
+        include_contents="none",
+    )
+
+
+def _default_model() -> str:
+
+    return LOCAL_MODEL
+
+
+def create_text_reflection_agent(
+    model: Any = None, *, instruction: str | None = None, name: str = "text_reflector"
+) -> Any:
+    """Reflection agent for free-text components (the instruction)."""
+    return _agent(name, model or _default_model(), instruction or DEFAULT_REFLECTION_INSTRUCTION)
+
+
+def create_schema_reflection_agent(
+    model: Any = None, *, instruction: str | None = None, name: str = "schema_reflector"
+) -> Any:
+    """Reflection agent for ``output_schema``, with the ``validate_output_schema`` tool."""
+    return _agent(name, model or _default_model(), instruction or SCHEMA_REFLECTION_INSTRUCTION,
+                  tools=[validate_output_schema])
+
+
+def create_config_reflection_agent(
+    model: Any = None, *, instruction: str | None = None, name: str = "config_reflector"
+) -> Any:
+    """Reflection agent for ``generate_content_config``; its reply is validated as YAML."""
+    return _agent(name, model or _default_model(), instruction or CONFIG_REFLECTION_INSTRUCTION)
+
+
+_FACTORIES = {
+    "instruction": create_text_reflection_agent,
+    "output_schema": create_schema_reflection_agent,
+    "generate_content_config": create_config_reflection_agent,
+}
+
+
+def create_reflection_agent(component: str, model: Any = None, *,
+                            instruction: str | None = None) -> Any:
+    """The reflection agent for ``component`` (seed 001 table)."""
+    factory = _FACTORIES.get(component)
+    if factory is None:
+        raise ConfigError(f"unknown component {component!r}; choose from {sorted(_FACTORIES)}",
+                          where="components", value=component)
+    return factory(model, instruction=instruction)
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class ReflectionResult:
+    """What a reflection agent proposed."""
+
+    text: str
+    reasoning: str = ""
+    """Prose around the proposal (when the model wrapped it in a code fence)."""
+    raw: str = ""
+    error: str | None = None
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+_FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)```", re.S)
+
+
+def split_proposal(raw: str) -> tuple[str, str]:
+    """``(text, reasoning)``: a fenced block is the proposal and the prose around it the reasoning;
+    without a fence the whole reply is the proposal."""
+    raw = raw.strip()
+    match = _FENCED.search(raw)
+    if match is None:
+        return raw, ""
+    reasoning = "\n".join(part.strip() for part in (raw[: match.start()], raw[match.end():])
+                          if part.strip())
+    return match.group(1).strip(), reasoning
+
+
+async def run_reflection(
+    agent: Any, component_text: str, trials: list[dict[str, Any]], executor: Any
+) -> ReflectionResult:
+    """Run a reflection agent with ``component_text`` and ``trials`` in session state."""
+    state = {"component_text": component_text, "trials": json.dumps(trials, ensure_ascii=False)}
+    result = await executor.execute(
+        agent, "Propose the improved component text now.", state=state
+    )
+    if result.error is not None:
+        return ReflectionResult(text="", raw="", error=result.error, trace=result.trace)
+    raw = str(result.trace.get("state_delta", {}).get(OUTPUT_KEY) or result.output or "")
+    text, reasoning = split_proposal(raw)
+    return ReflectionResult(text=text, reasoning=reasoning, raw=raw, trace=result.trace)

@@ -1,0 +1,191 @@
+"""Background runs: one worker thread with its own event loop per run, shared by the Streamlit
+server, the CLI and :func:`studio.evolve`.
+
+The worker sends a heartbeat to the store every second and picks up control requests (pause,
+stop) from it, so a person can steer a run from any process. A run whose heartbeat stops (the
+process was killed) is marked ``orphaned`` and can be resumed: it continues from its last
+committed trial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import uuid
+from typing import Any
+
+from studio.engine.build import build_engine
+from studio.model.errors import RunStateError
+from studio.model.records import RunStatus
+from studio.store import Store, open_store
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = float(os.environ.get("STUDIO_HEARTBEAT_SECONDS", "1.0"))
+STALE_AFTER_SECONDS = float(os.environ.get("STUDIO_STALE_AFTER_SECONDS", "10.0"))
+"""A running run without a heartbeat for this long is orphaned."""
+
+
+class RunHandle:
+    """A run executing in this process."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.stop_reason: str | None = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task | None = None
+
+    @property
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> str | None:
+        """Block until the run ends; returns its stop reason (re-raises a crash)."""
+        self._done.wait(timeout)
+        if self.error is not None:
+            raise self.error
+        return self.stop_reason
+
+    async def wait_async(self, poll_seconds: float = 0.05) -> str | None:
+        while not self._done.is_set():
+            await asyncio.sleep(poll_seconds)
+        return self.wait()
+
+    def cancel(self) -> None:
+        """Cancel the engine's task (used on shutdown; people use :meth:`RunManager.stop`)."""
+        if self.loop is not None and self.task is not None:
+            self.loop.call_soon_threadsafe(self.task.cancel)
+
+
+class RunManager:
+    """Starts, resumes and steers runs; one per process and database."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._handles: dict[str, RunHandle] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ starting
+
+    def start(self, engine: Any) -> RunHandle:
+        """Run ``engine`` (see :func:`studio.engine.build.build_engine`) in a worker thread."""
+        run_id = engine.ctx.run_id
+        with self._lock:
+            existing = self._handles.get(run_id)
+            if existing is not None and existing.running:
+                return existing
+            if not self.store.claim_run(run_id, self.worker_id,
+                                        stale_after_s=STALE_AFTER_SECONDS):
+                raise RunStateError(f"run {run_id} is being executed by another process")
+            handle = RunHandle(run_id)
+            self._handles[run_id] = handle
+        handle.thread = threading.Thread(target=self._work, args=(engine, handle),
+                                         name=f"run-{run_id}", daemon=True)
+        handle.thread.start()
+        return handle
+
+    def resume(self, run_id: str, *, listeners: list | None = None,
+               **live_objects: Any) -> RunHandle:
+        """Continue a stopped, failed or orphaned run from its last committed trial."""
+
+        handle = self.handle(run_id)
+        if handle is not None and handle.running:
+            return handle
+        self.recover_orphans()
+        run = self.store.get_run(run_id)
+        if run.status is RunStatus.COMPLETED and run.stop_reason == "max_iterations":
+            raise RunStateError(f"run {run_id} completed all its iterations; start a new run "
+                                "or raise max_iterations")
+        if run.status in (RunStatus.RUNNING, RunStatus.PAUSED) and run.worker and \
+                run.worker != self.worker_id:
+            raise RunStateError(f"run {run_id} is being executed by {run.worker}")
+        self.store.update_run(run_id, control=None)
+        return self.start(build_engine(self.store, run_id, listeners=listeners, **live_objects))
+
+    def _work(self, engine: Any, handle: RunHandle) -> None:
+        try:
+            handle.stop_reason = asyncio.run(self._drive(engine, handle))
+        except BaseException as exc:  # surfaced by RunHandle.wait()
+            handle.error = exc
+        finally:
+            handle._done.set()
+
+    async def _drive(self, engine: Any, handle: RunHandle) -> str:
+        handle.loop = asyncio.get_running_loop()
+        engine.ctx.control.changed = asyncio.Event()
+        heartbeat = asyncio.create_task(self._heartbeat(engine))
+        handle.task = asyncio.current_task()
+        try:
+            return await engine.run()
+        finally:
+            heartbeat.cancel()
+            self.store.update_run(engine.ctx.run_id, worker=None)
+
+    async def _heartbeat(self, engine: Any) -> None:
+        run_id = engine.ctx.run_id
+        while True:
+            try:
+                control = await asyncio.to_thread(self.store.heartbeat, run_id, self.worker_id)
+                engine.ctx.control.apply(control)
+            except RuntimeError:
+                return  # the interpreter is shutting down; the run will show as orphaned
+            except Exception:  # the store may be busy; the next beat retries
+                logger.warning("heartbeat for run %s failed", run_id, exc_info=True)
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+
+    # ------------------------------------------------------------------ steering
+
+    def pause(self, run_id: str) -> None:
+        self._control(run_id, "pause")
+
+    def unpause(self, run_id: str) -> None:
+        self._control(run_id, None)
+
+    def stop(self, run_id: str) -> None:
+        """Ask the run to stop at its next step (in any process that runs it)."""
+        run = self.store.get_run(run_id)
+        if run.status is RunStatus.ORPHANED or (run.status.is_active and run.worker is None):
+            self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")
+            return
+        self._control(run_id, "stop")
+
+    def _control(self, run_id: str, control: str | None) -> None:
+        run = self.store.get_run(run_id)
+        if not run.status.is_active:
+            raise RunStateError(f"run {run_id} is {run.status.value}; only a pending, running "
+                                "or paused run can be steered")
+        self.store.update_run(run_id, control=control)
+
+    # ------------------------------------------------------------------ queries
+
+    def handle(self, run_id: str) -> RunHandle | None:
+        return self._handles.get(run_id)
+
+    def running(self) -> list[str]:
+        return [run_id for run_id, h in self._handles.items() if h.running]
+
+    def recover_orphans(self) -> list[str]:
+        """Mark runs whose worker died as orphaned (resumable)."""
+        return self.store.mark_orphans(STALE_AFTER_SECONDS)
+
+
+_managers: dict[str, RunManager] = {}
+_managers_lock = threading.Lock()
+
+
+def get_manager(store: Store | None = None) -> RunManager:
+    """The process-wide manager for ``store`` (the default database when None)."""
+    store = store or open_store()
+    with _managers_lock:
+        manager = _managers.get(store.url)
+        if manager is None or manager.store is not store:
+            manager = RunManager(store)
+            _managers[store.url] = manager
+        return manager

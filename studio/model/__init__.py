@@ -1,0 +1,1 @@
+"""Records, specs, configuration and typed errors: the words every other layer speaks."""

@@ -1,0 +1,484 @@
+"""Domain records: agent specs, dataset examples, and what a run leaves in the store.
+
+Scores shown to people are means in [0, 1]. "Could not evaluate" is ``None``, never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from studio.model.errors import ConfigError, DatasetError, SchemaError
+
+if TYPE_CHECKING:
+    pass
+
+COMPONENTS = ("instruction", "output_schema", "generate_content_config")
+"""Evolvable parts of an agent (seed 001)."""
+
+EXPECTED_KEY = "expected"
+INPUT_KEY = "input"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+# --------------------------------------------------------------------------- agent specs
+
+
+class GenerationConfig(BaseModel):
+    """The part of ADK's ``GenerateContentConfig`` the studio edits and evolves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_output_tokens: int | None = Field(default=None, gt=0, le=32768)
+
+    def to_adk(self) -> Any:
+        from google.genai import types
+
+        values = self.model_dump(exclude_none=True)
+        return types.GenerateContentConfig(**values) if values else None
+
+
+def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[str, Any]:
+    """Check that ``schema`` is itself a valid JSON Schema describing an object.
+
+    Raises:
+        SchemaError: naming the JSON path of the first problem.
+    """
+    import jsonschema
+
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(
+                f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", where=where
+            ) from exc
+    if not isinstance(schema, dict):
+        raise SchemaError("a JSON Schema must be an object", where=where, value=schema)
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.path) or "(root)"
+        raise SchemaError(f"invalid JSON Schema at {path}: {exc.message}", where=where) from exc
+    if schema.get("type", "object") != "object":
+        raise SchemaError(
+            f"output_schema must describe an object (type 'object'), got {schema.get('type')!r}",
+            where=where,
+        )
+    return schema
+
+
+class AgentSpec(BaseModel):
+    """A declarative ADK ``LlmAgent``: what the studio edits, stores and evolves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="agent", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    model: str = "local/smollm2"
+    """A LiteLLM model string; ``local/smollm2`` is the embedded offline model."""
+    instruction: str = ""
+    output_schema: dict[str, Any] | None = None
+    """JSON Schema the agent's reply must satisfy, or None for free text."""
+    generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
+
+    @field_validator("output_schema")
+    @classmethod
+    def _schema_is_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else validate_json_schema(value)
+
+    def components(self) -> dict[str, str]:
+        """The evolvable components as text (JSON for the schema, YAML for the config)."""
+        return {
+            "instruction": self.instruction,
+            "output_schema": json.dumps(self.output_schema, indent=2) if self.output_schema else "",
+            "generate_content_config": config_to_yaml(self.generate_content_config),
+        }
+
+    def with_components(self, components: dict[str, str]) -> AgentSpec:
+        """A copy with component texts applied (never mutates ``self``)."""
+        return self.model_copy(update=parse_components(components))
+
+
+def config_to_yaml(config: GenerationConfig) -> str:
+    import yaml
+
+    values = config.model_dump(exclude_none=True)
+    return yaml.safe_dump(values, sort_keys=False) if values else "{}\n"
+
+
+def config_from_yaml(text: str, *, where: str = "generate_content_config") -> GenerationConfig:
+    """Parse and validate a generate_content_config YAML text."""
+    import yaml
+    from pydantic import ValidationError
+
+
+    try:
+        values = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"YAML does not parse: {exc}", where=where) from exc
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise ConfigError("must be a YAML mapping such as 'temperature: 0.3'", where=where)
+    try:
+        return GenerationConfig(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(problems, where=where) from exc
+
+
+def parse_components(components: dict[str, str]) -> dict[str, Any]:
+    """Component texts as typed values: the instruction as is, the output schema as a dict (None
+    when empty: free text), the config as :class:`GenerationConfig`. Raises on invalid text."""
+    parsed: dict[str, Any] = {}
+    if "instruction" in components:
+        parsed["instruction"] = components["instruction"]
+    if "output_schema" in components:
+        text = components["output_schema"].strip()
+        parsed["output_schema"] = validate_json_schema(text) if text else None
+    if "generate_content_config" in components:
+        parsed["generate_content_config"] = config_from_yaml(components["generate_content_config"])
+    return parsed
+
+
+def content_hash(components: dict[str, str]) -> str:
+    """Stable hash of a candidate's components, to skip duplicate proposals."""
+    canonical = json.dumps({k: components[k].strip() for k in sorted(components)}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- dataset examples
+
+
+def validate_example(row: Any, *, where: str) -> dict[str, Any]:
+    """A dataset example must be a non-empty dict with string keys."""
+    if not isinstance(row, dict):
+        raise DatasetError(
+            f"each example must be a mapping such as {{'topic': 'autumn leaves'}}, "
+            f"got {type(row).__name__}",
+            where=where,
+            value=row,
+        )
+    inputs = {k: v for k, v in row.items() if k != EXPECTED_KEY}
+    if not inputs:
+        raise DatasetError("example has no input fields (only 'expected' or nothing)", where=where)
+    bad = [k for k in row if not isinstance(k, str)]
+    if bad:
+        raise DatasetError(f"example keys must be strings, got {bad!r}", where=where)
+    return row
+
+
+def validate_examples(rows: Any, *, name: str = "trainset") -> list[dict[str, Any]]:
+    if not isinstance(rows, list | tuple):
+        raise DatasetError(f"{name} must be a list of examples", where=name, value=rows)
+    if not rows:
+        raise DatasetError(f"{name} is empty: add at least one example", where=name)
+    return [validate_example(row, where=f"{name}[{i}]") for i, row in enumerate(rows)]
+
+
+def example_input_text(example: dict[str, Any], input_key: str | None = None) -> str:
+    """How an example dict becomes the agent's input text.
+
+    1. ``input_key`` (a project's chosen input column) if given, else the key ``"input"``:
+       its value as text.
+    2. Otherwise every field except ``expected``, one ``key: value`` per line
+       (``{"topic": "autumn leaves"}`` becomes ``"topic: autumn leaves"``).
+    The same fields are also put in the session state, so an instruction may say ``{topic}``.
+    """
+    key = input_key or (INPUT_KEY if INPUT_KEY in example else None)
+    if key is not None:
+        if key not in example:
+            raise DatasetError(f"example has no field {key!r}", where=key, value=example)
+        return _as_text(example[key])
+    return "\n".join(f"{k}: {_as_text(v)}" for k, v in example.items() if k != EXPECTED_KEY)
+
+
+def example_expected(example: dict[str, Any]) -> str | None:
+    value = example.get(EXPECTED_KEY)
+    return None if value is None else _as_text(value)
+
+
+def example_state(example: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in example.items() if k != EXPECTED_KEY}
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_PLACEHOLDER = re.compile(r"\{+([^{}]*)\}+")
+
+
+def instruction_placeholders(text: str) -> set[str]:
+    """State keys an ADK instruction will substitute (``{name}``; ``{name?}`` is optional)."""
+    names = set()
+    for match in _PLACEHOLDER.finditer(text):
+        name = match.group(1).strip()
+        if name.isidentifier():
+            names.add(name)
+    return names
+
+
+# --------------------------------------------------------------------------- store records
+
+
+class RunStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    ORPHANED = "orphaned"
+    """Its worker stopped sending heartbeats (crash, SIGKILL); it can be resumed."""
+
+    @property
+    def is_active(self) -> bool:
+        return self in (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.PAUSED)
+
+
+class Split(StrEnum):
+    TRAIN = "train"
+    VAL = "val"
+
+
+class TrialPhase(StrEnum):
+    VALSET = "valset"
+    """Scoring a candidate on the validation set (baseline and accepted children)."""
+    PARENT = "parent"
+    """The parent on this iteration's minibatch."""
+    CHILD = "child"
+    """The proposed child on the same minibatch."""
+    PROBE = "probe"
+    """A one-off 'try on one example' from the studio."""
+
+
+class ProposalStatus(StrEnum):
+    EVALUATING = "evaluating"
+    PENDING = "pending"
+    """Evaluated, waiting for a person (review mode)."""
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    EDITED = "edited"
+    """Replaced by an edited proposal that is scored and comes back to the gate."""
+    INVALID = "invalid"
+    """Empty, unchanged, duplicate, or a schema/YAML that does not validate."""
+
+
+class DecisionAction(StrEnum):
+    ACCEPT = "accept"
+    REJECT = "reject"
+    EDIT = "edit"
+    STOP = "stop"
+
+
+class Run(BaseModel):
+    id: str
+    project_id: int | None = None
+    name: str = ""
+    status: RunStatus = RunStatus.PENDING
+    config: dict[str, Any] = Field(default_factory=dict)
+    """EvolutionConfig as a dict."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """Everything needed to rebuild the run: agent, critic, reflection, components, input key."""
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    worker: str | None = None
+    """``host:pid:token`` of the process running it."""
+    stop_reason: str | None = None
+    error: str | None = None
+    control: str | None = None
+    """A request from a person to the worker: ``pause``, ``stop`` (cleared when acted on)."""
+
+
+class Example(BaseModel):
+    id: int | None = None
+    run_id: str
+    split: Split
+    index: int
+    data: dict[str, Any]
+
+
+class Candidate(BaseModel):
+    id: int | None = None
+    run_id: str
+    index: int
+    """0 for the seed; then in order of creation."""
+    parent_ids: list[int] = Field(default_factory=list)
+    components: dict[str, str]
+    content_hash: str
+    iteration: int = 0
+    proposal_id: int | None = None
+    pooled: bool = False
+    """True once scored on the validation set and part of the Pareto pool."""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Override(BaseModel):
+    """A person's correction of a trial. The judge's values are kept beside it."""
+
+    id: int | None = None
+    trial_id: int
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    feedback: str | None = None
+    judge_score: float | None = None
+    judge_feedback: str | None = None
+    author: str = "anonymous"
+    created_at: datetime = Field(default_factory=utcnow)
+    undone_at: datetime | None = None
+
+
+class Trial(BaseModel):
+    """One agent run on one example, scored by the critic."""
+
+    id: int | None = None
+    run_id: str
+    candidate_id: int
+    example_id: int
+    split: Split
+    example_index: int
+    iteration: int = 0
+    phase: TrialPhase
+    proposal_id: int | None = None
+    input_text: str = ""
+    output: str = ""
+    score: float | None = None
+    """The judge's score; None when it could not evaluate."""
+    feedback: dict[str, Any] = Field(default_factory=dict)
+    """The critic's metadata: feedback, dimension_scores, actionable_guidance, verdicts..."""
+    error: str | None = None
+    trace: dict[str, Any] = Field(default_factory=dict)
+    latency_s: float = 0.0
+    tokens: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    override: Override | None = None
+    """The active human override, filled in when read from the store."""
+
+    @property
+    def effective_score(self) -> float | None:
+        if self.override is not None and self.override.score is not None:
+            return self.override.score
+        return self.score
+
+    @property
+    def feedback_text(self) -> str:
+        return str(self.feedback.get("feedback") or self.feedback.get("feedback_text") or "")
+
+    @property
+    def effective_feedback(self) -> str:
+        if self.override is not None and self.override.feedback is not None:
+            return self.override.feedback
+        return self.feedback_text
+
+    @property
+    def overridden(self) -> bool:
+        return self.override is not None
+
+
+class Proposal(BaseModel):
+    id: int | None = None
+    run_id: str
+    iteration: int
+    parent_id: int
+    component: str
+    text: str
+    reasoning: str = ""
+    status: ProposalStatus = ProposalStatus.EVALUATING
+    child_id: int | None = None
+    edited_from: int | None = None
+    """The proposal this one is an edit of."""
+    invalid_reason: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    decided_at: datetime | None = None
+
+
+class Decision(BaseModel):
+    id: int | None = None
+    proposal_id: int
+    action: DecisionAction
+    reason: str = ""
+    edited_text: str | None = None
+    author: str = "anonymous"
+    automatic: bool = False
+    """True when the acceptance rule decided (auto mode)."""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RunEvent(BaseModel):
+    id: int | None = None
+    run_id: str
+    kind: str
+    iteration: int = 0
+    payload: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Project(BaseModel):
+    id: int | None = None
+    name: str
+    yaml: str
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+# --------------------------------------------------------------------------- run specs
+
+
+class CriticSpec(BaseModel):
+    """How a run judges outputs: an ADK critic agent, or programmatic evaluators / judges."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    type: str = Field(default="agent", pattern="^(agent|evaluator)$")
+    name: str = "critic"
+    agent: AgentSpec | None = None
+    """For ``type: agent``: the critic agent. Its output_schema defaults from ``schema``."""
+    schema_kind: str = Field(default="simple", pattern="^(simple|advanced|custom)$",
+                             alias="schema")
+    """``simple`` (score + feedback), ``advanced`` (+ dimensions, guidance) or ``custom``."""
+    evaluator: dict[str, Any] | None = None
+    """For ``type: evaluator``: the declarative config given to
+    :func:`studio.critics.adapters.build_critic`."""
+
+
+class ReflectionSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "local/smollm2"
+    instruction: str | None = None
+    """Template for the instruction component; must contain {component_text} and {trials}."""
+
+
+class RunSpec(BaseModel):
+    """Everything needed to rebuild a run's agents, stored with the run (never any API key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentSpec | None = None
+    agent_ref: str | None = None
+    """``module:attribute`` of an agent defined in Python code."""
+    critic: CriticSpec = Field(default_factory=CriticSpec)
+    reflection: ReflectionSpec = Field(default_factory=ReflectionSpec)
+    components: list[str] = Field(default_factory=lambda: ["instruction"])
+    input_key: str | None = None
+    val_is_train: bool = True
+    resumable: bool = True
+    """False when the run was started from live Python objects that cannot be rebuilt."""
+    project: str | None = None

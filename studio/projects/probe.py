@@ -1,0 +1,100 @@
+""""Try on one example": run a project's agent and critic once, store nothing.
+
+The studio's Projects page calls :func:`probe_sync` so a person can see what the agent writes and
+what the critic says before spending a run on it. A failure of the agent or the critic is part of
+the result (``error``), like in a run; only a configuration problem (an unknown model, a missing
+API key, a bad critic config) raises, before any call is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio.critics.protocol import Sample
+from studio.engine.build import build_critic, check_spec_models
+from studio.model.errors import StudioError
+from studio.model.records import RunSpec, example_expected, example_input_text, example_state
+from studio.runtime.agents import build_agent, load_agent
+from studio.runtime.execution import AgentExecutor, describe_error
+
+
+@dataclass
+class ProbeResult:
+    """What one agent run and its critique produced."""
+
+    input_text: str
+    output: str = ""
+    trace: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+    """The critic's score; None when it could not evaluate (see ``error``)."""
+    feedback: dict[str, Any] = field(default_factory=dict)
+    """The critic's metadata: feedback, dimension_scores, actionable_guidance..."""
+    error: str | None = None
+    agent_seconds: float = 0.0
+    critic_seconds: float = 0.0
+
+    @property
+    def feedback_text(self) -> str:
+        return str(self.feedback.get("feedback") or self.feedback.get("feedback_text") or "")
+
+
+async def probe(project_or_spec: Any, example: dict[str, Any], *,
+                timeout_s: float = 180.0) -> ProbeResult:
+    """Run the agent on ``example`` and the critic on its output.
+
+    Args:
+        project_or_spec: a :class:`studio.projects.files.ProjectFile` or a :class:`RunSpec`.
+        example: one dataset row (``expected`` is the reference, if any).
+        timeout_s: limit for each model call.
+
+    Raises:
+        ModelConfigError: a model is unknown or lacks its API key.
+        ConfigError: the agent or critic cannot be built from the spec.
+    """
+    spec = project_or_spec if isinstance(project_or_spec, RunSpec) else project_or_spec.run_spec()
+    check_spec_models(spec)
+    agent = build_agent(spec.agent) if spec.agent is not None else load_agent(spec.agent_ref or "")
+    executor = AgentExecutor(max_concurrency=2, timeout_s=timeout_s, max_retries=1,
+                             app_name="probe")
+    default_model = spec.agent.model if spec.agent is not None else "local/smollm2"
+    critic = build_critic(spec.critic, executor, default_model)
+    input_text = example_input_text(example, spec.input_key)
+    result = ProbeResult(input_text=input_text)
+
+    started = time.perf_counter()
+    run = await executor.execute(agent, input_text, state=example_state(example))
+    result.agent_seconds = time.perf_counter() - started
+    result.output, result.trace = run.output, run.trace
+    if run.error is not None:
+        result.error = f"the agent failed: {run.error}"
+        return result
+
+    started = time.perf_counter()
+    sample = Sample(input_text=input_text, output=run.output,
+                    expected=example_expected(example), example=example, trace=run.trace)
+    result.score, result.feedback, result.error = await _assess(critic, sample)
+    result.critic_seconds = time.perf_counter() - started
+    return result
+
+
+async def _assess(critic: Any, sample: Any) -> tuple[float | None, dict[str, Any], str | None]:
+
+    try:
+        score, metadata = await critic.assess(sample)
+    except StudioError as exc:
+        return None, {}, f"the critic could not evaluate: {exc}"
+    except Exception as exc:  # shown to the person, like a failed trial in a run
+        return None, {}, f"the critic failed: {describe_error(exc)}"
+    metadata = dict(metadata or {})
+    error = None
+    if score is None:
+        error = str(metadata.get("error") or "the critic returned no score")
+    return score, metadata, error
+
+
+def probe_sync(project_or_spec: Any, example: dict[str, Any], **kwargs: Any) -> ProbeResult:
+    """:func:`probe` for code without an event loop (a Streamlit script)."""
+    return asyncio.run(probe(project_or_spec, example, **kwargs))

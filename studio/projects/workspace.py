@@ -1,0 +1,257 @@
+"""What the studio's buttons do, without Streamlit: projects (examples, import, duplicate, save),
+starting and steering runs, and the effect of human corrections on a run.
+
+Every function takes the store explicitly and raises the typed errors of :mod:`studio.model.errors`
+with messages the studio shows next to the control that was used.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from studio.engine.build import build_engine
+from studio.engine.pool import load_view, minibatch_evidence
+from studio.engine.worker import get_manager
+from studio.model.config import EvolutionConfig
+from studio.model.errors import ConfigError, RunStateError
+from studio.model.records import Project, Proposal, ProposalStatus, Run, RunStatus, Trial
+from studio.projects.files import (
+    ProjectFile,
+    dump_project,
+    inline_datasets,
+    load_project,
+    parse_project,
+    start_run,
+)
+from studio.store import Store
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+
+
+@dataclass(frozen=True)
+class ExampleProject:
+    path: Path
+    name: str
+    description: str
+
+
+def list_examples(folder: Path = EXAMPLES_DIR) -> list[ExampleProject]:
+    """The example project files shipped with the studio (``examples/*.yaml``)."""
+    found = []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            project, _ = load_project(path)
+        except ConfigError:
+            continue  # a broken example must not hide the others
+        found.append(ExampleProject(path, project.name, project.description))
+    return found
+
+
+def unique_name(store: Store, name: str) -> str:
+    """``name``, or ``name (2)``, ``name (3)``... if a project already uses it."""
+    base = re.sub(r" \(\d+\)$", "", name.strip()) or "project"
+    candidate, n = base, 1
+    while store.find_project(candidate) is not None:
+        n += 1
+        candidate = f"{base} ({n})"
+    return candidate
+
+
+def import_example(store: Store, path: Path) -> Project:
+    """Store an example project with its datasets inlined; an identical one is reused."""
+    project, base_dir = load_project(path)
+    project = inline_datasets(project, base_dir)
+    text = dump_project(project)
+    existing = store.find_project(project.name)
+    if existing is not None and existing.yaml == text:
+        return existing
+    name = unique_name(store, project.name)
+    return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
+
+
+def import_yaml(store: Store, text: str, filename: str = "<upload>") -> Project:
+    """Store an uploaded project file (validated first; the name is made unique).
+
+    Raises:
+        ProjectFileError: the YAML does not parse or does not fit the project format.
+    """
+    project = parse_project(text, source=filename)
+    name = unique_name(store, project.name)
+    return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
+
+
+def new_project(store: Store, name: str = "new project") -> Project:
+    """A minimal valid project on the embedded model, ready to edit."""
+    name = unique_name(store, name)
+    project = ProjectFile.model_validate({
+        "name": name,
+        "agent": {"name": "agent", "model": "local/smollm2",
+                  "instruction": "Answer the question in one sentence."},
+        "dataset": {"train": [{"input": "What is the capital of France?",
+                               "expected": "Paris"}]},
+    })
+    return store.save_project(name, dump_project(project))
+
+
+def duplicate_project(store: Store, project_id: int) -> Project:
+    original = store.get_project(project_id)
+    project = parse_project(original.yaml, source=original.name)
+    name = unique_name(store, f"{original.name} copy")
+    return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
+
+
+def save_project(store: Store, project: ProjectFile, project_id: int | None) -> Project:
+    """Create or replace a stored project (its name must be unique)."""
+    return store.save_project(project.name, dump_project(project), project_id)
+
+
+def stored_project(store: Store, project_id: int) -> ProjectFile:
+    record = store.get_project(project_id)
+    return parse_project(record.yaml, source=f"project {record.name!r}")
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
+                      name: str = "") -> Run:
+    """Create a run of a stored project and start it in this process's run manager.
+
+    Raises:
+        ConfigError (and subclasses): the project, its datasets or a model is not usable; the
+            message names the field.
+    """
+
+    record = store.get_project(project_id)
+    project = parse_project(record.yaml, source=f"project {record.name!r}")
+    run = start_run(store, project, Path("."), name=name or record.name, project_id=project_id,
+                    config=config, source=f"project {record.name!r}")
+    launch(store, run.id)
+    return run
+
+
+def launch(store: Store, run_id: str) -> None:
+
+    get_manager(store).start(build_engine(store, run_id))
+
+
+def pause_run(store: Store, run_id: str) -> None:
+
+    get_manager(store).pause(run_id)
+
+
+def resume_run(store: Store, run_id: str) -> str:
+    """Unpause a paused run, or continue a stopped, failed or orphaned one from its last commit.
+
+    Returns what was done: ``"unpaused"`` or ``"resumed"``.
+    """
+
+    manager = get_manager(store)
+    run = store.get_run(run_id)
+    if run.status in (RunStatus.PAUSED, RunStatus.RUNNING, RunStatus.PENDING) and \
+            run.worker is not None:
+        manager.unpause(run_id)
+        return "unpaused"
+    manager.resume(run_id)
+    return "resumed"
+
+
+def stop_run(store: Store, run_id: str) -> None:
+
+    get_manager(store).stop(run_id)
+
+
+def recover_orphans(store: Store) -> list[str]:
+
+    return get_manager(store).recover_orphans()
+
+
+# --------------------------------------------------------------------------- proposals & effect
+
+
+@dataclass
+class ProposalEvidence:
+    """A proposal's minibatch: the parent's and the child's trials, and the rule's live verdict
+    (effective scores, so overrides made since the proposal was scored count)."""
+
+    proposal: Proposal
+    parent: list[Trial]
+    child: list[Trial]
+    parent_sum: float
+    child_sum: float
+    compared: int
+    rule_accepts: bool
+
+
+def proposal_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
+
+    child = [t for t in store.trials(proposal.run_id, proposal_id=proposal.id)
+             if t.phase.value == "child"]
+    minibatch = _minibatch(store, proposal) or [t.example_id for t in child]
+    parents = store.first_trials(proposal.parent_id, minibatch)
+    parent = [parents[e] for e in minibatch if e in parents]
+    if proposal.child_id is not None:
+        found = {t.example_id for t in child}
+        missing = [e for e in minibatch if e not in found]
+        if missing:
+            extra = store.first_trials(proposal.child_id, missing)
+            child += [extra[e] for e in missing if e in extra]
+    evidence = minibatch_evidence(parent, child)
+    return ProposalEvidence(proposal, parent, child, evidence.parent_sum, evidence.child_sum,
+                            evidence.compared, evidence.rule_accepts)
+
+
+def _minibatch(store: Store, proposal: Proposal) -> list[int]:
+    for event in reversed(store.events(proposal.run_id, kind="iteration_started")):
+        if event.iteration == proposal.iteration:
+            return list(event.payload.get("minibatch") or [])
+    return []
+
+
+def pending_proposal(store: Store, run_id: str) -> Proposal | None:
+    pending = store.proposals(run_id, status=ProposalStatus.PENDING)
+    return pending[-1] if pending else None
+
+
+@dataclass
+class RunEffect:
+    """What a correction changes: the best candidate and the pending proposal's verdict."""
+
+    best_index: int | None
+    best_score: float | None
+    pending_id: int | None = None
+    parent_sum: float | None = None
+    child_sum: float | None = None
+    rule_accepts: bool | None = None
+
+
+def run_effect(store: Store, run_id: str) -> RunEffect:
+
+    view = load_view(store, run_id)
+    best = view.candidate(view.best_id) if view.best_id is not None else None
+    effect = RunEffect(best.index if best else None, view.best_score)
+    proposal = pending_proposal(store, run_id)
+    if proposal is not None:
+        evidence = proposal_evidence(store, proposal)
+        effect.pending_id = proposal.id
+        effect.parent_sum = evidence.parent_sum
+        effect.child_sum = evidence.child_sum
+        effect.rule_accepts = evidence.rule_accepts
+    return effect
+
+
+def require_reason(action: str, reason: str) -> None:
+    """A rejection must say why: the next reflection reads the reason."""
+    if action == "reject" and not (reason or "").strip():
+        raise ConfigError("say why you reject it: the next reflection reads your reason",
+                          where="reason")
+
+
+def check_pending(store: Store, proposal_id: int) -> Proposal:
+    proposal = store.get_proposal(proposal_id)
+    if proposal.status is not ProposalStatus.PENDING:
+        raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}: it was decided "
+                            "already (perhaps in another tab)")
+    return proposal

@@ -1,0 +1,309 @@
+"""Run ADK agents on one input in an isolated session and capture what happened.
+
+:class:`AgentExecutor` is the only place the studio drives an ADK ``Runner``. It adds what a run
+of hundreds of calls needs: a concurrency limit, a per-call timeout, retries with backoff on rate
+limits, 5xx and timeouts, and a trace (events, tool calls with arguments and results, state delta,
+token usage, latency). A failure is returned as a result with ``error`` set, never raised, so one
+bad example cannot end a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+import time
+import uuid
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio.model.errors import StudioError
+from studio.model.jsontools import to_jsonable
+from studio.model.redaction import redact
+from studio.runtime.providers import register_providers
+
+logger = logging.getLogger(__name__)
+
+MAX_TRACE_TEXT = 4000
+"""Longest text kept per trace event; outputs themselves are never truncated."""
+
+
+@dataclass
+class ExecutionResult:
+    """Output of one agent run, or the reason it has none."""
+
+    output: str
+    trace: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    session_id: str = ""
+    latency_s: float = 0.0
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def tokens(self) -> int:
+        return int(self.trace.get("usage", {}).get("total_tokens", 0))
+
+
+def _retryable_errors() -> tuple[type[BaseException], ...]:
+    import litellm
+
+    return (
+        litellm.RateLimitError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        TimeoutError,
+    )
+
+
+class AgentExecutor:
+    """Runs ADK agents through ADK runners with limits, retries and tracing.
+
+    Args:
+        session_service: ADK session service; an ``InMemorySessionService`` when None.
+        max_concurrency: agent calls in flight at once (per event loop).
+        timeout_s: limit for one attempt of one call.
+        max_retries: further attempts after a retryable failure (429, 5xx, timeout).
+        backoff_s: first backoff delay; doubles each retry, with jitter.
+        app_name: ADK application name for the sessions this executor creates.
+    """
+
+    def __init__(
+        self,
+        session_service: Any = None,
+        *,
+        max_concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        app_name: str = "studio",
+        user_id: str = "studio",
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        register_providers()
+        if session_service is None:
+            from google.adk.sessions import InMemorySessionService
+
+            session_service = InMemorySessionService()
+        self.session_service = session_service
+        self.max_concurrency = max_concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.app_name = app_name
+        self.user_id = user_id
+        self._runners: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
+        self._semaphores: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # ------------------------------------------------------------------ public API
+
+    async def execute(
+        self,
+        agent: Any,
+        input_text: str,
+        *,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        app_name: str | None = None,
+    ) -> ExecutionResult:
+        """Run ``agent`` on ``input_text``.
+
+        With ``session_id`` the run joins that existing session (shared state); otherwise a fresh
+        session holding ``state`` is created and deleted afterwards.
+        """
+        app = app_name or self.app_name
+        async with self._semaphore():
+            started = time.perf_counter()
+            result = await self._with_retries(agent, input_text, state, session_id, app)
+            result.latency_s = time.perf_counter() - started
+            result.trace["latency_s"] = round(result.latency_s, 4)
+            return result
+
+    def execute_sync(self, agent: Any, input_text: str, **kwargs: Any) -> ExecutionResult:
+        return asyncio.run(self.execute(agent, input_text, **kwargs))
+
+    # ------------------------------------------------------------------ internals
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._semaphores[loop] = semaphore
+        return semaphore
+
+    def _runner(self, agent: Any, app_name: str) -> Any:
+        """One cached ADK Runner per (agent, app): building a Runner costs more than a call."""
+        from google.adk.runners import Runner
+
+        key = (id(agent), app_name)
+        cached = self._runners.get(key)
+        if cached is not None and cached[0] is agent:
+            self._runners.move_to_end(key)
+            return cached[1]
+        runner = Runner(agent=agent, app_name=app_name, session_service=self.session_service)
+        self._runners[key] = (agent, runner)
+        while len(self._runners) > 64:
+            self._runners.popitem(last=False)
+        return runner
+
+    async def _with_retries(self, agent, input_text, state, session_id, app) -> ExecutionResult:
+        retryable = _retryable_errors()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    result = await self._run_once(agent, input_text, state, session_id, app)
+                result.attempts = attempt
+                return result
+            except retryable as exc:
+                if attempt > self.max_retries or _root_studio_error(exc) is not None:
+                    return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
+                delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
+                logger.info("retrying %s after %s (attempt %d)", _name(agent), type(exc).__name__,
+                            attempt)
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failure on one example is a result, not a crash
+                return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
+
+    async def _run_once(self, agent, input_text, state, session_id, app) -> ExecutionResult:
+        from google.genai import types
+
+        runner = self._runner(agent, app)
+        own_session = session_id is None
+        if own_session:
+            session = await self.session_service.create_session(
+                app_name=app, user_id=self.user_id, state=dict(state or {}),
+                session_id=uuid.uuid4().hex,
+            )
+            session_id = session.id
+        recorder = _TraceRecorder(input_text)
+        message = types.Content(role="user", parts=[types.Part(text=input_text)])
+        try:
+            async for event in runner.run_async(
+                user_id=self.user_id, session_id=session_id, new_message=message
+            ):
+                recorder.add(event)
+        finally:
+            if own_session:
+                await self.session_service.delete_session(
+                    app_name=app, user_id=self.user_id, session_id=session_id
+                )
+        return ExecutionResult(
+            output=recorder.final_text, trace=recorder.trace(), session_id=session_id
+        )
+
+
+def _name(agent: Any) -> str:
+    return str(getattr(agent, "name", type(agent).__name__))
+
+
+def _failure(exc: BaseException, attempts: int, session_id: str | None, *, timeout_s: float):
+    message = redact(describe_error(exc, timeout_s=timeout_s))[:2000]
+    return ExecutionResult(
+        output="", error=message, session_id=session_id or "", attempts=attempts,
+        trace={"error": message, "attempts": attempts},
+    )
+
+
+def _root_studio_error(exc: BaseException) -> StudioError | None:
+    """The studio error LiteLLM wrapped (it re-raises provider errors as APIConnectionError)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, StudioError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str:
+    """One readable line: the root cause, without LiteLLM's traceback and bug-report link."""
+    if isinstance(exc, TimeoutError):
+        return f"timed out after {timeout_s:g}s" if timeout_s else "timed out"
+    root = _root_studio_error(exc)
+    if root is not None:
+        return f"{type(root).__name__}: {root}"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = re.sub(r"^(litellm\.\w+:\s*)+", "", text)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class _TraceRecorder:
+    """Condenses ADK events into the trajectory trace shown to reflection and to people."""
+
+    def __init__(self, input_text: str) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.tool_calls: list[dict[str, Any]] = []
+        self.state_delta: dict[str, Any] = {}
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        self.final_text = ""
+        self.model_calls = 0
+
+    def add(self, event: Any) -> None:
+        author = event.author
+        content = event.content
+        for part in (content.parts or []) if content else []:
+            self._add_part(author, part)
+        actions = event.actions
+        if actions is not None and actions.state_delta:
+            self.state_delta.update(to_jsonable(actions.state_delta))
+        usage = event.usage_metadata
+        if usage is not None:
+            self.model_calls += 1
+            self.usage["prompt_tokens"] += usage.prompt_token_count or 0
+            self.usage["completion_tokens"] += usage.candidates_token_count or 0
+            self.usage["total_tokens"] += usage.total_token_count or 0
+        if event.is_final_response() and content and content.parts:
+            text = "".join(p.text for p in content.parts if p.text and not p.thought)
+            if text:
+                self.final_text = text
+
+    def _add_part(self, author: str, part: Any) -> None:
+        if part.function_call is not None:
+            call = part.function_call
+            record = {"id": call.id, "name": call.name, "args": to_jsonable(call.args or {})}
+            self.tool_calls.append({**record, "result": None})
+            self.events.append({"author": author, "type": "tool_call", **record})
+        elif part.function_response is not None:
+            response = part.function_response
+            result = to_jsonable(response.response)
+            for call in reversed(self.tool_calls):
+                if call["id"] == response.id or (call["result"] is None and call["name"] ==
+                                                   response.name):
+                    call["result"] = result
+                    break
+            self.events.append({"author": author, "type": "tool_result", "id": response.id,
+                                "name": response.name, "result": result})
+        elif part.text and not part.thought:
+            self.events.append({"author": author, "type": "text",
+                                "text": part.text[:MAX_TRACE_TEXT]})
+
+    def trace(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "tool_calls": self.tool_calls,
+            "state_delta": self.state_delta,
+            "usage": self.usage,
+            "model_calls": self.model_calls,
+        }

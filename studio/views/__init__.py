@@ -1,0 +1,1 @@
+"""Pure view logic the pages render (tables, charts, drafts, diffs); no Streamlit here."""

@@ -1,0 +1,164 @@
+"""Data behind the Compare page's charts: score per iteration, candidates x examples, lineage.
+
+Pure functions over a :class:`studio.engine.pool.RunView` and store records; the plotly figures
+are drawn in ``components/charts.py``. Missing scores ("could not evaluate") are NaN, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from studio.model.records import Candidate, Example, Proposal, Trial, TrialPhase
+from studio.views.tables import example_label
+
+
+def candidate_index(candidates: Sequence[Candidate]) -> dict[int, int]:
+    return {c.id: c.index for c in candidates}
+
+
+def minibatch_means(trials: Sequence[Trial]) -> dict[int, dict[str, float]]:
+    """Per proposal: the child's mean effective score on its minibatch (``{"child": mean}``)."""
+    child: dict[int, list[float]] = {}
+    for t in trials:
+        if t.phase is TrialPhase.CHILD and t.proposal_id is not None \
+                and t.effective_score is not None:
+            child.setdefault(t.proposal_id, []).append(t.effective_score)
+    return {pid: {"child": sum(scores) / len(scores)} for pid, scores in child.items() if scores}
+
+
+def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | None],
+                     proposals: Sequence[Proposal], trials_means: dict[int, dict[str, float]],
+                     last_iteration: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(best, markers)``.
+
+    ``best``: per iteration, the best validation mean among candidates pooled by then (effective
+    scores, so overrides show). ``markers``: one point per evaluated proposal at its child's
+    minibatch mean, with its status (accepted, rejected, pending, edited).
+    """
+    pooled = [c for c in candidates if c.id in means]
+    rows = []
+    for iteration in range(0, max(last_iteration, 0) + 1):
+        scores = [means[c.id] for c in pooled if c.iteration <= iteration
+                  and means.get(c.id) is not None]
+        rows.append({"iteration": iteration, "best": max(scores) if scores else math.nan})
+    best = pd.DataFrame(rows, columns=["iteration", "best"])
+    marks = []
+    for p in proposals:
+        mean = trials_means.get(p.id, {}).get("child")
+        if mean is None:
+            continue
+        marks.append({"iteration": p.iteration, "score": mean, "status": p.status.value,
+                      "proposal": p.id})
+    markers = pd.DataFrame(marks, columns=["iteration", "score", "status", "proposal"])
+    return best, markers
+
+
+def score_matrix(matrix: dict[int, dict[int, float | None]], candidates: Sequence[Candidate],
+                 examples: Sequence[Example]) -> pd.DataFrame:
+    """Candidates (rows, ``#index``) x validation examples (columns), NaN = could not evaluate."""
+    index = candidate_index(candidates)
+    labels = {e.id: example_label(e, 24) for e in examples}
+    example_ids = [e.id for e in examples if any(e.id in row for row in matrix.values())]
+    data = {
+        f"#{index[c]}": [_nan(matrix[c].get(e)) for e in example_ids]
+        for c in sorted(matrix, key=lambda cid: index.get(cid, 0))
+    }
+    frame = pd.DataFrame(data, index=[labels[e] for e in example_ids]).T
+    return frame
+
+
+def example_comparison(matrix: dict[int, dict[int, float | None]], selected: Sequence[int],
+                       candidates: Sequence[Candidate], examples: Sequence[Example]
+                       ) -> pd.DataFrame:
+    """Per validation example: each selected candidate's score, and its delta to the first."""
+    index = candidate_index(candidates)
+    selected = [c for c in selected if c in matrix]
+    rows = []
+    for e in examples:
+        if not selected or e.id not in matrix[selected[0]]:
+            continue
+        row: dict[str, Any] = {"example": example_label(e, 60)}
+        base = _nan(matrix[selected[0]].get(e.id))
+        for i, cid in enumerate(selected):
+            score = _nan(matrix[cid].get(e.id))
+            row[f"#{index[cid]}"] = score
+            if i:
+                row[f"Δ #{index[cid]}"] = score - base
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def front_frame(candidates: Sequence[Candidate], means: dict[int, float | None],
+                front: dict[int, int], best_id: int | None) -> pd.DataFrame:
+    """Pooled candidates with their mean, Pareto-front membership and wins."""
+    rows = [{"candidate": f"#{c.index}", "iteration": c.iteration,
+             "parents": ", ".join(f"#{p}" for p in _parent_indexes(c, candidates)) or "-",
+             "mean": _nan(means.get(c.id)), "on_front": c.id in front,
+             "wins": front.get(c.id, 0), "best": c.id == best_id}
+            for c in candidates if c.pooled]
+    return pd.DataFrame(rows, columns=["candidate", "iteration", "parents", "mean", "on_front",
+                                       "wins", "best"])
+
+
+def _parent_indexes(candidate: Candidate, candidates: Sequence[Candidate]) -> list[int]:
+    index = candidate_index(candidates)
+    return [index[p] for p in candidate.parent_ids if p in index]
+
+
+@dataclass
+class Lineage:
+    nodes: pd.DataFrame
+    """id, index, x (iteration), y, mean, pooled, on_front, best, status."""
+    edges: list[tuple[int, int]]
+    """(parent id, child id)."""
+
+
+def lineage_layout(candidates: Sequence[Candidate], means: dict[int, float | None],
+                   front: dict[int, int], best_id: int | None,
+                   statuses: dict[int, str] | None = None) -> Lineage:
+    """A tree layout: x is the iteration a candidate was born in; leaves take successive rows
+    in depth-first order and a parent sits at the middle of its children."""
+    statuses = statuses or {}
+    ids = {c.id for c in candidates}
+    children: dict[int, list[int]] = {c.id: [] for c in candidates}
+    roots = []
+    for c in sorted(candidates, key=lambda c: c.index):
+        parents = [p for p in c.parent_ids if p in ids]
+        if parents:
+            children[parents[0]].append(c.id)
+        else:
+            roots.append(c.id)
+    y: dict[int, float] = {}
+    next_row = [0.0]
+
+    def place(node: int) -> float:
+        kids = children[node]
+        if not kids:
+            y[node] = next_row[0]
+            next_row[0] += 1
+        else:
+            ys = [place(k) for k in kids]
+            y[node] = sum(ys) / len(ys)
+        return y[node]
+
+    for root in roots:
+        place(root)
+    by_id = {c.id: c for c in candidates}
+    rows = [{
+        "id": c.id, "index": c.index, "x": c.iteration, "y": -y.get(c.id, 0.0),
+        "mean": _nan(means.get(c.id)), "pooled": c.pooled, "on_front": c.id in front,
+        "best": c.id == best_id,
+        "status": statuses.get(c.id, "pooled" if c.pooled else "not pooled"),
+    } for c in sorted(candidates, key=lambda c: c.index)]
+    edges = [(p, c.id) for c in by_id.values() for p in c.parent_ids if p in ids]
+    return Lineage(pd.DataFrame(rows, columns=["id", "index", "x", "y", "mean", "pooled",
+                                               "on_front", "best", "status"]), edges)
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)

@@ -1,0 +1,488 @@
+"""What the studio's pages show, computed from store records: tables, filters, labels, progress.
+
+Pure functions (pandas, no Streamlit), so the pages stay descriptions of the UI and this logic is
+unit-tested. Scores are means in [0, 1]; "could not evaluate" is NaN in a frame (shown with the
+table's placeholder text) and the words "could not evaluate" in a label, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from studio.model.records import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
+
+NOT_EVALUATED = "could not evaluate"
+CLIP = 240
+"""Characters of output and feedback shown in a table cell (the detail view shows all)."""
+
+TRIAL_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "score", "judge_score",
+                 "overridden", "error", "feedback", "output", "latency_s", "candidate_id",
+                 "proposal_id"]
+
+STATUS_HINTS = {
+    RunStatus.PENDING: "created, waiting for its worker to start",
+    RunStatus.RUNNING: "scoring, reflecting or waiting at a gate",
+    RunStatus.PAUSED: "paused: resume it to continue",
+    RunStatus.COMPLETED: "finished: a stop condition was reached",
+    RunStatus.STOPPED: "stopped by a person; it can be resumed",
+    RunStatus.FAILED: "failed; see the error, fix it and resume",
+    RunStatus.ORPHANED: "its worker stopped (process killed); it can be resumed",
+}
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def format_score(value: float | None, *, digits: int = 3, missing: str = NOT_EVALUATED) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return missing
+    return f"{value:.{digits}f}"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "unknown"
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def clip(text: str | None, limit: int = CLIP) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run_label(run: Run) -> str:
+    """A label that does not change while the run goes on (status is shown elsewhere), so a
+    picker keeps its selection."""
+    return f"{run.name or 'run'} · {run.id[:8]} · {_local(run.created_at)[5:16]}"
+
+
+def candidate_label(index: int, mean: float | None = None, *, best: bool = False,
+                    front: bool = False) -> str:
+    tags = (" ★ best" if best else "") + (" ◆ front" if front else "")
+    score = "" if mean is None and not best else f" ({format_score(mean, missing='n/a')})"
+    return f"#{index}{score}{tags}"
+
+
+def example_label(example: Example, limit: int = 40) -> str:
+    fields = {k: v for k, v in example.data.items() if k != "expected"}
+    text = fields.get("input") if "input" in fields else ", ".join(
+        f"{v}" for v in fields.values())
+    return f"{example.split.value} {example.index}: {clip(str(text), limit)}"
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
+    rows = [{
+        "id": r.id, "name": r.name, "status": r.status.value,
+        "review": str(r.config.get("review", "auto")),
+        "iterations": r.config.get("max_iterations"),
+        "created": _local(r.created_at), "stop reason": r.stop_reason or "",
+        "error": clip(r.error, 120) if r.error else "",
+    } for r in runs]
+    return pd.DataFrame(rows, columns=["id", "name", "status", "review", "iterations", "created",
+                                       "stop reason", "error"])
+
+
+def _local(moment: datetime | None) -> str:
+    if moment is None:
+        return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+# --------------------------------------------------------------------------- trials
+
+
+def trial_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd.DataFrame:
+    """One row per trial, oldest first; ``score`` is the effective (human-corrected) score."""
+    rows = [_trial_row(t, candidate_index) for t in trials]
+    frame = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
+    return _typed(frame)
+
+
+def _trial_row(trial: Trial, candidate_index: dict[int, int]) -> dict[str, Any]:
+    score = trial.effective_score
+    return {
+        "id": trial.id, "iteration": trial.iteration, "phase": trial.phase.value,
+        "candidate": candidate_index.get(trial.candidate_id, -1),
+        "example": f"{trial.split.value} {trial.example_index}",
+        "score": math.nan if score is None else score,
+        "judge_score": math.nan if trial.score is None else trial.score,
+        "overridden": trial.overridden, "error": clip(trial.error, 160) if trial.error else "",
+        "feedback": clip(trial.effective_feedback), "output": clip(trial.output),
+        "latency_s": round(trial.latency_s, 2), "candidate_id": trial.candidate_id,
+        "proposal_id": trial.proposal_id,
+    }
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.astype({"id": "int64", "iteration": "int64", "candidate": "int64",
+                         "score": "float64", "judge_score": "float64", "overridden": "bool",
+                         "latency_s": "float64", "candidate_id": "int64",
+                         "proposal_id": "Int64"})
+
+
+def append_trials(frame: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``new`` rows added (rows already present are replaced, order by id)."""
+    if new.empty:
+        return frame
+    if frame.empty:
+        return new.reset_index(drop=True)
+    kept = frame[~frame["id"].isin(new["id"])]
+    combined = pd.concat([kept, new], ignore_index=True)
+    if not combined["id"].is_monotonic_increasing:
+        combined = combined.sort_values("id", kind="stable").reset_index(drop=True)
+    return combined
+
+
+def replace_trials(frame: pd.DataFrame, updated: pd.DataFrame) -> pd.DataFrame:
+    """Rows of ``frame`` whose id is in ``updated`` replaced in place (position kept)."""
+    if updated.empty or frame.empty:
+        return frame
+    result = frame.copy()
+    positions = pd.Series(result.index, index=result["id"])
+    for _, row in updated.iterrows():
+        if row["id"] in positions.index:
+            result.loc[positions[row["id"]]] = row
+    return _typed(result)
+
+
+@dataclass
+class TrialFilters:
+    """What the trials table shows; empty lists mean "all"."""
+
+    iterations: tuple[int, int] | None = None
+    """Inclusive range of iterations."""
+    candidates: list[int] = field(default_factory=list)
+    """Candidate indexes (#0 is the seed)."""
+    phases: list[str] = field(default_factory=list)
+    score_range: tuple[float, float] = (0.0, 1.0)
+    include_unscored: bool = True
+    """Also show trials the critic could not evaluate."""
+    errors: str = "any"
+    """``any``, ``only errors`` or ``no errors``."""
+    overridden: str = "any"
+    """``any``, ``overridden`` or ``not overridden``."""
+
+    @property
+    def active(self) -> bool:
+        return self != TrialFilters()
+
+
+ERROR_CHOICES = ("any", "only errors", "no errors")
+OVERRIDE_CHOICES = ("any", "overridden", "not overridden")
+
+
+def filter_trials(frame: pd.DataFrame, filters: TrialFilters) -> pd.DataFrame:
+    """The rows that pass ``filters``, in their original order."""
+    if frame.empty:
+        return frame
+    mask = pd.Series(True, index=frame.index)
+    if filters.iterations is not None:
+        low, high = filters.iterations
+        mask &= frame["iteration"].between(low, high)
+    if filters.candidates:
+        mask &= frame["candidate"].isin(filters.candidates)
+    if filters.phases:
+        mask &= frame["phase"].isin(filters.phases)
+    low, high = filters.score_range
+    scored = frame["score"].between(low, high)
+    unscored = frame["score"].isna()
+    mask &= scored | (unscored if filters.include_unscored else False)
+    if filters.errors not in ERROR_CHOICES:
+        raise ValueError(f"errors filter {filters.errors!r} is not one of {ERROR_CHOICES}")
+    if filters.errors == "only errors":
+        mask &= frame["error"] != ""
+    elif filters.errors == "no errors":
+        mask &= frame["error"] == ""
+    if filters.overridden not in OVERRIDE_CHOICES:
+        raise ValueError(f"overridden filter {filters.overridden!r} is not one of "
+                         f"{OVERRIDE_CHOICES}")
+    if filters.overridden == "overridden":
+        mask &= frame["overridden"]
+    elif filters.overridden == "not overridden":
+        mask &= ~frame["overridden"]
+    return frame[mask]
+
+
+def override_signature(overrides: Sequence[Any]) -> tuple[int, int, int]:
+    """Changes whenever an override is added or undone (cheap to compare between polls)."""
+    undone = sum(1 for o in overrides if o.undone_at is not None)
+    last = max((o.id or 0 for o in overrides), default=0)
+    return len(overrides), last, undone
+
+
+def changed_trial_ids(overrides: Sequence[Any], since: tuple[int, int, int]) -> set[int]:
+    """Trials whose effective values may differ from what a table showed at ``since``."""
+    _, last_id, _ = since
+    new = {o.trial_id for o in overrides if (o.id or 0) > last_id}
+    undone = {o.trial_id for o in overrides if o.undone_at is not None}
+    return new | undone
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@dataclass
+class ProgressSummary:
+    status: RunStatus
+    iteration: int
+    max_iterations: int
+    metric_calls: int
+    max_metric_calls: int | None
+    best_score: float | None
+    best_candidate_id: int | None
+    eta_seconds: float | None
+    elapsed_seconds: float
+
+    @property
+    def fraction(self) -> float:
+        if self.status is RunStatus.COMPLETED:
+            return 1.0
+        parts = [self.iteration / self.max_iterations if self.max_iterations else 0.0]
+        if self.max_metric_calls:
+            parts.append(self.metric_calls / self.max_metric_calls)
+        return max(0.0, min(1.0, max(parts)))
+
+    def text(self) -> str:
+        calls = f"{self.metric_calls}" + (f" of {self.max_metric_calls}"
+                                          if self.max_metric_calls else "")
+        best = format_score(self.best_score, missing="not scored yet")
+        eta = ("ETA " + format_duration(self.eta_seconds)) if self.status.is_active \
+            and self.eta_seconds is not None else ""
+        parts = [f"{self.iteration} of {self.max_iterations} iterations done",
+                 f"metric calls {calls}", f"best {best}"]
+        return " · ".join(parts + ([eta] if eta else []))
+
+
+def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
+                     now: datetime | None = None) -> ProgressSummary:
+    """The run's progress from its latest ``progress`` event and the live trial count."""
+    payload = event.payload if event is not None else {}
+    config = run.config or {}
+    eta = payload.get("eta_seconds")
+    if eta is not None and event is not None and run.status is RunStatus.RUNNING:
+        now = now or datetime.now(UTC)
+        created = event.created_at if event.created_at.tzinfo else event.created_at.replace(
+            tzinfo=UTC)
+        eta = max(0.0, eta - (now - created).total_seconds())
+    return ProgressSummary(
+        status=run.status, iteration=event.iteration if event is not None else 0,
+        max_iterations=int(payload.get("max_iterations") or config.get("max_iterations") or 0),
+        metric_calls=max(trial_count, int(payload.get("metric_calls") or 0)),
+        max_metric_calls=payload.get("max_metric_calls", config.get("max_metric_calls")),
+        best_score=payload.get("best_score"), best_candidate_id=payload.get("best_candidate_id"),
+        eta_seconds=eta, elapsed_seconds=float(payload.get("elapsed_seconds") or 0.0))
+
+
+# --------------------------------------------------------------------------- trial detail
+
+
+def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
+    """Tool calls of a trace with their arguments and results, as text columns."""
+    import json
+
+    rows = [{"tool": str(c.get("name")),
+             "arguments": json.dumps(c.get("args") or {}, ensure_ascii=False),
+             "result": clip(json.dumps(c.get("result"), ensure_ascii=False, default=str), 400)}
+            for c in (trace or {}).get("tool_calls", [])]
+    return pd.DataFrame(rows, columns=["tool", "arguments", "result"])
+
+
+def dimension_scores(feedback: dict[str, Any]) -> pd.DataFrame:
+    dims = feedback.get("dimension_scores") or feedback.get("feedback_dimensions") or {}
+    rows = [{"dimension": str(k), "score": _number(v)} for k, v in dims.items()]
+    return pd.DataFrame(rows, columns=["dimension", "score"])
+
+
+def guidance(feedback: dict[str, Any]) -> str:
+    value = feedback.get("actionable_guidance") or feedback.get("feedback_guidance") or ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+# --------------------------------------------------------------------------- review (overrides)
+
+
+REVIEW_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "judge_score",
+                  "human_score", "judge_feedback", "human_feedback", "by", "when", "input",
+                  "output"]
+
+
+def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd.DataFrame:
+    """Rows for the override editor: the judge's values beside the human's (editable)."""
+    rows = []
+    for t in trials:
+        o = t.override
+        rows.append({
+            "id": t.id, "iteration": t.iteration, "phase": t.phase.value,
+            "candidate": candidate_index.get(t.candidate_id, -1),
+            "example": f"{t.split.value} {t.example_index}", "input": clip(t.input_text, 160),
+            "output": clip(t.output, 400),
+            "judge_score": math.nan if t.score is None else t.score,
+            "judge_feedback": clip(t.feedback_text, 400),
+            "human_score": math.nan if o is None or o.score is None else o.score,
+            "human_feedback": (o.feedback or "") if o is not None else "",
+            "by": o.author if o is not None else "",
+            "when": _local(o.created_at) if o is not None else "",
+        })
+    frame = pd.DataFrame(rows, columns=REVIEW_COLUMNS)
+    return frame.astype({"id": "int64", "judge_score": "float64", "human_score": "float64"})
+
+
+@dataclass(frozen=True)
+class OverrideChange:
+    trial_id: int
+    score: float | None
+    feedback: str | None
+
+
+def override_changes(before: pd.DataFrame, after: pd.DataFrame) -> list[OverrideChange]:
+    """Rows whose human score or feedback was edited to a new, non-empty value.
+
+    A change keeps the row's other human value (a new override replaces the active one, so a
+    feedback edit must not drop the human score, nor a score edit the human feedback).
+    """
+    changes = []
+    previous = before.set_index("id")
+    for _, row in after.iterrows():
+        trial_id = int(row["id"])
+        if trial_id not in previous.index:
+            continue
+        old = previous.loc[trial_id]
+        score = _as_score(row["human_score"])
+        old_score = _as_score(old["human_score"])
+        feedback = (row["human_feedback"] or "").strip() if isinstance(
+            row["human_feedback"], str) else ""
+        old_feedback = (old["human_feedback"] or "").strip() if isinstance(
+            old["human_feedback"], str) else ""
+        score_changed = score is not None and score != old_score
+        feedback_changed = bool(feedback) and feedback != old_feedback
+        if score_changed or feedback_changed:
+            changes.append(OverrideChange(trial_id, score, feedback or old_feedback or None))
+    return changes
+
+
+def _as_score(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def overrides_frame(overrides: Sequence[Any], trial_info: dict[int, dict[str, Any]]
+                    ) -> pd.DataFrame:
+    """Every override, newest first: judge vs human side by side, who and when, undone or not."""
+    rows = []
+    for o in reversed(list(overrides)):
+        info = trial_info.get(o.trial_id, {})
+        rows.append({
+            "override": o.id, "trial": o.trial_id, "iteration": info.get("iteration"),
+            "example": info.get("example", ""),
+            "judge_score": math.nan if o.judge_score is None else o.judge_score,
+            "human_score": math.nan if o.score is None else o.score,
+            "judge_feedback": clip(o.judge_feedback, 200),
+            "human_feedback": clip(o.feedback, 200), "by": o.author, "when": _local(o.created_at),
+            "undone": _local(o.undone_at) if o.undone_at else "",
+        })
+    return pd.DataFrame(rows, columns=["override", "trial", "iteration", "example", "judge_score",
+                                       "human_score", "judge_feedback", "human_feedback", "by",
+                                       "when", "undone"])
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+def evidence_frame(parent: Sequence[Trial], child: Sequence[Trial]) -> pd.DataFrame:
+    """Per minibatch example: the parent's and the child's score and feedback, and the delta."""
+    child_by_example = {t.example_id: t for t in child}
+    rows = []
+    for p in parent:
+        c = child_by_example.get(p.example_id)
+        ps = p.effective_score
+        cs = c.effective_score if c is not None else None
+        rows.append({
+            "example": f"{p.split.value} {p.example_index}", "input": clip(p.input_text, 80),
+            "parent_score": math.nan if ps is None else ps,
+            "child_score": math.nan if cs is None else cs,
+            "delta": math.nan if ps is None or cs is None else cs - ps,
+            "parent_feedback": clip(p.effective_feedback, 200),
+            "child_feedback": clip(c.effective_feedback, 200) if c else "(not scored yet)",
+        })
+    return pd.DataFrame(rows, columns=["example", "input", "parent_score", "child_score", "delta",
+                                       "parent_feedback", "child_feedback"])
+
+
+def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision],
+                     evaluated: dict[int, dict[str, Any]], candidate_index: dict[int, int]
+                     ) -> pd.DataFrame:
+    """Every proposal with its evidence sums and the decision taken, newest first."""
+    last_decision: dict[int, Decision] = {}
+    for decision in decisions:
+        last_decision[decision.proposal_id] = decision
+    rows = []
+    for p in reversed(list(proposals)):
+        d = last_decision.get(p.id)
+        ev = evaluated.get(p.id, {})
+        rows.append({
+            "proposal": p.id, "iteration": p.iteration, "component": p.component,
+            "status": p.status.value,
+            "parent": candidate_index.get(p.parent_id, -1),
+            "child": candidate_index.get(p.child_id) if p.child_id is not None else None,
+            "parent_sum": ev.get("parent_sum", math.nan),
+            "child_sum": ev.get("child_sum", math.nan),
+            "decision": d.action.value if d else "",
+            "by": ("rule" if d.automatic else d.author) if d else "",
+            "reason": clip(d.reason if d else (p.invalid_reason or ""), 200),
+            "when": _local(d.created_at) if d else "",
+            "edited_from": p.edited_from,
+        })
+    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "component", "status", "parent",
+                                        "child", "parent_sum", "child_sum", "decision", "by",
+                                        "reason", "when", "edited_from"])
+    return frame.astype({"child": "Int64", "edited_from": "Int64", "parent_sum": "float64",
+                         "child_sum": "float64"})
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def confusion_frame(confusion: Any) -> pd.DataFrame:
+    """2x2 table, judge verdict by row, human verdict (the truth) by column."""
+    return pd.DataFrame(
+        {"human: pass": [confusion.tp, confusion.fn], "human: fail": [confusion.fp, confusion.tn]},
+        index=["judge: pass", "judge: fail"])
+
+
+def disagreements_frame(report: Any) -> pd.DataFrame:
+    rows = [{"trial": d.trial_id, "run": d.run_id, "judge_score": d.judge_score,
+             "human_score": d.human_score, "gap": abs(d.judge_score - d.human_score),
+             "judge_feedback": clip(d.judge_feedback, 200),
+             "human_feedback": clip(d.human_feedback, 200)} for d in report.disagreements]
+    return pd.DataFrame(rows, columns=["trial", "run", "judge_score", "human_score", "gap",
+                                       "judge_feedback", "human_feedback"])

@@ -1,0 +1,77 @@
+"""Seed 001: reflection agents per component."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from studio.engine.reflection import (
+    DEFAULT_REFLECTION_INSTRUCTION,
+    OUTPUT_KEY,
+    create_config_reflection_agent,
+    create_reflection_agent,
+    create_schema_reflection_agent,
+    create_text_reflection_agent,
+    run_reflection,
+    split_proposal,
+    validate_config_yaml,
+    validate_output_schema,
+)
+from studio.model.errors import ConfigError, TemplateError
+from studio.runtime.execution import AgentExecutor
+from studio.runtime.providers.scripted import recorded_requests
+
+
+def test_default_instruction_is_the_seed_text():
+    assert DEFAULT_REFLECTION_INSTRUCTION.startswith("## Component Text to Improve\n"
+                                                     "{component_text}\n\n## Trials\n{trials}")
+    assert DEFAULT_REFLECTION_INSTRUCTION.endswith(
+        "Return ONLY the improved component text, nothing else.")
+
+
+def test_factories_use_the_output_key_and_tools():
+    text = create_text_reflection_agent("scripted/demo")
+    schema = create_schema_reflection_agent("scripted/demo")
+    config = create_config_reflection_agent("scripted/demo")
+    assert {a.output_key for a in (text, schema, config)} == {OUTPUT_KEY}
+    assert validate_output_schema in schema.tools and not text.tools and not config.tools
+    assert create_reflection_agent("output_schema", "scripted/demo").name == "schema_reflector"
+    with pytest.raises(ConfigError, match="unknown component 'prompt'"):
+        create_reflection_agent("prompt", "scripted/demo")
+
+
+@pytest.mark.parametrize("instruction, missing", [
+    ("Improve this: {component_text}", "{trials}"),
+    ("Trials: {trials}", "{component_text}"),
+    ("Make it better.", "{component_text} and {trials}"),
+])
+def test_custom_instruction_missing_a_placeholder_is_rejected(instruction, missing):
+    with pytest.raises(TemplateError, match=f"must contain {missing}"):
+        create_text_reflection_agent("scripted/demo", instruction=instruction)
+
+
+def test_session_state_carries_component_text_and_trials_json(script):
+    script("reflector", lambda request: "Better instruction.")
+    trials = [{"feedback": {"score": 0.2, "feedback_text": "too long"},
+               "trajectory": {"input": "q", "output": "a"}}]
+    agent = create_text_reflection_agent("scripted/reflector")
+    result = asyncio.run(run_reflection(agent, "Old instruction.", trials, AgentExecutor()))
+    assert result.text == "Better instruction." and result.error is None
+    prompt = recorded_requests("reflector")[-1].system
+    assert "## Component Text to Improve\nOld instruction." in prompt
+    assert json.dumps(trials) in prompt
+
+
+def test_fenced_proposals_split_reasoning():
+    text, reasoning = split_proposal("I made it concise.\n```\nBe brief.\n```\nDone.")
+    assert (text, reasoning) == ("Be brief.", "I made it concise.\nDone.")
+    assert split_proposal("  Plain text.  ") == ("Plain text.", "")
+
+
+def test_validation_tools():
+    assert validate_output_schema('{"type": "object"}') == {"valid": True}
+    assert not validate_output_schema("{nope")["valid"]
+    assert validate_config_yaml("temperature: 0.2") == {"valid": True}
+    assert "YAML" in validate_config_yaml("temperature: [")["error"]

@@ -1,0 +1,234 @@
+"""The durable store: records, overrides, schema version and migration, failure messages."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+
+import pytest
+from sqlalchemy import text
+
+from studio.model.errors import ConfigError, NotFoundError, StoreError
+from studio.model.records import (
+    Candidate,
+    Decision,
+    DecisionAction,
+    Proposal,
+    ProposalStatus,
+    Run,
+    RunStatus,
+    Split,
+    Trial,
+    TrialPhase,
+)
+from studio.store import open_store
+from studio.store.connection import resolve_url
+from studio.store.schema import SCHEMA_VERSION
+
+
+def seed_run(store, run_id="r1", spec=None):
+    run = store.create_run(Run(id=run_id, name="test", spec=spec or {"critic": {"name": "c"}}))
+    examples = store.add_examples(run.id, Split.TRAIN, [{"topic": "a"}, {"topic": "b"}])
+    candidate = store.add_candidate(Candidate(run_id=run.id, index=0,
+                                              components={"instruction": "x"}, content_hash="h"))
+    return run, examples, candidate
+
+
+def add_trial(store, run, candidate, example, score=0.5, **extra):
+    return store.add_trial(Trial(run_id=run.id, candidate_id=candidate.id, example_id=example.id,
+                                 split=Split.TRAIN, example_index=example.index,
+                                 phase=TrialPhase.VALSET, score=score,
+                                 feedback={"feedback": "judge says"}, **extra))
+
+
+def test_sqlite_uses_wal_and_records_the_schema_version(store):
+    with store.engine.connect() as c:
+        assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        version = c.execute(text("SELECT value FROM meta WHERE key='schema_version'")).scalar()
+    assert int(version) == SCHEMA_VERSION
+
+
+def test_trials_are_committed_and_visible_to_another_connection(store, tmp_path):
+    run, examples, candidate = seed_run(store)
+    trial = add_trial(store, run, candidate, examples[0])
+    other = sqlite3.connect(tmp_path / "studio.db")
+    assert other.execute("SELECT score FROM trials WHERE id=?", (trial.id,)).fetchone() == (0.5,)
+
+
+def test_override_keeps_the_judge_values_and_undo_restores_them(store):
+    run, examples, candidate = seed_run(store)
+    trial = add_trial(store, run, candidate, examples[0], score=0.2)
+    first = store.add_override(trial.id, score=0.9, feedback="actually good", author="ana")
+    assert (first.judge_score, first.judge_feedback, first.author) == (0.2, "judge says", "ana")
+    second = store.add_override(trial.id, score=0.7, feedback=None, author="bo")
+    read = store.get_trial(trial.id)
+    assert read.effective_score == 0.7 and read.effective_feedback == "judge says"
+    store.undo_override(second.id)
+    assert store.get_trial(trial.id).effective_score == 0.9
+    store.undo_override(first.id)
+    assert store.get_trial(trial.id).effective_score == 0.2
+    assert len(store.overrides(run.id)) == 2  # history is kept
+
+
+def test_trials_after_id_and_without_trace(store):
+    run, examples, candidate = seed_run(store)
+    ids = [add_trial(store, run, candidate, examples[i % 2], trace={"big": "x"}).id
+           for i in range(4)]
+    newer = store.trials(run.id, after_id=ids[1], with_trace=False)
+    assert [t.id for t in newer] == ids[2:] and newer[0].trace == {}
+
+
+def test_proposals_decisions_events_and_checkpoints(store):
+    run, examples, candidate = seed_run(store)
+    proposal = store.add_proposal(Proposal(run_id=run.id, iteration=1, parent_id=candidate.id,
+                                           component="instruction", text="y"))
+    store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
+    assert store.proposals(run.id, status="pending")[0].id == proposal.id
+    store.add_decision(Decision(proposal_id=proposal.id, action=DecisionAction.REJECT,
+                                reason="too long"))
+    assert store.decisions(run.id)[0].reason == "too long"
+    store.add_event(run.id, "progress", 1, {"best_score": 0.5})
+    assert store.latest_event(run.id, "progress").payload == {"best_score": 0.5}
+    store.save_checkpoint(run.id, 1, {"iteration": 1})
+    store.save_checkpoint(run.id, 2, {"iteration": 2})
+    assert store.load_checkpoint(run.id) == (2, {"iteration": 2})
+
+
+def test_override_pairs_name_the_critic(store):
+    run, examples, candidate = seed_run(store, spec={"critic": {"name": "haiku_critic"}})
+    trial = add_trial(store, run, candidate, examples[0], score=0.3)
+    store.add_override(trial.id, score=0.8, feedback=None, author="ana")
+    pair = store.override_pairs()[0]
+    assert (pair.critic, pair.judge_score, pair.human_score) == ("haiku_critic", 0.3, 0.8)
+
+
+def test_api_keys_are_never_stored(store, monkeypatch):
+    secret = "sk-proj-0123456789abcdefghijkl"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    store.create_run(Run(id="k1", spec={"agent": {"api_key": secret}}))
+    run, examples, candidate = seed_run(store, run_id="k2")
+    add_trial(store, run, candidate, examples[0], error=f"auth failed for {secret}")
+    store.update_run("k2", error=f"failed with {secret}")
+    with store.engine.connect() as c:
+        dump = "".join(str(row) for table in ("runs", "trials")
+                       for row in c.execute(text(f"SELECT * FROM {table}")))
+    assert secret not in dump
+
+
+def test_projects_and_duplicate_names(store):
+    project = store.save_project("haiku", "name: haiku")
+    assert store.find_project("haiku").id == project.id
+    with pytest.raises(ConfigError, match="already exists"):
+        store.save_project("haiku", "name: haiku")
+    with pytest.raises(NotFoundError, match="project 999 does not exist"):
+        store.get_project(999)
+
+
+def test_orphans_are_detected_by_heartbeat(store):
+    from datetime import timedelta
+
+    from studio.model.records import utcnow
+
+    store.create_run(Run(id="o1", status=RunStatus.RUNNING,
+                         created_at=utcnow() - timedelta(minutes=5)))
+    store.update_run("o1", heartbeat_at=utcnow() - timedelta(minutes=1), worker="dead:1:x")
+    assert store.mark_orphans(stale_after_s=10) == ["o1"]
+    assert store.get_run("o1").status is RunStatus.ORPHANED
+    assert store.claim_run("o1", "me:2:y", stale_after_s=10)
+
+
+def test_migration_from_version_1_keeps_data(tmp_path):
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE meta (key VARCHAR(64) PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE runs (id VARCHAR(40) PRIMARY KEY, project_id INTEGER, name VARCHAR(200),
+            status VARCHAR(20) NOT NULL, config JSON NOT NULL, spec JSON NOT NULL,
+            created_at DATETIME NOT NULL, started_at DATETIME, finished_at DATETIME,
+            heartbeat_at DATETIME, worker VARCHAR(200), stop_reason TEXT, error TEXT);
+        INSERT INTO runs VALUES ('old', NULL, 'from v1', 'completed', '{}', '{}',
+            '2026-01-01 00:00:00', NULL, NULL, NULL, NULL, NULL, NULL);
+    """)
+    db.commit()
+    db.close()
+    store = open_store(f"sqlite:///{path}", cached=False)
+    run = store.get_run("old")
+    assert run.name == "from v1" and run.control is None
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT value FROM meta")).scalar() == str(SCHEMA_VERSION)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_database_file_gives_a_clear_error(tmp_path):
+    path = tmp_path / "ro.db"
+    open_store(f"sqlite:///{path}", cached=False).close()
+    path.chmod(stat.S_IRUSR)
+    with pytest.raises(StoreError, match="not writable"):
+        open_store(f"sqlite:///{path}", cached=False)
+
+
+def test_database_that_cannot_be_created_even_by_root():
+    with pytest.raises(StoreError, match=r"/proc.*(not writable|unable to open)"):
+        open_store("sqlite:////proc/studio-test.db", cached=False)
+
+
+def test_unwritable_folder_gives_a_clear_error(tmp_path, monkeypatch):
+    import studio.store.connection as connection
+
+    monkeypatch.setattr(connection.os, "access", lambda path, mode: False)
+    with pytest.raises(StoreError, match="not writable"):
+        open_store(f"sqlite:///{tmp_path}/sub/x.db", cached=False)
+
+
+def test_folder_that_cannot_be_created(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot create the folder"):
+        open_store(f"sqlite:///{blocker}/studio.db", cached=False)
+
+
+def test_locked_database_gives_a_clear_error(tmp_path, monkeypatch):
+    path = tmp_path / "locked.db"
+    store = open_store(f"sqlite:///{path}", cached=False)
+    import studio.store.connection as connection
+
+    monkeypatch.setattr(connection, "_sqlite_pragmas", connection._sqlite_pragmas)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        fast = open_store(f"sqlite:///{path}", cached=False)
+        fast.engine.dispose()
+        from sqlalchemy import event
+
+        event.listen(fast.engine, "connect",
+                     lambda conn, _: conn.execute("PRAGMA busy_timeout=100"))
+        with pytest.raises(StoreError, match="locked"):
+            fast.create_run(Run(id="blocked"))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        store.close()
+
+
+def test_urls(monkeypatch, tmp_path):
+    monkeypatch.delenv("STUDIO_DB_URL", raising=False)
+    monkeypatch.setenv("STUDIO_HOME", str(tmp_path))
+    assert resolve_url() == f"sqlite:///{tmp_path}/studio.db"
+    monkeypatch.setenv("STUDIO_DB_URL", "postgres://u:p@db/studio")
+    assert resolve_url() == "postgresql+psycopg://u:p@db/studio"
+
+
+def test_postgres_url_without_driver_or_server_is_a_store_error():
+    with pytest.raises(StoreError, match="postgres"):
+        open_store("postgresql://u:secretpw@127.0.0.1:1/studio", cached=False)
+
+
+def test_newest_trials_with_filters(store):
+    run, examples, candidate = seed_run(store)
+    ids = [add_trial(store, run, candidate, examples[i % 2]).id for i in range(5)]
+    newest = store.trials(run.id, newest_first=True, limit=2, with_trace=False)
+    assert [t.id for t in newest] == [ids[4], ids[3]]
+    assert store.trials(run.id, phases=["child"]) == []
+    assert len(store.trials(run.id, phases=["valset"], iteration=0)) == 5

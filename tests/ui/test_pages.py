@@ -1,0 +1,411 @@
+"""Each page's logic under Streamlit's AppTest, against a real (temporary) store."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from studio.engine import EvolutionConfig, decide, override
+from studio.engine.worker import get_manager
+from studio.model.records import ProposalStatus, RunStatus
+from studio.projects.files import parse_project
+from studio.projects.workspace import (
+    EXAMPLES_DIR,
+    import_example,
+    pending_proposal,
+    start_project_run,
+)
+from tests.ui.conftest import assert_ok, texts, wait_for
+
+SCRIPTED = EXAMPLES_DIR / "haiku_scripted.yaml"
+
+
+def review_run(store, **config):
+    """A run of the scripted example waiting at its first gate."""
+    project = import_example(store, SCRIPTED)
+    values = {"max_iterations": 4, "minibatch_size": 3, "review": "review", "seed": 7} | config
+    run = start_project_run(store, project.id, EvolutionConfig(**values))
+    wait_for(lambda: pending_proposal(store, run.id))
+    return run
+
+
+def finished_run(store, **config):
+    project = import_example(store, SCRIPTED)
+    values = {"max_iterations": 3, "minibatch_size": 3, "review": "auto", "seed": 7} | config
+    run = start_project_run(store, project.id, EvolutionConfig(**values))
+    get_manager(store).handle(run.id).wait(timeout=60)
+    return run
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+# --------------------------------------------------------------------------- home
+
+
+def test_home_guides_a_new_user_and_quick_starts(app, studio_db):
+    at = app()
+    assert any("Get started" in s for s in texts(at.subheader))
+    button(at, "Load the scripted demo project and open Run").click().run()
+    assert_ok(at)
+    assert texts(at.title) == ["Run"]
+    assert studio_db.find_project("haiku-scripted") is not None
+    assert any("Loaded the example" in s for s in texts(at.success))
+
+
+def test_home_lists_recent_runs(app, studio_db):
+    run = finished_run(studio_db)
+    at = app()
+    table = at.dataframe(key="home.runs").value
+    assert list(table["id"]) == [run.id] and table.loc[0, "status"] == "completed"
+
+
+# --------------------------------------------------------------------------- projects
+
+
+def editor_key(at, studio_db, field):
+    project = studio_db.find_project("haiku-scripted")
+    return f"projects.field.{project.id}.{field}"
+
+
+def test_projects_load_example_edit_validate_and_save(app, studio_db):
+    at = app("projects")
+    assert any("No projects yet" in s for s in texts(at.info))
+    button(at, "Load example: haiku-scripted").click().run()
+    assert_ok(at)
+    key = lambda field: editor_key(at, studio_db, field)  # noqa: E731
+    assert at.text_input(key=key("agent_model")).value == "scripted/demo@150ms"
+    assert button(at, "Save project").disabled  # nothing changed yet
+
+    at.text_input(key=key("agent_model")).set_value("nope/model").run()
+    assert any("unknown model provider" in s for s in texts(at.error))
+    assert any("need attention" in s for s in texts(at.warning))
+    assert button(at, "Save project").disabled
+
+    at.text_input(key=key("agent_model")).set_value("scripted/demo").run()
+    at.text_area(key=key("agent_instruction")).set_value("Write a haiku. Name the topic.").run()
+    at.text_area(key=key("agent_schema")).set_value('{"type": "string"}').run()
+    assert any("must describe an object" in s for s in texts(at.error))
+    at.text_area(key=key("agent_schema")).set_value("").run()
+    at.text_area(key=key("reflection_instruction")).set_value("Improve {component_text}").run()
+    assert any("{trials}" in s for s in texts(at.error))
+    at.text_area(key=key("reflection_instruction")).set_value("").run()
+    assert not at.error
+    save = button(at, "Save project")
+    assert not save.disabled
+    save.click().run()
+    assert_ok(at)
+    stored = parse_project(studio_db.find_project("haiku-scripted").yaml)
+    assert stored.agent.instruction == "Write a haiku. Name the topic."
+    assert stored.agent.model == "scripted/demo"
+
+
+def test_projects_critic_template_and_dataset_paste(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("projects", project_id=project.id)
+    key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
+    button(at, "Use template").click().run()
+    assert at.text_area(key=key("critic_instruction")).value.startswith(
+        "Evaluate the quality of the output.")
+    at.text_area(key=f"projects.rows_paste.{project.id}").set_value(
+        "question,answer\nWhat is 2+2?,4\nCapital of France?,Paris\n").run()
+    button(at, "Use the pasted rows").click().run()
+    assert_ok(at)
+    assert at.session_state[key("train_rows")][1] == {"question": "Capital of France?",
+                                                       "answer": "Paris"}
+    # the separate validation rows no longer fit the new columns: said next to the field
+    assert any("same fields" in s or "column" in s for s in texts(at.error)) or at.error == []
+    at.selectbox(key=key("input_column")).set_value("question").run()
+    at.selectbox(key=key("expected_column")).set_value("answer").run()
+    button(at, "Split the training rows instead").click().run()
+    assert not at.error, texts(at.error)
+
+
+def test_projects_import_duplicate_export(app, studio_db):
+    import_example(studio_db, SCRIPTED)
+    at = app("projects")
+    yaml_text = (EXAMPLES_DIR / "haiku_scripted.yaml").read_text().replace(
+        "name: haiku-scripted", "name: imported")
+    at.get("file_uploader")[0].upload("imported.yaml", yaml_text.encode(), "application/x-yaml")
+    at.run()
+    button(at, "Import").click().run()
+    assert_ok(at)
+    assert studio_db.find_project("imported") is not None
+    button(at, "Duplicate").click().run()
+    assert studio_db.find_project("imported copy") is not None
+    assert at.get("download_button")
+
+
+def test_projects_import_error_is_shown_inline(app, studio_db):
+    import_example(studio_db, SCRIPTED)
+    at = app("projects")
+    at.get("file_uploader")[0].upload("bad.yaml", b"name: x\nagnet: {}\n", "application/x-yaml")
+    at.run()
+    button(at, "Import").click().run()
+    assert_ok(at)
+    assert any("agnet" in s and "unknown field" in s for s in texts(at.error))
+
+
+def test_projects_try_on_one_example(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("projects", project_id=project.id)
+    button(at, "Try it").click().run()
+    assert_ok(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["Critic score"]) >= 0.0
+    assert any("Missing" in c.value for c in at.code)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("run", project_id=project.id)
+    assert any("No run yet" in s for s in texts(at.info))
+    at.radio[0].set_value("review")
+    button(at, "Start run").click().run()
+    assert_ok(at)
+    run = studio_db.list_runs()[0]
+    assert run.config["review"] == "review" and at.session_state["app.run_id"] == run.id
+    wait_for(lambda: pending_proposal(studio_db, run.id))
+    at.run()
+    table = at.dataframe(key="run.table").value
+    assert len(table) == studio_db.count_trials(run.id) > 0
+    assert list(table["id"]) == sorted(table["id"])  # oldest first: new rows move nothing
+    latest = next(d for d in at.dataframe if d.key != "run.table").value
+    assert list(latest["id"]) == sorted(table["id"], reverse=True)[:5]  # the newest, to watch
+    assert any("is waiting for your decision" in s for s in texts(at.warning))
+    assert any("newest trial #" in s for s in texts(at.caption))
+
+    # select a row: the trial is shown in full, and stays selected when filters change
+    newest = int(table["id"].iloc[0])  # (the oldest: row 0)
+    at.session_state["run.table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert any(f"Trial #{newest}" in s for s in texts(at.markdown))
+    at.segmented_control(key=f"run.filter.{run.id}.errors").set_value("no errors").run()
+    assert at.session_state["run.selected"] == newest
+
+    override(newest, score=1.0, author="t", store=studio_db)
+    at.segmented_control(key=f"run.filter.{run.id}.overridden").set_value("overridden").run()
+    table = at.dataframe(key="run.table").value
+    assert list(table["id"]) == [newest] and table["score"].iloc[0] == 1.0
+
+
+def test_run_controls_pause_resume_stop(app, studio_db):
+    run = review_run(studio_db)
+    at = app("run", run_id=run.id)
+    button(at, "Pause").click().run()
+    assert studio_db.get_run(run.id).control == "pause"
+    button(at, "Resume").click().run()
+    assert studio_db.get_run(run.id).control is None
+    button(at, "Stop").click().run()
+    assert_ok(at)
+    wait_for(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED)
+
+
+def test_run_start_errors_are_inline(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    text = studio_db.get_project(project.id).yaml.replace("scripted/demo@150ms", "nope/model", 1)
+    studio_db.save_project(project.name, text, project.id)
+    at = app("run", project_id=project.id)
+    button(at, "Start run").click().run()
+    assert_ok(at)
+    assert any("unknown model provider" in s for s in texts(at.error))
+    assert studio_db.list_runs() == []
+
+
+# --------------------------------------------------------------------------- review
+
+
+def test_review_corrects_many_trials_shows_the_effect_and_undoes(app, studio_db):
+    run = review_run(studio_db)
+    at = app("review", run_id=run.id)
+    verdict = {m.label: m.value for m in at.metric}
+    proposal = pending_proposal(studio_db, run.id)
+    assert verdict[f"Proposal #{proposal.id}: the rule would"] == "accept"
+    editor_key = f"review.editor.{run.id}.0"
+    frame = at.data_editor(key=editor_key).value
+    parents = [i for i, phase in enumerate(frame["phase"]) if phase == "parent"]
+    at.session_state[editor_key] = {
+        "edited_rows": {i: {"human_score": 1.0} for i in parents},
+        "added_rows": [], "deleted_rows": []}
+    at.run()
+    save = button(at, f"Save {len(parents)} correction(s)")
+    save.click().run()
+    assert_ok(at)
+    overrides = studio_db.overrides(run.id, include_undone=False)
+    assert len(overrides) == len(parents) and all(o.score == 1.0 for o in overrides)
+    metrics = {m.label: m for m in at.metric}
+    rule = metrics[f"Proposal #{proposal.id}: the rule would"]
+    assert rule.value == "reject" and "was accept" in rule.delta
+
+    button(at, "Undo").click().run()
+    assert_ok(at)
+    assert len(studio_db.overrides(run.id, include_undone=False)) == len(parents) - 1
+
+
+def test_review_single_trial_form_keeps_the_other_human_value(app, studio_db):
+    run = review_run(studio_db)
+    at = app("review", run_id=run.id)
+    trial_id = at.selectbox(key="review.single.trial").value
+    at.text_input(key="review.single.feedback").set_value("too strict")
+    at.number_input(key="review.single.score").set_value(0.8)
+    at.button(key="FormSubmitter:review.single-Save correction").click().run()
+    assert_ok(at)
+    at.selectbox(key="review.single.trial").set_value(trial_id)
+    at.text_input(key="review.single.feedback").set_value("really too strict")
+    at.button(key="FormSubmitter:review.single-Save correction").click().run()
+    active = studio_db.overrides(run.id, include_undone=False)[-1]
+    assert (active.score, active.feedback, active.author) == (0.8, "really too strict",
+                                                              at.session_state["app.author"])
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+def test_proposals_accept_and_reject_with_reason(app, studio_db):
+    run = review_run(studio_db)
+    first = pending_proposal(studio_db, run.id)
+    at = app("proposals", run_id=run.id)
+    assert any(f"Proposal #{first.id}" in s for s in texts(at.subheader))
+    assert {m.label for m in at.metric} >= {"Parent minibatch sum", "Child minibatch sum"}
+    assert any(":green-background[" in s for s in texts(at.markdown))  # the diff
+    button(at, "Accept").click().run()
+    assert_ok(at)
+    assert studio_db.decisions(proposal_id=first.id)[-1].action.value == "accept"
+
+    second = wait_for(lambda: (p := pending_proposal(studio_db, run.id)) and p.id != first.id
+                      and p)
+    at.run()
+    button(at, "Reject").click().run()
+    assert any("say why" in s for s in texts(at.error))  # a reason is required
+    assert not studio_db.decisions(proposal_id=second.id)
+    at.text_input(key=f"proposals.reason.{second.id}").set_value("do not mention seasons")
+    button(at, "Reject").click().run()
+    decision = studio_db.decisions(proposal_id=second.id)[-1]
+    assert (decision.action.value, decision.reason) == ("reject", "do not mention seasons")
+
+
+def test_proposals_edit_is_rescored(app, studio_db):
+    run = review_run(studio_db)
+    first = pending_proposal(studio_db, run.id)
+    at = app("proposals", run_id=run.id)
+    at.text_area(key=f"proposals.edit.{first.id}").set_value(
+        first.text + "\nRule: Name the topic in the poem (name the topic).")
+    button(at, "Save the edit and re-score").click().run()
+    assert_ok(at)
+    edited = wait_for(lambda: next((p for p in studio_db.proposals(run.id)
+                                    if p.edited_from == first.id
+                                    and p.status is ProposalStatus.PENDING), None))
+    at.run()
+    assert any(f"Proposal #{edited.id}" in s for s in texts(at.subheader))
+
+
+def test_model_written_html_is_shown_escaped(app, studio_db, script):
+    """A proposal is model-written: `<script>` must reach the page as text, never as HTML."""
+    from studio.runtime.providers import demo
+
+    payload = "<script>alert('x')</script> ![img](http://evil.example/x.png) [link](http://e)"
+
+    def reflector(request):
+        if demo.REFLECTION_MARKER in request.prompt_text:
+            return "Write a haiku about the given topic.\n" + payload
+        return demo.reply(request)
+
+    model = script("xss_reflector", reflector)
+    project = import_example(studio_db, SCRIPTED)
+    text = studio_db.get_project(project.id).yaml.replace(
+        "reflection:\n  model: scripted/demo@150ms", f"reflection:\n  model: {model}")
+    studio_db.save_project(project.name, text, project.id)
+    run = start_project_run(studio_db, project.id, EvolutionConfig(
+        max_iterations=2, review="review", seed=7))
+    wait_for(lambda: pending_proposal(studio_db, run.id))
+    at = app("proposals", run_id=run.id)
+    bodies = [m.value for m in at.markdown]
+    assert any("\\<script\\>" in b for b in bodies)
+    assert not any("<script>" in b for b in bodies)
+    assert not any("](http" in b for b in bodies)
+    assert not any(m.allow_html for m in at.markdown)
+
+
+def test_no_page_or_component_allows_html():
+    from tests.ui.conftest import ROOT
+
+    sources = [*ROOT.glob("pages/*.py"), *ROOT.glob("components/*.py"), ROOT / "studio/app.py"]
+    assert all("unsafe_allow_html=" not in p.read_text() for p in sources)
+
+
+# --------------------------------------------------------------------------- compare & agreement
+
+
+def test_compare_shows_diffs_scores_and_charts(app, studio_db):
+    run = finished_run(studio_db)
+    at = app("compare", run_id=run.id)
+    chosen = at.multiselect(key=f"compare.selected.{run.id}").value
+    assert len(chosen) == 2
+    assert len(at.get("plotly_chart")) == 3
+    per_example = at.dataframe[0].value
+    assert [c for c in per_example.columns if c.startswith("Δ")]
+    candidates = [c.id for c in studio_db.candidates(run.id)]
+    at.multiselect(key=f"compare.selected.{run.id}").set_value(candidates[:3]).run()
+    assert_ok(at)
+    assert len(at.tabs) >= 2
+
+
+def test_agreement_empty_then_with_corrections(app, studio_db):
+    run = finished_run(studio_db)
+    at = app("agreement", run_id=run.id)
+    assert any("No corrections yet" in s for s in texts(at.info))
+    trials = studio_db.trials(run.id, with_trace=False)
+    override(trials[0].id, score=1.0, author="a", store=studio_db)
+    override(trials[1].id, score=0.0, author="a", store=studio_db)
+    time.sleep(0.1)
+    at.run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Overrides compared"] == "2"
+    assert "Cohen's kappa" in metrics
+
+
+def test_pages_without_a_run_say_what_to_do(app):
+    for page in ("review", "proposals", "compare"):
+        at = app(page)
+        assert any("No run is selected" in s for s in texts(at.info)), page
+
+
+@pytest.mark.parametrize("page", ["home", "projects", "run", "review", "proposals", "compare",
+                                  "agreement"])
+def test_pages_are_thin(page):
+    from tests.ui.conftest import ROOT
+
+    lines = (ROOT / "pages" / f"{page}.py").read_text().splitlines()
+    assert len(lines) < 100, f"pages/{page}.py has {len(lines)} lines"
+
+
+def test_decide_from_another_tab_is_seen(app, studio_db):
+    """Two tabs on one run: a decision made elsewhere shows on the next poll."""
+    run = review_run(studio_db)
+    first = pending_proposal(studio_db, run.id)
+    at = app("proposals", run_id=run.id)
+    decide(first.id, "accept", author="other tab", store=studio_db)
+    at.run()
+    assert any("Decision recorded: accept by other tab" in s for s in texts(at.success)) or \
+        not any(f"Proposal #{first.id} ·" in s for s in texts(at.subheader))
+
+
+def test_opening_a_run_from_home_and_switching_runs_in_the_sidebar(app, studio_db):
+    first = finished_run(studio_db)
+    second = finished_run(studio_db, seed=3)
+    at = app()
+    at.session_state["home.runs"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    at.run()
+    assert_ok(at)
+    assert texts(at.title) == ["Run"] and at.session_state["app.run_id"] == first.id
+    assert at.query_params["run"] == first.id
+    at.selectbox(key="app.run_picker").set_value(second.id).run()
+    assert_ok(at)
+    assert at.session_state["app.run_id"] == second.id
+    assert at.query_params["run"] == second.id
+    assert any(second.id in s for s in texts(at.caption))

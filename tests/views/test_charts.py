@@ -1,0 +1,89 @@
+"""Chart data of the Compare page."""
+
+from __future__ import annotations
+
+import math
+
+from studio.model.records import (
+    Candidate,
+    Example,
+    Proposal,
+    ProposalStatus,
+    Split,
+    Trial,
+    TrialPhase,
+)
+from studio.views.charts import (
+    example_comparison,
+    front_frame,
+    iteration_series,
+    lineage_layout,
+    minibatch_means,
+    score_matrix,
+)
+
+
+def cand(id_, index, parents=(), iteration=0, pooled=True):
+    return Candidate(id=id_, run_id="r", index=index, parent_ids=list(parents),
+                     components={"instruction": f"v{index}"}, content_hash=str(id_),
+                     iteration=iteration, pooled=pooled)
+
+
+def ex(id_, index):
+    return Example(id=id_, run_id="r", split=Split.VAL, index=index, data={"topic": f"t{index}"})
+
+
+CANDIDATES = [cand(10, 0), cand(11, 1, [10], 1), cand(12, 2, [10], 2, pooled=False),
+              cand(13, 3, [11], 3)]
+MATRIX = {10: {1: 0.0, 2: 0.5}, 11: {1: 0.5, 2: None}, 13: {1: 1.0, 2: 0.5}}
+MEANS = {10: 0.25, 11: 0.5, 13: 0.75}
+
+
+def test_iteration_series_best_so_far_and_markers():
+    proposals = [Proposal(id=1, run_id="r", iteration=1, parent_id=10, component="instruction",
+                          text="x", status=ProposalStatus.ACCEPTED, child_id=11),
+                 Proposal(id=2, run_id="r", iteration=2, parent_id=10, component="instruction",
+                          text="y", status=ProposalStatus.REJECTED, child_id=12),
+                 Proposal(id=3, run_id="r", iteration=3, parent_id=11, component="instruction",
+                          text="z", status=ProposalStatus.INVALID)]
+    best, markers = iteration_series(CANDIDATES, MEANS, proposals,
+                                     {1: {"child": 0.6}, 2: {"child": 0.2}}, 3)
+    assert list(best["best"]) == [0.25, 0.5, 0.5, 0.75]
+    assert markers.to_dict("records") == [
+        {"iteration": 1, "score": 0.6, "status": "accepted", "proposal": 1},
+        {"iteration": 2, "score": 0.2, "status": "rejected", "proposal": 2}]
+
+
+def test_minibatch_means_use_effective_child_scores():
+    trials = [Trial(id=i, run_id="r", candidate_id=12, example_id=i, split=Split.TRAIN,
+                    example_index=i, phase=TrialPhase.CHILD, proposal_id=2, score=s)
+              for i, s in ((1, 0.5), (2, None), (3, 1.0))]
+    assert minibatch_means(trials) == {2: {"child": 0.75}}
+
+
+def test_score_matrix_keeps_missing_as_nan():
+    matrix = score_matrix(MATRIX, CANDIDATES, [ex(1, 0), ex(2, 1)])
+    assert list(matrix.index) == ["#0", "#1", "#3"]
+    assert math.isnan(matrix.loc["#1"].iloc[1]) and matrix.loc["#3"].iloc[0] == 1.0
+
+
+def test_example_comparison_has_deltas_to_the_first():
+    table = example_comparison(MATRIX, [10, 13, 12], CANDIDATES, [ex(1, 0), ex(2, 1)])
+    assert list(table.columns) == ["example", "#0", "#3", "Δ #3"]
+    assert list(table["Δ #3"]) == [1.0, 0.0]
+
+
+def test_front_frame():
+    table = front_frame(CANDIDATES, MEANS, {13: 2}, 13)
+    assert list(table["candidate"]) == ["#0", "#1", "#3"]
+    assert table.set_index("candidate").loc["#3", "on_front"]
+    assert table.set_index("candidate").loc["#3", "parents"] == "#1"
+
+
+def test_lineage_layout_puts_parents_between_children():
+    tree = lineage_layout(CANDIDATES, MEANS, {13: 2}, 13, {12: "rejected"})
+    nodes = tree.nodes.set_index("id")
+    assert sorted(tree.edges) == [(10, 11), (10, 12), (11, 13)]
+    assert nodes.loc[10, "y"] == (nodes.loc[11, "y"] + nodes.loc[12, "y"]) / 2
+    assert nodes.loc[12, "status"] == "rejected" and math.isnan(nodes.loc[12, "mean"])
+    assert bool(nodes.loc[13, "best"]) and list(nodes["x"]) == [0, 1, 2, 3]

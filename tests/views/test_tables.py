@@ -1,0 +1,180 @@
+"""Tables, filters, labels and progress shown by the studio's pages."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+
+from studio.model.records import (
+    Decision,
+    DecisionAction,
+    Override,
+    Proposal,
+    ProposalStatus,
+    Run,
+    RunEvent,
+    RunStatus,
+    Split,
+    Trial,
+    TrialPhase,
+)
+from studio.views.tables import (
+    TrialFilters,
+    append_trials,
+    changed_trial_ids,
+    dimension_scores,
+    evidence_frame,
+    filter_trials,
+    format_duration,
+    format_score,
+    override_changes,
+    override_signature,
+    progress_summary,
+    proposal_history,
+    replace_trials,
+    review_frame,
+    run_label,
+    trace_tool_calls,
+    trial_frame,
+)
+
+
+def trial(id_, *, score=0.5, iteration=1, phase=TrialPhase.PARENT, candidate=1, error=None,
+          override=None, example=1, proposal_id=None):
+    return Trial(id=id_, run_id="r", candidate_id=candidate, example_id=example,
+                 split=Split.TRAIN, example_index=example, iteration=iteration, phase=phase,
+                 input_text=f"in {id_}", output=f"out {id_}", score=score,
+                 feedback={"feedback": f"judge {id_}"}, error=error, override=override,
+                 proposal_id=proposal_id)
+
+
+def test_scores_none_is_could_not_evaluate_never_zero():
+    assert format_score(None) == "could not evaluate"
+    assert format_score(0.0) == "0.000"
+    assert format_score(math.nan, missing="n/a") == "n/a"
+    frame = trial_frame([trial(1, score=None, error="critic failed")], {1: 0})
+    assert math.isnan(frame.loc[0, "score"])
+    assert frame.loc[0, "error"] == "critic failed"
+
+
+def test_trial_frame_uses_effective_scores_and_candidate_indexes():
+    o = Override(trial_id=2, score=0.9, feedback="human says", judge_score=0.5, author="ana")
+    frame = trial_frame([trial(1), trial(2, override=o)], {1: 3})
+    assert list(frame["candidate"]) == [3, 3]
+    assert frame.loc[1, "score"] == 0.9 and frame.loc[1, "judge_score"] == 0.5
+    assert bool(frame.loc[1, "overridden"]) and frame.loc[1, "feedback"] == "human says"
+
+
+def test_append_and_replace_keep_order_and_positions():
+    frame = trial_frame([trial(1), trial(2)], {1: 0})
+    frame = append_trials(frame, trial_frame([trial(3)], {1: 0}))
+    assert list(frame["id"]) == [1, 2, 3]
+    updated = trial_frame([trial(2, score=0.1)], {1: 0})
+    frame = replace_trials(frame, updated)
+    assert list(frame["id"]) == [1, 2, 3] and frame.loc[1, "score"] == 0.1
+    assert append_trials(frame, trial_frame([], {})).equals(frame)
+
+
+def test_filters():
+    o = Override(trial_id=3, score=1.0, judge_score=0.2, author="a")
+    frame = trial_frame([trial(1, score=0.2, iteration=0, phase=TrialPhase.VALSET),
+                         trial(2, score=None, error="timed out", iteration=1),
+                         trial(3, score=0.2, iteration=2, override=o, candidate=2)],
+                        {1: 0, 2: 1})
+    ids = lambda f: list(filter_trials(frame, f)["id"])  # noqa: E731
+    assert ids(TrialFilters()) == [1, 2, 3]
+    assert ids(TrialFilters(iterations=(1, 2))) == [2, 3]
+    assert ids(TrialFilters(candidates=[1])) == [3]
+    assert ids(TrialFilters(phases=["valset"])) == [1]
+    assert ids(TrialFilters(score_range=(0.5, 1.0))) == [2, 3]
+    assert ids(TrialFilters(score_range=(0.5, 1.0), include_unscored=False)) == [3]
+    assert ids(TrialFilters(errors="only errors")) == [2]
+    assert ids(TrialFilters(errors="no errors")) == [1, 3]
+    assert ids(TrialFilters(overridden="overridden")) == [3]
+    assert ids(TrialFilters(overridden="not overridden")) == [1, 2]
+    with pytest.raises(ValueError, match="errors filter"):
+        filter_trials(frame, TrialFilters(errors="some"))
+
+
+def test_override_signature_and_changed_trials():
+    a = Override(id=1, trial_id=10, score=1.0, author="x")
+    b = Override(id=2, trial_id=11, score=0.0, author="x")
+    before = override_signature([a])
+    assert override_signature([a, b]) != before
+    assert changed_trial_ids([a, b], before) == {11}
+    undone = a.model_copy(update={"undone_at": datetime.now(UTC)})
+    assert changed_trial_ids([undone, b], override_signature([a, b])) == {10}
+
+
+def test_progress_summary_and_eta_counts_down():
+    run = Run(id="r", status=RunStatus.RUNNING, config={"max_iterations": 4,
+                                                         "max_metric_calls": 100})
+    event = RunEvent(run_id="r", kind="progress", iteration=2,
+                     payload={"max_iterations": 4, "metric_calls": 30, "max_metric_calls": 100,
+                              "best_score": 0.75, "eta_seconds": 20.0},
+                     created_at=datetime.now(UTC) - timedelta(seconds=5))
+    summary = progress_summary(run, event, trial_count=32)
+    assert summary.metric_calls == 32 and summary.fraction == 0.5
+    assert 14 <= summary.eta_seconds <= 15.5
+    text = summary.text()
+    assert "2 of 4 iterations done" in text and "32 of 100" in text and "0.750" in text
+    assert "ETA" in text
+    empty = progress_summary(run, None, 0)
+    assert "not scored yet" in empty.text() and empty.fraction == 0.0
+    done = progress_summary(run.model_copy(update={"status": RunStatus.COMPLETED}), event, 32)
+    assert done.fraction == 1.0 and "ETA" not in done.text()
+
+
+def test_format_duration():
+    assert [format_duration(s) for s in (None, 5, 125, 7300)] == [
+        "unknown", "5 s", "2 min 05 s", "2 h 01 min"]
+
+
+def test_run_label_does_not_change_with_status():
+    run = Run(id="abcdef123456", name="haiku")
+    assert run_label(run) == run_label(run.model_copy(update={"status": RunStatus.COMPLETED}))
+    assert "abcdef12" in run_label(run)
+
+
+def test_trace_and_feedback_details():
+    calls = trace_tool_calls({"tool_calls": [{"name": "search", "args": {"q": "x"},
+                                              "result": {"hits": 2}}]})
+    assert calls.to_dict("records") == [{"tool": "search", "arguments": '{"q": "x"}',
+                                         "result": '{"hits": 2}'}]
+    dims = dimension_scores({"dimension_scores": {"clarity": 0.5, "bad": "x"}})
+    assert dims.loc[0, "score"] == 0.5 and math.isnan(dims.loc[1, "score"])
+
+
+def test_review_frame_and_changes():
+    o = Override(trial_id=2, score=0.9, feedback="fine", judge_score=0.5, author="ana")
+    before = review_frame([trial(1), trial(2, override=o)], {1: 0})
+    assert before.loc[1, "human_score"] == 0.9 and before.loc[1, "by"] == "ana"
+    after = before.copy()
+    after.loc[0, "human_score"] = 1.0
+    after.loc[1, "human_feedback"] = "better"
+    changes = override_changes(before, after)
+    # a new correction carries the other human value forward (it replaces the active one)
+    assert [(c.trial_id, c.score, c.feedback) for c in changes] == [
+        (1, 1.0, None), (2, 0.9, "better")]
+    assert override_changes(before, before) == []
+
+
+def test_evidence_and_history_frames():
+    parent = [trial(1, score=0.5, example=1), trial(2, score=None, example=2)]
+    child = [trial(3, score=0.75, example=1, phase=TrialPhase.CHILD)]
+    frame = evidence_frame(parent, child)
+    assert frame.loc[0, "delta"] == 0.25 and math.isnan(frame.loc[1, "delta"])
+    assert frame.loc[1, "child_feedback"] == "(not scored yet)"
+    proposals = [Proposal(id=1, run_id="r", iteration=1, parent_id=1, component="instruction",
+                          text="t", status=ProposalStatus.REJECTED, child_id=2)]
+    decisions = [Decision(proposal_id=1, action=DecisionAction.REJECT, reason="too long",
+                          author="ana")]
+    history = proposal_history(proposals, decisions, {1: {"parent_sum": 1.0, "child_sum": 0.5}},
+                               {1: 0, 2: 1})
+    row = history.iloc[0]
+    assert (row["status"], row["decision"], row["by"], row["reason"], row["child"]) == (
+        "rejected", "reject", "ana", "too long", 1)
+    assert isinstance(history, pd.DataFrame)
