@@ -21,6 +21,7 @@ from studio.model.errors import NotFoundError
 from studio.model.records import (
     Candidate,
     Decision,
+    EventKind,
     Example,
     Override,
     Project,
@@ -96,7 +97,7 @@ def recover_orphans() -> list[str]:
 
 
 def latest_progress(run_id: str) -> RunEvent | None:
-    return store().latest_event(run_id, "progress")
+    return store().latest_event(run_id, EventKind.PROGRESS)
 
 
 def count_trials(run_id: str) -> int:
@@ -151,7 +152,7 @@ def decisions(run_id: str) -> list[Decision]:
 
 def evaluated_payloads(run_id: str) -> dict[int, dict[str, Any]]:
     return {e.payload["proposal_id"]: e.payload
-            for e in store().events(run_id, kind="proposal_evaluated")}
+            for e in store().events(run_id, kind=EventKind.PROPOSAL_EVALUATED)}
 
 
 def proposal_evidence(proposal: Proposal) -> Any:
@@ -197,7 +198,7 @@ def analysis(run_id: str, version: Any) -> Analysis:
     view = load_view(store(), run_id)
     children = store().trials(run_id, phase="child", with_trace=False)
     proposals_ = store().proposals(run_id)
-    progress = store().latest_event(run_id, "progress")
+    progress = store().latest_event(run_id, EventKind.PROGRESS)
     last = max([p.iteration for p in proposals_] + [progress.iteration if progress else 0])
     return Analysis(view=view, examples=store().examples(run_id), proposals=proposals_,
                     child_means=minibatch_means(children), last_iteration=last)

@@ -10,6 +10,7 @@ import streamlit as st
 from components import diff_view, loaders, session
 from components.trial_detail import text_block
 from studio.engine.gates import decide
+from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.records import ProposalStatus
 from studio.projects.workspace import require_reason
@@ -46,7 +47,7 @@ def current(run: Any) -> Any | None:
         st.info(f"Proposal #{evaluating[-1].id} (iteration {evaluating[-1].iteration}) is being "
                 "scored on its minibatch; it comes here when it is ready.",
                 icon=":material/hourglass_top:")
-    elif run.config.get("review") != "review":
+    elif run.config.review is not ReviewMode.REVIEW:
         st.info("This run decides automatically (review policy: auto). Start a run with the "
                 "review policy *review* to decide on each proposal yourself. The history of "
                 "decisions is below.")

@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from components import frame, loaders, session
-from studio.model.config import EvolutionConfig
+from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
 from studio.projects import workspace
@@ -129,7 +129,7 @@ def _header(run: Any) -> None:
     title, buttons = st.columns([3, 2], vertical_alignment="center")
     with title:
         st.subheader(escape_markdown(run.name or "run"))
-        review = ("you decide on each proposal" if run.config.get("review") == "review"
+        review = ("you decide on each proposal" if run.config.review is ReviewMode.REVIEW
                   else "automatic (the acceptance rule decides)")
         st.caption(f"Run `{run.id}` · **{run.status.value}**: {STATUS_HINTS[run.status]} · "
                    f"review: {review}")

@@ -16,6 +16,7 @@ import streamlit as st
 
 from components import frame, loaders, session
 from components.trial_detail import show_trial
+from studio.model.config import ReviewMode
 from studio.model.records import ProposalStatus, RunStatus, TrialPhase
 from studio.views.tables import (
     ERROR_CHOICES,
@@ -136,7 +137,7 @@ def progress(run, cache: TableCache) -> None:
 
 
 def awaiting(run) -> None:
-    if run.config.get("review") != "review" or not run.status.is_active:
+    if run.config.review is not ReviewMode.REVIEW or not run.status.is_active:
         return
 
     pending = loaders.store().proposals(run.id, status=ProposalStatus.PENDING)

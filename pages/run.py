@@ -16,5 +16,5 @@ if run is None:
 
 st.divider()
 run_panel.header(run)
-trial_filters = trial_table.filters(run.id, int(run.config.get("max_iterations") or 1))
+trial_filters = trial_table.filters(run.id, max(run.config.max_iterations, 1))
 trial_table.live_panel(run.id, run.status, trial_filters)

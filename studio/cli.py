@@ -22,6 +22,10 @@ from typing import Any
 
 import studio  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP first)
 from studio.model.errors import StudioError
+from studio.model.records import EventKind
+
+# The engine, store and ADK are imported inside the commands that use them: `studio --help`,
+# `studio schema` and `studio validate` do not pay for loading ADK and LiteLLM.
 
 
 def quiet_library_logs() -> None:
@@ -43,19 +47,19 @@ class ProgressBar:
 
     def __call__(self, event: Any) -> None:
         kind = event.kind
-        if kind == "trial_committed":
+        if kind is EventKind.TRIAL_COMMITTED:
             self.trials += 1
             if self.tty:
                 self.draw()
-        elif kind == "progress":
+        elif kind is EventKind.PROGRESS:
             self.last = event.payload() | {"iteration": event.iteration}
             self.trials = self.last["metric_calls"]
             self.draw(newline=not self.tty)
-        elif kind == "awaiting_decision":
+        elif kind is EventKind.AWAITING_DECISION:
             self.note(f"proposal {event.payload()['proposal_id']} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
                       f"{event.payload()['proposal_id']} accept|reject|edit`")
-        elif kind == "run_finished":
+        elif kind is EventKind.RUN_FINISHED:
             self.note(f"run finished: {event.payload()['stop_reason']}")
 
     def draw(self, newline: bool = False) -> None:

@@ -12,7 +12,8 @@ from studio.engine.context import Listener
 from studio.engine.pool import load_view
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
-from studio.model.records import AgentSpec, CriticSpec, DecisionAction, ReflectionSpec, RunSpec
+from studio.model.records import (
+    AgentSpec, CriticSpec, DecisionAction, EventKind, ReflectionSpec, RunSpec)
 from studio.store import Store, open_store
 
 
@@ -75,7 +76,7 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
     for decision in store.decisions(run_id):
         decisions[decision.proposal_id] = decision
     evaluated = {e.payload["proposal_id"]: e.payload
-                 for e in store.events(run_id, kind="proposal_evaluated")}
+                 for e in store.events(run_id, kind=EventKind.PROPOSAL_EVALUATED)}
     history = []
     for proposal in store.proposals(run_id):
         decision = decisions.get(proposal.id)

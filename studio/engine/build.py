@@ -91,8 +91,7 @@ def create_run(
     check_spec_models(spec)
     spec = spec.model_copy(update={"val_is_train": valset is None})
     run = store.create_run(Run(id=new_run_id(), project_id=project_id, name=name,
-                               config=config.model_dump(mode="json"),
-                               spec=spec.model_dump(mode="json", by_alias=True)))
+                               config=config, spec=spec))
     store.add_examples(run.id, Split.TRAIN, trainset)
     if valset is not None:
         store.add_examples(run.id, Split.VAL, valset)
@@ -159,11 +158,11 @@ def build_engine(
 ) -> Engine:
     """An engine for a stored run; live objects replace what the spec would rebuild."""
     run = store.get_run(run_id)
-    spec = RunSpec.model_validate(run.spec)
+    spec = run.spec
     if agent is None and not spec.resumable:
         raise RunStateError(f"run {run_id} was started from Python objects; resume it with "
                             "evolve(..., resume=run_id) and the same agent and critic")
-    config = EvolutionConfig.model_validate(run.config)
+    config = run.config
     agent = agent or _spec_agent(spec)
     executor = AgentExecutor(max_concurrency=config.max_concurrency,
                              timeout_s=config.call_timeout_seconds,

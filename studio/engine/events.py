@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from studio.model.records import EventKind
+
 
 @dataclass(frozen=True)
 class EngineEvent:
-    kind: ClassVar[str] = "event"
+    kind: ClassVar[EventKind]
     run_id: str
     iteration: int
 
@@ -22,20 +24,20 @@ class EngineEvent:
 
 @dataclass(frozen=True)
 class RunStarted(EngineEvent):
-    kind: ClassVar[str] = "run_started"
+    kind: ClassVar[EventKind] = EventKind.RUN_STARTED
     resumed: bool = False
 
 
 @dataclass(frozen=True)
 class BaselineScored(EngineEvent):
-    kind: ClassVar[str] = "baseline_scored"
+    kind: ClassVar[EventKind] = EventKind.BASELINE_SCORED
     candidate_id: int = 0
     score: float | None = None
 
 
 @dataclass(frozen=True)
 class IterationStarted(EngineEvent):
-    kind: ClassVar[str] = "iteration_started"
+    kind: ClassVar[EventKind] = EventKind.ITERATION_STARTED
     parent_id: int = 0
     component: str = "instruction"
     minibatch: list[int] = field(default_factory=list)
@@ -44,7 +46,7 @@ class IterationStarted(EngineEvent):
 
 @dataclass(frozen=True)
 class ProposalCreated(EngineEvent):
-    kind: ClassVar[str] = "proposal_created"
+    kind: ClassVar[EventKind] = EventKind.PROPOSAL_CREATED
     proposal_id: int = 0
     parent_id: int = 0
     component: str = ""
@@ -52,14 +54,14 @@ class ProposalCreated(EngineEvent):
 
 @dataclass(frozen=True)
 class ProposalInvalid(EngineEvent):
-    kind: ClassVar[str] = "proposal_invalid"
+    kind: ClassVar[EventKind] = EventKind.PROPOSAL_INVALID
     proposal_id: int = 0
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class ProposalEvaluated(EngineEvent):
-    kind: ClassVar[str] = "proposal_evaluated"
+    kind: ClassVar[EventKind] = EventKind.PROPOSAL_EVALUATED
     proposal_id: int = 0
     child_id: int = 0
     parent_sum: float = 0.0
@@ -69,13 +71,13 @@ class ProposalEvaluated(EngineEvent):
 
 @dataclass(frozen=True)
 class AwaitingDecision(EngineEvent):
-    kind: ClassVar[str] = "awaiting_decision"
+    kind: ClassVar[EventKind] = EventKind.AWAITING_DECISION
     proposal_id: int = 0
 
 
 @dataclass(frozen=True)
 class DecisionApplied(EngineEvent):
-    kind: ClassVar[str] = "decision_applied"
+    kind: ClassVar[EventKind] = EventKind.DECISION_APPLIED
     proposal_id: int = 0
     action: str = ""
     automatic: bool = False
@@ -84,14 +86,14 @@ class DecisionApplied(EngineEvent):
 
 @dataclass(frozen=True)
 class CandidateAccepted(EngineEvent):
-    kind: ClassVar[str] = "candidate_accepted"
+    kind: ClassVar[EventKind] = EventKind.CANDIDATE_ACCEPTED
     candidate_id: int = 0
     score: float | None = None
 
 
 @dataclass(frozen=True)
 class Progress(EngineEvent):
-    kind: ClassVar[str] = "progress"
+    kind: ClassVar[EventKind] = EventKind.PROGRESS
     max_iterations: int = 0
     metric_calls: int = 0
     max_metric_calls: int | None = None
@@ -103,17 +105,17 @@ class Progress(EngineEvent):
 
 @dataclass(frozen=True)
 class RunPaused(EngineEvent):
-    kind: ClassVar[str] = "run_paused"
+    kind: ClassVar[EventKind] = EventKind.RUN_PAUSED
 
 
 @dataclass(frozen=True)
 class RunResumed(EngineEvent):
-    kind: ClassVar[str] = "run_resumed"
+    kind: ClassVar[EventKind] = EventKind.RUN_RESUMED
 
 
 @dataclass(frozen=True)
 class RunFinished(EngineEvent):
-    kind: ClassVar[str] = "run_finished"
+    kind: ClassVar[EventKind] = EventKind.RUN_FINISHED
     status: str = "completed"
     stop_reason: str = ""
 
@@ -122,7 +124,7 @@ class RunFinished(EngineEvent):
 class TrialCommitted(EngineEvent):
     """In-process only: the trial row itself is the durable record."""
 
-    kind: ClassVar[str] = "trial_committed"
+    kind: ClassVar[EventKind] = EventKind.TRIAL_COMMITTED
     trial_id: int = 0
     candidate_id: int = 0
     score: float | None = None

@@ -15,7 +15,7 @@ from studio.store import Store
 
 
 def val_example_ids(store: Store, run: Run) -> list[int]:
-    split = Split.TRAIN if run.spec.get("val_is_train", True) else Split.VAL
+    split = Split.TRAIN if run.spec.val_is_train else Split.VAL
     return [e.id for e in store.examples(run.id, split)]
 
 

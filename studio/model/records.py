@@ -10,14 +10,12 @@ import json
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
-
-if TYPE_CHECKING:
-    pass
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config")
 """Evolvable parts of an agent (seed 001)."""
@@ -292,9 +290,9 @@ class Run(BaseModel):
     project_id: int | None = None
     name: str = ""
     status: RunStatus = RunStatus.PENDING
-    config: dict[str, Any] = Field(default_factory=dict)
-    """EvolutionConfig as a dict."""
-    spec: dict[str, Any] = Field(default_factory=dict)
+    config: EvolutionConfig = Field(default_factory=EvolutionConfig)
+    """How long the run goes and whether a person gates proposals (stored as JSON)."""
+    spec: RunSpec = Field(default_factory=lambda: RunSpec())
     """Everything needed to rebuild the run: agent, critic, reflection, components, input key."""
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
@@ -421,10 +419,29 @@ class Decision(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class EventKind(StrEnum):
+    """What happened in a run, as stored in its event log and shown by the studio and the CLI."""
+
+    RUN_STARTED = "run_started"
+    BASELINE_SCORED = "baseline_scored"
+    ITERATION_STARTED = "iteration_started"
+    PROPOSAL_CREATED = "proposal_created"
+    PROPOSAL_INVALID = "proposal_invalid"
+    PROPOSAL_EVALUATED = "proposal_evaluated"
+    AWAITING_DECISION = "awaiting_decision"
+    DECISION_APPLIED = "decision_applied"
+    CANDIDATE_ACCEPTED = "candidate_accepted"
+    PROGRESS = "progress"
+    RUN_PAUSED = "run_paused"
+    RUN_RESUMED = "run_resumed"
+    RUN_FINISHED = "run_finished"
+    TRIAL_COMMITTED = "trial_committed"
+
+
 class RunEvent(BaseModel):
     id: int | None = None
     run_id: str
-    kind: str
+    kind: EventKind
     iteration: int = 0
     payload: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
@@ -482,3 +499,6 @@ class RunSpec(BaseModel):
     resumable: bool = True
     """False when the run was started from live Python objects that cannot be rebuilt."""
     project: str | None = None
+
+
+Run.model_rebuild()

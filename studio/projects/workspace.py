@@ -16,7 +16,8 @@ from studio.engine.pool import load_view, minibatch_evidence
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, RunStateError
-from studio.model.records import Project, Proposal, ProposalStatus, Run, RunStatus, Trial
+from studio.model.records import (
+    EventKind, Project, Proposal, ProposalStatus, Run, RunStatus, Trial, TrialPhase)
 from studio.projects.files import (
     ProjectFile,
     dump_project,
@@ -188,7 +189,7 @@ class ProposalEvidence:
 def proposal_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
 
     child = [t for t in store.trials(proposal.run_id, proposal_id=proposal.id)
-             if t.phase.value == "child"]
+             if t.phase is TrialPhase.CHILD]
     minibatch = _minibatch(store, proposal) or [t.example_id for t in child]
     parents = store.first_trials(proposal.parent_id, minibatch)
     parent = [parents[e] for e in minibatch if e in parents]
@@ -204,7 +205,7 @@ def proposal_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
 
 
 def _minibatch(store: Store, proposal: Proposal) -> list[int]:
-    for event in reversed(store.events(proposal.run_id, kind="iteration_started")):
+    for event in reversed(store.events(proposal.run_id, kind=EventKind.ITERATION_STARTED)):
         if event.iteration == proposal.iteration:
             return list(event.payload.get("minibatch") or [])
     return []

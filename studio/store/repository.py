@@ -20,6 +20,7 @@ from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import (
     Candidate,
     Decision,
+    EventKind,
     Example,
     Override,
     Project,
@@ -151,8 +152,8 @@ class Store:
     @_guard
     def create_run(self, run: Run) -> Run:
         values = run.model_dump()
-        values["spec"] = _redacted_json(values["spec"])
-        values["config"] = _redacted_json(values["config"])
+        values["spec"] = _redacted_json(run.spec.model_dump(mode="json", by_alias=True))
+        values["config"] = _redacted_json(run.config.model_dump(mode="json"))
         with self.engine.begin() as c:
             c.execute(insert(t.runs), values)
         return self.get_run(run.id)
@@ -523,16 +524,16 @@ class Store:
     # ------------------------------------------------------------------ events & checkpoints
 
     @_guard
-    def add_event(self, run_id: str, kind: str, iteration: int = 0,
+    def add_event(self, run_id: str, kind: EventKind, iteration: int = 0,
                   payload: dict[str, Any] | None = None) -> RunEvent:
         event = RunEvent(run_id=run_id, kind=kind, iteration=iteration, payload=payload or {})
         with self.engine.begin() as c:
-            new_id = c.execute(insert(t.run_events),
-                               event.model_dump(exclude={"id"})).inserted_primary_key[0]
+            values = event.model_dump(exclude={"id"}) | {"kind": event.kind.value}
+            new_id = c.execute(insert(t.run_events), values).inserted_primary_key[0]
         return event.model_copy(update={"id": new_id})
 
     @_guard
-    def events(self, run_id: str, *, after_id: int = 0, kind: str | None = None
+    def events(self, run_id: str, *, after_id: int = 0, kind: EventKind | None = None
                ) -> list[RunEvent]:
         query = select(t.run_events).where(t.run_events.c.run_id == run_id,
                                            t.run_events.c.id > after_id)
@@ -542,7 +543,7 @@ class Store:
             return [_model(RunEvent, r) for r in c.execute(query.order_by(t.run_events.c.id))]
 
     @_guard
-    def latest_event(self, run_id: str, kind: str) -> RunEvent | None:
+    def latest_event(self, run_id: str, kind: EventKind) -> RunEvent | None:
         query = (select(t.run_events).where(t.run_events.c.run_id == run_id,
                                             t.run_events.c.kind == kind)
                  .order_by(t.run_events.c.id.desc()).limit(1))

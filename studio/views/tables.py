@@ -89,8 +89,7 @@ def example_label(example: Example, limit: int = 40) -> str:
 def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
     rows = [{
         "id": r.id, "name": r.name, "status": r.status.value,
-        "review": str(r.config.get("review", "auto")),
-        "iterations": r.config.get("max_iterations"),
+        "review": r.config.review.value, "iterations": r.config.max_iterations,
         "created": _local(r.created_at), "stop reason": r.stop_reason or "",
         "error": clip(r.error, 120) if r.error else "",
     } for r in runs]
@@ -275,7 +274,6 @@ def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
                      now: datetime | None = None) -> ProgressSummary:
     """The run's progress from its latest ``progress`` event and the live trial count."""
     payload = event.payload if event is not None else {}
-    config = run.config or {}
     eta = payload.get("eta_seconds")
     if eta is not None and event is not None and run.status is RunStatus.RUNNING:
         now = now or datetime.now(UTC)
@@ -284,9 +282,9 @@ def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
         eta = max(0.0, eta - (now - created).total_seconds())
     return ProgressSummary(
         status=run.status, iteration=event.iteration if event is not None else 0,
-        max_iterations=int(payload.get("max_iterations") or config.get("max_iterations") or 0),
+        max_iterations=int(payload.get("max_iterations") or run.config.max_iterations),
         metric_calls=max(trial_count, int(payload.get("metric_calls") or 0)),
-        max_metric_calls=payload.get("max_metric_calls", config.get("max_metric_calls")),
+        max_metric_calls=payload.get("max_metric_calls", run.config.max_metric_calls),
         best_score=payload.get("best_score"), best_candidate_id=payload.get("best_candidate_id"),
         eta_seconds=eta, elapsed_seconds=float(payload.get("elapsed_seconds") or 0.0))
 

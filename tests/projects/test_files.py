@@ -113,6 +113,6 @@ def test_round_trip_and_inline(tmp_path):
 def test_start_run_stores_the_spec_and_examples(store):
     project = parse_project(MINIMAL)
     run = start_run(store, project, Path("."), name="from yaml")
-    assert run.spec["project"] == "demo" and run.spec["critic"]["agent"]["model"] == \
+    assert run.spec.project == "demo" and run.spec.critic.agent.model == \
         "scripted/demo"
     assert len(store.examples(run.id)) == 4

@@ -106,7 +106,7 @@ def test_override_pairs_name_the_critic(store):
 def test_api_keys_are_never_stored(store, monkeypatch):
     secret = "sk-proj-0123456789abcdefghijkl"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
-    store.create_run(Run(id="k1", spec={"agent": {"api_key": secret}}))
+    store.create_run(Run(id="k1", spec={"agent": {"instruction": f"call with {secret}"}}))
     run, examples, candidate = seed_run(store, run_id="k2")
     add_trial(store, run, candidate, examples[0], error=f"auth failed for {secret}")
     store.update_run("k2", error=f"failed with {secret}")

@@ -169,7 +169,7 @@ def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
     button(at, "Start run").click().run()
     assert_ok(at)
     run = studio_db.list_runs()[0]
-    assert run.config["review"] == "review" and at.session_state["app.run_id"] == run.id
+    assert run.config.review == "review" and at.session_state["app.run_id"] == run.id
     wait_for(lambda: pending_proposal(studio_db, run.id))
     at.run()
     table = at.dataframe(key="run.table").value
