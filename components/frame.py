@@ -86,19 +86,12 @@ def _picked() -> None:
 def environment() -> None:
 
     with st.expander("Database and API keys"):
-        st.caption(f"Database: `{_database_label()}`")
+        st.caption(f"Database: `{loaders.database_label()}`")
         st.caption("Keys are read from the environment only; never stored or shown in full.")
         for name in KEY_VARIABLES:
             st.caption(f"`{name}`: {mask(os.environ.get(name))}")
 
 
-def _database_label() -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(loaders.store().url).render_as_string(hide_password=True)
-    except Exception:
-        return "unknown"
 
 
 def need_run() -> str | None:

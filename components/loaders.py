@@ -4,8 +4,8 @@ Reads that may be a little stale are cached with a short TTL (``st.cache_data``)
 live panels (new trials, run status) are not cached, and ask only for rows newer than the last one
 shown. Whole-run analyses are cached per *version* of the run (trial count and override
 signature), so a 10,000-trial run is read once and re-read only when something changed.
-Writes go through :mod:`studio.projects.workspace` and :mod:`studio.engine` with :func:`store`; after
-one, the page clears the cached reads it changed (e.g. ``loaders.projects.clear()``).
+Writes go through :mod:`studio.projects.workspace` and :mod:`studio.engine` with :func:`store`;
+after one, the page clears the cached reads it changed (e.g. ``loaders.projects.clear()``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import streamlit as st
 
 from studio.critics.agreement import agreement_from_store
 from studio.engine.pool import load_view
+from studio.model.config import EvolutionConfig
 from studio.model.errors import NotFoundError
 from studio.model.records import (
     Candidate,
@@ -30,10 +31,11 @@ from studio.model.records import (
     RunEvent,
     Trial,
 )
-from studio.projects.workspace import list_examples, run_effect
+from studio.projects.workspace import list_examples, run_effect, stored_project
+from studio.projects.workspace import pending_proposal as _pending_proposal
 from studio.projects.workspace import proposal_evidence as evidence
 from studio.projects.workspace import recover_orphans as recover
-from studio.store import Store, open_store
+from studio.store import Store, open_store, safe_url
 from studio.views.charts import minibatch_means
 from studio.views.tables import override_signature
 
@@ -42,6 +44,11 @@ from studio.views.tables import override_signature
 def store() -> Store:
     """The studio's database (``STUDIO_DB_URL``, or the default SQLite file)."""
     return open_store()
+
+
+def database_label() -> str:
+    """The database URL without its password, for the sidebar."""
+    return safe_url(store().url)
 
 
 # --------------------------------------------------------------------------- projects
@@ -56,6 +63,12 @@ def project(project_id: int | None) -> Project | None:
     if project_id is None:
         return None
     return next((p for p in projects() if p.id == project_id), None) or _project(project_id)
+
+
+def project_run_settings(project_id: int) -> EvolutionConfig:
+    """The run settings a stored project file declares (raises a StudioError if it does not
+    load)."""
+    return stored_project(store(), project_id).run
 
 
 def _project(project_id: int) -> Project | None:
@@ -150,6 +163,15 @@ def decisions(run_id: str) -> list[Decision]:
     return store().decisions(run_id)
 
 
+def proposal_decisions(proposal_id: int) -> list[Decision]:
+    return store().decisions(proposal_id=proposal_id)
+
+
+def pending_proposal(run_id: str) -> Proposal | None:
+    """The run's proposal waiting for a person's decision, or None."""
+    return _pending_proposal(store(), run_id)
+
+
 def evaluated_payloads(run_id: str) -> dict[int, dict[str, Any]]:
     return {e.payload["proposal_id"]: e.payload
             for e in store().events(run_id, kind=EventKind.PROPOSAL_EVALUATED)}
@@ -158,6 +180,10 @@ def evaluated_payloads(run_id: str) -> dict[int, dict[str, Any]]:
 def proposal_evidence(proposal: Proposal) -> Any:
 
     return evidence(store(), proposal)
+
+
+def candidate(candidate_id: int) -> Candidate:
+    return store().get_candidate(candidate_id)
 
 
 @st.cache_data(ttl=2, show_spinner=False)

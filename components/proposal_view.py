@@ -9,7 +9,7 @@ import streamlit as st
 
 from components import diff_view, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import decide
+from studio.engine.gates import decide, latest_pending
 from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.records import ProposalStatus
@@ -39,9 +39,9 @@ def watch(run_id: str) -> None:
 def current(run: Any) -> Any | None:
     """The proposal to show now: the pending one, else one being scored (with a note)."""
     proposals = loaders.proposals(run.id)
-    pending = [p for p in proposals if p.status is ProposalStatus.PENDING]
-    if pending:
-        return pending[-1]
+    pending = latest_pending(proposals)
+    if pending is not None:
+        return pending
     evaluating = [p for p in proposals if p.status is ProposalStatus.EVALUATING]
     if evaluating and run.status.is_active:
         st.info(f"Proposal #{evaluating[-1].id} (iteration {evaluating[-1].iteration}) is being "
@@ -61,7 +61,7 @@ def current(run: Any) -> Any | None:
 
 def evidence(proposal: Any) -> None:
     """Diff, reasoning and per-example evidence of one proposal."""
-    parent = loaders.store().get_candidate(proposal.parent_id)
+    parent = loaders.candidate(proposal.parent_id)
     index_of = {c.id: c.index for c in loaders.candidates(proposal.run_id)}
     parent_text = parent.components.get(proposal.component, "")
     diff_view.side_by_side(
@@ -102,7 +102,7 @@ def evidence(proposal: Any) -> None:
 
 
 def decision_form(proposal: Any) -> None:
-    recorded = loaders.store().decisions(proposal_id=proposal.id)
+    recorded = loaders.proposal_decisions(proposal.id)
     if recorded:
         d = recorded[-1]
         st.success(f"Decision recorded: {d.action.value} by {escape_markdown(d.author)}. The run "

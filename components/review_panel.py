@@ -8,9 +8,8 @@ from typing import Any
 import streamlit as st
 
 from components import loaders, session
-from studio.engine.gates import override, undo_override
+from studio.engine.gates import merge_correction, override, undo_override
 from studio.model.errors import StudioError
-from studio.projects.workspace import pending_proposal
 from studio.views.diffing import escape_markdown
 from studio.views.tables import (
     format_score,
@@ -60,7 +59,7 @@ def scope_trials(run_id: str) -> list[Any]:
     scope = cols[0].segmented_control("Trials to review", SCOPES, key=f"{key}.scope") or SCOPES[1]
     if scope == SCOPES[0]:
 
-        proposal = pending_proposal(loaders.store(), run_id)
+        proposal = loaders.pending_proposal(run_id)
         if proposal is None:
             st.caption("No proposal is waiting: showing the latest trials.")
             return loaders.recent_trials(run_id, 100)
@@ -125,13 +124,8 @@ def single(run_id: str, trials: list[Any]) -> None:
         feedback = cols[1].text_input("Human feedback", key="review.single.feedback",
                                       placeholder="optional: what the critic missed")
         if st.form_submit_button("Save correction", icon=":material/save:"):
-            # a new correction replaces the active one: keep what this form leaves empty
             active = next(t.override for t in trials if t.id == trial_id)
-            if score is None and active is not None:
-                score = active.score
-            if not feedback and active is not None:
-                feedback = active.feedback
-            save(run_id, [(trial_id, score, feedback or None)])
+            save(run_id, [(trial_id, *merge_correction(active, score, feedback))])
 
 
 def save(run_id: str, changes: list[tuple[int, float | None, str | None]]) -> None:

@@ -11,7 +11,7 @@ from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
 from studio.projects import workspace
-from studio.projects.workspace import start_project_run, stored_project
+from studio.projects.workspace import start_project_run
 from studio.views.diffing import escape_markdown
 from studio.views.tables import STATUS_HINTS
 
@@ -46,7 +46,7 @@ def start_form(*, expanded: bool) -> None:
 def _project_defaults(project_id: int) -> dict[str, Any] | None:
 
     try:
-        return stored_project(loaders.store(), project_id).run.model_dump(mode="json")
+        return loaders.project_run_settings(project_id).model_dump(mode="json")
     except StudioError as exc:
         st.error(f"This project does not load: {escape_markdown(str(exc))}. Fix it on the "
                  "Projects page.")

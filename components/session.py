@@ -131,12 +131,6 @@ def init(key: str, value: Any) -> None:
         st.session_state[key] = value
 
 
-def clear_prefix(prefix: str) -> None:
-    for key in [k for k in st.session_state if isinstance(k, str)
-                and k.startswith(prefix)]:
-        del st.session_state[key]
-
-
 FLASH_SECONDS = 6.0
 
 

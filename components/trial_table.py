@@ -17,7 +17,7 @@ import streamlit as st
 from components import frame, loaders, session
 from components.trial_detail import show_trial
 from studio.model.config import ReviewMode
-from studio.model.records import ProposalStatus, RunStatus, TrialPhase
+from studio.model.records import RunStatus, TrialPhase
 from studio.views.tables import (
     ERROR_CHOICES,
     OVERRIDE_CHOICES,
@@ -140,9 +140,9 @@ def awaiting(run) -> None:
     if run.config.review is not ReviewMode.REVIEW or not run.status.is_active:
         return
 
-    pending = loaders.store().proposals(run.id, status=ProposalStatus.PENDING)
-    if pending:
-        st.warning(f"Proposal #{pending[-1].id} is waiting for your decision; the run is on "
+    pending = loaders.pending_proposal(run.id)
+    if pending is not None:
+        st.warning(f"Proposal #{pending.id} is waiting for your decision; the run is on "
                    "hold until you accept, edit or reject it.", icon=":material/how_to_vote:")
         frame.link(frame.PROPOSALS, "Decide on the Proposals page", ":material/arrow_forward:")
 

@@ -1,4 +1,4 @@
-"""``evolve()``: the library entry point (seed 001), and the result it returns."""
+"""``evolve()``: the library entry point, and the result it returns."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ from studio.engine.pool import load_view
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.records import (
-    AgentSpec, CriticSpec, DecisionAction, EventKind, ReflectionSpec, RunSpec)
+    AgentSpec,
+    CriticSpec,
+    DecisionAction,
+    EventKind,
+    ReflectionSpec,
+    RunSpec,
+)
 from studio.store import Store, open_store
 
 
@@ -122,7 +128,7 @@ async def evolve(
     on_event: Listener | None = None,
     resume: str | None = None,
 ) -> EvolutionResult:
-    """Evolve ``agent``'s components on ``trainset`` with ``critic`` (seed 001).
+    """Evolve ``agent``'s components on ``trainset`` with ``critic``.
 
     The run executes in the shared background run manager and is recorded in the store as it
     happens, so it can be watched (and steered) in the studio. ``agent`` is never mutated.
@@ -132,8 +138,8 @@ async def evolve(
         trainset: examples as dicts, e.g. ``{"topic": "autumn leaves"}``; ``expected`` is the
             optional reference.
         critic: an ADK critic agent (``output_schema=SimpleCriticOutput``), an evaluator from
-            :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`. Default: a simple
-            critic on the agent's model.
+            :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`.
+            Default: a simple critic on the agent's model.
         valset: validation examples (the trainset when None).
         components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
         reflection_agent: reflection agent for the instruction (default per component).

@@ -113,7 +113,8 @@ def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
 
 
 def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
-    """A :class:`studio.critics.protocol.Critic` from an ADK agent, an evaluator, a Critic or a spec."""
+    """A :class:`~studio.critics.protocol.Critic` from an ADK agent, an evaluator, a Critic or a
+    spec."""
     from google.adk.agents import BaseAgent
 
     if isinstance(critic, CriticSpec):
@@ -135,7 +136,7 @@ def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Cr
 
 
 def reflection_agents(spec: RunSpec, override: Any = None) -> dict[str, Any]:
-    """One reflection agent per evolved component (seed 001 table)."""
+    """One reflection agent per evolved component."""
     agents = {}
     for component in spec.components:
         if override is not None and component == "instruction":

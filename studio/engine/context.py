@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -29,19 +30,71 @@ class StopRun(Exception):
         super().__init__(reason)
 
 
+WAKE_FALLBACK_SECONDS = 1.0
+"""Longest a waiting engine sleeps without a wake-up: the fallback that still sees a decision
+written by another process when no heartbeat delivers it (e.g. an engine run without a worker)."""
+
+
 @dataclass
 class RunControl:
-    """Requests from people, delivered by the worker's heartbeat (see :mod:`studio.engine.worker`)."""
+    """Requests from people to a running engine, and the event its waits are woken by.
 
-    stop_requested: bool = False
+    The worker's heartbeat delivers the store's pause/stop requests (see
+    :mod:`studio.engine.worker`); :func:`studio.engine.gates.decide` wakes the engine when a
+    decision is made in this process. Safe to call from any thread.
+    """
+
+    stop_reason: str | None = None
+    """Why a person asked the run to end (``user``), or None while it may go on."""
     pause_requested: bool = False
-    changed: asyncio.Event | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    loop: asyncio.AbstractEventLoop | None = None
+    """The engine's event loop, bound when the run starts (wake-ups from other threads)."""
 
     def apply(self, control: str | None) -> None:
-        self.stop_requested = self.stop_requested or control == "stop"
+        """Deliver the store's request: ``pause``, ``stop`` or None (go on)."""
+        if control == "stop":
+            self.stop_reason = self.stop_reason or "user"
         self.pause_requested = control == "pause"
-        if self.changed is not None:
-            self.changed.set()
+        self.wake()
+
+    def stop(self, reason: str) -> None:
+        self.stop_reason = self.stop_reason or reason
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake whatever the engine is waiting on, so it re-reads the store now."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed since the check
+            loop.call_soon_threadsafe(self.changed.set)
+
+    async def wait(self, timeout: float = WAKE_FALLBACK_SECONDS) -> None:
+        """Sleep until woken or ``timeout`` passes. Callers clear :attr:`changed` before
+        reading the store, so a wake-up between the read and this wait is not lost."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.changed.wait(), timeout)
+
+
+_live_controls: dict[str, RunControl] = {}
+"""Controls of the engines running in this process, by run id (see :func:`wake_run`)."""
+
+
+def register_control(run_id: str, control: RunControl | None) -> None:
+    """Make a running engine reachable by :func:`wake_run` (None removes it)."""
+    if control is None:
+        _live_controls.pop(run_id, None)
+    else:
+        _live_controls[run_id] = control
+
+
+def wake_run(run_id: str) -> None:
+    """Wake the run's engine if it runs in this process; another process sees the change on
+    its next heartbeat or fallback timeout."""
+    control = _live_controls.get(run_id)
+    if control is not None:
+        control.wake()
 
 
 @dataclass
@@ -117,8 +170,8 @@ class RunContext:
 
     def check_stop(self) -> None:
         """Raise StopRun if a person asked to stop or the wall-clock limit has passed."""
-        if self.control.stop_requested:
-            raise StopRun("user")
+        if self.control.stop_reason is not None:
+            raise StopRun(self.control.stop_reason)
         timeout = self.config.timeout_seconds
         if timeout is not None and self.active_seconds() >= timeout:
             raise StopRun("timeout")

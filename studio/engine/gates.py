@@ -8,15 +8,13 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Iterable
 
 from studio.engine.components import validate_proposal
-from studio.engine.context import RunContext, StopRun
+from studio.engine.context import RunContext, StopRun, wake_run
 from studio.model.errors import ConfigError, ProposalError, RunStateError
-from studio.model.records import Decision, DecisionAction, Override, ProposalStatus
+from studio.model.records import Decision, DecisionAction, Override, Proposal, ProposalStatus
 from studio.store import Store, open_store
-
-POLL_SECONDS = 0.2
 
 
 def decide(
@@ -52,6 +50,7 @@ def decide(
         author=author or "anonymous"))
     if action is DecisionAction.STOP:
         store.update_run(proposal.run_id, control="stop")
+    wake_run(proposal.run_id)
     return decision
 
 
@@ -90,19 +89,41 @@ def override(
                               feedback=feedback, author=author)
 
 
+def merge_correction(active: Override | None, score: float | None,
+                     feedback: str | None) -> tuple[float | None, str | None]:
+    """A new correction replaces the trial's active one: what the person leaves empty keeps the
+    active correction's value, so correcting only the feedback does not drop a corrected score."""
+    if active is not None:
+        score = active.score if score is None else score
+        feedback = feedback or active.feedback
+    return score, feedback or None
+
+
+def latest_pending(proposals: Iterable[Proposal]) -> Proposal | None:
+    """The proposal waiting at the gate for a person's decision (the latest, should there be
+    several), or None."""
+    pending = [p for p in proposals if p.status is ProposalStatus.PENDING]
+    return pending[-1] if pending else None
+
+
 def undo_override(override_id: int, *, store: Store | None = None) -> Override:
     """Withdraw an override; the previous one (or the judge's value) applies again."""
     return (store or open_store()).undo_override(override_id)
 
 
 async def await_decision(ctx: RunContext, proposal_id: int) -> Decision:
-    """Wait for a person's decision, while honouring stop requests and the run's timeout."""
+    """Wait for a person's decision, while honouring stop requests and the run's timeout.
+
+    Woken at once by a decision made in this process and by each heartbeat; a decision from
+    another process is seen within a heartbeat (or the control's fallback timeout)."""
     while True:
+        ctx.control.changed.clear()
         decisions = ctx.store.decisions(proposal_id=proposal_id)
         if decisions:
             return decisions[-1]
         ctx.check_stop()
-        await asyncio.sleep(POLL_SECONDS)
+        await ctx.control.wait()
 
 
-__all__ = ["await_decision", "decide", "override", "undo_override", "StopRun"]
+__all__ = ["await_decision", "decide", "latest_pending", "merge_correction", "override",
+           "undo_override", "StopRun"]

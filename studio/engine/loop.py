@@ -18,7 +18,7 @@ from typing import Any
 from studio.engine import proposer
 from studio.engine.batch import score_batch
 from studio.engine.components import extract_components
-from studio.engine.context import RunContext, StopRun
+from studio.engine.context import RunContext, StopRun, register_control
 from studio.engine.events import (
     AwaitingDecision,
     BaselineScored,
@@ -94,10 +94,37 @@ class Engine:
         self.state = LoopState()
         self._iteration_seconds: list[float] = []
 
+    @property
+    def run_id(self) -> str:
+        return self.ctx.run_id
+
+    # ------------------------------------------------------------------ control (any thread)
+
+    def pause(self) -> None:
+        """Hold the run before its next iteration until :meth:`apply_control` lifts it."""
+        self.apply_control("pause")
+
+    def stop(self, reason: str = "user") -> None:
+        """End the run at its next step with ``reason`` (``user`` marks it stopped)."""
+        self.ctx.control.stop(reason)
+
+    def apply_control(self, control: str | None) -> None:
+        """Act on a person's request as stored on the run: ``pause``, ``stop`` or None."""
+        self.ctx.control.apply(control)
+
     # ------------------------------------------------------------------ run
 
     async def run(self) -> str:
         """Run until a stop condition; returns the stop reason."""
+        ctx = self.ctx
+        ctx.control.loop = asyncio.get_running_loop()
+        register_control(ctx.run_id, ctx.control)
+        try:
+            return await self._run()
+        finally:
+            register_control(ctx.run_id, None)
+
+    async def _run(self) -> str:
         ctx = self.ctx
         resumed = self._restore()
         started = {} if ctx.run.started_at else {"started_at": utcnow()}
@@ -204,9 +231,12 @@ class Engine:
             return
         ctx.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
         ctx.emit(RunPaused(run_id=ctx.run_id, iteration=self.state.iteration))
-        while ctx.control.pause_requested:
+        while True:
+            ctx.control.changed.clear()
+            if not ctx.control.pause_requested:
+                break
             ctx.check_stop()
-            await asyncio.sleep(0.2)
+            await ctx.control.wait()
         ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING)
         ctx.emit(RunResumed(run_id=ctx.run_id, iteration=self.state.iteration))
 

@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from studio.engine.build import build_engine
+from studio.engine.loop import Engine
 from studio.model.errors import RunStateError
 from studio.model.records import RunStatus
 from studio.store import Store, open_store
@@ -32,8 +33,9 @@ STALE_AFTER_SECONDS = float(os.environ.get("STUDIO_STALE_AFTER_SECONDS", "10.0")
 class RunHandle:
     """A run executing in this process."""
 
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.run_id = engine.run_id
         self.stop_reason: str | None = None
         self.error: BaseException | None = None
         self._done = threading.Event()
@@ -74,9 +76,9 @@ class RunManager:
 
     # ------------------------------------------------------------------ starting
 
-    def start(self, engine: Any) -> RunHandle:
+    def start(self, engine: Engine) -> RunHandle:
         """Run ``engine`` (see :func:`studio.engine.build.build_engine`) in a worker thread."""
-        run_id = engine.ctx.run_id
+        run_id = engine.run_id
         with self._lock:
             existing = self._handles.get(run_id)
             if existing is not None and existing.running:
@@ -84,7 +86,7 @@ class RunManager:
             if not self.store.claim_run(run_id, self.worker_id,
                                         stale_after_s=STALE_AFTER_SECONDS):
                 raise RunStateError(f"run {run_id} is being executed by another process")
-            handle = RunHandle(run_id)
+            handle = RunHandle(engine)
             self._handles[run_id] = handle
         handle.thread = threading.Thread(target=self._work, args=(engine, handle),
                                          name=f"run-{run_id}", daemon=True)
@@ -109,7 +111,7 @@ class RunManager:
         self.store.update_run(run_id, control=None)
         return self.start(build_engine(self.store, run_id, listeners=listeners, **live_objects))
 
-    def _work(self, engine: Any, handle: RunHandle) -> None:
+    def _work(self, engine: Engine, handle: RunHandle) -> None:
         try:
             handle.stop_reason = asyncio.run(self._drive(engine, handle))
         except BaseException as exc:  # surfaced by RunHandle.wait()
@@ -117,23 +119,24 @@ class RunManager:
         finally:
             handle._done.set()
 
-    async def _drive(self, engine: Any, handle: RunHandle) -> str:
+    async def _drive(self, engine: Engine, handle: RunHandle) -> str:
         handle.loop = asyncio.get_running_loop()
-        engine.ctx.control.changed = asyncio.Event()
         heartbeat = asyncio.create_task(self._heartbeat(engine))
         handle.task = asyncio.current_task()
         try:
             return await engine.run()
         finally:
             heartbeat.cancel()
-            self.store.update_run(engine.ctx.run_id, worker=None)
+            self.store.update_run(engine.run_id, worker=None)
 
-    async def _heartbeat(self, engine: Any) -> None:
-        run_id = engine.ctx.run_id
+    async def _heartbeat(self, engine: Engine) -> None:
+        """Keep the claim on the run alive and deliver the store's control to the engine (which
+        also wakes its waits, so a decision from another process is seen within a beat)."""
+        run_id = engine.run_id
         while True:
             try:
                 control = await asyncio.to_thread(self.store.heartbeat, run_id, self.worker_id)
-                engine.ctx.control.apply(control)
+                engine.apply_control(control)
             except RuntimeError:
                 return  # the interpreter is shutting down; the run will show as orphaned
             except Exception:  # the store may be busy; the next beat retries
@@ -144,9 +147,15 @@ class RunManager:
 
     def pause(self, run_id: str) -> None:
         self._control(run_id, "pause")
+        engine = self._local_engine(run_id)
+        if engine is not None:
+            engine.pause()
 
     def unpause(self, run_id: str) -> None:
         self._control(run_id, None)
+        engine = self._local_engine(run_id)
+        if engine is not None:
+            engine.apply_control(None)
 
     def stop(self, run_id: str) -> None:
         """Ask the run to stop at its next step (in any process that runs it)."""
@@ -155,6 +164,9 @@ class RunManager:
             self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")
             return
         self._control(run_id, "stop")
+        engine = self._local_engine(run_id)
+        if engine is not None:
+            engine.stop("user")
 
     def _control(self, run_id: str, control: str | None) -> None:
         run = self.store.get_run(run_id)
@@ -164,6 +176,11 @@ class RunManager:
         self.store.update_run(run_id, control=control)
 
     # ------------------------------------------------------------------ queries
+
+    def _local_engine(self, run_id: str) -> Engine | None:
+        """The run's engine when it runs in this process (others act on their heartbeat)."""
+        handle = self._handles.get(run_id)
+        return handle.engine if handle is not None and handle.running else None
 
     def handle(self, run_id: str) -> RunHandle | None:
         return self._handles.get(run_id)

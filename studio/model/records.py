@@ -18,7 +18,7 @@ from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config")
-"""Evolvable parts of an agent (seed 001)."""
+"""Parts of an agent that evolution may rewrite."""
 
 EXPECTED_KEY = "expected"
 INPUT_KEY = "input"
@@ -102,10 +102,6 @@ class AgentSpec(BaseModel):
             "output_schema": json.dumps(self.output_schema, indent=2) if self.output_schema else "",
             "generate_content_config": config_to_yaml(self.generate_content_config),
         }
-
-    def with_components(self, components: dict[str, str]) -> AgentSpec:
-        """A copy with component texts applied (never mutates ``self``)."""
-        return self.model_copy(update=parse_components(components))
 
 
 def config_to_yaml(config: GenerationConfig) -> str:

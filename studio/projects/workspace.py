@@ -12,12 +12,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from studio.engine.build import build_engine
+from studio.engine.gates import latest_pending
 from studio.engine.pool import load_view, minibatch_evidence
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
-from studio.model.errors import ConfigError, RunStateError
+from studio.model.errors import ConfigError
 from studio.model.records import (
-    EventKind, Project, Proposal, ProposalStatus, Run, RunStatus, Trial, TrialPhase)
+    EventKind,
+    Project,
+    Proposal,
+    ProposalStatus,
+    Run,
+    RunStatus,
+    Trial,
+    TrialPhase,
+)
 from studio.projects.files import (
     ProjectFile,
     dump_project,
@@ -212,8 +221,8 @@ def _minibatch(store: Store, proposal: Proposal) -> list[int]:
 
 
 def pending_proposal(store: Store, run_id: str) -> Proposal | None:
-    pending = store.proposals(run_id, status=ProposalStatus.PENDING)
-    return pending[-1] if pending else None
+    """The run's proposal waiting for a person's decision, or None."""
+    return latest_pending(store.proposals(run_id, status=ProposalStatus.PENDING))
 
 
 @dataclass
@@ -250,9 +259,3 @@ def require_reason(action: str, reason: str) -> None:
                           where="reason")
 
 
-def check_pending(store: Store, proposal_id: int) -> Proposal:
-    proposal = store.get_proposal(proposal_id)
-    if proposal.status is not ProposalStatus.PENDING:
-        raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}: it was decided "
-                            "already (perhaps in another tab)")
-    return proposal

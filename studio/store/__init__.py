@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import threading
 
-from studio.store.connection import create_db_engine, default_db_path, migrate, resolve_url
+from studio.store.connection import (
+    create_db_engine,
+    default_db_path,
+    migrate,
+    resolve_url,
+    safe_url,
+)
 from studio.store.repository import EvalRun, OverridePair, Store
 
-__all__ = ["EvalRun", "OverridePair", "Store", "default_db_path", "open_store"]
+__all__ = ["EvalRun", "OverridePair", "Store", "default_db_path", "open_store", "safe_url"]
 
 _cache: dict[str, Store] = {}
 _lock = threading.Lock()

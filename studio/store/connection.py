@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, insert, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from studio.model.errors import StoreError
@@ -53,7 +53,7 @@ def create_db_engine(url: str) -> Engine:
         return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
     except (ImportError, SQLAlchemyError) as exc:
         hint = " (install the driver: pip install -e '.[postgres]')" if "postgres" in url else ""
-        raise StoreError(f"cannot use database URL {_safe(url)}: {exc}{hint}") from exc
+        raise StoreError(f"cannot use database URL {safe_url(url)}: {exc}{hint}") from exc
 
 
 def _prepare_sqlite_dir(path: Path) -> None:
@@ -85,10 +85,8 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def _safe(url: str) -> str:
-    """The URL without its password, for messages."""
-    from sqlalchemy.engine import make_url
-
+def safe_url(url: str) -> str:
+    """The URL without its password, for messages and the studio's sidebar."""
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
@@ -104,7 +102,7 @@ def explain_operational_error(exc: OperationalError, url: str) -> StoreError:
         hint = f"it is not writable; fix its permissions or set {DB_URL_ENV}"
     else:
         hint = "check the URL and that the database server is reachable"
-    return StoreError(f"database {_safe(url)}: {message} ({hint})")
+    return StoreError(f"database {safe_url(url)}: {message} ({hint})")
 
 
 def migrate(engine: Engine, url: str) -> int:

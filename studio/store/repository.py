@@ -342,11 +342,6 @@ class Store:
         return self._trial(row, _model(Override, override))
 
     @_guard
-    def find_trial(self, candidate_id: int, example_id: int) -> Trial | None:
-        """The committed trial of this candidate on this example, if any."""
-        return self.first_trials(candidate_id, [example_id]).get(example_id)
-
-    @_guard
     def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:
         """The committed trial per example for one candidate (one query for a whole batch)."""
         query = (select(t.trials).where(t.trials.c.candidate_id == candidate_id,

@@ -82,8 +82,8 @@ def test_an_override_flips_an_acceptance_and_reorders_the_front(runner, store, s
     view = load_view(store, run_id)
     seed, child = view.pooled_ids
     assert view.best_id == seed and list(view.front) == [seed]
-    for example in view.val_ids:
-        override(store.find_trial(child, example).id, score=1.0, author="ana", store=store)
+    for trial in store.first_trials(child, list(view.val_ids)).values():
+        override(trial.id, score=1.0, author="ana", store=store)
     reordered = load_view(store, run_id)
     assert reordered.best_id == child and list(reordered.front) == [child]
     assert load_result(store, run_id).final_score == 1.0

@@ -93,11 +93,6 @@ def recorded_requests(name: str | None = None) -> list[ChatRequest]:
     return [r for r in items if name is None or _split(r.model)[0] == name]
 
 
-def clear_history() -> None:
-    with _lock:
-        _history.clear()
-
-
 def _split(model: str) -> tuple[str, float | None]:
     name = model.split("/", 1)[-1]
     match = _LATENCY_SUFFIX.match(name)
