@@ -70,11 +70,12 @@ class RunControl:
         with contextlib.suppress(RuntimeError):  # the loop closed since the check
             loop.call_soon_threadsafe(self.changed.set)
 
-    async def wait(self, timeout: float = WAKE_FALLBACK_SECONDS) -> None:
-        """Sleep until woken or ``timeout`` passes. Callers clear :attr:`changed` before
-        reading the store, so a wake-up between the read and this wait is not lost."""
+    async def wait(self) -> None:
+        """Sleep until woken or :data:`WAKE_FALLBACK_SECONDS` pass. Callers clear
+        :attr:`changed` before reading the store, so a wake-up between the read and this wait is
+        not lost."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.changed.wait(), timeout)
+            await asyncio.wait_for(self.changed.wait(), WAKE_FALLBACK_SECONDS)
 
 
 _live_controls: dict[str, RunControl] = {}

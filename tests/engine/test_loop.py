@@ -7,11 +7,12 @@ import pytest
 from studio.engine import decide, load_result, override
 from studio.engine.events import ProposalEvaluated
 from studio.engine.pool import load_view
+from studio.engine.worker import get_manager
 from studio.model.errors import ConfigError, DatasetError
 from studio.model.records import DecisionAction, ProposalStatus, RunStatus, TrialPhase
 from studio.runtime.providers.demo import critique
 from studio.runtime.providers.scripted import recorded_requests
-from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset
+from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset, wait_until
 
 
 def test_a_better_instruction_is_found_and_accepted(runner, store):
@@ -176,16 +177,13 @@ def test_patience_stops_a_run_that_no_longer_improves(runner, store, script):
 
 
 def test_user_stop(runner, store):
-    from studio.engine.worker import get_manager
-
     run_id, handle = runner.start(demo_spec("scripted/demo@30ms"), trainset(3),
                                   max_iterations=100)
-    import time
-
-    time.sleep(0.5)
+    wait_until(lambda: store.count_trials(run_id) > 0, message="the run scores its first trial")
     get_manager(store).stop(run_id)
     assert handle.wait(20) == "user"
     assert store.get_run(run_id).status is RunStatus.STOPPED
+    assert store.get_run(run_id).started_at is not None  # stopped mid-run, not before it began
 
 
 def test_a_seed_makes_runs_reproducible(runner, store):

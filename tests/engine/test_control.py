@@ -1,0 +1,61 @@
+"""Steering a running engine: pause, stop and decisions reach it without polling the store."""
+
+from __future__ import annotations
+
+import pytest
+
+from studio.engine import context, decide, worker
+from studio.engine.build import build_engine
+from studio.engine.worker import get_manager
+from studio.model.records import ProposalStatus, RunStatus
+from tests.helpers import demo_spec, trainset, wait_until
+
+SLOW_SECONDS = 60.0
+"""Heartbeat and fallback far beyond the tests' timeouts: only a direct wake-up can be seen."""
+
+
+@pytest.fixture
+def no_polling(monkeypatch):
+    monkeypatch.setattr(worker, "HEARTBEAT_SECONDS", SLOW_SECONDS)
+    monkeypatch.setattr(context, "WAKE_FALLBACK_SECONDS", SLOW_SECONDS)
+
+
+def test_an_in_process_decision_wakes_the_waiting_gate(runner, store, no_polling):
+    run_id, handle = runner.start(demo_spec(), trainset(3), max_iterations=1, review="review")
+    proposal = runner.wait_for_pending(run_id, set())
+    decide(proposal.id, "accept", store=store)
+    wait_until(lambda: store.get_proposal(proposal.id).status is ProposalStatus.ACCEPTED,
+               timeout=20, message="the gate applies the decision")
+    assert handle.wait(20) == "max_iterations"
+
+
+def test_pause_and_unpause_reach_a_local_engine_without_a_heartbeat(runner, store, no_polling):
+    run_id, handle = runner.start(demo_spec("scripted/demo@30ms"), trainset(3), max_iterations=3)
+    wait_until(lambda: store.count_trials(run_id) > 0, message="the run scores its first trial")
+    get_manager(store).pause(run_id)
+    wait_until(lambda: store.get_run(run_id).status is RunStatus.PAUSED, timeout=20,
+               message="the run pauses before its next iteration")
+    held = store.count_trials(run_id)
+    get_manager(store).unpause(run_id)
+    assert handle.wait(30) == "max_iterations"
+    assert store.count_trials(run_id) > held
+
+
+def test_engine_stop_ends_the_run_with_its_reason(runner, store, no_polling):
+    run_id = runner.create(demo_spec("scripted/demo@30ms"), trainset(3), max_iterations=100)
+    engine = build_engine(store, run_id)
+    handle = get_manager(store).start(engine)
+    wait_until(lambda: store.count_trials(run_id) > 0, message="the run scores its first trial")
+    engine.stop("user")
+    assert handle.wait(20) == "user"
+    run = store.get_run(run_id)
+    assert run.status is RunStatus.STOPPED and run.stop_reason == "user"
+
+
+def test_manager_stop_reaches_a_local_engine_without_a_heartbeat(runner, store, no_polling):
+    run_id, handle = runner.start(demo_spec("scripted/demo@30ms"), trainset(3),
+                                  max_iterations=100)
+    wait_until(lambda: store.count_trials(run_id) > 0, message="the run scores its first trial")
+    get_manager(store).stop(run_id)
+    assert handle.wait(20) == "user"
+    assert store.get_run(run_id).status is RunStatus.STOPPED
