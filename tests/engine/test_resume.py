@@ -6,13 +6,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from studio.engine import decide, load_result, override
-from studio.model.records import ProposalStatus, RunStatus
+from studio.engine import decide, load_result, override, worker
+from studio.engine.worker import get_manager
+from studio.model.records import EventKind, ProposalStatus, RunStatus
+from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE = "1.5"
@@ -20,9 +21,7 @@ STALE = "1.5"
 
 @pytest.fixture(autouse=True)
 def fast_heartbeats(monkeypatch):
-    import studio.engine.worker as runs
-
-    monkeypatch.setattr(runs, "STALE_AFTER_SECONDS", float(STALE))
+    monkeypatch.setattr(worker, "STALE_AFTER_SECONDS", float(STALE))
 
 
 def start_worker(url: str, review: str) -> tuple[subprocess.Popen, str]:
@@ -30,15 +29,6 @@ def start_worker(url: str, review: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen([sys.executable, "-m", "tests.engine.resume_worker", url, review],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     return process, process.stdout.readline().strip()
-
-
-def wait_until(condition, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 def kill(process: subprocess.Popen) -> None:
@@ -52,11 +42,10 @@ def counts(store, run_id):
 
 
 def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
-    from studio.engine.worker import get_manager
-
     process, run_id = start_worker(store.url, "auto")
     try:
-        wait_until(lambda: len(store.decisions(run_id)) >= 2 and store.count_trials(run_id) >= 14)
+        wait_until(lambda: len(store.decisions(run_id)) >= 2 and store.count_trials(run_id) >= 14,
+                   timeout=60)
         first_trial = store.trials(run_id)[0]
         override(first_trial.id, score=1.0, feedback="human: fine", author="ana", store=store)
         before_trials = {t.id: (t.candidate_id, t.example_id, t.score)
@@ -64,9 +53,9 @@ def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
         before = counts(store, run_id)
     finally:
         kill(process)
-    time.sleep(float(STALE) + 0.5)
     manager = get_manager(store)
-    assert run_id in manager.recover_orphans()
+    wait_until(lambda: run_id in manager.recover_orphans(), timeout=30,
+               message="the killed worker's run is found orphaned")
     assert store.get_run(run_id).status is RunStatus.ORPHANED
     assert manager.resume(run_id).wait(60) == "max_iterations"
     after_trials = store.trials(run_id)
@@ -83,19 +72,28 @@ def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
 
 
 def test_a_pending_proposal_survives_a_restart(store):
-    from studio.engine.worker import get_manager
-
     process, run_id = start_worker(store.url, "review")
     try:
-        wait_until(lambda: bool(store.proposals(run_id, status=ProposalStatus.PENDING)))
+        wait_until(lambda: bool(store.proposals(run_id, status=ProposalStatus.PENDING)),
+                   timeout=60)
         pending = store.proposals(run_id, status=ProposalStatus.PENDING)[0]
         trials_before = store.count_trials(run_id)
+        evaluated_before = len(evaluations(store, run_id, pending.id))
     finally:
         kill(process)
-    time.sleep(float(STALE) + 0.5)
-    handle = get_manager(store).resume(run_id)
-    time.sleep(1.0)
+    manager = get_manager(store)
+    wait_until(lambda: run_id in manager.recover_orphans(), timeout=30,
+               message="the killed worker's run is found orphaned")
+    handle = manager.resume(run_id)
+    # the resumed engine re-evaluates the proposal from stored trials and enters the gate again
+    wait_until(lambda: len(evaluations(store, run_id, pending.id)) > evaluated_before,
+               timeout=30, message="the resumed engine reaches the gate")
     assert store.get_proposal(pending.id).status is ProposalStatus.PENDING
     assert store.count_trials(run_id) == trials_before
     decide(pending.id, "stop", store=store)
     assert handle.wait(30) == "user"
+
+
+def evaluations(store, run_id: str, proposal_id: int) -> list:
+    return [e for e in store.events(run_id, kind=EventKind.PROPOSAL_EVALUATED)
+            if e.payload.get("proposal_id") == proposal_id]
