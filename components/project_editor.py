@@ -8,6 +8,7 @@ survive a visit to another page.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import streamlit as st
@@ -181,8 +182,6 @@ def critic_tab(editor: Editor, errors: dict[str, str]) -> None:
 
 def _evaluator_fields(editor: Editor, evaluators: list[dict[str, str]],
                       errors: dict[str, str]) -> None:
-    import json
-
     names = [e["name"] for e in evaluators]
     descriptions = {e["name"]: e["description"] for e in evaluators}
     if names:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
+from pydantic import ValidationError
 
 from components import frame, loaders, session
 from studio.model.config import EvolutionConfig, ReviewMode
@@ -86,8 +87,6 @@ def _form(project_id: int, project_name: str, defaults: dict[str, Any]) -> None:
 
 
 def _start(project_id: int, defaults: dict[str, Any], key: str) -> None:
-    from pydantic import ValidationError
-
 
     ss = st.session_state
     chosen = {

@@ -6,6 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from google.adk.agents import BaseAgent
+
 from studio.critics.adapters import as_critic
 from studio.critics.adapters import build_critic as build_evaluator_critic
 from studio.critics.agent import (
@@ -115,8 +117,6 @@ def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
 def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
     """A :class:`~studio.critics.protocol.Critic` from an ADK agent, an evaluator, a Critic or a
     spec."""
-    from google.adk.agents import BaseAgent
-
     if isinstance(critic, CriticSpec):
         if critic.type == "evaluator":
 

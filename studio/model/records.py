@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
@@ -41,6 +43,8 @@ class GenerationConfig(BaseModel):
     max_output_tokens: int | None = Field(default=None, gt=0, le=32768)
 
     def to_adk(self) -> Any:
+        # google.genai takes about half a second to import; records are loaded by the CLI and
+        # the pages long before any agent is built, so pay for it only here.
         from google.genai import types
 
         values = self.model_dump(exclude_none=True)
@@ -53,8 +57,6 @@ def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[s
     Raises:
         SchemaError: naming the JSON path of the first problem.
     """
-    import jsonschema
-
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -105,17 +107,12 @@ class AgentSpec(BaseModel):
 
 
 def config_to_yaml(config: GenerationConfig) -> str:
-    import yaml
-
     values = config.model_dump(exclude_none=True)
     return yaml.safe_dump(values, sort_keys=False) if values else "{}\n"
 
 
 def config_from_yaml(text: str, *, where: str = "generate_content_config") -> GenerationConfig:
     """Parse and validate a generate_content_config YAML text."""
-    import yaml
-    from pydantic import ValidationError
-
 
     try:
         values = yaml.safe_load(text) if text.strip() else {}
