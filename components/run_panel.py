@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from components import frame, loaders, session
 from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.errors import StudioError
-from studio.model.records import RunStatus
+from studio.model.records import RunRequest, RunStatus
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
 from studio.views.diffing import escape_markdown
@@ -145,7 +145,7 @@ def _header(run: Any) -> None:
 def controls(run: Any) -> None:
 
     status = run.status
-    paused = status is RunStatus.PAUSED or run.control == "pause"
+    paused = status is RunStatus.PAUSED or run.control is RunRequest.PAUSE
     cols = st.columns(3)
     actions = []
     if status in (RunStatus.RUNNING, RunStatus.PENDING) and not paused:

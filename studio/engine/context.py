@@ -14,7 +14,7 @@ from studio.critics.protocol import Critic
 from studio.engine.components import apply_components
 from studio.engine.events import STORED_EVENTS, EngineEvent
 from studio.model.config import EvolutionConfig
-from studio.model.records import Candidate, Example, Run
+from studio.model.records import Candidate, Example, Run, RunRequest
 from studio.store import Store
 
 logger = logging.getLogger(__name__)
@@ -51,11 +51,11 @@ class RunControl:
     loop: asyncio.AbstractEventLoop | None = None
     """The engine's event loop, bound when the run starts (wake-ups from other threads)."""
 
-    def apply(self, control: str | None) -> None:
+    def apply(self, control: RunRequest | None) -> None:
         """Deliver the store's request: ``pause``, ``stop`` or None (go on)."""
-        if control == "stop":
+        if control is RunRequest.STOP:
             self.stop_reason = self.stop_reason or "user"
-        self.pause_requested = control == "pause"
+        self.pause_requested = control is RunRequest.PAUSE
         self.wake()
 
     def stop(self, reason: str) -> None:

@@ -13,7 +13,14 @@ from collections.abc import Iterable
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext, StopRun, wake_run
 from studio.model.errors import ConfigError, ProposalError, RunStateError
-from studio.model.records import Decision, DecisionAction, Override, Proposal, ProposalStatus
+from studio.model.records import (
+    Decision,
+    DecisionAction,
+    Override,
+    Proposal,
+    ProposalStatus,
+    RunRequest,
+)
 from studio.store import Store, open_store
 
 
@@ -49,7 +56,7 @@ def decide(
         proposal_id=proposal_id, action=action, reason=reason.strip(), edited_text=edited_text,
         author=author or "anonymous"))
     if action is DecisionAction.STOP:
-        store.update_run(proposal.run_id, control="stop")
+        store.update_run(proposal.run_id, control=RunRequest.STOP)
     wake_run(proposal.run_id)
     return decision
 

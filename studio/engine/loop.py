@@ -44,6 +44,7 @@ from studio.model.records import (
     DecisionAction,
     Proposal,
     ProposalStatus,
+    RunRequest,
     RunStatus,
     TrialPhase,
     content_hash,
@@ -102,13 +103,13 @@ class Engine:
 
     def pause(self) -> None:
         """Hold the run before its next iteration until :meth:`apply_control` lifts it."""
-        self.apply_control("pause")
+        self.apply_control(RunRequest.PAUSE)
 
     def stop(self, reason: str = "user") -> None:
         """End the run at its next step with ``reason`` (``user`` marks it stopped)."""
         self.ctx.control.stop(reason)
 
-    def apply_control(self, control: str | None) -> None:
+    def apply_control(self, control: RunRequest | None) -> None:
         """Act on a person's request as stored on the run: ``pause``, ``stop`` or None."""
         self.ctx.control.apply(control)
 

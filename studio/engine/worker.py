@@ -20,7 +20,7 @@ from typing import Any
 from studio.engine.build import build_engine
 from studio.engine.loop import Engine
 from studio.model.errors import RunStateError
-from studio.model.records import RunStatus
+from studio.model.records import RunRequest, RunStatus
 from studio.store import Store, open_store
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class RunManager:
     # ------------------------------------------------------------------ steering
 
     def pause(self, run_id: str) -> None:
-        self._control(run_id, "pause")
+        self._control(run_id, RunRequest.PAUSE)
         engine = self._local_engine(run_id)
         if engine is not None:
             engine.pause()
@@ -163,12 +163,12 @@ class RunManager:
         if run.status is RunStatus.ORPHANED or (run.status.is_active and run.worker is None):
             self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")
             return
-        self._control(run_id, "stop")
+        self._control(run_id, RunRequest.STOP)
         engine = self._local_engine(run_id)
         if engine is not None:
             engine.stop("user")
 
-    def _control(self, run_id: str, control: str | None) -> None:
+    def _control(self, run_id: str, control: RunRequest | None) -> None:
         run = self.store.get_run(run_id)
         if not run.status.is_active:
             raise RunStateError(f"run {run_id} is {run.status.value}; only a pending, running "

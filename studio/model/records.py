@@ -278,6 +278,13 @@ class DecisionAction(StrEnum):
     STOP = "stop"
 
 
+class RunRequest(StrEnum):
+    """A person's request to the worker running a run, stored on the run until acted on."""
+
+    PAUSE = "pause"
+    STOP = "stop"
+
+
 class Run(BaseModel):
     id: str
     project_id: int | None = None
@@ -295,8 +302,8 @@ class Run(BaseModel):
     """``host:pid:token`` of the process running it."""
     stop_reason: str | None = None
     error: str | None = None
-    control: str | None = None
-    """A request from a person to the worker: ``pause``, ``stop`` (cleared when acted on)."""
+    control: RunRequest | None = None
+    """A request from a person to the worker (cleared when acted on)."""
 
 
 class Example(BaseModel):

@@ -28,6 +28,7 @@ from studio.model.records import (
     ProposalStatus,
     Run,
     RunEvent,
+    RunRequest,
     RunStatus,
     Split,
     Trial,
@@ -178,8 +179,9 @@ class Store:
     def update_run(self, run_id: str, **fields: Any) -> None:
         if "error" in fields and fields["error"]:
             fields["error"] = redact(str(fields["error"]))
-        if isinstance(fields.get("status"), RunStatus):
-            fields["status"] = fields["status"].value
+        for name in ("status", "control"):
+            if isinstance(fields.get(name), RunStatus | RunRequest):
+                fields[name] = fields[name].value
         with self.engine.begin() as c:
             c.execute(update(t.runs).where(t.runs.c.id == run_id).values(**fields))
 
@@ -202,13 +204,13 @@ class Store:
         return result.rowcount == 1
 
     @_guard
-    def heartbeat(self, run_id: str, worker: str) -> str | None:
+    def heartbeat(self, run_id: str, worker: str) -> RunRequest | None:
         """Record that ``worker`` is alive; returns the pending control request, if any."""
         with self.engine.begin() as c:
             c.execute(update(t.runs).where(and_(t.runs.c.id == run_id, t.runs.c.worker == worker))
                       .values(heartbeat_at=utcnow()))
             row = c.execute(select(t.runs.c.control).where(t.runs.c.id == run_id)).first()
-        return row[0] if row else None
+        return RunRequest(row[0]) if row and row[0] else None
 
     @_guard
     def mark_orphans(self, stale_after_s: float) -> list[str]:
