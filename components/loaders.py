@@ -30,6 +30,7 @@ from studio.model.records import (
     Run,
     RunEvent,
     Trial,
+    TrialPhase,
 )
 from studio.projects.workspace import list_examples, run_effect, stored_project
 from studio.projects.workspace import pending_proposal as _pending_proposal
@@ -144,7 +145,7 @@ def overrides(run_id: str | None, include_undone: bool = True) -> list[Override]
     return store().overrides(run_id, include_undone=include_undone)
 
 
-def recent_trials(run_id: str, limit: int, phases: tuple[str, ...] = (),
+def recent_trials(run_id: str, limit: int, phases: tuple[TrialPhase, ...] = (),
                   iteration: int | None = None) -> list[Trial]:
     """The newest ``limit`` trials (optionally of some phases or one iteration), oldest first."""
     rows = store().trials(run_id, with_trace=False, phases=phases or None, iteration=iteration,
@@ -222,7 +223,7 @@ class Analysis:
 def analysis(run_id: str, version: Any) -> Analysis:
 
     view = load_view(store(), run_id)
-    children = store().trials(run_id, phase="child", with_trace=False)
+    children = store().trials(run_id, phase=TrialPhase.CHILD, with_trace=False)
     proposals_ = store().proposals(run_id)
     progress = store().latest_event(run_id, EventKind.PROGRESS)
     last = max([p.iteration for p in proposals_] + [progress.iteration if progress else 0])

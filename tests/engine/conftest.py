@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
 from studio.engine.worker import get_manager
+from studio.model.records import ProposalStatus
+from tests.helpers import wait_until
 
 
 class Runner:
@@ -31,15 +32,13 @@ class Runner:
         return run_id, get_manager(self.store).start(build_engine(self.store, run_id))
 
     def wait_for_pending(self, run_id, seen, timeout=20.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pending = [p for p in self.store.proposals(run_id, status="pending")
-                       if p.id not in seen]
-            if pending:
-                seen.add(pending[0].id)
-                return pending[0]
-            time.sleep(0.05)
-        raise AssertionError("no proposal reached the gate")
+        """The next proposal (not in ``seen``) to reach the gate; adds it to ``seen``."""
+        pending = wait_until(
+            lambda: [p for p in self.store.proposals(run_id, status=ProposalStatus.PENDING)
+                     if p.id not in seen],
+            timeout=timeout, message="a proposal reaches the gate")
+        seen.add(pending[0].id)
+        return pending[0]
 
 
 @pytest.fixture
