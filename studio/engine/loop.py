@@ -100,6 +100,8 @@ class Engine:
         return self.ctx.run_id
 
     # ------------------------------------------------------------------ control (any thread)
+    # Under a worker, the store's request is re-delivered by each heartbeat: steer a run with
+    # :class:`studio.engine.worker.RunManager`, which stores the request and calls these.
 
     def pause(self) -> None:
         """Hold the run before its next iteration until :meth:`apply_control` lifts it."""

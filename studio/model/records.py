@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -57,6 +56,10 @@ def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[s
     Raises:
         SchemaError: naming the JSON path of the first problem.
     """
+    # jsonschema is imported on first use: `import studio` stays light (see
+    # tests/evaluators/test_text.py::test_importing_the_library_pulls_no_ml_stack_...).
+    import jsonschema
+
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
