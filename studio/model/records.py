@@ -56,8 +56,8 @@ def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[s
     Raises:
         SchemaError: naming the JSON path of the first problem.
     """
-    # jsonschema is imported on first use: `import studio` stays light (see
-    # tests/evaluators/test_text.py::test_importing_the_library_pulls_no_ml_stack_...).
+    # jsonschema is imported on first use so that `import studio` stays light (checked by
+    # test_importing_the_library_pulls_no_ml_stack_and_no_model_client).
     import jsonschema
 
     if isinstance(schema, str):
