@@ -8,13 +8,14 @@ table's placeholder text) and the words "could not evaluate" in a label, never 0
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 
+from studio.model.feedback import Feedback
 from studio.model.records import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
 
 NOT_EVALUATED = "could not evaluate"
@@ -305,22 +306,19 @@ def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["tool", "arguments", "result"])
 
 
-def dimension_scores(feedback: dict[str, Any]) -> pd.DataFrame:
-    dims = feedback.get("dimension_scores") or feedback.get("feedback_dimensions") or {}
-    rows = [{"dimension": str(k), "score": _number(v)} for k, v in dims.items()]
+def dimension_scores(feedback: Feedback | Mapping[str, Any]) -> pd.DataFrame:
+    """The critic's dimension scores as rows (an unreadable stored score shows as NaN)."""
+    dims = _feedback(feedback).dimensions
+    rows = [{"dimension": k, "score": v} for k, v in dims.items()]
     return pd.DataFrame(rows, columns=["dimension", "score"])
 
 
-def guidance(feedback: dict[str, Any]) -> str:
-    value = feedback.get("actionable_guidance") or feedback.get("feedback_guidance") or ""
-    return value if isinstance(value, str) else str(value)
+def guidance(feedback: Feedback | Mapping[str, Any]) -> str:
+    return _feedback(feedback).guidance
 
 
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
+def _feedback(feedback: Feedback | Mapping[str, Any]) -> Feedback:
+    return feedback if isinstance(feedback, Feedback) else Feedback.model_validate(dict(feedback))
 
 
 # --------------------------------------------------------------------------- review (overrides)
