@@ -1,4 +1,4 @@
-"""One parser for every critic reply: a bad shape is a 'could not evaluate' message at parse time."""
+"""One parser for every critic reply: a bad shape is a "could not evaluate" message early."""
 
 from __future__ import annotations
 
