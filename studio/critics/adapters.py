@@ -46,8 +46,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from studio.critics.protocol import Critic, Sample
-from studio.evaluators.agent_as_judge import AgentAsJudgeEval
 from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.evaluators.criteria_judge import AgentAsJudgeEval
 from studio.evaluators.registry import build_evaluator
 from studio.model.errors import ConfigError
 from studio.model.jsontools import to_jsonable

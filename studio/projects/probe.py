@@ -15,7 +15,7 @@ from typing import Any
 
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
-from studio.engine.build import build_critic, check_spec_models
+from studio.engine.build import check_spec_models, critic_for_run
 from studio.model.feedback import Feedback
 from studio.model.records import RunSpec, example_expected, example_input_text, example_state
 from studio.runtime.agents import build_agent, load_agent
@@ -61,7 +61,7 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
     executor = AgentExecutor(max_concurrency=2, timeout_s=timeout_s, max_retries=1,
                              app_name="probe")
     default_model = spec.agent.model if spec.agent is not None else "local/smollm2"
-    critic = build_critic(spec.critic, executor, default_model)
+    critic = critic_for_run(spec.critic, executor, default_model)
     input_text = example_input_text(example, spec.input_key)
     result = ProbeResult(input_text=input_text)
 
