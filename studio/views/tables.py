@@ -8,7 +8,7 @@ table's placeholder text) and the words "could not evaluate" in a label, never 0
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -306,19 +306,10 @@ def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["tool", "arguments", "result"])
 
 
-def dimension_scores(feedback: Feedback | Mapping[str, Any]) -> pd.DataFrame:
+def dimension_scores(feedback: Feedback) -> pd.DataFrame:
     """The critic's dimension scores as rows (an unreadable stored score shows as NaN)."""
-    dims = _feedback(feedback).dimensions
-    rows = [{"dimension": k, "score": v} for k, v in dims.items()]
+    rows = [{"dimension": k, "score": v} for k, v in feedback.dimensions.items()]
     return pd.DataFrame(rows, columns=["dimension", "score"])
-
-
-def guidance(feedback: Feedback | Mapping[str, Any]) -> str:
-    return _feedback(feedback).guidance
-
-
-def _feedback(feedback: Feedback | Mapping[str, Any]) -> Feedback:
-    return feedback if isinstance(feedback, Feedback) else Feedback.model_validate(dict(feedback))
 
 
 # --------------------------------------------------------------------------- review (overrides)
