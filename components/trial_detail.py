@@ -8,8 +8,9 @@ from typing import Any
 
 import streamlit as st
 
+from studio.model.feedback import Feedback
 from studio.views.diffing import escape_markdown
-from studio.views.tables import dimension_scores, format_score, guidance, trace_tool_calls
+from studio.views.tables import dimension_scores, format_score, trace_tool_calls
 
 
 def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
@@ -40,7 +41,7 @@ def show_trial(trial: Any, *, candidate: int | None = None) -> None:
                 human_feedback=trial.override.feedback if trial.override else None)
 
 
-def show_result(input_text: str, output: str, feedback: dict[str, Any], error: str | None,
+def show_result(input_text: str, output: str, feedback: Feedback, error: str | None,
                 trace: dict[str, Any] | None, *, human_feedback: str | None = None) -> None:
     if error:
         st.error(escape_markdown(error), icon=":material/error:")
@@ -49,15 +50,13 @@ def show_result(input_text: str, output: str, feedback: dict[str, Any], error: s
         text_block("Input", input_text)
     with right:
         text_block("Output", output, empty="(no output)")
-    fb_text = str(feedback.get("feedback") or feedback.get("feedback_text") or "")
     left, right = st.columns(2)
     with left:
-        text_block("Critic feedback", fb_text, empty="(no feedback)")
+        text_block("Critic feedback", feedback.text, empty="(no feedback)")
         if human_feedback:
             text_block("Human feedback (overrides the critic's)", human_feedback)
-        hint = guidance(feedback)
-        if hint:
-            text_block("Actionable guidance", hint)
+        if feedback.guidance:
+            text_block("Actionable guidance", feedback.guidance)
     with right:
         dims = dimension_scores(feedback)
         if not dims.empty:
@@ -65,11 +64,9 @@ def show_result(input_text: str, output: str, feedback: dict[str, Any], error: s
             st.dataframe(dims, hide_index=True, width="stretch", placeholder="n/a",
                          column_config={"score": st.column_config.ProgressColumn(
                              "score", min_value=0.0, max_value=1.0, format="%.2f")})
-        extra = {k: v for k, v in feedback.items() if k not in (
-            "feedback", "feedback_text", "dimension_scores", "actionable_guidance", "score")}
-        if extra:
+        if feedback.extra:
             st.caption("Other critic fields")
-            st.json(extra, expanded=False)
+            st.json(feedback.extra, expanded=False)
     show_trace(trace or {})
 
 

@@ -22,6 +22,7 @@ _LAZY_EXPORTS = {
     "override": "studio.engine.gates",
     "undo_override": "studio.engine.gates",
     "AgentSpec": "studio.model.records",
+    "Feedback": "studio.model.feedback",
     "SimpleCriticOutput": "studio.critics.agent",
     "CriticOutput": "studio.critics.agent",
     "CriticScorer": "studio.critics.agent",

@@ -1,4 +1,5 @@
-"""Evaluators and judges as critics of an evolution run (the :class:`studio.critics.protocol.Critic` seam).
+"""Evaluators and judges as critics of an evolution run (the
+:class:`studio.critics.protocol.Critic` seam).
 
 - :class:`EvaluatorCritic` wraps any evaluator. Text evaluators get the sample's ``output`` and
   ``expected``; trajectory evaluators (``uses_trace``) get the executor's ``trace`` as outputs and
@@ -45,8 +46,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from studio.critics.protocol import Critic, Sample
-from studio.evaluators.agent_as_judge import AgentAsJudgeEval
 from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.evaluators.criteria_judge import AgentAsJudgeEval
 from studio.evaluators.registry import build_evaluator
 from studio.model.errors import ConfigError
 from studio.model.jsontools import to_jsonable

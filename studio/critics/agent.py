@@ -1,4 +1,4 @@
-"""Critic scoring with ADK critic agents (seed 000), under the names gepa-adk uses.
+"""Critic scoring with ADK critic agents, under the names gepa-adk users know.
 
 :class:`CriticScorer` runs a critic agent on (input, output, expected) and returns
 ``(score, metadata)``. Replies are parsed leniently before failing: plain JSON, JSON inside a code
@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from studio.critics.feedback import parse_feedback
 from studio.critics.protocol import Sample
 from studio.model.errors import (
     CriticOutputParseError,
@@ -87,23 +88,21 @@ class CriticExecutionError(StudioError):
 
 
 def normalize_feedback(score: float, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Simple or advanced critic output in one trial format.
+    """Simple or advanced critic output in the gepa-adk trial format.
 
     ``feedback`` becomes ``feedback_text``; ``dimension_scores``, ``actionable_guidance`` and any
-    other fields are kept when present.
+    other non-empty fields are kept. Parsed by :func:`studio.critics.feedback.parse_feedback`, so
+    a badly shaped field raises :class:`studio.model.errors.FeedbackShapeError` naming it.
     """
-    metadata = dict(metadata or {})
-    feedback = metadata.pop("feedback", "")
-    normalized: dict[str, Any] = {"score": score, "feedback_text": _text(feedback)}
-    for key, value in metadata.items():
-        if key in ("score", "feedback_text", "raw_output") or value in (None, "", {}):
-            continue
-        normalized[key] = value
+    feedback = parse_feedback(score, metadata)
+    normalized: dict[str, Any] = {"score": feedback.score, "feedback_text": feedback.text}
+    if feedback.dimensions:
+        normalized["dimension_scores"] = feedback.dimensions
+    if feedback.guidance:
+        normalized["actionable_guidance"] = feedback.guidance
+    normalized.update({key: value for key, value in feedback.extra.items()
+                       if key != "raw_output" and value not in (None, "", {})})
     return normalized
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -229,7 +228,6 @@ class CriticScorer:
             executor = AgentExecutor(session_service=session_service)
         self.critic_agent = critic_agent
         self._executor = executor
-        self._session_service = session_service or getattr(executor, "session_service", None)
         self._app_name = app_name
         self.name = critic_agent.name
 

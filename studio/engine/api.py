@@ -1,4 +1,4 @@
-"""``evolve()``: the library entry point, and the result it returns."""
+"""``evolve()``: improve an ADK agent from Python code, and the result it returns."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ async def evolve(
     on_event: Listener | None = None,
     resume: str | None = None,
 ) -> EvolutionResult:
-    """Evolve ``agent``'s components on ``trainset`` with ``critic``.
+    """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
 
     The run executes in the shared background run manager and is recorded in the store as it
     happens, so it can be watched (and steered) in the studio. ``agent`` is never mutated.

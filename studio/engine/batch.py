@@ -9,20 +9,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
 from studio.engine.context import RunContext
 from studio.engine.events import TrialCommitted
-from studio.model.errors import StudioError
 from studio.model.records import (
     Candidate,
     Example,
+    Feedback,
     Trial,
     TrialPhase,
     example_expected,
     example_input_text,
     example_state,
 )
-from studio.runtime.execution import describe_error
 
 
 async def score_batch(
@@ -52,36 +52,21 @@ async def _judge_one(ctx: RunContext, agent: Any, candidate: Candidate, example:
                      phase: TrialPhase, iteration: int, proposal_id: int | None) -> Trial:
     input_text = example_input_text(example.data, ctx.input_key)
     result = await ctx.executor.execute(agent, input_text, state=example_state(example.data))
-    score, metadata, error = None, {}, result.error
+    feedback, error = Feedback(), result.error
     if error is None:
         sample = Sample(input_text=input_text, output=result.output,
                         expected=example_expected(example.data), example=example.data,
                         trace=result.trace)
-        score, metadata, error = await _assess(ctx, sample)
+        feedback, error = await judge_sample(ctx.critic, sample)
     trial = Trial(
         run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
-        proposal_id=proposal_id, input_text=input_text, output=result.output, score=score,
-        feedback=metadata, error=error, trace=result.trace, latency_s=result.latency_s,
+        proposal_id=proposal_id, input_text=input_text, output=result.output, score=feedback.score,
+        feedback=feedback, error=error, trace=result.trace, latency_s=result.latency_s,
         tokens=result.tokens,
     )
     trial = ctx.store.add_trial(trial)
     ctx.count_metric_call()
     ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
-                            candidate_id=candidate.id, score=score))
+                            candidate_id=candidate.id, score=feedback.score))
     return trial
-
-
-async def _assess(ctx: RunContext, sample: Sample) -> tuple[float | None, dict, str | None]:
-    """The critic's verdict; a failure is recorded as score None with the reason."""
-    try:
-        score, metadata = await ctx.critic.assess(sample)
-    except StudioError as exc:
-        return None, {}, f"critic could not evaluate: {exc}"
-    except Exception as exc:  # a critic bug on one example must not end the run
-        return None, {}, f"critic failed: {describe_error(exc)}"
-    metadata = dict(metadata or {})
-    error = metadata.get("error") if score is None else None
-    if score is None and not error:
-        error = "critic returned no score"
-    return score, metadata, error

@@ -8,8 +8,7 @@ from typing import Any
 
 from google.adk.agents import BaseAgent
 
-from studio.critics.adapters import as_critic
-from studio.critics.adapters import build_critic as build_evaluator_critic
+from studio.critics.adapters import as_critic, build_critic
 from studio.critics.agent import (
     ADVANCED_CRITIC_INSTRUCTION,
     SIMPLE_CRITIC_INSTRUCTION,
@@ -114,16 +113,16 @@ def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
     return base.model_copy(update=update)
 
 
-def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
-    """A :class:`~studio.critics.protocol.Critic` from an ADK agent, an evaluator, a Critic or a
-    spec."""
+def critic_for_run(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
+    """The critic a run (or "try it") judges with, from an ADK agent, an evaluator, a Critic or
+    the run's :class:`CriticSpec`; a spec's agent uses ``default_model`` when it names none."""
     if isinstance(critic, CriticSpec):
         if critic.type == "evaluator":
 
-            return build_evaluator_critic({**(critic.evaluator or {}), "name": critic.name})
+            return build_critic({**(critic.evaluator or {}), "name": critic.name})
         return CriticScorer(build_agent(critic_agent_spec(critic, default_model)), executor)
     if critic is None:
-        return build_critic(CriticSpec(), executor, default_model)
+        return critic_for_run(CriticSpec(), executor, default_model)
     if isinstance(critic, BaseAgent):
         return CriticScorer(critic, executor)
     if isinstance(critic, Critic):
@@ -136,7 +135,7 @@ def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Cr
 
 
 def reflection_agents(spec: RunSpec, override: Any = None) -> dict[str, Any]:
-    """One reflection agent per evolved component."""
+    """One reflection agent per evolved component; ``override`` replaces the instruction's."""
     agents = {}
     for component in spec.components:
         if override is not None and component == "instruction":
@@ -176,8 +175,8 @@ def build_engine(
                                             if e.split is Split.VAL]
     ctx = RunContext(
         store=store, run=run, config=config, agent=agent,
-        critic=build_critic(critic if critic is not None else spec.critic, executor,
-                            default_model),
+        critic=critic_for_run(critic if critic is not None else spec.critic, executor,
+                              default_model),
         reflection_agents=reflection_agents(spec, reflection_agent),
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
         examples=examples, input_key=spec.input_key, listeners=list(listeners or []))

@@ -39,14 +39,15 @@ def _compact_trace(trace: dict[str, Any]) -> dict[str, Any] | None:
 
 def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]]
                       ) -> list[dict[str, Any]]:
-    """Trials in the seed format, with each human override's score and feedback in place of the
-    judge's, then the reviewers' reasons for recent rejections."""
+    """Trials in the reflection format (:mod:`studio.engine.trials`), with each human
+    override's score and feedback in place of the judge's, then the reviewers' reasons for
+    recent rejections."""
     builder = TrialBuilder()
     records = []
     for trial in trials:
-        metadata = dict(trial.feedback)
+        metadata = trial.feedback
         if trial.override is not None and trial.override.feedback is not None:
-            metadata["feedback"] = trial.override.feedback
+            metadata = metadata.model_copy(update={"text": trial.override.feedback})
         record = builder.build_trial(
             trial.input_text, _clip(trial.output), trial.effective_score, metadata,
             error=trial.error, trace=_compact_trace(trial.trace))

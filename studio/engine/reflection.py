@@ -1,4 +1,4 @@
-"""Reflection agents (seed 001): read trials, propose a better component text.
+"""Reflection agents: read trials, propose a better component text.
 
 Each component has its own reflection agent. All of them take the placeholders ``{component_text}``
 and ``{trials}`` (filled from session state: ``component_text`` as a string, ``trials`` as a JSON
@@ -153,7 +153,7 @@ _FACTORIES = {
 
 def create_reflection_agent(component: str, model: Any = None, *,
                             instruction: str | None = None) -> Any:
-    """The reflection agent for ``component`` (seed 001 table)."""
+    """The reflection agent for ``component`` (see the table at the top of this module)."""
     factory = _FACTORIES.get(component)
     if factory is None:
         raise ConfigError(f"unknown component {component!r}; choose from {sorted(_FACTORIES)}",

@@ -1,13 +1,19 @@
-"""Trial records for reflection (seed 002): ``{feedback, trajectory}``.
+"""Trial records for reflection: ``{feedback, trajectory}``, in the format gepa-adk documents.
 
 A trial is what the reflection agent reads about one agent run: the critic's feedback (score,
-text, guidance, dimensions) and the trajectory (input, output, trace).
+text, guidance, dimensions) and the trajectory (input, output, trace). The feedback is read by
+:func:`studio.critics.feedback.parse_feedback` (the one critic-reply parser) and
+:class:`studio.model.feedback.Feedback`; this module only lays it out.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
+
+from studio.critics.feedback import parse_feedback
+from studio.model.feedback import Feedback
 
 logger = logging.getLogger(__name__)
 
@@ -17,27 +23,18 @@ __all__ = ["TrialBuilder", "normalize_feedback"]
 def normalize_feedback(score: float | None, raw_feedback: str | dict[str, Any] | None) -> dict:
     """Simple (string) or advanced (dict) feedback in one format.
 
-    ``feedback_text`` (or legacy ``feedback``) becomes ``feedback_text`` as a string;
-    ``dimension_scores`` becomes ``dimensions`` (dropped when empty); ``actionable_guidance``
-    becomes ``guidance``; other fields pass through. ``score`` always wins over a ``score`` key.
+    The text (``feedback_text``, or legacy ``feedback``) becomes ``feedback_text`` as a string;
+    dimension scores become ``dimensions`` (dropped when empty); actionable guidance becomes
+    ``guidance``; other fields pass through. ``score`` always wins over a ``score`` key. A badly
+    shaped field raises :class:`studio.model.errors.FeedbackShapeError` naming it.
     """
-    if raw_feedback is None or isinstance(raw_feedback, str):
-        return {"score": score, "feedback_text": raw_feedback or ""}
-    feedback = dict(raw_feedback)
-    text = feedback.pop("feedback_text", None)
-    legacy = feedback.pop("feedback", None)
-    if text is None:
-        text = legacy
-    text = "" if text is None else str(text)
-    normalized: dict[str, Any] = {"score": score, "feedback_text": text}
-    dimensions = feedback.pop("dimension_scores", None)
-    if dimensions:
-        normalized["dimensions"] = dimensions
-    guidance = feedback.pop("actionable_guidance", None)
-    if guidance is not None:
-        normalized["guidance"] = guidance
-    feedback.pop("score", None)
-    normalized.update(feedback)
+    feedback = parse_feedback(score, raw_feedback)
+    normalized: dict[str, Any] = {"score": score, "feedback_text": feedback.text}
+    if feedback.dimensions:
+        normalized["dimensions"] = feedback.dimensions
+    if feedback.guidance:
+        normalized["guidance"] = feedback.guidance
+    normalized.update(feedback.extra)
     return normalized
 
 
@@ -50,23 +47,24 @@ class TrialBuilder:
     def build_feedback(
         self,
         score: float | None,
-        metadata: dict[str, Any] | None = None,
+        metadata: Feedback | dict[str, Any] | None = None,
         *,
         error: str | None = None,
         log_passthrough: bool = False,
     ) -> dict[str, Any]:
         """The feedback dict: ``score`` always; ``feedback_text``, ``feedback_guidance``,
-        ``feedback_dimensions`` and ``error`` only when non-empty, to keep prompts clean."""
+        ``feedback_dimensions`` and ``error`` only when non-empty, to keep prompts clean.
+        ``metadata`` is a :class:`Feedback` or a critic's metadata in any spelling; a badly
+        shaped field is left out rather than shown to reflection."""
+        record = metadata if isinstance(metadata, Feedback) else Feedback.model_validate(
+            dict(metadata or {}))
         feedback: dict[str, Any] = {"score": score}
-        metadata = metadata or {}
-        text = metadata.get("feedback")
-        if isinstance(text, str) and text.strip():
-            feedback["feedback_text"] = text
-        guidance = metadata.get("actionable_guidance")
-        if isinstance(guidance, str) and guidance.strip():
-            feedback["feedback_guidance"] = guidance
-        dimensions = metadata.get("dimension_scores")
-        if isinstance(dimensions, dict) and dimensions:
+        if record.text.strip():
+            feedback["feedback_text"] = record.text
+        if record.guidance.strip():
+            feedback["feedback_guidance"] = record.guidance
+        dimensions = {k: v for k, v in record.dimensions.items() if not math.isnan(v)}
+        if dimensions:
             feedback["feedback_dimensions"] = dimensions
         if error:
             feedback["error"] = error
@@ -79,7 +77,7 @@ class TrialBuilder:
         input_text: str | None,
         output: str,
         score: float | None,
-        metadata: dict[str, Any] | None = None,
+        metadata: Feedback | dict[str, Any] | None = None,
         *,
         error: str | None = None,
         trace: dict[str, Any] | None = None,

@@ -8,19 +8,27 @@ unknown shape gives ``score=None`` with a comment naming the shape.
 Importing this package loads neither ADK, LiteLLM nor any ML stack: LLM-backed evaluators import
 them on their first call, and :class:`EmbeddingDistance` imports ``sentence_transformers`` only
 when used without an ``embed_fn``.
+
+Three judge names come from the libraries users know, one concept each:
+
+- :class:`AgentAsJudgeEval` (Agno): judges an *output* against free-text *criteria*, 1-10 or
+  pass/fail, with a threshold and ``on_fail``; each judged case is an
+  :class:`AgentAsJudgeEvaluation`, a whole run an :class:`AgentAsJudgeResult`
+  (:mod:`studio.evaluators.criteria_judge`).
+- :class:`AgentAsJudgeEvaluator` (Potato): judges a *trajectory* against a checklist of
+  *requirements*, one evidence-backed verdict each (:mod:`studio.evaluators.requirements_judge`).
 """
 
 from __future__ import annotations
 
-from studio.evaluators.agent_as_judge import (
+from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.evaluators.criteria_judge import (
     AgentAsJudgeEval,
     AgentAsJudgeEvaluation,
     AgentAsJudgeResult,
     BinaryJudgeResponse,
     NumericJudgeResponse,
 )
-from studio.evaluators.agent_judge import AgentAsJudgeEvaluator
-from studio.evaluators.base import Evaluator, EvaluatorResult
 from studio.evaluators.errors import RubricDagError, TrajectoryShapeError, UnknownEvaluatorError
 from studio.evaluators.llm_judge import LLMTrajectoryJudge
 from studio.evaluators.rag_triad import (
@@ -36,6 +44,7 @@ from studio.evaluators.registry import (
     register_evaluator,
     unregister_evaluator,
 )
+from studio.evaluators.requirements_judge import AgentAsJudgeEvaluator
 from studio.evaluators.rubric_dag import (
     RUBRIC_PRESETS,
     RubricDag,

@@ -17,7 +17,6 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from studio.evaluators.agent_judge import AgentAsJudgeEvaluator
 from studio.evaluators.base import Evaluator
 from studio.evaluators.errors import UnknownEvaluatorError
 from studio.evaluators.llm_judge import LLMTrajectoryJudge
@@ -26,6 +25,7 @@ from studio.evaluators.rag_triad import (
     ContextRelevanceEvaluator,
     GroundednessEvaluator,
 )
+from studio.evaluators.requirements_judge import AgentAsJudgeEvaluator
 from studio.evaluators.rubric_dag import make_rubric_dag
 from studio.evaluators.text import (
     Contains,

@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from studio.evaluators.errors import TrajectoryShapeError
+from studio.model.tools import ToolCall
 
 _CALL_TEXT = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*\((.*)\)\s*$", re.DOTALL)
 _BARE_NAME = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*$")
@@ -54,14 +55,6 @@ _SCAN_JSON = json.JSONDecoder().scan_once
 _new = tuple.__new__
 """Builds a NamedTuple from a ready tuple: half the cost of its generated ``__new__``, which
 matters at thousands of trajectories per second."""
-
-
-class ToolCall(NamedTuple):
-    """One tool invocation: the unit trajectory matching compares."""
-
-    name: str
-    args: dict[str, Any]
-    id: str | None = None
 
 
 class Step(NamedTuple):

@@ -79,9 +79,6 @@ class TrajectoryMatchEvaluator(Evaluator):
             return self._strict(agent, reference)
         return self._matched(agent, reference)
 
-    def _arg_mode(self, name: str) -> str:
-        return self.tool_args_match_overrides.get(name, self.tool_args_match_mode)
-
     def _strict(self, agent: list[ToolCall], reference: list[ToolCall]) -> EvaluatorResult:
         index = _first_mismatch(agent, reference, self.tool_args_match_mode,
                                 self.tool_args_match_overrides)

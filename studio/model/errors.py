@@ -71,6 +71,18 @@ class ScoreOutOfRangeError(CriticOutputParseError):
         )
 
 
+class FeedbackShapeError(CriticOutputParseError):
+    """A critic's feedback field has the wrong shape; ``field`` names it, ``value`` is what came."""
+
+    def __init__(self, field: str, value: Any, expected: str) -> None:
+        self.field = field
+        self.value = value
+        shown = repr(value)
+        shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        super().__init__(f"critic feedback field {field!r} must be {expected}, got {shown}; "
+                         f"fix the critic's output schema or instruction")
+
+
 class StoreError(StudioError):
     """The database cannot be opened or written (unwritable file, locked, bad URL)."""
 

@@ -13,13 +13,21 @@ from enum import StrEnum
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
+from studio.model.feedback import Feedback
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config")
-"""Parts of an agent that evolution may rewrite."""
+"""Parts of an agent that evolution may rewrite, each with its own reflection agent."""
 
 EXPECTED_KEY = "expected"
 INPUT_KEY = "input"
@@ -362,8 +370,8 @@ class Trial(BaseModel):
     output: str = ""
     score: float | None = None
     """The judge's score; None when it could not evaluate."""
-    feedback: dict[str, Any] = Field(default_factory=dict)
-    """The critic's metadata: feedback, dimension_scores, actionable_guidance, verdicts..."""
+    feedback: Feedback = Field(default_factory=Feedback)
+    """What the critic said: text, guidance, dimensions and any other fields (``extra``)."""
     error: str | None = None
     trace: dict[str, Any] = Field(default_factory=dict)
     latency_s: float = 0.0
@@ -378,9 +386,16 @@ class Trial(BaseModel):
             return self.override.score
         return self.score
 
+    @model_validator(mode="after")
+    def _feedback_knows_its_score(self) -> Trial:
+        """Rows stored before the Feedback record kept the score only on the trial."""
+        if self.feedback.score is None and self.score is not None:
+            self.feedback = self.feedback.model_copy(update={"score": self.score})
+        return self
+
     @property
     def feedback_text(self) -> str:
-        return str(self.feedback.get("feedback") or self.feedback.get("feedback_text") or "")
+        return self.feedback.text
 
     @property
     def effective_feedback(self) -> str:

@@ -13,12 +13,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
-from studio.engine.build import build_critic, check_spec_models
-from studio.model.errors import StudioError
+from studio.engine.build import check_spec_models, critic_for_run
+from studio.model.feedback import Feedback
 from studio.model.records import RunSpec, example_expected, example_input_text, example_state
 from studio.runtime.agents import build_agent, load_agent
-from studio.runtime.execution import AgentExecutor, describe_error
+from studio.runtime.execution import AgentExecutor
 
 
 @dataclass
@@ -30,15 +31,15 @@ class ProbeResult:
     trace: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
     """The critic's score; None when it could not evaluate (see ``error``)."""
-    feedback: dict[str, Any] = field(default_factory=dict)
-    """The critic's metadata: feedback, dimension_scores, actionable_guidance..."""
+    feedback: Feedback = field(default_factory=Feedback)
+    """What the critic said: text, guidance, dimensions and other fields."""
     error: str | None = None
     agent_seconds: float = 0.0
     critic_seconds: float = 0.0
 
     @property
     def feedback_text(self) -> str:
-        return str(self.feedback.get("feedback") or self.feedback.get("feedback_text") or "")
+        return self.feedback.text
 
 
 async def probe(project_or_spec: Any, example: dict[str, Any], *,
@@ -60,7 +61,7 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
     executor = AgentExecutor(max_concurrency=2, timeout_s=timeout_s, max_retries=1,
                              app_name="probe")
     default_model = spec.agent.model if spec.agent is not None else "local/smollm2"
-    critic = build_critic(spec.critic, executor, default_model)
+    critic = critic_for_run(spec.critic, executor, default_model)
     input_text = example_input_text(example, spec.input_key)
     result = ProbeResult(input_text=input_text)
 
@@ -75,24 +76,10 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
     started = time.perf_counter()
     sample = Sample(input_text=input_text, output=run.output,
                     expected=example_expected(example), example=example, trace=run.trace)
-    result.score, result.feedback, result.error = await _assess(critic, sample)
+    result.feedback, result.error = await judge_sample(critic, sample)
+    result.score = result.feedback.score
     result.critic_seconds = time.perf_counter() - started
     return result
-
-
-async def _assess(critic: Any, sample: Any) -> tuple[float | None, dict[str, Any], str | None]:
-
-    try:
-        score, metadata = await critic.assess(sample)
-    except StudioError as exc:
-        return None, {}, f"the critic could not evaluate: {exc}"
-    except Exception as exc:  # shown to the person, like a failed trial in a run
-        return None, {}, f"the critic failed: {describe_error(exc)}"
-    metadata = dict(metadata or {})
-    error = None
-    if score is None:
-        error = str(metadata.get("error") or "the critic returned no score")
-    return score, metadata, error
 
 
 def probe_sync(project_or_spec: Any, example: dict[str, Any], **kwargs: Any) -> ProbeResult:

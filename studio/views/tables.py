@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from studio.model.feedback import Feedback
 from studio.model.records import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
 
 NOT_EVALUATED = "could not evaluate"
@@ -303,22 +304,10 @@ def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["tool", "arguments", "result"])
 
 
-def dimension_scores(feedback: dict[str, Any]) -> pd.DataFrame:
-    dims = feedback.get("dimension_scores") or feedback.get("feedback_dimensions") or {}
-    rows = [{"dimension": str(k), "score": _number(v)} for k, v in dims.items()]
+def dimension_scores(feedback: Feedback) -> pd.DataFrame:
+    """The critic's dimension scores as rows (an unreadable stored score shows as NaN)."""
+    rows = [{"dimension": k, "score": v} for k, v in feedback.dimensions.items()]
     return pd.DataFrame(rows, columns=["dimension", "score"])
-
-
-def guidance(feedback: dict[str, Any]) -> str:
-    value = feedback.get("actionable_guidance") or feedback.get("feedback_guidance") or ""
-    return value if isinstance(value, str) else str(value)
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 # --------------------------------------------------------------------------- review (overrides)

@@ -1,4 +1,4 @@
-"""Seed 000: CriticScorer, the critic schemas and instructions, normalize_feedback."""
+"""CriticScorer (ADK critic agents), the critic schemas and instructions, normalize_feedback."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def test_out_of_range_score_names_the_value():
     assert info.value.score == -0.1
 
 
-def test_normalize_feedback_seed_examples():
+def test_normalize_feedback_documented_examples():
     assert normalize_feedback(0.8, {"feedback": "Good job"}) == {
         "score": 0.8, "feedback_text": "Good job"}
     assert normalize_feedback(0.6, {"feedback": "Needs work",

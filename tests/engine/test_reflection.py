@@ -1,4 +1,4 @@
-"""Seed 001: reflection agents per component."""
+"""Reflection agents, one per evolvable component."""
 
 from __future__ import annotations
 

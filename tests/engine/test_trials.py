@@ -1,4 +1,4 @@
-"""Seed 002: TrialBuilder and normalize_feedback."""
+"""TrialBuilder and normalize_feedback: the trial records reflection reads."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_could_not_evaluate_keeps_none():
     assert trial["feedback"] == {"score": None, "error": "critic reply is not JSON"}
 
 
-def test_normalize_feedback_seed_examples():
+def test_normalize_feedback_documented_examples():
     assert normalize_feedback(0.75, "Good but verbose") == {
         "score": 0.75, "feedback_text": "Good but verbose"}
     assert normalize_feedback(0.45, {"feedback_text": "Too clinical",

@@ -21,7 +21,7 @@ def test_probe_runs_agent_and_critic(project):
     assert result.input_text == "topic: autumn leaves"
     assert result.output and result.score is not None and 0.0 <= result.score <= 1.0
     assert "Missing" in result.feedback_text
-    assert set(result.feedback["dimension_scores"]) == {"lines", "topic", "season", "image"}
+    assert set(result.feedback.dimensions) == {"lines", "topic", "season", "image"}
     assert result.trace["model_calls"] >= 1
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
+from studio.model.feedback import Feedback
 from studio.model.records import (
     Decision,
     DecisionAction,
@@ -144,7 +145,8 @@ def test_trace_and_feedback_details():
                                               "result": {"hits": 2}}]})
     assert calls.to_dict("records") == [{"tool": "search", "arguments": '{"q": "x"}',
                                          "result": '{"hits": 2}'}]
-    dims = dimension_scores({"dimension_scores": {"clarity": 0.5, "bad": "x"}})
+    stored = Feedback.model_validate({"dimension_scores": {"clarity": 0.5, "bad": "x"}})
+    dims = dimension_scores(stored)
     assert dims.loc[0, "score"] == 0.5 and math.isnan(dims.loc[1, "score"])
 
 

@@ -5,8 +5,8 @@ a fixed latency (e.g. ``scripted/demo@100ms``). Because it is a LiteLLM custom p
 that use it run through the real ADK runner and LiteLLM, exactly like a hosted model.
 
 Built-in scripts: ``demo`` (a small haiku world where evolution visibly works, see
-:mod:`studio.runtime.providers.demo`), ``echo`` (repeats the last user message) and ``schema`` (a minimal valid
-instance of the requested JSON Schema).
+:mod:`studio.runtime.providers.demo`), ``echo`` (repeats the last user message) and ``schema``
+(a minimal valid instance of the requested JSON Schema).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from litellm import CustomLLM
 
 from studio.model.errors import ModelConfigError
+from studio.model.tools import ToolCall
 from studio.runtime.providers import demo, register_free_model
 from studio.runtime.providers._protocol import (
     ChatRequest,
@@ -36,15 +37,9 @@ from studio.runtime.providers._protocol import (
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """A function call the scripted model makes (ADK runs the tool and calls the model again)."""
-
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class ScriptedReply:
+    """A scripted model's answer: text, or tool calls (ADK runs them and asks the model again)."""
+
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
 
@@ -194,7 +189,7 @@ def _respond(model_response: Any, request: ChatRequest, reply: ScriptedReply) ->
         response.choices[0].message.tool_calls = [
             ChatCompletionMessageToolCall(
                 id=f"call_{i}_{call.name}", type="function",
-                function={"name": call.name, "arguments": json.dumps(call.arguments)})
+                function={"name": call.name, "arguments": json.dumps(call.args)})
             for i, call in enumerate(reply.tool_calls)
         ]
     return response

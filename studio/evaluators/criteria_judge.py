@@ -1,5 +1,9 @@
 """Criteria judge with numeric (1-10) or binary scoring, pass rates and logged eval runs.
 
+One holistic verdict on an output against free-text criteria. To judge a trajectory against a
+checklist, one verdict per requirement, use
+:class:`studio.evaluators.requirements_judge.AgentAsJudgeEvaluator` instead.
+
 Follows Agno's ``AgentAsJudgeEval``: ``run(input=..., output=...)`` or ``run(cases=[...])``
 (``arun`` for async), ``passed = score >= threshold``, ``on_fail`` called (sync or async) for each
 case that did not pass, and an aggregate with avg/min/max/std score and pass rate.
@@ -64,7 +68,7 @@ class BinaryJudgeResponse(BaseModel):
 
 
 class AgentAsJudgeEvaluation(BaseModel):
-    """One judged case."""
+    """One case judged by :class:`AgentAsJudgeEval` (what ``on_fail`` receives)."""
 
     input: str
     output: str
@@ -142,7 +146,7 @@ OnFail = Callable[[AgentAsJudgeEvaluation], Any]
 
 
 class AgentAsJudgeEval:
-    """Judge outputs against free-text criteria with an LLM.
+    """Judge outputs against free-text criteria with an LLM (one holistic verdict per case).
 
     Args:
         criteria: what a good output does.

@@ -1,4 +1,7 @@
-"""Agent-as-a-judge: the trajectory judged against each requirement separately, with evidence.
+"""Requirements judge: the trajectory judged against each requirement separately, with evidence.
+
+Unlike :class:`studio.evaluators.criteria_judge.AgentAsJudgeEval` (one holistic verdict on an
+output), this gives one discrete verdict per requirement, the unit a reviewer can check.
 
 Verdicts are matched to requirements — by the requirement's number, else by its text (exact after
 normalizing, then close) — so the score is satisfied / number of *requirements*, not of verdicts

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.evaluators import AgentAsJudgeEvaluator
-from studio.evaluators.agent_judge import match_verdicts
+from studio.evaluators.requirements_judge import match_verdicts
 from studio.model.errors import ConfigError
 
 REQUIREMENTS = [

@@ -1,0 +1,64 @@
+"""A critic's reply as a :class:`Feedback` record: the one place replies are parsed.
+
+Every critic (an ADK critic agent, an evaluator, a judge, a weighted mix) answers
+``(score, metadata)``; :func:`parse_feedback` turns that into the record the store, reflection and
+pages read, and :func:`judge_sample` runs a critic on one sample the way a run and "try it" both
+need: a failure or a badly shaped reply becomes a "could not evaluate" message, never a crash.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from studio.critics.protocol import Critic, Sample
+from studio.model.errors import FeedbackShapeError, StudioError
+from studio.model.feedback import Feedback, read_feedback
+from studio.model.jsontools import to_jsonable
+from studio.runtime.execution import describe_error
+
+__all__ = ["Feedback", "parse_feedback", "judge_sample"]
+
+
+def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feedback:
+    """The record for a critic's ``(score, metadata)``; a plain string is the feedback text.
+
+    Raises:
+        FeedbackShapeError: ``score`` is not a number, ``metadata`` is not an object, or one of
+            its fields has the wrong shape (the message names the field and the value).
+    """
+    if metadata is None or isinstance(metadata, str):
+        metadata = {"feedback": metadata or ""}
+    if not isinstance(metadata, Mapping):
+        raise FeedbackShapeError("metadata", metadata, "an object")
+    fields = read_feedback(metadata, score=_score(score), strict=True)
+    fields["extra"] = to_jsonable(fields["extra"])
+    return Feedback.model_validate(fields)
+
+
+def _score(score: Any) -> float | None:
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
+        raise FeedbackShapeError("score", score, "a number from 0.0 to 1.0")
+    return float(score)
+
+
+async def judge_sample(critic: Critic, sample: Sample) -> tuple[Feedback, str | None]:
+    """The critic's feedback on ``sample`` and, when it gave no score, why.
+
+    A critic that raises, crashes or replies in a bad shape yields a feedback with score None
+    and a message saying the critic could not evaluate (or failed), so one bad example never ends
+    a run and a stored trial always opens.
+    """
+    try:
+        score, metadata = await critic.assess(sample)
+        feedback = parse_feedback(score, metadata)
+    except StudioError as exc:
+        return Feedback(), f"the critic could not evaluate: {exc}"
+    except Exception as exc:  # a critic bug on one example must not end the run
+        return Feedback(), f"the critic failed: {describe_error(exc)}"
+    if feedback.score is not None:
+        return feedback, None
+    return feedback, str(feedback.extra.get("error") or "the critic returned no score")
