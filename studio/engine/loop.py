@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from studio.engine import proposer
+import studio.engine.proposer as proposer
 from studio.engine.batch import score_batch
 from studio.engine.components import extract_components
 from studio.engine.context import RunContext, StopRun, register_control

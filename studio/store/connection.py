@@ -9,8 +9,8 @@ from sqlalchemy import create_engine, event, insert, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
+import studio.store.schema as schema
 from studio.model.errors import StoreError
-from studio.store import schema
 
 DB_URL_ENV = "STUDIO_DB_URL"
 HOME_ENV = "STUDIO_HOME"

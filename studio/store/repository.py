@@ -16,6 +16,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+import studio.store.schema as t
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import (
     Candidate,
@@ -35,7 +36,6 @@ from studio.model.records import (
     utcnow,
 )
 from studio.model.redaction import redact
-from studio.store import schema as t
 from studio.store.connection import explain_operational_error
 
 

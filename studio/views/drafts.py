@@ -28,7 +28,7 @@ from studio.projects.files import (
     read_jsonl,
     split_rows,
 )
-from studio.runtime.providers import check_model as check
+from studio.runtime.providers import check_model
 
 DATASET_FORMATS = ("auto", "csv", "jsonl", "json")
 ALL_FIELDS = "(all fields, one 'key: value' per line)"
@@ -67,11 +67,11 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
 # --------------------------------------------------------------------------- field checks
 
 
-def check_model(model: str) -> str | None:
+def model_problem(model: str) -> str | None:
     """None when ``model`` can be called from this machine, else what to do about it."""
 
     try:
-        check((model or "").strip())
+        check_model((model or "").strip())
     except ModelConfigError as exc:
         return exc.message if hasattr(exc, "message") else str(exc)
     return None
@@ -248,7 +248,7 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
             ("critic_model",) if fields.get("critic_type", "agent") == "agent" else ()):
         if fields.get("agent_ref") and key == "agent_model":
             continue
-        problem = check_model(str(fields.get(key) or ""))
+        problem = model_problem(str(fields.get(key) or ""))
         if problem:
             errors[key] = problem
     agent_schema, problem = parse_schema(fields.get("agent_schema", ""), "agent.output_schema")

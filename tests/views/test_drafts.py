@@ -36,14 +36,14 @@ def test_each_problem_is_reported_on_its_field(fields):
 
 
 def test_scripted_and_local_models_need_no_key():
-    assert drafts.check_model("scripted/demo@150ms") is None
-    assert drafts.check_model("local/smollm2") is None
-    assert "unknown scripted model" in drafts.check_model("scripted/nope")
+    assert drafts.model_problem("scripted/demo@150ms") is None
+    assert drafts.model_problem("local/smollm2") is None
+    assert "unknown scripted model" in drafts.model_problem("scripted/nope")
 
 
 def test_missing_api_key_says_which_variable(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert "OPENAI_API_KEY" in drafts.check_model("openai/gpt-4o-mini")
+    assert "OPENAI_API_KEY" in drafts.model_problem("openai/gpt-4o-mini")
 
 
 def test_schema_must_describe_an_object(fields):

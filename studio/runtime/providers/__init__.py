@@ -12,6 +12,7 @@ import os
 import threading
 
 from studio.model.errors import ModelConfigError
+from studio.runtime.providers._protocol import register_free_model
 
 LOCAL_PROVIDER = "local"
 SCRIPTED_PROVIDER = "scripted"
@@ -52,24 +53,6 @@ def register_providers() -> None:
             {"provider": SCRIPTED_PROVIDER, "custom_handler": ScriptedProvider()},
         ]
         _registered = True
-
-
-_free_models: set[str] = set()
-
-
-def register_free_model(model: str) -> None:
-    """Give an in-process model a zero-price entry in LiteLLM's cost map: without one, LiteLLM
-    searches its whole map after every call (about 0.5 ms of CPU) to price it."""
-    if model in _free_models:
-        return
-    import litellm
-
-    provider = model.split("/", 1)[0]
-    litellm.register_model({model: {
-        "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
-        "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
-        "litellm_provider": provider, "mode": "chat"}})
-    _free_models.add(model)
 
 
 def litellm_model(model: str):

@@ -23,14 +23,15 @@ from typing import Any
 
 from litellm import CustomLLM
 
+import studio.runtime.providers.demo as demo
 from studio.model.errors import ModelConfigError
 from studio.model.tools import ToolCall
-from studio.runtime.providers import demo, register_free_model
 from studio.runtime.providers._protocol import (
     ChatRequest,
     as_litellm_error,
     build_request,
     fill_response,
+    register_free_model,
     rough_token_count,
     streaming_chunk,
 )
