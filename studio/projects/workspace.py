@@ -15,13 +15,15 @@ from studio.engine.build import build_engine
 from studio.engine.pool import load_view, minibatch_evidence
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
-from studio.model.errors import ConfigError, RunStateError
+from studio.model.errors import ConfigError, ProjectFileError, RunStateError
 from studio.model.records import Project, Proposal, ProposalStatus, Run, RunStatus, Trial
 from studio.projects.files import (
+    MAX_PROJECT_BYTES,
     Origin,
     ProjectFile,
     check_code_ref,
     check_trust,
+    decode_text,
     dump_project,
     inline_datasets,
     load_project,
@@ -89,6 +91,16 @@ def import_yaml(store: Store, text: str, filename: str = "<upload>") -> Project:
     check_browser_project(project, filename)
     name = unique_name(store, project.name)
     return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
+
+
+def import_upload(store: Store, data: bytes, filename: str) -> Project:
+    """Store a project file uploaded in the browser: size checked before it is decoded, UTF-8
+    only (a Latin-1 or UTF-16 file is refused with the line, never garbled), then
+    :func:`import_yaml`."""
+    if len(data) > MAX_PROJECT_BYTES:
+        raise ProjectFileError(f"the file is {len(data):,} bytes; the limit is "
+                               f"{MAX_PROJECT_BYTES:,}", where=filename)
+    return import_yaml(store, decode_text(data, filename, ProjectFileError), filename)
 
 
 def new_project(store: Store, name: str = "new project") -> Project:
