@@ -55,6 +55,7 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
     candidates = candidate_records(store, run_id)
     trials = [trial_record(t) for t in store.trials(run_id)]
     base = Path(out) if out else Path(f"run_{run_id}")
+    check_target(base)
     if fmt == "jsonl":
         path = base if base.suffix == ".jsonl" else base.with_suffix(".jsonl")
         check_target(path)

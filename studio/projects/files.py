@@ -342,10 +342,14 @@ def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: 
     path = dataset_path(source, base_dir, where, origin)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
-        raise DatasetError(f"unsupported dataset file type {suffix!r}: use .csv or .jsonl",
-                           where=f"{where}.path", value=source.path)
+        raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
+                           "or .jsonl", where=f"{where}.path", value=source.path)
     text = decode_text(read_bounded(path, MAX_DATASET_BYTES, DatasetError), str(path))
-    return read_csv(path, text=text) if suffix == ".csv" else read_jsonl(path, text=text)
+    rows = read_csv(path, text=text) if suffix == ".csv" else read_jsonl(path, text=text)
+    if not rows:
+        raise DatasetError(f"the file {source.path} has no rows", where=f"{where}.path",
+                           value=source.path)
+    return rows
 
 
 def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin) -> Path:
@@ -370,6 +374,9 @@ def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin)
         raise DatasetError(f"dataset file {source.path!r} is outside the project's folder "
                            f"{folder}; move it next to the project file", where=f"{where}.path",
                            value=source.path)
+    if path.exists() and not path.is_file():
+        raise DatasetError(f"dataset file {path} is not a regular file (a folder or a device)",
+                           where=f"{where}.path", value=source.path)
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}", where=f"{where}.path",
                            value=source.path)
@@ -383,7 +390,7 @@ def read_csv(path: Path | str, text: str | None = None) -> list[dict[str, Any]]:
     """Rows of a CSV with a header: every row has every column (an empty cell is ``""``)."""
     if text is None:
         text = decode_text(read_bounded(Path(path), MAX_DATASET_BYTES, DatasetError), str(path))
-    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
+    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), strict=True)
     try:
         header = next(reader, None)
         if not header:
@@ -395,8 +402,9 @@ def read_csv(path: Path | str, text: str | None = None) -> list[dict[str, Any]]:
                 continue
             rows.append(_csv_row(header, cells, reader.line_num, str(path)))
     except csv.Error as exc:
-        raise DatasetError(f"line {reader.line_num}: {exc} (the longest cell read is "
-                           f"{MAX_CELL_CHARS:,} characters)",
+        limit = (f" (the longest cell read is {MAX_CELL_CHARS:,} characters)"
+                 if "field limit" in str(exc) else "")
+        raise DatasetError(f"the CSV does not parse: {exc}{limit}",
                            where=f"{path}, line {reader.line_num}") from exc
     return rows
 
