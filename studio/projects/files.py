@@ -611,10 +611,19 @@ def check_project(project: ProjectFile, base_dir: Path, *, source: str,
     try:
         _check_run_inputs(spec, train, val)
     except ConfigError as exc:
-        raise type(exc)(exc.message, where=f"{source}: {exc.where or 'project'}",
-                        value=exc.value) from exc
+        raise _located(exc, source, "project") from exc
     _check_buildable(spec, config, source)
     return train, val
+
+
+def _located(exc: ConfigError, source: str, field: str) -> ConfigError:
+    """The same error, its place prefixed with the project file."""
+    where = f"{source}: {getattr(exc, 'where', None) or field}"
+    message = getattr(exc, "message", None) or str(exc)
+    try:
+        return type(exc)(message, where=where, value=getattr(exc, "value", None))
+    except TypeError:  # an error class with its own constructor
+        return ProjectFileError(message, where=where, value=getattr(exc, "value", None))
 
 
 def _check_columns(dataset: DatasetSection, source: str) -> None:
@@ -686,8 +695,7 @@ def _check_buildable(spec: RunSpec, config: EvolutionConfig, source: str) -> Non
         try:
             build()
         except ConfigError as exc:
-            raise type(exc)(exc.message, where=f"{source}: {exc.where or field}",
-                            value=exc.value) from exc
+            raise _located(exc, source, field) from exc
         except Exception as exc:  # ADK/pydantic refusing a spec: name the section, not a trace
             raise ProjectFileError(f"the {field} cannot be built: {type(exc).__name__}: "
                                    f"{str(exc)[:300]}", where=f"{source}: {field}") from exc
