@@ -58,7 +58,7 @@ def streamlit_command(*, address: str = "localhost", port: int = 8501,
     whatever folder it is started from: bound to ``address``, usage statistics off, XSRF and
     CORS protection on, WebSockets refused unless their Host is one of ``allowed_hosts``
     (DNS rebinding), uploads capped at :data:`MAX_UPLOAD_MB` MB."""
-    hosts = list(allowed_hosts or LOOPBACK_HOSTS)
+    hosts = [*LOOPBACK_HOSTS, *(h for h in allowed_hosts or [] if h not in LOOPBACK_HOSTS)]
     if not is_loopback(address) and address not in hosts and address not in ("", "0.0.0.0", "::"):
         hosts.append(address)
     command = [sys.executable, "-m", "streamlit", "run", str(APP),
