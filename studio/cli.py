@@ -322,7 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except StudioError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from studio.model.redaction import redact
+
+        print(f"error: {redact(str(exc))}", file=sys.stderr)
         return 2
 
 

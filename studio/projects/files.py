@@ -450,16 +450,26 @@ def read_jsonl(path: Path | str, text: str | None = None) -> list[dict[str, Any]
     return rows
 
 
-def _json_line(line: str, line_number: int, where: str) -> Any:
+def parse_json_array(text: str, source: str) -> list[dict[str, Any]]:
+    """Rows from a JSON array of objects, bounded like JSONL (nesting, NaN/Infinity)."""
+    rows = _json_line(text, 1, source, label="the data")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DatasetError("a JSON dataset must be an array of objects", where=source)
+    return rows
+
+
+def _json_line(line: str, line_number: int, where: str, label: str = "") -> Any:
+    label = label or f"line {line_number}"
     if _nesting(line) > MAX_JSON_DEPTH:
-        raise DatasetError(f"line {line_number} nests more than {MAX_JSON_DEPTH} levels deep",
+        raise DatasetError(f"{label} nests more than {MAX_JSON_DEPTH} levels deep",
                            where=where)
     try:
         return json.loads(line, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"line {line_number} is not JSON: {exc.msg}", where=where) from exc
+        where = where if label.startswith("line") else f"{where}, line {exc.lineno}"
+        raise DatasetError(f"{label} is not JSON: {exc.msg}", where=where) from exc
     except ValueError as exc:
-        raise DatasetError(f"line {line_number}: {exc}", where=where) from exc
+        raise DatasetError(f"{label}: {exc}", where=where) from exc
 
 
 def _nesting(line: str) -> int:

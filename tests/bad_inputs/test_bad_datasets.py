@@ -143,6 +143,10 @@ def test_the_browser_upload_refuses_other_encodings_instead_of_garbling(data, fr
     ("topic,notes\na\n", "csv", "line 2 has 1 cells"),
     ("a,a\n1,2\n", "csv", "appears twice"),
     ('{"x": NaN}\n', "jsonl", "NaN"),
+    ("[" * 100_000 + "]" * 100_000, "json", "nests more than 64 levels"),
+    ('[{"x": Infinity}]', "json", "Infinity is not a number"),
+    ('[{"x": 1}', "json", "is not JSON"),
+    ("[1, 2]", "json", "must be an array of objects"),
 ])
 def test_pasted_rows_are_checked_like_files(text, fmt, fragment):
     with pytest.raises(DatasetError, match=fragment):
