@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|CREDENTIAL|(^|_)AUTH($|_)|PRIVATE|"
@@ -36,6 +37,17 @@ def redact(text: str) -> str:
             text = text.replace(value, "***")
     text = mask_url(text)
     return re.sub(r"\b(sk|AIza|xai|gsk)[-_A-Za-z0-9]{16,}", r"\1-***", text)
+
+
+def redact_data(value: Any) -> Any:
+    """:func:`redact` applied to every string inside lists and dicts (keys kept)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v) for v in value]
+    return value
 
 
 def mask_url(text: str) -> str:

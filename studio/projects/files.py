@@ -52,6 +52,7 @@ from studio.model.records import (
     RunSpec,
     validate_examples,
 )
+from studio.model.redaction import redact_data
 
 
 class Origin(StrEnum):
@@ -328,7 +329,9 @@ def decode_text(data: bytes, source: str, error: type[ConfigError] = DatasetErro
 
 
 def dump_project(project: ProjectFile) -> str:
-    data = project.model_dump(mode="json", by_alias=True, exclude_defaults=False)
+    """The project as YAML, for storing: secrets from the environment redacted in the values
+    (so the text always parses again, unlike replacing inside the YAML text)."""
+    data = redact_data(project.model_dump(mode="json", by_alias=True, exclude_defaults=False))
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 

@@ -106,7 +106,7 @@ class Store:
         """Create a project, or replace the YAML of ``project_id``."""
         if not name.strip():
             raise ConfigError("a project needs a name", where="project.name")
-        now, yaml_text = utcnow(), redact(yaml_text)
+        now = utcnow()
         try:
             with self.engine.begin() as c:
                 if project_id is None:

@@ -178,6 +178,17 @@ def test_secrets_in_the_environment_never_reach_the_store_or_an_export(
     assert inputs == {"'=HYPERLINK(\"http://evil\",\"x\")", "'+1+1", "'-2", "'@SUM(A1)"}
 
 
+def test_a_project_whose_whole_value_is_a_secret_is_stored_redacted_and_still_loads(
+        store, monkeypatch):
+    from studio.projects.workspace import stored_project
+
+    monkeypatch.setenv("TEAM_API_KEY", "team-secret-0123456789")
+    record = import_yaml(store, yaml.safe_dump(project(description="team-secret-0123456789")),
+                         "p.yaml")
+    assert "team-secret" not in store.get_project(record.id).yaml
+    assert stored_project(store, record.id).description == "***"
+
+
 def test_studio_run_never_prints_the_database_password(capsys):
     url = "postgresql://studio:s3cr3t-pass-word@127.0.0.1:1/nowhere"
     assert main(["--db", url, "runs"]) == 2
@@ -263,3 +274,19 @@ def test_the_app_refuses_to_serve_on_all_interfaces(monkeypatch):
     finally:
         config.set_option("server.address", before)
     assert not [e for e in at.error if "reachable from other machines" in e.value]
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("AWS_BEARER_TOKEN_BEDROCK", True), ("LITELLM_MASTER_KEY", True), ("WATSONX_APIKEY", True),
+    ("OPENAI_API_KEY", True), ("AZURE_CLIENT_SECRET", True), ("PGPASSWORD", True),
+    ("GOOGLE_APPLICATION_CREDENTIALS_JSON", True), ("HF_TOKEN", True), ("my_private_key", True),
+    ("HOME", False), ("PATH", False), ("GIT_AUTHOR_NAME", False), ("SSH_AUTH_SOCK", False),
+    ("KEYBOARD_LAYOUT", False), ("GOOGLE_APPLICATION_CREDENTIALS_FILE", False),
+])
+def test_secret_variables_are_recognised_by_name_and_their_values_redacted(
+        monkeypatch, name, secret):
+    from studio.model.redaction import redact
+
+    value = f"value-of-{name.lower()}-1234"
+    monkeypatch.setenv(name, value)
+    assert (redact(f"the output says {value}.") == "the output says ***.") is secret
