@@ -220,10 +220,22 @@ def parse_project(text: str, *, source: str = "<project>") -> ProjectFile:
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """Safe YAML without aliases (an alias bomb expands 1 KB into gigabytes) and with a depth
-    limit (deep nesting would exhaust the stack)."""
+    """Safe YAML without aliases (an alias bomb expands 1 KB into gigabytes), with a depth limit
+    (deep nesting would exhaust the stack), and without duplicate keys (the last would silently
+    win)."""
 
     depth = 0
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201 (PyYAML's signature)
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} appears twice in the same mapping: "
+                        "keep one", key_node.start_mark)
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
 
     def compose_node(self, parent, index):  # noqa: ANN001, ANN201 (PyYAML's signature)
         if self.check_event(yaml.AliasEvent):

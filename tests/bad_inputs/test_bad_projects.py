@@ -51,6 +51,11 @@ BAD_PROJECT_FILES = [
     ("critic-schema-name", _yaml(critic={"schema": "fancy"}), ["critic.schema"]),
     ("review-mode", _yaml(run={"review": "sometimes"}), ["review 'sometimes' is not one of"]),
     ("no-train", _yaml(dataset={"val": [{"topic": "x"}]}), ["dataset.train is required"]),
+    ("duplicate-top-key", (yaml.safe_dump(BASE) + "name: second\n").encode(),
+     ["key 'name' appears twice", "line"]),
+    ("duplicate-nested-key", b"name: x\nagent:\n  instruction: a\n  instruction: b\n"
+                             b"dataset: {train: [{t: 1}]}\n",
+     ["key 'instruction' appears twice", "line 4"]),
     ("name-missing", yaml.safe_dump({k: v for k, v in BASE.items() if k != "name"}).encode(),
      ["name: Field required"]),
 ]
