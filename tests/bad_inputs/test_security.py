@@ -62,6 +62,17 @@ def test_a_stored_project_with_a_ref_neither_starts_nor_tries(store):
     assert store.list_runs() == [] and set(os.listdir(tempfile.gettempdir())) <= before
 
 
+def test_resuming_a_run_with_a_ref_from_the_studio_is_refused(store):
+    from studio.engine.build import create_run
+    from studio.model.records import RunSpec
+    from studio.projects.workspace import resume_run
+
+    run = create_run(store, spec=RunSpec(agent_ref="os:abort"), trainset=[{"topic": "a"}])
+    with pytest.raises(ProjectFileError, match=f"run {run.id}: agent.ref"):
+        resume_run(store, run.id)
+    assert store.get_run(run.id).status.value == "pending"  # untouched
+
+
 @pytest.mark.parametrize("ref, kind", [("tempfile:mkdtemp", "function"),
                                        ("os:abort", "builtin_function_or_method"),
                                        ("collections:OrderedDict", "type"),
