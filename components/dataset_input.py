@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from studio.model.errors import StudioError
+from studio.projects.files import decode_text
 from studio.views import drafts
 from studio.views.diffing import escape_markdown
 
@@ -70,8 +71,12 @@ def load_rows(editor: Any) -> None:
                                   key=f"projects.rows_upload.{pid}")
         if upload is not None and st.button("Use the uploaded file",
                                             key=f"projects.rows_use_upload.{pid}"):
-            text = upload.getvalue().decode("utf-8-sig", errors="replace")
-            _apply(editor, field, text, drafts.detect_format(text, upload.name), upload.name)
+            try:
+                text = decode_text(upload.getvalue(), upload.name)
+            except StudioError as exc:
+                st.error(escape_markdown(str(exc)), icon=":material/error:")
+            else:
+                _apply(editor, field, text, drafts.detect_format(text, upload.name), upload.name)
         st.text_area("Or paste rows", key=f"projects.rows_paste.{pid}", height=120,
                      placeholder='topic,expected\nautumn leaves,...\n\nor one JSON object per '
                                  'line: {"topic": "autumn leaves"}')

@@ -7,7 +7,7 @@ import streamlit as st
 
 from components import loaders, session
 from studio.model.errors import StudioError
-from studio.projects.workspace import duplicate_project, import_example, import_yaml, new_project
+from studio.projects.workspace import duplicate_project, import_example, import_upload, new_project
 from studio.views.diffing import escape_markdown
 
 
@@ -65,8 +65,8 @@ def add_projects() -> None:
     upload = st.file_uploader("Project YAML", type=["yaml", "yml"], key=session.PROJECTS_UPLOAD,
                               label_visibility="collapsed")
     if upload is not None and st.button("Import", icon=":material/upload:"):
-        text = upload.getvalue().decode("utf-8", errors="replace")
-        _act(lambda: _import(text, upload.name))
+        data = upload.getvalue()
+        _act(lambda: _import(data, upload.name))
 
 
 def _act(action) -> None:
@@ -104,9 +104,9 @@ def _load_example(example):
     return project
 
 
-def _import(text: str, filename: str):
+def _import(data: bytes, filename: str):
 
-    project = import_yaml(loaders.store(), text, filename)
+    project = import_upload(loaders.store(), data, filename)
     session.flash(f"Imported {escape_markdown(project.name)}.")
     return project
 

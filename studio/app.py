@@ -21,9 +21,16 @@ if str(_ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from components import frame, session  # noqa: E402
+from studio.model.errors import ConfigError  # noqa: E402
+from studio.projects.serving import check_bind_address, remote_allowed  # noqa: E402
 
 st.set_page_config(page_title="Evolution Studio", page_icon="🧬",
                    layout="wide")
+try:  # a server reachable from other machines, with no login in front, serves nothing
+    check_bind_address(st.get_option("server.address"), allow_remote=remote_allowed())
+except ConfigError as refused:
+    st.error(str(refused))
+    st.stop()
 frame.setup_logging()
 session.init_app_state()
 

@@ -8,6 +8,7 @@
     studio override TRIAL_ID [--score X] [--feedback TEXT]
     studio validate project.yaml
     studio schema
+    studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs]
 """
 
 from __future__ import annotations
@@ -89,26 +90,45 @@ def _store(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from studio.engine.build import build_engine
-    from studio.engine.worker import get_manager
     from studio.projects.files import load_project, start_run
+    from studio.projects.workspace import launch
 
     project, base_dir = load_project(args.project)
-    config = project.run
+    config = _run_config(project.run, args)
+    store = _store(args)
+    run = start_run(store, project, base_dir, name=args.name or project.name, config=config,
+                    source=str(args.project))
+    print(f"run {run.id} started (database: {database_label(store.url)}); watch it with "
+          f"`studio ui`", file=sys.stderr)
+    bar = ProgressBar()
+    handle = launch(store, run.id, listeners=[bar])
+    return _wait(handle, store, run.id)
+
+
+def _run_config(config: Any, args: argparse.Namespace) -> Any:
+    """The project's run settings with the command line's on top, validated."""
+    from pydantic import ValidationError
+
+    from studio.model.errors import ConfigError
+
     updates = {k: v for k, v in (("review", args.review),
                                  ("max_iterations", args.max_iterations),
                                  ("max_metric_calls", args.max_metric_calls),
                                  ("seed", args.seed)) if v is not None}
-    if updates:
-        config = config.model_validate(config.model_dump() | updates)
-    store = _store(args)
-    run = start_run(store, project, base_dir, name=args.name or project.name, config=config,
-                    source=str(args.project))
-    print(f"run {run.id} started (database: {store.url.split('///')[-1]}); watch it with "
-          f"`streamlit run studio/app.py`", file=sys.stderr)
-    bar = ProgressBar()
-    handle = get_manager(store).start(build_engine(store, run.id, listeners=[bar]))
-    return _wait(handle, store, run.id)
+    try:
+        return config.model_validate(config.model_dump() | updates)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"])
+        raise ConfigError(error["msg"], where=f"--{field.replace('_', '-')}",
+                          value=error.get("input")) from exc
+
+
+def database_label(url: str) -> str:
+    """The database for a person to read: a SQLite file's path, or a URL without password."""
+    from studio.model.redaction import mask_url
+
+    return url.split("///")[-1] if url.startswith("sqlite") else mask_url(url)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -164,7 +184,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_decide(args: argparse.Namespace) -> int:
     from studio.engine.gates import decide
+    from studio.projects.workspace import require_reason
 
+    require_reason(args.action, args.reason or "")
     decision = decide(args.proposal_id, args.action, reason=args.reason or "",
                       edited_text=args.text, author=args.author, store=_store(args))
     print(f"decision {decision.id}: {decision.action.value} proposal {decision.proposal_id}")
@@ -182,13 +204,42 @@ def cmd_override(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from studio.projects.files import load_project, resolve_datasets
+    """Every check ``studio run`` makes before its first model call (:func:`check_project`)."""
+    from studio.projects.files import check_project, load_project
 
     project, base_dir = load_project(args.project)
-    train, val = resolve_datasets(project, base_dir, source=str(args.project))
+    train, val = check_project(project, base_dir, source=str(args.project))
     print(f"{args.project}: ok ({len(train)} training rows, "
           f"{len(val) if val is not None else 'no'} validation rows)")
     return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """Start the studio's web server with its settings, on this machine unless told otherwise."""
+    import os
+    import subprocess
+
+    from studio.projects.files import ALLOW_CODE_REFS_ENV
+    from studio.projects.serving import ALLOW_REMOTE_ENV, check_bind_address, streamlit_command
+
+    check_bind_address(args.address, allow_remote=args.allow_remote)
+    env = dict(os.environ)
+    if args.allow_remote:
+        env[ALLOW_REMOTE_ENV] = "1"
+    if args.allow_code_refs:
+        env[ALLOW_CODE_REFS_ENV] = "1"
+    if args.db:
+        env["STUDIO_DB_URL"] = args.db
+    command = streamlit_command(address=args.address, port=args.port,
+                                allowed_hosts=args.allowed_host or None)
+    print(f"studio on http://{args.address}:{args.port}", file=sys.stderr)
+    if args.print_command:
+        print(" ".join(command))
+        return 0
+    try:
+        return subprocess.call(command, env=env)
+    except KeyboardInterrupt:
+        return 130
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -205,16 +256,16 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a project headless")
     run.add_argument("project", type=Path)
     run.add_argument("--review", choices=["auto", "review"])
-    run.add_argument("--max-iterations", type=int)
-    run.add_argument("--max-metric-calls", type=int)
-    run.add_argument("--seed", type=int)
+    run.add_argument("--max-iterations", type=whole_number(0))
+    run.add_argument("--max-metric-calls", type=whole_number(1))
+    run.add_argument("--seed", type=whole_number(0))
     run.add_argument("--name")
     run.set_defaults(func=cmd_run)
     resume = sub.add_parser("resume", help="continue a stopped or orphaned run")
     resume.add_argument("run_id")
     resume.set_defaults(func=cmd_resume)
     runs = sub.add_parser("runs", help="list runs")
-    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--limit", type=whole_number(1), default=20)
     runs.set_defaults(func=cmd_runs)
     export = sub.add_parser("export", help="write a run's candidates and trials")
     export.add_argument("run_id")
@@ -239,7 +290,34 @@ def parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
     schema = sub.add_parser("schema", help="print the project file's JSON Schema")
     schema.set_defaults(func=cmd_schema)
+    ui = sub.add_parser("ui", help="start the studio in the browser (localhost only)")
+    ui.add_argument("--port", type=whole_number(1, 65535), default=8501)
+    ui.add_argument("--address", default="localhost",
+                    help="bind address; anything but localhost needs --allow-remote")
+    ui.add_argument("--allow-remote", action="store_true",
+                    help="serve on a non-loopback address (put authentication in front)")
+    ui.add_argument("--allowed-host", action="append",
+                    help="a Host name the browser uses to reach the server (repeatable)")
+    ui.add_argument("--allow-code-refs", action="store_true",
+                    help="let projects from the browser load Python agents (agent.ref)")
+    ui.add_argument("--print-command", action="store_true", help=argparse.SUPPRESS)
+    ui.set_defaults(func=cmd_ui)
     return root
+
+
+def whole_number(minimum: int, maximum: int | None = None):
+    """An argparse type: an integer in ``[minimum, maximum]``, refused with the value named."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else \
+                f"at least {minimum}"
+            raise argparse.ArgumentTypeError(f"{value} is not allowed: give a number {bound}")
+        return value
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except StudioError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from studio.model.redaction import redact
+
+        print(f"error: {redact(str(exc))}", file=sys.stderr)
         return 2
 
 

@@ -26,7 +26,8 @@ class EvolutionConfig(BaseModel):
     Every stop condition is optional except ``max_iterations``; the first one reached ends the run.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    """NaN and infinities are refused: ``call_timeout_seconds: .inf`` is not "no limit"."""
 
     max_iterations: int = Field(default=10, ge=0, le=100_000)
     """Reflection iterations after the baseline."""

@@ -4,25 +4,55 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
-_SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$|^(AWS_SECRET|AZURE_.*KEY)")
+_SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|CREDENTIAL|(^|_)AUTH($|_)|PRIVATE|"
+    r"SIGNATURE|_PWD$|DSN$|DATABASE_URL$|DB_URL$", re.IGNORECASE)
+"""Any environment variable whose name says it holds a secret (``AWS_BEARER_TOKEN_BEDROCK``,
+``LITELLM_MASTER_KEY``, ``WATSONX_APIKEY``...): matched by name, never by a fixed list."""
+_NOT_SECRET_NAME = re.compile(r"^(KEYBOARD|XAUTHORITY|SSH_AUTH_SOCK|GPG_AGENT_INFO)|_PATH$|_FILE$|"
+                              r"_DIR$", re.IGNORECASE)
 _MIN_SECRET_LENGTH = 8
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]+:)[^@\s/]+@")
+
+
+def looks_secret(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret."""
+    return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
 
 
 def secret_values() -> list[str]:
-    """Values of environment variables whose names say they are secrets."""
-    return [
-        value
-        for name, value in os.environ.items()
-        if _SECRET_NAME.search(name) and value and len(value) >= _MIN_SECRET_LENGTH
-    ]
+    """Values of environment variables whose names say they are secrets (longest first, so a
+    secret that contains another is replaced whole)."""
+    values = {value for name, value in os.environ.items()
+              if looks_secret(name) and value and len(value) >= _MIN_SECRET_LENGTH}
+    return sorted(values, key=len, reverse=True)
 
 
 def redact(text: str) -> str:
-    """Replace every secret value from the environment, and anything shaped like a key."""
+    """Replace every secret value from the environment, URL passwords, and key-shaped tokens."""
     for value in secret_values():
-        text = text.replace(value, "***")
+        if value in text:
+            text = text.replace(value, "***")
+    text = mask_url(text)
     return re.sub(r"\b(sk|AIza|xai|gsk)[-_A-Za-z0-9]{16,}", r"\1-***", text)
+
+
+def redact_data(value: Any) -> Any:
+    """:func:`redact` applied to every string inside lists and dicts (keys kept)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v) for v in value]
+    return value
+
+
+def mask_url(text: str) -> str:
+    """``postgresql://user:***@host/db``: the password of every URL in ``text`` hidden."""
+    return _URL_PASSWORD.sub(r"\g<scheme>***@", text)
 
 
 def mask(value: str | None) -> str:

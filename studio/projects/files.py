@@ -4,6 +4,13 @@ Validation errors name the file, the field and what is wrong. :data:`PROJECT_JSO
 JSON Schema of the format (``studio schema`` prints it). Dataset paths are relative to the
 project file; CSV cells are strings, JSONL rows are JSON objects.
 
+What a project may do depends on where it came from (:class:`Origin`): a file the CLI user runs
+is theirs and trusted; a project that arrives through the browser (upload, YAML editor, stored
+project) may not load Python code (``agent.ref``) unless the server opted in
+(``STUDIO_ALLOW_CODE_REFS=1`` / ``studio ui --allow-code-refs``), and must inline its datasets.
+Limits, checked before parsing: :data:`MAX_PROJECT_BYTES`, :data:`MAX_YAML_DEPTH`, no YAML aliases;
+datasets: :data:`MAX_DATASET_BYTES`, :data:`MAX_CELL_CHARS`, :data:`MAX_JSON_DEPTH`, UTF-8 only.
+
 Example::
 
     name: haiku
@@ -18,17 +25,23 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import json
+import math
+import os
 import random
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from studio.engine.build import create_run
+from studio.engine.build import check_spec_models, check_valset, create_run, critic_for_run
+from studio.engine.components import check_components
+from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
-from studio.model.errors import DatasetError, ProjectFileError, StudioError
+from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
 from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
@@ -38,6 +51,33 @@ from studio.model.records import (
     RunSpec,
     validate_examples,
 )
+from studio.model.redaction import redact_data
+
+
+class Origin(StrEnum):
+    """Where a project comes from, which decides what it may do."""
+
+    LOCAL = "local"
+    """A file the CLI user runs from their own disk: may load code and read dataset files."""
+    BROWSER = "browser"
+    """An upload, the YAML editor or a stored project run from the studio: untrusted."""
+
+
+ALLOW_CODE_REFS_ENV = "STUDIO_ALLOW_CODE_REFS"
+MAX_PROJECT_BYTES = 2_000_000
+"""A project file larger than this (2 MB) is refused before it is parsed."""
+MAX_YAML_DEPTH = 64
+MAX_DATASET_BYTES = 100_000_000
+"""A dataset file larger than this (100 MB) is refused before it is read."""
+MAX_CELL_CHARS = 1_000_000
+"""The longest CSV cell read (1 MB of text)."""
+MAX_JSON_DEPTH = 64
+"""How deeply a JSONL row may nest objects and arrays."""
+
+
+def code_refs_allowed() -> bool:
+    """Whether the server's operator opted in to projects from the browser loading Python code."""
+    return os.environ.get(ALLOW_CODE_REFS_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 class AgentSection(BaseModel):
@@ -151,17 +191,21 @@ def _identifier(name: str) -> str:
 
 
 def parse_project(text: str, *, source: str = "<project>") -> ProjectFile:
-    """Parse and validate YAML text.
+    """Parse and validate YAML text (size, nesting and aliases are bounded first).
 
     Raises:
         ProjectFileError: naming ``source``, the field path and what is wrong.
     """
+    if len(text) > MAX_PROJECT_BYTES:
+        raise ProjectFileError(f"the project file is {len(text):,} characters; the limit is "
+                               f"{MAX_PROJECT_BYTES:,}: move large datasets to CSV/JSONL files",
+                               where=source)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}, line {mark.line + 1}" if mark else source
-        raise ProjectFileError(f"YAML does not parse: {getattr(exc, 'problem', exc)}",
+        raise ProjectFileError(f"YAML does not parse: {getattr(exc, 'problem', None) or exc}",
                                where=where) from exc
     if not isinstance(data, dict):
         raise ProjectFileError("a project file must be a YAML mapping (name:, agent:, ...)",
@@ -172,6 +216,61 @@ def parse_project(text: str, *, source: str = "<project>") -> ProjectFile:
         raise ProjectFileError(_explain(exc), where=source) from exc
     except StudioError as exc:
         raise ProjectFileError(str(exc), where=source) from exc
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """Safe YAML without aliases (an alias bomb expands 1 KB into gigabytes), with a depth limit
+    (deep nesting would exhaust the stack), and without duplicate keys (the last would silently
+    win)."""
+
+    depth = 0
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201 (PyYAML's signature)
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} appears twice in the same mapping: "
+                        "keep one", key_node.start_mark)
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+    def compose_node(self, parent, index):  # noqa: ANN001, ANN201 (PyYAML's signature)
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in project files: write the "
+                "value out in full", self.peek_event().start_mark)
+        self.depth += 1
+        try:
+            if self.depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
+                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
+    """Refuse Python references in a project from the browser unless the server opted in.
+
+    Raises:
+        ProjectFileError: naming the reference and how to opt in.
+    """
+    check_code_ref(project.agent.ref, origin, f"{source}: agent.ref")
+
+
+def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
+    """A ``module:attribute`` reference may be loaded only from a trusted origin."""
+    if ref and origin is Origin.BROWSER and not code_refs_allowed():
+        raise ProjectFileError(
+            f"agent.ref {ref!r} loads Python code on the server, which projects from the "
+            "browser (upload, YAML editor, stored projects) may not do. Declare the agent "
+            "(name, model, instruction) instead, run the file from the command line (`studio "
+            f"run project.yaml`), or start the studio with `studio ui --allow-code-refs` "
+            f"({ALLOW_CODE_REFS_ENV}=1) on a machine whose users you trust",
+            where=where, value=ref)
 
 
 def _explain(exc: ValidationError) -> str:
@@ -205,78 +304,227 @@ def _suggestion(loc: tuple) -> str:
 def load_project(path: str | Path) -> tuple[ProjectFile, Path]:
     """Read a project file; returns it with the folder its dataset paths are relative to."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProjectFileError("file not found", where=str(path)) from None
-    except OSError as exc:
-        raise ProjectFileError(f"cannot read: {exc.strerror}", where=str(path)) from exc
+    text = decode_text(read_bounded(path, MAX_PROJECT_BYTES, ProjectFileError), str(path),
+                       ProjectFileError)
     return parse_project(text, source=str(path)), path.parent
 
 
+def read_bounded(path: Path, limit: int, error: type[ConfigError]) -> bytes:
+    """The bytes of a regular file no larger than ``limit``."""
+    try:
+        if not path.is_file():
+            raise error("file not found" if not path.exists() else "not a regular file",
+                        where=str(path))
+        size = path.stat().st_size
+        if size > limit:
+            raise error(f"the file is {size:,} bytes; the limit is {limit:,}", where=str(path))
+        return path.read_bytes()
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror}", where=str(path)) from exc
+
+
+def decode_text(data: bytes, source: str, error: type[ConfigError] = DatasetError) -> str:
+    """UTF-8 text (a UTF-8 byte-order mark is dropped); any other encoding is refused with the
+    line of the first bad byte, so nothing is silently garbled."""
+    for bom, name in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+                      (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16")):
+        if data.startswith(bom):
+            raise error(f"the file is {name}; save it as UTF-8", where=source)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise error(f"line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); the file looks "
+                    "like Latin-1/Windows-1252 or UTF-16: save it as UTF-8",
+                    where=f"{source}, line {line}") from exc
+
+
 def dump_project(project: ProjectFile) -> str:
-    data = project.model_dump(mode="json", by_alias=True, exclude_defaults=False)
+    """The project as YAML, for storing: secrets from the environment redacted in the values
+    (so the text always parses again, unlike replacing inside the YAML text)."""
+    data = redact_data(project.model_dump(mode="json", by_alias=True, exclude_defaults=False))
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 # --------------------------------------------------------------------------- datasets
 
 
-def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: str
-              ) -> list[dict[str, Any]]:
+def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: str,
+              origin: Origin = Origin.LOCAL) -> list[dict[str, Any]]:
     if isinstance(source, list):
         return source
-    path = (base_dir / source.path) if not Path(source.path).is_absolute() else Path(source.path)
-    if not path.is_file():
-        raise DatasetError(f"dataset file not found: {path}", where=f"{where}.path")
+    path = dataset_path(source, base_dir, where, origin)
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return read_csv(path)
-    if suffix in (".jsonl", ".ndjson"):
-        return read_jsonl(path)
-    raise DatasetError(f"unsupported dataset file type {suffix!r}: use .csv or .jsonl",
-                       where=f"{where}.path")
-
-
-def read_csv(path: Path | str, text: str | None = None) -> list[dict[str, Any]]:
-    import io
-
-    try:
-        handle = io.StringIO(text) if text is not None else open(path, newline="",  # noqa: SIM115
-                                                                  encoding="utf-8-sig")
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror}", where=str(path)) from exc
-    with handle:
-        reader = csv.DictReader(handle)
-        if not reader.fieldnames:
-            raise DatasetError("the CSV has no header row", where=str(path))
-        rows = []
-        for line, row in enumerate(reader, start=2):
-            if None in row:
-                raise DatasetError(f"line {line} has more cells than the header", where=str(path))
-            rows.append({k: v for k, v in row.items() if k})
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
+                           "or .jsonl", where=f"{where}.path", value=source.path)
+    text = decode_text(read_bounded(path, MAX_DATASET_BYTES, DatasetError), str(path))
+    rows = read_csv(path, text=text) if suffix == ".csv" else read_jsonl(path, text=text)
+    if not rows:
+        raise DatasetError(f"the file {source.path} has no rows", where=f"{where}.path",
+                           value=source.path)
     return rows
 
 
-def read_jsonl(path: Path | str, text: str | None = None) -> list[dict[str, Any]]:
+def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin) -> Path:
+    """The file of a dataset source: inside the project's folder, and only for local projects.
+
+    Raises:
+        DatasetError: naming the path and why it is refused.
+    """
+    if origin is Origin.BROWSER:
+        raise DatasetError(
+            f"dataset file {source.path!r}: a project from the browser cannot read files on the "
+            "server; inline its rows (dataset.train: [{...}]) or upload the CSV/JSONL with the "
+            "dataset editor", where=f"{where}.path", value=source.path)
+    raw = Path(source.path)
+    if raw.is_absolute():
+        raise DatasetError(f"dataset file {source.path!r} is an absolute path; give a path "
+                           "relative to the project file's folder", where=f"{where}.path",
+                           value=source.path)
+    folder = base_dir.resolve()
+    path = (folder / raw).resolve()
+    if not path.is_relative_to(folder):
+        raise DatasetError(f"dataset file {source.path!r} is outside the project's folder "
+                           f"{folder}; move it next to the project file", where=f"{where}.path",
+                           value=source.path)
+    if path.exists() and not path.is_file():
+        raise DatasetError(f"dataset file {path} is not a regular file (a folder or a device)",
+                           where=f"{where}.path", value=source.path)
+    if not path.is_file():
+        raise DatasetError(f"dataset file not found: {path}", where=f"{where}.path",
+                           value=source.path)
+    return path
+
+
+csv.field_size_limit(MAX_CELL_CHARS)
+
+
+def read_csv(path: Path | str, text: str | None = None) -> list[dict[str, Any]]:
+    """Rows of a CSV with a header: every row has every column (an empty cell is ``""``)."""
     if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise DatasetError(f"cannot read {path}: {exc.strerror}", where=str(path)) from exc
+        text = decode_text(read_bounded(Path(path), MAX_DATASET_BYTES, DatasetError), str(path))
+    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if not header:
+            raise DatasetError("the CSV has no header row", where=str(path))
+        check_header(header, str(path))
+        rows = []
+        for cells in reader:
+            if not cells:
+                continue
+            rows.append(_csv_row(header, cells, reader.line_num, str(path)))
+    except csv.Error as exc:
+        limit = (f" (the longest cell read is {MAX_CELL_CHARS:,} characters)"
+                 if "field limit" in str(exc) else "")
+        raise DatasetError(f"the CSV does not parse: {exc}{limit}",
+                           where=f"{path}, line {reader.line_num}") from exc
+    return rows
+
+
+def check_header(header: list[str], source: str) -> None:
+    """Column names must be present and distinct, or a column's data would be dropped."""
+    seen: set[str] = set()
+    for number, name in enumerate(header, start=1):
+        if not name.strip():
+            raise DatasetError(f"column {number} of the header has no name; name every column",
+                               where=f"{source}, line 1")
+        if name in seen:
+            raise DatasetError(f"column name {name!r} appears twice in the header; rename one",
+                               where=f"{source}, line 1", value=name)
+        seen.add(name)
+
+
+def _csv_row(header: list[str], cells: list[str], line: int, source: str) -> dict[str, str]:
+    if len(cells) > len(header):
+        raise DatasetError(f"line {line} has {len(cells)} cells but the header has "
+                           f"{len(header)} columns", where=f"{source}, line {line}")
+    if len(cells) < len(header):
+        missing = ", ".join(header[len(cells):])
+        raise DatasetError(f"line {line} has {len(cells)} cells but the header has "
+                           f"{len(header)} columns (missing: {missing}); an empty cell is "
+                           "written as nothing between two commas", where=f"{source}, line {line}")
+    return dict(zip(header, cells, strict=True))
+
+
+def read_jsonl(path: Path | str, text: str | None = None) -> list[dict[str, Any]]:
+    """Rows of a JSON Lines file: one object per line; NaN/Infinity and deep nesting refused."""
+    if text is None:
+        text = decode_text(read_bounded(Path(path), MAX_DATASET_BYTES, DatasetError), str(path))
     rows = []
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"line {line_number} is not JSON: {exc.msg}",
-                               where=str(path)) from exc
+        where = f"{path}, line {line_number}"
+        row = _json_line(line, line_number, where)
         if not isinstance(row, dict):
-            raise DatasetError(f"line {line_number} is not a JSON object", where=str(path))
+            raise DatasetError(f"line {line_number} is not a JSON object", where=where)
         rows.append(row)
     return rows
+
+
+def parse_json_array(text: str, source: str) -> list[dict[str, Any]]:
+    """Rows from a JSON array of objects, bounded like JSONL (nesting, NaN/Infinity)."""
+    rows = _json_line(text, 1, source, label="the data")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DatasetError("a JSON dataset must be an array of objects", where=source)
+    return rows
+
+
+def _json_line(line: str, line_number: int, where: str, label: str = "") -> Any:
+    label = label or f"line {line_number}"
+    if _nesting(line) > MAX_JSON_DEPTH:
+        raise DatasetError(f"{label} nests more than {MAX_JSON_DEPTH} levels deep",
+                           where=where)
+    try:
+        return json.loads(line, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        where = where if label.startswith("line") else f"{where}, line {exc.lineno}"
+        raise DatasetError(f"{label} is not JSON: {exc.msg}", where=where) from exc
+    except ValueError as exc:
+        raise DatasetError(f"{label}: {exc}", where=where) from exc
+
+
+def _nesting(line: str) -> int:
+    """The deepest bracket nesting of a JSON text (strings skipped), without parsing it."""
+    if line.count("[") + line.count("{") <= MAX_JSON_DEPTH:
+        return 0
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON can hold; write null or a number")
+
+
+def check_finite(value: Any, where: str) -> None:
+    """Refuse NaN and infinities anywhere in a row (they would export as invalid JSON)."""
+    stack = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise DatasetError(f"{path} is {item}: write null or a number", where=path)
+        if isinstance(item, dict):
+            stack += [(v, f"{path}.{k}") for k, v in item.items()]
+        elif isinstance(item, list):
+            stack += [(v, f"{path}[{i}]") for i, v in enumerate(item)]
 
 
 def prepare_rows(rows: list[dict[str, Any]], dataset: DatasetSection, where: str
@@ -292,6 +540,7 @@ def prepare_rows(rows: list[dict[str, Any]], dataset: DatasetSection, where: str
                 raise DatasetError(
                     f"row {i} has no column {column!r} (dataset.{role}); columns: "
                     f"{sorted(row)}", where=where)
+        check_finite(row, f"{where}[{i}]")
         row = dict(row)
         if dataset.expected_column and dataset.expected_column != EXPECTED_KEY:
             row[EXPECTED_KEY] = row.pop(dataset.expected_column)
@@ -299,7 +548,8 @@ def prepare_rows(rows: list[dict[str, Any]], dataset: DatasetSection, where: str
     return validate_examples(prepared, name=where)
 
 
-def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None = None
+def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None = None,
+                     origin: Origin = Origin.LOCAL
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     """``(trainset, valset or None)`` with files read, columns checked, split applied.
 
@@ -307,22 +557,22 @@ def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None
         DatasetError: naming the project file (``source``), the field and the problem.
     """
     try:
-        return _resolve_datasets(project, base_dir)
+        return _resolve_datasets(project, base_dir, origin)
     except DatasetError as exc:
         if source is None:
             raise
         where = f"{source}: {exc.where}" if exc.where else source
-        raise DatasetError(exc.message, where=where) from exc
+        raise DatasetError(exc.message, where=where, value=exc.value) from exc
 
 
-def _resolve_datasets(project: ProjectFile, base_dir: Path
+def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     dataset = project.dataset
-    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train"), dataset,
+    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin), dataset,
                          "dataset.train")
     val = None
     if dataset.val is not None:
-        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val"), dataset,
+        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin), dataset,
                            "dataset.val")
     elif dataset.split.val_fraction > 0:
         train, val = split_rows(train, dataset.split)
@@ -352,10 +602,124 @@ def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
 
 def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
               name: str = "", project_id: int | None = None,
-              config: EvolutionConfig | None = None, source: str | None = None):
-    """Create a run for a project (it starts when handed to the run manager)."""
-
-    train, val = resolve_datasets(project, base_dir, source=source)
+              config: EvolutionConfig | None = None, source: str | None = None,
+              origin: Origin = Origin.LOCAL):
+    """Check the project as ``studio validate`` does, then create its run (it starts when handed
+    to the run manager)."""
+    config = config or project.run
+    train, val = check_project(project, base_dir, source=source or project.name, origin=origin,
+                               config=config)
     return create_run(store, spec=project.run_spec(), trainset=train, valset=val,
-                      config=config or project.run, name=name or project.name,
-                      project_id=project_id)
+                      config=config, name=name or project.name, project_id=project_id)
+
+
+# --------------------------------------------------------------------------- whole-project check
+
+
+def check_project(project: ProjectFile, base_dir: Path, *, source: str,
+                  origin: Origin = Origin.LOCAL, config: EvolutionConfig | None = None
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """Every check a run makes before its first model call; ``studio validate`` and every way of
+    starting a run use this one function. Returns ``(trainset, valset or None)``.
+
+    Raises:
+        ConfigError (and subclasses): naming ``source``, the field and what to do.
+    """
+    config = config or project.run
+    check_trust(project, origin, source)
+    _check_columns(project.dataset, source)
+    train, val = resolve_datasets(project, base_dir, source=source, origin=origin)
+    _check_critic(project.critic, source)
+    _check_budget(config, train, val, source)
+    spec = project.run_spec()
+    try:
+        _check_run_inputs(spec, train, val)
+    except ConfigError as exc:
+        raise _located(exc, source, "project") from exc
+    _check_buildable(spec, config, source)
+    return train, val
+
+
+def _located(exc: ConfigError, source: str, field: str) -> ConfigError:
+    """The same error, its place prefixed with the project file."""
+    where = f"{source}: {getattr(exc, 'where', None) or field}"
+    message = getattr(exc, "message", None) or str(exc)
+    try:
+        return type(exc)(message, where=where, value=getattr(exc, "value", None))
+    except TypeError:  # an error class with its own constructor
+        return ProjectFileError(message, where=where, value=getattr(exc, "value", None))
+
+
+def _check_columns(dataset: DatasetSection, source: str) -> None:
+    if dataset.input_column and dataset.input_column == dataset.expected_column:
+        raise DatasetError(f"input_column and expected_column are both {dataset.input_column!r}: "
+                           "the agent would be shown the answer; choose two columns",
+                           where=f"{source}: dataset.expected_column",
+                           value=dataset.expected_column)
+
+
+def _check_critic(critic: CriticSection, source: str) -> None:
+    """A custom critic schema must describe a JSON object with a numeric ``score``."""
+    where = f"{source}: critic.output_schema"
+    if critic.type != "agent":
+        if not critic.evaluator:
+            raise ProjectFileError("a critic of type 'evaluator' needs an 'evaluator:' config "
+                                   "(e.g. {evaluator: exact_match})", where=f"{source}: critic")
+        return
+    schema = critic.output_schema
+    if critic.schema_kind != "custom":
+        return
+    if schema is None:
+        raise ProjectFileError("'schema: custom' needs an output_schema: a JSON object schema "
+                               "with a numeric 'score' property", where=where)
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        raise ProjectFileError(f"the critic's output_schema must be {{type: object, properties: "
+                               f"{{score: {{type: number}}, ...}}}}; got type "
+                               f"{schema.get('type')!r}", where=where, value=schema)
+    score = properties.get("score")
+    if not isinstance(score, dict) or score.get("type") not in ("number", "integer"):
+        raise ProjectFileError("the critic's output_schema needs a 'score' property of type "
+                               "number (0.0 to 1.0)", where=f"{where}.properties.score",
+                               value=score)
+
+
+def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None) -> None:
+    """What :func:`studio.engine.build.create_run` checks, before anything is stored."""
+    train = validate_examples(train, name="trainset")
+    if val is not None:
+        check_valset(train, validate_examples(val, name="valset"))
+    check_components(spec.components)
+    if spec.reflection.instruction is not None:
+        check_reflection_instruction(spec.reflection.instruction)
+    check_spec_models(spec)
+
+
+def _check_budget(config: EvolutionConfig, train: list, val: list | None, source: str) -> None:
+    """A budget that cannot pay for the baseline evaluation would "complete" having done nothing."""
+    baseline = len(val if val is not None else train)
+    if config.max_metric_calls is not None and config.max_metric_calls < baseline:
+        raise ConfigError(
+            f"max_metric_calls {config.max_metric_calls} cannot pay for the baseline evaluation "
+            f"of {baseline:,} validation rows: raise it to at least {baseline:,} (plus "
+            f"{config.minibatch_size * 2} per iteration) or use fewer rows",
+            where=f"{source}: run.max_metric_calls", value=config.max_metric_calls)
+
+
+def _check_buildable(spec: RunSpec, config: EvolutionConfig, source: str) -> None:
+    """Build the agent and the critic as the engine will (no model is called)."""
+    from studio.runtime.agents import build_agent, load_agent
+    from studio.runtime.execution import AgentExecutor
+
+    for field, build in (("agent", lambda: build_agent(spec.agent) if spec.agent is not None
+                          else load_agent(spec.agent_ref or "")),
+                         ("critic", lambda: critic_for_run(
+                             spec.critic, AgentExecutor(max_concurrency=1, timeout_s=1.0),
+                             spec.agent.model if spec.agent else "local/smollm2"))):
+        try:
+            build()
+        except ConfigError as exc:
+            raise _located(exc, source, field) from exc
+        except Exception as exc:  # ADK/pydantic refusing a spec: name the section, not a trace
+            raise ProjectFileError(f"the {field} cannot be built: {type(exc).__name__}: "
+                                   f"{str(exc)[:300]}", where=f"{source}: {field}") from exc

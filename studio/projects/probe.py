@@ -18,6 +18,7 @@ from studio.critics.protocol import Sample
 from studio.engine.build import check_spec_models, critic_for_run
 from studio.model.feedback import Feedback
 from studio.model.records import RunSpec, example_expected, example_input_text, example_state
+from studio.projects.files import Origin, check_code_ref
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 
@@ -43,19 +44,23 @@ class ProbeResult:
 
 
 async def probe(project_or_spec: Any, example: dict[str, Any], *,
-                timeout_s: float = 180.0) -> ProbeResult:
+                timeout_s: float = 180.0, origin: Origin = Origin.BROWSER) -> ProbeResult:
     """Run the agent on ``example`` and the critic on its output.
 
     Args:
         project_or_spec: a :class:`studio.projects.files.ProjectFile` or a :class:`RunSpec`.
         example: one dataset row (``expected`` is the reference, if any).
         timeout_s: limit for each model call.
+        origin: where the project came from; the studio's button passes nothing (browser: a
+            Python ``agent.ref`` is refused unless the server opted in).
 
     Raises:
         ModelConfigError: a model is unknown or lacks its API key.
         ConfigError: the agent or critic cannot be built from the spec.
+        ProjectFileError: the project loads Python code and its origin is not trusted.
     """
     spec = project_or_spec if isinstance(project_or_spec, RunSpec) else project_or_spec.run_spec()
+    check_code_ref(spec.agent_ref, origin, f"project {spec.project or ''!r}: agent.ref")
     check_spec_models(spec)
     agent = build_agent(spec.agent) if spec.agent is not None else load_agent(spec.agent_ref or "")
     executor = AgentExecutor(max_concurrency=2, timeout_s=timeout_s, max_retries=1,

@@ -16,7 +16,7 @@ from studio.engine.gates import latest_pending
 from studio.engine.pool import load_view, minibatch_evidence
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
-from studio.model.errors import ConfigError
+from studio.model.errors import ConfigError, ProjectFileError
 from studio.model.records import (
     EventKind,
     Project,
@@ -28,11 +28,17 @@ from studio.model.records import (
     TrialPhase,
 )
 from studio.projects.files import (
+    MAX_PROJECT_BYTES,
+    Origin,
     ProjectFile,
+    check_code_ref,
+    check_trust,
+    decode_text,
     dump_project,
     inline_datasets,
     load_project,
     parse_project,
+    resolve_datasets,
     start_run,
 )
 from studio.store import Store
@@ -84,12 +90,27 @@ def import_example(store: Store, path: Path) -> Project:
 def import_yaml(store: Store, text: str, filename: str = "<upload>") -> Project:
     """Store an uploaded project file (validated first; the name is made unique).
 
+    An upload is untrusted: it may not load Python code (unless the server opted in) nor read
+    files on the server (its datasets are inline).
+
     Raises:
         ProjectFileError: the YAML does not parse or does not fit the project format.
+        DatasetError: a dataset names a file, or a row is unusable.
     """
     project = parse_project(text, source=filename)
+    check_browser_project(project, filename)
     name = unique_name(store, project.name)
     return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
+
+
+def import_upload(store: Store, data: bytes, filename: str) -> Project:
+    """Store a project file uploaded in the browser: size checked before it is decoded, UTF-8
+    only (a Latin-1 or UTF-16 file is refused with the line, never garbled), then
+    :func:`import_yaml`."""
+    if len(data) > MAX_PROJECT_BYTES:
+        raise ProjectFileError(f"the file is {len(data):,} bytes; the limit is "
+                               f"{MAX_PROJECT_BYTES:,}", where=filename)
+    return import_yaml(store, decode_text(data, filename, ProjectFileError), filename)
 
 
 def new_project(store: Store, name: str = "new project") -> Project:
@@ -112,8 +133,16 @@ def duplicate_project(store: Store, project_id: int) -> Project:
     return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
 
 
+def check_browser_project(project: ProjectFile, source: str) -> None:
+    """What a project from the browser may not do: load code, read server files, bad rows."""
+    check_trust(project, Origin.BROWSER, source)
+    resolve_datasets(project, Path("."), source=source, origin=Origin.BROWSER)
+
+
 def save_project(store: Store, project: ProjectFile, project_id: int | None) -> Project:
-    """Create or replace a stored project (its name must be unique)."""
+    """Create or replace a stored project from the studio's editor (its name must be unique;
+    checked as an upload is)."""
+    check_browser_project(project, f"project {project.name!r}")
     return store.save_project(project.name, dump_project(project), project_id)
 
 
@@ -137,14 +166,29 @@ def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
     record = store.get_project(project_id)
     project = parse_project(record.yaml, source=f"project {record.name!r}")
     run = start_run(store, project, Path("."), name=name or record.name, project_id=project_id,
-                    config=config, source=f"project {record.name!r}")
+                    config=config, source=f"project {record.name!r}", origin=Origin.BROWSER)
     launch(store, run.id)
     return run
 
 
-def launch(store: Store, run_id: str) -> None:
+def launch(store: Store, run_id: str, listeners: list | None = None):
+    """Start a created run in this process's run manager; if it cannot start, the run is marked
+    failed with the reason (never left ``pending``) and the error is raised."""
+    try:
+        return get_manager(store).start(build_engine(store, run_id, listeners=listeners))
+    except BaseException as exc:
+        mark_not_started(store, run_id, exc)
+        raise
 
-    get_manager(store).start(build_engine(store, run_id))
+
+def mark_not_started(store: Store, run_id: str, exc: BaseException) -> None:
+    """Record why a created run never started."""
+    from studio.model.records import utcnow
+    from studio.model.redaction import redact
+
+    reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
+    store.update_run(run_id, status=RunStatus.FAILED, stop_reason="not_started",
+                     error=f"the run could not start: {reason}", finished_at=utcnow())
 
 
 def pause_run(store: Store, run_id: str) -> None:
@@ -160,6 +204,7 @@ def resume_run(store: Store, run_id: str) -> str:
 
     manager = get_manager(store)
     run = store.get_run(run_id)
+    check_code_ref(run.spec.agent_ref, Origin.BROWSER, f"run {run_id}: agent.ref")
     if run.status in (RunStatus.PAUSED, RunStatus.RUNNING, RunStatus.PENDING) and \
             run.worker is not None:
         manager.unpause(run_id)

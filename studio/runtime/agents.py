@@ -27,6 +27,9 @@ def build_agent(spec: AgentSpec, *, output_key: str | None = None) -> Any:
 def load_agent(reference: str) -> Any:
     """Load an existing ADK agent from Python code, as ``"package.module:attribute"``.
 
+    The attribute must *be* an agent instance: nothing is ever called, so a reference can at
+    most import a module (only trusted projects may use one: see ``studio.projects.files``).
+
     Raises:
         ConfigError: if the module or attribute is missing, or the object is not an ADK agent.
     """
@@ -34,21 +37,23 @@ def load_agent(reference: str) -> Any:
 
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
-        raise ConfigError("use the form 'package.module:attribute'", where="agent", value=reference)
+        raise ConfigError("use the form 'package.module:attribute'", where="agent.ref",
+                          value=reference)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"cannot import module {module_name!r}: {exc}", where="agent",
+        raise ConfigError(f"cannot import module {module_name!r}: {exc}", where="agent.ref",
                           value=reference) from exc
     target: Any = module
     for name in attribute.split("."):
-        if not hasattr(target, name):
-            raise ConfigError(f"{module_name!r} has no attribute {attribute!r}", where="agent",
-                              value=reference)
+        if name.startswith("_") or not hasattr(target, name):
+            raise ConfigError(f"{module_name!r} has no attribute {attribute!r} (private names "
+                              "starting with _ are not loaded)",
+                              where="agent.ref", value=reference)
         target = getattr(target, name)
-    if callable(target) and not isinstance(target, BaseAgent):
-        target = target()
     if not isinstance(target, BaseAgent):
-        raise ConfigError(f"{reference!r} is a {type(target).__name__}, not an ADK agent",
-                          where="agent", value=reference)
+        raise ConfigError(f"{reference!r} is a {type(target).__name__}, not an ADK agent "
+                          "instance (a reference is never called: point it at the agent object "
+                          "itself, e.g. `root_agent = LlmAgent(...)`)", where="agent.ref",
+                          value=reference)
     return target

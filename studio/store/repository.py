@@ -283,7 +283,7 @@ class Store:
     @_guard
     def add_trial(self, trial: Trial) -> Trial:
         """Insert and commit one trial (the UI sees it on its next poll)."""
-        values = trial.model_dump(exclude={"id", "override"})
+        values = _redacted_json(trial.model_dump(exclude={"id", "override"}))
         if values["error"]:
             values["error"] = redact(values["error"])
         with self.engine.begin() as c:
@@ -465,7 +465,7 @@ class Store:
 
     @_guard
     def add_proposal(self, proposal: Proposal) -> Proposal:
-        values = proposal.model_dump(exclude={"id"})
+        values = _redacted_json(proposal.model_dump(exclude={"id"}))
         with self.engine.begin() as c:
             new_id = c.execute(insert(t.proposals), values).inserted_primary_key[0]
         return proposal.model_copy(update={"id": new_id})

@@ -23,6 +23,7 @@ from studio.projects.files import (
     DatasetSection,
     DataSource,
     ProjectFile,
+    parse_json_array,
     prepare_rows,
     read_csv,
     read_jsonl,
@@ -146,13 +147,7 @@ def parse_rows(text: str, fmt: str = "auto", *, source: str = "pasted data"
     if fmt == "auto":
         fmt = detect_format(text)
     if fmt == "json":
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"not valid JSON (line {exc.lineno}): {exc.msg}",
-                               where=source) from exc
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise DatasetError("a JSON dataset must be an array of objects", where=source)
+        rows = parse_json_array(text, source)
     elif fmt == "jsonl":
         rows = read_jsonl(source, text=text)
     else:
