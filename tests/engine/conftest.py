@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
 from studio.engine.worker import get_manager
+from tests.helpers import wait_until
 
 
 class Runner:
@@ -30,16 +30,16 @@ class Runner:
         run_id = self.create(spec, trainset, valset, **config)
         return run_id, get_manager(self.store).start(build_engine(self.store, run_id))
 
-    def wait_for_pending(self, run_id, seen, timeout=20.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def wait_for_pending(self, run_id, seen, timeout=30.0):
+        """The first pending proposal of ``run_id`` not in ``seen`` (added to it)."""
+        def unseen():
             pending = [p for p in self.store.proposals(run_id, status="pending")
                        if p.id not in seen]
-            if pending:
-                seen.add(pending[0].id)
-                return pending[0]
-            time.sleep(0.05)
-        raise AssertionError("no proposal reached the gate")
+            return pending[0] if pending else None
+
+        proposal = wait_until(unseen, timeout, message=f"a new proposal at the gate of {run_id}")
+        seen.add(proposal.id)
+        return proposal
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from studio.model.errors import ConfigError, DatasetError
 from studio.model.records import DecisionAction, ProposalStatus, RunStatus, TrialPhase
 from studio.runtime.providers.demo import critique
 from studio.runtime.providers.scripted import recorded_requests
-from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset
+from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset, wait_until
 
 
 def test_a_better_instruction_is_found_and_accepted(runner, store):
@@ -180,12 +180,15 @@ def test_user_stop(runner, store):
 
     run_id, handle = runner.start(demo_spec("scripted/demo@30ms"), trainset(3),
                                   max_iterations=100)
-    import time
-
-    time.sleep(0.5)
+    committed = wait_until(lambda: store.count_trials(run_id) >= 6 and store.count_trials(run_id),
+                           message="the baseline and a first proposal scored")
+    assert handle.running  # the stop lands mid-run, not before it starts or after it ends
     get_manager(store).stop(run_id)
     assert handle.wait(20) == "user"
-    assert store.get_run(run_id).status is RunStatus.STOPPED
+    run = store.get_run(run_id)
+    assert run.status is RunStatus.STOPPED and run.stop_reason == "user"
+    assert committed <= store.count_trials(run_id)
+    assert len(store.proposals(run_id)) < 100  # it stopped before running out of iterations
 
 
 def test_a_seed_makes_runs_reproducible(runner, store):

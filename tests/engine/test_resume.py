@@ -6,13 +6,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from studio.engine import decide, load_result, override
-from studio.model.records import ProposalStatus, RunStatus
+from studio.engine.events import RunStarted
+from studio.model.records import ProposalStatus, RunStatus, utcnow
+from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE = "1.5"
@@ -32,15 +33,6 @@ def start_worker(url: str, review: str) -> tuple[subprocess.Popen, str]:
     return process, process.stdout.readline().strip()
 
 
-def wait_until(condition, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
-
-
 def kill(process: subprocess.Popen) -> None:
     process.send_signal(signal.SIGKILL)
     process.wait(10)
@@ -56,7 +48,8 @@ def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
 
     process, run_id = start_worker(store.url, "auto")
     try:
-        wait_until(lambda: len(store.decisions(run_id)) >= 2 and store.count_trials(run_id) >= 14)
+        wait_until(lambda: len(store.decisions(run_id)) >= 2 and store.count_trials(run_id) >= 14,
+                   60, message="two decisions and 14 trials in the worker")
         first_trial = store.trials(run_id)[0]
         override(first_trial.id, score=1.0, feedback="human: fine", author="ana", store=store)
         before_trials = {t.id: (t.candidate_id, t.example_id, t.score)
@@ -64,9 +57,9 @@ def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
         before = counts(store, run_id)
     finally:
         kill(process)
-    time.sleep(float(STALE) + 0.5)
     manager = get_manager(store)
-    assert run_id in manager.recover_orphans()
+    wait_until(lambda: run_id in manager.recover_orphans(), 30,
+               message="the killed worker's run to become orphaned")
     assert store.get_run(run_id).status is RunStatus.ORPHANED
     assert manager.resume(run_id).wait(60) == "max_iterations"
     after_trials = store.trials(run_id)
@@ -87,15 +80,29 @@ def test_a_pending_proposal_survives_a_restart(store):
 
     process, run_id = start_worker(store.url, "review")
     try:
-        wait_until(lambda: bool(store.proposals(run_id, status=ProposalStatus.PENDING)))
+        wait_until(lambda: store.proposals(run_id, status=ProposalStatus.PENDING), 60,
+                   message="a proposal at the gate in the worker")
         pending = store.proposals(run_id, status=ProposalStatus.PENDING)[0]
         trials_before = store.count_trials(run_id)
+        proposals_before = [p.id for p in store.proposals(run_id)]
     finally:
         kill(process)
-    time.sleep(float(STALE) + 0.5)
-    handle = get_manager(store).resume(run_id)
-    time.sleep(1.0)
+    manager = get_manager(store)
+    wait_until(lambda: run_id in manager.recover_orphans(), 30,
+               message="the killed worker's run to become orphaned")
+    events = []
+    handle = manager.resume(run_id, listeners=[events.append])
+    wait_until(lambda: [e for e in events if isinstance(e, RunStarted) and e.resumed],
+               30, message="the resumed engine to start from the stored state")
+    resumed_at = utcnow()
+    wait_until(lambda: (store.get_run(run_id).heartbeat_at or resumed_at) > resumed_at, 30,
+               message="a heartbeat from the resumed worker after it started")
+    run = store.get_run(run_id)
+    assert handle.running and run.worker == manager.worker_id
+    assert run.status is RunStatus.RUNNING
     assert store.get_proposal(pending.id).status is ProposalStatus.PENDING
     assert store.count_trials(run_id) == trials_before
+    assert [p.id for p in store.proposals(run_id)] == proposals_before  # nothing new proposed
     decide(pending.id, "stop", store=store)
-    assert handle.wait(30) == "user"
+    assert handle.wait(30) == "user"  # the resumed engine was waiting at the gate for this proposal
+    assert store.count_trials(run_id) == trials_before
