@@ -2,8 +2,8 @@
 you type (the error is shown under the field), a YAML view, Save, and "try on one example".
 
 Widget keys are ``projects.field.<project id>.<field>`` (the field names of
-:func:`studio.views.drafts.to_fields`), so each project keeps its own unsaved edits, and they survive
-a visit to another page.
+:func:`studio.views.drafts.to_fields`), so each project keeps its own unsaved edits, and they
+survive a visit to another page.
 """
 
 from __future__ import annotations

@@ -42,6 +42,6 @@ def quick_start() -> None:
             return
         loaders.projects.clear()
         session.set_current_project(project.id)
-        session.flash(f"Loaded the example project {escape_markdown(project.name)}. Choose a review "
-                    "mode and start a run.")
+        session.flash(f"Loaded the example project {escape_markdown(project.name)}. "
+                      "Choose a review mode and start a run.")
         frame.go(frame.RUN)

@@ -11,7 +11,8 @@ st.caption("Computed from your corrections on the Review page: each override is 
 run_id, threshold = agreement_view.controls(session.current_run_id())
 summary = loaders.agreement(run_id, threshold)
 if summary is None:
-    st.error("Agreement statistics are not available in this installation (studio.critics.agreement).")
+    st.error("Agreement statistics are not available in this installation "
+             "(studio.critics.agreement).")
     st.stop()
 if summary.overall.count == 0 and summary.overall.skipped == 0:
     st.info("No corrections yet. Override a few critic scores on the Review page; their "

@@ -1,4 +1,5 @@
-"""Evaluators and judges as critics of an evolution run (the :class:`studio.critics.protocol.Critic` seam).
+"""Evaluators and judges as critics of an evolution run (the
+:class:`studio.critics.protocol.Critic` seam).
 
 - :class:`EvaluatorCritic` wraps any evaluator. Text evaluators get the sample's ``output`` and
   ``expected``; trajectory evaluators (``uses_trace``) get the executor's ``trace`` as outputs and

@@ -1,8 +1,8 @@
 """The critic seam: anything that scores one agent output.
 
-The engine only knows :class:`Critic`. An ADK critic agent (:class:`studio.critics.agent.CriticScorer`),
-a programmatic evaluator or an LLM judge (:mod:`studio.evaluators`), or a weighted combination
-of them all satisfy it.
+The engine only knows :class:`Critic`. An ADK critic agent
+(:class:`studio.critics.agent.CriticScorer`), a programmatic evaluator or an LLM judge
+(:mod:`studio.evaluators`), or a weighted combination of them all satisfy it.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ class Critic(Protocol):
         could not evaluate (then ``metadata["error"]`` says why). ``metadata["feedback"]`` is the
         text shown to reflection and to people; other keys (``dimension_scores``,
         ``actionable_guidance``, ``verdicts``, ``path``, ``claims``...) are kept in the trial.
-        May raise :class:`studio.model.errors.CriticOutputParseError` (and subclasses) for a reply that
-        cannot be parsed; the engine records that as a trial with score None, never 0.
+        May raise :class:`studio.model.errors.CriticOutputParseError` (and subclasses) for a reply
+        that cannot be parsed; the engine records that as a trial with score None, never 0.
     """
 
     name: str

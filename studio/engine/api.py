@@ -131,8 +131,8 @@ async def evolve(
         trainset: examples as dicts, e.g. ``{"topic": "autumn leaves"}``; ``expected`` is the
             optional reference.
         critic: an ADK critic agent (``output_schema=SimpleCriticOutput``), an evaluator from
-            :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`. Default: a simple
-            critic on the agent's model.
+            :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`. Default: a
+            simple critic on the agent's model.
         valset: validation examples (the trainset when None).
         components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
         reflection_agent: reflection agent for the instruction (default per component).

@@ -114,7 +114,8 @@ def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
 
 
 def build_critic(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
-    """A :class:`studio.critics.protocol.Critic` from an ADK agent, an evaluator, a Critic or a spec."""
+    """A :class:`studio.critics.protocol.Critic` from an ADK agent, an evaluator, a Critic or a
+    spec."""
     from google.adk.agents import BaseAgent
 
     if isinstance(critic, CriticSpec):

@@ -31,7 +31,8 @@ class StopRun(Exception):
 
 @dataclass
 class RunControl:
-    """Requests from people, delivered by the worker's heartbeat (see :mod:`studio.engine.worker`)."""
+    """Requests from people, delivered by the worker's heartbeat (see
+    :mod:`studio.engine.worker`)."""
 
     stop_requested: bool = False
     pause_requested: bool = False

@@ -1,9 +1,10 @@
 """LLM plumbing shared by the judges: build a judge agent, ask it, read its reply leniently.
 
 Every judge call goes through the studio's own path: an ADK ``LlmAgent`` built from an
-:class:`studio.model.records.AgentSpec` (model reached through LiteLLM; the embedded ``local/smollm2`` by
-default) and run by :class:`studio.runtime.execution.AgentExecutor`, which adds timeouts and retries and
-returns a failure as a value. ADK and LiteLLM are imported on the first call, never at import time.
+:class:`studio.model.records.AgentSpec` (model reached through LiteLLM; the embedded
+``local/smollm2`` by default) and run by :class:`studio.runtime.execution.AgentExecutor`, which
+adds timeouts and retries and returns a failure as a value. ADK and LiteLLM are imported on the
+first call, never at import time.
 
 Judged text is untrusted: it is fenced between random nonce markers (``<output-3f9a1c...>`` ...
 ``</output-3f9a1c...>``, a fresh nonce per call) and the judge is told that fenced text is data.
@@ -114,7 +115,8 @@ class Judge:
         """The ADK agent, built on first use."""
         if self._agent is None:
 
-            agent = build_agent(AgentSpec(name=self.name, model=self.model, output_schema=self.schema))
+            agent = build_agent(AgentSpec(name=self.name, model=self.model,
+                                          output_schema=self.schema))
             system = self.system
             agent.instruction = lambda _context: system  # a provider is not templated by ADK
             self._agent = agent

@@ -1,4 +1,5 @@
-"""Evaluators and judges as critics (studio.critics.protocol.Critic), and declarative critic configs."""
+"""Evaluators and judges as critics (studio.critics.protocol.Critic), and declarative critic
+configs."""
 
 from __future__ import annotations
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from studio.engine import EvolutionConfig, decide, override
@@ -27,16 +25,7 @@ from studio.projects.workspace import (
     stop_run,
     unique_name,
 )
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out")
+from tests.helpers import wait_until
 
 
 def test_examples_are_listed_and_imported_once(store):
@@ -75,7 +64,7 @@ def test_review_run_evidence_and_effect(store):
     run = start_project_run(store, project.id, EvolutionConfig(
         max_iterations=3, minibatch_size=3, review="review", seed=7))
     try:
-        proposal = wait_for(lambda: pending_proposal(store, run.id))
+        proposal = wait_until(lambda: pending_proposal(store, run.id))
         evidence = proposal_evidence(store, proposal)
         assert len(evidence.parent) == len(evidence.child) == 3 == evidence.compared
         effect = run_effect(store, run.id)
@@ -88,7 +77,7 @@ def test_review_run_evidence_and_effect(store):
         assert run_effect(store, run.id).rule_accepts is False
         decide(proposal.id, "reject", reason="no", author="t", store=store)
         with pytest.raises(RunStateError):
-            wait_for(lambda: store.get_proposal(proposal.id).status is ProposalStatus.REJECTED)
+            wait_until(lambda: store.get_proposal(proposal.id).status is ProposalStatus.REJECTED)
             check_pending(store, proposal.id)
     finally:
         stop_run(store, run.id)

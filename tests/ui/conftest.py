@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -63,16 +62,6 @@ def app(studio_db):
 def assert_ok(at) -> None:
     problems = [f"{e.message}\n{''.join(e.stack_trace or [])}" for e in at.exception]
     assert not problems, problems[0]
-
-
-def wait_for(predicate, timeout: float = 45.0, step: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"timed out after {timeout}s")
 
 
 def texts(elements) -> list[str]:

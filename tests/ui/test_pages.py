@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from studio.engine import EvolutionConfig, decide, override
@@ -16,7 +14,8 @@ from studio.projects.workspace import (
     pending_proposal,
     start_project_run,
 )
-from tests.ui.conftest import assert_ok, texts, wait_for
+from tests.helpers import wait_until
+from tests.ui.conftest import assert_ok, texts
 
 SCRIPTED = EXAMPLES_DIR / "haiku_scripted.yaml"
 
@@ -26,7 +25,7 @@ def review_run(store, **config):
     project = import_example(store, SCRIPTED)
     values = {"max_iterations": 4, "minibatch_size": 3, "review": "review", "seed": 7} | config
     run = start_project_run(store, project.id, EvolutionConfig(**values))
-    wait_for(lambda: pending_proposal(store, run.id))
+    wait_until(lambda: pending_proposal(store, run.id))
     return run
 
 
@@ -170,7 +169,7 @@ def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
     assert_ok(at)
     run = studio_db.list_runs()[0]
     assert run.config["review"] == "review" and at.session_state["app.run_id"] == run.id
-    wait_for(lambda: pending_proposal(studio_db, run.id))
+    wait_until(lambda: pending_proposal(studio_db, run.id))
     at.run()
     table = at.dataframe(key="run.table").value
     assert len(table) == studio_db.count_trials(run.id) > 0
@@ -203,7 +202,7 @@ def test_run_controls_pause_resume_stop(app, studio_db):
     assert studio_db.get_run(run.id).control is None
     button(at, "Stop").click().run()
     assert_ok(at)
-    wait_for(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED)
+    wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED)
 
 
 def test_run_start_errors_are_inline(app, studio_db):
@@ -277,7 +276,7 @@ def test_proposals_accept_and_reject_with_reason(app, studio_db):
     assert_ok(at)
     assert studio_db.decisions(proposal_id=first.id)[-1].action.value == "accept"
 
-    second = wait_for(lambda: (p := pending_proposal(studio_db, run.id)) and p.id != first.id
+    second = wait_until(lambda: (p := pending_proposal(studio_db, run.id)) and p.id != first.id
                       and p)
     at.run()
     button(at, "Reject").click().run()
@@ -297,7 +296,7 @@ def test_proposals_edit_is_rescored(app, studio_db):
         first.text + "\nRule: Name the topic in the poem (name the topic).")
     button(at, "Save the edit and re-score").click().run()
     assert_ok(at)
-    edited = wait_for(lambda: next((p for p in studio_db.proposals(run.id)
+    edited = wait_until(lambda: next((p for p in studio_db.proposals(run.id)
                                     if p.edited_from == first.id
                                     and p.status is ProposalStatus.PENDING), None))
     at.run()
@@ -322,7 +321,7 @@ def test_model_written_html_is_shown_escaped(app, studio_db, script):
     studio_db.save_project(project.name, text, project.id)
     run = start_project_run(studio_db, project.id, EvolutionConfig(
         max_iterations=2, review="review", seed=7))
-    wait_for(lambda: pending_proposal(studio_db, run.id))
+    wait_until(lambda: pending_proposal(studio_db, run.id))
     at = app("proposals", run_id=run.id)
     bodies = [m.value for m in at.markdown]
     assert any("\\<script\\>" in b for b in bodies)
@@ -362,7 +361,6 @@ def test_agreement_empty_then_with_corrections(app, studio_db):
     trials = studio_db.trials(run.id, with_trace=False)
     override(trials[0].id, score=1.0, author="a", store=studio_db)
     override(trials[1].id, score=0.0, author="a", store=studio_db)
-    time.sleep(0.1)
     at.run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Overrides compared"] == "2"

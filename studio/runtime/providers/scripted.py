@@ -5,8 +5,8 @@ a fixed latency (e.g. ``scripted/demo@100ms``). Because it is a LiteLLM custom p
 that use it run through the real ADK runner and LiteLLM, exactly like a hosted model.
 
 Built-in scripts: ``demo`` (a small haiku world where evolution visibly works, see
-:mod:`studio.runtime.providers.demo`), ``echo`` (repeats the last user message) and ``schema`` (a minimal valid
-instance of the requested JSON Schema).
+:mod:`studio.runtime.providers.demo`), ``echo`` (repeats the last user message) and ``schema``
+(a minimal valid instance of the requested JSON Schema).
 """
 
 from __future__ import annotations
