@@ -76,8 +76,8 @@ def test_review_run_evidence_and_effect(store):
             override(trial.id, score=1.0, author="t", store=store)
         assert run_effect(store, run.id).rule_accepts is False
         decide(proposal.id, "reject", reason="no", author="t", store=store)
+        wait_until(lambda: store.get_proposal(proposal.id).status is ProposalStatus.REJECTED)
         with pytest.raises(RunStateError):
-            wait_until(lambda: store.get_proposal(proposal.id).status is ProposalStatus.REJECTED)
             check_pending(store, proposal.id)
     finally:
         stop_run(store, run.id)
