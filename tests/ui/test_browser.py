@@ -64,7 +64,10 @@ def settled(page) -> None:
 
 
 def wait_idle(page) -> None:
-    """Wait until the app is not running a script (the status widget disappears)."""
+    """Wait until the app is not running a script (the status widget disappears).
+
+    The pause before is the one fixed wait left: a rerun triggered by a click may not have shown
+    its status widget yet, and a short rerun can come and go before any poll would see it."""
     page.wait_for_timeout(300)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
