@@ -72,8 +72,9 @@ def scripted_agents():
     register_script("bench_critic", lambda request: {"score": 0.75, "feedback": "Vivid."})
     writer = build_agent(AgentSpec(name="writer", model="scripted/bench_writer",
                        instruction="Write a haiku."))
-    critic = build_agent(AgentSpec(name="critic", model="scripted/bench_critic", instruction="Evaluate.",
-                       output_schema=SimpleCriticOutput.model_json_schema()))
+    critic = build_agent(AgentSpec(name="critic", model="scripted/bench_critic",
+                                   instruction="Evaluate.",
+                                   output_schema=SimpleCriticOutput.model_json_schema()))
     return writer, critic
 
 

@@ -1,4 +1,5 @@
-"""Builders and helpers shared by the tests (the scripted demo world: studio.runtime.providers.demo)."""
+"""Builders and helpers shared by the tests (the scripted demo world:
+studio.runtime.providers.demo)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 from studio.engine import EvolutionConfig, build_engine, create_run
 from studio.engine.worker import get_manager
@@ -17,6 +16,4 @@ run = create_run(store, spec=demo_spec("scripted/demo@40ms"), trainset=trainset(
                  config=EvolutionConfig(max_iterations=5, review=review, seed=3,
                                         max_concurrency=2))
 print(run.id, flush=True)
-get_manager(store).start(build_engine(store, run.id))
-while True:
-    time.sleep(1)
+get_manager(store).start(build_engine(store, run.id)).wait()  # the test kills it before the end

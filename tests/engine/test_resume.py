@@ -79,6 +79,7 @@ def test_a_pending_proposal_survives_a_restart(store):
         pending = store.proposals(run_id, status=ProposalStatus.PENDING)[0]
         trials_before = store.count_trials(run_id)
         evaluated_before = len(evaluations(store, run_id, pending.id))
+        proposals_before = [p.id for p in store.proposals(run_id)]
     finally:
         kill(process)
     manager = get_manager(store)
@@ -90,6 +91,7 @@ def test_a_pending_proposal_survives_a_restart(store):
                timeout=30, message="the resumed engine reaches the gate")
     assert store.get_proposal(pending.id).status is ProposalStatus.PENDING
     assert store.count_trials(run_id) == trials_before
+    assert [p.id for p in store.proposals(run_id)] == proposals_before  # nothing new proposed
     decide(pending.id, "stop", store=store)
     assert handle.wait(30) == "user"
 

@@ -10,9 +10,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
@@ -66,14 +67,12 @@ def _healthy(url: str) -> bool:
 
 
 def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def healthy() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"the studio server exited with {process.returncode}")
-        if _healthy(url):
-            return
-        time.sleep(0.3)
-    raise TimeoutError(f"the studio server at {url} was not healthy after {timeout}s")
+        return _healthy(url)
+
+    wait_until(healthy, timeout, step=0.3, message=f"the studio server at {url} to be healthy")
 
 
 @contextlib.contextmanager

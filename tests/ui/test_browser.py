@@ -12,10 +12,11 @@ import re
 import subprocess
 import sys
 import threading
-import time
+from pathlib import Path
 
 import pytest
 
+from tests.helpers import wait_until
 from tests.ui.browser import ARTIFACTS, ROOT, chromium_page, studio_server
 
 pytestmark = pytest.mark.browser
@@ -44,18 +45,29 @@ def nav(page, title: str) -> None:
 def shot(page, name: str) -> None:
     """A screenshot of the whole page (Streamlit scrolls inside its main area, so the viewport
     is stretched to the content's height for the shot)."""
-    page.wait_for_timeout(700)  # let fragments and charts settle
+    settled(page)
     size = page.viewport_size
     height = page.evaluate(
         "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
-    page.wait_for_timeout(400)
+    settled(page)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
     page.set_viewport_size(size)
 
 
+def settled(page) -> None:
+    """No script is running and the browser has painted twice since (charts, fragments)."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+    page.evaluate("() => new Promise(done => requestAnimationFrame("
+                  "() => requestAnimationFrame(done)))")
+
+
 def wait_idle(page) -> None:
-    """Wait until the app is not running a script (the status widget disappears)."""
+    """Wait until the app is not running a script (the status widget disappears).
+
+    The pause before is the one fixed wait left: a rerun triggered by a click may not have shown
+    its status widget yet, and a short rerun can come and go before any poll would see it."""
     page.wait_for_timeout(300)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
@@ -153,12 +165,22 @@ def new_user_flow(page, server: str) -> None:
     assert f"run={run_id}" in page.evaluate("location.href")
 
 
+def slow_example(tmp_path) -> Path:
+    """The scripted example with 600 ms per model call, so a run lasts well beyond the checks
+    made while it streams (on a loaded machine too)."""
+    text = (ROOT / "examples" / "haiku_scripted.yaml").read_text()
+    assert "scripted/demo@150ms" in text
+    path = tmp_path / "haiku_slow.yaml"
+    path.write_text(text.replace("scripted/demo@150ms", "scripted/demo@600ms"))
+    return path
+
+
 def test_headless_cli_run_is_watchable(server, tmp_path):
     """A run started with the CLI in another process streams into the Run page."""
     db = server_db(server)
     cli = subprocess.Popen(
         [sys.executable, "-m", "studio.cli", "--db", f"sqlite:///{db}", "run",
-         "examples/haiku_scripted.yaml", "--max-iterations", "6"],
+         str(slow_example(tmp_path)), "--max-iterations", "6"],
         cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         run_id = None
@@ -175,13 +197,13 @@ def test_headless_cli_run_is_watchable(server, tmp_path):
                 page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
                 page.get_by_text(run_id).first.wait_for()
                 keeps_scroll_and_selection_while_trials_arrive(page)
-                page.get_by_text("completed", exact=True).first.wait_for(timeout=60_000)
+                page.get_by_text("completed", exact=True).first.wait_for(timeout=180_000)
                 shot(page, "11_cli_run_watched")
             except Exception:
                 shot(page, "failure_cli_run")
                 raise
     finally:
-        cli.wait(timeout=60)
+        cli.wait(timeout=180)
 
 
 def select_first_row(page) -> None:
@@ -199,28 +221,26 @@ def proposal_heading(page) -> str:
     return heading.first.inner_text()
 
 
+def proposal_headings(page) -> list[str]:
+    """The proposal headings shown now (``all_inner_texts`` never waits)."""
+    return page.get_by_role(
+        "heading", name=re.compile(r"Proposal #\d+ · iteration")).all_inner_texts()
+
+
 def wait_until_decided(page, previous: str, timeout: float = 30.0) -> None:
     """The proposal leaves the gate once the engine applies the decision."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        headings = page.get_by_role(
-            "heading", name=re.compile(r"Proposal #\d+ · iteration")).all_inner_texts()
-        if not headings or headings[0] != previous:  # (all_inner_texts never waits)
-            return
-        page.wait_for_timeout(300)
-    raise AssertionError(f"{previous!r} is still waiting after the decision")
+    wait_until(lambda: (headings := proposal_headings(page)) == [] or headings[0] != previous,
+               timeout, step=0.3, message=f"{previous!r} to leave the gate after the decision")
 
 
 def wait_for_new_proposal(page, previous: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        headings = page.get_by_role(
-            "heading", name=re.compile(r"Proposal #\d+ · iteration")).all_inner_texts()
-        if headings and headings[0] != previous and page.get_by_role(
-                "button", name="Accept", exact=True).count():
-            return
-        page.wait_for_timeout(300)
-    raise AssertionError(f"no new pending proposal after {previous!r}")
+    def new_one_waits() -> bool:
+        headings = proposal_headings(page)
+        return bool(headings and headings[0] != previous
+                    and page.get_by_role("button", name="Accept", exact=True).count())
+
+    wait_until(new_one_waits, timeout, step=0.3,
+               message=f"a new pending proposal after {previous!r}")
 
 
 def newest_trial(page) -> int:
@@ -235,9 +255,8 @@ def trials_shown(page) -> int:
 
 def keeps_scroll_and_selection_while_trials_arrive(page) -> None:
     """New rows arrive in place: the table's scroll position and the selected trial stay."""
-    deadline = time.monotonic() + 30
-    while trials_shown(page) < 20 and time.monotonic() < deadline:  # enough rows to scroll
-        page.wait_for_timeout(200)
+    wait_until(lambda: trials_shown(page) >= 20, 60, step=0.2,
+               message="enough rows to scroll the trials table")
     select_first_row(page)
     selected = page.get_by_text(re.compile(r"Trial #(\d+) · iteration"))
     selected.wait_for(timeout=10_000)
@@ -245,11 +264,9 @@ def keeps_scroll_and_selection_while_trials_arrive(page) -> None:
     scroller = page.locator(".st-key-run-table").locator(".dvn-scroller").first
     scroller.evaluate("element => { element.scrollTop = 70; }")
     assert scroller.evaluate("element => element.scrollTop") == 70
-    before = newest_trial(page)
-    deadline = time.monotonic() + 30
-    while newest_trial(page) == before and time.monotonic() < deadline:
-        page.wait_for_timeout(100)
-    assert newest_trial(page) > before, "no new trial arrived"
-    page.wait_for_timeout(1200)  # a few more polls of the live panel
+    for _ in range(2):  # two refreshes of the live panel, each bringing a new trial
+        before = newest_trial(page)
+        wait_until(lambda before=before: newest_trial(page) > before, 30, step=0.1,
+                   message=f"a trial newer than #{before} in the live panel")
     assert scroller.evaluate("element => element.scrollTop") == 70
     page.get_by_text(re.compile(rf"Trial #{trial} · iteration")).wait_for(timeout=5_000)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from studio.engine import EvolutionConfig, decide, override
@@ -363,7 +361,6 @@ def test_agreement_empty_then_with_corrections(app, studio_db):
     trials = studio_db.trials(run.id, with_trace=False)
     override(trials[0].id, score=1.0, author="a", store=studio_db)
     override(trials[1].id, score=0.0, author="a", store=studio_db)
-    time.sleep(0.1)
     at.run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Overrides compared"] == "2"
