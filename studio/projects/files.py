@@ -52,6 +52,8 @@ from studio.model.records import (
     validate_examples,
 )
 from studio.model.redaction import redact_data
+from studio.runtime.agents import build_agent, load_agent
+from studio.runtime.execution import AgentExecutor
 
 
 class Origin(StrEnum):
@@ -708,9 +710,6 @@ def _check_budget(config: EvolutionConfig, train: list, val: list | None, source
 
 def _check_buildable(spec: RunSpec, config: EvolutionConfig, source: str) -> None:
     """Build the agent and the critic as the engine will (no model is called)."""
-    from studio.runtime.agents import build_agent, load_agent
-    from studio.runtime.execution import AgentExecutor
-
     for field, build in (("agent", lambda: build_agent(spec.agent) if spec.agent is not None
                           else load_agent(spec.agent_ref or "")),
                          ("critic", lambda: critic_for_run(

@@ -26,7 +26,9 @@ from studio.model.records import (
     RunStatus,
     Trial,
     TrialPhase,
+    utcnow,
 )
+from studio.model.redaction import redact
 from studio.projects.files import (
     MAX_PROJECT_BYTES,
     Origin,
@@ -183,9 +185,6 @@ def launch(store: Store, run_id: str, listeners: list | None = None):
 
 def mark_not_started(store: Store, run_id: str, exc: BaseException) -> None:
     """Record why a created run never started."""
-    from studio.model.records import utcnow
-    from studio.model.redaction import redact
-
     reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
     store.update_run(run_id, status=RunStatus.FAILED, stop_reason="not_started",
                      error=f"the run could not start: {reason}", finished_at=utcnow())
