@@ -203,6 +203,41 @@ def cmd_override(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_proposals(args: argparse.Namespace) -> int:
+    from studio.projects.workspace import proposal_rows
+
+    rows = proposal_rows(_store(args), args.run_id, pending_only=args.pending)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no proposal waits for a decision" if args.pending else "no proposals yet")
+    for r in rows:
+        decided = (f"{r['decision']} by {r['decided_by']} at {r['decided_at'][:19]}"
+                   if r["decision"] else ("WAITING FOR YOU" if r["waiting_for_you"] else "-"))
+        print(f"{r['id']:>5}  iter {r['iteration']:<3} {r['component']:<24} {r['status']:<10} "
+              f"parent {r['parent_sum']:.2f} -> child {r['child_sum']:.2f}  {decided}"
+              + (f"  ({r['note']})" if r["note"] else ""))
+    return 0
+
+
+def cmd_trials(args: argparse.Namespace) -> int:
+    from studio.projects.workspace import trial_rows
+
+    rows = trial_rows(_store(args), args.run_id, candidate_id=args.candidate, phase=args.phase)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        score = "-" if r["effective_score"] is None else f"{r['effective_score']:.2f}"
+        judge = "-" if r["score"] is None else f"{r['score']:.2f}"
+        mark = " corrected" if r["overridden"] else ""
+        feedback = " ".join((r["feedback"] or r["error"] or "").split())[:80]
+        print(f"{r['id']:>6}  cand {r['candidate']:<4} ex {r['example']:<4} {r['phase']:<7} "
+              f"score {score} (judge {judge}){mark}  {feedback}")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Every check ``studio run`` makes before its first model call (:func:`check_project`)."""
     from studio.projects.files import check_project, load_project
@@ -285,6 +320,18 @@ def parser() -> argparse.ArgumentParser:
     override.add_argument("--feedback")
     override.add_argument("--author", default="cli")
     override.set_defaults(func=cmd_override)
+    proposals = sub.add_parser("proposals", help="list a run's proposals and their decisions")
+    proposals.add_argument("run_id")
+    proposals.add_argument("--pending", action="store_true",
+                           help="only the proposal waiting for your decision")
+    proposals.add_argument("--json", action="store_true")
+    proposals.set_defaults(func=cmd_proposals)
+    trials = sub.add_parser("trials", help="list a run's trials with corrected scores")
+    trials.add_argument("run_id")
+    trials.add_argument("--candidate", type=whole_number(1))
+    trials.add_argument("--phase", help="parent, child or valset")
+    trials.add_argument("--json", action="store_true")
+    trials.set_defaults(func=cmd_trials)
     validate = sub.add_parser("validate", help="check a project file and its datasets")
     validate.add_argument("project", type=Path)
     validate.set_defaults(func=cmd_validate)

@@ -3,9 +3,14 @@ studio.runtime.providers.demo)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from studio.critics.agent import SimpleCriticOutput
@@ -88,3 +93,54 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, step: float 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")
         time.sleep(step)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+STALE_SECONDS = "1.0"
+"""Heartbeat age after which a killed worker's lease expires, in the worker processes tests
+start (short, so a resume elsewhere does not wait 10 s)."""
+
+
+class CliWorker:
+    """The engine in its own process: `studio run`, then `studio resume` after a stop or a kill."""
+
+    def __init__(self, url: str, project: Path) -> None:
+        self.url, self.project = url, project
+        self.process: subprocess.Popen | None = None
+        self.run_id: str | None = None
+
+    def _spawn(self, *args: str) -> subprocess.Popen:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE_SECONDS}
+        return subprocess.Popen([sys.executable, "-m", "studio.cli", "--db", self.url, *args],
+                                cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def start(self) -> str:
+        self.process = self._spawn("run", str(self.project))
+        line = wait_until(self.process.stderr.readline, timeout=60, message="the run to start")
+        self.run_id = line.split()[1]
+        return self.run_id
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.alive:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def resume(self) -> None:
+        """Resume until a worker holds the run (a killed worker's lease must expire first)."""
+        def claimed() -> bool:
+            self.process = self._spawn("resume", self.run_id)
+            time.sleep(0.3)
+            if self.alive:
+                return True
+            self.process.wait(10)
+            return False
+        wait_until(claimed, timeout=60, step=0.2, message="a worker to claim the run")
+
+    def wait_exit(self, timeout: float = 60) -> None:
+        if self.process is not None:
+            self.process.wait(timeout)

@@ -47,7 +47,7 @@ def test_override_and_decide_from_the_command_line(tmp_path, capsys, store):
                  "fine"]) == 0
     assert "judge said" in capsys.readouterr().out
     assert main(["--db", db, "decide", "1", "accept"]) == 2
-    assert "not pending" in capsys.readouterr().err
+    assert "already decided by the acceptance rule" in capsys.readouterr().err
 
 
 def test_errors_are_one_clear_line(tmp_path, capsys):

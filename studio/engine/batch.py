@@ -40,11 +40,15 @@ async def score_batch(
     ctx.check_stop()
     ctx.reserve(len(missing))
     agent = ctx.agent_for(candidate)
-    fresh = await asyncio.gather(*(
-        _judge_one(ctx, agent, candidate, ctx.examples[e], phase, iteration, proposal_id)
-        for e in missing
-    ))
-    cached.update({trial.example_id: trial for trial in fresh})
+    # A task group: when one example raises, its siblings are cancelled before the error
+    # reaches the loop, so nothing is committed after the run is marked failed.
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(_judge_one(ctx, agent, candidate, ctx.examples[e], phase,
+                                                  iteration, proposal_id)) for e in missing]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None  # the first error, as the loop reports it
+    cached.update({task.result().example_id: task.result() for task in tasks})
     return [cached[e] for e in example_ids]
 
 

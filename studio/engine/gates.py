@@ -47,6 +47,8 @@ def decide(
         allowed = ", ".join(a.value for a in DecisionAction)
         raise ConfigError(f"decision {action!r} is not one of: {allowed}", where="action") from None
     proposal = store.get_proposal(proposal_id)
+    if proposal.decided_at is not None:
+        raise RunStateError(store.already_decided(proposal))
     if proposal.status is not ProposalStatus.PENDING:
         raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}, not pending: "
                             "only a proposal waiting at the gate can be decided")
@@ -108,8 +110,9 @@ def merge_correction(active: Override | None, score: float | None,
 
 def latest_pending(proposals: Iterable[Proposal]) -> Proposal | None:
     """The proposal waiting at the gate for a person's decision (the latest, should there be
-    several), or None."""
-    pending = [p for p in proposals if p.status is ProposalStatus.PENDING]
+    several), or None. A decided proposal the engine has not finished acting on (an accepted
+    child still being validated) waits for no one."""
+    pending = [p for p in proposals if p.status is ProposalStatus.PENDING and p.decided_at is None]
     return pending[-1] if pending else None
 
 
@@ -126,8 +129,8 @@ async def await_decision(ctx: RunContext, proposal_id: int) -> Decision:
     while True:
         ctx.control.changed.clear()
         decisions = ctx.store.decisions(proposal_id=proposal_id)
-        if decisions:
-            return decisions[-1]
+        if decisions:  # the first decision wins (the store refuses a second one)
+            return decisions[0]
         ctx.check_stop()
         await ctx.control.wait()
 

@@ -144,8 +144,8 @@ class Engine:
             self._finish(RunStatus.STOPPED if stop.reason == "user" else RunStatus.COMPLETED,
                          stop.reason)
             return stop.reason
-        except asyncio.CancelledError:
-            self._finish(RunStatus.STOPPED, "user")
+        except asyncio.CancelledError:  # the server or the process shuts down
+            self._finish(RunStatus.STOPPED, "shutdown")
             raise
         except Exception as exc:
             logger.exception("run %s failed", ctx.run_id)
@@ -227,6 +227,18 @@ class Engine:
         if config.max_metric_calls is not None \
                 and self.ctx.metric_calls() >= config.max_metric_calls:
             raise StopRun("max_metric_calls")
+        self.check_budget_for_iteration()
+
+    def check_budget_for_iteration(self) -> None:
+        """Start an iteration only when the budget can pay for all of it: the parent and the
+        child on the minibatch, and the validation set should the child be accepted. An accepted
+        child is never left without its validation."""
+        config = self.ctx.config
+        if config.max_metric_calls is None:
+            return
+        worst_case = 2 * config.minibatch_size + len(self.ctx.val_ids)
+        if self.ctx.metric_calls() + worst_case > config.max_metric_calls:
+            raise StopRun("max_metric_calls")
 
     async def pause_point(self) -> None:
         ctx = self.ctx
@@ -253,9 +265,12 @@ class Engine:
                                           phase=TrialPhase.PARENT, iteration=iteration)
         proposal = await proposer.propose(self.ctx, iteration, parent, plan.component,
                                           parent_trials)
+        stop_reason = None
         if proposal.status is not ProposalStatus.INVALID:
-            await self.evaluate_and_gate(proposal, parent, plan)
+            stop_reason = await self.evaluate_and_gate(proposal, parent, plan)
         self._end_iteration(iteration, time.monotonic() - started)
+        if stop_reason is not None:  # stopped at the gate: the iteration is settled first
+            raise StopRun(stop_reason)
 
     def plan(self, iteration: int) -> Plan:
         """Select the parent, sample the minibatch and pick the component (once per iteration:
@@ -275,8 +290,10 @@ class Engine:
                                        minibatch=minibatch))
         return plan
 
-    async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate, plan: Plan) -> None:
-        """Score the child on the minibatch and pass the gate; edits loop back here."""
+    async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate,
+                                plan: Plan) -> str | None:
+        """Score the child on the minibatch and pass the gate; edits loop back here. Returns
+        the reason to stop the run after this iteration, if the decision ends it."""
         ctx = self.ctx
         proposal = proposer.latest_in_chain(ctx, proposal)
         while True:
@@ -290,8 +307,7 @@ class Engine:
                 rule_accepts=evidence.rule_accepts))
             decision = await self.gate(proposal, parent, child, plan)
             if decision.action is not DecisionAction.EDIT:
-                await self.apply(decision, proposal, child)
-                return
+                return await self.apply(decision, proposal, child)
             proposal = self.edited(proposal, decision)
 
     def evidence(self, parent: Candidate, child: Candidate, plan: Plan) -> Evidence:
@@ -305,8 +321,8 @@ class Engine:
         """The rule decides in auto mode; in review mode a person does."""
         ctx = self.ctx
         existing = ctx.store.decisions(proposal_id=proposal.id)
-        if existing:
-            return existing[-1]
+        if existing:  # replayed after a restart: the decision that was made (there is one)
+            return existing[0]
         if ctx.config.review is ReviewMode.AUTO:
             evidence = self.evidence(parent, child, plan)
             verb = "above" if evidence.rule_accepts else "not above"
@@ -335,19 +351,23 @@ class Engine:
                                                          if decision.reason else ""),
             edited_from=proposal.id))
 
-    async def apply(self, decision: Decision, proposal: Proposal, child: Candidate) -> None:
+    async def apply(self, decision: Decision, proposal: Proposal,
+                    child: Candidate) -> str | None:
+        """Act on the decision; returns the reason to stop after this iteration, if any."""
         ctx = self.ctx
         ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
                                  proposal_id=proposal.id, action=decision.action.value,
                                  automatic=decision.automatic, reason=decision.reason))
         if decision.action is DecisionAction.STOP:
-            ctx.store.update_proposal(proposal.id, status=ProposalStatus.REJECTED,
-                                      decided_at=utcnow())
-            raise StopRun("user")
+            self.settle(proposal, ProposalStatus.REJECTED, "run stopped")
+            return "user"
         if decision.action is DecisionAction.REJECT:
-            ctx.store.update_proposal(proposal.id, status=ProposalStatus.REJECTED,
-                                      decided_at=utcnow())
-            return
+            self.settle(proposal, ProposalStatus.REJECTED)
+            return None
+        if not self.can_validate():
+            self.settle(proposal, ProposalStatus.REJECTED,
+                        "accepted, but the metric-call budget cannot pay for its validation")
+            return "max_metric_calls"
         await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
                           iteration=proposal.iteration, proposal_id=proposal.id)
         ctx.store.set_pooled(child.id)
@@ -356,6 +376,19 @@ class Engine:
         view = load_view(ctx.store, ctx.run_id)
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
                                    candidate_id=child.id, score=view.means.get(child.id)))
+        return None
+
+    def settle(self, proposal: Proposal, status: ProposalStatus, reason: str | None = None
+               ) -> None:
+        """Give a proposal its final status (with the reason when it is not the decision's)."""
+        fields = {"invalid_reason": reason} if reason else {}
+        self.ctx.store.update_proposal(proposal.id, status=status, decided_at=utcnow(), **fields)
+
+    def can_validate(self) -> bool:
+        """Whether the budget still pays for a validation (edits cost minibatch calls too)."""
+        budget = self.ctx.config.max_metric_calls
+        return budget is None or \
+            self.ctx.metric_calls() + len(self.ctx.val_ids) <= budget
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
         view = load_view(self.ctx.store, self.ctx.run_id)

@@ -81,8 +81,8 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     existing = [p for p in ctx.store.proposals(ctx.run_id, iteration=iteration)
                 if p.edited_from is None]
     if existing:
-        return existing[0]
-    trials = reflection_trials(parent_trials, recent_rejections(ctx))
+        return revalidated(ctx, existing[0], parent)
+    trials = reflection_trials(current_trials(ctx, parent, parent_trials), recent_rejections(ctx))
     result = await run_reflection(ctx.reflection_agents[component],
                                   parent.components[component], trials, ctx.executor)
     proposal = ctx.store.add_proposal(Proposal(
@@ -93,6 +93,21 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     if result.error is not None:
         return invalidate(ctx, proposal, f"the reflection agent failed: {result.error}")
     return check(ctx, proposal, parent)
+
+
+def current_trials(ctx: RunContext, parent: Candidate, trials: list[Trial]) -> list[Trial]:
+    """The parent's trials as the store has them now: a correction made while the minibatch was
+    still scoring reaches the reflection."""
+    stored = ctx.store.first_trials(parent.id, [t.example_id for t in trials])
+    return [stored.get(t.example_id, t) for t in trials]
+
+
+def revalidated(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
+    """A stored proposal on resume: one that never got its child (the run stopped between
+    storing and validating it) is validated again before it costs any metric call."""
+    if proposal.status is ProposalStatus.EVALUATING and proposal.child_id is None:
+        return check(ctx, proposal, parent)
+    return proposal
 
 
 def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:

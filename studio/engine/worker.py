@@ -85,7 +85,7 @@ class RunManager:
                 return existing
             if not self.store.claim_run(run_id, self.worker_id,
                                         stale_after_s=STALE_AFTER_SECONDS):
-                raise RunStateError(f"run {run_id} is being executed by another process")
+                raise RunStateError(held_by(self.store.get_run(run_id)))
             handle = RunHandle(engine)
             self._handles[run_id] = handle
         handle.thread = threading.Thread(target=self._work, args=(engine, handle),
@@ -102,12 +102,8 @@ class RunManager:
             return handle
         self.recover_orphans()
         run = self.store.get_run(run_id)
-        if run.status is RunStatus.COMPLETED and run.stop_reason == "max_iterations":
-            raise RunStateError(f"run {run_id} completed all its iterations; start a new run "
-                                "or raise max_iterations")
-        if run.status in (RunStatus.RUNNING, RunStatus.PAUSED) and run.worker and \
-                run.worker != self.worker_id:
-            raise RunStateError(f"run {run_id} is being executed by {run.worker}")
+        if run.status is RunStatus.COMPLETED:
+            raise RunStateError(completed_message(run))
         self.store.update_run(run_id, control=None)
         return self.start(build_engine(self.store, run_id, listeners=listeners, **live_objects))
 
@@ -121,27 +117,30 @@ class RunManager:
 
     async def _drive(self, engine: Engine, handle: RunHandle) -> str:
         handle.loop = asyncio.get_running_loop()
-        heartbeat = asyncio.create_task(self._heartbeat(engine))
+        beating = threading.Event()
+        heartbeat = threading.Thread(target=self._heartbeat, args=(engine, beating),
+                                     name=f"heartbeat-{engine.run_id}", daemon=True)
+        heartbeat.start()
         handle.task = asyncio.current_task()
         try:
             return await engine.run()
         finally:
-            heartbeat.cancel()
+            beating.set()
+            heartbeat.join(HEARTBEAT_SECONDS + 1)
             self.store.update_run(engine.run_id, worker=None)
 
-    async def _heartbeat(self, engine: Engine) -> None:
-        """Keep the claim on the run alive and deliver the store's control to the engine (which
-        also wakes its waits, so a decision from another process is seen within a beat)."""
+    def _heartbeat(self, engine: Engine, done: threading.Event) -> None:
+        """Keep the lease on the run alive and deliver the store's control to the engine (which
+        also wakes its waits, so a decision from another process is seen within a beat).
+
+        A thread of its own: the engine's store calls run on its event loop, and one waiting
+        on a lock must not starve the heartbeat, or a live run would look orphaned."""
         run_id = engine.run_id
-        while True:
+        while not done.wait(HEARTBEAT_SECONDS):
             try:
-                control = await asyncio.to_thread(self.store.heartbeat, run_id, self.worker_id)
-                engine.apply_control(control)
-            except RuntimeError:
-                return  # the interpreter is shutting down; the run will show as orphaned
+                engine.apply_control(self.store.heartbeat(run_id, self.worker_id))
             except Exception:  # the store may be busy; the next beat retries
                 logger.warning("heartbeat for run %s failed", run_id, exc_info=True)
-            await asyncio.sleep(HEARTBEAT_SECONDS)
 
     # ------------------------------------------------------------------ steering
 
@@ -191,6 +190,28 @@ class RunManager:
     def recover_orphans(self) -> list[str]:
         """Mark runs whose worker died as orphaned (resumable)."""
         return self.store.mark_orphans(STALE_AFTER_SECONDS)
+
+
+LIMIT_FOR_REASON = {"max_iterations": "max_iterations", "max_metric_calls": "max_metric_calls",
+                    "patience": "patience", "score_threshold": "score_threshold",
+                    "timeout": "timeout_seconds"}
+
+
+def completed_message(run: Any) -> str:
+    """Why a completed run is not resumed: it reached a limit, and resuming would stop at once."""
+    limit = LIMIT_FOR_REASON.get(run.stop_reason or "", "its limits")
+    return (f"run {run.id} completed ({run.stop_reason}): resuming would stop again at once; "
+            f"start a new run with a different {limit}")
+
+
+def held_by(run: Any) -> str:
+    """Who holds a run's lease, for the worker that lost the claim."""
+    host, _, rest = (run.worker or "unknown").partition(":")
+    pid = rest.split(":", 1)[0] or "?"
+    beat = f"{run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC" if run.heartbeat_at else "never"
+    return (f"run {run.id} is being run by worker {run.worker} (pid {pid}, host {host}, last "
+            f"heartbeat {beat}); it can be resumed elsewhere once that worker stops or its "
+            f"heartbeat is {STALE_AFTER_SECONDS:.0f} s old")
 
 
 _managers: dict[str, RunManager] = {}

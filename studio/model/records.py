@@ -354,6 +354,22 @@ class Override(BaseModel):
     undone_at: datetime | None = None
 
 
+def effective_correction(active: list[Override]) -> Override | None:
+    """What a trial's active (not undone) corrections say, oldest first in, one record out.
+
+    The one definition of a correction's effect, used by every reader (front, best, means,
+    acceptance evidence, reflection, agreement, exports): each field takes the latest value a
+    person gave it, so correcting the feedback after the score keeps the corrected score. The
+    record carries the latest correction's id, author and time.
+    """
+    if not active:
+        return None
+    latest = active[-1]
+    score = next((o.score for o in reversed(active) if o.score is not None), None)
+    feedback = next((o.feedback for o in reversed(active) if o.feedback), None)
+    return latest.model_copy(update={"score": score, "feedback": feedback})
+
+
 class Trial(BaseModel):
     """One agent run on one example, scored by the critic."""
 
@@ -421,8 +437,11 @@ class Proposal(BaseModel):
     edited_from: int | None = None
     """The proposal this one is an edit of."""
     invalid_reason: str | None = None
+    """Why the proposal was settled other than by its decision's own words: an invalid text, a
+    stop at the gate ("run stopped"), or a budget that could not pay for its validation."""
     created_at: datetime = Field(default_factory=utcnow)
     decided_at: datetime | None = None
+    """When the (first and only) decision on it was made."""
 
 
 class Decision(BaseModel):

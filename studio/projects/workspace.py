@@ -296,6 +296,50 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
     return effect
 
 
+# --------------------------------------------------------------------------- listings (CLI)
+
+
+def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False) -> list[dict]:
+    """What waits for a person and what was decided, one row per proposal: the live evidence
+    sums (effective scores) and the decision that was applied, with who made it and when."""
+    store.get_run(run_id)  # a clear error for an unknown run
+    proposals = store.proposals(run_id)
+    waiting = latest_pending(proposals)
+    if pending_only:
+        proposals = [waiting] if waiting is not None else []
+    decisions = {d.proposal_id: d for d in reversed(store.decisions(run_id))}
+    rows = []
+    for proposal in proposals:
+        evidence = proposal_evidence(store, proposal)
+        decision = decisions.get(proposal.id)
+        rows.append({
+            "id": proposal.id, "iteration": proposal.iteration, "component": proposal.component,
+            "status": proposal.status.value, "waiting_for_you": proposal is waiting,
+            "parent_sum": round(evidence.parent_sum, 4),
+            "child_sum": round(evidence.child_sum, 4), "rule_accepts": evidence.rule_accepts,
+            "decision": decision.action.value if decision else None,
+            "decided_by": ("rule" if decision.automatic else decision.author) if decision
+            else None,
+            "decided_at": decision.created_at.isoformat() if decision else None,
+            "note": proposal.invalid_reason})
+    return rows
+
+
+def trial_rows(store: Store, run_id: str, *, candidate_id: int | None = None,
+               phase: str | None = None) -> list[dict]:
+    """A run's trials with the judge's and the effective (corrected) score and feedback."""
+    store.get_run(run_id)
+    if phase is not None and phase not in {p.value for p in TrialPhase}:
+        allowed = ", ".join(p.value for p in TrialPhase)
+        raise ConfigError(f"phase {phase!r} is not one of: {allowed}", where="--phase",
+                          value=phase)
+    trials = store.trials(run_id, candidate_id=candidate_id, phase=phase, with_trace=False)
+    return [{"id": t.id, "iteration": t.iteration, "phase": t.phase.value,
+             "candidate": t.candidate_id, "example": t.example_id, "score": t.score,
+             "effective_score": t.effective_score, "feedback": t.effective_feedback,
+             "overridden": t.overridden, "error": t.error} for t in trials]
+
+
 def require_reason(action: str, reason: str) -> None:
     """A rejection must say why: the next reflection reads the reason."""
     if action == "reject" and not (reason or "").strip():

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 import studio.store.schema as t
-from studio.model.errors import ConfigError, NotFoundError
+from studio.model.errors import ConfigError, NotFoundError, RunStateError
 from studio.model.records import (
     Candidate,
     Decision,
@@ -33,6 +33,7 @@ from studio.model.records import (
     RunStatus,
     Split,
     Trial,
+    effective_correction,
     utcnow,
 )
 from studio.model.redaction import redact
@@ -48,6 +49,27 @@ class EvalRun(BaseModel):
     summary: dict[str, Any]
     cases: list[dict[str, Any]]
     created_at: datetime
+
+
+def _corrections_by_trial(rows: Iterable[Row]) -> dict[int, Override]:
+    """Active override rows (oldest first) -> each trial's effective correction."""
+    grouped: dict[int, list[Override]] = {}
+    for row in rows:
+        grouped.setdefault(row.trial_id, []).append(_model(Override, row))
+    return {trial_id: effective_correction(items) for trial_id, items in grouped.items()}
+
+
+def _override_pair(rows: list[Row]) -> OverridePair:
+    """One judge/human pair per trial: the person's latest value of each field."""
+    latest = rows[-1]
+    human = effective_correction([Override(trial_id=r.trial_id, score=r.score,
+                                           feedback=r.feedback) for r in rows])
+    return OverridePair(
+        run_id=latest.run_id, critic=_critic_name(latest.spec), trial_id=latest.trial_id,
+        judge_score=latest.judge_score, human_score=human.score,
+        judge_feedback=latest.judge_feedback, human_feedback=human.feedback,
+        author=latest.author, created_at=latest.created_at, input_text=latest.input_text,
+        output=latest.output)
 
 
 class OverridePair(BaseModel):
@@ -187,8 +209,12 @@ class Store:
 
     @_guard
     def claim_run(self, run_id: str, worker: str, *, stale_after_s: float) -> bool:
-        """Make ``worker`` the owner of a run, unless another live worker holds it.
-        Atomic, so two processes cannot both resume the same run."""
+        """Make ``worker`` the owner of a run unless another worker holds a live lease on it.
+
+        One conditional UPDATE: it succeeds when no worker holds the run, when ``worker``
+        already does, or when the holder's heartbeat is older than ``stale_after_s`` (it
+        died). Of two processes claiming at once, exactly one wins (row lock on PostgreSQL,
+        one writer at a time on SQLite)."""
         now = utcnow()
         stale = now - timedelta(seconds=stale_after_s)
         with self.engine.begin() as c:
@@ -196,9 +222,7 @@ class Store:
                 update(t.runs)
                 .where(t.runs.c.id == run_id)
                 .where(or_(t.runs.c.worker.is_(None), t.runs.c.worker == worker,
-                           t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale,
-                           t.runs.c.status.notin_([RunStatus.RUNNING.value,
-                                                   RunStatus.PAUSED.value])))
+                           t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale))
                 .values(worker=worker, heartbeat_at=now)
             )
         return result.rowcount == 1
@@ -337,11 +361,11 @@ class Store:
             row = c.execute(select(t.trials).where(t.trials.c.id == trial_id)).first()
             if row is None:
                 raise NotFoundError(f"trial {trial_id} does not exist")
-            override = c.execute(
+            overrides = c.execute(
                 select(t.overrides).where(t.overrides.c.trial_id == trial_id,
                                           t.overrides.c.undone_at.is_(None))
-                .order_by(t.overrides.c.id.desc()).limit(1)).first()
-        return self._trial(row, _model(Override, override))
+                .order_by(t.overrides.c.id)).all()
+        return self._trial(row, effective_correction([_model(Override, o) for o in overrides]))
 
     @_guard
     def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:
@@ -355,7 +379,7 @@ class Store:
             overrides = c.execute(select(t.overrides).where(
                 t.overrides.c.trial_id.in_(ids), t.overrides.c.undone_at.is_(None))
                 .order_by(t.overrides.c.id)).all() if ids else []
-        active = {row.trial_id: _model(Override, row) for row in overrides}
+        active = _corrections_by_trial(overrides)
         found: dict[int, Trial] = {}
         for row in rows:
             if row.example_id not in found:
@@ -399,7 +423,7 @@ class Store:
                                       t.overrides.c.trial_id > after_id,
                                       t.overrides.c.undone_at.is_(None))
             .order_by(t.overrides.c.id))
-        return {row.trial_id: _model(Override, row) for row in rows}
+        return _corrections_by_trial(rows)
 
     # ------------------------------------------------------------------ overrides
 
@@ -454,12 +478,10 @@ class Store:
             query = query.where(o.c.run_id == run_id)
         with self.engine.connect() as c:
             rows = c.execute(query).all()
-        return [OverridePair(
-            run_id=row.run_id, critic=_critic_name(row.spec), trial_id=row.trial_id,
-            judge_score=row.judge_score, human_score=row.score,
-            judge_feedback=row.judge_feedback, human_feedback=row.feedback, author=row.author,
-            created_at=row.created_at, input_text=row.input_text, output=row.output,
-        ) for row in rows]
+        per_trial: dict[int, list[Row]] = {}
+        for row in rows:
+            per_trial.setdefault(row.trial_id, []).append(row)
+        return [_override_pair(trial_rows) for trial_rows in per_trial.values()]
 
     # ------------------------------------------------------------------ proposals & decisions
 
@@ -499,12 +521,41 @@ class Store:
 
     @_guard
     def add_decision(self, decision: Decision) -> Decision:
+        """Record the decision on a proposal that has none yet: the first decision wins.
+
+        The proposal row is claimed and the decision inserted in one transaction
+        (``UPDATE ... WHERE decided_at IS NULL``), so of two people deciding at once, or a
+        person and a second engine, exactly one succeeds.
+
+        Raises:
+            RunStateError: the proposal was already decided (says by whom and when).
+        """
         proposal = self.get_proposal(decision.proposal_id)
         values = decision.model_dump(exclude={"id"})
         values["run_id"] = proposal.run_id
+        open_statuses = [ProposalStatus.EVALUATING.value, ProposalStatus.PENDING.value]
         with self.engine.begin() as c:
-            new_id = c.execute(insert(t.decisions), values).inserted_primary_key[0]
+            claimed = c.execute(
+                update(t.proposals)
+                .where(t.proposals.c.id == decision.proposal_id,
+                       t.proposals.c.decided_at.is_(None),
+                       t.proposals.c.status.in_(open_statuses))
+                .values(decided_at=decision.created_at)).rowcount
+            if claimed == 1:
+                new_id = c.execute(insert(t.decisions), values).inserted_primary_key[0]
+        if claimed != 1:
+            raise RunStateError(self.already_decided(proposal))
         return decision.model_copy(update={"id": new_id})
+
+    def already_decided(self, proposal: Proposal) -> str:
+        """Why a proposal cannot be decided again: who decided it, when, and how."""
+        first = next(iter(self.decisions(proposal_id=proposal.id)), None)
+        if first is None:
+            return (f"proposal {proposal.id} is {proposal.status.value}: only a proposal "
+                    "waiting at the gate can be decided")
+        who = "the acceptance rule" if first.automatic else first.author
+        return (f"proposal {proposal.id} was already decided by {who} at "
+                f"{first.created_at:%Y-%m-%d %H:%M:%S} UTC ({first.action.value})")
 
     @_guard
     def decisions(self, run_id: str | None = None, *, proposal_id: int | None = None

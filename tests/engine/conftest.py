@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -44,3 +45,17 @@ class Runner:
 @pytest.fixture
 def runner(store):
     return Runner(store)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    """A database for tests with real worker processes: SQLite, and CI's PostgreSQL server
+    (``STUDIO_TEST_PG_URL``; skipped without one, never skipped in CI)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/studio.db"
+    url = os.environ.get("STUDIO_TEST_PG_URL")
+    if url:
+        return url
+    if os.environ.get("STUDIO_REQUIRE_POSTGRES") == "1":
+        pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
+    pytest.skip("no PostgreSQL server configured (set STUDIO_TEST_PG_URL)")

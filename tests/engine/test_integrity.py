@@ -1,0 +1,150 @@
+"""A person's decisions and corrections are never lost, doubled or ignored (real engine, scripted
+model through ADK + LiteLLM)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from studio.critics.agreement import agreement_from_store
+from studio.engine import decide, override
+from studio.engine.worker import get_manager
+from studio.model.errors import RunStateError
+from studio.model.records import DecisionAction, ProposalStatus, RunStatus
+from tests.helpers import demo_spec, trainset, wait_until
+
+
+def test_a_run_stopped_at_the_gate_resumes_with_the_next_iteration(runner, store):
+    run_id, handle = runner.start(demo_spec(), trainset(3), max_iterations=3, review="review")
+    pending = runner.wait_for_pending(run_id, set())
+    decide(pending.id, "stop", store=store)
+    assert handle.wait(30) == "user"
+    stopped = store.get_proposal(pending.id)
+    assert stopped.status is ProposalStatus.REJECTED and stopped.invalid_reason == "run stopped"
+
+    resumed = get_manager(store).resume(run_id)
+    assert resumed.wait(30) == "max_iterations"  # it went on, and did not stop again
+    later = [p.iteration for p in store.proposals(run_id) if p.id != pending.id]
+    assert later and min(later) == pending.iteration + 1  # the next iteration, not a replay
+    assert store.get_proposal(pending.id).status is ProposalStatus.REJECTED
+
+
+def test_the_first_of_two_simultaneous_decisions_wins(runner, store):
+    run_id, handle = runner.start(demo_spec(), trainset(3), max_iterations=1, review="review")
+    pending = runner.wait_for_pending(run_id, set())
+    barrier, outcomes = threading.Barrier(2), []
+
+    def person(action: str) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(("decided", decide(pending.id, action, reason="why", author=action,
+                                               store=store).action))
+        except RunStateError as exc:
+            outcomes.append(("refused", str(exc)))
+
+    people = [threading.Thread(target=person, args=(a,)) for a in ("accept", "reject")]
+    for p in people:
+        p.start()
+    for p in people:
+        p.join(10)
+    handle.wait(30)
+    decisions = store.decisions(proposal_id=pending.id)
+    assert len(decisions) == 1
+    winner = decisions[0].action
+    refused = next(text for kind, text in outcomes if kind == "refused")
+    assert f"already decided by {winner.value} at" in refused
+    expected = ProposalStatus.ACCEPTED if winner is DecisionAction.ACCEPT \
+        else ProposalStatus.REJECTED
+    assert store.get_proposal(pending.id).status is expected  # the engine acted on the winner
+
+
+def test_a_second_decision_after_an_accept_is_refused_while_the_child_validates(runner, store):
+    run_id, handle = runner.start(demo_spec("scripted/demo@60ms"), trainset(3), max_iterations=1,
+                                  review="review", max_concurrency=1)
+    pending = runner.wait_for_pending(run_id, set())
+    decide(pending.id, "accept", author="ana", store=store)
+    with pytest.raises(RunStateError, match="already decided by ana at .*\\(accept\\)"):
+        decide(pending.id, "reject", reason="changed my mind", author="bo", store=store)
+    handle.wait(30)
+    assert store.get_proposal(pending.id).status is ProposalStatus.ACCEPTED
+    assert [d.author for d in store.decisions(proposal_id=pending.id)] == ["ana"]
+
+
+def test_score_then_feedback_corrections_both_count_everywhere(runner, store):
+    run_id, _ = runner.run(demo_spec(), trainset(3), max_iterations=1)
+    trial = store.trials(run_id)[0]
+    override(trial.id, score=0.9, author="ana", store=store)
+    override(trial.id, feedback="human: the third line is too long", author="ana", store=store)
+    read = store.get_trial(trial.id)
+    assert read.effective_score == 0.9
+    assert read.effective_feedback == "human: the third line is too long"
+    scores = store.effective_scores(run_id)
+    assert scores[(trial.candidate_id, trial.example_id)] == 0.9
+    pairs = [p for p in store.override_pairs(run_id) if p.trial_id == trial.id]
+    assert len(pairs) == 1 and pairs[0].human_score == 0.9  # one pair per trial
+    assert agreement_from_store(store, run_id=run_id, threshold=0.5).overall.count == 1
+
+
+def test_a_correction_made_while_the_batch_scores_reaches_the_reflection(runner, store, script):
+    reflection_prompts: list[str] = []
+
+    def reflect(request):
+        reflection_prompts.append(" ".join(str(m.get("content")) for m in request.messages))
+        return "Write a haiku about the given topic. Count syllables 5-7-5."
+
+    spec = demo_spec("scripted/demo@150ms")
+    spec.reflection.model = script("slow_reflector", reflect)
+    run_id, handle = runner.start(spec, trainset(3), valset=[{"topic": "harbor fog"}],
+                                  max_iterations=1, max_concurrency=1)
+    first_parent = wait_until(lambda: [t for t in store.trials(run_id)
+                                       if t.phase.value == "parent"], timeout=30,
+                              message="the first parent trial of the minibatch")[0]
+    corrected = "human: CORRECTION-7731 the imagery is missing"
+    override(first_parent.id, score=0.11, feedback=corrected, author="ana", store=store)
+    handle.wait(60)
+    assert any(corrected in prompt for prompt in reflection_prompts), \
+        "the reflection prompt was built from the trials before the correction"
+
+
+def test_an_accepted_child_always_finishes_its_validation_at_the_end_of_the_budget(runner, store):
+    # 3 baseline + per iteration 2*3 minibatch + 3 valset = 12: the budget pays for one
+    # iteration, and the second is never started half-way.
+    run_id, reason = runner.run(demo_spec(), trainset(3), valset=trainset(3), max_iterations=5,
+                                max_metric_calls=3 + 12 + 5, minibatch_size=3)
+    assert reason == "max_metric_calls"
+    proposals = store.proposals(run_id)
+    assert proposals and all(p.status is not ProposalStatus.EVALUATING for p in proposals)
+    for p in proposals:
+        if p.status is ProposalStatus.ACCEPTED:
+            assert store.get_candidate(p.child_id).pooled
+    assert store.count_trials(run_id) <= 3 + 12 + 5
+
+
+def test_a_stored_proposal_is_validated_again_on_resume(runner, store):
+    run_id, handle = runner.start(demo_spec(), trainset(3), max_iterations=1, review="review")
+    pending = runner.wait_for_pending(run_id, set())
+    decide(pending.id, "stop", store=store)
+    handle.wait(30)
+    # a crash between storing and validating: the stored text equals its parent's
+    parent = store.get_candidate(pending.parent_id)
+    ghost = store.add_proposal(pending.model_copy(update={
+        "id": None, "iteration": pending.iteration + 1, "status": ProposalStatus.EVALUATING,
+        "child_id": None, "decided_at": None, "invalid_reason": None,
+        "text": parent.components["instruction"]}))
+    from studio.engine.build import build_engine
+    from studio.engine.proposer import revalidated
+
+    engine = build_engine(store, run_id)
+    checked = revalidated(engine.ctx, ghost, parent)
+    assert checked.status is ProposalStatus.INVALID
+    assert "unchanged" in (checked.invalid_reason or "")
+
+
+def test_completed_runs_say_which_limit_to_raise_instead_of_restarting(runner, store):
+    run_id, reason = runner.run(demo_spec(), trainset(3), max_iterations=5, score_threshold=0.0)
+    assert reason == "score_threshold"
+    with pytest.raises(RunStateError,
+                       match="completed \\(score_threshold\\).*different score_threshold"):
+        get_manager(store).resume(run_id)
+    assert store.get_run(run_id).status is RunStatus.COMPLETED
