@@ -1,0 +1,61 @@
+"""A person's correction counts at once and everywhere: one effective score and feedback per
+trial, read the same way by the front, acceptance, reflection, exports and agreement."""
+
+from __future__ import annotations
+
+from studio.critics.agreement import agreement_from_store
+from studio.engine import override, undo_override
+from studio.engine.pool import load_view
+from studio.engine.proposer import reflection_trials
+from studio.projects.export import trial_record
+from tests.helpers import demo_spec, trainset
+
+
+def _finished_run(runner, store):
+    run_id, _ = runner.run(demo_spec(), trainset(3), valset=[{"topic": "harbor fog"}],
+                           max_iterations=1)
+    view = load_view(store, run_id)
+    seed = view.pooled_ids[0]
+    trial = next(iter(store.first_trials(seed, list(view.val_ids)).values()))
+    return run_id, trial
+
+
+def test_a_score_then_a_feedback_correction_keep_both_everywhere(runner, store):
+    run_id, trial = _finished_run(runner, store)
+    assert trial.score == 0.0 and not trial.overridden  # the judge's verdict on the seed
+    override(trial.id, score=0.9, author="ana", store=store)
+    override(trial.id, feedback="good enough, keep the imagery", author="bo", store=store)
+
+    stored = store.get_trial(trial.id)
+    listed = next(t for t in store.trials(run_id) if t.id == trial.id)
+    front = store.effective_scores(run_id)[(trial.candidate_id, trial.example_id)]
+    reflected = reflection_trials([listed], [])[0]
+    exported = trial_record(stored)
+    assert stored.effective_score == listed.effective_score == front == 0.9
+    assert stored.effective_feedback == "good enough, keep the imagery"
+    assert reflected["feedback"]["score"] == 0.9 and reflected["feedback"]["corrected_by_human"]
+    assert reflected["feedback"]["feedback_text"] == "good enough, keep the imagery"
+    assert exported["effective_score"] == 0.9 and exported["override_author"] == "bo"
+
+
+def test_undoing_the_latest_correction_brings_back_the_earlier_value(runner, store):
+    run_id, trial = _finished_run(runner, store)
+    override(trial.id, score=0.9, author="ana", store=store)
+    later = override(trial.id, score=0.4, feedback="too plain", author="bo", store=store)
+    assert store.get_trial(trial.id).effective_score == 0.4
+    undo_override(later.id, store=store)
+    stored = store.get_trial(trial.id)
+    assert stored.effective_score == 0.9 and stored.effective_feedback == trial.feedback_text
+    assert store.effective_scores(run_id)[(trial.candidate_id, trial.example_id)] == 0.9
+
+
+def test_agreement_counts_a_re_corrected_trial_once(runner, store):
+    run_id, trial = _finished_run(runner, store)
+    override(trial.id, score=0.9, author="ana", store=store)
+    override(trial.id, feedback="keep the imagery", author="ana", store=store)
+    override(trial.id, score=0.7, author="bo", store=store)
+    pairs = store.override_pairs(run_id)
+    assert len(store.overrides(run_id)) == 3
+    assert [(p.trial_id, p.judge_score, p.human_score, p.human_feedback) for p in pairs] == [
+        (trial.id, trial.score, 0.7, "keep the imagery")]
+    assert agreement_from_store(store, run_id).overall.count == 1
