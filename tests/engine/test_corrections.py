@@ -7,8 +7,10 @@ from studio.critics.agreement import agreement_from_store
 from studio.engine import override, undo_override
 from studio.engine.pool import load_view
 from studio.engine.proposer import reflection_trials
+from studio.model.records import TrialPhase
 from studio.projects.export import trial_record
-from tests.helpers import demo_spec, trainset
+from studio.runtime.providers.scripted import recorded_requests
+from tests.helpers import demo_spec, trainset, wait_until
 
 
 def _finished_run(runner, store):
@@ -59,3 +61,23 @@ def test_agreement_counts_a_re_corrected_trial_once(runner, store):
     assert [(p.trial_id, p.judge_score, p.human_score, p.human_feedback) for p in pairs] == [
         (trial.id, trial.score, 0.7, "keep the imagery")]
     assert agreement_from_store(store, run_id).overall.count == 1
+
+
+def test_a_correction_made_while_the_minibatch_scores_reaches_the_reflection(runner, store):
+    slow = "scripted/demo@200ms"
+    spec = demo_spec(slow).model_copy(deep=True)
+    spec.reflection.model = "scripted/demo"
+    run_id, handle = runner.start(spec, trainset(3), valset=[{"topic": "harbor fog"}],
+                                  max_iterations=1, max_concurrency=1, minibatch_size=3)
+    first = wait_until(lambda: store.trials(run_id, phase=TrialPhase.PARENT),
+                       message="the first trial of the minibatch is stored")[0]
+    override(first.id, score=0.8, author="ana", store=store)
+    override(first.id, feedback="HUMAN NOTE: the second line drags", author="ana",
+             store=store)
+    still_scoring = len(store.trials(run_id, phase=TrialPhase.PARENT)) < 3
+    handle.wait(30)
+    assert still_scoring and len(store.trials(run_id, phase=TrialPhase.PARENT)) == 3
+    prompts = [r.prompt_text for r in recorded_requests("demo")
+               if "## Component Text to Improve" in r.prompt_text and first.output in r.prompt_text]
+    assert prompts and "HUMAN NOTE: the second line drags" in prompts[-1]
+    assert '"score": 0.8' in prompts[-1] and "corrected_by_human" in prompts[-1]
