@@ -3,8 +3,10 @@ trial, read the same way by the front, acceptance, reflection, exports and agree
 
 from __future__ import annotations
 
+import pytest
+
 from studio.critics.agreement import agreement_from_store
-from studio.engine import override, undo_override
+from studio.engine import load_result, override, undo_override
 from studio.engine.pool import load_view
 from studio.engine.proposer import reflection_trials
 from studio.model.records import TrialPhase
@@ -81,3 +83,16 @@ def test_a_correction_made_while_the_minibatch_scores_reaches_the_reflection(run
                if "## Component Text to Improve" in r.prompt_text and first.output in r.prompt_text]
     assert prompts and "HUMAN NOTE: the second line drags" in prompts[-1]
     assert '"score": 0.8' in prompts[-1] and "corrected_by_human" in prompts[-1]
+
+
+def test_iteration_history_shows_sums_with_later_corrections(runner, store):
+    run_id, _ = runner.run(demo_spec(), trainset(3), valset=[{"topic": "harbor fog"}],
+                           max_iterations=1)
+    before = load_result(store, run_id).iteration_history[0]
+    child_trials = store.trials(run_id, proposal_id=before["proposal_id"], phase=TrialPhase.CHILD)
+    assert before["child_sum"] == sum(t.score for t in child_trials) and len(child_trials) == 3
+    assert child_trials[0].score > 0.0
+    override(child_trials[0].id, score=0.0, author="ana", store=store)
+    after = load_result(store, run_id).iteration_history[0]
+    assert after["child_sum"] == pytest.approx(before["child_sum"] - child_trials[0].score)
+    assert after["parent_sum"] == before["parent_sum"]
