@@ -63,7 +63,8 @@ def test_override_keeps_the_judge_values_and_undo_restores_them(store):
     assert (first.judge_score, first.judge_feedback, first.author) == (0.2, "judge says", "ana")
     second = store.add_override(trial.id, score=0.7, feedback=None, author="bo")
     read = store.get_trial(trial.id)
-    assert read.effective_score == 0.7 and read.effective_feedback == "actually good"  # latest value per field
+    # each field keeps its latest active value: bo's score, ana's feedback
+    assert read.effective_score == 0.7 and read.effective_feedback == "actually good"
     store.undo_override(second.id)
     assert store.get_trial(trial.id).effective_score == 0.9
     store.undo_override(first.id)
