@@ -45,6 +45,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from studio.critics.feedback import is_valid_score
 from studio.critics.protocol import Critic, Sample
 from studio.evaluators.base import Evaluator, EvaluatorResult
 from studio.evaluators.criteria_judge import AgentAsJudgeEval
@@ -211,12 +212,17 @@ class WeightedCritic:
 async def _safe_assess(critic: Critic, sample: Sample) -> tuple[float | None, dict[str, Any]]:
     """A component's verdict; an exception (e.g. an unparseable reply) becomes None, not 0."""
     try:
-        return await critic.assess(sample)
+        score, metadata = await critic.assess(sample)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
         return None, {"error": why, "feedback": why}
+    if score is not None and not is_valid_score(score):
+        why = f"could not evaluate: the score {score!r} is outside 0.0 to 1.0"
+        return None, {**(metadata if isinstance(metadata, Mapping) else {}),
+                      "error": why, "feedback": why}
+    return score, metadata
 
 
 def _check_weight(weight: Any, name: str) -> None:

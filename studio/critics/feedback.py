@@ -18,7 +18,7 @@ from studio.model.feedback import Feedback, read_feedback
 from studio.model.jsontools import to_jsonable
 from studio.runtime.execution import describe_error
 
-__all__ = ["Feedback", "parse_feedback", "judge_sample"]
+__all__ = ["Feedback", "parse_feedback", "judge_sample", "is_valid_score"]
 
 
 def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feedback:
@@ -38,11 +38,16 @@ def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feed
 
 
 def _score(score: Any) -> float | None:
-    if score is None:
-        return None
-    if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
+    if score is not None and not is_valid_score(score):
         raise FeedbackShapeError("score", score, "a number from 0.0 to 1.0")
-    return float(score)
+    return None if score is None else float(score)
+
+
+def is_valid_score(score: Any) -> bool:
+    """True for a number in [0, 1]. Anything else (7.0, NaN, -1, "high") from a custom critic or
+    evaluator means it could not evaluate: it must never enter sums, thresholds or agreement."""
+    return (not isinstance(score, bool) and isinstance(score, int | float)
+            and not math.isnan(score) and 0.0 <= score <= 1.0)
 
 
 async def judge_sample(critic: Critic, sample: Sample) -> tuple[Feedback, str | None]:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.context import Listener
-from studio.engine.pool import load_view
+from studio.engine.pool import Evidence, load_view, minibatch_evidence
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.records import (
@@ -17,8 +17,10 @@ from studio.model.records import (
     CriticSpec,
     DecisionAction,
     EventKind,
+    Proposal,
     ReflectionSpec,
     RunSpec,
+    TrialPhase,
 )
 from studio.store import Store, open_store
 
@@ -87,6 +89,9 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
     for proposal in store.proposals(run_id):
         decision = decisions.get(proposal.id)
         evidence = evaluated.get(proposal.id, {})
+        live = live_evidence(store, proposal)
+        if live is not None:
+            evidence = {"parent_sum": live.parent_sum, "child_sum": live.child_sum}
         history.append({
             "iteration": proposal.iteration, "proposal_id": proposal.id,
             "parent_id": proposal.parent_id, "child_id": proposal.child_id,
@@ -98,6 +103,18 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
             "accepted": decision is not None and decision.action is DecisionAction.ACCEPT,
         })
     return history
+
+
+def live_evidence(store: Store, proposal: Proposal) -> Evidence | None:
+    """Parent vs child on the proposal's minibatch from the effective scores now (corrections
+    made after scoring included); None when the child was never scored on it."""
+    trials = store.trials(proposal.run_id, proposal_id=proposal.id, phase=TrialPhase.CHILD)
+    examples = [trial.example_id for trial in trials]
+    if not examples or proposal.child_id is None:
+        return None
+    parent = store.first_trials(proposal.parent_id, examples)
+    child = store.first_trials(proposal.child_id, examples)
+    return minibatch_evidence(list(parent.values()), list(child.values()))
 
 
 def describe_agent(agent: Any) -> AgentSpec | None:

@@ -44,14 +44,26 @@ def pareto_front(matrix: ScoreMatrix) -> dict[int, int]:
     return {c: len(examples) for c, examples in front.items()}
 
 
+def coverage(scores: Mapping[int, float | None]) -> int:
+    """How many examples a candidate was scored on ("could not evaluate" is not scored)."""
+    return sum(1 for s in scores.values() if s is not None)
+
+
 def best_candidate(matrix: ScoreMatrix, order: list[int] | None = None) -> int | None:
-    """Highest mean; ties go to the earlier candidate (``order``, else lowest id)."""
+    """Highest mean among the candidates scored on the most validation examples; ties go to the
+    earlier candidate (``order``, else lowest id).
+
+    Coverage comes first so that a mean over fewer examples never beats a mean over more: a
+    child scored 0.9 on 1 of 3 examples does not beat a parent scored 0.6 on all three.
+    """
     ranked = order if order is not None else sorted(matrix)
-    best, best_mean = None, None
+    best, best_key = None, None
     for candidate in ranked:
-        mean = mean_score(matrix.get(candidate, {}))
-        if mean is not None and (best_mean is None or mean > best_mean):
-            best, best_mean = candidate, mean
+        row = matrix.get(candidate, {})
+        mean = mean_score(row)
+        key = (coverage(row), mean)
+        if mean is not None and (best_key is None or key > best_key):
+            best, best_key = candidate, key
     if best is None and ranked:
         return ranked[0]
     return best

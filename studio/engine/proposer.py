@@ -75,6 +75,14 @@ def recent_rejections(ctx: RunContext) -> list[tuple[Proposal, str]]:
     return notes
 
 
+def current_trials(ctx: RunContext, trials: list[Trial]) -> list[Trial]:
+    """``trials`` as stored now, with the corrections a person made while the batch was
+    still scoring (same order; a trial never stored is kept as it is)."""
+    ids = [trial.id for trial in trials if trial.id is not None]
+    stored = {trial.id: trial for trial in ctx.store.trials(ctx.run_id, ids=ids)} if ids else {}
+    return [stored.get(trial.id, trial) for trial in trials]
+
+
 async def propose(ctx: RunContext, iteration: int, parent: Candidate, component: str,
                   parent_trials: list[Trial]) -> Proposal:
     """This iteration's proposal: the stored one when resuming, else a new reflection."""
@@ -82,7 +90,7 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
                 if p.edited_from is None]
     if existing:
         return revalidated(ctx, existing[0], parent)
-    trials = reflection_trials(current_trials(ctx, parent, parent_trials), recent_rejections(ctx))
+    trials = reflection_trials(current_trials(ctx, parent_trials), recent_rejections(ctx))
     result = await run_reflection(ctx.reflection_agents[component],
                                   parent.components[component], trials, ctx.executor)
     proposal = ctx.store.add_proposal(Proposal(
@@ -93,13 +101,6 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     if result.error is not None:
         return invalidate(ctx, proposal, f"the reflection agent failed: {result.error}")
     return check(ctx, proposal, parent)
-
-
-def current_trials(ctx: RunContext, parent: Candidate, trials: list[Trial]) -> list[Trial]:
-    """The parent's trials as the store has them now: a correction made while the minibatch was
-    still scoring reaches the reflection."""
-    stored = ctx.store.first_trials(parent.id, [t.example_id for t in trials])
-    return [stored.get(t.example_id, t) for t in trials]
 
 
 def revalidated(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:

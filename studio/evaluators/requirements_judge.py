@@ -4,11 +4,12 @@ Unlike :class:`studio.evaluators.criteria_judge.AgentAsJudgeEval` (one holistic 
 output), this gives one discrete verdict per requirement, the unit a reviewer can check.
 
 Verdicts are matched to requirements — by the requirement's number, else by its text (exact after
-normalizing, then close) — so the score is satisfied / number of *requirements*, not of verdicts
-returned. A requirement the judge skipped counts as unsatisfied and is flagged
-(``flag: "missing verdict"``); a verdict whose ``satisfied`` cannot be read is flagged
-``"unreadable verdict"``; verdicts that match no requirement, or repeat one, are listed in
-``metadata["unmatched_verdicts"]``. A reply with no usable verdict at all is ``score=None``.
+normalizing, then close) — so the score is satisfied / number of requirements *judged*, not of
+verdicts returned. A requirement the judge skipped could not be evaluated: its ``satisfied`` is
+None, it is flagged (``flag: "missing verdict"``) and left out of satisfied / total. A verdict
+whose ``satisfied`` cannot be read is flagged ``"unreadable verdict"``; verdicts that match no
+requirement, or repeat one, are listed in ``metadata["unmatched_verdicts"]``. A reply with no
+usable verdict at all is ``score=None``.
 """
 
 from __future__ import annotations
@@ -142,13 +143,14 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
                 self.key, "the judge returned no verdict that matches a requirement",
                 error_kind="judge_reply", verdicts=verdicts, unmatched_verdicts=unmatched)
         satisfied = sum(1 for v in verdicts if v["satisfied"])
-        total = len(requirements)
+        total = sum(1 for v in verdicts if v["satisfied"] is not None)
         return EvaluatorResult(
             key=self.key, score=satisfied / total,
             value=f"{satisfied}/{total} requirements satisfied",
             comment=_comment(verdicts, satisfied, reasoning_of(data)),
             metadata={"verdicts": verdicts, "satisfied": satisfied, "total": total,
                       "flagged": sum(1 for v in verdicts if v["flag"]),
+                      "not_evaluated": len(requirements) - total,
                       "unmatched_verdicts": unmatched},
         )
 
@@ -214,14 +216,18 @@ def _verdict(requirement: str, verdict: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _missing(requirement: str) -> dict[str, Any]:
-    return {"requirement": requirement, "satisfied": False, "evidence": "",
+    """A requirement the judge gave no verdict on: could not evaluate, never "unsatisfied"."""
+    return {"requirement": requirement, "satisfied": None, "evidence": "",
             "flag": "missing verdict"}
 
 
 def _comment(verdicts: list[dict[str, Any]], satisfied: int, reasoning: str) -> str:
-    lines = [f"{satisfied} of {len(verdicts)} requirements satisfied"]
+    judged = sum(1 for v in verdicts if v["satisfied"] is not None)
+    lines = [f"{satisfied} of {judged} requirements satisfied"]
     for v in verdicts:
-        if v["flag"]:
+        if v["satisfied"] is None:
+            lines.append(f"- {v['requirement']}: {v['flag']} (could not evaluate; not counted)")
+        elif v["flag"]:
             lines.append(f"- {v['requirement']}: {v['flag']} (counted as not satisfied)")
         elif not v["satisfied"]:
             evidence = f" — {v['evidence']}" if v["evidence"] else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -354,20 +355,31 @@ class Override(BaseModel):
     undone_at: datetime | None = None
 
 
-def effective_correction(active: list[Override]) -> Override | None:
-    """What a trial's active (not undone) corrections say, oldest first in, one record out.
+def merge_overrides(overrides: Iterable[Override]) -> Override | None:
+    """The one effective correction of a trial: per field, the latest active value.
 
-    The one definition of a correction's effect, used by every reader (front, best, means,
-    acceptance evidence, reflection, agreement, exports): each field takes the latest value a
-    person gave it, so correcting the feedback after the score keeps the corrected score. The
-    record carries the latest correction's id, author and time.
+    A person may correct the score and later only the feedback (or the reverse); each field
+    keeps its latest value from the overrides that were not undone, and a field nobody
+    corrected stays None so the judge's value shows through. ``overrides`` are one trial's,
+    oldest first. Store queries, views, exports, acceptance, reflection and agreement all
+    read corrections through this function.
     """
+    active = [o for o in overrides if o.undone_at is None]
     if not active:
         return None
     latest = active[-1]
     score = next((o.score for o in reversed(active) if o.score is not None), None)
-    feedback = next((o.feedback for o in reversed(active) if o.feedback), None)
-    return latest.model_copy(update={"score": score, "feedback": feedback})
+    feedback = next((o.feedback for o in reversed(active) if o.feedback is not None), None)
+    return latest.model_copy(update={"score": score, "feedback": feedback,
+                                     "judge_score": active[0].judge_score,
+                                     "judge_feedback": active[0].judge_feedback})
+
+
+def corrected_score(judge_score: float | None, override: Override | None) -> float | None:
+    """A trial's effective score: the person's corrected score, else the judge's."""
+    if override is not None and override.score is not None:
+        return override.score
+    return judge_score
 
 
 class Trial(BaseModel):
@@ -394,13 +406,12 @@ class Trial(BaseModel):
     tokens: int = 0
     created_at: datetime = Field(default_factory=utcnow)
     override: Override | None = None
-    """The active human override, filled in when read from the store."""
+    """The effective human correction (``merge_overrides`` of the active ones), filled in when
+    read from the store."""
 
     @property
     def effective_score(self) -> float | None:
-        if self.override is not None and self.override.score is not None:
-            return self.override.score
-        return self.score
+        return corrected_score(self.score, self.override)
 
     @model_validator(mode="after")
     def _feedback_knows_its_score(self) -> Trial:

@@ -33,7 +33,8 @@ from studio.model.records import (
     RunStatus,
     Split,
     Trial,
-    effective_correction,
+    corrected_score,
+    merge_overrides,
     utcnow,
 )
 from studio.model.redaction import redact
@@ -49,27 +50,6 @@ class EvalRun(BaseModel):
     summary: dict[str, Any]
     cases: list[dict[str, Any]]
     created_at: datetime
-
-
-def _corrections_by_trial(rows: Iterable[Row]) -> dict[int, Override]:
-    """Active override rows (oldest first) -> each trial's effective correction."""
-    grouped: dict[int, list[Override]] = {}
-    for row in rows:
-        grouped.setdefault(row.trial_id, []).append(_model(Override, row))
-    return {trial_id: effective_correction(items) for trial_id, items in grouped.items()}
-
-
-def _override_pair(rows: list[Row]) -> OverridePair:
-    """One judge/human pair per trial: the person's latest value of each field."""
-    latest = rows[-1]
-    human = effective_correction([Override(trial_id=r.trial_id, score=r.score,
-                                           feedback=r.feedback) for r in rows])
-    return OverridePair(
-        run_id=latest.run_id, critic=_critic_name(latest.spec), trial_id=latest.trial_id,
-        judge_score=latest.judge_score, human_score=human.score,
-        judge_feedback=latest.judge_feedback, human_feedback=human.feedback,
-        author=latest.author, created_at=latest.created_at, input_text=latest.input_text,
-        output=latest.output)
 
 
 class OverridePair(BaseModel):
@@ -361,11 +341,8 @@ class Store:
             row = c.execute(select(t.trials).where(t.trials.c.id == trial_id)).first()
             if row is None:
                 raise NotFoundError(f"trial {trial_id} does not exist")
-            overrides = c.execute(
-                select(t.overrides).where(t.overrides.c.trial_id == trial_id,
-                                          t.overrides.c.undone_at.is_(None))
-                .order_by(t.overrides.c.id)).all()
-        return self._trial(row, effective_correction([_model(Override, o) for o in overrides]))
+            active = self._effective_overrides(c, t.overrides.c.trial_id == trial_id)
+        return self._trial(row, active.get(trial_id))
 
     @_guard
     def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:
@@ -376,10 +353,8 @@ class Store:
         with self.engine.connect() as c:
             rows = c.execute(query).all()
             ids = [row.id for row in rows]
-            overrides = c.execute(select(t.overrides).where(
-                t.overrides.c.trial_id.in_(ids), t.overrides.c.undone_at.is_(None))
-                .order_by(t.overrides.c.id)).all() if ids else []
-        active = _corrections_by_trial(overrides)
+            active = (self._effective_overrides(c, t.overrides.c.trial_id.in_(ids))
+                      if ids else {})
         found: dict[int, Trial] = {}
         for row in rows:
             if row.example_id not in found:
@@ -394,13 +369,10 @@ class Store:
                  .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
         query = select(t.trials.c.id, t.trials.c.candidate_id, t.trials.c.example_id,
                        t.trials.c.score).where(t.trials.c.id.in_(first))
-        overrides = (select(t.overrides.c.trial_id, t.overrides.c.score)
-                     .where(t.overrides.c.run_id == run_id, t.overrides.c.undone_at.is_(None),
-                            t.overrides.c.score.is_not(None))
-                     .order_by(t.overrides.c.id))
         with self.engine.connect() as c:
-            human = {trial_id: score for trial_id, score in c.execute(overrides)}
-            return {(row.candidate_id, row.example_id): human.get(row.id, row.score)
+            human = self._effective_overrides(c, t.overrides.c.run_id == run_id)
+            return {(row.candidate_id, row.example_id): corrected_score(row.score,
+                                                                       human.get(row.id))
                     for row in c.execute(query)}
 
     @_guard
@@ -416,14 +388,21 @@ class Store:
         data["override"] = override
         return Trial.model_validate(data)
 
+    @classmethod
+    def _active_overrides(cls, connection, run_id: str, after_id: int = 0) -> dict[int, Override]:
+        return cls._effective_overrides(connection, t.overrides.c.run_id == run_id,
+                                        t.overrides.c.trial_id > after_id)
+
     @staticmethod
-    def _active_overrides(connection, run_id: str, after_id: int = 0) -> dict[int, Override]:
+    def _effective_overrides(connection, *where) -> dict[int, Override]:
+        """``trial_id -> merge_overrides(active overrides)`` for the trials ``where`` selects."""
         rows = connection.execute(
-            select(t.overrides).where(t.overrides.c.run_id == run_id,
-                                      t.overrides.c.trial_id > after_id,
-                                      t.overrides.c.undone_at.is_(None))
+            select(t.overrides).where(*where, t.overrides.c.undone_at.is_(None))
             .order_by(t.overrides.c.id))
-        return _corrections_by_trial(rows)
+        per_trial: dict[int, list[Override]] = {}
+        for row in rows:
+            per_trial.setdefault(row.trial_id, []).append(_model(Override, row))
+        return {trial_id: merge_overrides(found) for trial_id, found in per_trial.items()}
 
     # ------------------------------------------------------------------ overrides
 
@@ -467,7 +446,8 @@ class Store:
 
     @_guard
     def override_pairs(self, run_id: str | None = None) -> list[OverridePair]:
-        """Active overrides with the judge's score, per critic, for agreement statistics."""
+        """One pair per corrected trial (its effective correction beside the judge's values),
+        per critic, for agreement statistics: a re-corrected trial counts once."""
         o, tr, r = t.overrides, t.trials, t.runs
         query = (select(o.c.run_id, o.c.trial_id, o.c.judge_score, o.c.score, o.c.judge_feedback,
                         o.c.feedback, o.c.author, o.c.created_at, tr.c.input_text, tr.c.output,
@@ -481,7 +461,7 @@ class Store:
         per_trial: dict[int, list[Row]] = {}
         for row in rows:
             per_trial.setdefault(row.trial_id, []).append(row)
-        return [_override_pair(trial_rows) for trial_rows in per_trial.values()]
+        return [_override_pair(found) for found in per_trial.values()]
 
     # ------------------------------------------------------------------ proposals & decisions
 
@@ -633,6 +613,22 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _override_pair(rows: list[Row]) -> OverridePair:
+    """One trial's active override rows (oldest first) as its effective correction."""
+    merged = merge_overrides(Override(trial_id=row.trial_id, score=row.score,
+                                      feedback=row.feedback, judge_score=row.judge_score,
+                                      judge_feedback=row.judge_feedback, author=row.author,
+                                      created_at=row.created_at) for row in rows)
+    row = rows[-1]
+    return OverridePair(
+        run_id=row.run_id, critic=_critic_name(row.spec), trial_id=row.trial_id,
+        judge_score=merged.judge_score, human_score=merged.score,
+        judge_feedback=merged.judge_feedback, human_feedback=merged.feedback,
+        author=merged.author, created_at=merged.created_at, input_text=row.input_text,
+        output=row.output,
+    )
 
 
 def _critic_name(spec: dict[str, Any] | None) -> str:

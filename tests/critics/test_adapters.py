@@ -276,3 +276,11 @@ def test_build_critic_bad_shapes():
         build_critic({"evaluator": "exact_match", "use": "both"})
     with pytest.raises(ConfigError, match="a critic config must be a mapping"):
         build_critic(["exact_match"])
+
+
+@pytest.mark.parametrize("bad", [7.0, -0.5, float("nan"), float("inf")])
+def test_an_out_of_range_component_score_is_excluded_not_averaged(bad):
+    critic = WeightedCritic([(Fixed("custom", bad, "great"), 1.0), (Fixed("sane", 0.5), 1.0)])
+    score, metadata = assess(critic, sample())
+    assert score == 0.5 and metadata["excluded"] == ["custom"]
+    assert repr(bad) in metadata["feedback"] and "outside 0.0 to 1.0" in metadata["feedback"]

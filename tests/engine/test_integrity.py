@@ -7,12 +7,11 @@ import threading
 
 import pytest
 
-from studio.critics.agreement import agreement_from_store
-from studio.engine import decide, override
+from studio.engine import decide
 from studio.engine.worker import get_manager
 from studio.model.errors import RunStateError
 from studio.model.records import DecisionAction, ProposalStatus, RunStatus
-from tests.helpers import demo_spec, trainset, wait_until
+from tests.helpers import demo_spec, trainset
 
 
 def test_a_run_stopped_at_the_gate_resumes_with_the_next_iteration(runner, store):
@@ -69,42 +68,6 @@ def test_a_second_decision_after_an_accept_is_refused_while_the_child_validates(
     handle.wait(30)
     assert store.get_proposal(pending.id).status is ProposalStatus.ACCEPTED
     assert [d.author for d in store.decisions(proposal_id=pending.id)] == ["ana"]
-
-
-def test_score_then_feedback_corrections_both_count_everywhere(runner, store):
-    run_id, _ = runner.run(demo_spec(), trainset(3), max_iterations=1)
-    trial = store.trials(run_id)[0]
-    override(trial.id, score=0.9, author="ana", store=store)
-    override(trial.id, feedback="human: the third line is too long", author="ana", store=store)
-    read = store.get_trial(trial.id)
-    assert read.effective_score == 0.9
-    assert read.effective_feedback == "human: the third line is too long"
-    scores = store.effective_scores(run_id)
-    assert scores[(trial.candidate_id, trial.example_id)] == 0.9
-    pairs = [p for p in store.override_pairs(run_id) if p.trial_id == trial.id]
-    assert len(pairs) == 1 and pairs[0].human_score == 0.9  # one pair per trial
-    assert agreement_from_store(store, run_id=run_id, threshold=0.5).overall.count == 1
-
-
-def test_a_correction_made_while_the_batch_scores_reaches_the_reflection(runner, store, script):
-    reflection_prompts: list[str] = []
-
-    def reflect(request):
-        reflection_prompts.append(" ".join(str(m.get("content")) for m in request.messages))
-        return "Write a haiku about the given topic. Count syllables 5-7-5."
-
-    spec = demo_spec("scripted/demo@150ms")
-    spec.reflection.model = script("slow_reflector", reflect)
-    run_id, handle = runner.start(spec, trainset(3), valset=[{"topic": "harbor fog"}],
-                                  max_iterations=1, max_concurrency=1)
-    first_parent = wait_until(lambda: [t for t in store.trials(run_id)
-                                       if t.phase.value == "parent"], timeout=30,
-                              message="the first parent trial of the minibatch")[0]
-    corrected = "human: CORRECTION-7731 the imagery is missing"
-    override(first_parent.id, score=0.11, feedback=corrected, author="ana", store=store)
-    handle.wait(60)
-    assert any(corrected in prompt for prompt in reflection_prompts), \
-        "the reflection prompt was built from the trials before the correction"
 
 
 def test_an_accepted_child_always_finishes_its_validation_at_the_end_of_the_budget(runner, store):

@@ -48,17 +48,18 @@ def test_seed_example_per_requirement_verdicts(script):
     assert 'calls tool book({"flight": "AF1", "refundable": true})' in request.last_user
 
 
-def test_missing_verdict_counts_as_unsatisfied_and_is_flagged(script):
-    # Potato would score 2/2 = 1.0 here: it divides by the verdicts returned.
-    model = script({"verdicts": [verdict(1, True), verdict(2, True)], "reasoning": ""})
+def test_a_requirement_without_a_verdict_could_not_be_evaluated_and_is_flagged(script):
+    # Potato divides by the verdicts returned; a skipped requirement is not a failed one either.
+    model = script({"verdicts": [verdict(1, True), verdict(2, False)], "reasoning": ""})
     r = AgentAsJudgeEvaluator(model=model, requirements=REQUIREMENTS).evaluate(
         outputs=TRAJECTORY)
-    assert r.score == pytest.approx(2 / 3)
     assert r.metadata["verdicts"][2]["flag"] == "missing verdict"
-    assert r.metadata["verdicts"][2]["satisfied"] is False
-    assert r.metadata["flagged"] == 1
-    assert "The itinerary was emailed to the user: missing verdict (counted as not satisfied)" in (
-        r.comment)
+    assert r.metadata["verdicts"][2]["satisfied"] is None
+    assert r.score == pytest.approx(1 / 2) and r.value == "1/2 requirements satisfied"
+    assert (r.metadata["satisfied"], r.metadata["total"], r.metadata["flagged"],
+            r.metadata["not_evaluated"]) == (1, 2, 1, 1)
+    assert ("The itinerary was emailed to the user: missing verdict (could not evaluate; "
+            "not counted)") in r.comment
 
 
 def test_verdicts_are_matched_by_text_not_position(script):

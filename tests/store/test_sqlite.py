@@ -62,7 +62,8 @@ def test_override_keeps_the_judge_values_and_undo_restores_them(store):
     first = store.add_override(trial.id, score=0.9, feedback="actually good", author="ana")
     assert (first.judge_score, first.judge_feedback, first.author) == (0.2, "judge says", "ana")
     second = store.add_override(trial.id, score=0.7, feedback=None, author="bo")
-    read = store.get_trial(trial.id)  # latest value of each field
+    read = store.get_trial(trial.id)
+    # each field keeps its latest active value: bo's score, ana's feedback
     assert read.effective_score == 0.7 and read.effective_feedback == "actually good"
     store.undo_override(second.id)
     assert store.get_trial(trial.id).effective_score == 0.9
