@@ -66,3 +66,37 @@ def test_schema_and_validate(capsys):
     assert "properties" in json.loads(capsys.readouterr().out)
     assert main(["validate", str(EXAMPLE)]) == 0
     assert "ok (5 training rows, 3 validation rows)" in capsys.readouterr().out
+
+
+def test_proposals_and_trials_show_what_waits_and_what_was_corrected(tmp_path, capsys):
+    from studio.store import open_store
+
+    db = f"sqlite:///{tmp_path}/cli3.db"
+    main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "2"])
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    child = open_store(db).trials(run_id, phase="child")[0]
+    assert main(["--db", db, "override", str(child.id), "--score", "0.05", "--feedback",
+                 "human: too long"]) == 0
+    capsys.readouterr()
+
+    assert main(["--db", db, "proposals", run_id, "--json"]) == 0
+    proposals = json.loads(capsys.readouterr().out)
+    assert len(proposals) == 2 and {p["iteration"] for p in proposals} == {1, 2}
+    assert all(p["decided_by"] == "rule" and p["decided_at"] for p in proposals
+               if p["status"] in ("accepted", "rejected"))
+    assert main(["--db", db, "proposals", run_id, "--pending"]) == 0
+    assert "no proposal waits for a decision" in capsys.readouterr().out
+
+    assert main(["--db", db, "trials", run_id, "--phase", "child", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert all(r["phase"] == "child" for r in rows.values())
+    corrected = rows[child.id]
+    assert corrected["overridden"] and corrected["effective_score"] == 0.05
+    assert corrected["feedback"] == "human: too long" and corrected["score"] == child.score
+    assert main(["--db", db, "trials", run_id]) == 0
+    assert "corrected" in capsys.readouterr().out
+
+    assert main(["--db", db, "trials", run_id, "--phase", "kid"]) == 2
+    assert "phase 'kid' is not one of" in capsys.readouterr().err
+    assert main(["--db", db, "proposals", "no-such-run"]) == 2
+    assert "no-such-run" in capsys.readouterr().err
