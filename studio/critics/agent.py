@@ -26,7 +26,7 @@ from studio.model.errors import (
     ScoreOutOfRangeError,
     StudioError,
 )
-from studio.model.jsontools import first_json_object
+from studio.model.jsontools import DuplicateKeyError, first_json_object, unique_keys
 from studio.runtime.execution import AgentExecutor
 
 __all__ = [
@@ -134,14 +134,18 @@ def _find_json_object(text: str) -> dict[str, Any]:
     if not isinstance(text, str) or not text.strip():
         raise CriticOutputParseError("critic returned an empty reply", raw_output=text or "")
     candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    found = first_json_object(text)
+    try:
+        for candidate in candidates:
+            try:
+                value = json.loads(candidate, object_pairs_hook=unique_keys)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+        found = first_json_object(text, strict_keys=True)
+    except DuplicateKeyError as exc:
+        raise CriticOutputParseError(f"critic reply is ambiguous: {exc}",
+                                     raw_output=text) from None
     if found is not None:
         return found
     excerpt = text.strip().replace("\n", " ")[:160]

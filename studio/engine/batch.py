@@ -56,7 +56,9 @@ async def _judge_one(ctx: RunContext, agent: Any, candidate: Candidate, example:
                      phase: TrialPhase, iteration: int, proposal_id: int | None) -> Trial:
     input_text = example_input_text(example.data, ctx.input_key)
     result = await ctx.executor.execute(agent, input_text, state=example_state(example.data))
-    feedback, error = Feedback(), result.error
+    feedback = Feedback()
+    error = f"the agent failed (the critic was not called): {result.error}" \
+        if result.error else None
     if error is None:
         sample = Sample(input_text=input_text, output=result.output,
                         expected=example_expected(example.data), example=example.data,

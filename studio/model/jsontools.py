@@ -20,10 +20,31 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-def first_json_object(text: str, *, max_starts: int | None = None) -> dict[str, Any] | None:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses a JSON object naming a key twice: which value was
+    meant is ambiguous (``json`` would silently keep the last)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKeyError(key)
+        seen[key] = value
+    return seen
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {key!r} appears twice, so its value is ambiguous")
+        self.key = key
+
+
+def first_json_object(text: str, *, max_starts: int | None = None,
+                      strict_keys: bool = False) -> dict[str, Any] | None:
     """The first JSON object embedded in prose (``Here you go: {"score": 1} ...``), trying at
-    most ``max_starts`` opening braces."""
-    decoder = json.JSONDecoder()
+    most ``max_starts`` opening braces. ``strict_keys`` raises :class:`DuplicateKeyError` for
+    an object that names a key twice."""
+    decoder = json.JSONDecoder(object_pairs_hook=unique_keys if strict_keys else None)
     start = text.find("{")
     tried = 0
     while start != -1 and (max_starts is None or tried < max_starts):
