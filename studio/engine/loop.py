@@ -333,8 +333,9 @@ class Engine:
                        f"{evidence.parent_sum:.3f} ({evidence.compared} examples compared)"))
         if proposal.status is not ProposalStatus.PENDING:
             ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
-            ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=plan.iteration,
-                                      proposal_id=proposal.id))
+        # announced on every entry, so a resumed run says it waits at the same gate again
+        ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=plan.iteration,
+                                  proposal_id=proposal.id))
         return await await_decision(ctx, proposal.id)
 
     def edited(self, proposal: Proposal, decision: Decision) -> Proposal:
