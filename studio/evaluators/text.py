@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import regex
+
 from studio.evaluators.base import Evaluator, EvaluatorResult, as_text
 from studio.model.errors import ConfigError, SchemaError
 
@@ -111,20 +113,33 @@ class RegexMatch(Evaluator):
         problem = _missing(self.key, output)
         if problem is not None:
             return problem
-        match = (self.pattern.fullmatch if self.full_match else self.pattern.search)(output)
+        find = self.pattern.fullmatch if self.full_match else self.pattern.search
+        try:
+            match = find(output, timeout=REGEX_TIMEOUT_S)
+        except TimeoutError:
+            return EvaluatorResult.not_evaluated(
+                self.key, f"could not evaluate: /{self.pattern.pattern}/ took longer than "
+                f"{REGEX_TIMEOUT_S:g} s on a {len(output)}-character output (catastrophic "
+                "backtracking?); simplify the pattern, e.g. replace (a+)+ by a+")
         verb = "matches" if match else "does not match"
         return EvaluatorResult.passed(self.key, match is not None,
                                       f"output {verb} /{self.pattern.pattern}/",
                                       match=match.group(0) if match else None)
 
 
-def _compile(pattern: Any, flags: int) -> re.Pattern[str]:
+REGEX_TIMEOUT_S = 1.0
+"""A project regex is untrusted: one evaluation may not hold the server longer than this."""
+
+
+def _compile(pattern: Any, flags: int) -> Any:
+    """Compiled with the ``regex`` package, whose matching accepts a timeout."""
     if not isinstance(pattern, str):
         raise ConfigError("pattern must be a string", where="pattern", value=pattern)
     try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
-        position = f" at position {exc.pos}" if exc.pos is not None else ""
+        re.compile(pattern, flags)  # the standard library's messages and positions
+        return regex.compile(pattern, flags)
+    except (re.error, regex.error) as exc:
+        position = f" at position {exc.pos}" if getattr(exc, "pos", None) is not None else ""
         raise ConfigError(f"regex {pattern!r} does not compile: {exc.msg}{position}",
                           where="pattern", value=pattern) from exc
 

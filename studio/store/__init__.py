@@ -30,7 +30,7 @@ def open_store(url: str | None = None, *, cached: bool = True) -> Store:
     """
     resolved = resolve_url(url)
     with _lock:
-        if cached and resolved in _cache:
+        if cached and resolved in _cache and _cache[resolved].file_intact():
             return _cache[resolved]
         engine = create_db_engine(resolved)
         migrate(engine, resolved)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, insert, select, update
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 import studio.store.schema as schema
 from studio.model.errors import StoreError
@@ -34,14 +36,15 @@ def resolve_url(url: str | None = None) -> str:
     return f"sqlite:///{default_db_path()}"
 
 
-def _sqlite_file(url: str) -> Path | None:
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL; None for other databases and in-memory SQLite."""
     if not url.startswith("sqlite:///") or url in ("sqlite:///:memory:", "sqlite://"):
         return None
     return Path(url[len("sqlite:///"):])
 
 
 def create_db_engine(url: str) -> Engine:
-    path = _sqlite_file(url)
+    path = sqlite_file(url)
     if path is not None:
         _prepare_sqlite_dir(path)
         engine = create_engine(
@@ -93,22 +96,50 @@ def safe_url(url: str) -> str:
         return "<unparseable URL>"
 
 
-def explain_operational_error(exc: OperationalError, url: str) -> StoreError:
+def explain_database_error(exc: DatabaseError, url: str) -> StoreError:
+    """A StoreError that names the database, what went wrong and what to do."""
     message = str(exc.orig) if exc.orig is not None else str(exc)
+    path = sqlite_file(url)
+    if path is not None and ("not a database" in message or "malformed" in message
+                             or "disk image" in message):
+        return StoreError(
+            f"the database file {path} is damaged or is not a SQLite database ({message}). "
+            f"Restore it from a backup, or move it aside so the studio creates a new one, or "
+            f"set {DB_URL_ENV} to another database.")
     if "locked" in message:
         hint = ("another process holds a write lock on it for too long; close other tools "
                 "writing to it and retry")
     elif "readonly" in message or "unable to open" in message:
         hint = f"it is not writable; fix its permissions or set {DB_URL_ENV}"
-    else:
+    elif isinstance(exc, OperationalError):
         hint = "check the URL and that the database server is reachable"
+    else:
+        hint = "the change was rolled back; nothing already saved was lost"
     return StoreError(f"database {safe_url(url)}: {message} ({hint})")
 
 
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Connection]:
+    """One transaction that also covers DDL: SQLite's driver commits ``ALTER TABLE`` and
+    ``CREATE TABLE`` at once unless the transaction is opened explicitly, so a crash in the
+    middle of a migration would leave a half-upgraded database."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.begin()
+        yield connection
+        connection.commit()
+
+
 def migrate(engine: Engine, url: str) -> int:
-    """Create missing tables and upgrade the schema to :data:`schema.SCHEMA_VERSION`."""
+    """Create missing tables and upgrade the schema to :data:`schema.SCHEMA_VERSION`.
+
+    Each step (creating the tables with their version, or one migration with its version bump)
+    commits as a whole or not at all, so an interrupted upgrade reopens and continues.
+    """
     try:
-        with engine.begin() as connection:
+        with transaction(engine) as connection:
             fresh = not engine.dialect.has_table(connection, "runs")
             schema.metadata.create_all(connection)
             version = _read_version(connection)
@@ -117,15 +148,15 @@ def migrate(engine: Engine, url: str) -> int:
                 connection.execute(insert(schema.meta).values(key="schema_version",
                                                               value=str(version)))
         while version < schema.SCHEMA_VERSION:
-            with engine.begin() as connection:
+            with transaction(engine) as connection:
                 schema.MIGRATIONS[version](connection)
                 version += 1
                 connection.execute(update(schema.meta)
                                    .where(schema.meta.c.key == "schema_version")
                                    .values(value=str(version)))
         return version
-    except OperationalError as exc:
-        raise explain_operational_error(exc, url) from exc
+    except DatabaseError as exc:
+        raise explain_database_error(exc, url) from exc
 
 
 def _read_version(connection) -> int | None:

@@ -7,17 +7,20 @@ All methods are thread-safe (one short transaction each) and return domain recor
 from __future__ import annotations
 
 import functools
+import math
+import os
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine, Row
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DatabaseError, IntegrityError
 
 import studio.store.schema as t
-from studio.model.errors import ConfigError, NotFoundError, RunStateError
+from studio.model.errors import ConfigError, NotFoundError, RunStateError, StoreError
 from studio.model.records import (
     Candidate,
     Decision,
@@ -38,7 +41,7 @@ from studio.model.records import (
     utcnow,
 )
 from studio.model.redaction import redact
-from studio.store.connection import explain_operational_error
+from studio.store.connection import explain_database_error, sqlite_file
 
 
 class EvalRun(BaseModel):
@@ -70,14 +73,16 @@ class OverridePair(BaseModel):
 
 
 def _guard(method):
-    """Turn database failures into a StoreError that says what to do."""
+    """Turn database failures into a StoreError that says what to do, and refuse to read or
+    write a SQLite file that was deleted or replaced since the store opened it."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
+        self.check_file()
         try:
             return method(self, *args, **kwargs)
-        except OperationalError as exc:
-            raise explain_operational_error(exc, self.url) from exc
+        except DatabaseError as exc:
+            raise explain_database_error(exc, self.url) from exc
 
     return wrapper
 
@@ -102,6 +107,24 @@ class Store:
     def __init__(self, engine: Engine, url: str) -> None:
         self.engine = engine
         self.url = url
+        self.path = sqlite_file(url)
+        self._identity = _file_identity(self.path) if self.path else None
+
+    def file_intact(self) -> bool:
+        """False when the SQLite file this store opened was deleted or replaced (another file,
+        or none, at its path): writes would go to a file nobody can see any more."""
+        return self.path is None or _file_identity(self.path) == self._identity
+
+    def check_file(self) -> None:
+        """Raise StoreError when :meth:`file_intact` is False, so a run stops with an error
+        instead of reporting as done what is not stored."""
+        if not self.file_intact():
+            state = "was deleted" if _file_identity(self.path) is None else "was replaced"
+            raise StoreError(
+                f"the database file {self.path} {state} while the studio was using it; "
+                "anything saved since then is lost with the old file. Restore the file from a "
+                "backup (or keep the new one) and restart; resume interrupted runs with "
+                "`studio resume`.")
 
     # ------------------------------------------------------------------ projects
 
@@ -287,7 +310,7 @@ class Store:
     @_guard
     def add_trial(self, trial: Trial) -> Trial:
         """Insert and commit one trial (the UI sees it on its next poll)."""
-        values = _redacted_json(trial.model_dump(exclude={"id", "override"}))
+        values = _finite_trial(_redacted_json(trial.model_dump(exclude={"id", "override"})))
         if values["error"]:
             values["error"] = redact(values["error"])
         with self.engine.begin() as c:
@@ -556,7 +579,8 @@ class Store:
                   payload: dict[str, Any] | None = None) -> RunEvent:
         event = RunEvent(run_id=run_id, kind=kind, iteration=iteration, payload=payload or {})
         with self.engine.begin() as c:
-            values = event.model_dump(exclude={"id"}) | {"kind": event.kind.value}
+            values = event.model_dump(exclude={"id"}) | {"kind": event.kind.value,
+                                                         "payload": _finite_json(event.payload)}
             new_id = c.execute(insert(t.run_events), values).inserted_primary_key[0]
         return event.model_copy(update={"id": new_id})
 
@@ -580,6 +604,7 @@ class Store:
 
     @_guard
     def save_checkpoint(self, run_id: str, iteration: int, state: dict[str, Any]) -> None:
+        state = _finite_json(state)
         with self.engine.begin() as c:
             updated = c.execute(update(t.checkpoints).where(t.checkpoints.c.run_id == run_id)
                                 .values(iteration=iteration, state=state, updated_at=utcnow()))
@@ -600,8 +625,9 @@ class Store:
                      cases: list[dict[str, Any]]) -> int:
         with self.engine.begin() as c:
             return c.execute(insert(t.eval_runs).values(
-                name=name, kind=kind, summary=_redacted_json(summary),
-                cases=_redacted_json(cases), created_at=utcnow())).inserted_primary_key[0]
+                name=name, kind=kind, summary=_finite_json(_redacted_json(summary)),
+                cases=_finite_json(_redacted_json(cases)),
+                created_at=utcnow())).inserted_primary_key[0]
 
     @_guard
     def list_eval_runs(self, name: str | None = None, limit: int = 100) -> list[EvalRun]:
@@ -629,6 +655,54 @@ def _override_pair(rows: list[Row]) -> OverridePair:
         author=merged.author, created_at=merged.created_at, input_text=row.input_text,
         output=row.output,
     )
+
+
+def _finite_json(value: Any) -> Any:
+    """NaN and Infinity are not JSON (PostgreSQL refuses them): stored as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_json(v) for v in value]
+    return value
+
+
+def _not_finite_fields(value: Any, where: str) -> list[str]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{where} = {value}"]
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in _not_finite_fields(v, f"{where}.{k}")]
+    if isinstance(value, list | tuple):
+        return [f for i, v in enumerate(value) for f in _not_finite_fields(v, f"{where}[{i}]")]
+    return []
+
+
+def _finite_trial(values: dict[str, Any]) -> dict[str, Any]:
+    """A critic that returns NaN or Infinity could not evaluate: its score is stored as null
+    and the reason, naming the fields, goes into the feedback (``extra.error``)."""
+    values["trace"] = _finite_json(values["trace"])
+    bad = _not_finite_fields(values["score"], "score") + _not_finite_fields(
+        values["feedback"], "feedback")
+    if not bad:
+        return values
+    feedback = _finite_json(values["feedback"])
+    if not math.isfinite(values["score"] if values["score"] is not None else 0.0):
+        values["score"] = None
+        feedback["score"] = None
+    extra = feedback.setdefault("extra", {})
+    extra["error"] = ("could not evaluate: the critic returned values that are not numbers ("
+                      + ", ".join(bad) + "); stored as null")
+    values["feedback"] = feedback
+    return values
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def _critic_name(spec: dict[str, Any] | None) -> str:

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    inspect,
     text,
 )
 from sqlalchemy.engine import Connection
@@ -211,8 +212,10 @@ eval_runs = Table(
 
 
 def _v1_to_v2(connection: Connection) -> None:
-    """Version 2 adds ``runs.control`` (pause/stop requests from the studio to the worker)."""
-    connection.execute(text("ALTER TABLE runs ADD COLUMN control VARCHAR(20)"))
+    """Version 2 adds ``runs.control`` (pause/stop requests from the studio to the worker).
+    Idempotent: a database upgraded by an older, non-transactional studio already has it."""
+    if "control" not in {column["name"] for column in inspect(connection).get_columns("runs")}:
+        connection.execute(text("ALTER TABLE runs ADD COLUMN control VARCHAR(20)"))
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
