@@ -10,6 +10,7 @@ literal character), and highlights use Streamlit's own ``:red-background[...]`` 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import string
 from dataclasses import dataclass
@@ -42,11 +43,62 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text or "")
 
 
+PAIR_LIMIT = 1_000_000
+"""The largest block compared item by item (old items x new items). difflib's matcher is
+quadratic in the worst case; a block under this size takes well under a second even for the
+most repetitive text (``bench/bench_diff.py``). Larger blocks are compared by lines, and blocks
+still too large are shown as a plain deletion and insertion."""
+
+
 def word_diff(old: str, new: str) -> list[Segment]:
-    """The inline diff of ``old`` to ``new`` word by word, adjacent runs of one kind merged."""
-    a, b = tokenize(old), tokenize(new)
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    """The inline diff of ``old`` to ``new`` word by word, adjacent runs of one kind merged.
+
+    The common beginning and end are set aside first (most edits are local), so a long
+    instruction with one edit costs linear time; the result is cached, so a page that shows
+    the diff and its statistics computes it once.
+    """
+    return list(_cached_word_diff(old or "", new or ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_word_diff(old: str, new: str) -> tuple[Segment, ...]:
     segments: list[Segment] = []
+    _diff_tokens(segments, tokenize(old), tokenize(new))
+    return tuple(segments)
+
+
+def _diff_tokens(segments: list[Segment], a: list[str], b: list[str], lines: bool = True) -> None:
+    head = _common_prefix(a, b)
+    tail = _common_prefix(a[head:][::-1], b[head:][::-1])
+    _append(segments, "equal", "".join(a[:head]))
+    middle_a, middle_b = a[head:len(a) - tail], b[head:len(b) - tail]
+    if len(middle_a) * len(middle_b) <= PAIR_LIMIT:
+        _diff_matched(segments, middle_a, middle_b)
+    elif lines:
+        _diff_by_lines(segments, "".join(middle_a), "".join(middle_b))
+    else:
+        _append(segments, "delete", "".join(middle_a))
+        _append(segments, "insert", "".join(middle_b))
+    _append(segments, "equal", "".join(a[len(a) - tail:]))
+
+
+def _diff_by_lines(segments: list[Segment], old: str, new: str) -> None:
+    """Too many words to compare pairwise: match whole lines, then words inside changed lines."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if len(a) * len(b) > PAIR_LIMIT:
+        _append(segments, "delete", old)
+        _append(segments, "insert", new)
+        return
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            _append(segments, "equal", "".join(a[i1:i2]))
+        else:
+            old_block, new_block = "".join(a[i1:i2]), "".join(b[j1:j2])
+            _diff_tokens(segments, tokenize(old_block), tokenize(new_block), lines=False)
+
+
+def _diff_matched(segments: list[Segment], a: list[str], b: list[str]) -> None:
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             _append(segments, "equal", "".join(a[i1:i2]))
@@ -55,7 +107,14 @@ def word_diff(old: str, new: str) -> list[Segment]:
             _append(segments, "delete", "".join(a[i1:i2]))
         if op in ("insert", "replace"):
             _append(segments, "insert", "".join(b[j1:j2]))
-    return segments
+
+
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 def side_by_side(old: str, new: str) -> tuple[list[Segment], list[Segment]]:
