@@ -18,6 +18,7 @@ from components.trial_detail import show_probe
 from studio.critics.agent import ADVANCED_CRITIC_INSTRUCTION, SIMPLE_CRITIC_INSTRUCTION
 from studio.engine.reflection import DEFAULT_REFLECTION_INSTRUCTION
 from studio.model.errors import StudioError
+from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import example_input_text
 from studio.projects.files import dump_project, parse_project
 from studio.projects.probe import probe_sync
@@ -133,6 +134,7 @@ def agent_tab(editor: Editor, errors: dict[str, str]) -> None:
         _model_field(editor, "agent_model", "Model", errors)
     _error(errors, "agent_name")
     st.text_area("Instruction", key=editor.key("agent_instruction"), height=160,
+                 max_chars=MAX_COMPONENT_CHARS,
                  help="What evolution improves. `{field}` inserts a dataset field.")
     st.text_area("Output schema (JSON Schema; empty for free text)",
                  key=editor.key("agent_schema"), height=120,

@@ -12,6 +12,7 @@ from components.trial_detail import text_block
 from studio.engine.gates import decide, latest_pending
 from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
+from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
 from studio.projects.workspace import require_reason
 from studio.views.diffing import escape_markdown
@@ -127,7 +128,8 @@ def decision_form(proposal: Any) -> None:
     edit_key = f"{session.PROPOSALS_EDIT}.{proposal.id}"
     session.init(edit_key, proposal.text)
     with st.expander("Edit the text, then re-score it on the same minibatch"):
-        st.text_area("Edited text", key=edit_key, height=200, label_visibility="collapsed")
+        st.text_area("Edited text", key=edit_key, height=200, label_visibility="collapsed",
+                     max_chars=MAX_COMPONENT_CHARS)
         if st.button("Save the edit and re-score", icon=":material/edit:",
                      key=f"proposals.edit_go.{proposal.id}"):
             _decide(proposal, "edit", edited_text=st.session_state.get(edit_key, ""))

@@ -10,6 +10,7 @@ import streamlit as st
 from components import loaders, session
 from studio.engine.gates import merge_correction, override, undo_override
 from studio.model.errors import StudioError
+from studio.model.limits import MAX_FEEDBACK_CHARS
 from studio.views.diffing import escape_markdown
 from studio.views.tables import (
     format_score,
@@ -122,6 +123,7 @@ def single(run_id: str, trials: list[Any]) -> None:
         score = cols[0].number_input("Human score", 0.0, 1.0, value=None, step=0.05,
                                      key="review.single.score", placeholder="keep the judge's")
         feedback = cols[1].text_input("Human feedback", key="review.single.feedback",
+                                      max_chars=MAX_FEEDBACK_CHARS,
                                       placeholder="optional: what the critic missed")
         if st.form_submit_button("Save correction", icon=":material/save:"):
             active = next(t.override for t in trials if t.id == trial_id)

@@ -8,6 +8,7 @@ need: a failure or a badly shaped reply becomes a "could not evaluate" message, 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from studio.critics.protocol import Critic, Sample
 from studio.model.errors import FeedbackShapeError, StudioError
 from studio.model.feedback import Feedback, read_feedback
 from studio.model.jsontools import to_jsonable
+from studio.model.limits import MAX_DIMENSIONS, MAX_FEEDBACK_CHARS, clip
 from studio.runtime.execution import describe_error
 
 __all__ = ["Feedback", "parse_feedback", "judge_sample", "is_valid_score"]
@@ -34,7 +36,26 @@ def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feed
         raise FeedbackShapeError("metadata", metadata, "an object")
     fields = read_feedback(metadata, score=_score(score), strict=True)
     fields["extra"] = to_jsonable(fields["extra"])
-    return Feedback.model_validate(fields)
+    return Feedback.model_validate(_bounded(fields))
+
+
+def _bounded(fields: dict[str, Any]) -> dict[str, Any]:
+    """A runaway reply (10 MB of feedback) is kept up to the caps, marked where it was cut."""
+    for name in ("text", "guidance"):
+        if name in fields:
+            fields[name] = clip(fields[name], MAX_FEEDBACK_CHARS)
+    dimensions = fields.get("dimensions") or {}
+    if len(dimensions) > MAX_DIMENSIONS:
+        fields["dimensions"] = dict(list(dimensions.items())[:MAX_DIMENSIONS])
+        fields["extra"]["dimensions_cut"] = len(dimensions) - MAX_DIMENSIONS
+    size = len(json.dumps(fields["extra"], ensure_ascii=False, default=str))
+    if size > MAX_FEEDBACK_CHARS:
+        kept = {k: clip(str(fields["extra"][k]), MAX_FEEDBACK_CHARS)
+                for k in ("error",) if k in fields["extra"]}
+        fields["extra"] = {**kept, "cut": f"the critic's other details ({size:,} characters "
+                                          f"as JSON) were over the {MAX_FEEDBACK_CHARS:,}-"
+                                          "character limit and were left out"}
+    return fields
 
 
 def _score(score: Any) -> float | None:

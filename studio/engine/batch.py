@@ -13,6 +13,7 @@ from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
 from studio.engine.context import RunContext
 from studio.engine.events import TrialCommitted
+from studio.model.limits import MAX_OUTPUT_CHARS, clip
 from studio.model.records import (
     Candidate,
     Example,
@@ -56,18 +57,19 @@ async def _judge_one(ctx: RunContext, agent: Any, candidate: Candidate, example:
                      phase: TrialPhase, iteration: int, proposal_id: int | None) -> Trial:
     input_text = example_input_text(example.data, ctx.input_key)
     result = await ctx.executor.execute(agent, input_text, state=example_state(example.data))
+    output = clip(result.output, MAX_OUTPUT_CHARS)  # the critic judges what the store keeps
     feedback = Feedback()
     error = f"the agent failed (the critic was not called): {result.error}" \
         if result.error else None
     if error is None:
-        sample = Sample(input_text=input_text, output=result.output,
+        sample = Sample(input_text=input_text, output=output,
                         expected=example_expected(example.data), example=example.data,
                         trace=result.trace)
         feedback, error = await judge_sample(ctx.critic, sample)
     trial = Trial(
         run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
-        proposal_id=proposal_id, input_text=input_text, output=result.output, score=feedback.score,
+        proposal_id=proposal_id, input_text=input_text, output=output, score=feedback.score,
         feedback=feedback, error=error, trace=result.trace, latency_s=result.latency_s,
         tokens=result.tokens,
     )

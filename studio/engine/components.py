@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from studio.model.errors import ConfigError, ProposalError, SchemaError
+from studio.model.limits import MAX_COMPONENT_CHARS, too_long
 from studio.model.records import (
     COMPONENTS,
     GenerationConfig,
@@ -33,8 +34,17 @@ def check_components(names: list[str]) -> list[str]:
 
 
 def extract_components(agent: Any, names: list[str]) -> dict[str, str]:
-    """The seed candidate: the agent's current component texts."""
-    return {name: _extract(agent, name) for name in names}
+    """The seed candidate: the agent's current component texts.
+
+    Raises:
+        ConfigError: a component is not text, or is longer than ``MAX_COMPONENT_CHARS``.
+    """
+    components = {name: _extract(agent, name) for name in names}
+    for name, text in components.items():
+        oversize = too_long(text, MAX_COMPONENT_CHARS, f"the agent's {name}")
+        if oversize:
+            raise ConfigError(oversize, where=f"agent.{name}")
+    return components
 
 
 def _extract(agent: Any, name: str) -> str:
@@ -94,12 +104,15 @@ def validate_proposal(component: str, text: str, parent_text: str,
                       example_keys: set[str]) -> str:
     """The cleaned proposal text, or ProposalError with a reason the studio shows.
 
-    Reasons: ``empty``, ``unchanged``, ``repetitive``, ``invalid_schema``, ``invalid_yaml``,
-    ``unknown_placeholder``.
+    Reasons: ``empty``, ``too_long``, ``unchanged``, ``repetitive``, ``invalid_schema``,
+    ``invalid_yaml``, ``unknown_placeholder``.
     """
     text = (text or "").strip()
     if not text:
         raise ProposalError("the reflection returned empty text", reason="empty")
+    oversize = too_long(text, MAX_COMPONENT_CHARS, f"the proposed {component}")
+    if oversize:
+        raise ProposalError(oversize, reason="too_long")
     if text == (parent_text or "").strip():
         raise ProposalError("the reflection returned the parent's text unchanged",
                             reason="unchanged")
@@ -123,8 +136,15 @@ def validate_proposal(component: str, text: str, parent_text: str,
     else:
         unknown = sorted(instruction_placeholders(text) - example_keys)
         if unknown:
-            raise ProposalError(
-                f"the proposed instruction uses {{{unknown[0]}}}, which no example provides "
-                f"(ADK would fail to fill it); example fields: {sorted(example_keys)}",
-                reason="unknown_placeholder")
+            raise ProposalError(f"the proposed instruction uses {{{unknown[0]}}}, "
+                                + _why_unfillable(unknown[0], example_keys),
+                                reason="unknown_placeholder")
     return text
+
+
+def _why_unfillable(name: str, example_keys: set[str]) -> str:
+    if name.startswith("artifact."):
+        return ("an ADK artifact; a studio run stores no artifacts, so ADK would fail to "
+                "fill it")
+    return (f"which no example provides (ADK would fail to fill it); example fields: "
+            f"{sorted(example_keys)}")

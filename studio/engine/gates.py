@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext, StopRun, wake_run
 from studio.model.errors import ConfigError, ProposalError, RunStateError
+from studio.model.limits import MAX_FEEDBACK_CHARS, too_long
 from studio.model.records import (
     Decision,
     DecisionAction,
@@ -86,7 +87,8 @@ def override(
     """Correct a critic: set the trial's effective score and/or feedback.
 
     Raises:
-        ConfigError: neither score nor feedback given, or a score outside [0, 1].
+        ConfigError: neither score nor feedback given, a score outside [0, 1], or a feedback
+            longer than ``MAX_FEEDBACK_CHARS``.
     """
     store = store or open_store()
     if score is None and (feedback is None or not feedback.strip()):
@@ -94,6 +96,9 @@ def override(
     if score is not None and not (isinstance(score, int | float) and 0.0 <= score <= 1.0):
         raise ConfigError(f"score {score!r} is outside [0, 1]", where="override.score",
                           value=score)
+    oversize = too_long(feedback or "", MAX_FEEDBACK_CHARS, "the feedback")
+    if oversize:
+        raise ConfigError(oversize, where="override.feedback")
     return store.add_override(trial_id, score=None if score is None else float(score),
                               feedback=feedback, author=author)
 

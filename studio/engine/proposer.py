@@ -3,6 +3,7 @@ rejection reasons), record what it proposes, and validate it before it costs any
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from studio.engine.components import validate_proposal
@@ -11,6 +12,7 @@ from studio.engine.events import ProposalCreated, ProposalInvalid
 from studio.engine.reflection import run_reflection
 from studio.engine.trials import TrialBuilder
 from studio.model.errors import ProposalError
+from studio.model.limits import MAX_REFLECTION_TRIALS_CHARS, REFLECTION_FIELD_CHARS, clip
 from studio.model.records import (
     Candidate,
     DecisionAction,
@@ -20,21 +22,26 @@ from studio.model.records import (
     content_hash,
 )
 
-TEXT_LIMIT = 1500
-"""Characters of input/output per trial shown to reflection (small models have small contexts)."""
 REJECTIONS_SHOWN = 3
 
 
-def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+def _clip(text: str, limit: int = REFLECTION_FIELD_CHARS) -> str:
+    """Small models have small contexts, and model-written text can be any size."""
+    return clip(text, limit)
 
 
 def _compact_trace(trace: dict[str, Any]) -> dict[str, Any] | None:
-    calls = [{"name": c.get("name"), "args": c.get("args"),
+    calls = [{"name": _clip(str(c.get("name")), 100), "args": _small(c.get("args")),
               "result": _clip(str(c.get("result")), 300)} for c in trace.get("tool_calls", [])]
     compact = {k: v for k, v in {"tool_calls": calls,
                                  "state_delta": trace.get("state_delta") or None}.items() if v}
     return compact or None
+
+
+def _small(value: Any, limit: int = 300) -> Any:
+    """``value`` as it is when its JSON is short, else its JSON clipped."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= limit else _clip(text, limit)
 
 
 def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]]
@@ -48,17 +55,38 @@ def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]
         metadata = trial.feedback
         if trial.override is not None and trial.override.feedback is not None:
             metadata = metadata.model_copy(update={"text": trial.override.feedback})
+        metadata = metadata.model_copy(update={"text": _clip(metadata.text),
+                                               "guidance": _clip(metadata.guidance)})
         record = builder.build_trial(
-            trial.input_text, _clip(trial.output), trial.effective_score, metadata,
-            error=trial.error, trace=_compact_trace(trial.trace))
+            _clip(trial.input_text), _clip(trial.output), trial.effective_score, metadata,
+            error=_clip(trial.error) if trial.error else None,
+            trace=_compact_trace(trial.trace))
         if trial.overridden:
             record["feedback"]["corrected_by_human"] = True
         records.append(record)
     for proposal, reason in rejections:
         records.append(builder.build_trial(
             "(a reviewer's decision on a proposed text)", _clip(proposal.text), None,
-            {"feedback": f"A reviewer rejected the proposed text: {reason or 'no reason given'}"}))
-    return records
+            {"feedback": "A reviewer rejected the proposed text: "
+                         + _clip(reason or "no reason given")}))
+    return within_budget(records)
+
+
+def within_budget(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trials that fit in ``MAX_REFLECTION_TRIALS_CHARS`` as JSON, and a note counting
+    those left out (each field is already clipped; this bounds how many there are)."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for record in records:
+        size = len(json.dumps(record, ensure_ascii=False, default=str))
+        if kept and used + size > MAX_REFLECTION_TRIALS_CHARS:
+            left_out = len(records) - len(kept)
+            kept.append({"note": f"{left_out} more trials were left out to keep this prompt "
+                                 f"under {MAX_REFLECTION_TRIALS_CHARS:,} characters"})
+            break
+        kept.append(record)
+        used += size
+    return kept
 
 
 def recent_rejections(ctx: RunContext) -> list[tuple[Proposal, str]]:

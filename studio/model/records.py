@@ -26,6 +26,7 @@ from pydantic import (
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
 from studio.model.feedback import Feedback
+from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DATASET_ROWS
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config")
 """Parts of an agent that evolution may rewrite, each with its own reflection agent."""
@@ -99,7 +100,7 @@ class AgentSpec(BaseModel):
     name: str = Field(default="agent", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     model: str = "local/smollm2"
     """A LiteLLM model string; ``local/smollm2`` is the embedded offline model."""
-    instruction: str = ""
+    instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
     output_schema: dict[str, Any] | None = None
     """JSON Schema the agent's reply must satisfy, or None for free text."""
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
@@ -189,6 +190,10 @@ def validate_examples(rows: Any, *, name: str = "trainset") -> list[dict[str, An
         raise DatasetError(f"{name} must be a list of examples", where=name, value=rows)
     if not rows:
         raise DatasetError(f"{name} is empty: add at least one example", where=name)
+    if len(rows) > MAX_DATASET_ROWS:
+        raise DatasetError(f"{name} has {len(rows):,} examples; the limit is "
+                           f"{MAX_DATASET_ROWS:,} (sample it, or split it into several runs)",
+                           where=name)
     return [validate_example(row, where=f"{name}[{i}]") for i, row in enumerate(rows)]
 
 
@@ -224,17 +229,28 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-_PLACEHOLDER = re.compile(r"\{+([^{}]*)\}+")
+_PLACEHOLDER = re.compile(r"(?<![${\\])\{+([^{}]*)\}+")
+"""ADK's own template pattern: ``${x}`` and ``\\{x}`` are left alone."""
+_STATE_PREFIXES = ("app:", "user:", "temp:")
 
 
 def instruction_placeholders(text: str) -> set[str]:
-    """State keys an ADK instruction will substitute (``{name}``; ``{name?}`` is optional)."""
+    """The names ADK will fill in an instruction, exactly as ADK reads them: state keys
+    (``{topic}``, ``{user:name}``) and artifacts (``{artifact.notes}``). Optional ones
+    (``{name?}``) and anything else in braces (JSON, ``{not a name}``) ADK leaves alone or fills
+    with nothing, so they are not required."""
     names = set()
     for match in _PLACEHOLDER.finditer(text):
         name = match.group(1).strip()
-        if name.isidentifier():
+        if not name.endswith("?") and _fillable(name):
             names.add(name)
     return names
+
+
+def _fillable(name: str) -> bool:
+    if name.startswith("artifact.") or name.isidentifier():
+        return True
+    return name.startswith(_STATE_PREFIXES) and name.split(":", 1)[1].isidentifier()
 
 
 # --------------------------------------------------------------------------- store records

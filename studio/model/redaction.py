@@ -14,7 +14,7 @@ _SECRET_NAME = re.compile(
 _NOT_SECRET_NAME = re.compile(r"^(KEYBOARD|XAUTHORITY|SSH_AUTH_SOCK|GPG_AGENT_INFO)|_PATH$|_FILE$|"
                               r"_DIR$", re.IGNORECASE)
 _MIN_SECRET_LENGTH = 8
-_URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]+:)[^@\s/]+@")
+_URL_PASSWORD = re.compile(r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]+:)[^@\s/]+@")
 
 
 def looks_secret(name: str) -> bool:

@@ -434,7 +434,8 @@ class Store:
                      author: str) -> Override:
         """Record a person's correction; the judge's own values are copied beside it."""
         trial = self.get_trial(trial_id)
-        override = Override(trial_id=trial_id, score=score, feedback=feedback,
+        override = Override(trial_id=trial_id, score=score,
+                            feedback=None if feedback is None else redact(feedback),
                             judge_score=trial.score, judge_feedback=trial.feedback_text,
                             author=author or "anonymous")
         values = override.model_dump(exclude={"id"})

@@ -1,0 +1,45 @@
+"""Size caps on text that the studio does not control: what a model writes, what a person types,
+what a project or dataset holds. Without them one runaway reply or paste (a 10 MB instruction)
+costs minutes of CPU, hundreds of MB of memory and tens of MB of database per iteration.
+
+Text a person or a project supplies over its cap is refused with an error naming the field and
+the cap. Text a model writes over its cap is kept up to the cap with a marker saying how much was
+cut, so a run goes on and a reader sees that it was cut. The README's Security section lists them.
+"""
+
+from __future__ import annotations
+
+MAX_COMPONENT_CHARS = 50_000
+"""An instruction, output schema or generation config: in a project, a proposal or an edit."""
+
+MAX_FEEDBACK_CHARS = 20_000
+"""A critic's feedback text, and a person's corrected feedback."""
+
+MAX_DIMENSIONS = 50
+"""Per-dimension scores kept from one critic reply."""
+
+MAX_OUTPUT_CHARS = 200_000
+"""An agent's output as stored and judged."""
+
+MAX_DATASET_ROWS = 100_000
+"""Examples in one dataset split."""
+
+REFLECTION_FIELD_CHARS = 1_500
+"""Characters of each trial's input, output and feedback shown to the reflection agent."""
+
+MAX_REFLECTION_TRIALS_CHARS = 60_000
+"""All trials shown to the reflection agent together (trials past it are left out, counted)."""
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, with a marker saying how many were cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" ... [{len(text) - limit:,} more characters cut]"
+
+
+def too_long(text: str, limit: int, what: str) -> str | None:
+    """Why ``text`` is refused, or None when it fits."""
+    if len(text) <= limit:
+        return None
+    return f"{what} is {len(text):,} characters; the limit is {limit:,}"
