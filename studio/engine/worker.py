@@ -10,6 +10,7 @@ committed trial.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -30,6 +31,11 @@ STALE_AFTER_SECONDS = float(os.environ.get("STUDIO_STALE_AFTER_SECONDS", "10.0")
 """A running run without a heartbeat for this long is orphaned."""
 
 
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class RunHandle:
     """A run executing in this process."""
 
@@ -39,6 +45,8 @@ class RunHandle:
         self.stop_reason: str | None = None
         self.error: BaseException | None = None
         self._done = threading.Event()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._waiters_lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Task | None = None
@@ -54,10 +62,30 @@ class RunHandle:
             raise self.error
         return self.stop_reason
 
-    async def wait_async(self, poll_seconds: float = 0.05) -> str | None:
-        while not self._done.is_set():
-            await asyncio.sleep(poll_seconds)
+    async def wait_async(self) -> str | None:
+        """:meth:`wait` for a coroutine: woken by the worker thread the moment the run ends
+        (no polling, so :func:`studio.evolve` returns without a poll interval's delay)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._waiters_lock:
+            if not self._done.is_set():
+                self._waiters.append((loop, future))
+        if not self._done.is_set():
+            try:
+                await future
+            finally:
+                with self._waiters_lock:
+                    if (loop, future) in self._waiters:
+                        self._waiters.remove((loop, future))
         return self.wait()
+
+    def _set_done(self) -> None:
+        with self._waiters_lock:
+            self._done.set()
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop closed meanwhile
+                loop.call_soon_threadsafe(_resolve, future)
 
     def cancel(self) -> None:
         """Cancel the engine's task (used on shutdown; people use :meth:`RunManager.stop`)."""
@@ -113,7 +141,7 @@ class RunManager:
         except BaseException as exc:  # surfaced by RunHandle.wait()
             handle.error = exc
         finally:
-            handle._done.set()
+            handle._set_done()
 
     async def _drive(self, engine: Engine, handle: RunHandle) -> str:
         handle.loop = asyncio.get_running_loop()

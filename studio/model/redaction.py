@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 _SECRET_NAME = re.compile(
@@ -14,9 +16,14 @@ _SECRET_NAME = re.compile(
 _NOT_SECRET_NAME = re.compile(r"^(KEYBOARD|XAUTHORITY|SSH_AUTH_SOCK|GPG_AGENT_INFO)|_PATH$|_FILE$|"
                               r"_DIR$", re.IGNORECASE)
 _MIN_SECRET_LENGTH = 8
-_URL_PASSWORD = re.compile(r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]+:)[^@\s/]+@")
+_URL_PASSWORD = re.compile(
+    r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]+:)[^@\s/]+@")
+"""Starts only where a scheme can start, so a long run of letters is scanned once, not once
+per letter (that was quadratic: 0.7 s for 20,000 characters)."""
+_KEY_SHAPED = re.compile(r"\b(sk|AIza|xai|gsk)[-_A-Za-z0-9]{16,}")
 
 
+@functools.lru_cache(maxsize=4096)
 def looks_secret(name: str) -> bool:
     """Whether an environment variable's name says it holds a secret."""
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
@@ -30,23 +37,29 @@ def secret_values() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact(text: str) -> str:
-    """Replace every secret value from the environment, URL passwords, and key-shaped tokens."""
-    for value in secret_values():
+def redact(text: str, secrets: Sequence[str] | None = None) -> str:
+    """Replace every secret value from the environment, URL passwords, and key-shaped tokens.
+
+    ``secrets`` is :func:`secret_values` read once by a caller that redacts many strings of one
+    record (the environment is read at every call otherwise)."""
+    for value in secret_values() if secrets is None else secrets:
         if value in text:
             text = text.replace(value, "***")
     text = mask_url(text)
-    return re.sub(r"\b(sk|AIza|xai|gsk)[-_A-Za-z0-9]{16,}", r"\1-***", text)
+    return _KEY_SHAPED.sub(r"\1-***", text)
 
 
-def redact_data(value: Any) -> Any:
-    """:func:`redact` applied to every string inside lists and dicts (keys kept)."""
+def redact_data(value: Any, secrets: Sequence[str] | None = None) -> Any:
+    """:func:`redact` applied to every string inside lists and dicts (keys kept); the
+    environment is read once for the whole value."""
+    if secrets is None:
+        secrets = secret_values()
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets)
     if isinstance(value, dict):
-        return {k: redact_data(v) for k, v in value.items()}
+        return {k: redact_data(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_data(v) for v in value]
+        return [redact_data(v, secrets) for v in value]
     return value
 
 

@@ -40,7 +40,7 @@ from studio.model.records import (
     merge_overrides,
     utcnow,
 )
-from studio.model.redaction import redact
+from studio.model.redaction import redact, secret_values
 from studio.store.connection import explain_database_error, sqlite_file
 
 
@@ -311,8 +311,6 @@ class Store:
     def add_trial(self, trial: Trial) -> Trial:
         """Insert and commit one trial (the UI sees it on its next poll)."""
         values = _finite_trial(_redacted_json(trial.model_dump(exclude={"id", "override"})))
-        if values["error"]:
-            values["error"] = redact(values["error"])
         with self.engine.begin() as c:
             new_id = c.execute(_INSERT_TRIAL, values).inserted_primary_key[0]
         return trial.model_copy(update={"id": new_id})
@@ -711,12 +709,15 @@ def _critic_name(spec: dict[str, Any] | None) -> str:
     return str(critic.get("name") or critic.get("type") or "critic")
 
 
-def _redacted_json(value: Any) -> Any:
-    """Secret values never reach the store, even if someone pasted one into a config."""
+def _redacted_json(value: Any, secrets: list[str] | None = None) -> Any:
+    """Secret values never reach the store, even if someone pasted one into a config (the
+    environment's secrets are read once per value)."""
+    if secrets is None:
+        secrets = secret_values()
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets)
     if isinstance(value, dict):
-        return {k: _redacted_json(v) for k, v in value.items()}
+        return {k: _redacted_json(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redacted_json(v) for v in value]
+        return [_redacted_json(v, secrets) for v in value]
     return value
