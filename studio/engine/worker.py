@@ -54,6 +54,10 @@ class RunHandle:
             raise self.error
         return self.stop_reason
 
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the run to end; True when it has (never raises)."""
+        return self._done.wait(timeout)
+
     async def wait_async(self, poll_seconds: float = 0.05) -> str | None:
         while not self._done.is_set():
             await asyncio.sleep(poll_seconds)
@@ -86,6 +90,7 @@ class RunManager:
             if not self.store.claim_run(run_id, self.worker_id,
                                         stale_after_s=STALE_AFTER_SECONDS):
                 raise RunStateError(held_by(self.store.get_run(run_id)))
+            engine.ctx.worker = self.worker_id
             handle = RunHandle(engine)
             self._handles[run_id] = handle
         handle.thread = threading.Thread(target=self._work, args=(engine, handle),
@@ -158,6 +163,8 @@ class RunManager:
 
     def stop(self, run_id: str) -> None:
         """Ask the run to stop at its next step (in any process that runs it)."""
+        if self.store.cancel_queued(run_id):
+            return
         run = self.store.get_run(run_id)
         if run.status is RunStatus.ORPHANED or (run.status.is_active and run.worker is None):
             self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")
