@@ -137,11 +137,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     worker = QueueWorker(store, queue=args.queue, poll_seconds=args.poll_seconds,
                          max_runs=args.max_runs,
                          say=lambda text: print(text, file=sys.stderr, flush=True))
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: worker.request_shutdown())
+    previous = {signum: signal.signal(signum, lambda *_: worker.request_shutdown())
+                for signum in (signal.SIGTERM, signal.SIGINT)}
     print(f"worker {worker.id} takes runs from queue {args.queue!r} "
           f"(database: {database_label(store.url)})", file=sys.stderr, flush=True)
-    done = worker.serve()
+    try:
+        done = worker.serve()
+    finally:  # called in-process (tests), the caller's handlers come back
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     print(f"worker {worker.id} exits after {done} run{'s' if done != 1 else ''}",
           file=sys.stderr)
     return 0
