@@ -11,7 +11,8 @@ from datetime import timedelta
 
 import pytest
 
-from studio.engine import EvolutionConfig, create_run
+from studio.engine import EvolutionConfig, create_run, decide
+from studio.engine.gates import latest_pending
 from studio.engine.queue import enqueue, queue_run
 from studio.model.errors import RunStateError
 from studio.model.records import EventKind, RunStatus, WorkerInfo, utcnow
@@ -203,3 +204,32 @@ def test_max_runs_stops_the_worker_after_n_runs(db, queue, database_url, tmp_pat
         assert "exits after 2 runs" in worker.log()
     finally:
         stop_all([worker])
+
+
+def test_a_run_waiting_at_a_gate_moves_to_another_worker_on_sigterm(
+        db, queue, database_url, tmp_path):
+    run_id = enqueue(spec=demo_spec("scripted/demo@20ms"), trainset=trainset(5), valset=VALSET,
+                     config=EvolutionConfig(max_iterations=3, review="review", seed=1),
+                     queue=queue, store=db).id
+    first = QueueWorkerProcess(database_url, queue, tmp_path)
+    second = None
+    try:
+        pending = wait_until(lambda: latest_pending(db.proposals(run_id)), timeout=120,
+                             message="the run to wait at its first gate")
+        first.send(signal.SIGTERM)
+        assert first.wait(60) == 0 and status(db, run_id) is RunStatus.QUEUED
+        second = QueueWorkerProcess(database_url, queue, tmp_path)
+        wait_until(lambda: second.holds(db.get_run(run_id)), timeout=120,
+                   message="the second worker to take the run")
+        waits = wait_until(lambda: [e for e in db.events(run_id, kind=EventKind.AWAITING_DECISION)
+                                    if e.payload["proposal_id"] == pending.id][1:],
+                           timeout=60, message="the same gate announced again")
+        assert waits and latest_pending(db.proposals(run_id)).id == pending.id
+        decide(pending.id, "stop", store=db)
+        wait_until(lambda: status(db, run_id) is RunStatus.STOPPED, timeout=60,
+                   message="the decision to stop the run")
+        assert judged_twice(db, run_id) == 0
+        second.send(signal.SIGTERM)
+        assert second.wait(60) == 0
+    finally:
+        stop_all([first] + ([second] if second else []))
