@@ -113,7 +113,8 @@ def _start(project_id: int, defaults: dict[str, Any], key: str) -> None:
     loaders.runs.clear()
     mode = "you decide on each proposal on the Proposals page" if config.review == "review" \
         else "the acceptance rule decides"
-    session.flash(f"Run {run.id} started ({mode}).")
+    where = "queued for the team's workers" if run.status is RunStatus.QUEUED else "started"
+    session.flash(f"Run {run.id} {where} ({mode}).")
     st.rerun()
 
 
@@ -130,8 +131,9 @@ def _header(run: Any) -> None:
         st.subheader(escape_markdown(run.name or "run"))
         review = ("you decide on each proposal" if run.config.review is ReviewMode.REVIEW
                   else "automatic (the acceptance rule decides)")
+        worker = f" · worker `{run.worker}`" if run.worker else ""
         st.caption(f"Run `{run.id}` · **{run.status.value}**: {STATUS_HINTS[run.status]} · "
-                   f"review: {review}")
+                   f"review: {review}{worker}")
     if run.status in (RunStatus.COMPLETED, RunStatus.STOPPED):
         frame.link(frame.COMPARE, "Finished: compare the versions it produced",
                    ":material/compare_arrows:")

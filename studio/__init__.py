@@ -18,6 +18,7 @@ _LAZY_EXPORTS = {
     "evolve_sync": "studio.engine.api",
     "EvolutionConfig": "studio.model.config",
     "EvolutionResult": "studio.engine.api",
+    "enqueue": "studio.engine.queue",
     "decide": "studio.engine.gates",
     "override": "studio.engine.gates",
     "undo_override": "studio.engine.gates",

@@ -2,6 +2,9 @@
 
     studio run project.yaml [--review review] [--max-iterations N] [--db URL]
     studio resume RUN_ID
+    studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
+    studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
+    studio workers
     studio runs
     studio export RUN_ID --format jsonl|csv [--out PATH]
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
@@ -103,6 +106,61 @@ def cmd_run(args: argparse.Namespace) -> int:
     bar = ProgressBar()
     handle = launch(store, run.id, listeners=[bar])
     return _wait(handle, store, run.id)
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    """Store the run with everything needed to run it, for whichever worker claims it."""
+    from studio.engine.queue import live_workers, queue_run
+    from studio.projects.files import load_project, start_run
+
+    project, base_dir = load_project(args.project)
+    config = _run_config(project.run, args)
+    store = _store(args)
+    run = start_run(store, project, base_dir, name=args.name or project.name, config=config,
+                    source=str(args.project))
+    queue_run(store, run.id, args.queue)
+    workers = len(live_workers(store, args.queue))
+    print(f"run {run.id} queued in {args.queue!r} (database: {database_label(store.url)}); "
+          f"{workers} live worker{'s' if workers != 1 else ''} on that queue"
+          + ("" if workers else ": start one with `studio worker`"), file=sys.stderr)
+    print(run.id)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Take queued runs until ``--max-runs`` are done or SIGTERM/SIGINT (exit 0 either way)."""
+    import signal
+
+    from studio.engine.queue import QueueWorker
+
+    store = _store(args)
+    worker = QueueWorker(store, queue=args.queue, poll_seconds=args.poll_seconds,
+                         max_runs=args.max_runs,
+                         say=lambda text: print(text, file=sys.stderr, flush=True))
+    previous = {signum: signal.signal(signum, lambda *_: worker.request_shutdown())
+                for signum in (signal.SIGTERM, signal.SIGINT)}
+    print(f"worker {worker.id} takes runs from queue {args.queue!r} "
+          f"(database: {database_label(store.url)})", file=sys.stderr, flush=True)
+    try:
+        done = worker.serve()
+    finally:  # called in-process (tests), the caller's handlers come back
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    print(f"worker {worker.id} exits after {done} run{'s' if done != 1 else ''}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    from studio.engine.queue import live_workers
+
+    workers = live_workers(_store(args), args.queue)
+    if not workers:
+        print("no live worker: start one with `studio worker`")
+    for w in workers:
+        print(f"{w.id}  queue {w.queue:<12} seen {w.last_seen:%H:%M:%S} UTC  "
+              f"{'running ' + w.run_id if w.run_id else 'idle'}")
+    return 0
 
 
 def _run_config(config: Any, args: argparse.Namespace) -> Any:
@@ -296,6 +354,24 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=whole_number(0))
     run.add_argument("--name")
     run.set_defaults(func=cmd_run)
+    queue = sub.add_parser("queue", help="queue a project's run for `studio worker` processes")
+    queue.add_argument("project", type=Path)
+    queue.add_argument("--review", choices=["auto", "review"])
+    queue.add_argument("--max-iterations", type=whole_number(0))
+    queue.add_argument("--max-metric-calls", type=whole_number(1))
+    queue.add_argument("--seed", type=whole_number(0))
+    queue.add_argument("--name")
+    queue.add_argument("--queue", default="default", help="queue name (default: default)")
+    queue.set_defaults(func=cmd_queue)
+    worker = sub.add_parser("worker", help="run queued runs, one at a time, until SIGTERM")
+    worker.add_argument("--max-runs", type=whole_number(1), help="exit after N runs")
+    worker.add_argument("--poll-seconds", type=positive_seconds, default=1.0,
+                        help="how often an idle worker looks for a run (default 1)")
+    worker.add_argument("--queue", default="default", help="queue name (default: default)")
+    worker.set_defaults(func=cmd_worker)
+    workers = sub.add_parser("workers", help="list live workers")
+    workers.add_argument("--queue")
+    workers.set_defaults(func=cmd_workers)
     resume = sub.add_parser("resume", help="continue a stopped or orphaned run")
     resume.add_argument("run_id")
     resume.set_defaults(func=cmd_resume)
@@ -365,6 +441,19 @@ def whole_number(minimum: int, maximum: int | None = None):
             raise argparse.ArgumentTypeError(f"{value} is not allowed: give a number {bound}")
         return value
     return parse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above zero."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not allowed: give seconds above 0")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -144,3 +144,40 @@ class CliWorker:
     def wait_exit(self, timeout: float = 60) -> None:
         if self.process is not None:
             self.process.wait(timeout)
+
+
+QUEUE_ENV = {"STUDIO_STALE_AFTER_SECONDS": "2.0", "STUDIO_HEARTBEAT_SECONDS": "0.2"}
+"""Lease settings of the `studio worker` processes tests start: a dead worker's runs are taken
+over after 2 s, and a live one beats ten times within that (never mistaken for dead)."""
+
+
+class QueueWorkerProcess:
+    """`studio worker` in its own process, its log in a file (read it with :meth:`log`)."""
+
+    def __init__(self, url: str, queue: str, folder: Path, *args: str) -> None:
+        self.log_path = folder / f"worker-{uuid.uuid4().hex[:6]}.log"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **QUEUE_ENV}
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "studio.cli", "--db", url, "worker", "--queue", queue,
+                 "--poll-seconds", "0.1", *args],
+                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=log)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def holds(self, run: Any) -> bool:
+        """Whether this process is the run's worker (``host:pid:token``)."""
+        return run.worker is not None and run.worker.split(":")[1] == str(self.pid)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def send(self, signum: int) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+
+    def wait(self, timeout: float = 60) -> int:
+        return self.process.wait(timeout)

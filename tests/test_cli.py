@@ -100,3 +100,29 @@ def test_proposals_and_trials_show_what_waits_and_what_was_corrected(tmp_path, c
     assert "phase 'kid' is not one of" in capsys.readouterr().err
     assert main(["--db", db, "proposals", "no-such-run"]) == 2
     assert "no-such-run" in capsys.readouterr().err
+
+
+def test_queue_then_a_worker_runs_it_and_exits_after_max_runs(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path}/cli.db"
+    assert main(["--db", db, "workers"]) == 0
+    assert "no live worker" in capsys.readouterr().out
+    assert main(["--db", db, "queue", str(EXAMPLE), "--max-iterations", "1",
+                 "--queue", "cli"]) == 0
+    out, err = capsys.readouterr()
+    run_id = out.strip()
+    assert f"run {run_id} queued in 'cli'" in err and "0 live workers" in err
+    assert main(["--db", db, "worker", "--queue", "cli", "--max-runs", "1",
+                 "--poll-seconds", "0.1"]) == 0
+    err = capsys.readouterr().err
+    assert f"run {run_id} claimed (new)" in err and "exits after 1 run" in err
+    assert main(["--db", db, "runs"]) == 0
+    assert f"{run_id}  completed" in capsys.readouterr().out
+
+
+def test_worker_options_are_checked(capsys):
+    import pytest
+
+    for bad in (["--max-runs", "0"], ["--poll-seconds", "0"], ["--poll-seconds", "nan"]):
+        with pytest.raises(SystemExit):
+            main(["worker", *bad])
+        assert "not allowed" in capsys.readouterr().err

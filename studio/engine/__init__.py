@@ -3,6 +3,7 @@
 from studio.engine.api import EvolutionResult, evolve, evolve_sync, load_result
 from studio.engine.build import build_engine, create_run
 from studio.engine.gates import decide, override, undo_override
+from studio.engine.queue import enqueue, queue_run
 from studio.model.config import EvolutionConfig, ReviewMode, Selection
 
 __all__ = [
@@ -13,9 +14,11 @@ __all__ = [
     "build_engine",
     "create_run",
     "decide",
+    "enqueue",
     "evolve",
     "evolve_sync",
     "load_result",
     "override",
+    "queue_run",
     "undo_override",
 ]

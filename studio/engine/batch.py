@@ -83,7 +83,7 @@ async def _judge_one(ctx: RunContext, agent: Any, candidate: Candidate, example:
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
         proposal_id=proposal_id, input_text=input_text, output=output, score=feedback.score,
         feedback=feedback, error=error, trace=result.trace, latency_s=result.latency_s,
-        tokens=result.tokens,
+        tokens=result.tokens, worker=ctx.worker,
     )
     trial = ctx.store.add_trial(trial)
     ctx.count_metric_call()

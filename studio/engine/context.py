@@ -114,6 +114,8 @@ class RunContext:
     examples: dict[int, Example]
     input_key: str | None = None
     listeners: list[Listener] = field(default_factory=list)
+    worker: str | None = None
+    """The worker process running the engine (set by the run manager), stamped on each trial."""
     control: RunControl = field(default_factory=RunControl)
     started_monotonic: float = field(default_factory=time.monotonic)
     active_seconds_before: float = 0.0

@@ -56,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 COMPLETED_REASONS = {"max_iterations", "max_metric_calls", "patience", "score_threshold",
                      "timeout"}
+STOPPED_REASONS = {"user", "shutdown"}
+"""Stops that leave the run resumable: a person's, and a worker's shutdown (SIGTERM), which
+ends the run at its next step so another worker can continue it."""
 
 
 class RunFailed(StudioError):
@@ -141,8 +144,8 @@ class Engine:
                 await self.pause_point()
                 await self.iterate(self.state.iteration + 1)
         except StopRun as stop:
-            self._finish(RunStatus.STOPPED if stop.reason == "user" else RunStatus.COMPLETED,
-                         stop.reason)
+            self._finish(RunStatus.STOPPED if stop.reason in STOPPED_REASONS
+                         else RunStatus.COMPLETED, stop.reason)
             return stop.reason
         except asyncio.CancelledError:  # the server or the process shuts down
             self._finish(RunStatus.STOPPED, "shutdown")

@@ -62,6 +62,10 @@ class RunHandle:
             raise self.error
         return self.stop_reason
 
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the run to end; True when it has (never raises)."""
+        return self._done.wait(timeout)
+
     async def wait_async(self) -> str | None:
         """:meth:`wait` for a coroutine: woken by the worker thread the moment the run ends
         (no polling, so :func:`studio.evolve` returns without a poll interval's delay)."""
@@ -114,6 +118,7 @@ class RunManager:
             if not self.store.claim_run(run_id, self.worker_id,
                                         stale_after_s=STALE_AFTER_SECONDS):
                 raise RunStateError(held_by(self.store.get_run(run_id)))
+            engine.ctx.worker = self.worker_id
             handle = RunHandle(engine)
             self._handles[run_id] = handle
         handle.thread = threading.Thread(target=self._work, args=(engine, handle),
@@ -186,6 +191,8 @@ class RunManager:
 
     def stop(self, run_id: str) -> None:
         """Ask the run to stop at its next step (in any process that runs it)."""
+        if self.store.cancel_queued(run_id):
+            return
         run = self.store.get_run(run_id)
         if run.status is RunStatus.ORPHANED or (run.status.is_active and run.worker is None):
             self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")

@@ -257,6 +257,8 @@ def _fillable(name: str) -> bool:
 
 
 class RunStatus(StrEnum):
+    QUEUED = "queued"
+    """Waiting in the store for a ``studio worker`` to claim it (see :mod:`studio.engine.queue`)."""
     PENDING = "pending"
     RUNNING = "running"
     PAUSED = "paused"
@@ -268,7 +270,8 @@ class RunStatus(StrEnum):
 
     @property
     def is_active(self) -> bool:
-        return self in (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.PAUSED)
+        return self in (RunStatus.QUEUED, RunStatus.PENDING, RunStatus.RUNNING,
+                        RunStatus.PAUSED)
 
 
 class Split(StrEnum):
@@ -332,6 +335,23 @@ class Run(BaseModel):
     error: str | None = None
     control: RunRequest | None = None
     """A request from a person to the worker (cleared when acted on)."""
+    queue: str | None = None
+    """The queue a ``studio worker`` takes it from; None for a run started in a process of
+    its own (``studio run``, the studio without a live worker), which no worker adopts."""
+
+
+class WorkerInfo(BaseModel):
+    """A ``studio worker`` process as it registers in the store (its only way to be seen)."""
+
+    id: str
+    """``host:pid:token``, the same string it writes into ``runs.worker``."""
+    queue: str
+    host: str
+    pid: int
+    started_at: datetime
+    last_seen: datetime
+    run_id: str | None = None
+    """The run it holds now, if any."""
 
 
 class Example(BaseModel):
@@ -421,6 +441,8 @@ class Trial(BaseModel):
     latency_s: float = 0.0
     tokens: int = 0
     created_at: datetime = Field(default_factory=utcnow)
+    worker: str | None = None
+    """The worker process that judged it (``host:pid:token``): who did what, across workers."""
     override: Override | None = None
     """The effective human correction (``merge_overrides`` of the active ones), filled in when
     read from the store."""

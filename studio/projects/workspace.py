@@ -14,6 +14,7 @@ from pathlib import Path
 from studio.engine.build import build_engine
 from studio.engine.gates import latest_pending
 from studio.engine.pool import load_view, minibatch_evidence
+from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, ProjectFileError
@@ -158,7 +159,9 @@ def stored_project(store: Store, project_id: int) -> ProjectFile:
 
 def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
                       name: str = "") -> Run:
-    """Create a run of a stored project and start it in this process's run manager.
+    """Create a run of a stored project and queue it when a ``studio worker`` is live (the
+    team setup: any worker sharing the database takes it); with none, start it in this
+    process's run manager as a single-user studio always has.
 
     Raises:
         ConfigError (and subclasses): the project, its datasets or a model is not usable; the
@@ -169,6 +172,8 @@ def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
     project = parse_project(record.yaml, source=f"project {record.name!r}")
     run = start_run(store, project, Path("."), name=name or record.name, project_id=project_id,
                     config=config, source=f"project {record.name!r}", origin=Origin.BROWSER)
+    if live_workers(store, DEFAULT_QUEUE):
+        return queue_run(store, run.id, DEFAULT_QUEUE)
     launch(store, run.id)
     return run
 
@@ -196,9 +201,10 @@ def pause_run(store: Store, run_id: str) -> None:
 
 
 def resume_run(store: Store, run_id: str) -> str:
-    """Unpause a paused run, or continue a stopped, failed or orphaned one from its last commit.
+    """Unpause a paused run, or continue a stopped, failed or orphaned one from its last commit:
+    through the queue when a worker is live, else in this process.
 
-    Returns what was done: ``"unpaused"`` or ``"resumed"``.
+    Returns what was done: ``"unpaused"``, ``"queued"`` or ``"resumed"``.
     """
 
     manager = get_manager(store)
@@ -208,6 +214,9 @@ def resume_run(store: Store, run_id: str) -> str:
             run.worker is not None:
         manager.unpause(run_id)
         return "unpaused"
+    queue = run.queue or DEFAULT_QUEUE
+    if live_workers(store, queue) and store.requeue_run(run_id, queue):
+        return "queued"
     manager.resume(run_id)
     return "resumed"
 

@@ -132,6 +132,23 @@ def transaction(engine: Engine) -> Iterator[Connection]:
         connection.commit()
 
 
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that holds the database's write lock from its first statement.
+
+    On SQLite, ``BEGIN IMMEDIATE``: a read-then-write (claim the oldest queued run) cannot be
+    interleaved with another process's, which a plain ``BEGIN`` would allow until the first
+    write (and then fail one of them with "database is locked"). Elsewhere an ordinary
+    transaction; row locks (``SELECT ... FOR UPDATE``) do the rest."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            connection.begin()
+        yield connection
+        connection.commit()
+
+
 def migrate(engine: Engine, url: str) -> int:
     """Create missing tables and upgrade the schema to :data:`schema.SCHEMA_VERSION`.
 

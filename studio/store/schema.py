@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class UTCDateTime(TypeDecorator):
@@ -80,6 +80,8 @@ runs = Table(
     Column("stop_reason", Text),
     Column("error", Text),
     Column("control", String(20)),  # added in version 2
+    Column("queue", String(64)),  # added in version 3
+    Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
 )
 
 examples = Table(
@@ -128,6 +130,7 @@ trials = Table(
     Column("latency_s", Float, nullable=False, default=0.0),
     Column("tokens", Integer, nullable=False, default=0),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("worker", String(200)),  # added in version 3
     Index("ix_trials_run_id_id", "run_id", "id"),
     Index("ix_trials_candidate_example", "candidate_id", "example_id"),
 )
@@ -199,6 +202,17 @@ checkpoints = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
+workers = Table(
+    "workers", metadata,  # added in version 3
+    Column("id", String(200), primary_key=True),
+    Column("queue", String(64), nullable=False),
+    Column("host", String(200), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("last_seen", UTCDateTime, nullable=False),
+    Column("run_id", String(40)),
+)
+
 eval_runs = Table(
     "eval_runs", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
@@ -218,5 +232,20 @@ def _v1_to_v2(connection: Connection) -> None:
         connection.execute(text("ALTER TABLE runs ADD COLUMN control VARCHAR(20)"))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+def _v2_to_v3(connection: Connection) -> None:
+    """Version 3 lets workers share one store: ``runs.queue`` (the queue a worker takes a run
+    from), ``trials.worker`` (who judged it) and the ``workers`` table (created by
+    ``create_all`` before the migrations run). Idempotent, like every step."""
+    _add_column(connection, "runs", "queue", "VARCHAR(64)")
+    _add_column(connection, "trials", "worker", "VARCHAR(200)")
+    connection.execute(text("CREATE INDEX IF NOT EXISTS ix_runs_queue_status "
+                            "ON runs (queue, status)"))
+
+
+def _add_column(connection: Connection, table: str, column: str, sql_type: str) -> None:
+    if column not in {c["name"] for c in inspect(connection).get_columns(table)}:
+        connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

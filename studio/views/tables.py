@@ -27,6 +27,7 @@ TRIAL_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "score", "j
                  "proposal_id"]
 
 STATUS_HINTS = {
+    RunStatus.QUEUED: "queued: the first free `studio worker` takes it",
     RunStatus.PENDING: "created, waiting for its worker to start",
     RunStatus.RUNNING: "scoring, reflecting or waiting at a gate",
     RunStatus.PAUSED: "paused: resume it to continue",

@@ -82,3 +82,22 @@ def test_review_run_evidence_and_effect(store):
         if handle is not None:
             handle.wait(timeout=30)
     assert store.get_run(run.id).status in (RunStatus.STOPPED, RunStatus.COMPLETED)
+
+
+def test_with_a_live_worker_the_studio_queues_runs_instead_of_running_them(store):
+    from studio.model.records import WorkerInfo, utcnow
+    from studio.projects.workspace import resume_run
+
+    now = utcnow()
+    store.beat_worker(WorkerInfo(id="elsewhere:1:a", queue="default", host="elsewhere", pid=1,
+                                 started_at=now, last_seen=now))
+    project = import_example(store, EXAMPLES_DIR / "haiku_scripted.yaml")
+    run = start_project_run(store, project.id, EvolutionConfig(max_iterations=1))
+    assert run.status is RunStatus.QUEUED and run.queue == "default"
+    assert get_manager(store).handle(run.id) is None  # nothing runs in this process
+    stop_run(store, run.id)  # never claimed: stopped at once
+    assert store.get_run(run.id).status is RunStatus.STOPPED
+    assert resume_run(store, run.id) == "queued"  # back to the workers, not run here
+    assert store.get_run(run.id).status is RunStatus.QUEUED
+    store.remove_worker("elsewhere:1:a")
+    assert store.claim_next_run("w", "default", stale_after_s=10).id == run.id

@@ -1,0 +1,241 @@
+"""Many workers, one store: runs wait in the database and ``studio worker`` processes, on any
+number of machines sharing it, take them one at a time.
+
+The database is the only coordination point. A worker registers itself in ``workers`` and beats
+there every :data:`~studio.engine.worker.HEARTBEAT_SECONDS`; it claims the oldest free run of its
+queue atomically (:meth:`studio.store.Store.claim_next_run`) with a lease it renews by the same
+beat. When a worker dies its lease expires after
+:data:`~studio.engine.worker.STALE_AFTER_SECONDS` and another worker claims the run and
+resumes it from its checkpoint: committed trials are reused, so nothing is judged twice. On
+SIGTERM a worker ends its run at the next step, puts it back in the queue and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from studio.engine.build import build_engine, create_run
+from studio.engine.worker import HEARTBEAT_SECONDS, STALE_AFTER_SECONDS, RunHandle, get_manager
+from studio.model.config import EvolutionConfig
+from studio.model.errors import RunStateError
+from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, WorkerInfo, utcnow
+from studio.model.redaction import redact
+from studio.runtime.agents import build_agent
+from studio.runtime.execution import AgentExecutor
+from studio.store import Store, open_store
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_QUEUE = "default"
+FORGET_WORKERS_AFTER_SECONDS = 24 * 3600.0
+"""A dead worker's row is dropped a day after its last beat (it is not live long before)."""
+SLICE_SECONDS = 0.1
+"""How often a waiting worker looks at its shutdown request (a signal handler only counts)."""
+
+__all__ = ["DEFAULT_QUEUE", "QueueWorker", "enqueue", "live_workers", "queue_run"]
+
+
+def queue_run(store: Store, run_id: str, queue: str = DEFAULT_QUEUE) -> Run:
+    """Hand a created run (see :func:`studio.engine.build.create_run`) to the workers.
+
+    Raises:
+        RunStateError: the run cannot be rebuilt from the store (started from live Python
+            objects), or it is not a freshly created run.
+    """
+    run = store.get_run(run_id)
+    if not run.spec.resumable:
+        raise RunStateError(f"run {run_id} was made from live Python objects; a worker can only "
+                            "run what the store describes (an agent spec or agent.ref)")
+    if not store.enqueue_run(run_id, queue):
+        raise RunStateError(f"run {run_id} is {run.status.value}; only a newly created run "
+                            "can be queued")
+    return store.get_run(run_id)
+
+
+def enqueue(*, spec: RunSpec, trainset: list[dict[str, Any]],
+            valset: list[dict[str, Any]] | None = None, config: EvolutionConfig | None = None,
+            name: str = "", queue: str = DEFAULT_QUEUE, store: Store | None = None) -> Run:
+    """Store a run and queue it for ``studio worker`` processes (the library's ``studio
+    queue``): validated as :func:`studio.evolve` validates, then run by whichever worker of
+    ``queue`` claims it first. Returns the queued run; watch it in the studio."""
+    store = store or open_store()
+    run = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
+                     name=name)
+    return queue_run(store, run.id, queue)
+
+
+def warm_up() -> None:
+    """One call of the offline scripted model through ADK, so the ~1000 modules a run's first
+    call imports (ADK's runner, LiteLLM) load before the worker says it is live: its first
+    claimed run then starts as fast as the next, instead of holding a lease while importing."""
+    agent = build_agent(AgentSpec(name="warm_up", model="scripted/demo", instruction="Write."))
+    executor = AgentExecutor(max_concurrency=1, timeout_s=60, max_retries=0, app_name="warm_up")
+    try:
+        asyncio.run(executor.execute(agent, "topic: warm up", state={}))
+    except Exception:  # only a speed-up: a worker that cannot warm up still works
+        logger.warning("worker warm-up failed", exc_info=True)
+
+
+def live_workers(store: Store, queue: str | None = None) -> list[WorkerInfo]:
+    """Workers that beat within the lease time (the studio queues runs when there is one)."""
+    return store.live_workers(STALE_AFTER_SECONDS, queue)
+
+
+class QueueWorker:
+    """One ``studio worker`` process: claims the runs of one queue and runs them one at a time.
+
+    :meth:`request_shutdown` is safe in a signal handler (it only counts): the main loop acts on
+    it within :data:`SLICE_SECONDS`. The first request ends the current run at its next step
+    (trials in flight are committed first) and releases it to the queue; a second one cancels
+    the step in progress (still checkpointed, still released).
+    """
+
+    def __init__(self, store: Store, *, queue: str = DEFAULT_QUEUE, poll_seconds: float = 1.0,
+                 max_runs: int | None = None, say: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.manager = get_manager(store)
+        now = utcnow()
+        self.info = WorkerInfo(id=self.manager.worker_id, queue=queue,
+                               host=socket.gethostname(), pid=os.getpid(), started_at=now,
+                               last_seen=now)
+        self.poll_seconds = poll_seconds
+        self.max_runs = max_runs
+        self.say = say or (lambda _text: None)
+        self.done: list[str] = []
+        """Runs this worker took to an end (completed, stopped, failed); not released ones."""
+        self._requests = 0
+        self._acted_on = 0
+        self._handle: RunHandle | None = None
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    # ------------------------------------------------------------------ shutdown
+
+    def request_shutdown(self) -> None:
+        """Ask the worker to stop (signal-safe: no locks, no I/O)."""
+        self._requests += 1
+
+    @property
+    def stopping(self) -> bool:
+        return self._requests > 0
+
+    def _act_on_requests(self) -> None:
+        """The first request stops the current run at its next step, a second cancels it."""
+        requests = self._requests
+        if requests == self._acted_on:
+            return
+        self._acted_on = requests
+        handle = self._handle
+        if handle is None or not handle.running:
+            return
+        if requests == 1:
+            self.say(f"stopping: run {handle.run_id} ends at its next step and goes back to "
+                     "the queue")
+            handle.engine.stop("shutdown")
+        else:
+            handle.cancel()
+
+    def _sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.stopping and time.monotonic() < deadline:
+            time.sleep(min(SLICE_SECONDS, max(0.0, deadline - time.monotonic())))
+
+    # ------------------------------------------------------------------ serving
+
+    def serve(self) -> int:
+        """Claim and run until ``max_runs`` runs are done or shutdown is requested; returns the
+        number of runs done. The worker is registered (and beating) the whole time, from the
+        end of its warm-up on."""
+        warm_up()
+        self.store.forget_workers(FORGET_WORKERS_AFTER_SECONDS)
+        self.store.beat_worker(self.info)
+        done = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(done,), name="worker-beat", daemon=True)
+        beat.start()
+        try:
+            while not self.stopping and not self._enough():
+                run = self.store.claim_next_run(self.id, self.info.queue,
+                                                stale_after_s=STALE_AFTER_SECONDS)
+                if run is None:
+                    self._sleep(self.poll_seconds)
+                else:
+                    self._take(run)
+        finally:
+            done.set()
+            beat.join(HEARTBEAT_SECONDS + 1)
+            self.store.remove_worker(self.id)
+        return len(self.done)
+
+    def _enough(self) -> bool:
+        return self.max_runs is not None and len(self.done) >= self.max_runs
+
+    def _beat(self, done: threading.Event) -> None:
+        """Keep the worker listed as live and the lease of its run renewed (from the claim on,
+        so building a slow engine does not let the lease lapse). Its own thread, like the
+        run's heartbeat: a busy engine must not make a live worker look dead."""
+        while not done.wait(HEARTBEAT_SECONDS):
+            try:
+                self.store.beat_worker(self.info.model_copy())
+            except Exception:  # the store may be busy; the next beat retries
+                logger.warning("worker %s: beat failed", self.id, exc_info=True)
+
+    def _take(self, run: Run) -> None:
+        """Run a claimed run to its end, or release it to the queue on shutdown."""
+        self.info.run_id = run.id
+        resumed = self.store.load_checkpoint(run.id) is not None
+        self.say(f"run {run.id} claimed ({'resuming from its checkpoint' if resumed else 'new'})")
+        try:
+            reason = self._drive(run)
+        finally:
+            self.info.run_id = None
+        if reason == "shutdown":
+            released = self.store.requeue_run(run.id, self.info.queue)
+            self.say(f"run {run.id} checkpointed and "
+                     f"{'back in the queue' if released else 'left as it was'}")
+            return
+        if reason != "lost":
+            self.done.append(run.id)
+        self.say(f"run {run.id} ended: {reason}")
+
+    def _drive(self, run: Run) -> str:
+        """Build the run's engine, run it, and return its stop reason."""
+        if self.stopping:
+            self._release(run)
+            return "shutdown"
+        try:
+            self._handle = self.manager.start(build_engine(self.store, run.id))
+        except RunStateError as exc:  # another worker holds it after all
+            self.say(str(exc))
+            return "lost"
+        except Exception as exc:
+            self._not_started(run, exc)
+            return "not_started"
+        handle = self._handle
+        while not handle.join(SLICE_SECONDS):
+            self._act_on_requests()
+        try:
+            return handle.wait() or "unknown"
+        except BaseException as exc:  # recorded on the run by the engine
+            return f"failed ({type(exc).__name__})"
+
+    def _release(self, run: Run) -> None:
+        """Give back a claimed run that was never started (shutdown came first)."""
+        self.store.update_run(run.id, worker=None, heartbeat_at=None,
+                              status=RunStatus.STOPPED, stop_reason="shutdown")
+
+    def _not_started(self, run: Run, exc: BaseException) -> None:
+        """A run this worker cannot build (a model or key missing here) fails with the reason,
+        instead of being claimed again and again."""
+        reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
+        self.store.update_run(run.id, status=RunStatus.FAILED, stop_reason="not_started",
+                              error=f"worker {self.id} could not start the run: {reason}",
+                              finished_at=utcnow(), worker=None)

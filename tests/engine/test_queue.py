@@ -1,0 +1,235 @@
+"""Many workers, one store: `studio worker` processes take queued runs under a lease, on
+SQLite and PostgreSQL (real processes, SIGKILL and SIGTERM; conditions, never sleeps)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import uuid
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from studio.engine import EvolutionConfig, create_run, decide
+from studio.engine.gates import latest_pending
+from studio.engine.queue import enqueue, queue_run
+from studio.model.errors import RunStateError
+from studio.model.records import EventKind, RunStatus, WorkerInfo, utcnow
+from studio.store import open_store
+from tests.helpers import QueueWorkerProcess, demo_spec, trainset, wait_until
+
+VALSET = [{"topic": "harbor fog"}, {"topic": "desert wind"}]
+
+
+@pytest.fixture
+def db(database_url):
+    store = open_store(database_url, cached=False)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def queue():
+    """A queue of this test's own: runs other tests left in a shared database stay out."""
+    return f"test-{uuid.uuid4().hex[:8]}"
+
+
+def queued_run(store, queue, *, latency_ms=40, iterations=2, seed=0) -> str:
+    return enqueue(spec=demo_spec(f"scripted/demo@{latency_ms}ms"), trainset=trainset(5),
+                   valset=VALSET, config=EvolutionConfig(max_iterations=iterations, seed=seed,
+                                                         max_concurrency=2),
+                   queue=queue, store=store).id
+
+
+def status(store, run_id) -> RunStatus:
+    return store.get_run(run_id).status
+
+
+def judged_twice(store, run_id) -> int:
+    """(candidate, example) pairs with more than one trial (the engine judges each once)."""
+    pairs = Counter((t.candidate_id, t.example_id)
+                    for t in store.trials(run_id, with_trace=False))
+    return sum(1 for n in pairs.values() if n > 1)
+
+
+def stop_all(workers) -> None:
+    for worker in workers:
+        worker.send(signal.SIGKILL)
+        worker.wait(30)
+
+
+# ---------------------------------------------------------------------------- store: the claim
+
+
+def test_claims_take_the_oldest_free_run_of_their_queue_only(db, queue):
+    first, second = queued_run(db, queue), queued_run(db, queue)
+    other = queued_run(db, f"{queue}-other")
+    run = db.claim_next_run("w1", queue, stale_after_s=10)
+    assert run.id == first and run.worker == "w1" and run.status is RunStatus.PENDING
+    assert db.claim_next_run("w2", queue, stale_after_s=10).id == second
+    assert db.claim_next_run("w3", queue, stale_after_s=10) is None  # both held, lease live
+    assert status(db, other) is RunStatus.QUEUED
+
+
+def test_an_expired_lease_is_claimed_again_and_a_finished_run_never(db, queue):
+    held, done = queued_run(db, queue), queued_run(db, queue)
+    db.claim_next_run("dead", queue, stale_after_s=10)
+    db.update_run(held, status=RunStatus.RUNNING, heartbeat_at=utcnow() - timedelta(minutes=1))
+    db.update_run(done, status=RunStatus.COMPLETED, worker=None)
+    assert db.claim_next_run("alive", queue, stale_after_s=10).id == held
+    assert db.claim_next_run("other", queue, stale_after_s=10) is None
+
+
+def test_concurrent_claims_take_each_run_exactly_once(db, queue):
+    runs = [queued_run(db, queue) for _ in range(8)]
+    taken: list[str] = []
+
+    def claim_all(worker: str) -> None:
+        while (run := db.claim_next_run(worker, queue, stale_after_s=60)) is not None:
+            taken.append(run.id)
+
+    threads = [threading.Thread(target=claim_all, args=(f"w{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(taken) == sorted(runs)
+
+
+def test_only_a_new_resumable_run_is_queued_and_a_queued_one_can_be_cancelled(db, queue):
+    run_id = queued_run(db, queue)
+    with pytest.raises(RunStateError, match="only a newly created run"):
+        queue_run(db, run_id, queue)
+    live = create_run(db, spec=demo_spec().model_copy(update={"resumable": False}),
+                      trainset=trainset(2))
+    with pytest.raises(RunStateError, match="live Python objects"):
+        queue_run(db, live.id, queue)
+    assert db.cancel_queued(run_id) and status(db, run_id) is RunStatus.STOPPED
+    assert db.claim_next_run("w", queue, stale_after_s=10) is None
+    assert db.requeue_run(run_id, queue) and status(db, run_id) is RunStatus.QUEUED
+
+
+def test_workers_are_live_while_they_beat(db, queue):
+    now = utcnow()
+    db.beat_worker(WorkerInfo(id="h:1:a", queue=queue, host="h", pid=1, started_at=now,
+                              last_seen=now))
+    assert [w.id for w in db.live_workers(10, queue)] == ["h:1:a"]
+    assert db.live_workers(10, f"{queue}-other") == []
+    db.remove_worker("h:1:a")
+    assert db.live_workers(10, queue) == []
+
+
+# ---------------------------------------------------------------------------- worker processes
+
+
+def test_two_workers_never_run_the_same_run(db, queue, database_url, tmp_path):
+    runs = [queued_run(db, queue, seed=i) for i in range(4)]
+    workers = [QueueWorkerProcess(database_url, queue, tmp_path) for _ in range(2)]
+    try:
+        wait_until(lambda: all(status(db, r) is RunStatus.COMPLETED for r in runs),
+                   timeout=240, message="the four runs to complete")
+        for worker in workers:
+            worker.send(signal.SIGTERM)
+            assert worker.wait(60) == 0
+        for run_id in runs:
+            judges = {t.worker for t in db.trials(run_id, with_trace=False)}
+            assert len(judges) == 1 and None not in judges  # one worker judged all its trials
+            assert len(db.events(run_id, kind=EventKind.RUN_STARTED)) == 1
+            assert len(db.events(run_id, kind=EventKind.RUN_FINISHED)) == 1  # completed once
+            assert judged_twice(db, run_id) == 0
+        assert db.live_workers(60, queue) == []  # both deregistered on their way out
+    finally:
+        stop_all(workers)
+
+
+def test_a_killed_workers_run_is_resumed_by_another_with_nothing_judged_twice(
+        db, queue, database_url, tmp_path):
+    run_id = queued_run(db, queue, latency_ms=100, iterations=3)
+    workers = [QueueWorkerProcess(database_url, queue, tmp_path) for _ in range(2)]
+    try:
+        wait_until(lambda: db.count_trials(run_id) > 0, timeout=120,
+                   message="a trial exists for the run")
+        holder = next(w for w in workers if w.holds(db.get_run(run_id)))
+        killed_id = db.get_run(run_id).worker
+        holder.send(signal.SIGKILL)
+        holder.wait(30)
+        survivor = next(w for w in workers if w is not holder)
+        wait_until(lambda: survivor.holds(db.get_run(run_id)), timeout=60,
+                   message="the other worker to claim the run once the lease expired")
+        wait_until(lambda: status(db, run_id) is RunStatus.COMPLETED, timeout=240,
+                   message="the run to complete on the other worker")
+        judges = Counter(t.worker for t in db.trials(run_id, with_trace=False))
+        assert killed_id in judges and len(judges) == 2  # the survivor finished it
+        assert judged_twice(db, run_id) == 0
+        per_iteration = Counter(p.iteration for p in db.proposals(run_id)
+                                if p.edited_from is None)
+        assert max(per_iteration.values()) == 1  # no duplicate proposals
+        assert len(db.events(run_id, kind=EventKind.RUN_STARTED)) == 2
+    finally:
+        stop_all(workers)
+
+
+def test_sigterm_checkpoints_releases_the_run_and_exits_0(db, queue, database_url, tmp_path):
+    run_id = queued_run(db, queue, latency_ms=100, iterations=3)
+    first = QueueWorkerProcess(database_url, queue, tmp_path)
+    second = None
+    try:
+        wait_until(lambda: db.count_trials(run_id) > 0, timeout=120,
+                   message="a trial exists for the run")
+        first.send(signal.SIGTERM)
+        assert first.wait(60) == 0
+        run = db.get_run(run_id)
+        assert run.status is RunStatus.QUEUED and run.worker is None  # released at once
+        assert db.load_checkpoint(run_id) is not None
+        assert "back in the queue" in first.log()
+        before = db.count_trials(run_id)
+        second = QueueWorkerProcess(database_url, queue, tmp_path, "--max-runs", "1")
+        assert second.wait(240) == 0  # took the run, finished it, exited on its own
+        assert status(db, run_id) is RunStatus.COMPLETED
+        assert db.count_trials(run_id) > before and judged_twice(db, run_id) == 0
+        started = db.events(run_id, kind=EventKind.RUN_STARTED)
+        assert [e.payload["resumed"] for e in started] == [False, True]
+    finally:
+        stop_all([first] + ([second] if second else []))
+
+
+def test_max_runs_stops_the_worker_after_n_runs(db, queue, database_url, tmp_path):
+    runs = [queued_run(db, queue, latency_ms=1, iterations=1) for _ in range(3)]
+    worker = QueueWorkerProcess(database_url, queue, tmp_path, "--max-runs", "2")
+    try:
+        assert worker.wait(240) == 0
+        assert [status(db, r) for r in runs] == [RunStatus.COMPLETED, RunStatus.COMPLETED,
+                                                 RunStatus.QUEUED]  # oldest first
+        assert "exits after 2 runs" in worker.log()
+    finally:
+        stop_all([worker])
+
+
+def test_a_run_waiting_at_a_gate_moves_to_another_worker_on_sigterm(
+        db, queue, database_url, tmp_path):
+    run_id = enqueue(spec=demo_spec("scripted/demo@20ms"), trainset=trainset(5), valset=VALSET,
+                     config=EvolutionConfig(max_iterations=3, review="review", seed=1),
+                     queue=queue, store=db).id
+    first = QueueWorkerProcess(database_url, queue, tmp_path)
+    second = None
+    try:
+        pending = wait_until(lambda: latest_pending(db.proposals(run_id)), timeout=120,
+                             message="the run to wait at its first gate")
+        first.send(signal.SIGTERM)
+        assert first.wait(60) == 0 and status(db, run_id) is RunStatus.QUEUED
+        second = QueueWorkerProcess(database_url, queue, tmp_path)
+        wait_until(lambda: second.holds(db.get_run(run_id)), timeout=120,
+                   message="the second worker to take the run")
+        waits = wait_until(lambda: [e for e in db.events(run_id, kind=EventKind.AWAITING_DECISION)
+                                    if e.payload["proposal_id"] == pending.id][1:],
+                           timeout=60, message="the same gate announced again")
+        assert waits and latest_pending(db.proposals(run_id)).id == pending.id
+        decide(pending.id, "stop", store=db)
+        wait_until(lambda: status(db, run_id) is RunStatus.STOPPED, timeout=60,
+                   message="the decision to stop the run")
+        assert judged_twice(db, run_id) == 0
+        second.send(signal.SIGTERM)
+        assert second.wait(60) == 0
+    finally:
+        stop_all([first] + ([second] if second else []))
