@@ -93,6 +93,8 @@ class Engine:
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        self.lease_lost = False
+        """Set when another worker took the run over: this engine then ends without writing."""
         self.rng = random.Random(ctx.config.seed)
         self.sampler = EpochSampler(list(ctx.train_ids), ctx.config.minibatch_size)
         self.state = LoopState()
@@ -148,7 +150,8 @@ class Engine:
                          else RunStatus.COMPLETED, stop.reason)
             return stop.reason
         except asyncio.CancelledError:  # the server or the process shuts down
-            self._finish(RunStatus.STOPPED, "shutdown")
+            if not self.lease_lost:  # the new holder owns the status and the checkpoint
+                self._finish(RunStatus.STOPPED, "shutdown")
             raise
         except Exception as exc:
             logger.exception("run %s failed", ctx.run_id)

@@ -22,7 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from studio.engine.build import build_engine, create_run
-from studio.engine.worker import HEARTBEAT_SECONDS, STALE_AFTER_SECONDS, RunHandle, get_manager
+from studio.engine.worker import (
+    HEARTBEAT_SECONDS,
+    LEASE_LOST,
+    STALE_AFTER_SECONDS,
+    RunHandle,
+    get_manager,
+)
 from studio.model.config import EvolutionConfig
 from studio.model.errors import RunStateError
 from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, WorkerInfo, utcnow
@@ -202,7 +208,7 @@ class QueueWorker:
             self.say(f"run {run.id} checkpointed and "
                      f"{'back in the queue' if released else 'left as it was'}")
             return
-        if reason != "lost":
+        if reason not in ("lost", LEASE_LOST):
             self.done.append(run.id)
         self.say(f"run {run.id} ended: {reason}")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from studio.engine.build import build_engine
 from studio.engine.loop import Engine
-from studio.model.errors import RunStateError
+from studio.model.errors import LeaseLostError, RunStateError
 from studio.model.records import RunRequest, RunStatus
 from studio.store import Store, open_store
 
@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = float(os.environ.get("STUDIO_HEARTBEAT_SECONDS", "1.0"))
 STALE_AFTER_SECONDS = float(os.environ.get("STUDIO_STALE_AFTER_SECONDS", "10.0"))
 """A running run without a heartbeat for this long is orphaned."""
+LEASE_LOST = "lease lost"
+"""The stop reason of a run this worker gave up because another worker took it over."""
 
 
 def _resolve(future: asyncio.Future) -> None:
@@ -151,18 +153,23 @@ class RunManager:
     async def _drive(self, engine: Engine, handle: RunHandle) -> str:
         handle.loop = asyncio.get_running_loop()
         beating = threading.Event()
-        heartbeat = threading.Thread(target=self._heartbeat, args=(engine, beating),
+        heartbeat = threading.Thread(target=self._heartbeat, args=(engine, handle, beating),
                                      name=f"heartbeat-{engine.run_id}", daemon=True)
         heartbeat.start()
         handle.task = asyncio.current_task()
         try:
             return await engine.run()
+        except asyncio.CancelledError:
+            if engine.lease_lost:
+                asyncio.current_task().uncancel()
+                return LEASE_LOST
+            raise
         finally:
             beating.set()
             heartbeat.join(HEARTBEAT_SECONDS + 1)
-            self.store.update_run(engine.run_id, worker=None)
+            self.store.release_lease(engine.run_id, self.worker_id)
 
-    def _heartbeat(self, engine: Engine, done: threading.Event) -> None:
+    def _heartbeat(self, engine: Engine, handle: RunHandle, done: threading.Event) -> None:
         """Keep the lease on the run alive and deliver the store's control to the engine (which
         also wakes its waits, so a decision from another process is seen within a beat).
 
@@ -172,6 +179,11 @@ class RunManager:
         while not done.wait(HEARTBEAT_SECONDS):
             try:
                 engine.apply_control(self.store.heartbeat(run_id, self.worker_id))
+            except LeaseLostError as exc:
+                logger.warning("%s; this worker stops the run without writing", exc)
+                engine.lease_lost = True
+                handle.cancel()
+                return
             except Exception:  # the store may be busy; the next beat retries
                 logger.warning("heartbeat for run %s failed", run_id, exc_info=True)
 

@@ -104,3 +104,8 @@ class ProposalError(StudioError, ValueError):
 
 class RunStateError(StudioError):
     """An action does not fit the run's state (deciding a proposal that is not pending, ...)."""
+
+
+class LeaseLostError(RunStateError):
+    """This worker no longer holds the run's lease: another worker took it over (its heartbeat
+    went stale, e.g. the database was out of reach for longer than the lease)."""

@@ -20,7 +20,13 @@ from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import DatabaseError, IntegrityError
 
 import studio.store.schema as t
-from studio.model.errors import ConfigError, NotFoundError, RunStateError, StoreError
+from studio.model.errors import (
+    ConfigError,
+    LeaseLostError,
+    NotFoundError,
+    RunStateError,
+    StoreError,
+)
 from studio.model.records import (
     Candidate,
     Decision,
@@ -233,12 +239,30 @@ class Store:
 
     @_guard
     def heartbeat(self, run_id: str, worker: str) -> RunRequest | None:
-        """Record that ``worker`` is alive; returns the pending control request, if any."""
+        """Record that ``worker`` is alive; returns the pending control request, if any.
+
+        Raises:
+            LeaseLostError: ``worker`` no longer holds the run (another worker took it over).
+        """
         with self.engine.begin() as c:
-            c.execute(update(t.runs).where(and_(t.runs.c.id == run_id, t.runs.c.worker == worker))
-                      .values(heartbeat_at=utcnow()))
-            row = c.execute(select(t.runs.c.control).where(t.runs.c.id == run_id)).first()
+            renewed = c.execute(update(t.runs).where(and_(t.runs.c.id == run_id,
+                                                          t.runs.c.worker == worker))
+                                .values(heartbeat_at=utcnow())).rowcount
+            row = c.execute(select(t.runs.c.control, t.runs.c.worker)
+                            .where(t.runs.c.id == run_id)).first()
+        if not renewed:
+            holder = row[1] if row else None
+            raise LeaseLostError(f"worker {worker} lost run {run_id}: it is now held by "
+                                 f"{holder or 'no worker'}")
         return RunRequest(row[0]) if row and row[0] else None
+
+    @_guard
+    def release_lease(self, run_id: str, worker: str) -> bool:
+        """Let go of a run, only if ``worker`` still holds it (never another worker's lease)."""
+        with self.engine.begin() as c:
+            return bool(c.execute(update(t.runs).where(and_(t.runs.c.id == run_id,
+                                                            t.runs.c.worker == worker))
+                                  .values(worker=None)).rowcount)
 
     @_guard
     def mark_orphans(self, stale_after_s: float) -> list[str]:

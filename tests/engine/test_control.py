@@ -59,3 +59,20 @@ def test_manager_stop_reaches_a_local_engine_without_a_heartbeat(runner, store, 
     get_manager(store).stop(run_id)
     assert handle.wait(20) == "user"
     assert store.get_run(run_id).status is RunStatus.STOPPED
+
+
+def test_a_worker_whose_lease_was_taken_over_stops_without_writing(runner, store, monkeypatch):
+    """A worker cut off from the database for longer than its lease finds, at its next
+    heartbeat, that another worker holds the run: it stops at once and writes nothing (no
+    status, no checkpoint, no release of the other worker's lease)."""
+    monkeypatch.setattr(worker, "HEARTBEAT_SECONDS", 0.1)
+    run_id, handle = runner.start(demo_spec(), trainset(3), max_iterations=2, review="review")
+    proposal = runner.wait_for_pending(run_id, set())
+    checkpoint = store.load_checkpoint(run_id)
+    store.update_run(run_id, worker="another-worker")  # the other worker's claim
+    assert handle.wait(20) == worker.LEASE_LOST
+    run = store.get_run(run_id)
+    assert run.worker == "another-worker"
+    assert run.status is RunStatus.RUNNING and run.finished_at is None
+    assert store.get_proposal(proposal.id).status is ProposalStatus.PENDING
+    assert store.load_checkpoint(run_id) == checkpoint
