@@ -60,7 +60,8 @@ def format_duration(seconds: float | None) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def clip(text: str | None, limit: int = CLIP) -> str:
+def one_line(text: str | None, limit: int = CLIP) -> str:
+    """``text`` on one line for a table cell, ending in "…" when cut."""
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -82,7 +83,7 @@ def example_label(example: Example, limit: int = 40) -> str:
     fields = {k: v for k, v in example.data.items() if k != "expected"}
     text = fields.get("input") if "input" in fields else ", ".join(
         f"{v}" for v in fields.values())
-    return f"{example.split.value} {example.index}: {clip(str(text), limit)}"
+    return f"{example.split.value} {example.index}: {one_line(str(text), limit)}"
 
 
 # --------------------------------------------------------------------------- runs
@@ -93,7 +94,7 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
         "id": r.id, "name": r.name, "status": r.status.value,
         "review": r.config.review.value, "iterations": r.config.max_iterations,
         "created": _local(r.created_at), "stop reason": r.stop_reason or "",
-        "error": clip(r.error, 120) if r.error else "",
+        "error": one_line(r.error, 120) if r.error else "",
     } for r in runs]
     return pd.DataFrame(rows, columns=["id", "name", "status", "review", "iterations", "created",
                                        "stop reason", "error"])
@@ -125,8 +126,8 @@ def _trial_row(trial: Trial, candidate_index: dict[int, int]) -> dict[str, Any]:
         "example": f"{trial.split.value} {trial.example_index}",
         "score": math.nan if score is None else score,
         "judge_score": math.nan if trial.score is None else trial.score,
-        "overridden": trial.overridden, "error": clip(trial.error, 160) if trial.error else "",
-        "feedback": clip(trial.effective_feedback), "output": clip(trial.output),
+        "overridden": trial.overridden, "error": one_line(trial.error, 160) if trial.error else "",
+        "feedback": one_line(trial.effective_feedback), "output": one_line(trial.output),
         "latency_s": round(trial.latency_s, 2), "candidate_id": trial.candidate_id,
         "proposal_id": trial.proposal_id,
     }
@@ -300,7 +301,7 @@ def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
 
     rows = [{"tool": str(c.get("name")),
              "arguments": json.dumps(c.get("args") or {}, ensure_ascii=False),
-             "result": clip(json.dumps(c.get("result"), ensure_ascii=False, default=str), 400)}
+             "result": one_line(json.dumps(c.get("result"), ensure_ascii=False, default=str), 400)}
             for c in (trace or {}).get("tool_calls", [])]
     return pd.DataFrame(rows, columns=["tool", "arguments", "result"])
 
@@ -327,10 +328,10 @@ def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd
         rows.append({
             "id": t.id, "iteration": t.iteration, "phase": t.phase.value,
             "candidate": candidate_index.get(t.candidate_id, -1),
-            "example": f"{t.split.value} {t.example_index}", "input": clip(t.input_text, 160),
-            "output": clip(t.output, 400),
+            "example": f"{t.split.value} {t.example_index}", "input": one_line(t.input_text, 160),
+            "output": one_line(t.output, 400),
             "judge_score": math.nan if t.score is None else t.score,
-            "judge_feedback": clip(t.feedback_text, 400),
+            "judge_feedback": one_line(t.feedback_text, 400),
             "human_score": math.nan if o is None or o.score is None else o.score,
             "human_feedback": (o.feedback or "") if o is not None else "",
             "by": o.author if o is not None else "",
@@ -394,8 +395,8 @@ def overrides_frame(overrides: Sequence[Any], trial_info: dict[int, dict[str, An
             "example": info.get("example", ""),
             "judge_score": math.nan if o.judge_score is None else o.judge_score,
             "human_score": math.nan if o.score is None else o.score,
-            "judge_feedback": clip(o.judge_feedback, 200),
-            "human_feedback": clip(o.feedback, 200), "by": o.author, "when": _local(o.created_at),
+            "judge_feedback": one_line(o.judge_feedback, 200),
+            "human_feedback": one_line(o.feedback, 200), "by": o.author, "when": _local(o.created_at),
             "undone": _local(o.undone_at) if o.undone_at else "",
         })
     return pd.DataFrame(rows, columns=["override", "trial", "iteration", "example", "judge_score",
@@ -415,12 +416,12 @@ def evidence_frame(parent: Sequence[Trial], child: Sequence[Trial]) -> pd.DataFr
         ps = p.effective_score
         cs = c.effective_score if c is not None else None
         rows.append({
-            "example": f"{p.split.value} {p.example_index}", "input": clip(p.input_text, 80),
+            "example": f"{p.split.value} {p.example_index}", "input": one_line(p.input_text, 80),
             "parent_score": math.nan if ps is None else ps,
             "child_score": math.nan if cs is None else cs,
             "delta": math.nan if ps is None or cs is None else cs - ps,
-            "parent_feedback": clip(p.effective_feedback, 200),
-            "child_feedback": clip(c.effective_feedback, 200) if c else "(not scored yet)",
+            "parent_feedback": one_line(p.effective_feedback, 200),
+            "child_feedback": one_line(c.effective_feedback, 200) if c else "(not scored yet)",
         })
     return pd.DataFrame(rows, columns=["example", "input", "parent_score", "child_score", "delta",
                                        "parent_feedback", "child_feedback"])
@@ -446,7 +447,7 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
             "child_sum": ev.get("child_sum", math.nan),
             "decision": d.action.value if d else "",
             "by": ("rule" if d.automatic else d.author) if d else "",
-            "reason": clip(d.reason if d else (p.invalid_reason or ""), 200),
+            "reason": one_line(d.reason if d else (p.invalid_reason or ""), 200),
             "when": _local(d.created_at) if d else "",
             "edited_from": p.edited_from,
         })
@@ -470,7 +471,7 @@ def confusion_frame(confusion: Any) -> pd.DataFrame:
 def disagreements_frame(report: Any) -> pd.DataFrame:
     rows = [{"trial": d.trial_id, "run": d.run_id, "judge_score": d.judge_score,
              "human_score": d.human_score, "gap": abs(d.judge_score - d.human_score),
-             "judge_feedback": clip(d.judge_feedback, 200),
-             "human_feedback": clip(d.human_feedback, 200)} for d in report.disagreements]
+             "judge_feedback": one_line(d.judge_feedback, 200),
+             "human_feedback": one_line(d.human_feedback, 200)} for d in report.disagreements]
     return pd.DataFrame(rows, columns=["trial", "run", "judge_score", "human_score", "gap",
                                        "judge_feedback", "human_feedback"])
