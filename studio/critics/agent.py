@@ -27,6 +27,7 @@ from studio.model.errors import (
     StudioError,
 )
 from studio.model.jsontools import DuplicateKeyError, first_json_object, unique_keys
+from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
 from studio.runtime.execution import AgentExecutor
 
 __all__ = [
@@ -133,6 +134,9 @@ def parse_critic_output(text: str) -> tuple[float, dict[str, Any]]:
 def _find_json_object(text: str) -> dict[str, Any]:
     if not isinstance(text, str) or not text.strip():
         raise CriticOutputParseError("critic returned an empty reply", raw_output=text or "")
+    oversize = too_long(text, MAX_OUTPUT_CHARS, "the critic's reply")
+    if oversize:
+        raise CriticOutputParseError(oversize, raw_output=clip(text, 2_000))
     candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
     try:
         for candidate in candidates:
@@ -146,6 +150,9 @@ def _find_json_object(text: str) -> dict[str, Any]:
     except DuplicateKeyError as exc:
         raise CriticOutputParseError(f"critic reply is ambiguous: {exc}",
                                      raw_output=text) from None
+    except RecursionError:
+        raise CriticOutputParseError("critic reply nests its JSON too deeply to read (a "
+                                     "runaway reply)", raw_output=clip(text, 2_000)) from None
     if found is not None:
         return found
     excerpt = text.strip().replace("\n", " ")[:160]

@@ -12,7 +12,14 @@ from studio.engine.events import ProposalCreated, ProposalInvalid
 from studio.engine.reflection import run_reflection
 from studio.engine.trials import TrialBuilder
 from studio.model.errors import ProposalError
-from studio.model.limits import MAX_REFLECTION_TRIALS_CHARS, REFLECTION_FIELD_CHARS, clip
+from studio.model.limits import (
+    MAX_COMPONENT_CHARS,
+    MAX_FEEDBACK_CHARS,
+    MAX_REFLECTION_TRIALS_CHARS,
+    REFLECTION_FIELD_CHARS,
+    clip,
+    too_long,
+)
 from studio.model.records import (
     Candidate,
     DecisionAction,
@@ -121,13 +128,17 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     trials = reflection_trials(current_trials(ctx, parent_trials), recent_rejections(ctx))
     result = await run_reflection(ctx.reflection_agents[component],
                                   parent.components[component], trials, ctx.executor)
-    proposal = ctx.store.add_proposal(Proposal(
+    oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
+    proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=parent.id, component=component,
-        text=result.text, reasoning=result.reasoning))
+        text=clip(result.text, MAX_COMPONENT_CHARS),
+        reasoning=clip(result.reasoning, MAX_FEEDBACK_CHARS)))
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
                              parent_id=parent.id, component=component))
     if result.error is not None:
         return invalidate(ctx, proposal, f"the reflection agent failed: {result.error}")
+    if oversize:
+        return invalidate(ctx, proposal, oversize)
     return check(ctx, proposal, parent)
 
 

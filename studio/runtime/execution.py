@@ -241,6 +241,9 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
     """One readable line: the root cause, without LiteLLM's traceback and bug-report link."""
     if isinstance(exc, TimeoutError):
         return f"timed out after {timeout_s:g}s" if timeout_s else "timed out"
+    if isinstance(exc, RecursionError):
+        return ("the model's reply nests its JSON too deeply to read (a runaway reply; "
+                f"RecursionError: {exc})")
     root = _root_studio_error(exc)
     if root is not None:
         return f"{type(root).__name__}: {root}"
