@@ -37,7 +37,7 @@ from studio.engine.pool import Evidence, RunView, load_view, minibatch_evidence
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.config import ReviewMode
-from studio.model.errors import StudioError
+from studio.model.errors import LeaseLostError, StudioError
 from studio.model.records import (
     Candidate,
     Decision,
@@ -149,6 +149,9 @@ class Engine:
             self._finish(RunStatus.STOPPED if stop.reason in STOPPED_REASONS
                          else RunStatus.COMPLETED, stop.reason)
             return stop.reason
+        except LeaseLostError:  # another worker took the run over: it owns every write now
+            self.lease_lost = True
+            raise
         except asyncio.CancelledError:  # the server or the process shuts down
             if not self.lease_lost:  # the new holder owns the status and the checkpoint
                 self._finish(RunStatus.STOPPED, "shutdown")

@@ -159,6 +159,9 @@ class RunManager:
         handle.task = asyncio.current_task()
         try:
             return await engine.run()
+        except LeaseLostError as exc:  # found by a trial commit before the heartbeat saw it
+            logger.warning("%s; this worker stopped the run without writing", exc)
+            return LEASE_LOST
         except asyncio.CancelledError:
             if engine.lease_lost:
                 asyncio.current_task().uncancel()

@@ -430,10 +430,24 @@ class Store:
 
     @_guard
     def add_trial(self, trial: Trial) -> Trial:
-        """Insert and commit one trial (the UI sees it on its next poll)."""
+        """Insert and commit one trial (the UI sees it on its next poll).
+
+        A trial judged by a worker is committed only while that worker holds the run: the run's
+        row is read under a share lock after the insert, so a takeover either waits for this
+        commit or makes it roll back (then nothing a lost worker judged is ever stored).
+
+        Raises:
+            LeaseLostError: ``trial.worker`` no longer holds the run.
+        """
         values = _finite_trial(_redacted_json(trial.model_dump(exclude={"id", "override"})))
         with self.engine.begin() as c:
             new_id = c.execute(_INSERT_TRIAL, values).inserted_primary_key[0]
+            if trial.worker is not None:
+                holder = c.execute(select(t.runs.c.worker).where(t.runs.c.id == trial.run_id)
+                                   .with_for_update(read=True)).scalar()
+                if holder != trial.worker:
+                    raise LeaseLostError(f"worker {trial.worker} lost run {trial.run_id}: it "
+                                         f"is now held by {holder or 'no worker'}")
         return trial.model_copy(update={"id": new_id})
 
     @_guard

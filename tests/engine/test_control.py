@@ -76,3 +76,17 @@ def test_a_worker_whose_lease_was_taken_over_stops_without_writing(runner, store
     assert run.status is RunStatus.RUNNING and run.finished_at is None
     assert store.get_proposal(proposal.id).status is ProposalStatus.PENDING
     assert store.load_checkpoint(run_id) == checkpoint
+
+
+def test_a_trial_judged_after_a_takeover_is_never_stored(runner, store, no_polling):
+    """Between two heartbeats the lost worker may finish judging an example: its commit sees
+    the takeover and rolls back, so the new holder judges that pair once."""
+    run_id, handle = runner.start(demo_spec("scripted/demo@200ms"), trainset(5),
+                                  max_iterations=3)
+    wait_until(lambda: store.count_trials(run_id) > 0, message="the run scores its first trial")
+    store.update_run(run_id, worker="another-worker")  # the takeover, before the next beat
+    taken = store.count_trials(run_id)
+    assert handle.wait(20) == worker.LEASE_LOST
+    assert store.count_trials(run_id) == taken
+    run = store.get_run(run_id)
+    assert run.worker == "another-worker" and run.status is RunStatus.RUNNING
