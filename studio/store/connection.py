@@ -123,13 +123,8 @@ def transaction(engine: Engine) -> Iterator[Connection]:
     """One transaction that also covers DDL: SQLite's driver commits ``ALTER TABLE`` and
     ``CREATE TABLE`` at once unless the transaction is opened explicitly, so a crash in the
     middle of a migration would leave a half-upgraded database."""
-    with engine.connect() as connection:
-        if engine.dialect.name == "sqlite":
-            connection.exec_driver_sql("BEGIN")
-        else:
-            connection.begin()
+    with _explicit(engine, "BEGIN") as connection:
         yield connection
-        connection.commit()
 
 
 @contextmanager
@@ -140,9 +135,15 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
     interleaved with another process's, which a plain ``BEGIN`` would allow until the first
     write (and then fail one of them with "database is locked"). Elsewhere an ordinary
     transaction; row locks (``SELECT ... FOR UPDATE``) do the rest."""
+    with _explicit(engine, "BEGIN IMMEDIATE") as connection:
+        yield connection
+
+
+@contextmanager
+def _explicit(engine: Engine, sqlite_begin: str) -> Iterator[Connection]:
     with engine.connect() as connection:
         if engine.dialect.name == "sqlite":
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            connection.exec_driver_sql(sqlite_begin)
         else:
             connection.begin()
         yield connection

@@ -47,7 +47,7 @@ from studio.model.records import (
     merge_overrides,
     utcnow,
 )
-from studio.model.redaction import redact, secret_values
+from studio.model.redaction import redact, redact_data
 from studio.store.connection import explain_database_error, sqlite_file, write_transaction
 
 
@@ -185,8 +185,8 @@ class Store:
     @_guard
     def create_run(self, run: Run) -> Run:
         values = run.model_dump()
-        values["spec"] = _redacted_json(run.spec.model_dump(mode="json", by_alias=True))
-        values["config"] = _redacted_json(run.config.model_dump(mode="json"))
+        values["spec"] = redact_data(run.spec.model_dump(mode="json", by_alias=True))
+        values["config"] = redact_data(run.config.model_dump(mode="json"))
         with self.engine.begin() as c:
             c.execute(insert(t.runs), values)
         return self.get_run(run.id)
@@ -439,7 +439,7 @@ class Store:
         Raises:
             LeaseLostError: ``trial.worker`` no longer holds the run.
         """
-        values = _finite_trial(_redacted_json(trial.model_dump(exclude={"id", "override"})))
+        values = _finite_trial(redact_data(trial.model_dump(exclude={"id", "override"})))
         with self.engine.begin() as c:
             new_id = c.execute(_INSERT_TRIAL, values).inserted_primary_key[0]
             if trial.worker is not None:
@@ -624,7 +624,7 @@ class Store:
 
     @_guard
     def add_proposal(self, proposal: Proposal) -> Proposal:
-        values = _redacted_json(proposal.model_dump(exclude={"id"}))
+        values = redact_data(proposal.model_dump(exclude={"id"}))
         with self.engine.begin() as c:
             new_id = c.execute(insert(t.proposals), values).inserted_primary_key[0]
         return proposal.model_copy(update={"id": new_id})
@@ -759,8 +759,8 @@ class Store:
                      cases: list[dict[str, Any]]) -> int:
         with self.engine.begin() as c:
             return c.execute(insert(t.eval_runs).values(
-                name=name, kind=kind, summary=_finite_json(_redacted_json(summary)),
-                cases=_finite_json(_redacted_json(cases)),
+                name=name, kind=kind, summary=_finite_json(redact_data(summary)),
+                cases=_finite_json(redact_data(cases)),
                 created_at=utcnow())).inserted_primary_key[0]
 
     @_guard
@@ -856,15 +856,3 @@ def _critic_name(spec: dict[str, Any] | None) -> str:
     return str(critic.get("name") or critic.get("type") or "critic")
 
 
-def _redacted_json(value: Any, secrets: list[str] | None = None) -> Any:
-    """Secret values never reach the store, even if someone pasted one into a config (the
-    environment's secrets are read once per value)."""
-    if secrets is None:
-        secrets = secret_values()
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, dict):
-        return {k: _redacted_json(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted_json(v, secrets) for v in value]
-    return value
