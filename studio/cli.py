@@ -92,15 +92,21 @@ def _store(args: argparse.Namespace):
     return open_store(args.db)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _stored_run(args: argparse.Namespace):
+    """The project's run, checked and stored with its examples (not started): ``(store, run)``."""
     from studio.projects.files import load_project, start_run
-    from studio.projects.workspace import launch
 
     project, base_dir = load_project(args.project)
     config = _run_config(project.run, args)
     store = _store(args)
-    run = start_run(store, project, base_dir, name=args.name or project.name, config=config,
-                    source=str(args.project))
+    return store, start_run(store, project, base_dir, name=args.name or project.name,
+                            config=config, source=str(args.project))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from studio.projects.workspace import launch
+
+    store, run = _stored_run(args)
     print(f"run {run.id} started (database: {database_label(store.url)}); watch it with "
           f"`studio ui`", file=sys.stderr)
     bar = ProgressBar()
@@ -111,13 +117,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_queue(args: argparse.Namespace) -> int:
     """Store the run with everything needed to run it, for whichever worker claims it."""
     from studio.engine.queue import live_workers, queue_run
-    from studio.projects.files import load_project, start_run
 
-    project, base_dir = load_project(args.project)
-    config = _run_config(project.run, args)
-    store = _store(args)
-    run = start_run(store, project, base_dir, name=args.name or project.name, config=config,
-                    source=str(args.project))
+    store, run = _stored_run(args)
     queue_run(store, run.id, args.queue)
     workers = len(live_workers(store, args.queue))
     print(f"run {run.id} queued in {args.queue!r} (database: {database_label(store.url)}); "
