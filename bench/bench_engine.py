@@ -1,6 +1,11 @@
 """Engine benchmark: wall time of a fixed run versus its latency-bound lower bound.
 
     python bench/bench_engine.py [--latency-ms 100 300] [--concurrency 8] [--iterations 6]
+                                 [--processes 1 2] [--train 6] [--val 4] [--minibatch 3]
+
+``--processes 1 2`` runs the same world once per process count (``EvolutionConfig.processes``),
+printing the 1-process figure beside the N-process one; the issue's setting is
+``--latency-ms 100 --concurrency 16 --processes 1 2 --train 16 --val 32 --minibatch 16``.
 
 The scripted model answers every call after a fixed latency. The lower bound is the number of
 calls on the critical path times that latency: per batch of k examples (agent then critic for
@@ -25,7 +30,6 @@ import studio  # noqa: F401
 from studio.engine import EvolutionConfig, build_engine, create_run
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
 from studio.runtime.agents import build_agent
-from studio.runtime.providers import demo
 from studio.runtime.providers.scripted import register_script
 from studio.store import open_store
 
@@ -72,15 +76,17 @@ def spec_for(model: str) -> RunSpec:
                    reflection=ReflectionSpec(model=model))
 
 
-def run_once(latency: float, concurrency: int, iterations: int, call_cpu: float) -> None:
-    name = f"bench_demo_{int(latency * 1000)}"
-    register_script(name, demo.reply, latency_s=latency)
+def run_once(latency: float, concurrency: int, iterations: int, call_cpu: float, *,
+             processes: int = 1, train: int = 6, val: int = 4, minibatch: int = 3) -> None:
+    # the built-in demo world with a latency suffix: every worker process has it
+    model = f"scripted/demo@{latency * 1000:g}ms"
     store = open_store(f"sqlite:///{tempfile.mkdtemp()}/engine.db", cached=False)
-    config = EvolutionConfig(max_iterations=iterations, minibatch_size=3,
-                             max_concurrency=concurrency, seed=0)
-    run = create_run(store, spec=spec_for(f"scripted/{name}"),
-                     trainset=[{"topic": t} for t in TOPICS[:6]],
-                     valset=[{"topic": t} for t in TOPICS[6:]], config=config)
+    config = EvolutionConfig(max_iterations=iterations, minibatch_size=minibatch,
+                             max_concurrency=concurrency, seed=0, processes=processes)
+    topics = [f"{TOPICS[i % len(TOPICS)]} {i}" for i in range(train + val)]
+    run = create_run(store, spec=spec_for(model),
+                     trainset=[{"topic": t} for t in topics[:train]],
+                     valset=[{"topic": t} for t in topics[train:]], config=config)
     engine = build_engine(store, run.id)
     started = time.perf_counter()
     asyncio.run(engine.run())
@@ -89,7 +95,7 @@ def run_once(latency: float, concurrency: int, iterations: int, call_cpu: float)
     calls = sum(max(2, math.ceil(2 * k / concurrency)) for k in batches) + reflections
     bound = calls * latency
     cpu_bound = bound + (2 * sum(batches) + reflections) * call_cpu
-    print(f"latency {latency * 1000:.0f} ms: {iterations} iterations, "
+    print(f"latency {latency * 1000:.0f} ms, {processes} process(es): {iterations} iterations, "
           f"{store.count_trials(run.id)} trials, {reflections} reflections; wall {wall:.2f} s "
           f"vs latency-bound lower bound {bound:.2f} s ({calls} calls on the critical path): "
           f"ratio {wall / bound:.3f} (target <= 1.15; gepa-adk 2.8: 1.6-1.9); vs the bound "
@@ -101,13 +107,20 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, nargs="+", default=[100.0, 300.0])
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--iterations", type=int, default=6)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1])
+    parser.add_argument("--train", type=int, default=6)
+    parser.add_argument("--val", type=int, default=4)
+    parser.add_argument("--minibatch", type=int, default=3)
     args = parser.parse_args()
     register_script("bench_bare", lambda request: "a haiku")
     call_cpu = bare_call_cpu("scripted/bench_bare")  # also pays import and first-call costs
     print(f"bare ADK runner + LiteLLM call: {call_cpu * 1000:.2f} ms of CPU each "
           f"(concurrency {args.concurrency})")
     for latency_ms in args.latency_ms:
-        run_once(latency_ms / 1000, args.concurrency, args.iterations, call_cpu)
+        for processes in args.processes:
+            run_once(latency_ms / 1000, args.concurrency, args.iterations, call_cpu,
+                     processes=processes, train=args.train, val=args.val,
+                     minibatch=args.minibatch)
 
 
 if __name__ == "__main__":

@@ -14,23 +14,13 @@ and commits its trial after that example's call is on its way.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import functools
+from collections.abc import Callable
 
-from studio.critics.feedback import judge_sample
-from studio.critics.protocol import Sample
 from studio.engine.context import RunContext
 from studio.engine.events import TrialCommitted
-from studio.model.limits import MAX_OUTPUT_CHARS, clip
-from studio.model.records import (
-    Candidate,
-    Example,
-    Feedback,
-    Trial,
-    TrialPhase,
-    example_expected,
-    example_input_text,
-    example_state,
-)
+from studio.engine.processes import ChainResult, run_chain
+from studio.model.records import Candidate, Example, Trial, TrialPhase
 
 
 async def score_batch(
@@ -44,49 +34,58 @@ async def score_batch(
 ) -> list[Trial]:
     """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused)."""
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
-    missing = [e for e in example_ids if e not in cached]
+    missing = [ctx.examples[e] for e in example_ids if e not in cached]
     ctx.check_stop()
     ctx.reserve(len(missing))
-    agent = ctx.agent_for(candidate)
-    slots = asyncio.Semaphore(ctx.config.max_concurrency)
+    commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id)
+    judge = _in_processes if ctx.fan_out is not None and ctx.fan_out.ready else _in_this_process
     # A task group: when one example raises, its siblings are cancelled before the error
     # reaches the loop, so nothing is committed after the run is marked failed.
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(_judge_one(ctx, agent, candidate, ctx.examples[e], phase,
-                                                  iteration, proposal_id, slots))
-                     for e in missing]
+            tasks = judge(ctx, group, candidate, missing, commit)
     except BaseExceptionGroup as failed:
         raise failed.exceptions[0] from None  # the first error, as the loop reports it
-    cached.update({task.result().example_id: task.result() for task in tasks})
+    for task in tasks:
+        cached.update({trial.example_id: trial for trial in task.result()})
     return [cached[e] for e in example_ids]
 
 
-async def _judge_one(ctx: RunContext, agent: Any, candidate: Candidate, example: Example,
-                     phase: TrialPhase, iteration: int, proposal_id: int | None,
-                     slots: asyncio.Semaphore) -> Trial:
-    input_text = example_input_text(example.data, ctx.input_key)
-    async with slots:
-        result = await ctx.executor.execute(agent, input_text, state=example_state(example.data))
-        feedback = Feedback()
-        error = f"the agent failed (the critic was not called): {result.error}" \
-            if result.error else None
-        output = clip(result.output, MAX_OUTPUT_CHARS)  # the critic judges what is kept
-        if error is None:
-            sample = Sample(input_text=input_text, output=output,
-                            expected=example_expected(example.data), example=example.data,
-                            trace=result.trace)
-            feedback, error = await judge_sample(ctx.critic, sample)
-    await asyncio.sleep(0)  # the next example's call starts before this commit
-    trial = Trial(
+def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
+                     examples: list[Example], commit: Callable) -> list[asyncio.Task]:
+    agent = ctx.agent_for(candidate)
+    slots = asyncio.Semaphore(ctx.config.max_concurrency)
+
+    async def one(example: Example) -> list[Trial]:
+        async with slots:
+            result = await run_chain(ctx.executor, agent, ctx.critic, example.data,
+                                     ctx.input_key)
+        await asyncio.sleep(0)  # the next example's call starts before this commit
+        return [commit(example, result)]
+
+    return [group.create_task(one(example)) for example in examples]
+
+
+def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
+                  examples: list[Example], commit: Callable) -> list[asyncio.Task]:
+    async def shard(part: list[Example]) -> list[Trial]:
+        results = await ctx.fan_out.run_shard(candidate.components, [e.data for e in part],
+                                              ctx.input_key)
+        return [commit(example, result) for example, result in zip(part, results, strict=True)]
+
+    return [group.create_task(shard(part)) for part in ctx.fan_out.shards(examples)]
+
+
+def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
+            proposal_id: int | None, example: Example, result: ChainResult) -> Trial:
+    trial = ctx.store.add_trial(Trial(
         run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
-        proposal_id=proposal_id, input_text=input_text, output=output, score=feedback.score,
-        feedback=feedback, error=error, trace=result.trace, latency_s=result.latency_s,
-        tokens=result.tokens, worker=ctx.worker,
-    )
-    trial = ctx.store.add_trial(trial)
+        proposal_id=proposal_id, input_text=result.input_text, output=result.output,
+        score=result.feedback.score, feedback=result.feedback, error=result.error,
+        trace=result.trace, latency_s=result.latency_s, tokens=result.tokens, worker=ctx.worker,
+    ))
     ctx.count_metric_call()
     ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
-                            candidate_id=candidate.id, score=feedback.score))
+                            candidate_id=candidate.id, score=result.feedback.score))
     return trial

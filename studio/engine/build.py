@@ -20,6 +20,7 @@ from studio.critics.protocol import Critic
 from studio.engine.components import check_components
 from studio.engine.context import Listener, RunContext
 from studio.engine.loop import Engine
+from studio.engine.processes import ProcessFanOut, check_processes
 from studio.engine.reflection import check_reflection_instruction, create_reflection_agent
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, RunStateError
@@ -163,7 +164,8 @@ def build_engine(
         raise RunStateError(f"run {run_id} was started from Python objects; resume it with "
                             "evolve(..., resume=run_id) and the same agent and critic")
     config = run.config
-    agent = agent or _spec_agent(spec)
+    check_processes(config, spec, from_objects=agent is not None or critic is not None)
+    agent = agent or spec_agent(spec)
     executor = AgentExecutor(max_concurrency=config.max_concurrency,
                              timeout_s=config.call_timeout_seconds,
                              max_retries=config.max_retries, app_name=f"run_{run_id}")
@@ -179,11 +181,13 @@ def build_engine(
                               default_model),
         reflection_agents=reflection_agents(spec, reflection_agent),
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
-        examples=examples, input_key=spec.input_key, listeners=list(listeners or []))
+        examples=examples, input_key=spec.input_key, listeners=list(listeners or []),
+        fan_out=ProcessFanOut(spec, config, default_model) if config.processes > 1 else None)
     return Engine(ctx)
 
 
-def _spec_agent(spec: RunSpec) -> Any:
+def spec_agent(spec: RunSpec) -> Any:
+    """The agent a spec describes (built, or loaded by its ``module:attribute`` reference)."""
     if spec.agent is not None:
         return build_agent(spec.agent)
     if spec.agent_ref:

@@ -116,6 +116,8 @@ class RunContext:
     listeners: list[Listener] = field(default_factory=list)
     worker: str | None = None
     """The worker process running the engine (set by the run manager), stamped on each trial."""
+    fan_out: Any = None
+    """A :class:`studio.engine.processes.ProcessFanOut` when the run uses processes."""
     control: RunControl = field(default_factory=RunControl)
     started_monotonic: float = field(default_factory=time.monotonic)
     active_seconds_before: float = 0.0

@@ -127,10 +127,14 @@ class Engine:
         ctx = self.ctx
         ctx.control.loop = asyncio.get_running_loop()
         register_control(ctx.run_id, ctx.control)
+        if ctx.fan_out is not None:
+            ctx.fan_out.start()
         try:
             return await self._run()
         finally:
             register_control(ctx.run_id, None)
+            if ctx.fan_out is not None:
+                ctx.fan_out.close()
 
     async def _run(self) -> str:
         ctx = self.ctx

@@ -45,6 +45,9 @@ class EvolutionConfig(BaseModel):
     """Exploration rate for ``epsilon_greedy``."""
     max_concurrency: int = Field(default=4, ge=1, le=256)
     """Agent and critic calls in flight at once."""
+    processes: int = Field(default=1, ge=1, le=64)
+    """Worker processes a batch's agent->critic chains fan out to (framework CPU is bound by
+    one process's GIL); the concurrency limit holds in total. Runs defined by a spec only."""
     review: ReviewMode = ReviewMode.AUTO
     seed: int = 0
     """One seed makes a run with the scripted model reproducible."""

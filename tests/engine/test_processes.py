@@ -1,0 +1,67 @@
+"""``processes=N``: a batch's chains run in worker processes and the engine commits them; the
+run is the same run as with one process (a seeded scripted world, real ADK and LiteLLM in every
+process)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from studio.engine import EvolutionConfig, build_engine, create_run, processes
+from studio.model.errors import ConfigError
+from studio.store import open_store
+from tests.helpers import demo_spec, trainset, writer
+
+
+def evolved(tmp_path, processes: int) -> tuple[list, list, list]:
+    """Trials, proposals and decisions of one seeded run, in a comparable form."""
+    store = open_store(f"sqlite:///{tmp_path}/p{processes}.db", cached=False)
+    try:
+        run_id = create_run(store, spec=demo_spec("scripted/demo@20ms"), trainset=trainset(5),
+                            config=EvolutionConfig(max_iterations=3, minibatch_size=3, seed=7,
+                                                   max_concurrency=4,
+                                                   processes=processes)).id
+        assert asyncio.run(build_engine(store, run_id).run()) == "max_iterations"
+        candidates = {c.id: c.components for c in store.candidates(run_id)}
+        trials = sorted((t.iteration, t.phase.value, str(candidates[t.candidate_id]),
+                         t.split.value, t.example_index, t.score, t.output, t.feedback_text,
+                         t.error) for t in store.trials(run_id))
+        proposals = [(p.iteration, p.text, p.status.value) for p in store.proposals(run_id)]
+        decisions = [(d.action.value, d.automatic) for d in store.decisions(run_id)]
+        return trials, proposals, decisions
+    finally:
+        store.close()
+
+
+def test_two_processes_give_the_same_trials_scores_and_decisions_as_one(tmp_path, monkeypatch):
+    one = evolved(tmp_path, 1)
+    pids = set()
+    real = processes.ProcessFanOut.run_shard
+
+    async def recording(self, components, examples, input_key):
+        results = await real(self, components, examples, input_key)
+        pids.update(self._pool._processes)
+        return results
+
+    monkeypatch.setattr(processes.ProcessFanOut, "run_shard", recording)
+    # every batch goes to the processes: wait for them instead of judging here meanwhile
+    monkeypatch.setattr(processes.ProcessFanOut, "ready",
+                        property(lambda self: all(f.result(60) for f in self._warming)))
+    two = evolved(tmp_path, 2)
+    assert one[0] and one[1]  # the world evolved: trials were judged and proposals made
+    assert len(pids) == 2 and os.getpid() not in pids  # judged in two other processes
+    assert two == one
+
+
+def test_batches_are_judged_here_until_a_process_is_ready(tmp_path, monkeypatch):
+    monkeypatch.setattr(processes.ProcessFanOut, "ready", property(lambda self: False))
+    assert evolved(tmp_path, 2) == evolved(tmp_path, 1)
+
+
+def test_a_run_given_python_objects_cannot_use_processes(store):
+    run_id = create_run(store, spec=demo_spec(), trainset=trainset(2),
+                        config=EvolutionConfig(max_iterations=1, processes=2)).id
+    with pytest.raises(ConfigError, match="processes > 1 needs a run defined by a spec"):
+        build_engine(store, run_id, agent=writer())
