@@ -27,7 +27,7 @@ Figures, each a ratio of two things measured in this one process (machines are s
 
   C is ``max_concurrency``. A *batch* is one ``score_batch`` call (one candidate on a minibatch
   or the valset), from its entry to its return; its *chains* are the examples that needed
-  judging (cached pairs make no call; one ``batch._judge_one`` call each, which the bench wraps to
+  judging (cached pairs make no call; one ``batch.run_chain`` call each, which the bench wraps to
   tag the calls), each an agent call followed by a critic call, so at most
   one call of a chain can be in flight; a chain is *unfinished* from the batch's entry until its
   last call returns. A reflection is a chain of one call, allowed only while it is in flight (the
@@ -73,7 +73,7 @@ class Call:
     end: float
     batch: int | None
     chain: object
-    """The example's agent→critic chain (one ``_judge_one`` call), or the asyncio task."""
+    """The example's agent→critic chain (one ``run_chain`` call), or the asyncio task."""
 
 
 @dataclass
@@ -119,16 +119,16 @@ def instrument() -> None:
 
     loop_module.score_batch = wrapped
 
-    judge_one = batch_module._judge_one
+    run_chain = batch_module.run_chain
 
     async def chain(*args, **kwargs):
         token = _chain.set(object())  # inherited by the tasks ADK creates for the calls
         try:
-            return await judge_one(*args, **kwargs)
+            return await run_chain(*args, **kwargs)
         finally:
             _chain.reset(token)
 
-    batch_module._judge_one = chain
+    batch_module.run_chain = chain
 
 
 def schedule_figures(log: Log, started: float, ended: float, concurrency: int
