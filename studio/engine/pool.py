@@ -47,7 +47,7 @@ def load_view(store: Store, run_id: str) -> RunView:
     run = store.get_run(run_id)
     candidates = store.candidates(run_id)
     val_ids = val_example_ids(store, run)
-    scores = store.effective_scores(run_id)
+    scores = store.effective_scores(run_id, example_ids=val_ids, pooled_only=True)
     pooled = [c.id for c in candidates if c.pooled]
     matrix = {c: {e: scores.get((c, e)) for e in val_ids} for c in pooled}
     means = {c: mean_score(row) for c, row in matrix.items()}
