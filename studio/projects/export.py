@@ -1,4 +1,5 @@
-"""Export a run's candidates and trials (JSONL: one file; CSV: one file each).
+"""Export a run's candidates and trials (JSONL: one file; CSV: one file each), streamed: trials
+are read and written a batch at a time, so a 100,000-trial run exports in constant memory.
 
 Secrets in the environment are redacted; JSON is strict (NaN and infinities become ``null``); CSV
 cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR) are
@@ -9,12 +10,14 @@ folder.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from studio.engine.api import load_result
+from studio.engine.pool import load_view
 from studio.model.errors import ConfigError
 from studio.model.redaction import redact
 from studio.store import Store
@@ -38,38 +41,61 @@ def trial_record(trial: Any) -> dict[str, Any]:
 
 
 def candidate_records(store: Store, run_id: str) -> list[dict[str, Any]]:
-    result = load_result(store, run_id)
-    return [{
-        "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids, "pooled": c.pooled,
-        "mean_score": c.mean_score, "on_front": c.on_front,
-        "best": c.id == result.best_candidate_id, **{f"component.{k}": v
-                                                     for k, v in c.components.items()},
-    } for c in result.candidates]
+    return list(iter_candidate_records(store, run_id))
+
+
+def iter_candidate_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """One record per candidate with its validation mean, front membership and components
+    (from the pool's view: effective scores, as :func:`studio.engine.api.load_result` has
+    them, without its per-proposal iteration history, which an export does not write)."""
+    view = load_view(store, run_id)
+    for c in view.candidates:
+        yield {
+            "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
+            "pooled": c.pooled, "mean_score": view.means.get(c.id),
+            "on_front": c.id in view.front, "best": c.id == view.best_id,
+            **{f"component.{k}": v for k, v in c.components.items()},
+        }
+
+
+def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """Every trial's record, oldest first, read from the store a batch at a time."""
+    for trial in store.iter_trials(run_id, with_trace=False):
+        yield trial_record(trial)
+
+
+def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
+    """The JSONL export, line by line (redacted, strict JSON): what :func:`export_run` writes,
+    for a caller that streams it elsewhere (a download, a socket)."""
+    for kind, rows in (("candidate", iter_candidate_records(store, run_id)),
+                       ("trial", iter_trial_records(store, run_id))):
+        for row in rows:
+            yield redact(strict_json({"type": kind, **row})) + "\n"
 
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = None) -> list[Path]:
-    """Write the run; returns the files written. Secrets in the environment are redacted."""
+    """Write the run; returns the files written. Secrets in the environment are redacted.
+
+    Rows are read from the store and written a batch at a time, so memory does not grow with
+    the number of trials."""
     if fmt not in FORMATS:
         raise ConfigError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}", where="--format")
     store.get_run(run_id)  # NotFoundError with a clear message
-    candidates = candidate_records(store, run_id)
-    trials = [trial_record(t) for t in store.trials(run_id)]
     base = Path(out) if out else Path(f"run_{run_id}")
     check_target(base)
     if fmt == "jsonl":
         path = base if base.suffix == ".jsonl" else base.with_suffix(".jsonl")
         check_target(path)
         with path.open("w", encoding="utf-8") as handle:
-            for kind, rows in (("candidate", candidates), ("trial", trials)):
-                for row in rows:
-                    handle.write(redact(strict_json({"type": kind, **row})) + "\n")
+            handle.writelines(jsonl_lines(store, run_id))
         return [path]
     stem = base.with_suffix("") if base.suffix else base
     paths = [Path(f"{stem}_candidates.csv"), Path(f"{stem}_trials.csv")]
     for path in paths:
         check_target(path)
-    for path, rows in zip(paths, (candidates, trials), strict=True):
-        _write_csv(path, rows)
+    _write_csv(paths[0], candidate_records(store, run_id))
+    with paths[1].open("w", newline="", encoding="utf-8") as handle:
+        handle.writelines(csv_lines(iter_trial_records(store, run_id)))
     return paths
 
 
@@ -113,7 +139,27 @@ def csv_cell(value: Any) -> str:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
+def csv_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """CSV text, a row at a time, for rows that all have the keys of the first (trial
+    records): the header, then one line per row (an empty export has the header ``empty``)."""
+    buffer = io.StringIO()
+    writer = None
+    for row in rows:
+        if writer is None:
+            writer = csv.DictWriter(buffer, fieldnames=list(row))
+            writer.writeheader()
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    if writer is None:
+        csv.DictWriter(buffer, fieldnames=["empty"]).writeheader()
+        yield buffer.getvalue()
+
+
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rows whose keys differ (candidates have one column per component): the columns are
+    the union of every row's keys, in order of appearance."""
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
