@@ -242,10 +242,23 @@ def profile_page(db_url: str, run_id: str, page: str, warm: bool, top: int = 25)
     at.switch_page(f"../pages/{page}.py")
     if warm:
         at.run()
+    from streamlit.runtime.scriptrunner import script_runner
+
     profiler = cProfile.Profile()
-    profiler.enable()
-    at.run()
-    profiler.disable()
+    original = script_runner.ScriptRunner._run_script
+
+    def profiled(self, *args, **kwargs):  # the page script runs in the runner's thread
+        profiler.enable()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            profiler.disable()
+
+    script_runner.ScriptRunner._run_script = profiled
+    try:
+        at.run()
+    finally:
+        script_runner.ScriptRunner._run_script = original
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
 
 

@@ -231,8 +231,10 @@ class Analysis:
     last_iteration: int
 
 
-@st.cache_data(ttl=600, max_entries=8, show_spinner="Reading the run…")
+@st.cache_resource(ttl=600, max_entries=8, show_spinner="Reading the run…")
 def analysis(run_id: str, version: Any) -> Analysis:
+    """Read once per version of the run and shared, not copied (``cache_resource``: a cache hit
+    does not unpickle thousands of candidates); callers must not change it."""
 
     view = load_view(store(), run_id)
     proposals_ = store().proposals(run_id)
