@@ -63,14 +63,6 @@ class TableCache:
         return max(1, math.ceil(self.matching / PAGE_ROWS))
 
 
-def filter_kwargs(trial_filters: TrialFilters) -> dict[str, Any]:
-    """The filters as the store's :meth:`~studio.store.Store.trial_page` takes them."""
-    return {"iterations": trial_filters.iterations, "candidates": trial_filters.candidates,
-            "phases": trial_filters.phases, "score_range": trial_filters.score_range,
-            "include_unscored": trial_filters.include_unscored,
-            "errors": trial_filters.errors, "overridden": trial_filters.overridden}
-
-
 def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1) -> TableCache:
     """The page to show: re-read from the store only when the run changed (new trials, an
     override added or undone), or the filters or the page did."""
@@ -86,7 +78,7 @@ def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1) 
     total, newest = signature[0], signature[1] or None
     if signature[:2] != cache.signature[:2] or not cache.index_of:
         cache.index_of = loaders.candidate_indexes(run_id, signature[:2])
-    kwargs = filter_kwargs(trial_filters)
+    kwargs = trial_filters.query()
     rows, matching = loaders.trial_page(run_id, (page - 1) * PAGE_ROWS, PAGE_ROWS, **kwargs)
     if not rows and matching and page > 1:  # fewer pages than before: show the last one
         page = max(1, math.ceil(matching / PAGE_ROWS))
