@@ -2,8 +2,9 @@
 
 Reads that may be a little stale are cached with a short TTL (``st.cache_data``); reads that feed
 live panels (new trials, run status) are not cached, and ask only for rows newer than the last one
-shown. Whole-run analyses are cached per *version* of the run (trial count and override
-signature), so a 10,000-trial run is read once and re-read only when something changed.
+shown. Whole-run analyses are cached per *version* of the run (:func:`run_version`: trial count,
+newest ids and override signature from one cheap query), so a 100,000-trial run is read once and
+re-read only when something changed; the trials table reads one page at a time.
 Writes go through :mod:`studio.projects.workspace` and :mod:`studio.engine` with :func:`store`;
 after one, the page clears the cached reads it changed (e.g. ``loaders.projects.clear()``).
 """
