@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from studio.engine.pool import load_view
+from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
 from studio.model.redaction import redact
 from studio.store import Store
@@ -44,16 +44,18 @@ def candidate_records(store: Store, run_id: str) -> list[dict[str, Any]]:
     return list(iter_candidate_records(store, run_id))
 
 
-def iter_candidate_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None = None
+                           ) -> Iterator[dict[str, Any]]:
     """One record per candidate with its validation mean, front membership and components
-    (from the pool's view: effective scores, as :func:`studio.engine.api.load_result` has
-    them, without its per-proposal iteration history, which an export does not write)."""
-    view = load_view(store, run_id)
-    for c in view.candidates:
+    (from the pool's effective scores, as :func:`studio.engine.api.load_result` has them,
+    without its per-proposal iteration history, which an export does not write); candidates are
+    read a batch at a time."""
+    scores = scores or pool_scores(store, store.get_run(run_id))
+    for c in store.iter_candidates(run_id):
         yield {
             "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
-            "pooled": c.pooled, "mean_score": view.means.get(c.id),
-            "on_front": c.id in view.front, "best": c.id == view.best_id,
+            "pooled": c.pooled, "mean_score": scores.means.get(c.id),
+            "on_front": c.id in scores.front, "best": c.id == scores.best_id,
             **{f"component.{k}": v for k, v in c.components.items()},
         }
 
@@ -93,7 +95,12 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
     paths = [Path(f"{stem}_candidates.csv"), Path(f"{stem}_trials.csv")]
     for path in paths:
         check_target(path)
-    _write_csv(paths[0], candidate_records(store, run_id))
+    scores = pool_scores(store, store.get_run(run_id))
+    columns: list[str] = []  # every candidate's keys (one column per component), in order
+    for row in iter_candidate_records(store, run_id, scores):
+        columns += [k for k in row if k not in columns]
+    with paths[0].open("w", newline="", encoding="utf-8") as handle:
+        handle.writelines(csv_lines(iter_candidate_records(store, run_id, scores), columns))
     with paths[1].open("w", newline="", encoding="utf-8") as handle:
         handle.writelines(csv_lines(iter_trial_records(store, run_id)))
     return paths
@@ -139,14 +146,15 @@ def csv_cell(value: Any) -> str:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def csv_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """CSV text, a row at a time, for rows that all have the keys of the first (trial
-    records): the header, then one line per row (an empty export has the header ``empty``)."""
+def csv_lines(rows: Iterable[dict[str, Any]], columns: list[str] | None = None
+              ) -> Iterator[str]:
+    """CSV text, a row at a time: the header (``columns``, else the first row's keys), then one
+    line per row (an export without rows has the header ``empty``)."""
     buffer = io.StringIO()
     writer = None
     for row in rows:
         if writer is None:
-            writer = csv.DictWriter(buffer, fieldnames=list(row))
+            writer = csv.DictWriter(buffer, fieldnames=columns or list(row))
             writer.writeheader()
         writer.writerow({k: csv_cell(v) for k, v in row.items()})
         yield buffer.getvalue()
@@ -155,16 +163,3 @@ def csv_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     if writer is None:
         csv.DictWriter(buffer, fieldnames=["empty"]).writeheader()
         yield buffer.getvalue()
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Rows whose keys differ (candidates have one column per component): the columns are
-    the union of every row's keys, in order of appearance."""
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns or ["empty"])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: csv_cell(v) for k, v in row.items()})

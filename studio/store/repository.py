@@ -43,7 +43,6 @@ from studio.model.records import (
     Split,
     Trial,
     WorkerInfo,
-    corrected_score,
     merge_overrides,
     utcnow,
 )
@@ -413,6 +412,33 @@ class Store:
             return [_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
 
     @_guard
+    def pooled_ids(self, run_id: str) -> list[int]:
+        """The pooled candidates' ids, by index (the seed first)."""
+        query = (select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
+                                                 t.candidates.c.pooled.is_(True))
+                 .order_by(t.candidates.c.idx))
+        with self.engine.connect() as c:
+            return [row[0] for row in c.execute(query)]
+
+    def iter_candidates(self, run_id: str, *, batch_size: int = 200) -> Iterator[Candidate]:
+        """Every candidate of a run by index, read ``batch_size`` at a time (exports)."""
+        last = -1
+        while True:
+            batch = self._candidate_batch(run_id, last, batch_size)
+            yield from batch
+            if len(batch) < batch_size:
+                return
+            last = batch[-1].index
+
+    @_guard
+    def _candidate_batch(self, run_id: str, after_index: int, size: int) -> list[Candidate]:
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id,
+                                            t.candidates.c.idx > after_index)
+                 .order_by(t.candidates.c.idx).limit(size))
+        with self.engine.connect() as c:
+            return [_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
+
+    @_guard
     def get_candidate(self, candidate_id: int) -> Candidate:
         with self.engine.connect() as c:
             row = c.execute(select(t.candidates).where(t.candidates.c.id == candidate_id)).first()
@@ -520,13 +546,10 @@ class Store:
                                                 t.candidates.c.pooled.is_(True))))
         first = (select(func.min(t.trials.c.id)).where(*where)
                  .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
-        query = select(t.trials.c.id, t.trials.c.candidate_id, t.trials.c.example_id,
-                       t.trials.c.score).where(t.trials.c.id.in_(first))
-        with self.engine.connect() as c:
-            human = self._effective_overrides(c, t.overrides.c.run_id == run_id)
-            return {(row.candidate_id, row.example_id): corrected_score(row.score,
-                                                                       human.get(row.id))
-                    for row in c.execute(query)}
+        query = select(t.trials.c.candidate_id, t.trials.c.example_id,
+                       _effective_score()).where(t.trials.c.id.in_(first))
+        with self.engine.connect() as c:  # the overrides are merged in SQL: none are loaded
+            return {(row[0], row[1]): row[2] for row in c.execute(query)}
 
     @_guard
     def child_means(self, run_id: str) -> dict[int, float]:
