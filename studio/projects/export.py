@@ -101,6 +101,7 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
         columns += [k for k in row if k not in columns]
     with paths[0].open("w", newline="", encoding="utf-8") as handle:
         handle.writelines(csv_lines(iter_candidate_records(store, run_id, scores), columns))
+    del scores, columns  # the pool's scores grow with the pool: not kept while trials stream
     with paths[1].open("w", newline="", encoding="utf-8") as handle:
         handle.writelines(csv_lines(iter_trial_records(store, run_id)))
     return paths
