@@ -19,7 +19,7 @@ from typing import Any
 
 from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
-from studio.model.redaction import redact
+from studio.model.redaction import redact, secret_values
 from studio.store import Store
 
 FORMATS = ("jsonl", "csv")
@@ -139,11 +139,13 @@ def _finite(value: Any) -> Any:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def csv_cell(value: Any) -> str:
-    """A CSV cell: redacted, JSON for lists and dicts, and never a spreadsheet formula."""
+def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
+    """A CSV cell: redacted, JSON for lists and dicts, and never a spreadsheet formula
+    (``secrets``: :func:`~studio.model.redaction.secret_values`, read once per row by a caller
+    writing many cells)."""
     text = strict_json(value) if isinstance(value, list | dict) else "" if value is None else \
         str(value)
-    text = redact(text)
+    text = redact(text, secrets)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
@@ -157,7 +159,8 @@ def csv_lines(rows: Iterable[dict[str, Any]], columns: list[str] | None = None
         if writer is None:
             writer = csv.DictWriter(buffer, fieldnames=columns or list(row))
             writer.writeheader()
-        writer.writerow({k: csv_cell(v) for k, v in row.items()})
+        secrets = secret_values()  # the environment read once per row, not once per cell
+        writer.writerow({k: csv_cell(v, secrets) for k, v in row.items()})
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
