@@ -2,8 +2,9 @@
 
 Reads that may be a little stale are cached with a short TTL (``st.cache_data``); reads that feed
 live panels (new trials, run status) are not cached, and ask only for rows newer than the last one
-shown. Whole-run analyses are cached per *version* of the run (trial count and override
-signature), so a 10,000-trial run is read once and re-read only when something changed.
+shown. Whole-run analyses are cached per *version* of the run (:func:`run_version`: trial count,
+newest ids and override signature from one cheap query), so a 100,000-trial run is read once and
+re-read only when something changed; the trials table reads one page at a time.
 Writes go through :mod:`studio.projects.workspace` and :mod:`studio.engine` with :func:`store`;
 after one, the page clears the cached reads it changed (e.g. ``loaders.projects.clear()``).
 """
@@ -37,7 +38,6 @@ from studio.projects.workspace import pending_proposal as _pending_proposal
 from studio.projects.workspace import proposal_evidence as evidence
 from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store, safe_url
-from studio.views.charts import minibatch_means
 from studio.views.tables import override_signature
 
 
@@ -126,6 +126,19 @@ def new_trials(run_id: str, after_id: int) -> list[Trial]:
     return store().trials(run_id, after_id=after_id, with_trace=False)
 
 
+def trial_page(run_id: str, offset: int, limit: int, **filters: Any) -> tuple[list[Trial], int]:
+    """One page of the trials table (filtered, counted and paged in SQL) and the number of
+    trials passing the filters (not cached: the live table polls it only when the run's marker
+    changed)."""
+    return store().trial_page(run_id, offset=offset, limit=limit, **filters)
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def candidate_indexes(run_id: str, version: Any = None) -> dict[int, int]:
+    """``candidate id -> index`` for one version of the run (:func:`run_version`)."""
+    return store().candidate_indexes(run_id)
+
+
 def trials_by_id(run_id: str, ids: list[int]) -> list[Trial]:
     if not ids:
         return []
@@ -200,11 +213,11 @@ def candidates_fresh(run_id: str) -> list[Candidate]:
 # --------------------------------------------------------------------------- analyses
 
 
-def run_version(run_id: str) -> tuple[int, tuple[int, int, int], int]:
-    """Changes when a trial, an override or a proposal decision is added."""
+def run_version(run_id: str) -> tuple[int, ...]:
+    """Changes when a trial, an override (added or undone) or a proposal decision is added:
+    counts and newest ids from the store in one cheap read, never the rows themselves."""
 
-    return (count_trials(run_id), override_signature(overrides(run_id)),
-            len(store().decisions(run_id)))
+    return store().run_marker(run_id)
 
 
 @dataclass
@@ -219,16 +232,18 @@ class Analysis:
     last_iteration: int
 
 
-@st.cache_data(ttl=600, max_entries=8, show_spinner="Reading the run…")
+@st.cache_resource(ttl=600, max_entries=8, show_spinner="Reading the run…")
 def analysis(run_id: str, version: Any) -> Analysis:
+    """Read once per version of the run and shared, not copied (``cache_resource``: a cache hit
+    does not unpickle thousands of candidates); callers must not change it."""
 
     view = load_view(store(), run_id)
-    children = store().trials(run_id, phase=TrialPhase.CHILD, with_trace=False)
     proposals_ = store().proposals(run_id)
     progress = store().latest_event(run_id, EventKind.PROGRESS)
     last = max([p.iteration for p in proposals_] + [progress.iteration if progress else 0])
+    child_means = {pid: {"child": mean} for pid, mean in store().child_means(run_id).items()}
     return Analysis(view=view, examples=store().examples(run_id), proposals=proposals_,
-                    child_means=minibatch_means(children), last_iteration=last)
+                    child_means=child_means, last_iteration=last)
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner="Computing the run's state…")

@@ -1,15 +1,19 @@
-"""The live trials panel: progress, filters, a table that fills in as trials are committed, and
-the selected trial in full.
+"""The live trials panel: progress, filters, a page of the trials table that fills in as trials
+are committed, and the selected trial in full.
 
 The panel is a fragment that re-runs on its own every half second while the run is active. Each
-time it asks the store only for trials newer than the last one it holds (the table lives in the
-session state), and refreshes the few rows whose override changed. Filters are widgets outside
-the fragment and the selection is kept by trial id, so neither is lost when rows arrive.
+time it reads the run's marker (trial count, newest ids, override signature: one cheap query)
+and re-reads the page it shows only when that marker, the filters or the page changed. The
+table shows one page of ``PAGE_ROWS`` trials, oldest first, filtered, counted and paged in SQL,
+so a run of 100,000 trials is never read whole. Filters are widgets outside the fragment and
+the selection is kept by trial id, so neither is lost when rows arrive.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -23,52 +27,66 @@ from studio.views.tables import (
     OVERRIDE_CHOICES,
     TRIAL_COLUMNS,
     TrialFilters,
-    append_trials,
-    changed_trial_ids,
-    filter_trials,
-    override_signature,
     progress_summary,
-    replace_trials,
     trial_frame,
 )
 
 LIVE_SECONDS = 0.5
 IDLE_SECONDS = 5.0
 SHOWN_IDS = "run.shown_ids"
+RUN_PAGE = "run.page"
 LATEST_ROWS = 5
+PAGE_ROWS = 500
+"""Trials in one page of the table (the rest are a page number away)."""
 
 
 @dataclass
 class TableCache:
-    """The trials a session has already read for one run."""
+    """The page of trials a session shows for one run, and what it was read for."""
 
     run_id: str
     frame: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TRIAL_COLUMNS))
-    last_id: int = 0
-    signature: tuple[int, int, int] = (0, 0, 0)
+    latest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TRIAL_COLUMNS))
+    total: int = 0
+    """Trials in the run."""
+    matching: int = 0
+    """Trials passing the filters."""
+    newest: int | None = None
+    page: int = 1
+    signature: tuple[int, ...] = ()
+    """The run's marker (:func:`loaders.run_version`) when the page was read."""
+    key: Any = None
     index_of: dict[int, int] = field(default_factory=dict)
 
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.matching / PAGE_ROWS))
 
-def sync(run_id: str) -> TableCache:
-    """Bring the session's table up to date: new trials, and rows whose override changed."""
+
+def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1) -> TableCache:
+    """The page to show: re-read from the store only when the run changed (new trials, an
+    override added or undone), or the filters or the page did."""
+    trial_filters = trial_filters or TrialFilters()
     cache = st.session_state.get(session.RUN_CACHE)
     if cache is None or cache.run_id != run_id:
         cache = TableCache(run_id)
         st.session_state[session.RUN_CACHE] = cache
-    new = loaders.new_trials(run_id, cache.last_id)
-    if new:
-        if any(t.candidate_id not in cache.index_of for t in new):
-            cache.index_of = {c.id: c.index for c in loaders.candidates_fresh(run_id)}
-        cache.frame = append_trials(cache.frame, trial_frame(new, cache.index_of))
-        cache.last_id = new[-1].id
-    overrides = loaders.overrides(run_id)
-    signature = override_signature(overrides)
-    if signature != cache.signature:
-        fetched = {t.id for t in new}
-        changed = sorted(changed_trial_ids(overrides, cache.signature) - fetched)
-        updated = loaders.trials_by_id(run_id, changed)
-        cache.frame = replace_trials(cache.frame, trial_frame(updated, cache.index_of))
-        cache.signature = signature
+    signature = loaders.run_version(run_id)
+    key = (repr(trial_filters), page)
+    if signature == cache.signature and key == cache.key:
+        return cache
+    total, newest = signature[0], signature[1] or None
+    if signature[:2] != cache.signature[:2] or not cache.index_of:
+        cache.index_of = loaders.candidate_indexes(run_id, signature[:2])
+    kwargs = trial_filters.query()
+    rows, matching = loaders.trial_page(run_id, (page - 1) * PAGE_ROWS, PAGE_ROWS, **kwargs)
+    if not rows and matching and page > 1:  # fewer pages than before: show the last one
+        page = max(1, math.ceil(matching / PAGE_ROWS))
+        rows, matching = loaders.trial_page(run_id, (page - 1) * PAGE_ROWS, PAGE_ROWS, **kwargs)
+    cache.frame = trial_frame(rows, cache.index_of)
+    cache.latest = trial_frame(loaders.recent_trials(run_id, LATEST_ROWS)[::-1], cache.index_of)
+    cache.total, cache.matching, cache.newest, cache.page = total, matching, newest, page
+    cache.signature, cache.key = signature, key
     return cache
 
 
@@ -81,11 +99,11 @@ def filters(run_id: str, max_iterations: int) -> TrialFilters:
     session.init(f"{key}.unscored", True)
     session.init(f"{key}.errors", "any")
     session.init(f"{key}.overridden", "any")
-    candidates = loaders.candidates(run_id)
+    indexes = sorted(loaders.candidate_indexes(run_id, loaders.count_trials(run_id)).values())
     with st.expander("Filters", icon=":material/filter_list:"):
         cols = st.columns(3)
         cols[0].slider("Iterations", 0, top, key=f"{key}.iterations")
-        cols[1].multiselect("Candidates", [c.index for c in candidates], key=f"{key}.candidates",
+        cols[1].multiselect("Candidates", indexes, key=f"{key}.candidates",
                             format_func=lambda i: f"#{i}", placeholder="all")
         cols[2].multiselect("Phase", [p.value for p in TrialPhase if p is not TrialPhase.PROBE],
                             key=f"{key}.phases", placeholder="all")
@@ -116,20 +134,31 @@ def live_panel(run_id: str, status: RunStatus, trial_filters: TrialFilters) -> N
             return
         if run.status is not status:
             st.rerun(scope="app")  # the controls above depend on the status
-        cache = sync(run_id)
+        cache = sync(run_id, trial_filters, _page(run_id, trial_filters))
         progress(run, cache)
         with st.container():  # one slot whether or not a proposal waits (the table stays put)
             awaiting(run)
         with st.container():
             latest(cache)
         st.caption("All trials")
-        table(cache, trial_filters)
+        table(cache)
 
     panel()
 
 
+def _page(run_id: str, trial_filters: TrialFilters) -> int:
+    """The page the person chose (back to the first when the filters change)."""
+    ss = st.session_state
+    key = f"{RUN_PAGE}.{run_id}"
+    marker = f"{key}.filters"
+    if ss.get(marker) != repr(trial_filters):
+        ss[marker] = repr(trial_filters)
+        ss[key] = 1
+    return max(1, int(ss.get(key) or 1))
+
+
 def progress(run, cache: TableCache) -> None:
-    summary = progress_summary(run, loaders.latest_progress(run.id), len(cache.frame))
+    summary = progress_summary(run, loaders.latest_progress(run.id), cache.total)
     text = summary.text()
     if summary.best_candidate_id is not None and summary.best_candidate_id in cache.index_of:
         text += f" (candidate #{cache.index_of[summary.best_candidate_id]})"
@@ -150,24 +179,24 @@ def awaiting(run) -> None:
 def latest(cache: TableCache) -> None:
     """The few newest trials, newest first, to watch them arrive (the full table below keeps
     its rows in place, so scrolling and selection there are never disturbed)."""
-    if cache.frame.empty:
+    if cache.latest.empty:
         return
     st.caption("Latest trials")
-    st.dataframe(cache.frame.tail(LATEST_ROWS).iloc[::-1], hide_index=True, width="stretch",
+    st.dataframe(cache.latest, hide_index=True, width="stretch",
                  placeholder="could not evaluate", key="run.latest",
                  column_order=["id", "iteration", "phase", "candidate", "example", "score",
                                "judge_score", "overridden", "error", "feedback"],
                  column_config=_COLUMNS)
 
 
-def table(cache: TableCache, trial_filters: TrialFilters) -> None:
-    """All trials, oldest first: a new trial is appended at the end, so the rows a person is
-    looking at, the scroll position and the selected row stay where they are."""
-    shown = filter_trials(cache.frame, trial_filters)
+def table(cache: TableCache) -> None:
+    """One page of the trials, oldest first: a new trial is appended at the end, so the rows a
+    person is looking at, the scroll position and the selected row stay where they are."""
+    shown = cache.frame
     ids = shown["id"].tolist()
     selected = _selected_id(ids)
     with st.container():
-        if cache.frame.empty:
+        if cache.total == 0:
             st.info("No trials yet: the first ones appear here as soon as they are scored.")
     st.dataframe(
         shown, key=session.RUN_TABLE, on_select="rerun", selection_mode="single-row",
@@ -175,10 +204,21 @@ def table(cache: TableCache, trial_filters: TrialFilters) -> None:
         column_order=["id", "iteration", "phase", "candidate", "example", "score", "judge_score",
                       "overridden", "error", "feedback", "output", "latency_s"],
         column_config=_COLUMNS)
-    newest = cache.frame["id"].max() if not cache.frame.empty else None
-    st.caption(f"Showing {len(shown)} of {len(cache.frame)} trials"
-               + (f" · newest trial #{newest}" if newest is not None else "")
+    paged = cache.matching > PAGE_ROWS
+    first = (cache.page - 1) * PAGE_ROWS + 1
+    where = (f" ({cache.matching} match the filters)" if cache.matching != cache.total else "")
+    if paged:
+        where = (f" (rows {first}–{first + len(shown) - 1} of {cache.matching}"
+                 + (" matching" if cache.matching != cache.total else "") + ")")
+    st.caption(f"Showing {len(shown)} of {cache.total} trials" + where
+               + (f" · newest trial #{cache.newest}" if cache.newest is not None else "")
                + " · select a row to see it in full")
+    if paged:
+        key = f"{RUN_PAGE}.{cache.run_id}"
+        if st.session_state.get(key) != cache.page:
+            st.session_state[key] = cache.page
+        st.number_input(f"Page (of {cache.pages}, {PAGE_ROWS} trials each)", min_value=1,
+                        max_value=None, step=1, key=key)
     if selected is not None:
         trial = loaders.trial(selected, cache.signature)
         if trial is not None:

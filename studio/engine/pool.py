@@ -46,13 +46,32 @@ class RunView:
 def load_view(store: Store, run_id: str) -> RunView:
     run = store.get_run(run_id)
     candidates = store.candidates(run_id)
+    scores = pool_scores(store, run, [c.id for c in candidates if c.pooled])
+    return RunView(run=run, candidates=candidates, val_ids=scores.val_ids, matrix=scores.matrix,
+                   means=scores.means, front=scores.front, best_id=scores.best_id)
+
+
+@dataclass
+class PoolScores:
+    """The pool's validation scores and what follows from them (no candidate records)."""
+
+    val_ids: list[int]
+    matrix: dict[int, dict[int, float | None]]
+    means: dict[int, float | None]
+    front: dict[int, int]
+    best_id: int | None
+
+
+def pool_scores(store: Store, run: Run, pooled: list[int] | None = None) -> PoolScores:
+    """Means, Pareto front and best candidate of the pooled candidates (``pooled``: their ids
+    by index; read from the store when not given), from effective scores."""
+    pooled = store.pooled_ids(run.id) if pooled is None else pooled
     val_ids = val_example_ids(store, run)
-    scores = store.effective_scores(run_id)
-    pooled = [c.id for c in candidates if c.pooled]
+    scores = store.effective_scores(run.id, example_ids=val_ids, pooled_only=True)
     matrix = {c: {e: scores.get((c, e)) for e in val_ids} for c in pooled}
-    means = {c: mean_score(row) for c, row in matrix.items()}
-    return RunView(run=run, candidates=candidates, val_ids=val_ids, matrix=matrix, means=means,
-                   front=pareto_front(matrix), best_id=best_candidate(matrix, pooled))
+    return PoolScores(val_ids=val_ids, matrix=matrix,
+                      means={c: mean_score(row) for c, row in matrix.items()},
+                      front=pareto_front(matrix), best_id=best_candidate(matrix, pooled))
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Export a run's candidates and trials (JSONL: one file; CSV: one file each).
+"""Export a run's candidates and trials (JSONL: one file; CSV: one file each), streamed: trials
+are read and written a batch at a time, so a 100,000-trial run exports in constant memory.
 
 Secrets in the environment are redacted; JSON is strict (NaN and infinities become ``null``); CSV
 cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR) are
@@ -9,14 +10,16 @@ folder.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from studio.engine.api import load_result
+from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
-from studio.model.redaction import redact
+from studio.model.redaction import redact, secret_values
 from studio.store import Store
 
 FORMATS = ("jsonl", "csv")
@@ -38,38 +41,69 @@ def trial_record(trial: Any) -> dict[str, Any]:
 
 
 def candidate_records(store: Store, run_id: str) -> list[dict[str, Any]]:
-    result = load_result(store, run_id)
-    return [{
-        "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids, "pooled": c.pooled,
-        "mean_score": c.mean_score, "on_front": c.on_front,
-        "best": c.id == result.best_candidate_id, **{f"component.{k}": v
-                                                     for k, v in c.components.items()},
-    } for c in result.candidates]
+    return list(iter_candidate_records(store, run_id))
+
+
+def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None = None
+                           ) -> Iterator[dict[str, Any]]:
+    """One record per candidate with its validation mean, front membership and components
+    (from the pool's effective scores, as :func:`studio.engine.api.load_result` has them,
+    without its per-proposal iteration history, which an export does not write); candidates are
+    read a batch at a time."""
+    scores = scores or pool_scores(store, store.get_run(run_id))
+    for c in store.iter_candidates(run_id):
+        yield {
+            "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
+            "pooled": c.pooled, "mean_score": scores.means.get(c.id),
+            "on_front": c.id in scores.front, "best": c.id == scores.best_id,
+            **{f"component.{k}": v for k, v in c.components.items()},
+        }
+
+
+def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """Every trial's record, oldest first, read from the store a batch at a time."""
+    for trial in store.iter_trials(run_id, with_trace=False):
+        yield trial_record(trial)
+
+
+def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
+    """The JSONL export, line by line (redacted, strict JSON): what :func:`export_run` writes,
+    for a caller that streams it elsewhere (a download, a socket)."""
+    for kind, rows in (("candidate", iter_candidate_records(store, run_id)),
+                       ("trial", iter_trial_records(store, run_id))):
+        for row in rows:
+            yield redact(strict_json({"type": kind, **row})) + "\n"
 
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = None) -> list[Path]:
-    """Write the run; returns the files written. Secrets in the environment are redacted."""
+    """Write the run; returns the files written. Secrets in the environment are redacted.
+
+    Rows are read from the store and written a batch at a time, so memory does not grow with
+    the number of trials."""
     if fmt not in FORMATS:
         raise ConfigError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}", where="--format")
     store.get_run(run_id)  # NotFoundError with a clear message
-    candidates = candidate_records(store, run_id)
-    trials = [trial_record(t) for t in store.trials(run_id)]
     base = Path(out) if out else Path(f"run_{run_id}")
     check_target(base)
     if fmt == "jsonl":
         path = base if base.suffix == ".jsonl" else base.with_suffix(".jsonl")
         check_target(path)
         with path.open("w", encoding="utf-8") as handle:
-            for kind, rows in (("candidate", candidates), ("trial", trials)):
-                for row in rows:
-                    handle.write(redact(strict_json({"type": kind, **row})) + "\n")
+            handle.writelines(jsonl_lines(store, run_id))
         return [path]
     stem = base.with_suffix("") if base.suffix else base
     paths = [Path(f"{stem}_candidates.csv"), Path(f"{stem}_trials.csv")]
     for path in paths:
         check_target(path)
-    for path, rows in zip(paths, (candidates, trials), strict=True):
-        _write_csv(path, rows)
+    scores = pool_scores(store, store.get_run(run_id))
+    columns: list[str] = []  # every candidate's keys (one column per component), in order
+    for row in iter_candidate_records(store, run_id, scores):
+        columns += [k for k in row if k not in columns]
+    with paths[0].open("w", newline="", encoding="utf-8") as handle:
+        handle.writelines(csv_lines(iter_candidate_records(store, run_id, scores), columns))
+    del scores, columns  # the pool's scores grow with the pool: not kept while trials stream
+    with paths[1].open("w", newline="", encoding="utf-8") as handle:
+        handle.writelines(csv_lines(iter_trial_records(store, run_id)))
     return paths
 
 
@@ -105,20 +139,31 @@ def _finite(value: Any) -> Any:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def csv_cell(value: Any) -> str:
-    """A CSV cell: redacted, JSON for lists and dicts, and never a spreadsheet formula."""
+def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
+    """A CSV cell: redacted, JSON for lists and dicts, and never a spreadsheet formula
+    (``secrets``: :func:`~studio.model.redaction.secret_values`, read once per row by a caller
+    writing many cells)."""
     text = strict_json(value) if isinstance(value, list | dict) else "" if value is None else \
         str(value)
-    text = redact(text)
+    text = redact(text, secrets)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    columns: list[str] = []
+def csv_lines(rows: Iterable[dict[str, Any]], columns: list[str] | None = None
+              ) -> Iterator[str]:
+    """CSV text, a row at a time: the header (``columns``, else the first row's keys), then one
+    line per row (an export without rows has the header ``empty``)."""
+    buffer = io.StringIO()
+    writer = None
     for row in rows:
-        columns += [k for k in row if k not in columns]
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns or ["empty"])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: csv_cell(v) for k, v in row.items()})
+        if writer is None:
+            writer = csv.DictWriter(buffer, fieldnames=columns or list(row))
+            writer.writeheader()
+        secrets = secret_values()  # the environment read once per row, not once per cell
+        writer.writerow({k: csv_cell(v, secrets) for k, v in row.items()})
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    if writer is None:
+        csv.DictWriter(buffer, fieldnames=["empty"]).writeheader()
+        yield buffer.getvalue()

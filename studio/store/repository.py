@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import and_, delete, exists, func, insert, or_, select, update
 from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import DatabaseError, IntegrityError
 
@@ -43,7 +43,6 @@ from studio.model.records import (
     Split,
     Trial,
     WorkerInfo,
-    corrected_score,
     merge_overrides,
     utcnow,
 )
@@ -413,6 +412,33 @@ class Store:
             return [_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
 
     @_guard
+    def pooled_ids(self, run_id: str) -> list[int]:
+        """The pooled candidates' ids, by index (the seed first)."""
+        query = (select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
+                                                 t.candidates.c.pooled.is_(True))
+                 .order_by(t.candidates.c.idx))
+        with self.engine.connect() as c:
+            return [row[0] for row in c.execute(query)]
+
+    def iter_candidates(self, run_id: str, *, batch_size: int = 200) -> Iterator[Candidate]:
+        """Every candidate of a run by index, read ``batch_size`` at a time (exports)."""
+        last = -1
+        while True:
+            batch = self._candidate_batch(run_id, last, batch_size)
+            yield from batch
+            if len(batch) < batch_size:
+                return
+            last = batch[-1].index
+
+    @_guard
+    def _candidate_batch(self, run_id: str, after_index: int, size: int) -> list[Candidate]:
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id,
+                                            t.candidates.c.idx > after_index)
+                 .order_by(t.candidates.c.idx).limit(size))
+        with self.engine.connect() as c:
+            return [_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
+
+    @_guard
     def get_candidate(self, candidate_id: int) -> Candidate:
         with self.engine.connect() as c:
             row = c.execute(select(t.candidates).where(t.candidates.c.id == candidate_id)).first()
@@ -518,18 +544,111 @@ class Store:
         return found
 
     @_guard
-    def effective_scores(self, run_id: str) -> dict[tuple[int, int], float | None]:
+    def effective_scores(self, run_id: str, *, example_ids: Iterable[int] | None = None,
+                         pooled_only: bool = False) -> dict[tuple[int, int], float | None]:
         """``(candidate_id, example_id) -> effective score`` of the first trial of each pair,
-        straight from SQL (no records built), for views over thousands of trials."""
-        first = (select(func.min(t.trials.c.id)).where(t.trials.c.run_id == run_id)
+        straight from SQL (no records built), for views over thousands of trials.
+
+        ``example_ids`` and ``pooled_only`` narrow the pairs in SQL (the pool's views need only
+        the pooled candidates on the validation examples, not every minibatch pair)."""
+        where = [t.trials.c.run_id == run_id]
+        if example_ids is not None:
+            where.append(t.trials.c.example_id.in_(list(example_ids)))
+        if pooled_only:
+            where.append(t.trials.c.candidate_id.in_(
+                select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
+                                                t.candidates.c.pooled.is_(True))))
+        first = (select(func.min(t.trials.c.id)).where(*where)
                  .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
-        query = select(t.trials.c.id, t.trials.c.candidate_id, t.trials.c.example_id,
-                       t.trials.c.score).where(t.trials.c.id.in_(first))
+        query = select(t.trials.c.candidate_id, t.trials.c.example_id,
+                       _effective_score()).where(t.trials.c.id.in_(first))
+        with self.engine.connect() as c:  # the overrides are merged in SQL: none are loaded
+            return {(row[0], row[1]): row[2] for row in c.execute(query)}
+
+    @_guard
+    def child_means(self, run_id: str) -> dict[int, float]:
+        """Per proposal, the mean effective score of its child's minibatch trials (trials
+        that could not be evaluated left out; proposals with none left out), one SQL query."""
+        effective = _effective_score()
+        query = (select(t.trials.c.proposal_id, func.avg(effective))
+                 .where(t.trials.c.run_id == run_id, t.trials.c.phase == "child",
+                        t.trials.c.proposal_id.is_not(None))
+                 .group_by(t.trials.c.proposal_id).having(func.count(effective) > 0))
         with self.engine.connect() as c:
-            human = self._effective_overrides(c, t.overrides.c.run_id == run_id)
-            return {(row.candidate_id, row.example_id): corrected_score(row.score,
-                                                                       human.get(row.id))
-                    for row in c.execute(query)}
+            return {row[0]: float(row[1]) for row in c.execute(query)}
+
+    @_guard
+    def candidate_indexes(self, run_id: str) -> dict[int, int]:
+        """``candidate id -> index`` (#0 is the seed), without the components."""
+        query = select(t.candidates.c.id, t.candidates.c.idx).where(
+            t.candidates.c.run_id == run_id).order_by(t.candidates.c.idx)
+        with self.engine.connect() as c:
+            return {row[0]: row[1] for row in c.execute(query)}
+
+    @_guard
+    def run_marker(self, run_id: str) -> tuple[int, ...]:
+        """Changes whenever a trial, an override (added or undone) or a decision is added: a
+        cheap key (one round trip, indexed counts) for caching views of a run."""
+        trials, overrides, decisions = t.trials.c, t.overrides.c, t.decisions.c
+        query = select(func.count(), func.coalesce(func.max(trials.id), 0)).where(
+            trials.run_id == run_id)
+        o = (select(func.count(), func.coalesce(func.max(overrides.id), 0),
+                    func.count(overrides.undone_at)).where(overrides.run_id == run_id))
+        d = select(func.count()).select_from(t.decisions).where(decisions.run_id == run_id)
+        with self.engine.connect() as c:
+            first = tuple(c.execute(query).one())
+            second = tuple(c.execute(o).one())
+            third = c.execute(d).scalar_one()
+        return (*first, *second, third)
+
+    @_guard
+    def trial_page(self, run_id: str, *, offset: int = 0, limit: int = 500,
+                   **filters: Any) -> tuple[list[Trial], int]:
+        """One page of a run's trials (oldest first, without traces) and how many trials pass
+        ``filters`` (see :func:`_trial_filters`): filtering, counting and paging in SQL, so a
+        100,000-trial run is never read whole."""
+        where = [t.trials.c.run_id == run_id, *_trial_filters(run_id, **filters)]
+        columns = [col for col in t.trials.c if col.name != "trace"]
+        query = (select(*columns).where(*where).order_by(t.trials.c.id)
+                 .offset(max(0, offset)).limit(limit))
+        count = select(func.count()).select_from(t.trials).where(*where)
+        with self.engine.connect() as c:
+            total = c.execute(count).scalar_one()
+            rows = c.execute(query).all()
+            ids = [row.id for row in rows]
+            active = (self._effective_overrides(c, t.overrides.c.trial_id.in_(ids))
+                      if ids else {})
+        return [self._trial(row, active.get(row.id)) for row in rows], total
+
+    def iter_trials(self, run_id: str, *, batch_size: int = 1000, with_trace: bool = True
+                    ) -> Iterator[Trial]:
+        """Every trial of a run, oldest first, with its effective override, read ``batch_size``
+        at a time (keyset pages on the primary key, one short read each): constant memory
+        for exports, and no read transaction held open while the caller writes a file."""
+        columns = list(t.trials.c) if with_trace else [
+            col for col in t.trials.c if col.name != "trace"]
+        last = 0
+        while True:
+            rows, active = self._trial_batch(run_id, columns, last, batch_size)
+            for row in rows:
+                yield self._trial(row, active.get(row.id))
+            if len(rows) < batch_size:
+                return
+            last = rows[-1].id
+
+    @_guard
+    def _trial_batch(self, run_id: str, columns: list, after_id: int, size: int
+                     ) -> tuple[list[Row], dict[int, Override]]:
+        query = (select(*columns).where(t.trials.c.run_id == run_id, t.trials.c.id > after_id)
+                 .order_by(t.trials.c.id).limit(size))
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+            if not rows:
+                return rows, {}
+            active = self._effective_overrides(
+                c, t.overrides.c.run_id == run_id,
+                t.overrides.c.trial_id.between(rows[0].id, rows[-1].id))
+        return rows, active
 
     @_guard
     def count_trials(self, run_id: str) -> int:
@@ -773,6 +892,66 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _human_score():
+    """The latest active human score of the trial in the enclosing query (a correlated
+    subquery; NULL when nobody corrected the score): ``merge_overrides``'s rule in SQL."""
+    o = t.overrides.c
+    return (select(o.score).where(o.trial_id == t.trials.c.id, o.undone_at.is_(None),
+                                  o.score.is_not(None))
+            .order_by(o.id.desc()).limit(1).scalar_subquery())
+
+
+def _effective_score():
+    """A trial's effective score in SQL: the person's corrected score, else the judge's
+    (:func:`studio.model.records.corrected_score`)."""
+    return func.coalesce(_human_score(), t.trials.c.score)
+
+
+def _overridden():
+    o = t.overrides.c
+    return exists().where(o.trial_id == t.trials.c.id, o.undone_at.is_(None))
+
+
+def _trial_filters(run_id: str, *, iterations: tuple[int, int] | None = None,
+                   candidates: Iterable[int] = (), phases: Iterable[str] = (),
+                   score_range: tuple[float, float] = (0.0, 1.0), include_unscored: bool = True,
+                   errors: str = "any", overridden: str = "any") -> list:
+    """SQL conditions for the trials table's filters: an inclusive ``iterations`` range,
+    candidate *indexes*, phases, an effective ``score_range`` (trials that could not be
+    evaluated pass only with ``include_unscored``), ``errors`` (``any``, ``only errors``,
+    ``no errors``) and ``overridden`` (``any``, ``overridden``, ``not overridden``)."""
+    c = t.trials.c
+    where = []
+    if iterations is not None:
+        where.append(c.iteration.between(*iterations))
+    candidates = list(candidates)
+    if candidates:
+        where.append(c.candidate_id.in_(select(t.candidates.c.id).where(
+            t.candidates.c.run_id == run_id, t.candidates.c.idx.in_(candidates))))
+    phases = list(phases)
+    if phases:
+        where.append(c.phase.in_(phases))
+    low, high = score_range
+    if (low, high) != (0.0, 1.0) or not include_unscored:  # scores are in [0, 1]
+        effective = _effective_score()
+        scored = effective.between(low, high)
+        where.append(or_(scored, effective.is_(None)) if include_unscored else scored)
+    if errors == "only errors":
+        where.append(and_(c.error.is_not(None), c.error != ""))
+    elif errors == "no errors":
+        where.append(or_(c.error.is_(None), c.error == ""))
+    elif errors != "any":
+        raise ValueError(f"errors filter {errors!r} is not one of any, only errors, no errors")
+    if overridden == "overridden":
+        where.append(_overridden())
+    elif overridden == "not overridden":
+        where.append(~_overridden())
+    elif overridden != "any":
+        raise ValueError(f"overridden filter {overridden!r} is not one of any, overridden, "
+                         "not overridden")
+    return where
 
 
 _CLAIMABLE = [RunStatus.QUEUED.value, RunStatus.PENDING.value, RunStatus.RUNNING.value,

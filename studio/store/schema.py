@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class UTCDateTime(TypeDecorator):
@@ -133,6 +133,8 @@ trials = Table(
     Column("worker", String(200)),  # added in version 3
     Index("ix_trials_run_id_id", "run_id", "id"),
     Index("ix_trials_candidate_example", "candidate_id", "example_id"),
+    Index("ix_trials_run_phase_proposal", "run_id", "phase", "proposal_id"),  # version 4
+    Index("ix_trials_run_iteration", "run_id", "iteration"),  # version 4
 )
 
 overrides = Table(
@@ -181,6 +183,8 @@ decisions = Table(
     Column("author", String(200), nullable=False),
     Column("automatic", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_decisions_run", "run_id"),  # version 4
+    Index("ix_decisions_proposal", "proposal_id"),  # version 4
 )
 
 run_events = Table(
@@ -242,10 +246,28 @@ def _v2_to_v3(connection: Connection) -> None:
                             "ON runs (queue, status)"))
 
 
+V4_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS ix_trials_run_phase_proposal ON trials (run_id, phase, "
+    "proposal_id)",
+    "CREATE INDEX IF NOT EXISTS ix_trials_run_iteration ON trials (run_id, iteration)",
+    "CREATE INDEX IF NOT EXISTS ix_decisions_run ON decisions (run_id)",
+    "CREATE INDEX IF NOT EXISTS ix_decisions_proposal ON decisions (proposal_id)",
+)
+
+
+def _v3_to_v4(connection: Connection) -> None:
+    """Version 4 indexes what large runs are read by: a run's trials by phase and proposal
+    (the children's minibatch means) and by iteration (the Review page), and decisions by run
+    and by proposal. Idempotent (``IF NOT EXISTS``), in the step's transaction."""
+    for statement in V4_INDEXES:
+        connection.execute(text(statement))
+
+
 def _add_column(connection: Connection, table: str, column: str, sql_type: str) -> None:
     if column not in {c["name"] for c in inspect(connection).get_columns(table)}:
         connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
+                                                        3: _v3_to_v4}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

@@ -40,12 +40,17 @@ def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | N
     scores, so overrides show). ``markers``: one point per evaluated proposal at its child's
     minibatch mean, with its status (accepted, rejected, pending, edited).
     """
-    pooled = [c for c in candidates if c.id in means]
+    born: dict[int, float] = {}  # iteration -> best mean of the candidates born in it
+    for c in candidates:
+        mean = means.get(c.id)
+        if mean is not None:
+            born[c.iteration] = max(mean, born.get(c.iteration, mean))
     rows = []
-    for iteration in range(0, max(last_iteration, 0) + 1):
-        scores = [means[c.id] for c in pooled if c.iteration <= iteration
-                  and means.get(c.id) is not None]
-        rows.append({"iteration": iteration, "best": max(scores) if scores else math.nan})
+    running = math.nan
+    for iteration in range(0, max(last_iteration, 0) + 1):  # one pass: a running maximum
+        if iteration in born:
+            running = born[iteration] if math.isnan(running) else max(running, born[iteration])
+        rows.append({"iteration": iteration, "best": running})
     best = pd.DataFrame(rows, columns=["iteration", "best"])
     marks = []
     for p in proposals:
@@ -96,18 +101,14 @@ def example_comparison(matrix: dict[int, dict[int, float | None]], selected: Seq
 def front_frame(candidates: Sequence[Candidate], means: dict[int, float | None],
                 front: dict[int, int], best_id: int | None) -> pd.DataFrame:
     """Pooled candidates with their mean, Pareto-front membership and wins."""
+    index = candidate_index(candidates)
     rows = [{"candidate": f"#{c.index}", "iteration": c.iteration,
-             "parents": ", ".join(f"#{p}" for p in _parent_indexes(c, candidates)) or "-",
+             "parents": ", ".join(f"#{index[p]}" for p in c.parent_ids if p in index) or "-",
              "mean": _nan(means.get(c.id)), "on_front": c.id in front,
              "wins": front.get(c.id, 0), "best": c.id == best_id}
             for c in candidates if c.pooled]
     return pd.DataFrame(rows, columns=["candidate", "iteration", "parents", "mean", "on_front",
                                        "wins", "best"])
-
-
-def _parent_indexes(candidate: Candidate, candidates: Sequence[Candidate]) -> list[int]:
-    index = candidate_index(candidates)
-    return [index[p] for p in candidate.parent_ids if p in index]
 
 
 @dataclass

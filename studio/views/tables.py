@@ -186,6 +186,14 @@ class TrialFilters:
     def active(self) -> bool:
         return self != TrialFilters()
 
+    def query(self) -> dict[str, Any]:
+        """The filters as the store's ``trial_page`` takes them (the same rows as
+        :func:`filter_trials`, filtered in SQL)."""
+        return {"iterations": self.iterations, "candidates": list(self.candidates),
+                "phases": list(self.phases), "score_range": tuple(self.score_range),
+                "include_unscored": self.include_unscored, "errors": self.errors,
+                "overridden": self.overridden}
+
 
 ERROR_CHOICES = ("any", "only errors", "no errors")
 OVERRIDE_CHOICES = ("any", "overridden", "not overridden")

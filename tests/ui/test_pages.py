@@ -193,6 +193,42 @@ def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
     assert list(table["id"]) == [newest] and table["score"].iloc[0] == 1.0
 
 
+def test_run_page_shows_one_page_of_trials_filtered_in_sql(app, studio_db, monkeypatch):
+    from components import trial_table
+    from tests.store.test_large_runs import seeded_run
+
+    monkeypatch.setattr(trial_table, "PAGE_ROWS", 10)
+    run_id = seeded_run(studio_db)
+    trials = studio_db.trials(run_id, with_trace=False)
+    ids = [t.id for t in trials]
+    at = app("run", run_id=run_id)
+    assert at.dataframe(key="run.table").value["id"].tolist() == ids[:10]
+    assert any(f"Showing 10 of {len(ids)} trials (rows 1–10 of {len(ids)})" in s
+               for s in texts(at.caption))
+    latest = next(d for d in at.dataframe if d.key != "run.table").value
+    assert latest["id"].tolist() == ids[::-1][:5]
+
+    at.number_input(key=f"run.page.{run_id}").set_value(2).run()
+    assert_ok(at)
+    assert at.dataframe(key="run.table").value["id"].tolist() == ids[10:20]
+    last = (len(ids) - 1) // 10 + 1
+    at.number_input(key=f"run.page.{run_id}").set_value(last).run()
+    assert at.dataframe(key="run.table").value["id"].tolist() == ids[(last - 1) * 10:]
+
+    # a filter is applied in SQL and brings the table back to its first page
+    at.multiselect(key=f"run.filter.{run_id}.phases").set_value(["child"]).run()
+    children = [t.id for t in trials if t.phase.value == "child"]
+    assert at.dataframe(key="run.table").value["id"].tolist() == children[:10]
+    assert any(f"of {len(children)} matching" in s for s in texts(at.caption))
+
+    # a correction made elsewhere shows at the next refresh (the run's marker changed)
+    corrected = children[0]
+    override(corrected, score=0.123, author="t", store=studio_db)
+    at.run()
+    table = at.dataframe(key="run.table").value
+    assert table.loc[table["id"] == corrected, "score"].iloc[0] == 0.123
+
+
 def test_run_controls_pause_resume_stop(app, studio_db):
     run = review_run(studio_db)
     at = app("run", run_id=run.id)
