@@ -27,7 +27,11 @@ import asyncio
 import math
 import multiprocessing
 import os
+import sys
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,7 +109,8 @@ class ProcessFanOut:
     def start(self) -> None:
         """Start the processes in the background (each builds its agent and critic)."""
         pool = self._ensure_pool()
-        self._warming = [pool.submit(os.getpid) for _ in range(self.processes)]
+        with _main_not_rerun():  # the pool spawns its processes on these submits
+            self._warming = [pool.submit(os.getpid) for _ in range(self.processes)]
 
     @property
     def ready(self) -> bool:
@@ -125,7 +130,8 @@ class ProcessFanOut:
     async def run_shard(self, components: dict[str, str],
                         examples: list[dict[str, Any]], input_key: str | None
                         ) -> list[ChainResult]:
-        future = self._ensure_pool().submit(_judge_shard, components, examples, input_key)
+        with _main_not_rerun():
+            future = self._ensure_pool().submit(_judge_shard, components, examples, input_key)
         return await asyncio.wrap_future(future)
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
@@ -140,6 +146,29 @@ class ProcessFanOut:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+
+_MAIN_LOCK = threading.Lock()
+
+
+@contextmanager
+def _main_not_rerun() -> Iterator[None]:
+    """Spawn runs the parent's ``__main__`` again in each child, by path. Under Streamlit that
+    is the studio's page script (it would open the default store and draw pages), under pytest
+    a test's: the child needs neither, so the path is hidden while processes are spawned."""
+    main = sys.modules.get("__main__")
+    with _MAIN_LOCK:
+        saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
+                 if main is not None and name in main.__dict__}
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__spec__ = None  # read as an attribute by spawn: present, but names nothing
+        try:
+            yield
+        finally:
+            if main is not None:
+                main.__dict__.pop("__spec__", None)
+                main.__dict__.update(saved)
 
 
 # --------------------------------------------------------------------------- in the process

@@ -65,3 +65,28 @@ def test_a_run_given_python_objects_cannot_use_processes(store):
                         config=EvolutionConfig(max_iterations=1, processes=2)).id
     with pytest.raises(ConfigError, match="processes > 1 needs a run defined by a spec"):
         build_engine(store, run_id, agent=writer())
+
+
+def test_worker_processes_never_run_the_parent_s_main_script(tmp_path, monkeypatch):
+    """Under Streamlit the parent's ``__main__`` is the studio's page script; spawn would run it
+    again in every worker process (drawing pages, opening the default store)."""
+    import sys
+    import types
+
+    touched = tmp_path / "main-ran"
+    script = tmp_path / "page.py"
+    script.write_text(f"open({str(touched)!r}, 'w').close()\n")
+    page = types.ModuleType("__main__")
+    page.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    fan = processes.ProcessFanOut(demo_spec("scripted/demo"),
+                                  EvolutionConfig(max_concurrency=2, processes=2), "x")
+    try:
+        fan.start()
+        [result] = asyncio.run(fan.run_shard({"instruction": "Write a haiku."},
+                                             [{"topic": "rain"}], None))
+    finally:
+        fan.close()
+    assert result.error is None and result.output
+    assert not touched.exists()
+    assert page.__file__ == str(script)  # put back for the parent
