@@ -67,7 +67,8 @@ def streamlit_command(*, address: str = "localhost", port: int = 8501,
                "--browser.serverAddress", "localhost" if is_loopback(address) else address,
                "--server.enableXsrfProtection", "true", "--server.enableCORS", "true",
                "--server.maxUploadSize", str(MAX_UPLOAD_MB), "--server.runOnSave", "false",
-               "--client.showErrorDetails", "type", "--runner.magicEnabled", "false"]
+               "--client.showErrorDetails", "type", "--runner.magicEnabled", "false",
+               "--runner.postScriptGC", "false"]
     for host in hosts:
         command += ["--server.allowedHosts", host]
     return command
