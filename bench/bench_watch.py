@@ -1,0 +1,259 @@
+"""What watching a run costs the studio server ("watching is cheap").
+
+Prints:
+
+1. **Server CPU per watching tab**: a real ``streamlit run studio/app.py`` server while a CLI run
+   of the scripted model (slow latency, so it lasts) is in progress in another process; 0, 1, 5
+   and 10 tabs of one headless Chromium on the run's Run page; the server's CPU (utime + stime
+   from /proc over a fixed window) minus the 0-tab figure, divided by the number of tabs
+   (target: <= 5 % of a core per tab).
+2. **Wall time of a run in the studio's process** (started with *Start run* in the browser, so
+   the engine shares the server's process and its GIL) with 0 and with 10 tabs watching it, and
+   the ratio (target: <= 1.10).
+
+Figures are measured in the same run of this script; compare ratios, not seconds.
+
+    python bench/bench_watch.py [--tabs 1 5 10] [--window 20] [--skip-wall]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("STUDIO_HOME", tempfile.mkdtemp(prefix="bench-watch-home-"))
+
+import studio  # noqa: E402,F401  (sets LITELLM_LOCAL_MODEL_COST_MAP first)
+
+EXAMPLE = ROOT / "examples" / "haiku_scripted.yaml"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def project_file(folder: Path, *, latency_ms: int, n_train: int, max_iterations: int,
+                 name: str) -> Path:
+    """The scripted example with more examples (so trials keep coming) and a given latency."""
+    import yaml
+
+    data = yaml.safe_load(EXAMPLE.read_text())
+    for role in ("agent", "critic", "reflection"):
+        data[role]["model"] = f"scripted/demo@{latency_ms}ms"
+    words = ["autumn", "city", "river", "mountain", "paper", "snow", "harbor", "desert", "owl",
+             "lantern", "bridge", "rain"]
+    topics = [f"{a} {b}" for a in words for b in words if a != b]
+    data["dataset"] = {"train": [{"topic": t} for t in topics[:n_train]],
+                       "val": [{"topic": t} for t in topics[n_train:n_train + 4]]}
+    data["run"]["max_iterations"] = max_iterations
+    data["name"] = name
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def cpu_share(pid: int, window: float) -> float:
+    """The share of one core the process used over the next ``window`` seconds."""
+    before, started = cpu_seconds(pid), time.monotonic()
+    time.sleep(window)  # a measuring window, not a wait for a condition
+    return (cpu_seconds(pid) - before) / (time.monotonic() - started)
+
+
+def server_pid(port: int) -> int:
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if "streamlit" in args and str(port) in args:
+            return int(pid)
+    raise RuntimeError("studio server process not found")
+
+
+def open_tabs(context, pages: list, count: int, url: str) -> None:
+    """Open tabs on ``url`` until there are ``count``, each showing the live table."""
+    while len(pages) < count:
+        page = context.new_page()
+        page.goto(url)
+        pages.append(page)
+    for page in pages:
+        page.get_by_text(re.compile(r"newest trial #\d+")).first.wait_for(timeout=120_000)
+
+
+def newest(page) -> int:
+    text = page.get_by_text(re.compile(r"newest trial #\d+")).first.inner_text()
+    return int(re.search(r"newest trial #(\d+)", text).group(1))
+
+
+def profile_server(pid: int, seconds: float, out: Path) -> subprocess.Popen:
+    """py-spy (``--py-spy``) samples the server during a window: collapsed stacks in ``out``."""
+    return subprocess.Popen([os.environ.get("PY_SPY", "py-spy"), "record", "--pid", str(pid),
+                             "--duration", str(int(seconds)), "--rate", "200", "--format", "raw",
+                             "--output", str(out), "--nonblocking"],
+                            stdout=subprocess.DEVNULL,
+                            stderr=open(out.with_suffix(".log"), "w"))  # noqa: SIM115
+
+
+def cpu_per_tab(work: Path, tab_counts: list[int], window: float,
+                profile: Path | None = None) -> list[tuple[int, float]]:
+    from studio.projects.workspace import stop_run
+    from studio.store import open_store
+    from tests.ui.browser import free_port, studio_server
+
+    db = work / "watch.db"
+    store = open_store(f"sqlite:///{db}")
+    path = project_file(work, latency_ms=600, n_train=120, max_iterations=10_000,
+                        name="watched")
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "studio.cli", "--db", f"sqlite:///{db}", "run", str(path)],
+        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    results: list[tuple[int, float]] = []
+    try:
+        run_id = None
+        for _ in range(100):
+            found = re.search(r"run (\w+) started", cli.stderr.readline())
+            if found:
+                run_id = found.group(1)
+                break
+        if not run_id:
+            raise RuntimeError("the CLI did not report its run")
+        threading.Thread(target=cli.stderr.read, daemon=True).start()
+        port = free_port()
+        with studio_server(db, port=port) as url:
+            pid = server_pid(port)
+            from playwright.sync_api import sync_playwright
+
+            from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS
+            with tempfile.TemporaryDirectory(prefix="bench-watch-chromium-") as profile_dir, \
+                    sync_playwright() as playwright:
+                context = playwright.chromium.launch_persistent_context(
+                    profile_dir, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+                    viewport={"width": 1400, "height": 1000})
+                pages: list = []
+                # warm the server (imports, first page) before the 0-tab window
+                warm = context.pages[0] if context.pages else context.new_page()
+                warm.goto(f"{url}/run?run={run_id}")
+                warm.get_by_text(re.compile(r"newest trial #\d+")).first.wait_for(
+                    timeout=120_000)
+                warm.goto("about:blank")
+                time.sleep(2)
+                idle = cpu_share(pid, window)
+                results.append((0, idle))
+                print(f"  0 tabs: server {idle * 100:5.1f} % of a core "
+                      f"({store.count_trials(run_id)} trials so far)", flush=True)
+                for count in tab_counts:
+                    open_tabs(context, pages, count, f"{url}/run?run={run_id}")
+                    before = [newest(p) for p in pages]
+                    spy = profile_server(pid, window, profile) \
+                        if profile and count == max(tab_counts) else None
+                    share = cpu_share(pid, window)
+                    if spy is not None:
+                        spy.wait(timeout=60)
+                    after = [newest(p) for p in pages]
+                    live = sum(a > b for a, b in zip(after, before, strict=True))
+                    results.append((count, share))
+                    print(f"{count:3d} tabs: server {share * 100:5.1f} % of a core, "
+                          f"{(share - idle) / count * 100:5.1f} % per tab "
+                          f"({live}/{count} tabs saw new trials in the window; "
+                          f"{store.count_trials(run_id)} trials so far)", flush=True)
+                context.close()
+    finally:
+        try:
+            if run_id:
+                stop_run(store, run_id)
+            cli.wait(timeout=60)
+        except Exception:
+            cli.kill()
+    return results
+
+
+def wall_times(work: Path, tabs: int) -> dict[int, float]:
+    """Seconds a run started in the studio's process takes with 0 and ``tabs`` tabs watching."""
+    from playwright.sync_api import sync_playwright
+
+    from studio.projects.workspace import import_example
+    from studio.store import open_store
+    from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS, studio_server
+
+    db = work / "wall.db"
+    store = open_store(f"sqlite:///{db}")
+    path = project_file(work, latency_ms=40, n_train=60, max_iterations=30, name="timed")
+    project = import_example(store, path)
+    out: dict[int, float] = {}
+    with studio_server(db) as url, \
+            tempfile.TemporaryDirectory(prefix="bench-watch-chromium-") as profile_dir, \
+            sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            profile_dir, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(120_000)
+        first = context.pages[0] if context.pages else context.new_page()
+        for watching in (0, tabs):
+            known = {r.id for r in store.list_runs(limit=100)}
+            first.goto(f"{url}/run?project={project.id}")
+            first.get_by_role("button", name="Start run").click()
+            deadline = time.monotonic() + 60
+            while not (new := [r for r in store.list_runs(limit=100) if r.id not in known]):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the run did not start")
+                time.sleep(0.05)
+            run_id = new[0].id
+            extra = []
+            if watching == 0:
+                first.goto("about:blank")
+            else:
+                for _ in range(watching - 1):
+                    page = context.new_page()
+                    page.goto(f"{url}/run?run={run_id}")
+                    extra.append(page)
+            while (run := store.get_run(run_id)).status.is_active:
+                time.sleep(0.1)
+            if run.finished_at is None or run.started_at is None:
+                raise RuntimeError(f"run {run_id} ended {run.status.value}: {run.error}")
+            out[watching] = (run.finished_at - run.started_at).total_seconds()
+            trials = store.count_trials(run_id)
+            print(f"run in the studio's process, {watching:2d} tabs watching: "
+                  f"{out[watching]:.1f} s ({trials} trials)", flush=True)
+            for page in extra:
+                page.close()
+        context.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tabs", type=int, nargs="+", default=[1, 5, 10])
+    parser.add_argument("--window", type=float, default=20.0, help="seconds of CPU measured")
+    parser.add_argument("--skip-cpu", action="store_true")
+    parser.add_argument("--skip-wall", action="store_true")
+    parser.add_argument("--py-spy", type=Path, metavar="FILE",
+                        help="sample the server with py-spy (collapsed stacks) during the window "
+                             "with the most tabs (py-spy from PATH or $PY_SPY)")
+    args = parser.parse_args(argv)
+
+    from studio.cli import quiet_library_logs
+
+    quiet_library_logs()
+    work = Path(tempfile.mkdtemp(prefix="bench-watch-"))
+    if not args.skip_cpu:
+        print(f"server CPU while a CLI run is in progress ({args.window:.0f} s windows):")
+        cpu_per_tab(work, sorted(args.tabs), args.window, args.py_spy)
+    if not args.skip_wall:
+        times = wall_times(work, max(args.tabs))
+        print(f"wall time ratio, {max(args.tabs)} tabs / 0 tabs: "
+              f"{times[max(args.tabs)] / times[0]:.2f}  (target <= 1.10)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
