@@ -38,7 +38,7 @@ from typing import Any
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Critic, Sample
 from studio.model.config import EvolutionConfig
-from studio.model.errors import ConfigError
+from studio.model.errors import ConfigError, StudioError
 from studio.model.limits import MAX_OUTPUT_CHARS, clip
 from studio.model.records import (
     Feedback,
@@ -89,13 +89,12 @@ def check_processes(config: EvolutionConfig, spec: RunSpec, *, from_objects: boo
 
 
 SHARD_ROUNDS = 1
-"""Examples per shard, in multiples of a process's concurrency. Measured with
-``bench/bench_engine.py --processes 1 2``: 4 rounds per shard was slower than 1 (160 chains at
-100 ms: 6.7 s against 3.4 s), and smaller shards commit trials sooner."""
+"""Examples per shard, in multiples of a process's concurrency: smaller shards commit trials
+sooner, and larger ones showed no gain on the 2-core machine we measured on."""
 
 
 class ProcessFanOut:
-    """A pool of worker processes for one run, started on first use and closed with the run."""
+    """A pool of worker processes for one run, started with the run and closed with it."""
 
     def __init__(self, spec: RunSpec, config: EvolutionConfig, default_model: str) -> None:
         self.processes = config.processes
@@ -117,7 +116,11 @@ class ProcessFanOut:
         """True once a worker process can take work (raises what a process failed with)."""
         for future in self._warming:
             if future.done():
-                future.result()  # a process that could not build the agent fails the run here
+                try:
+                    future.result()
+                except Exception as exc:  # the process could not start or build the agent
+                    raise StudioError(f"a worker process for processes={self.processes} "
+                                      f"could not start: {type(exc).__name__}: {exc}") from exc
                 return True
         return False
 
