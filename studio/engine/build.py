@@ -3,6 +3,7 @@ objects (:func:`studio.evolve`)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
@@ -182,8 +183,18 @@ def build_engine(
         reflection_agents=reflection_agents(spec, reflection_agent),
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
         examples=examples, input_key=spec.input_key, listeners=list(listeners or []),
-        fan_out=ProcessFanOut(spec, config, default_model) if config.processes > 1 else None)
+        fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
+                 if config.processes > 1 else None))
     return Engine(ctx)
+
+
+def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
+                  concurrency: int) -> tuple[Any, Critic, AgentExecutor]:
+    """What a worker process of :class:`ProcessFanOut` builds once: the agent template, the
+    critic and an executor of its own (``concurrency`` is its share of the run's limit)."""
+    executor = AgentExecutor(max_concurrency=concurrency, timeout_s=config.call_timeout_seconds,
+                             max_retries=config.max_retries, app_name=f"run_p{os.getpid()}")
+    return spec_agent(spec), critic_for_run(spec.critic, executor, default_model), executor
 
 
 def spec_agent(spec: RunSpec) -> Any:

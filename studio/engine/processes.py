@@ -29,7 +29,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +37,7 @@ from typing import Any
 
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Critic, Sample
+from studio.engine.components import apply_components
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, StudioError
 from studio.model.limits import MAX_OUTPUT_CHARS, clip
@@ -96,11 +97,15 @@ sooner, and larger ones showed no gain on the 2-core machine we measured on."""
 class ProcessFanOut:
     """A pool of worker processes for one run, started with the run and closed with it."""
 
-    def __init__(self, spec: RunSpec, config: EvolutionConfig, default_model: str) -> None:
+    def __init__(self, spec: RunSpec, config: EvolutionConfig, default_model: str,
+                 setup: Callable[..., tuple[Any, Critic, Any]]) -> None:
+        """``setup(spec, config, default_model, concurrency)`` runs in each process and returns
+        ``(agent template, critic, executor)``: a module-level function (it crosses the process
+        boundary by name), given by the engine's builder."""
         self.processes = config.processes
         per_process = max(1, math.ceil(config.max_concurrency / config.processes))
         self.shard_size = per_process * SHARD_ROUNDS
-        self._setup = (spec.model_dump(mode="json", by_alias=True),
+        self._setup = (setup, spec.model_dump(mode="json", by_alias=True),
                        config.model_dump(mode="json"), default_model, per_process)
         self._pool: ProcessPoolExecutor | None = None
         self._warming: list[Future] = []
@@ -179,26 +184,18 @@ def _main_not_rerun() -> Iterator[None]:
 _PROCESS: dict[str, Any] = {}
 
 
-def _init_process(spec: dict[str, Any], config: dict[str, Any], default_model: str,
-                  concurrency: int) -> None:
-    from studio.engine.build import critic_for_run, spec_agent
-    from studio.runtime.execution import AgentExecutor
-
-    run_spec = RunSpec.model_validate(spec)
-    run_config = EvolutionConfig.model_validate(config)
-    executor = AgentExecutor(max_concurrency=concurrency,
-                             timeout_s=run_config.call_timeout_seconds,
-                             max_retries=run_config.max_retries, app_name=f"run_p{os.getpid()}")
-    _PROCESS.update(executor=executor, template=spec_agent(run_spec), agents={},
+def _init_process(setup: Callable[..., tuple[Any, Critic, Any]], spec: dict[str, Any],
+                  config: dict[str, Any], default_model: str, concurrency: int) -> None:
+    template, critic, executor = setup(RunSpec.model_validate(spec),
+                                       EvolutionConfig.model_validate(config), default_model,
+                                       concurrency)
+    _PROCESS.update(executor=executor, template=template, critic=critic, agents={},
                     concurrency=concurrency,
-                    critic=critic_for_run(run_spec.critic, executor, default_model),
                     loop=asyncio.new_event_loop())  # one loop: clients and limits stay bound
 
 
 def _judge_shard(components: dict[str, str], examples: list[dict[str, Any]],
                  input_key: str | None) -> list[ChainResult]:
-    from studio.engine.components import apply_components
-
     key = tuple(sorted(components.items()))
     agents = _PROCESS["agents"]
     if key not in agents:

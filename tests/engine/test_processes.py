@@ -10,6 +10,7 @@ import os
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run, processes
+from studio.engine.build import process_setup
 from studio.model.errors import ConfigError
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset, writer
@@ -80,7 +81,8 @@ def test_worker_processes_never_run_the_parent_s_main_script(tmp_path, monkeypat
     page.__file__ = str(script)
     monkeypatch.setitem(sys.modules, "__main__", page)
     fan = processes.ProcessFanOut(demo_spec("scripted/demo"),
-                                  EvolutionConfig(max_concurrency=2, processes=2), "x")
+                                  EvolutionConfig(max_concurrency=2, processes=2), "x",
+                                  process_setup)
     try:
         fan.start()
         [result] = asyncio.run(fan.run_shard({"instruction": "Write a haiku."},
