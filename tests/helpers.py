@@ -131,15 +131,21 @@ class CliWorker:
             self.process.wait(10)
 
     def resume(self) -> None:
-        """Resume until a worker holds the run (a killed worker's lease must expire first)."""
+        """Resume until this worker holds the run (a killed worker's lease must expire first;
+        a refused resume exits and is started again)."""
+        from studio.store import open_store
+
+        store = open_store(self.url, cached=False)
+
         def claimed() -> bool:
-            self.process = self._spawn("resume", self.run_id)
-            time.sleep(0.3)
-            if self.alive:
-                return True
-            self.process.wait(10)
-            return False
-        wait_until(claimed, timeout=60, step=0.2, message="a worker to claim the run")
+            if self.process is None or self.process.poll() is not None:
+                self.process = self._spawn("resume", self.run_id)
+            return f":{self.process.pid}:" in (store.get_run(self.run_id).worker or "")
+
+        try:
+            wait_until(claimed, timeout=60, step=0.2, message="a worker to claim the run")
+        finally:
+            store.close()
 
     def wait_exit(self, timeout: float = 60) -> None:
         if self.process is not None:
