@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,18 @@ class DuplicateKeyError(ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(f"the key {key!r} appears twice, so its value is ambiguous")
         self.key = key
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with NaN and infinities as None: they are not JSON (strict parsers and
+    PostgreSQL refuse them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def first_json_object(text: str, *, max_starts: int | None = None,

@@ -12,13 +12,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
+from studio.model.jsontools import finite_json
 from studio.model.redaction import redact, secret_values
 from studio.store import Store
 
@@ -123,17 +123,7 @@ def check_target(path: Path) -> None:
 
 def strict_json(value: Any) -> str:
     """JSON any parser accepts: NaN and infinities written as ``null``."""
-    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+    return json.dumps(finite_json(value), ensure_ascii=False, allow_nan=False)
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

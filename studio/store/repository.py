@@ -27,6 +27,7 @@ from studio.model.errors import (
     RunStateError,
     StoreError,
 )
+from studio.model.jsontools import finite_json
 from studio.model.records import (
     Candidate,
     Decision,
@@ -833,7 +834,7 @@ class Store:
         event = RunEvent(run_id=run_id, kind=kind, iteration=iteration, payload=payload or {})
         with self.engine.begin() as c:
             values = event.model_dump(exclude={"id"}) | {"kind": event.kind.value,
-                                                         "payload": _finite_json(event.payload)}
+                                                         "payload": finite_json(event.payload)}
             new_id = c.execute(insert(t.run_events), values).inserted_primary_key[0]
         return event.model_copy(update={"id": new_id})
 
@@ -857,7 +858,7 @@ class Store:
 
     @_guard
     def save_checkpoint(self, run_id: str, iteration: int, state: dict[str, Any]) -> None:
-        state = _finite_json(state)
+        state = finite_json(state)
         with self.engine.begin() as c:
             updated = c.execute(update(t.checkpoints).where(t.checkpoints.c.run_id == run_id)
                                 .values(iteration=iteration, state=state, updated_at=utcnow()))
@@ -878,8 +879,8 @@ class Store:
                      cases: list[dict[str, Any]]) -> int:
         with self.engine.begin() as c:
             return c.execute(insert(t.eval_runs).values(
-                name=name, kind=kind, summary=_finite_json(redact_data(summary)),
-                cases=_finite_json(redact_data(cases)),
+                name=name, kind=kind, summary=finite_json(redact_data(summary)),
+                cases=finite_json(redact_data(cases)),
                 created_at=utcnow())).inserted_primary_key[0]
 
     @_guard
@@ -982,17 +983,6 @@ def _override_pair(rows: list[Row]) -> OverridePair:
     )
 
 
-def _finite_json(value: Any) -> Any:
-    """NaN and Infinity are not JSON (PostgreSQL refuses them): stored as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite_json(v) for v in value]
-    return value
-
-
 def _not_finite_fields(value: Any, where: str) -> list[str]:
     if isinstance(value, float) and not math.isfinite(value):
         return [f"{where} = {value}"]
@@ -1006,12 +996,12 @@ def _not_finite_fields(value: Any, where: str) -> list[str]:
 def _finite_trial(values: dict[str, Any]) -> dict[str, Any]:
     """A critic that returns NaN or Infinity could not evaluate: its score is stored as null
     and the reason, naming the fields, goes into the feedback (``extra.error``)."""
-    values["trace"] = _finite_json(values["trace"])
+    values["trace"] = finite_json(values["trace"])
     bad = _not_finite_fields(values["score"], "score") + _not_finite_fields(
         values["feedback"], "feedback")
     if not bad:
         return values
-    feedback = _finite_json(values["feedback"])
+    feedback = finite_json(values["feedback"])
     if not math.isfinite(values["score"] if values["score"] is not None else 0.0):
         values["score"] = None
         feedback["score"] = None
