@@ -343,25 +343,25 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_options(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """A project and the settings that override its ``run:`` section (run and queue)."""
+    command.add_argument("project", type=Path)
+    command.add_argument("--review", choices=["auto", "review"])
+    command.add_argument("--max-iterations", type=whole_number(0))
+    command.add_argument("--max-metric-calls", type=whole_number(1))
+    command.add_argument("--seed", type=whole_number(0))
+    command.add_argument("--name")
+    return command
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="studio", description=__doc__.split("\n")[0])
     root.add_argument("--db", help="database URL (default: STUDIO_DB_URL or the SQLite file)")
     sub = root.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a project headless")
-    run.add_argument("project", type=Path)
-    run.add_argument("--review", choices=["auto", "review"])
-    run.add_argument("--max-iterations", type=whole_number(0))
-    run.add_argument("--max-metric-calls", type=whole_number(1))
-    run.add_argument("--seed", type=whole_number(0))
-    run.add_argument("--name")
+    run = _run_options(sub.add_parser("run", help="run a project headless"))
     run.set_defaults(func=cmd_run)
-    queue = sub.add_parser("queue", help="queue a project's run for `studio worker` processes")
-    queue.add_argument("project", type=Path)
-    queue.add_argument("--review", choices=["auto", "review"])
-    queue.add_argument("--max-iterations", type=whole_number(0))
-    queue.add_argument("--max-metric-calls", type=whole_number(1))
-    queue.add_argument("--seed", type=whole_number(0))
-    queue.add_argument("--name")
+    queue = _run_options(sub.add_parser(
+        "queue", help="queue a project's run for `studio worker` processes"))
     queue.add_argument("--queue", default="default", help="queue name (default: default)")
     queue.set_defaults(func=cmd_queue)
     worker = sub.add_parser("worker", help="run queued runs, one at a time, until SIGTERM")
