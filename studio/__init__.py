@@ -16,6 +16,9 @@ __version__ = "0.1.0"
 _LAZY_EXPORTS = {
     "evolve": "studio.engine.api",
     "evolve_sync": "studio.engine.api",
+    "evolve_group": "studio.engine.api",
+    "evolve_workflow": "studio.engine.api",
+    "WorkflowSpec": "studio.model.workflow",
     "EvolutionConfig": "studio.model.config",
     "EvolutionResult": "studio.engine.api",
     "enqueue": "studio.engine.queue",

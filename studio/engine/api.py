@@ -12,6 +12,7 @@ from studio.engine.context import Listener
 from studio.engine.pool import Evidence, load_view, minibatch_evidence
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
+from studio.model.errors import ConfigError
 from studio.model.records import (
     AgentSpec,
     CriticSpec,
@@ -21,7 +22,10 @@ from studio.model.records import (
     ReflectionSpec,
     RunSpec,
     TrialPhase,
+    expand_components,
 )
+from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
+from studio.runtime.workflows import describe_workflow, is_workflow, primary_for
 from studio.store import Store, open_store
 
 
@@ -165,6 +169,12 @@ async def evolve(
         resume: id of an earlier run of the same agent to continue instead of starting anew.
     """
 
+    if is_workflow(agent):  # gepa-adk users pass workflows to evolve() too
+        return await evolve_workflow(
+            agent, trainset, critic, valset, components=list(components),
+            reflection_agent=reflection_agent, config=config, store=store, name=name,
+            input_key=input_key, reflection_model=reflection_model, on_event=on_event,
+            resume=resume)
     store = store or open_store()
     config = config or EvolutionConfig()
     model = agent_model_string(agent) or "local/smollm2"
@@ -187,6 +197,125 @@ async def evolve(
 def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
     """:func:`evolve` for code without an event loop."""
     return asyncio.run(evolve(*args, **kwargs))
+
+
+async def evolve_workflow(
+    workflow: Any,
+    trainset: list[dict[str, Any]],
+    critic: Any = None,
+    valset: list[dict[str, Any]] | None = None,
+    *,
+    primary: str | None = None,
+    components: dict[str, list[str]] | list[str] | None = None,
+    round_robin: bool = True,
+    max_depth: int = MAX_WORKFLOW_DEPTH,
+    reflection_agent: Any = None,
+    config: EvolutionConfig | None = None,
+    store: Store | None = None,
+    name: str = "",
+    input_key: str | None = None,
+    reflection_model: str | None = None,
+    on_event: Listener | None = None,
+    resume: str | None = None,
+) -> EvolutionResult:
+    """Evolve the agents of an ADK workflow (``SequentialAgent``, ``LoopAgent``,
+    ``ParallelAgent``, nested up to ``max_depth``) on ``trainset``, judged on ``primary``'s
+    output (default: the workflow's last agent).
+
+    The workflow runs as it is built (loops keep their iterations, parallel branches stay
+    concurrent); each candidate is a copy of the whole tree, never the original.
+    ``components`` maps agent names to component names (default: every agent's
+    ``instruction``); a list of names means those components of every agent. Each iteration
+    mutates one (agent, component) pair, in turn (``round_robin``, the only order: the critic
+    scores the primary's output, so it cannot say which agent was worst). The result's
+    ``evolved_components`` is flat, keyed ``agent.component``.
+    """
+    if not round_robin:
+        raise ConfigError("only round_robin=True is supported: each iteration mutates the next "
+                          "(agent, component) pair in turn", where="round_robin")
+    shape, agents = describe_workflow(workflow, max_depth=max_depth)
+    keys = qualified_components(components, shape)
+    chosen = primary_for(workflow, primary)
+    if resume is None:
+        spec = RunSpec(agents=[], agent=None, critic=CriticSpec(name=_critic_name(critic)),
+                       reflection=ReflectionSpec(model=reflection_model
+                                                 or _agent_model(agents[chosen])),
+                       components=keys, input_key=input_key, resumable=False, primary=chosen)
+        spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
+        run_id = create_run(store or open_store(), spec=spec, trainset=trainset, valset=valset,
+                            config=config or EvolutionConfig(),
+                            name=name or f"evolve {workflow.name}").id
+    else:
+        run_id = resume
+    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
+
+
+async def evolve_group(
+    agents: list[Any],
+    primary: str,
+    trainset: list[dict[str, Any]],
+    critic: Any = None,
+    valset: list[dict[str, Any]] | None = None,
+    *,
+    components: dict[str, list[str]] | list[str] | None = None,
+    round_robin: bool = True,
+    share_session: bool = True,
+    **kwargs: Any,
+) -> EvolutionResult:
+    """Evolve a group of ``LlmAgent``s that run one after the other in one session (a
+    ``SequentialAgent`` named ``group``; state written by an agent's ``output_key`` is read by
+    the next), scored on ``primary``'s output. Arguments as :func:`evolve_workflow`."""
+    if not share_session:
+        raise ConfigError("share_session=False is not supported: the group runs as an ADK "
+                          "SequentialAgent, whose agents share one session", where="share_session")
+    from google.adk.agents import SequentialAgent
+
+    names = [getattr(a, "name", "?") for a in agents]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"agent names must be unique in a group: {names}", where="agents")
+    group = SequentialAgent(name="group", sub_agents=[a.model_copy() for a in agents])
+    return await evolve_workflow(group, trainset, critic, valset, primary=primary,
+                                 components=components, round_robin=round_robin, **kwargs)
+
+
+def qualified_components(components: dict[str, list[str]] | list[str] | None,
+                         workflow: WorkflowSpec) -> list[str]:
+    """``{"writer": ["instruction"]}`` or ``["instruction"]`` as ``["writer.instruction"]``."""
+    names = workflow.agent_names()
+    if components is None:
+        return expand_components(["instruction"], names)
+    if isinstance(components, dict):
+        unknown = [a for a in components if a not in names]
+        if unknown:
+            raise ConfigError(f"components name agent {unknown[0]!r}, which is not in the "
+                              f"workflow {names}", where="components", value=unknown[0])
+        return [f"{agent}.{c}" for agent, cs in components.items() for c in cs]
+    return expand_components(list(components), names)
+
+
+def describe_agents(agents: dict[str, Any]) -> list[AgentSpec]:
+    """Declarative copies of a workflow's agents where they have one (display and export)."""
+    described = []
+    for agent in agents.values():
+        spec = describe_agent(agent)
+        if spec is not None:
+            described.append(spec.model_copy(update={"output_key": agent.output_key}))
+    return described if len(described) == len(agents) else []
+
+
+def _agent_model(agent: Any) -> str:
+    return agent_model_string(agent) or "local/smollm2"
+
+
+async def _run_objects(store: Store | None, run_id: str, agent: Any, critic: Any,
+                       reflection_agent: Any, on_event: Listener | None) -> EvolutionResult:
+    store = store or open_store()
+    engine = build_engine(store, run_id, agent=agent, critic=critic,
+                          reflection_agent=reflection_agent,
+                          listeners=[on_event] if on_event else None)
+    handle = get_manager(store).start(engine)
+    await handle.wait_async()
+    return load_result(store, run_id)
 
 
 def _critic_name(critic: Any) -> str:

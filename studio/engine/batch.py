@@ -59,7 +59,7 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
     async def one(example: Example) -> list[Trial]:
         async with slots:
             result = await run_chain(ctx.executor, agent, ctx.critic, example.data,
-                                     ctx.input_key)
+                                     ctx.input_key, ctx.primary)
         await asyncio.sleep(0)  # the next example's call starts before this commit
         return [commit(example, result)]
 

@@ -34,9 +34,11 @@ from studio.model.records import (
     Split,
     validate_examples,
 )
+from studio.model.workflow import last_agent, split_component, state_before
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers import check_model
+from studio.runtime.workflows import build_workflow, describe_workflow, is_workflow, primary_for
 from studio.store import Store
 
 
@@ -56,10 +58,18 @@ def check_valset(trainset: list[dict], valset: list[dict]) -> None:
                 f"this row has extra {extra} and lacks {missing}", where=f"valset[{i}]")
 
 
+def spec_model(spec: RunSpec) -> str:
+    """The model a run's critic and reflection default to: the (primary) agent's."""
+    if spec.agents:
+        primary = spec.primary or last_agent(spec.workflow)
+        return next((a.model for a in spec.agents if a.name == primary), spec.agents[-1].model)
+    return spec.agent.model if spec.agent else "local/smollm2"
+
+
 def check_spec_models(spec: RunSpec) -> None:
     """Fail before the run starts if a model is unknown or lacks its API key."""
-    if spec.agent is not None:
-        check_model(spec.agent.model)
+    for agent in ([spec.agent] if spec.agent is not None else []) + list(spec.agents):
+        check_model(agent.model)
     if spec.critic.type == "agent" and spec.critic.agent is not None:
         check_model(spec.critic.agent.model)
     check_model(spec.reflection.model)
@@ -140,11 +150,12 @@ def reflection_agents(spec: RunSpec, override: Any = None) -> dict[str, Any]:
     """One reflection agent per evolved component; ``override`` replaces the instruction's."""
     agents = {}
     for component in spec.components:
-        if override is not None and component == "instruction":
+        kind = split_component(component)[1]
+        if override is not None and kind == "instruction":
             agents[component] = override
             continue
-        instruction = spec.reflection.instruction if component == "instruction" else None
-        agents[component] = create_reflection_agent(component, spec.reflection.model,
+        instruction = spec.reflection.instruction if kind == "instruction" else None
+        agents[component] = create_reflection_agent(kind, spec.reflection.model,
                                                     instruction=instruction)
     return agents
 
@@ -170,8 +181,9 @@ def build_engine(
     executor = AgentExecutor(max_concurrency=config.max_concurrency,
                              timeout_s=config.call_timeout_seconds,
                              max_retries=config.max_retries, app_name=f"run_{run_id}")
-    default_model = agent_model_string(agent) or (spec.agent.model if spec.agent else
-                                                  "local/smollm2")
+    flow = workflow_context(agent, spec.primary)
+    default_model = (agent_model_string(agent) or _primary_model(agent, flow.get("primary"))
+                     or spec_model(spec))
     examples = {e.id: e for e in store.examples(run_id)}
     train = [e.id for e in examples.values() if e.split is Split.TRAIN]
     val = train if spec.val_is_train else [e.id for e in examples.values()
@@ -184,8 +196,23 @@ def build_engine(
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
         examples=examples, input_key=spec.input_key, listeners=list(listeners or []),
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
-                 if config.processes > 1 else None))
+                 if config.processes > 1 else None),
+        **flow)
     return Engine(ctx)
+
+
+def _primary_model(root: Any, primary: str | None) -> str | None:
+    return agent_model_string(root.find_agent(primary)) if primary else None
+
+
+def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
+    """For a workflow: whose reply is scored, its shape, and what state each agent can read."""
+    if not is_workflow(agent):
+        return {}
+    workflow, agents = describe_workflow(agent)
+    output_keys = {name: getattr(a, "output_key", None) for name, a in agents.items()}
+    return {"primary": primary_for(agent, primary), "workflow": workflow,
+            "state_keys": state_before(workflow, output_keys)}
 
 
 def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
@@ -198,7 +225,10 @@ def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
 
 
 def spec_agent(spec: RunSpec) -> Any:
-    """The agent a spec describes (built, or loaded by its ``module:attribute`` reference)."""
+    """The agent a spec describes (built, or loaded by its ``module:attribute`` reference); a
+    group's workflow built from its agents."""
+    if spec.agents:
+        return build_workflow(spec.agents, spec.workflow)
     if spec.agent is not None:
         return build_agent(spec.agent)
     if spec.agent_ref:

@@ -18,13 +18,15 @@ from studio.model.records import (
     parse_components,
     validate_json_schema,
 )
+from studio.model.workflow import components_by_agent, qualify, split_component
 
 
 def check_components(names: list[str]) -> list[str]:
-    """Raises ConfigError for an unknown or repeated component name."""
+    """Raises ConfigError for an unknown or repeated component name (``instruction``, or
+    ``writer.instruction`` in a group)."""
     if not names:
         raise ConfigError("choose at least one component to evolve", where="components")
-    unknown = [n for n in names if n not in COMPONENTS]
+    unknown = [n for n in names if split_component(n)[1] not in COMPONENTS]
     if unknown:
         raise ConfigError(f"unknown component {unknown[0]!r}; choose from {list(COMPONENTS)}",
                           where="components", value=unknown[0])
@@ -34,25 +36,39 @@ def check_components(names: list[str]) -> list[str]:
 
 
 def extract_components(agent: Any, names: list[str]) -> dict[str, str]:
-    """The seed candidate: the agent's current component texts.
+    """The seed candidate: the agent's (or the workflow's agents') current component texts.
 
     Raises:
         ConfigError: a component is not text, or is longer than ``MAX_COMPONENT_CHARS``.
     """
-    components = {name: _extract(agent, name) for name in names}
-    for name, text in components.items():
+    components = {}
+    for key in names:
+        owner, name = split_component(key)
+        target = agent if owner is None else find_llm_agent(agent, owner)
+        text = _extract(target, name, where=f"agents.{owner}" if owner else "agent")
         oversize = too_long(text, MAX_COMPONENT_CHARS, f"the agent's {name}")
         if oversize:
-            raise ConfigError(oversize, where=f"agent.{name}")
+            raise ConfigError(oversize, where=f"agents.{owner}.{name}" if owner else
+                              f"agent.{name}")
+        components[key] = text
     return components
 
 
-def _extract(agent: Any, name: str) -> str:
+def find_llm_agent(root: Any, name: str) -> Any:
+    """The agent called ``name`` in the tree under ``root`` (ADK's own lookup)."""
+    found = root.find_agent(name)
+    if found is None:
+        raise ConfigError(f"the workflow has no agent named {name!r}", where="components",
+                          value=name)
+    return found
+
+
+def _extract(agent: Any, name: str, *, where: str = "agent") -> str:
     if name == "instruction":
         instruction = getattr(agent, "instruction", "")
         if not isinstance(instruction, str):
-            raise ConfigError("the agent's instruction is a function; only a text instruction "
-                              "can be evolved", where="agent.instruction")
+            raise ConfigError(f"{agent.name}'s instruction is a function; only a text "
+                              "instruction can be evolved", where=f"{where}.instruction")
         return instruction
     if name == "output_schema":
         schema = getattr(agent, "output_schema", None)
@@ -70,7 +86,28 @@ def _extract(agent: Any, name: str) -> str:
 
 
 def apply_components(agent: Any, components: dict[str, str]) -> Any:
-    """A copy of ``agent`` with the component texts applied."""
+    """A copy of ``agent`` with the component texts applied; for a workflow, a copy of the whole
+    tree (every node copied, so the original tree keeps its parents) with each agent's
+    components applied to its copy."""
+    by_agent = components_by_agent(components)
+    if "" in by_agent:
+        return _apply_one(agent, components)
+    return _copy_tree(agent, {owner: {name: components[qualify(owner, name)] for name in names}
+                              for owner, names in by_agent.items()})
+
+
+def _copy_tree(node: Any, updates: dict[str, dict[str, str]]) -> Any:
+    copy = _apply_one(node, updates[node.name]) if node.name in updates else node.model_copy()
+    if node.sub_agents:
+        children = [_copy_tree(child, updates) for child in node.sub_agents]
+        for child in children:
+            child.parent_agent = copy
+        copy.sub_agents = children
+    copy.parent_agent = None
+    return copy
+
+
+def _apply_one(agent: Any, components: dict[str, str]) -> Any:
     update = parse_components(components)
     if "generate_content_config" in update:
         update["generate_content_config"] = _merged_config(agent,
@@ -103,10 +140,13 @@ def repeated_sentence(text: str, *, min_chars: int = 20) -> str | None:
 def validate_proposal(component: str, text: str, parent_text: str,
                       example_keys: set[str]) -> str:
     """The cleaned proposal text, or ProposalError with a reason the studio shows.
+    ``component`` may be qualified (``writer.instruction``); ``example_keys`` are the state keys
+    its agent can read (example fields, and what earlier agents wrote).
 
     Reasons: ``empty``, ``too_long``, ``unchanged``, ``repetitive``, ``invalid_schema``,
     ``invalid_yaml``, ``unknown_placeholder``.
     """
+    owner, kind = split_component(component)
     text = (text or "").strip()
     if not text:
         raise ProposalError("the reflection returned empty text", reason="empty")
@@ -121,13 +161,13 @@ def validate_proposal(component: str, text: str, parent_text: str,
         raise ProposalError(f"the proposal repeats itself ({repeated[:60]!r} appears "
                             f"{REPEAT_LIMIT} or more times): a degenerate model reply",
                             reason="repetitive")
-    if component == "output_schema":
+    if kind == "output_schema":
         try:
             validate_json_schema(text)
         except SchemaError as exc:
             raise ProposalError(f"the proposed schema does not compile: {exc}",
                                 reason="invalid_schema") from exc
-    elif component == "generate_content_config":
+    elif kind == "generate_content_config":
         try:
             config_from_yaml(text)
         except ConfigError as exc:
@@ -136,15 +176,19 @@ def validate_proposal(component: str, text: str, parent_text: str,
     else:
         unknown = sorted(instruction_placeholders(text) - example_keys)
         if unknown:
-            raise ProposalError(f"the proposed instruction uses {{{unknown[0]}}}, "
-                                + _why_unfillable(unknown[0], example_keys),
+            subject = "the proposed instruction" + (f" of {owner}" if owner else "")
+            raise ProposalError(f"{subject} uses {{{unknown[0]}}}, "
+                                + _why_unfillable(unknown[0], example_keys, owner),
                                 reason="unknown_placeholder")
     return text
 
 
-def _why_unfillable(name: str, example_keys: set[str]) -> str:
+def _why_unfillable(name: str, readable: set[str], owner: str | None = None) -> str:
     if name.startswith("artifact."):
         return ("an ADK artifact; a studio run stores no artifacts, so ADK would fail to "
                 "fill it")
+    if owner:
+        return (f"which no example field provides and no agent before {owner} writes to state "
+                f"(ADK would fail to fill it); {owner} can read: {sorted(readable)}")
     return (f"which no example provides (ADK would fail to fill it); example fields: "
-            f"{sorted(example_keys)}")
+            f"{sorted(readable)}")

@@ -15,6 +15,7 @@ from studio.engine.components import apply_components
 from studio.engine.events import STORED_EVENTS, EngineEvent
 from studio.model.config import EvolutionConfig
 from studio.model.records import Candidate, Example, Run, RunRequest
+from studio.model.workflow import WorkflowSpec, split_component
 from studio.store import Store
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,13 @@ class RunContext:
     """The worker process running the engine (set by the run manager), stamped on each trial."""
     fan_out: Any = None
     """A :class:`studio.engine.processes.ProcessFanOut` when the run uses processes."""
+    primary: str | None = None
+    """In a workflow run: the agent whose reply is scored."""
+    workflow: WorkflowSpec | None = None
+    """In a workflow run: its shape (reflection shows each agent its role)."""
+    state_keys: dict[str, set[str]] = field(default_factory=dict)
+    """In a workflow run: per agent, the state keys earlier agents have written when it starts
+    (:func:`studio.model.workflow.state_before`)."""
     control: RunControl = field(default_factory=RunControl)
     started_monotonic: float = field(default_factory=time.monotonic)
     active_seconds_before: float = 0.0
@@ -141,6 +149,12 @@ class RunContext:
 
     def example_keys(self) -> set[str]:
         return {key for example in self.examples.values() for key in example.data}
+
+    def readable_keys(self, component: str) -> set[str]:
+        """What an instruction of ``component``'s agent may name: example fields, and in a
+        workflow the state earlier agents wrote."""
+        agent, _ = split_component(component)
+        return self.example_keys() | self.state_keys.get(agent or "", set())
 
     # ------------------------------------------------------------------ metric-call budget
 

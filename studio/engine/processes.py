@@ -48,6 +48,7 @@ from studio.model.records import (
     example_input_text,
     example_state,
 )
+from studio.runtime.workflows import primary_for
 
 
 @dataclass
@@ -64,10 +65,12 @@ class ChainResult:
 
 
 async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
-                    input_key: str | None) -> ChainResult:
-    """Run the agent on one example and let the critic judge its output."""
+                    input_key: str | None, primary: str | None = None) -> ChainResult:
+    """Run the agent (or workflow) on one example and let the critic judge its output (in a
+    workflow, the ``primary`` agent's last reply)."""
     input_text = example_input_text(data, input_key)
-    result = await executor.execute(agent, input_text, state=example_state(data))
+    result = await executor.execute(agent, input_text, state=example_state(data),
+                                    output_author=primary)
     output = clip(result.output, MAX_OUTPUT_CHARS)  # the critic judges what the store keeps
     if result.error:
         return ChainResult(input_text, output, Feedback(),
@@ -190,6 +193,7 @@ def _init_process(setup: Callable[..., tuple[Any, Critic, Any]], spec: dict[str,
                                        EvolutionConfig.model_validate(config), default_model,
                                        concurrency)
     _PROCESS.update(executor=executor, template=template, critic=critic, agents={},
+                    primary=primary_for(template, spec.get("primary")),
                     concurrency=concurrency,
                     loop=asyncio.new_event_loop())  # one loop: clients and limits stay bound
 
@@ -208,7 +212,7 @@ def _judge_shard(components: dict[str, str], examples: list[dict[str, Any]],
         async def one(data: dict[str, Any]) -> ChainResult:
             async with slots:
                 return await run_chain(_PROCESS["executor"], agent, _PROCESS["critic"], data,
-                                       input_key)
+                                       input_key, _PROCESS["primary"])
 
         return list(await asyncio.gather(*(one(data) for data in examples)))
 

@@ -4,6 +4,7 @@ rejection reasons), record what it proposes, and validate it before it costs any
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from studio.engine.components import validate_proposal
@@ -28,8 +29,44 @@ from studio.model.records import (
     Trial,
     content_hash,
 )
+from studio.model.workflow import role_of, split_component
 
 REJECTIONS_SHOWN = 3
+
+
+@dataclass
+class PipelineView:
+    """What reflection on one agent of a workflow is told about the pipeline: the agent's role,
+    and per trial (from the trace) what it received from the agents before it and what it
+    produced; the trial's output, score and feedback are the primary agent's (the final
+    output)."""
+
+    agent: str
+    role: str
+    primary: str
+
+    def step_of(self, trace: dict[str, Any]) -> dict[str, Any]:
+        received: list[dict[str, str]] = []
+        produced: list[str] = []
+        for event in trace.get("events", []):
+            if event.get("type") != "text":
+                continue
+            if event.get("author") == self.agent:
+                produced.append(_clip(str(event.get("text", ""))))
+            elif not produced:
+                received.append({"from": str(event.get("author")),
+                                 "text": _clip(str(event.get("text", "")))})
+        return {"agent": self.agent, "role": self.role, "scored_output_is_from": self.primary,
+                "received_from_earlier_agents": received[-3:],
+                "this_agent_produced": produced[-2:] or "(nothing)"}
+
+
+def pipeline_view(ctx: RunContext, component: str) -> PipelineView | None:
+    agent, _ = split_component(component)
+    if ctx.workflow is None or agent is None:
+        return None
+    return PipelineView(agent=agent, role=role_of(ctx.workflow, agent),
+                        primary=ctx.primary or "")
 
 
 def _clip(text: str, limit: int = REFLECTION_FIELD_CHARS) -> str:
@@ -51,11 +88,13 @@ def _small(value: Any, limit: int = 300) -> Any:
     return value if len(text) <= limit else _clip(text, limit)
 
 
-def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]]
-                      ) -> list[dict[str, Any]]:
+def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]],
+                      pipeline: PipelineView | None = None) -> list[dict[str, Any]]:
     """Trials in the reflection format (:mod:`studio.engine.trials`), with each human
-    override's score and feedback in place of the judge's, then the reviewers' reasons for
-    recent rejections."""
+    override's score and feedback in place of the judge's, the evaluator's details (verdicts,
+    rubric path, claims, tool-call mismatches) beside its text, then the reviewers' reasons for
+    recent rejections. In a workflow, ``pipeline`` adds what the evolved agent received and
+    produced in each trial."""
     builder = TrialBuilder()
     records = []
     for trial in trials:
@@ -70,6 +109,10 @@ def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]
             trace=_compact_trace(trial.trace))
         if trial.overridden:
             record["feedback"]["corrected_by_human"] = True
+        if metadata.extra:
+            record["feedback"]["feedback_details"] = _small(metadata.extra, 1200)
+        if pipeline is not None:
+            record["trajectory"]["pipeline"] = pipeline.step_of(trial.trace)
         records.append(record)
     for proposal, reason in rejections:
         records.append(builder.build_trial(
@@ -125,7 +168,8 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
                 if p.edited_from is None]
     if existing:
         return revalidated(ctx, existing[0], parent)
-    trials = reflection_trials(current_trials(ctx, parent_trials), recent_rejections(ctx))
+    trials = reflection_trials(current_trials(ctx, parent_trials), recent_rejections(ctx),
+                               pipeline_view(ctx, component))
     result = await run_reflection(ctx.reflection_agents[component],
                                   parent.components[component], trials, ctx.executor)
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
@@ -154,7 +198,8 @@ def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
     """Validate a proposal; an invalid one is recorded with its reason, never raised."""
     try:
         text = validate_proposal(proposal.component, proposal.text,
-                                 parent.components[proposal.component], ctx.example_keys())
+                                 parent.components[proposal.component],
+                                 ctx.readable_keys(proposal.component))
     except ProposalError as exc:
         return invalidate(ctx, proposal, str(exc))
     duplicate = find_duplicate(ctx, {**parent.components, proposal.component: text})

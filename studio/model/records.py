@@ -27,6 +27,7 @@ from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
 from studio.model.feedback import Feedback
 from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DATASET_ROWS
+from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config")
 """Parts of an agent that evolution may rewrite, each with its own reflection agent."""
@@ -104,6 +105,9 @@ class AgentSpec(BaseModel):
     output_schema: dict[str, Any] | None = None
     """JSON Schema the agent's reply must satisfy, or None for free text."""
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
+    output_key: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """In a workflow: the session-state key this agent's reply is written to, which later
+    agents' instructions read as ``{key}``."""
 
     @field_validator("output_schema")
     @classmethod
@@ -576,7 +580,13 @@ class RunSpec(BaseModel):
 
     agent: AgentSpec | None = None
     agent_ref: str | None = None
-    """``module:attribute`` of an agent defined in Python code."""
+    """``module:attribute`` of an agent (or an ADK workflow agent) defined in Python code."""
+    agents: list[AgentSpec] = Field(default_factory=list)
+    """A group or workflow run's agents (then ``agent`` is None and ``workflow`` says how they
+    run); its components are keyed ``agent.component``."""
+    workflow: WorkflowSpec | None = None
+    primary: str | None = None
+    """The agent whose output the critic scores (default: the workflow's last agent)."""
     critic: CriticSpec = Field(default_factory=CriticSpec)
     reflection: ReflectionSpec = Field(default_factory=ReflectionSpec)
     components: list[str] = Field(default_factory=lambda: ["instruction"])
@@ -585,6 +595,41 @@ class RunSpec(BaseModel):
     resumable: bool = True
     """False when the run was started from live Python objects that cannot be rebuilt."""
     project: str | None = None
+
+    @property
+    def is_group(self) -> bool:
+        return bool(self.agents) or self.workflow is not None
+
+    @model_validator(mode="after")
+    def _group_is_whole(self) -> RunSpec:
+        """A group's workflow names its agents; its components are qualified by agent."""
+        if self.agents:
+            names = [a.name for a in self.agents]
+            if self.workflow is None:
+                self.workflow = sequential(names)
+            check_workflow(self.workflow, names)
+            if self.primary is not None and self.primary not in names:
+                raise ConfigError(f"primary {self.primary!r} is not one of the agents {names}",
+                                  where="primary", value=self.primary)
+            self.components = expand_components(self.components, self.workflow.agent_names())
+            for key in self.components:
+                agent, component = split_component(key)
+                if agent not in names:
+                    raise ConfigError(f"component {key!r} must name one of the agents {names} "
+                                      "as agent.component", where="components", value=key)
+        return self
+
+
+def expand_components(keys: list[str], agents: list[str]) -> list[str]:
+    """An unqualified name in a group means that component of every agent (``instruction``:
+    every agent's instruction); qualified keys stay; order kept, repeats dropped."""
+    expanded: list[str] = []
+    for key in keys:
+        agent, component = split_component(key)
+        for full in ([key] if agent is not None else [f"{a}.{component}" for a in agents]):
+            if full not in expanded:
+                expanded.append(full)
+    return expanded
 
 
 Run.model_rebuild()

@@ -121,16 +121,19 @@ class AgentExecutor:
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
         app_name: str | None = None,
+        output_author: str | None = None,
     ) -> ExecutionResult:
         """Run ``agent`` on ``input_text``.
 
         With ``session_id`` the run joins that existing session (shared state); otherwise a fresh
-        session holding ``state`` is created and deleted afterwards.
+        session holding ``state`` is created and deleted afterwards. ``output_author`` picks whose
+        reply is the output in a workflow (its last one; default: the last reply of anyone).
         """
         app = app_name or self.app_name
         async with self._semaphore():
             started = time.perf_counter()
-            result = await self._with_retries(agent, input_text, state, session_id, app)
+            result = await self._with_retries(agent, input_text, state, session_id, app,
+                                              output_author)
             result.latency_s = time.perf_counter() - started
             result.trace["latency_s"] = round(result.latency_s, 4)
             return result
@@ -163,14 +166,16 @@ class AgentExecutor:
             self._runners.popitem(last=False)
         return runner
 
-    async def _with_retries(self, agent, input_text, state, session_id, app) -> ExecutionResult:
+    async def _with_retries(self, agent, input_text, state, session_id, app,
+                            output_author=None) -> ExecutionResult:
         retryable = _retryable_errors()
         attempt = 0
         while True:
             attempt += 1
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    result = await self._run_once(agent, input_text, state, session_id, app)
+                    result = await self._run_once(agent, input_text, state, session_id, app,
+                                                  output_author)
                 result.attempts = attempt
                 return result
             except retryable as exc:
@@ -185,7 +190,8 @@ class AgentExecutor:
             except Exception as exc:  # a failure on one example is a result, not a crash
                 return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
 
-    async def _run_once(self, agent, input_text, state, session_id, app) -> ExecutionResult:
+    async def _run_once(self, agent, input_text, state, session_id, app,
+                        output_author=None) -> ExecutionResult:
         from google.genai import types
 
         runner = self._runner(agent, app)
@@ -208,9 +214,9 @@ class AgentExecutor:
                 await self.session_service.delete_session(
                     app_name=app, user_id=self.user_id, session_id=session_id
                 )
-        return ExecutionResult(
-            output=recorder.final_text, trace=recorder.trace(), session_id=session_id
-        )
+        output = (recorder.final_text if output_author is None
+                  else recorder.outputs.get(output_author, ""))
+        return ExecutionResult(output=output, trace=recorder.trace(), session_id=session_id)
 
 
 def _name(agent: Any) -> str:
@@ -261,6 +267,8 @@ class _TraceRecorder:
         self.state_delta: dict[str, Any] = {}
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         self.final_text = ""
+        self.outputs: dict[str, str] = {}
+        """Each author's last final reply (a workflow's agents by name)."""
         self.model_calls = 0
 
     def add(self, event: Any) -> None:
@@ -281,6 +289,7 @@ class _TraceRecorder:
             text = "".join(p.text for p in content.parts if p.text and not p.thought)
             if text:
                 self.final_text = text
+                self.outputs[author] = text
 
     def _add_part(self, author: str, part: Any) -> None:
         if part.function_call is not None:

@@ -164,3 +164,32 @@ def schema_instance(schema: Any) -> Any:
     if kind == "null":
         return None
     return "ok"
+
+
+# --------------------------------------------------------------------------- pipeline world
+
+PIPELINE_AGENTS = ("outliner", "writer", "polisher")
+"""``scripted/pipeline``: the haiku world as outline -> write -> polish. The outliner names the
+topic, the writer follows its instruction's rules (as :func:`write`), the polisher copies the
+draft its instruction shows after ``Draft:``. Only the writer's instruction changes the output,
+so evolving the middle agent is what helps."""
+_AGENT_NAME = re.compile(r'internal name is "([^"]+)"')
+_OUTLINE = re.compile(r"Outline for (.+?):")
+
+
+def pipeline_reply(request: ChatRequest) -> str | dict[str, Any]:
+    """Dispatch on the role: reflection and critic as in :func:`reply`, else by agent name."""
+    schema = request.json_schema or {}
+    if REFLECTION_MARKER in request.prompt_text or "score" in schema.get("properties", {}):
+        return reply(request)
+    name = _AGENT_NAME.search(request.system)
+    role = name.group(1) if name else ""
+    first_user = next((m["content"] for m in request.messages if m["role"] == "user"), "")
+    if role == "outliner":
+        return f"Outline for {_topic(first_user)}: a scene, a detail, a closing."
+    if role == "polisher":
+        draft = request.system.split("Draft:", 1)
+        return draft[1].strip().split("\n\nYou are an agent", 1)[0].strip() if len(draft) > 1 \
+            else "(no draft to polish)"
+    outline = _OUTLINE.search(request.prompt_text)
+    return write(request.system, outline.group(1) if outline else first_user)

@@ -115,6 +115,8 @@ def _ensure_builtins() -> None:
         return
 
     register_script("demo", demo.reply, description="haiku world where reflection helps")
+    register_script("pipeline", demo.pipeline_reply,
+                    description="outline -> write -> polish: evolving the writer helps")
     register_script("echo", lambda request: request.last_user, description="repeats the input")
     register_script("schema", lambda request: demo.schema_instance(request.json_schema or {}),
                     description="a minimal valid instance of the requested JSON Schema")

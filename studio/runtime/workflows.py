@@ -1,0 +1,97 @@
+"""Real ADK workflow agents (``SequentialAgent``, ``LoopAgent``, ``ParallelAgent``) from a
+:class:`WorkflowSpec`, and the spec of a live ADK tree, so both paths share one description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studio.model.errors import ConfigError
+from studio.model.records import AgentSpec
+from studio.model.workflow import (
+    MAX_WORKFLOW_DEPTH,
+    WorkflowKind,
+    WorkflowSpec,
+    check_workflow,
+    last_agent,
+)
+from studio.runtime.agents import build_agent
+
+
+def workflow_classes() -> dict[WorkflowKind, type]:
+    from google.adk.agents import LoopAgent, ParallelAgent, SequentialAgent
+
+    return {WorkflowKind.SEQUENTIAL: SequentialAgent, WorkflowKind.LOOP: LoopAgent,
+            WorkflowKind.PARALLEL: ParallelAgent}
+
+
+def build_workflow(agents: list[AgentSpec], workflow: WorkflowSpec) -> Any:
+    """The ADK workflow agent for ``workflow``, its steps built from ``agents`` by name."""
+    check_workflow(workflow, [a.name for a in agents])
+    by_name = {agent.name: agent for agent in agents}
+    return _build(workflow, by_name)
+
+
+def _build(node: str | WorkflowSpec, agents: dict[str, AgentSpec]) -> Any:
+    if isinstance(node, str):
+        spec = agents[node]
+        return build_agent(spec, output_key=spec.output_key)
+    cls = workflow_classes()[node.type]
+    extra = {"max_iterations": node.max_iterations} if node.type is WorkflowKind.LOOP else {}
+    return cls(name=node.name, sub_agents=[_build(step, agents) for step in node.steps], **extra)
+
+
+def is_workflow(agent: Any) -> bool:
+    return isinstance(agent, tuple(workflow_classes().values()))
+
+
+def describe_workflow(root: Any, *, max_depth: int = MAX_WORKFLOW_DEPTH,
+                      where: str = "workflow") -> tuple[WorkflowSpec, dict[str, Any]]:
+    """The spec of a live ADK workflow and its ``LlmAgent``s by name.
+
+    Raises:
+        ConfigError: a step is neither an ``LlmAgent`` nor a workflow agent, two agents share a
+            name, or the tree nests deeper than ``max_depth``.
+    """
+    agents: dict[str, Any] = {}
+    spec = _describe(root, agents, 1, max_depth, where)
+    return spec, agents
+
+
+def _describe(node: Any, agents: dict[str, Any], depth: int, max_depth: int,
+              where: str) -> WorkflowSpec:
+    from google.adk.agents import LlmAgent
+
+    if depth > max_depth:
+        raise ConfigError(f"the workflow nests deeper than max_depth={max_depth}", where=where,
+                          value=node.name)
+    kind = next((k for k, cls in workflow_classes().items() if isinstance(node, cls)), None)
+    if kind is None:
+        raise ConfigError(f"{node.name!r} is a {type(node).__name__}; a workflow is made of "
+                          "SequentialAgent, LoopAgent, ParallelAgent and LlmAgent",
+                          where=where, value=node.name)
+    steps: list[str | WorkflowSpec] = []
+    for child in node.sub_agents:
+        if isinstance(child, LlmAgent):
+            if child.name in agents:
+                raise ConfigError(f"two agents are named {child.name!r}; names must be unique "
+                                  "to evolve them", where=where, value=child.name)
+            agents[child.name] = child
+            steps.append(child.name)
+        else:
+            steps.append(_describe(child, agents, depth + 1, max_depth, where))
+    extra = {"max_iterations": node.max_iterations or 1} if kind is WorkflowKind.LOOP else {}
+    return WorkflowSpec(type=kind, name=node.name, steps=steps, **extra)
+
+
+def primary_for(root: Any, primary: str | None = None) -> str | None:
+    """Whose reply a run scores: None for a single agent (its own reply), else ``primary``
+    checked against the workflow's agents, or by default the workflow's last agent."""
+    if not is_workflow(root):
+        return None
+    workflow, agents = describe_workflow(root)
+    if primary is None:
+        return last_agent(workflow)
+    if primary not in agents:
+        raise ConfigError(f"primary {primary!r} is not an agent of workflow {root.name!r} "
+                          f"({sorted(agents)})", where="primary", value=primary)
+    return primary
