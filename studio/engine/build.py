@@ -32,6 +32,7 @@ from studio.model.records import (
     Run,
     RunSpec,
     Split,
+    expand_components,
     validate_examples,
 )
 from studio.model.workflow import last_agent, split_component, state_before
@@ -56,6 +57,28 @@ def check_valset(trainset: list[dict], valset: list[dict]) -> None:
             raise DatasetError(
                 f"valset rows must have the same fields as trainset rows {sorted(train_keys)}; "
                 f"this row has extra {extra} and lacks {missing}", where=f"valset[{i}]")
+
+
+def complete_spec(spec: RunSpec) -> RunSpec:
+    """A spec whose ``agent_ref`` names a workflow, with the workflow's shape, its primary and
+    components qualified by agent (``instruction`` -> every agent's); other specs unchanged.
+
+    Raises:
+        ConfigError: a component names an agent the workflow does not have.
+    """
+    if not spec.agent_ref or spec.agents or spec.workflow is not None:
+        return spec
+    root = load_agent(spec.agent_ref)
+    if not is_workflow(root):
+        return spec
+    shape, agents = describe_workflow(root)
+    components = expand_components(spec.components, shape.agent_names())
+    for key in components:
+        if split_component(key)[0] not in agents:
+            raise ConfigError(f"component {key!r} names no agent of workflow {root.name!r} "
+                              f"({sorted(agents)})", where="components", value=key)
+    return spec.model_copy(update={"workflow": shape, "components": components,
+                                   "primary": primary_for(root, spec.primary)})
 
 
 def spec_model(spec: RunSpec) -> str:
@@ -98,6 +121,7 @@ def create_run(
     if valset is not None:
         valset = validate_examples(valset, name="valset")
         check_valset(trainset, valset)
+    spec = complete_spec(spec)
     check_components(spec.components)
     if spec.reflection.instruction is not None:
         check_reflection_instruction(spec.reflection.instruction)

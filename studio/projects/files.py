@@ -37,7 +37,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from studio.engine.build import check_spec_models, check_valset, create_run, critic_for_run
+from studio.engine.build import (
+    check_spec_models,
+    check_valset,
+    create_run,
+    critic_for_run,
+    spec_agent,
+    spec_model,
+)
 from studio.engine.components import check_components
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
@@ -52,7 +59,7 @@ from studio.model.records import (
     validate_examples,
 )
 from studio.model.redaction import redact_data
-from studio.runtime.agents import build_agent, load_agent
+from studio.model.workflow import WorkflowSpec
 from studio.runtime.execution import AgentExecutor
 
 
@@ -92,8 +99,18 @@ class AgentSection(BaseModel):
     instruction: str = ""
     output_schema: dict[str, Any] | None = None
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
+    output_key: str | None = None
+    """In a workflow: the state key this agent's reply is written to (``{key}`` for later
+    agents)."""
     ref: str | None = None
-    """``package.module:attribute`` of an existing ADK agent (then the fields above are unused)."""
+    """``package.module:attribute`` of an existing ADK agent or workflow agent (then the fields
+    above are unused)."""
+
+    def to_spec(self) -> AgentSpec:
+        return AgentSpec(name=_identifier(self.name), model=self.model,
+                         instruction=self.instruction, output_schema=self.output_schema,
+                         generate_content_config=self.generate_content_config,
+                         output_key=self.output_key)
 
 
 class CriticSection(BaseModel):
@@ -161,20 +178,56 @@ class ProjectFile(BaseModel):
 
     name: str
     description: str = ""
-    agent: AgentSection
+    agent: AgentSection | None = None
+    """One agent (or ``ref:`` to an agent or workflow in Python code)."""
+    agents: list[AgentSection] = Field(default_factory=list)
+    """Several agents, run as ``workflow`` says (default: one after the other)."""
+    workflow: WorkflowSpec | None = None
+    """How ``agents`` run: ``{type: sequential|loop|parallel, steps: [name or workflow, ...]}``."""
+    primary: str | None = None
+    """The agent whose output the critic scores (default: the workflow's last agent)."""
     critic: CriticSection = Field(default_factory=CriticSection)
     reflection: ReflectionSpec = Field(default_factory=ReflectionSpec)
-    components: list[str] = Field(default_factory=lambda: ["instruction"])
+    components: list[str] | dict[str, list[str]] = Field(default_factory=lambda: ["instruction"])
+    """Names (``instruction``: every agent's), ``agent.component`` keys, or per agent
+    ``{writer: [instruction]}``."""
     dataset: DatasetSection
     run: EvolutionConfig = Field(default_factory=EvolutionConfig)
 
+    @model_validator(mode="after")
+    def _one_way_to_give_agents(self) -> ProjectFile:
+        if (self.agent is None) == (not self.agents):
+            raise ValueError("give either 'agent:' (one agent, or ref: to one in Python) or "
+                             "'agents:' (several, with an optional 'workflow:')")
+        for index, agent in enumerate(self.agents):
+            if agent.ref:
+                raise ValueError(f"agents[{index}] ({agent.name}): ref is only for 'agent:'; "
+                                 "to evolve a workflow written in Python use agent: {ref: ...}")
+            if not agent.name.isidentifier():
+                raise ValueError(f"agents[{index}]: name {agent.name!r} must be an identifier "
+                                 "(letters, digits, _), as ADK requires")
+        if self.agents and self.workflow is None and (self.primary or "") and \
+                self.primary not in [a.name for a in self.agents]:
+            raise ValueError(f"primary {self.primary!r} is not one of the agents")
+        if self.agent is not None and self.workflow is not None:
+            raise ValueError("'workflow:' describes how 'agents:' run; with 'agent:' leave it out")
+        if self.agents:
+            self.run_spec()  # the workflow names its agents; components name an agent each
+        return self
+
+    def component_keys(self) -> list[str]:
+        if isinstance(self.components, dict):
+            return [f"{agent}.{name}" for agent, names in self.components.items()
+                    for name in names]
+        return list(self.components)
+
     def run_spec(self) -> RunSpec:
-        agent = None if self.agent.ref else AgentSpec(
-            name=_identifier(self.agent.name), model=self.agent.model,
-            instruction=self.agent.instruction, output_schema=self.agent.output_schema,
-            generate_content_config=self.agent.generate_content_config)
-        return RunSpec(agent=agent, agent_ref=self.agent.ref, critic=self.critic.to_spec(),
-                       reflection=self.reflection, components=self.components,
+        single = self.agent
+        agent = single.to_spec() if single is not None and not single.ref else None
+        return RunSpec(agent=agent, agent_ref=single.ref if single else None,
+                       agents=[a.to_spec() for a in self.agents], workflow=self.workflow,
+                       primary=self.primary, critic=self.critic.to_spec(),
+                       reflection=self.reflection, components=self.component_keys(),
                        input_key=self._input_key(), project=self.name)
 
     def _input_key(self) -> str | None:
@@ -215,7 +268,7 @@ def parse_project(text: str, *, source: str = "<project>") -> ProjectFile:
     try:
         return ProjectFile.model_validate(data)
     except ValidationError as exc:
-        raise ProjectFileError(_explain(exc), where=source) from exc
+        raise ProjectFileError(_explain(exc, data), where=source) from exc
     except StudioError as exc:
         raise ProjectFileError(str(exc), where=source) from exc
 
@@ -260,7 +313,7 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
     Raises:
         ProjectFileError: naming the reference and how to opt in.
     """
-    check_code_ref(project.agent.ref, origin, f"{source}: agent.ref")
+    check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
 
 
 def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
@@ -275,15 +328,27 @@ def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
             where=where, value=ref)
 
 
-def _explain(exc: ValidationError) -> str:
+def _explain(exc: ValidationError, data: Any = None) -> str:
     problems = []
     for error in exc.errors()[:5]:
-        path = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        path = _readable_path(error["loc"], data)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field" + _suggestion(error["loc"])
-        problems.append(f"{path}: {message}")
+        problems.append(f"{path}: {message}" if path else message)
     return "; ".join(problems)
+
+
+def _readable_path(loc: tuple, data: Any) -> str:
+    """``agents.1.model`` as ``agents[1] (writer).model``: errors name the agent."""
+    parts = [str(p) for p in loc]
+    if len(loc) >= 2 and loc[0] == "agents" and isinstance(loc[1], int) and isinstance(data, dict):
+        agents = data.get("agents")
+        name = (agents[loc[1]].get("name") if isinstance(agents, list) and loc[1] < len(agents)
+                and isinstance(agents[loc[1]], dict) else None)
+        head = f"agents[{loc[1]}]" + (f" ({name})" if name else "")
+        return ".".join([head, *parts[2:]])
+    return ".".join(parts)
 
 
 def _suggestion(loc: tuple) -> str:
@@ -710,11 +775,10 @@ def _check_budget(config: EvolutionConfig, train: list, val: list | None, source
 
 def _check_buildable(spec: RunSpec, config: EvolutionConfig, source: str) -> None:
     """Build the agent and the critic as the engine will (no model is called)."""
-    for field, build in (("agent", lambda: build_agent(spec.agent) if spec.agent is not None
-                          else load_agent(spec.agent_ref or "")),
+    for field, build in (("agents" if spec.agents else "agent", lambda: spec_agent(spec)),
                          ("critic", lambda: critic_for_run(
                              spec.critic, AgentExecutor(max_concurrency=1, timeout_s=1.0),
-                             spec.agent.model if spec.agent else "local/smollm2"))):
+                             spec_model(spec)))):
         try:
             build()
         except ConfigError as exc:
