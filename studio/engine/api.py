@@ -171,7 +171,7 @@ async def evolve(
 
     if is_workflow(agent):  # gepa-adk users pass workflows to evolve() too
         return await evolve_workflow(
-            agent, trainset, critic, valset, components=list(components),
+            agent, trainset, critic=critic, valset=valset, components=list(components),
             reflection_agent=reflection_agent, config=config, store=store, name=name,
             input_key=input_key, reflection_model=reflection_model, on_event=on_event,
             resume=resume)
@@ -186,12 +186,7 @@ async def evolve(
                             name=name or f"evolve {getattr(agent, 'name', 'agent')}").id
     else:
         run_id = resume
-    engine = build_engine(store, run_id, agent=agent, critic=critic,
-                          reflection_agent=reflection_agent,
-                          listeners=[on_event] if on_event else None)
-    handle = get_manager(store).start(engine)
-    await handle.wait_async()
-    return load_result(store, run_id)
+    return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event)
 
 
 def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
@@ -202,15 +197,15 @@ def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
 async def evolve_workflow(
     workflow: Any,
     trainset: list[dict[str, Any]],
-    critic: Any = None,
-    valset: list[dict[str, Any]] | None = None,
     *,
+    critic: Any = None,
     primary: str | None = None,
-    components: dict[str, list[str]] | list[str] | None = None,
-    round_robin: bool = True,
     max_depth: int = MAX_WORKFLOW_DEPTH,
-    reflection_agent: Any = None,
     config: EvolutionConfig | None = None,
+    round_robin: bool = False,
+    components: dict[str, list[str]] | list[str] | None = None,
+    valset: list[dict[str, Any]] | None = None,
+    reflection_agent: Any = None,
     store: Store | None = None,
     name: str = "",
     input_key: str | None = None,
@@ -220,29 +215,27 @@ async def evolve_workflow(
 ) -> EvolutionResult:
     """Evolve the agents of an ADK workflow (``SequentialAgent``, ``LoopAgent``,
     ``ParallelAgent``, nested up to ``max_depth``) on ``trainset``, judged on ``primary``'s
-    output (default: the workflow's last agent).
+    output (default: the workflow's last agent). Arguments mean what they mean in gepa-adk.
 
     The workflow runs as it is built (loops keep their iterations, parallel branches stay
     concurrent); each candidate is a copy of the whole tree, never the original.
-    ``components`` maps agent names to component names (default: every agent's
-    ``instruction``); a list of names means those components of every agent. Each iteration
-    mutates one (agent, component) pair, in turn (``round_robin``, the only order: the critic
-    scores the primary's output, so it cannot say which agent was worst). The result's
+    ``components`` maps agent names to component names (an empty list leaves an agent out; a
+    plain list of names means those components of every agent). Without it, ``round_robin``
+    decides as in gepa-adk: False evolves the first agent's instruction only, True every
+    agent's. Each iteration mutates one (agent, component) pair, in turn. The result's
     ``evolved_components`` is flat, keyed ``agent.component``.
     """
-    if not round_robin:
-        raise ConfigError("only round_robin=True is supported: each iteration mutates the next "
-                          "(agent, component) pair in turn", where="round_robin")
     shape, agents = describe_workflow(workflow, max_depth=max_depth)
-    keys = qualified_components(components, shape)
+    keys = qualified_components(components, shape, round_robin=round_robin)
     chosen = primary_for(workflow, primary)
     if resume is None:
-        spec = RunSpec(agents=[], agent=None, critic=CriticSpec(name=_critic_name(critic)),
+        spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
                        reflection=ReflectionSpec(model=reflection_model
                                                  or _agent_model(agents[chosen])),
                        components=keys, input_key=input_key, resumable=False, primary=chosen)
         spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
-        run_id = create_run(store or open_store(), spec=spec, trainset=trainset, valset=valset,
+        store = store or open_store()
+        run_id = create_run(store, spec=spec, trainset=trainset, valset=valset,
                             config=config or EvolutionConfig(),
                             name=name or f"evolve {workflow.name}").id
     else:
@@ -251,45 +244,58 @@ async def evolve_workflow(
 
 
 async def evolve_group(
-    agents: list[Any],
+    agents: dict[str, Any] | list[Any],
     primary: str,
     trainset: list[dict[str, Any]],
-    critic: Any = None,
-    valset: list[dict[str, Any]] | None = None,
     *,
     components: dict[str, list[str]] | list[str] | None = None,
-    round_robin: bool = True,
+    critic: Any = None,
     share_session: bool = True,
+    config: EvolutionConfig | None = None,
     **kwargs: Any,
 ) -> EvolutionResult:
-    """Evolve a group of ``LlmAgent``s that run one after the other in one session (a
-    ``SequentialAgent`` named ``group``; state written by an agent's ``output_key`` is read by
-    the next), scored on ``primary``'s output. Arguments as :func:`evolve_workflow`."""
+    """Evolve ``LlmAgent``s that run one after the other in one session (a ``SequentialAgent``
+    named ``group``: an agent's ``output_key`` is read by later ones as ``{key}``), scored on
+    ``primary``'s output. ``agents`` is gepa-adk's name -> agent mapping (or a list); without
+    ``components`` every agent's instruction evolves. Other arguments as
+    :func:`evolve_workflow`."""
     if not share_session:
         raise ConfigError("share_session=False is not supported: the group runs as an ADK "
                           "SequentialAgent, whose agents share one session", where="share_session")
     from google.adk.agents import SequentialAgent
 
-    names = [getattr(a, "name", "?") for a in agents]
+    members = list(agents.values()) if isinstance(agents, dict) else list(agents)
+    if isinstance(agents, dict):
+        wrong = [key for key, agent in agents.items() if getattr(agent, "name", key) != key]
+        if wrong:
+            raise ConfigError(f"agents[{wrong[0]!r}] is named {agents[wrong[0]].name!r}: the "
+                              "mapping's keys must be the agents' names", where="agents")
+    names = [getattr(a, "name", "?") for a in members]
     if len(set(names)) != len(names):
         raise ConfigError(f"agent names must be unique in a group: {names}", where="agents")
-    group = SequentialAgent(name="group", sub_agents=[a.model_copy() for a in agents])
-    return await evolve_workflow(group, trainset, critic, valset, primary=primary,
-                                 components=components, round_robin=round_robin, **kwargs)
+    group = SequentialAgent(name="group", sub_agents=[a.model_copy() for a in members])
+    return await evolve_workflow(group, trainset, critic=critic, primary=primary, config=config,
+                                 components=components, round_robin=True, **kwargs)
 
 
 def qualified_components(components: dict[str, list[str]] | list[str] | None,
-                         workflow: WorkflowSpec) -> list[str]:
-    """``{"writer": ["instruction"]}`` or ``["instruction"]`` as ``["writer.instruction"]``."""
+                         workflow: WorkflowSpec, *, round_robin: bool = True) -> list[str]:
+    """``{"writer": ["instruction"]}`` or ``["instruction"]`` as ``["writer.instruction"]``;
+    None: every agent's instruction (``round_robin``) or the first agent's (gepa-adk's
+    default)."""
     names = workflow.agent_names()
     if components is None:
-        return expand_components(["instruction"], names)
+        return expand_components(["instruction"], names if round_robin else names[:1])
     if isinstance(components, dict):
         unknown = [a for a in components if a not in names]
         if unknown:
             raise ConfigError(f"components name agent {unknown[0]!r}, which is not in the "
                               f"workflow {names}", where="components", value=unknown[0])
-        return [f"{agent}.{c}" for agent, cs in components.items() for c in cs]
+        keys = [f"{agent}.{c}" for agent, cs in components.items() for c in cs]
+        if not keys:
+            raise ConfigError("components leaves every agent out: name at least one component",
+                              where="components")
+        return keys
     return expand_components(list(components), names)
 
 
