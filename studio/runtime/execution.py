@@ -5,6 +5,9 @@ of hundreds of calls needs: a concurrency limit, a per-call timeout, retries wit
 limits, 5xx and timeouts, and a trace (events, tool calls with arguments and results, state delta,
 token usage, latency). A failure is returned as a result with ``error`` set, never raised, so one
 bad example cannot end a run.
+
+It also implements gepa-adk's :class:`studio.runtime.protocol.AgentExecutorProtocol`
+(:meth:`AgentExecutor.execute_agent`), so code written against gepa-adk's executor runs here.
 """
 
 from __future__ import annotations
@@ -17,38 +20,20 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Any
 
-from studio.model.errors import StudioError
+from studio.model.errors import ConfigError, StudioError
 from studio.model.jsontools import to_jsonable
 from studio.model.redaction import redact
+from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
+
+__all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
 
 logger = logging.getLogger(__name__)
 
 MAX_TRACE_TEXT = 4000
 """Longest text kept per trace event; outputs themselves are never truncated."""
-
-
-@dataclass
-class ExecutionResult:
-    """Output of one agent run, or the reason it has none."""
-
-    output: str
-    trace: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    session_id: str = ""
-    latency_s: float = 0.0
-    attempts: int = 1
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def tokens(self) -> int:
-        return int(self.trace.get("usage", {}).get("total_tokens", 0))
 
 
 def _retryable_errors() -> tuple[type[BaseException], ...]:
@@ -107,6 +92,7 @@ class AgentExecutor:
         self.app_name = app_name
         self.user_id = user_id
         self._runners: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
+        self._copies: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any]] = OrderedDict()
         self._semaphores: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -122,21 +108,56 @@ class AgentExecutor:
         session_id: str | None = None,
         app_name: str | None = None,
         output_author: str | None = None,
+        content: Any = None,
+        timeout_s: float | None = None,
     ) -> ExecutionResult:
         """Run ``agent`` on ``input_text``.
 
         With ``session_id`` the run joins that existing session (shared state); otherwise a fresh
         session holding ``state`` is created and deleted afterwards. ``output_author`` picks whose
         reply is the output in a workflow (its last one; default: the last reply of anyone).
+        ``content`` (an ADK ``Content``) is sent instead of the text when given; ``timeout_s``
+        replaces the executor's per-attempt limit for this call.
         """
         app = app_name or self.app_name
+        limit = timeout_s or self.timeout_s
         async with self._semaphore():
             started = time.perf_counter()
             result = await self._with_retries(agent, input_text, state, session_id, app,
-                                              output_author)
-            result.latency_s = time.perf_counter() - started
+                                              output_author, content=content, timeout_s=limit)
+            result.execution_time_seconds = time.perf_counter() - started
             result.trace["latency_s"] = round(result.latency_s, 4)
             return result
+
+    async def execute_agent(
+        self,
+        agent: Any,
+        input_text: str,
+        *,
+        input_content: Any | None = None,
+        instruction_override: str | None = None,
+        output_schema_override: Any | None = None,
+        session_state: dict[str, Any] | None = None,
+        existing_session_id: str | None = None,
+        timeout_seconds: float | None = None,
+        app_name: str | None = None,
+    ) -> ExecutionResult:
+        """gepa-adk's ``execute_agent``: :meth:`execute` under the protocol's parameter names.
+
+        The overrides run a copy of ``agent`` (never mutated). ``timeout_seconds=None`` keeps the
+        executor's own limit (gepa-adk's default is 300 s); past it the status is ``TIMEOUT``.
+        ``app_name`` is a studio addition (the app whose sessions ``existing_session_id`` names).
+
+        Raises:
+            ConfigError: an argument of the wrong kind (an override on an agent that is not an
+                ``LlmAgent``, a schema that is not a pydantic model, content that is not an ADK
+                ``Content``), named with its parameter.
+        """
+        _check_run_arguments(input_content, session_state, timeout_seconds)
+        runnable = self._overridden(agent, instruction_override, output_schema_override)
+        return await self.execute(runnable, input_text, state=session_state,
+                                  session_id=existing_session_id, app_name=app_name,
+                                  content=input_content, timeout_s=timeout_seconds)
 
     def execute_sync(self, agent: Any, input_text: str, **kwargs: Any) -> ExecutionResult:
         return asyncio.run(self.execute(agent, input_text, **kwargs))
@@ -150,6 +171,22 @@ class AgentExecutor:
             semaphore = asyncio.Semaphore(self.max_concurrency)
             self._semaphores[loop] = semaphore
         return semaphore
+
+    def _overridden(self, agent: Any, instruction: str | None, schema: Any) -> Any:
+        """A copy of ``agent`` with the overrides, cached so that its ADK Runner is reused."""
+        if instruction is None and schema is None:
+            return agent
+        update = _override_update(agent, instruction, schema)
+        key = (id(agent), instruction, id(schema))
+        cached = self._copies.get(key)
+        if cached is not None and cached[0] is agent and cached[2] is schema:
+            self._copies.move_to_end(key)
+            return cached[1]
+        copy = agent.model_copy(update=update)
+        self._copies[key] = (agent, copy, schema)
+        while len(self._copies) > 64:
+            self._copies.popitem(last=False)
+        return copy
 
     def _runner(self, agent: Any, app_name: str) -> Any:
         """One cached ADK Runner per (agent, app): building a Runner costs more than a call."""
@@ -166,21 +203,21 @@ class AgentExecutor:
             self._runners.popitem(last=False)
         return runner
 
-    async def _with_retries(self, agent, input_text, state, session_id, app,
-                            output_author=None) -> ExecutionResult:
+    async def _with_retries(self, agent, input_text, state, session_id, app, output_author=None,
+                            *, content=None, timeout_s: float) -> ExecutionResult:
         retryable = _retryable_errors()
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with asyncio.timeout(self.timeout_s):
+                async with asyncio.timeout(timeout_s):
                     result = await self._run_once(agent, input_text, state, session_id, app,
-                                                  output_author)
+                                                  output_author, content)
                 result.attempts = attempt
                 return result
             except retryable as exc:
                 if attempt > self.max_retries or _root_studio_error(exc) is not None:
-                    return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
+                    return _failure(exc, attempt, session_id, timeout_s=timeout_s)
                 delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
                 logger.info("retrying %s after %s (attempt %d)", _name(agent), type(exc).__name__,
                             attempt)
@@ -188,10 +225,10 @@ class AgentExecutor:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failure on one example is a result, not a crash
-                return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
+                return _failure(exc, attempt, session_id, timeout_s=timeout_s)
 
-    async def _run_once(self, agent, input_text, state, session_id, app,
-                        output_author=None) -> ExecutionResult:
+    async def _run_once(self, agent, input_text, state, session_id, app, output_author=None,
+                        content=None) -> ExecutionResult:
         from google.genai import types
 
         runner = self._runner(agent, app)
@@ -203,7 +240,7 @@ class AgentExecutor:
             )
             session_id = session.id
         recorder = _TraceRecorder(input_text)
-        message = types.Content(role="user", parts=[types.Part(text=input_text)])
+        message = content or types.Content(role="user", parts=[types.Part(text=input_text)])
         try:
             async for event in runner.run_async(
                 user_id=self.user_id, session_id=session_id, new_message=message
@@ -216,7 +253,11 @@ class AgentExecutor:
                 )
         output = (recorder.final_text if output_author is None
                   else recorder.outputs.get(output_author, ""))
-        return ExecutionResult(output=output, trace=recorder.trace(), session_id=session_id)
+        trace = recorder.trace()
+        return ExecutionResult(
+            status=ExecutionStatus.SUCCESS, session_id=session_id, extracted_value=output or None,
+            captured_events=trace["events"], trace=trace,
+        )
 
 
 def _name(agent: Any) -> str:
@@ -224,11 +265,52 @@ def _name(agent: Any) -> str:
 
 
 def _failure(exc: BaseException, attempts: int, session_id: str | None, *, timeout_s: float):
+    import litellm
+
     message = redact(describe_error(exc, timeout_s=timeout_s))[:2000]
+    timed_out = isinstance(exc, TimeoutError | litellm.Timeout)
     return ExecutionResult(
-        output="", error=message, session_id=session_id or "", attempts=attempts,
+        status=ExecutionStatus.TIMEOUT if timed_out else ExecutionStatus.FAILED,
+        session_id=session_id or "", error_message=message, attempts=attempts,
         trace={"error": message, "attempts": attempts},
     )
+
+
+def _override_update(agent: Any, instruction: str | None, schema: Any) -> dict[str, Any]:
+    """The fields an ``execute_agent`` override replaces, checked against what ADK accepts."""
+    from google.adk.agents import LlmAgent
+    from pydantic import BaseModel
+
+    if not isinstance(agent, LlmAgent):
+        raise ConfigError(f"overrides apply to an LlmAgent; {_name(agent)!r} is a "
+                          f"{type(agent).__name__}", where="execute_agent.agent")
+    update: dict[str, Any] = {}
+    if instruction is not None:
+        if not isinstance(instruction, str):
+            raise ConfigError(f"must be text, got {type(instruction).__name__}",
+                              where="execute_agent.instruction_override")
+        update["instruction"] = instruction
+    if schema is not None:
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise ConfigError(f"must be a pydantic model class, got {schema!r:.80}",
+                              where="execute_agent.output_schema_override")
+        update["output_schema"] = schema
+    return update
+
+
+def _check_run_arguments(content: Any, state: Any, timeout_seconds: Any) -> None:
+    from google.genai import types
+
+    if content is not None and not isinstance(content, types.Content):
+        raise ConfigError(f"must be a google.genai types.Content, got {type(content).__name__}",
+                          where="execute_agent.input_content")
+    if state is not None and not isinstance(state, dict):
+        raise ConfigError(f"must be a dict, got {type(state).__name__}",
+                          where="execute_agent.session_state")
+    if timeout_seconds is not None and (isinstance(timeout_seconds, bool) or not isinstance(
+            timeout_seconds, int | float) or not 0 < timeout_seconds < float("inf")):
+        raise ConfigError(f"must be a positive number of seconds, got {timeout_seconds!r}",
+                          where="execute_agent.timeout_seconds")
 
 
 def _root_studio_error(exc: BaseException) -> StudioError | None:
