@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from google.adk.agents import BaseAgent
 from pydantic import BaseModel, Field
 
+from studio.critics.agent import CriticScorer
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.context import Listener
 from studio.engine.pool import Evidence, load_view, minibatch_evidence
 from studio.engine.worker import get_manager
-from studio.model.config import EvolutionConfig
+from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
 from studio.model.records import (
     AgentSpec,
@@ -56,8 +58,26 @@ class EvolutionResult(BaseModel):
     candidates: list[CandidateSummary]
     metric_calls: int
 
+    primary_agent: str | None = None
+    """In a workflow run: the agent whose output was scored."""
+
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    # gepa-adk's result names, derived (so porting code reads the same numbers)
+    @property
+    def original_components(self) -> dict[str, str]:
+        return dict(self.candidates[0].components) if self.candidates else {}
+
+    @property
+    def total_iterations(self) -> int:
+        return len({h["iteration"] for h in self.iteration_history})
+
+    @property
+    def improvement(self) -> float | None:
+        if self.final_score is None or self.original_score is None:
+            return None
+        return self.final_score - self.original_score
 
 
 def load_result(store: Store, run_id: str) -> EvolutionResult:
@@ -80,7 +100,7 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
         stop_reason=view.run.stop_reason, candidates=summaries,
-        metric_calls=store.count_trials(run_id))
+        metric_calls=store.count_trials(run_id), primary_agent=view.run.spec.primary)
 
 
 def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
@@ -148,6 +168,9 @@ async def evolve(
     reflection_model: str | None = None,
     on_event: Listener | None = None,
     resume: str | None = None,
+    scorer: Any = None,
+    executor: Any = None,
+    candidate_selector: str | None = None,
 ) -> EvolutionResult:
     """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
 
@@ -167,7 +190,22 @@ async def evolve(
         config: :class:`EvolutionConfig`; ``review="review"`` waits for a person at each gate.
         store: the database (default: ``STUDIO_DB_URL`` or the default SQLite file).
         resume: id of an earlier run of the same agent to continue instead of starting anew.
+        scorer, executor, candidate_selector: gepa-adk's names: ``scorer`` is a critic;
+            ``executor`` (any :class:`studio.AgentExecutorProtocol`) runs an ADK critic agent;
+            ``candidate_selector`` sets ``config.candidate_selection``.
     """
+    if scorer is not None:
+        if critic is not None:
+            raise ConfigError("give critic or scorer, not both", where="scorer")
+        critic = scorer
+    if executor is not None and isinstance(critic, BaseAgent):
+        critic = CriticScorer(critic, executor=executor)
+    if candidate_selector is not None:
+        if candidate_selector not in {s.value for s in Selection}:
+            raise ConfigError(f"candidate_selector {candidate_selector!r} is not one of "
+                              f"{[s.value for s in Selection]}", where="candidate_selector")
+        config = (config or EvolutionConfig()).model_copy(
+            update={"candidate_selection": Selection(candidate_selector)})
 
     if is_workflow(agent):  # gepa-adk users pass workflows to evolve() too
         return await evolve_workflow(

@@ -293,3 +293,30 @@ def test_real_executor_default_uses_the_given_session_service(script):
         return await scorer.async_score("q", "a", session_id=session.id)
 
     assert asyncio.run(shared()) == (0.5, {"feedback": "Draft was three lines."})
+
+
+def test_evolve_takes_gepa_adks_scorer_executor_and_selector_names(tmp_path):
+    import asyncio
+
+    from studio import EvolutionConfig, evolve
+    from studio.model.errors import ConfigError
+    from studio.runtime.execution import AgentExecutor
+    from studio.store import open_store
+    from tests.helpers import critic, trainset, writer
+
+    store = open_store(f"sqlite:///{tmp_path}/port.db", cached=False)
+    result = asyncio.run(evolve(writer(), trainset(3), scorer=critic(),
+                                executor=AgentExecutor(max_concurrency=2),
+                                candidate_selector="greedy",
+                                config=EvolutionConfig(max_iterations=2), store=store))
+    assert store.get_run(result.run_id).config.candidate_selection == "greedy"
+    assert result.total_iterations == 2
+    assert result.improvement == result.final_score - result.original_score > 0
+    assert result.original_components == {"instruction": writer().instruction}
+    assert result.primary_agent is None
+    with pytest.raises(ConfigError, match="candidate_selector 'best'"):
+        asyncio.run(evolve(writer(), trainset(3), candidate_selector="best", store=store))
+    with pytest.raises(ConfigError, match="critic or scorer"):
+        asyncio.run(evolve(writer(), trainset(3), critic=critic(), scorer=critic(),
+                           store=store))
+    store.close()
