@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from studio.engine.build import check_spec_models, check_valset, create_run, critic_for_run
 from studio.engine.components import check_components
@@ -52,6 +60,7 @@ from studio.model.records import (
     validate_examples,
 )
 from studio.model.redaction import redact_data
+from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 
@@ -92,8 +101,22 @@ class AgentSection(BaseModel):
     instruction: str = ""
     output_schema: dict[str, Any] | None = None
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
+    tools: list[str] = Field(default_factory=list, json_schema_extra=TOOLS_JSON_SCHEMA)
+    """Python function tools, ``package.module:function``, from installed packages only."""
     ref: str | None = None
     """``package.module:attribute`` of an existing ADK agent (then the fields above are unused)."""
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_are_refs(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        return check_tool_refs(value, agent=str(info.data.get("name", "agent")))
+
+    @model_validator(mode="after")
+    def _tools_need_a_declared_agent(self) -> AgentSection:
+        if self.ref and self.tools:
+            raise ValueError(f"agent {self.name!r}: 'tools' are for a declared agent; an agent "
+                             "loaded with 'ref' keeps the tools its Python code gives it")
+        return self
 
 
 class CriticSection(BaseModel):
@@ -172,7 +195,7 @@ class ProjectFile(BaseModel):
         agent = None if self.agent.ref else AgentSpec(
             name=_identifier(self.agent.name), model=self.agent.model,
             instruction=self.agent.instruction, output_schema=self.agent.output_schema,
-            generate_content_config=self.agent.generate_content_config)
+            generate_content_config=self.agent.generate_content_config, tools=self.agent.tools)
         return RunSpec(agent=agent, agent_ref=self.agent.ref, critic=self.critic.to_spec(),
                        reflection=self.reflection, components=self.components,
                        input_key=self._input_key(), project=self.name)
@@ -261,6 +284,28 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
         ProjectFileError: naming the reference and how to opt in.
     """
     check_code_ref(project.agent.ref, origin, f"{source}: agent.ref")
+    check_tool_trust(project.agent.tools, project.agent.name, origin, f"{source}: agent")
+
+
+def check_spec_trust(spec: RunSpec, origin: Origin, where: str) -> None:
+    """The same rule for a stored run's spec (resuming it, trying it on one example)."""
+    check_code_ref(spec.agent_ref, origin, f"{where}: agent.ref")
+    if spec.agent is not None:
+        check_tool_trust(spec.agent.tools, spec.agent.name, origin, f"{where}: agent")
+
+
+def check_tool_trust(tools: list[str], agent: str, origin: Origin, where: str) -> None:
+    """Function tools run Python code on the server each time the model calls one: from the
+    browser only when the server opted in, as for ``agent.ref``."""
+    if not tools or origin is not Origin.BROWSER or code_refs_allowed():
+        return
+    raise ProjectFileError(
+        f"agent {agent!r} tool {tools[0]!r} runs Python code on the server whenever the model "
+        "calls it, which projects from the browser (upload, YAML editor, stored projects) may "
+        "not do. Remove the agent's tools, run the file from the command line (`studio run "
+        "project.yaml`), or start the studio with `studio ui --allow-code-refs` "
+        f"({ALLOW_CODE_REFS_ENV}=1) on a machine whose users you trust",
+        where=f"{where}.tools[0]", value=tools[0])
 
 
 def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
@@ -282,8 +327,21 @@ def _explain(exc: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field" + _suggestion(error["loc"])
+        path, message = _refined(error, path, message)
         problems.append(f"{path}: {message}")
     return "; ".join(problems)
+
+
+def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
+    """A field validator's ConfigError places itself inside the field (``tools[2]``): use its
+    place rather than repeat it (``agent.tools[2]: ...``, not ``agent.tools: tools[2]: ...``)."""
+    cause = (error.get("ctx") or {}).get("error")
+    where = getattr(cause, "where", None)
+    field = str(error["loc"][-1]) if error["loc"] else ""
+    if not isinstance(cause, ConfigError) or not where or not field or \
+            not where.startswith(field):
+        return path, message
+    return path[:len(path) - len(field)] + where, cause.message
 
 
 def _suggestion(loc: tuple) -> str:
