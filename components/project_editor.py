@@ -136,6 +136,12 @@ def agent_tab(editor: Editor, errors: dict[str, str]) -> None:
     st.text_area("Instruction", key=editor.key("agent_instruction"), height=160,
                  max_chars=MAX_COMPONENT_CHARS,
                  help="What evolution improves. `{field}` inserts a dataset field.")
+    st.text_area("Tools (one `package.module:function` per line)", key=editor.key("agent_tools"),
+                 height=68, placeholder="calendar:isleap",
+                 help="Python functions the agent may call, from installed packages only. They "
+                      "run on this server, so a project from the browser may name them only "
+                      "when the studio was started with --allow-code-refs.")
+    _error(errors, "agent_tools")
     st.text_area("Output schema (JSON Schema; empty for free text)",
                  key=editor.key("agent_schema"), height=120,
                  placeholder='{"type": "object", "properties": {"answer": {"type": "string"}}}')

@@ -10,7 +10,12 @@ import streamlit as st
 
 from studio.model.feedback import Feedback
 from studio.views.diffing import escape_markdown
-from studio.views.tables import dimension_scores, format_score, trace_tool_calls
+from studio.views.tables import (
+    dimension_scores,
+    format_score,
+    tool_call_steps,
+    trace_tool_calls,
+)
 
 
 def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
@@ -81,6 +86,7 @@ def show_trace(trace: dict[str, Any]) -> None:
             st.caption("No tool calls.")
         else:
             st.dataframe(calls, hide_index=True, width="stretch")
+            show_tool_calls(trace)
         if trace.get("state_delta"):
             st.caption("State changes")
             st.json(trace["state_delta"], expanded=False)
@@ -88,6 +94,23 @@ def show_trace(trace: dict[str, Any]) -> None:
         if events:
             st.caption("Events")
             st.json(events, expanded=False)
+
+
+TOOL_CALLS_SHOWN = 20
+
+
+def show_tool_calls(trace: dict[str, Any]) -> None:
+    """Each tool call in order: its arguments beside its result, verbatim JSON."""
+    steps = tool_call_steps(trace)
+    for step in steps[:TOOL_CALLS_SHOWN]:
+        st.text(f"{step['step']}. {step['tool']}")
+        left, right = st.columns(2)
+        with left:
+            text_block("Arguments", step["arguments"])
+        with right:
+            text_block("Result", step["result"])
+    if len(steps) > TOOL_CALLS_SHOWN:
+        st.caption(f"{len(steps) - TOOL_CALLS_SHOWN} more call(s): see the table above.")
 
 
 def show_probe(result: Any) -> None:

@@ -43,3 +43,9 @@ def too_long(text: str, limit: int, what: str) -> str | None:
     if len(text) <= limit:
         return None
     return f"{what} is {len(text):,} characters; the limit is {limit:,}"
+
+MAX_TOOLS = 32
+"""Python function tools one agent may name: each is described to the model in every call."""
+
+MAX_TOOL_REF_CHARS = 200
+"""A tool reference ``package.module:function``."""

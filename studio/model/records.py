@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -28,6 +29,7 @@ from studio.model.errors import ConfigError, DatasetError, SchemaError
 from studio.model.feedback import Feedback
 from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DATASET_ROWS
 from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
+from studio.model.tools import check_tool_refs
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config")
 """Parts of an agent that evolution may rewrite, each with its own reflection agent."""
@@ -108,11 +110,18 @@ class AgentSpec(BaseModel):
     output_key: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """In a workflow: the session-state key this agent's reply is written to, which later
     agents' instructions read as ``{key}``."""
+    tools: list[str] = Field(default_factory=list)
+    """Python function tools as ``package.module:function`` (resolved when the agent is built)."""
 
     @field_validator("output_schema")
     @classmethod
     def _schema_is_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return None if value is None else validate_json_schema(value)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_are_refs(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        return check_tool_refs(value, agent=str(info.data.get("name", "agent")))
 
     def components(self) -> dict[str, str]:
         """The evolvable components as text (JSON for the schema, YAML for the config)."""

@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from studio.engine.build import (
     check_spec_models,
@@ -59,6 +67,7 @@ from studio.model.records import (
     validate_examples,
 )
 from studio.model.redaction import redact_data
+from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.model.workflow import WorkflowSpec
 from studio.runtime.execution import AgentExecutor
 
@@ -102,6 +111,8 @@ class AgentSection(BaseModel):
     output_key: str | None = None
     """In a workflow: the state key this agent's reply is written to (``{key}`` for later
     agents)."""
+    tools: list[str] = Field(default_factory=list, json_schema_extra=TOOLS_JSON_SCHEMA)
+    """Python function tools, ``package.module:function``, from installed packages only."""
     ref: str | None = None
     """``package.module:attribute`` of an existing ADK agent or workflow agent (then the fields
     above are unused)."""
@@ -110,7 +121,19 @@ class AgentSection(BaseModel):
         return AgentSpec(name=_identifier(self.name), model=self.model,
                          instruction=self.instruction, output_schema=self.output_schema,
                          generate_content_config=self.generate_content_config,
-                         output_key=self.output_key)
+                         output_key=self.output_key, tools=self.tools)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_are_refs(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        return check_tool_refs(value, agent=str(info.data.get("name", "agent")))
+
+    @model_validator(mode="after")
+    def _tools_need_a_declared_agent(self) -> AgentSection:
+        if self.ref and self.tools:
+            raise ValueError(f"agent {self.name!r}: 'tools' are for a declared agent; an agent "
+                             "loaded with 'ref' keeps the tools its Python code gives it")
+        return self
 
 
 class CriticSection(BaseModel):
@@ -314,6 +337,32 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
         ProjectFileError: naming the reference and how to opt in.
     """
     check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
+    for agent in ([project.agent] if project.agent else []) + list(project.agents):
+        where = f"{source}: " + ("agent" if agent is project.agent else f"agents.{agent.name}")
+        check_tool_trust(agent.tools, agent.name, origin, where)
+
+
+def check_spec_trust(spec: RunSpec, origin: Origin, where: str) -> None:
+    """The same rule for a stored run's spec (resuming it, trying it on one example)."""
+    check_code_ref(spec.agent_ref, origin, f"{where}: agent.ref")
+    if spec.agent is not None:
+        check_tool_trust(spec.agent.tools, spec.agent.name, origin, f"{where}: agent")
+    for agent in spec.agents:
+        check_tool_trust(agent.tools, agent.name, origin, f"{where}: agents.{agent.name}")
+
+
+def check_tool_trust(tools: list[str], agent: str, origin: Origin, where: str) -> None:
+    """Function tools run Python code on the server each time the model calls one: from the
+    browser only when the server opted in, as for ``agent.ref``."""
+    if not tools or origin is not Origin.BROWSER or code_refs_allowed():
+        return
+    raise ProjectFileError(
+        f"agent {agent!r} tool {tools[0]!r} runs Python code on the server whenever the model "
+        "calls it, which projects from the browser (upload, YAML editor, stored projects) may "
+        "not do. Remove the agent's tools, run the file from the command line (`studio run "
+        "project.yaml`), or start the studio with `studio ui --allow-code-refs` "
+        f"({ALLOW_CODE_REFS_ENV}=1) on a machine whose users you trust",
+        where=f"{where}.tools[0]", value=tools[0])
 
 
 def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
@@ -335,6 +384,7 @@ def _explain(exc: ValidationError, data: Any = None) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field" + _suggestion(error["loc"])
+        path, message = _refined(error, path, message)
         problems.append(f"{path}: {message}" if path else message)
     return "; ".join(problems)
 
@@ -349,6 +399,18 @@ def _readable_path(loc: tuple, data: Any) -> str:
         head = f"agents[{loc[1]}]" + (f" ({name})" if name else "")
         return ".".join([head, *parts[2:]])
     return ".".join(parts)
+
+
+def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
+    """A field validator's ConfigError places itself inside the field (``tools[2]``): use its
+    place rather than repeat it (``agent.tools[2]: ...``, not ``agent.tools: tools[2]: ...``)."""
+    cause = (error.get("ctx") or {}).get("error")
+    where = getattr(cause, "where", None)
+    field = str(error["loc"][-1]) if error["loc"] else ""
+    if not isinstance(cause, ConfigError) or not where or not field or \
+            not where.startswith(field):
+        return path, message
+    return path[:len(path) - len(field)] + where, cause.message
 
 
 def _suggestion(loc: tuple) -> str:

@@ -18,7 +18,7 @@ from studio.critics.protocol import Sample
 from studio.engine.build import check_spec_models, critic_for_run
 from studio.model.feedback import Feedback
 from studio.model.records import RunSpec, example_expected, example_input_text, example_state
-from studio.projects.files import Origin, check_code_ref
+from studio.projects.files import Origin, check_spec_trust
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 
@@ -60,7 +60,7 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
         ProjectFileError: the project loads Python code and its origin is not trusted.
     """
     spec = project_or_spec if isinstance(project_or_spec, RunSpec) else project_or_spec.run_spec()
-    check_code_ref(spec.agent_ref, origin, f"project {spec.project or ''!r}: agent.ref")
+    check_spec_trust(spec, origin, f"project {spec.project or ''!r}")
     check_spec_models(spec)
     agent = build_agent(spec.agent) if spec.agent is not None else load_agent(spec.agent_ref or "")
     executor = AgentExecutor(max_concurrency=2, timeout_s=timeout_s, max_retries=1,

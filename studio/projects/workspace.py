@@ -34,7 +34,7 @@ from studio.projects.files import (
     MAX_PROJECT_BYTES,
     Origin,
     ProjectFile,
-    check_code_ref,
+    check_spec_trust,
     check_trust,
     decode_text,
     dump_project,
@@ -209,7 +209,7 @@ def resume_run(store: Store, run_id: str) -> str:
 
     manager = get_manager(store)
     run = store.get_run(run_id)
-    check_code_ref(run.spec.agent_ref, Origin.BROWSER, f"run {run_id}: agent.ref")
+    check_spec_trust(run.spec, Origin.BROWSER, f"run {run_id}")
     if run.status in (RunStatus.PAUSED, RunStatus.RUNNING, RunStatus.PENDING) and \
             run.worker is not None:
         manager.unpause(run_id)

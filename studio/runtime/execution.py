@@ -13,6 +13,7 @@ It also implements gepa-adk's :class:`studio.runtime.protocol.AgentExecutorProto
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import re
@@ -24,6 +25,7 @@ from typing import Any
 
 from studio.model.errors import ConfigError, StudioError
 from studio.model.jsontools import to_jsonable
+from studio.model.limits import clip
 from studio.model.redaction import redact
 from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
@@ -34,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 MAX_TRACE_TEXT = 4000
 """Longest text kept per trace event; outputs themselves are never truncated."""
+MAX_TRACE_VALUE_CHARS = 20_000
+"""Longest JSON kept of one tool call's arguments or result (a tool may return megabytes)."""
 
 
 def _retryable_errors() -> tuple[type[BaseException], ...]:
@@ -376,12 +380,13 @@ class _TraceRecorder:
     def _add_part(self, author: str, part: Any) -> None:
         if part.function_call is not None:
             call = part.function_call
-            record = {"id": call.id, "name": call.name, "args": to_jsonable(call.args or {})}
+            record = {"id": call.id, "name": (call.name or "")[:MAX_TRACE_TEXT],
+                      "args": _bounded(call.args or {})}
             self.tool_calls.append({**record, "result": None})
             self.events.append({"author": author, "type": "tool_call", **record})
         elif part.function_response is not None:
             response = part.function_response
-            result = to_jsonable(response.response)
+            result = _bounded(response.response)
             for call in reversed(self.tool_calls):
                 if call["id"] == response.id or (call["result"] is None and call["name"] ==
                                                    response.name):
@@ -394,6 +399,7 @@ class _TraceRecorder:
                                 "text": part.text[:MAX_TRACE_TEXT]})
 
     def trace(self) -> dict[str, Any]:
+        """What a trial stores: events in order, tool calls with their results, state, usage."""
         return {
             "events": self.events,
             "tool_calls": self.tool_calls,
@@ -401,3 +407,11 @@ class _TraceRecorder:
             "usage": self.usage,
             "model_calls": self.model_calls,
         }
+
+
+def _bounded(value: Any) -> Any:
+    """``value`` as JSON data, or its JSON text clipped (with a marker) when it is too long to
+    keep in every trial; small values stay structured so trajectory evaluators compare them."""
+    data = to_jsonable(value)
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return data if len(text) <= MAX_TRACE_VALUE_CHARS else clip(text, MAX_TRACE_VALUE_CHARS)

@@ -47,6 +47,7 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
         "agent_schema": json.dumps(agent.output_schema, indent=2) if agent.output_schema else "",
         "agent_temperature": config.temperature, "agent_top_p": config.top_p,
         "agent_max_tokens": config.max_output_tokens, "agent_ref": agent.ref,
+        "agent_tools": "\n".join(agent.tools),
         "critic_type": critic.type, "critic_name": critic.name, "critic_model": critic.model,
         "critic_schema": critic.schema_kind, "critic_instruction": critic.instruction,
         "critic_output_schema": json.dumps(critic.output_schema, indent=2)
@@ -287,6 +288,9 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
         "name": fields.get("agent_name") or "agent", "model": fields.get("agent_model"),
         "instruction": fields.get("agent_instruction") or "", "output_schema": agent_schema,
         "generate_content_config": config}
+    tools = tool_lines(fields.get("agent_tools"))
+    if tools:
+        agent["tools"] = tools
     if fields.get("agent_ref"):
         agent["ref"] = fields["agent_ref"]
     critic: dict[str, Any] = {"type": fields.get("critic_type") or "agent",
@@ -316,7 +320,13 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
     }
 
 
+def tool_lines(text: Any) -> list[str]:
+    """The editor's tools box: one ``package.module:function`` per line, blank lines skipped."""
+    return [line.strip() for line in str(text or "").splitlines() if line.strip()]
+
+
 _LOC_TO_FIELD = {
+    ("agent", "tools"): "agent_tools",
     ("agent", "name"): "agent_name", ("agent", "model"): "agent_model",
     ("agent", "instruction"): "agent_instruction", ("agent", "output_schema"): "agent_schema",
     ("agent", "generate_content_config", "temperature"): "agent_temperature",

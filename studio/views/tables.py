@@ -7,6 +7,7 @@ table's placeholder text) and the words "could not evaluate" in a label, never 0
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -304,14 +305,36 @@ def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
 
 
 def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
-    """Tool calls of a trace with their arguments and results, as text columns."""
-    import json
+    """Tool calls of a trace in the order they were made, with their arguments and results, as
+    one-line text columns."""
+    rows = [{"step": number, "tool": str(call.get("name")),
+             "arguments": json.dumps(call.get("args") or {}, ensure_ascii=False, default=str),
+             "result": NO_RESULT if call.get("result") is None else one_line(
+                 json.dumps(call.get("result"), ensure_ascii=False, default=str), 400)}
+            for number, call in _numbered_calls(trace)]
+    return pd.DataFrame(rows, columns=["step", "tool", "arguments", "result"])
 
-    rows = [{"tool": str(c.get("name")),
-             "arguments": json.dumps(c.get("args") or {}, ensure_ascii=False),
-             "result": one_line(json.dumps(c.get("result"), ensure_ascii=False, default=str), 400)}
-            for c in (trace or {}).get("tool_calls", [])]
-    return pd.DataFrame(rows, columns=["tool", "arguments", "result"])
+
+NO_RESULT = "(no result recorded: the run ended before the tool returned)"
+
+
+def tool_call_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each tool call as ``{step, tool, arguments, result}``: numbered from 1 in call order,
+    arguments and result as indented JSON text (to show verbatim, never as HTML)."""
+    return [{"step": number, "tool": str(call.get("name")),
+             "arguments": _pretty_json(call.get("args") or {}),
+             "result": NO_RESULT if call.get("result") is None else _pretty_json(call["result"])}
+            for number, call in _numbered_calls(trace)]
+
+
+def _numbered_calls(trace: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    calls = (trace or {}).get("tool_calls") or []
+    return [(number, call) for number, call in enumerate(calls, start=1)
+            if isinstance(call, dict)]
+
+
+def _pretty_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
 def dimension_scores(feedback: Feedback) -> pd.DataFrame:

@@ -23,6 +23,8 @@ class ChatRequest:
     """True when any JSON object is required (``response_format={"type": "json_object"}``)."""
     seed: int | None = None
     has_tools: bool = False
+    tool_names: tuple[str, ...] = ()
+    """Names of the function tools offered to the model, in order."""
 
     @property
     def system(self) -> str:
@@ -114,7 +116,19 @@ def build_request(model: str, messages: list, optional_params: dict[str, Any]) -
         json_mode=json_mode,
         seed=optional_params.get("seed"),
         has_tools=bool(optional_params.get("tools")),
+        tool_names=offered_tool_names(optional_params.get("tools")),
     )
+
+
+def offered_tool_names(tools: Any) -> tuple[str, ...]:
+    """Function names from OpenAI-style ``tools`` (``[{"type": "function", "function":
+    {"name": ...}}]``); anything else in the list is skipped."""
+    names = []
+    for tool in tools or []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            names.append(function["name"])
+    return tuple(names)
 
 
 def fill_response(
