@@ -28,8 +28,8 @@ from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
 from studio.model.feedback import Feedback
 from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DATASET_ROWS
-from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 from studio.model.tools import check_tool_refs
+from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config")
 """Parts of an agent that evolution may rewrite, each with its own reflection agent."""

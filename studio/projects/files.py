@@ -30,6 +30,7 @@ import json
 import math
 import os
 import random
+import typing
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from pydantic import (
 from studio.engine.build import (
     check_spec_models,
     check_valset,
+    complete_spec,
     create_run,
     critic_for_run,
     spec_agent,
@@ -413,15 +415,20 @@ def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
     return path[:len(path) - len(field)] + where, cause.message
 
 
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``X``, ``X | None`` or ``list[X]``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, (_section_model(a) for a in typing.get_args(annotation))), None)
+
+
 def _suggestion(loc: tuple) -> str:
     model: Any = ProjectFile
     for part in loc[:-1]:
+        if isinstance(part, int):  # an item of a list (agents[1]): same model
+            continue
         field = getattr(model, "model_fields", {}).get(str(part))
-        if field is None:
-            return ""
-        annotation = field.annotation
-        model = annotation if isinstance(annotation, type) and issubclass(annotation,
-                                                                          BaseModel) else None
+        model = _section_model(field.annotation) if field is not None else None
         if model is None:
             return ""
     names = list(getattr(model, "model_fields", {}))
@@ -766,6 +773,10 @@ def check_project(project: ProjectFile, base_dir: Path, *, source: str,
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
     _check_buildable(spec, config, source)
+    try:
+        complete_spec(spec)  # a workflow by reference: its components name its agents
+    except ConfigError as exc:
+        raise _located(exc, source, "components") from exc
     return train, val
 
 
