@@ -306,6 +306,8 @@ class RunEffect:
     parent_sum: float | None = None
     child_sum: float | None = None
     rule_accepts: bool | None = None
+    pending_is_merge: bool = False
+    """Then ``parent_sum`` is the better parent's and the rule accepts at or above it."""
 
 
 def run_effect(store: Store, run_id: str) -> RunEffect:
@@ -320,6 +322,7 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
         effect.parent_sum = evidence.parent_sum
         effect.child_sum = evidence.child_sum
         effect.rule_accepts = evidence.rule_accepts
+        effect.pending_is_merge = proposal.is_merge
     return effect
 
 

@@ -41,6 +41,7 @@ from studio.model.records import (
     content_hash,
 )
 from studio.projects.workspace import proposal_evidence
+from studio.views.tables import merge_sources, proposal_label
 from tests.engine import merge_world as world
 from tests.helpers import wait_until
 
@@ -157,6 +158,21 @@ def test_merges_are_due_after_an_accepted_reflection_and_up_to_the_limit(store):
     ctx.config = EvolutionConfig()  # off by default, as in GEPA
     assert not merge_due(ctx, 2)
     assert store.get_proposal(accepted.id).kind is ProposalKind.REFLECTION
+
+
+def test_the_page_says_which_component_comes_from_which_candidate_and_why():
+    pool = [candidate(0, []), candidate(1, [0], writer="w1", style="s1"),
+            candidate(2, [0], editor="e1", style="s1")]
+    proposal = Proposal(run_id="r", iteration=3, parent_id=1, component="", text="", kind="merge",
+                        merge=MergeDetail(parents=[1, 2], ancestor=0, subsample=[1],
+                                          sources={WRITER: 1, EDITOR: 2, STYLE: 1}))
+    by_id = {c.id: c for c in pool}
+    frame = merge_sources(proposal, by_id)
+    assert list(frame["component"]) == [WRITER, EDITOR, STYLE]
+    assert list(frame["from"]) == [1, 2, 1]
+    assert list(frame["why"]) == ["improved by #1 only", "improved by #2 only",
+                                  "changed the same way by both parents"]
+    assert proposal_label(proposal, {c.id: c.index for c in pool}) == "merge of #1 and #2"
 
 
 @pytest.mark.parametrize("settings, message", [
