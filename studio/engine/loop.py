@@ -355,15 +355,16 @@ class Engine:
             run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
             child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
             rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE.value))
-
-        def rule() -> tuple[bool, str]:
-            now = merging.stored_evidence(ctx.store, proposal)
-            return now.rule_accepts, merging.verdict(now)
-
-        decision = await self.gate(proposal, plan.iteration, rule)
+        decision = await self.gate(proposal, plan.iteration,
+                                   functools.partial(self.merge_verdict, proposal))
         if decision.action is DecisionAction.EDIT:  # refused by decide(); never from a person
             decision = decision.model_copy(update={"action": DecisionAction.REJECT})
         return await self.apply(decision, proposal, child)
+
+    def merge_verdict(self, proposal: Proposal) -> tuple[bool, str]:
+        """GEPA's rule for a merge, from the effective scores now."""
+        evidence = merging.stored_evidence(self.ctx.store, proposal)
+        return evidence.rule_accepts, merging.verdict(evidence)
 
     async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate,
                                 plan: Plan) -> str | None:
