@@ -48,6 +48,11 @@ def effect_panel(run_id: str) -> None:
         was = f"was {'accept' if before.rule_accepts else 'reject'}"
     cols[2].metric(f"Proposal #{effect.pending_id}: the rule would", verdict, delta=was,
                    delta_color="off")
+    if effect.pending_is_merge:
+        st.caption(f"A merge. Subsample sums (effective scores): merged child "
+                   f"{effect.child_sum:.3f} vs the better parent {effect.parent_sum:.3f}. GEPA "
+                   "accepts a merge when the child's is at least as high.")
+        return
     st.caption(f"Minibatch sums (effective scores): child {effect.child_sum:.3f} vs parent "
                f"{effect.parent_sum:.3f}. GEPA accepts when the child's is strictly higher.")
 

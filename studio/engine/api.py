@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from studio.critics.agent import CriticScorer
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.context import Listener
+from studio.engine.merge import stored_evidence
 from studio.engine.pool import Evidence, load_view, minibatch_evidence
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig, Selection
@@ -118,8 +119,11 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
             evidence = {"parent_sum": live.parent_sum, "child_sum": live.child_sum}
         history.append({
             "iteration": proposal.iteration, "proposal_id": proposal.id,
-            "parent_id": proposal.parent_id, "child_id": proposal.child_id,
-            "component": proposal.component, "status": proposal.status.value,
+            "kind": proposal.kind.value, "parent_id": proposal.parent_id,
+            "parent_ids": list(proposal.merge.parents) if proposal.merge else [proposal.parent_id],
+            "child_id": proposal.child_id, "component": proposal.component,
+            "sources": dict(proposal.merge.sources) if proposal.merge else None,
+            "status": proposal.status.value,
             "invalid_reason": proposal.invalid_reason,
             "parent_sum": evidence.get("parent_sum"), "child_sum": evidence.get("child_sum"),
             "decision": decision.action.value if decision else None,
@@ -131,7 +135,10 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
 
 def live_evidence(store: Store, proposal: Proposal) -> Evidence | None:
     """Parent vs child on the proposal's minibatch from the effective scores now (corrections
-    made after scoring included); None when the child was never scored on it."""
+    made after scoring included); None when the child was never scored on it. For a merge:
+    the better parent vs the child on its subsample."""
+    if proposal.is_merge:
+        return stored_evidence(store, proposal) if proposal.child_id is not None else None
     trials = store.trials(proposal.run_id, proposal_id=proposal.id, phase=TrialPhase.CHILD)
     examples = [trial.example_id for trial in trials]
     if not examples or proposal.child_id is None:

@@ -315,6 +315,27 @@ class ProposalStatus(StrEnum):
     """Empty, unchanged, duplicate, or a schema/YAML that does not validate."""
 
 
+class ProposalKind(StrEnum):
+    REFLECTION = "reflection"
+    """A reflection agent rewrote one component of one parent."""
+    MERGE = "merge"
+    """GEPA's merge: whole components taken from two parents (see :class:`MergeDetail`)."""
+
+
+class MergeDetail(BaseModel):
+    """Where a merge's components come from. Component keys are opaque: never parsed."""
+
+    parents: list[int] = Field(min_length=2, max_length=2)
+    """The two pool candidates merged (ids); the child's ``parent_ids``."""
+    ancestor: int
+    """Their common ancestor, against which "improved" is judged."""
+    sources: dict[str, int]
+    """Component key -> id of the candidate it is taken from: the parent that changed it since
+    the ancestor, or the ancestor when neither did."""
+    subsample: list[int] = Field(default_factory=list)
+    """Validation example ids the child is judged on against both parents."""
+
+
 class DecisionAction(StrEnum):
     ACCEPT = "accept"
     REJECT = "reject"
@@ -504,6 +525,14 @@ class Proposal(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     decided_at: datetime | None = None
     """When the (first and only) decision on it was made."""
+    kind: ProposalKind = ProposalKind.REFLECTION
+    merge: MergeDetail | None = None
+    """For a merge: its two parents and which component comes from which (``parent_id`` is
+    the first parent, ``component`` empty and ``text`` a one-line summary)."""
+
+    @property
+    def is_merge(self) -> bool:
+        return self.kind is ProposalKind.MERGE
 
 
 class Decision(BaseModel):

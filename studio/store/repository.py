@@ -36,6 +36,7 @@ from studio.model.records import (
     Override,
     Project,
     Proposal,
+    ProposalKind,
     ProposalStatus,
     Run,
     RunEvent,
@@ -767,12 +768,15 @@ class Store:
 
     @_guard
     def proposals(self, run_id: str, *, status: ProposalStatus | None = None,
-                  iteration: int | None = None) -> list[Proposal]:
+                  iteration: int | None = None, kind: ProposalKind | None = None
+                  ) -> list[Proposal]:
         query = select(t.proposals).where(t.proposals.c.run_id == run_id)
         if status is not None:
             query = query.where(t.proposals.c.status == ProposalStatus(status).value)
         if iteration is not None:
             query = query.where(t.proposals.c.iteration == iteration)
+        if kind is not None:
+            query = query.where(t.proposals.c.kind == ProposalKind(kind).value)
         with self.engine.connect() as c:
             return [_model(Proposal, r) for r in c.execute(query.order_by(t.proposals.c.id))]
 

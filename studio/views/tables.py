@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +17,16 @@ from typing import Any
 import pandas as pd
 
 from studio.model.feedback import Feedback
-from studio.model.records import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
+from studio.model.records import (
+    Candidate,
+    Decision,
+    Example,
+    Proposal,
+    Run,
+    RunEvent,
+    RunStatus,
+    Trial,
+)
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -459,6 +468,46 @@ def evidence_frame(parent: Sequence[Trial], child: Sequence[Trial]) -> pd.DataFr
                                        "parent_feedback", "child_feedback"])
 
 
+def proposal_label(proposal: Proposal, candidate_index: Mapping[int, int]) -> str:
+    """What a proposal changes: its component, or for a merge the two candidates it combines."""
+    if proposal.merge is None:
+        return proposal.component
+    a, b = (candidate_index.get(p, "?") for p in proposal.merge.parents)
+    return f"merge of #{a} and #{b}"
+
+
+def merge_sources(proposal: Proposal, candidates: Mapping[int, Candidate]) -> pd.DataFrame:
+    """A merge, one row per component: the candidate it is taken from and why (which parent
+    changed it since the common ancestor)."""
+    detail = proposal.merge
+    ancestor = candidates.get(detail.ancestor)
+    rows = []
+    for key, source in detail.sources.items():
+        changed_by = [p for p in detail.parents if ancestor is not None and p in candidates
+                      and candidates[p].components.get(key) != ancestor.components.get(key)]
+        texts = {candidates[p].components.get(key) for p in changed_by}
+        rows.append({"component": key, "from": _index(candidates, source),
+                     "why": _why_taken(source, len(changed_by), len(texts), detail.ancestor,
+                                       candidates)})
+    return pd.DataFrame(rows, columns=["component", "from", "why"]).astype({"from": "Int64"})
+
+
+def _why_taken(source: int, changers: int, versions: int, ancestor: int,
+               candidates: Mapping[int, Candidate]) -> str:
+    if source == ancestor:
+        return f"unchanged since their common ancestor #{_index(candidates, ancestor)}"
+    if changers == 1:
+        return f"improved by #{_index(candidates, source)} only"
+    if versions == 1:
+        return "changed the same way by both parents"
+    return f"changed by both parents; #{_index(candidates, source)}'s text (the better parent)"
+
+
+def _index(candidates: Mapping[int, Candidate], candidate_id: int) -> int | None:
+    found = candidates.get(candidate_id)
+    return found.index if found is not None else None
+
+
 def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision],
                      evaluated: dict[int, dict[str, Any]], candidate_index: dict[int, int]
                      ) -> pd.DataFrame:
@@ -471,8 +520,8 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
         d = last_decision.get(p.id)
         ev = evaluated.get(p.id, {})
         rows.append({
-            "proposal": p.id, "iteration": p.iteration, "component": p.component,
-            "status": p.status.value,
+            "proposal": p.id, "iteration": p.iteration,
+            "component": proposal_label(p, candidate_index), "status": p.status.value,
             "parent": candidate_index.get(p.parent_id, -1),
             "child": candidate_index.get(p.child_id) if p.child_id is not None else None,
             "parent_sum": ev.get("parent_sum", math.nan),
