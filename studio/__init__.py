@@ -27,6 +27,7 @@ _LAZY_EXPORTS = {
     "SimpleCriticOutput": "studio.critics.agent",
     "CriticOutput": "studio.critics.agent",
     "CriticScorer": "studio.critics.agent",
+    "image_file": "studio.model.media",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

@@ -248,8 +248,10 @@ class CriticScorer:
         output: str,
         expected: str | None = None,
         session_id: str | None = None,
+        media: tuple[Any, ...] = (),
     ) -> tuple[float, dict[str, Any]]:
-        """Score ``output`` with the critic agent.
+        """Score ``output`` with the critic agent (``media``: the example's images, shown to
+        the critic after its text, as the agent saw them).
 
         Raises:
             CriticOutputParseError: the critic's reply is not JSON.
@@ -261,6 +263,7 @@ class CriticScorer:
             format_critic_input(input_text, output, expected),
             session_id=session_id,
             app_name=self._app_name,
+            **({"media": media} if media else {}),
         )
         if result.error is not None:
             raise CriticExecutionError(f"critic {self.name!r} failed: {result.error}")
@@ -281,7 +284,8 @@ class CriticScorer:
 
     async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
         """The :class:`studio.critics.protocol.Critic` protocol."""
-        return await self.async_score(sample.input_text, sample.output, sample.expected)
+        return await self.async_score(sample.input_text, sample.output, sample.expected,
+                                      media=sample.media)
 
 
 def _run_in_thread(coroutine: Any) -> Any:

@@ -17,11 +17,13 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from studio.model.errors import StudioError
 from studio.model.jsontools import to_jsonable
+from studio.model.media import Media
 from studio.model.redaction import redact
 from studio.runtime.providers import register_providers
 
@@ -121,16 +123,20 @@ class AgentExecutor:
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
         app_name: str | None = None,
+        media: Sequence[Media] = (),
     ) -> ExecutionResult:
         """Run ``agent`` on ``input_text``.
 
         With ``session_id`` the run joins that existing session (shared state); otherwise a fresh
-        session holding ``state`` is created and deleted afterwards.
+        session holding ``state`` is created and deleted afterwards. ``media`` (an example's
+        images and videos) follow the text in the user message as inline-data parts, which
+        ADK's LiteLLM adapter sends as ``image_url`` / ``video_url`` content parts.
         """
         app = app_name or self.app_name
+        message = user_message(input_text, media)
         async with self._semaphore():
             started = time.perf_counter()
-            result = await self._with_retries(agent, input_text, state, session_id, app)
+            result = await self._with_retries(agent, message, state, session_id, app)
             result.latency_s = time.perf_counter() - started
             result.trace["latency_s"] = round(result.latency_s, 4)
             return result
@@ -163,14 +169,14 @@ class AgentExecutor:
             self._runners.popitem(last=False)
         return runner
 
-    async def _with_retries(self, agent, input_text, state, session_id, app) -> ExecutionResult:
+    async def _with_retries(self, agent, message, state, session_id, app) -> ExecutionResult:
         retryable = _retryable_errors()
         attempt = 0
         while True:
             attempt += 1
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    result = await self._run_once(agent, input_text, state, session_id, app)
+                    result = await self._run_once(agent, message, state, session_id, app)
                 result.attempts = attempt
                 return result
             except retryable as exc:
@@ -185,9 +191,7 @@ class AgentExecutor:
             except Exception as exc:  # a failure on one example is a result, not a crash
                 return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
 
-    async def _run_once(self, agent, input_text, state, session_id, app) -> ExecutionResult:
-        from google.genai import types
-
+    async def _run_once(self, agent, message, state, session_id, app) -> ExecutionResult:
         runner = self._runner(agent, app)
         own_session = session_id is None
         if own_session:
@@ -196,8 +200,7 @@ class AgentExecutor:
                 session_id=uuid.uuid4().hex,
             )
             session_id = session.id
-        recorder = _TraceRecorder(input_text)
-        message = types.Content(role="user", parts=[types.Part(text=input_text)])
+        recorder = _TraceRecorder()
         try:
             async for event in runner.run_async(
                 user_id=self.user_id, session_id=session_id, new_message=message
@@ -211,6 +214,16 @@ class AgentExecutor:
         return ExecutionResult(
             output=recorder.final_text, trace=recorder.trace(), session_id=session_id
         )
+
+
+def user_message(input_text: str, media: Sequence[Media] = ()) -> Any:
+    """The user's turn: the text, then each image or video as an inline-data part."""
+    from google.genai import types
+
+    parts = [types.Part(text=input_text)]
+    parts += [types.Part(inline_data=types.Blob(data=m.data, mime_type=m.mime_type))
+              for m in media]
+    return types.Content(role="user", parts=parts)
 
 
 def _name(agent: Any) -> str:
@@ -255,7 +268,7 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
 class _TraceRecorder:
     """Condenses ADK events into the trajectory trace shown to reflection and to people."""
 
-    def __init__(self, input_text: str) -> None:
+    def __init__(self, input_text: str = "") -> None:
         self.events: list[dict[str, Any]] = []
         self.tool_calls: list[dict[str, Any]] = []
         self.state_delta: dict[str, Any] = {}
