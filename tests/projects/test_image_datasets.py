@@ -157,3 +157,18 @@ def test_inlining_a_project_stores_its_images_as_data_uris(folder):
 def test_the_json_schema_documents_image_columns():
     field = PROJECT_JSON_SCHEMA["$defs"]["DatasetSection"]["properties"]["images"]
     assert field["type"] == "array" and field["items"] == {"type": "string"}
+
+
+def test_a_project_too_large_once_its_images_are_inlined_is_not_stored(folder, store,
+                                                                       monkeypatch):
+    from studio.model.errors import ProjectFileError
+    from studio.projects import workspace
+
+    monkeypatch.setattr(workspace, "MAX_PROJECT_BYTES", 1000)
+    plain, pictured = folder / "plain.yaml", folder / "pictured.yaml"
+    plain.write_text(project_text("[{photo: '', answer: red}]"))
+    pictured.write_text(project_text("[{photo: data/img/red.png, answer: red}]"))
+    workspace.import_example(store, plain)  # fits without its image
+    with pytest.raises(ProjectFileError, match="with its datasets inlined"):
+        workspace.import_example(store, pictured)
+    assert len(store.list_projects()) == 1

@@ -219,17 +219,22 @@ def colour_world(script):
     return script("colours", reply)
 
 
-def test_evolve_with_an_image_dataset_end_to_end(script, store, tmp_path):
+def colour_agents(model: str, instruction: str = "Describe {photo}."):
     from studio.critics.agent import SimpleCriticOutput
 
+    agent = build_agent(AgentSpec(name="looker", model=model, instruction=instruction))
+    critic = build_agent(AgentSpec(name="critic", model=model, instruction="Judge it.",
+                                   output_schema=SimpleCriticOutput.model_json_schema()))
+    return agent, critic
+
+
+def test_evolve_with_an_image_dataset_end_to_end(script, store, tmp_path):
     model = colour_world(script)
     for colour in COLOURS:
         (tmp_path / f"{colour}.png").write_bytes(picture(colour))
     trainset = [{"photo": image_file(tmp_path / f"{c}.png"), "question": "What is this?"}
                 for c in COLOURS]
-    agent = build_agent(AgentSpec(name="looker", model=model, instruction="Describe {photo}."))
-    critic = build_agent(AgentSpec(name="critic", model=model, instruction="Judge it.",
-                                   output_schema=SimpleCriticOutput.model_json_schema()))
+    agent, critic = colour_agents(model)
     result = asyncio.run(evolve(agent=agent, trainset=trainset, critic=critic, store=store,
                                 config=EvolutionConfig(max_iterations=1, minibatch_size=3)))
     assert (result.original_score, result.final_score) == (0.0, 1.0)
@@ -244,3 +249,18 @@ def test_evolve_with_an_image_dataset_end_to_end(script, store, tmp_path):
     agent_calls = [r for r in requests if not r.json_schema and "## Component" not in r.system]
     assert len(agent_calls) == len(trials)
     assert all(r.media[0].sha256 in {sha(picture(c)) for c in COLOURS} for r in agent_calls)
+
+
+def test_an_export_leaves_images_out_and_keeps_their_labels(script, store):
+    from studio.projects.export import jsonl_lines
+
+    model = colour_world(script)
+    trainset = [{"photo": data_uri(picture(c), "image/png"), "question": "What is this?"}
+                for c in COLOURS]
+    agent, critic = colour_agents(model, "Describe it.")
+    asyncio.run(evolve(agent=agent, trainset=trainset, critic=critic, store=store,
+                       config=EvolutionConfig(max_iterations=1, minibatch_size=3)))
+    exported = "".join(jsonl_lines(store, store.list_runs()[0].id))
+    assert exported.count('"input": "photo: [image: photo]') == len(store.trials(
+        store.list_runs()[0].id))
+    assert "base64" not in exported and len(exported) < 20_000
