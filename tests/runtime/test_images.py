@@ -264,3 +264,37 @@ def test_an_export_leaves_images_out_and_keeps_their_labels(script, store):
     assert exported.count('"input": "photo: [image: photo]') == len(store.trials(
         store.list_runs()[0].id))
     assert "base64" not in exported and len(exported) < 20_000
+
+
+def test_images_cross_to_worker_processes(tmp_path, monkeypatch):
+    """With ``processes=2`` the examples (data URIs) go to the worker processes, whose scripted
+    echo model answers with the marker of the image it received."""
+    from studio.engine import build_engine, create_run, processes
+    from studio.model.records import CriticSpec, ReflectionSpec, RunSpec
+    from studio.store import open_store
+
+    monkeypatch.setattr(processes.ProcessFanOut, "ready",  # every batch in the processes
+                        property(lambda self: all(f.result(60) for f in self._warming)))
+    shipped = []
+    real = processes.ProcessFanOut.run_shard
+
+    async def recording(self, components, examples, input_key):
+        shipped.extend(example["photo"] for example in examples)
+        return await real(self, components, examples, input_key)
+
+    monkeypatch.setattr(processes.ProcessFanOut, "run_shard", recording)
+    spec = RunSpec(agent=AgentSpec(name="looker", model="scripted/echo", instruction="Look."),
+                   critic=CriticSpec(type="evaluator", evaluator={"evaluator": "contains"}),
+                   reflection=ReflectionSpec(model="scripted/demo"))
+    rows = [{"photo": data_uri(picture(c), "image/png"), "expected": "[image: image/png]"}
+            for c in COLOURS]
+    store = open_store(f"sqlite:///{tmp_path}/p.db", cached=False)
+    try:
+        run_id = create_run(store, spec=spec, trainset=rows,
+                            config=EvolutionConfig(max_iterations=1, processes=2)).id
+        asyncio.run(build_engine(store, run_id).run())
+        trials = store.trials(run_id)
+        assert len(shipped) == len(trials) > 0 and set(shipped) == {r["photo"] for r in rows}
+        assert all(t.score == 1.0 for t in trials), [t.output for t in trials]
+    finally:
+        store.close()
