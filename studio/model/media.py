@@ -196,8 +196,12 @@ def media_from_path(value: str, folder: Path, *, where: str) -> str:
     if raw.is_absolute() or text.startswith("~"):
         raise DatasetError(f"{value!r} is an absolute path; give a path relative to the "
                            f"dataset's folder {folder}", where=where, value=value)
-    root = folder.resolve()
-    path = (root / raw).resolve()
+    try:
+        root = folder.resolve()
+        path = (root / raw).resolve()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long
+        raise DatasetError(f"{value[:100]!r} is not a usable path: {exc}", where=where,
+                           value=value[:100]) from exc
     if not path.is_relative_to(root):
         raise DatasetError(f"{value!r} leads outside the dataset's folder {root} (through "
                            "'..' or a symlink); move the image into that folder", where=where,

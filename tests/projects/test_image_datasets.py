@@ -89,6 +89,7 @@ def test_inline_rows_are_relative_to_the_project_file(folder):
     ("img/missing.png", "image file not found"),
     ("img", "is not a regular file"),
     ("rows.csv", "not a supported image or video"),
+    ("img/red\x00.png", "is not a usable path"),
 ])
 def test_a_bad_path_is_refused_naming_the_row_and_the_column(folder, cell, message):
     write_csv(folder, "img/red.png,red", f"{cell},x")
