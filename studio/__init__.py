@@ -40,6 +40,7 @@ _LAZY_EXPORTS = {
     "ScoringError": "studio.model.errors",
     "CriticOutputParseError": "studio.model.errors",
     "MissingScoreFieldError": "studio.model.errors",
+    "image_file": "studio.model.media",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

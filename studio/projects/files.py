@@ -59,6 +59,7 @@ from studio.engine.components import check_components
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
+from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
@@ -188,6 +189,11 @@ class DatasetSection(BaseModel):
     """Column whose value is the agent's input text (default: all fields as ``key: value``)."""
     expected_column: str | None = None
     """Column holding the reference answer (stored as ``expected``)."""
+    images: list[str] = Field(default_factory=list)
+    """Columns holding image (or MP4/WEBM video) paths, relative to the dataset file's folder
+    (inline rows: the project file's) and never outside it, or data URIs. Paths are read when
+    the dataset loads and stored as data URIs. A value that is an image data URI is an image
+    in any column."""
 
     @model_validator(mode="after")
     def _needs_train(self) -> DatasetSection:
@@ -486,10 +492,19 @@ def dump_project(project: ProjectFile) -> str:
 
 
 def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: str,
-              origin: Origin = Origin.LOCAL) -> list[dict[str, Any]]:
+              origin: Origin = Origin.LOCAL, images: list[str] | None = None
+              ) -> list[dict[str, Any]]:
+    """The rows of a dataset source, image paths in the ``images`` columns read as data URIs
+    (relative to the dataset file's folder, or ``base_dir`` for inline rows)."""
     if isinstance(source, list):
-        return source
+        return resolve_images(source, images or [], base_dir, where, origin)
     path = dataset_path(source, base_dir, where, origin)
+    return resolve_images(read_rows(path, source, where), images or [], path.parent, where,
+                          origin)
+
+
+def read_rows(path: Path, source: DataSource, where: str) -> list[dict[str, Any]]:
+    """The rows of a CSV or JSONL dataset file (bounded, UTF-8 only)."""
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
         raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
@@ -500,6 +515,45 @@ def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: 
         raise DatasetError(f"the file {source.path} has no rows", where=f"{where}.path",
                            value=source.path)
     return rows
+
+
+def resolve_images(rows: list[Any], columns: list[str], folder: Path, where: str,
+                   origin: Origin) -> list[Any]:
+    """Rows with each image path in ``columns`` replaced by the file's data URI (empty cells
+    and data URIs are kept as they are).
+
+    Raises:
+        DatasetError: naming the row and the column of a missing column, a path that leads
+            outside ``folder``, a file that is missing, too large or not an image, or a path
+            in a project from the browser (which cannot read server files).
+    """
+    if not columns:
+        return rows
+    resolved = []
+    for i, row in enumerate(rows):
+        updates = {}
+        for column in columns if isinstance(row, dict) else ():
+            cell = f"{where}[{i}].{column}"
+            if column not in row:
+                raise DatasetError(f"row {i} has no column {column!r} (dataset.images); "
+                                   f"columns: {sorted(row)}", where=cell)
+            value = row[column]
+            if value is None or value == "" or is_media_uri(value):
+                continue
+            updates[column] = _image_from_cell(value, folder, cell, origin)
+        resolved.append({**row, **updates} if updates else row)
+    return resolved
+
+
+def _image_from_cell(value: Any, folder: Path, cell: str, origin: Origin) -> str:
+    if not isinstance(value, str):
+        raise DatasetError(f"an image column holds a path or a data URI, got "
+                           f"{type(value).__name__} {value!r}"[:200], where=cell)
+    if origin is Origin.BROWSER:
+        raise DatasetError(f"image {value[:100]!r}: a project from the browser cannot read "
+                           "files on the server; embed the image as a data URI "
+                           "(data:image/png;base64,...)", where=cell, value=value[:100])
+    return media_from_path(value, folder, where=cell)
 
 
 def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin) -> Path:
@@ -704,12 +758,12 @@ def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None
 def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     dataset = project.dataset
-    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin), dataset,
-                         "dataset.train")
+    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin,
+                                   dataset.images), dataset, "dataset.train")
     val = None
     if dataset.val is not None:
-        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin), dataset,
-                           "dataset.val")
+        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin,
+                                     dataset.images), dataset, "dataset.val")
     elif dataset.split.val_fraction > 0:
         train, val = split_rows(train, dataset.split)
     return train, val
@@ -727,11 +781,13 @@ def split_rows(rows: list[dict[str, Any]], split: SplitSection
 
 
 def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
-    """A self-contained copy (file sources replaced by their rows), for storing in the DB."""
+    """A self-contained copy (file sources replaced by their rows, image paths by data URIs),
+    for storing in the DB."""
+    images = project.dataset.images
     dataset = project.dataset.model_copy(update={
-        "train": load_rows(project.dataset.train, base_dir, "dataset.train"),
-        "val": None if project.dataset.val is None else load_rows(project.dataset.val, base_dir,
-                                                                  "dataset.val"),
+        "train": load_rows(project.dataset.train, base_dir, "dataset.train", images=images),
+        "val": None if project.dataset.val is None else load_rows(
+            project.dataset.val, base_dir, "dataset.val", images=images),
     })
     return project.model_copy(update={"dataset": dataset})
 

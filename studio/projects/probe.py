@@ -17,6 +17,7 @@ from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
 from studio.engine.build import check_spec_models, critic_for_run
 from studio.model.feedback import Feedback
+from studio.model.media import example_media
 from studio.model.records import RunSpec, example_expected, example_input_text, example_state
 from studio.projects.files import Origin, check_spec_trust
 from studio.runtime.agents import build_agent, load_agent
@@ -71,7 +72,8 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
     result = ProbeResult(input_text=input_text)
 
     started = time.perf_counter()
-    run = await executor.execute(agent, input_text, state=example_state(example))
+    media = example_media(example)
+    run = await executor.execute(agent, input_text, state=example_state(example), media=media)
     result.agent_seconds = time.perf_counter() - started
     result.output, result.trace = run.output, run.trace
     if run.error is not None:
@@ -80,7 +82,8 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
 
     started = time.perf_counter()
     sample = Sample(input_text=input_text, output=run.output,
-                    expected=example_expected(example), example=example, trace=run.trace)
+                    expected=example_expected(example), example=example, trace=run.trace,
+                    media=tuple(media))
     result.feedback, result.error = await judge_sample(critic, sample)
     result.score = result.feedback.score
     result.critic_seconds = time.perf_counter() - started

@@ -84,6 +84,11 @@ def import_example(store: Store, path: Path) -> Project:
     project, base_dir = load_project(path)
     project = inline_datasets(project, base_dir)
     text = dump_project(project)
+    if len(text) > MAX_PROJECT_BYTES:  # it could be stored, but never read back
+        raise ProjectFileError(f"with its datasets inlined (images as data URIs) the project is "
+                               f"{len(text):,} characters; the limit is {MAX_PROJECT_BYTES:,}: "
+                               "run it from the command line (`studio run`) instead",
+                               where=str(path))
     existing = store.find_project(project.name)
     if existing is not None and existing.yaml == text:
         return existing

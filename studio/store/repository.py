@@ -396,6 +396,15 @@ class Store:
         with self.engine.connect() as c:
             return [_model(Example, r, **_EXAMPLE_RENAME) for r in c.execute(query)]
 
+    @_guard
+    def get_example(self, example_id: int) -> Example:
+        """One example (a trial view reads its images from it)."""
+        with self.engine.connect() as c:
+            row = c.execute(select(t.examples).where(t.examples.c.id == example_id)).first()
+        if row is None:
+            raise NotFoundError(f"example {example_id} does not exist")
+        return _model(Example, row, **_EXAMPLE_RENAME)
+
     # ------------------------------------------------------------------ candidates
 
     @_guard

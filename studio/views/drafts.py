@@ -62,6 +62,7 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
         "val_path": dataset.val.path if isinstance(dataset.val, DataSource) else None,
         "input_column": dataset.input_column, "expected_column": dataset.expected_column,
         "val_fraction": dataset.split.val_fraction, "split_seed": dataset.split.seed,
+        "images": list(dataset.images),
         "run": project.run.model_dump(mode="json"),
     }
 
@@ -307,7 +308,8 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
         "split": {"val_fraction": fields.get("val_fraction") or 0.0,
                   "seed": int(fields.get("split_seed") or 0)},
         "input_column": fields.get("input_column") or None,
-        "expected_column": fields.get("expected_column") or None}
+        "expected_column": fields.get("expected_column") or None,
+        "images": list(fields.get("images") or [])}
     if fields.get("val_rows") is not None:
         dataset["val"] = fields["val_rows"]
     return {
