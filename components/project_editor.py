@@ -25,6 +25,7 @@ from studio.projects.probe import probe_sync
 from studio.projects.workspace import save_project
 from studio.views import drafts
 from studio.views.diffing import escape_markdown
+from studio.views.workflows import scored_author
 
 MODEL_HELP = ("A LiteLLM model string: `local/smollm2` (embedded, offline), `scripted/demo` "
               "(deterministic test model), `gemini/gemini-2.5-flash`, `openai/gpt-4o-mini`, "
@@ -335,7 +336,7 @@ def try_one(editor: Editor, project: Any) -> None:
                 return
     result = st.session_state.get(key)
     if result is not None:
-        show_probe(result)
+        show_probe(result, scored=scored_author(project.run_spec()))
     else:
         st.caption("Runs the agent and the critic once and shows the trial; nothing is stored.")
 

@@ -1,6 +1,7 @@
 """A trial in full: input, output, trace (tool calls with arguments), critic feedback, dimension
-scores and guidance. Model-written text is shown as text (``st.code`` / ``st.text``), never as
-HTML or live Markdown."""
+scores and guidance; in a workflow, the pipeline step by step (which agent said what, the scored
+reply marked). Model-written text is shown as text (``st.code`` / ``st.text``), never as HTML or
+live Markdown."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import streamlit as st
 from studio.model.feedback import Feedback
 from studio.views.diffing import escape_markdown
 from studio.views.tables import dimension_scores, format_score, trace_tool_calls
+from studio.views.workflows import PipelineStep, is_pipeline, pipeline_steps
 
 
 def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
@@ -19,8 +21,9 @@ def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
     st.code(text if text else empty, language=None, wrap_lines=True)
 
 
-def show_trial(trial: Any, *, candidate: int | None = None) -> None:
-    """Everything about one stored trial."""
+def show_trial(trial: Any, *, candidate: int | None = None, scored: str | None = None) -> None:
+    """Everything about one stored trial (``scored``: the agent whose reply a workflow run
+    scores)."""
     head = f"Trial #{trial.id} · iteration {trial.iteration} · {trial.phase.value}"
     if candidate is not None:
         head += f" · candidate #{candidate}"
@@ -38,18 +41,24 @@ def show_trial(trial: Any, *, candidate: int | None = None) -> None:
             f"{format_score(o.judge_score)}, human says "
             f"{format_score(o.score, missing='(score unchanged)')}."))
     show_result(trial.input_text, trial.output, trial.feedback, trial.error, trial.trace,
-                human_feedback=trial.override.feedback if trial.override else None)
+                human_feedback=trial.override.feedback if trial.override else None,
+                scored=scored)
 
 
 def show_result(input_text: str, output: str, feedback: Feedback, error: str | None,
-                trace: dict[str, Any] | None, *, human_feedback: str | None = None) -> None:
+                trace: dict[str, Any] | None, *, human_feedback: str | None = None,
+                scored: str | None = None) -> None:
     if error:
         st.error(escape_markdown(error), icon=":material/error:")
     left, right = st.columns(2)
     with left:
         text_block("Input", input_text)
     with right:
-        text_block("Output", output, empty="(no output)")
+        text_block(f"Output (scored: {scored}'s reply)" if scored else "Output", output,
+                   empty="(no output)")
+    steps = pipeline_steps(trace, scored)
+    if is_pipeline(steps):
+        show_pipeline(steps)
     left, right = st.columns(2)
     with left:
         text_block("Critic feedback", feedback.text, empty="(no feedback)")
@@ -68,6 +77,22 @@ def show_result(input_text: str, output: str, feedback: Feedback, error: str | N
             st.caption("Other critic fields")
             st.json(feedback.extra, expanded=False)
     show_trace(trace or {})
+
+
+def show_pipeline(steps: list[PipelineStep]) -> None:
+    """The workflow's agents in the order they spoke, each with its reply and tool calls."""
+    st.caption(f"Pipeline: {len(steps)} step(s) in order")
+    with st.container(border=True, key="trial-pipeline"):
+        for number, step in enumerate(steps, start=1):
+            mark = " · :green-badge[scored output]" if step.scored else ""
+            st.markdown(f"**{number}. {escape_markdown(step.author)}**{mark}")
+            for call in step.tool_calls:
+                st.caption(f"tool call: {escape_markdown(call['name'])}")
+                st.json({"arguments": call["args"], "result": call["result"]}, expanded=False)
+            if step.texts:
+                st.code(step.text, language=None, wrap_lines=True)
+            elif not step.tool_calls:
+                st.caption("(no reply)")
 
 
 def show_trace(trace: dict[str, Any]) -> None:
@@ -90,10 +115,11 @@ def show_trace(trace: dict[str, Any]) -> None:
             st.json(events, expanded=False)
 
 
-def show_probe(result: Any) -> None:
+def show_probe(result: Any, *, scored: str | None = None) -> None:
     """The result of "try on one example"."""
     cols = st.columns(3)
     cols[0].metric("Critic score", format_score(result.score))
     cols[1].metric("Agent time", f"{result.agent_seconds:.1f} s")
     cols[2].metric("Critic time", f"{result.critic_seconds:.1f} s")
-    show_result(result.input_text, result.output, result.feedback, result.error, result.trace)
+    show_result(result.input_text, result.output, result.feedback, result.error, result.trace,
+                scored=scored)

@@ -32,7 +32,8 @@ def mode_switch(editor: Any) -> bool:
         agents = builder.agents_of(fields)
         if len(agents) == 1:
             st.button("Back to a single agent", icon=":material/person:",
-                      key=_button_key(editor, "btn_single"), on_click=_apply, args=(editor, "single"))
+                      key=_button_key(editor, "btn_single"), on_click=_apply,
+                      args=(editor, "single"))
         return True
     st.button("Make this a workflow of several agents", icon=":material/account_tree:",
               key=_button_key(editor, "btn_workflow"), on_click=_apply, args=(editor, "workflow"),
@@ -107,7 +108,8 @@ def _agent_card(editor: Any, agent: dict[str, Any], position: int, count: int,
         head.markdown(f"**Step {position + 1}: {escape_markdown(str(agent['name'] or ''))}**")
         up.button("↑", key=_button_key(editor, f"btn_up_{uid}"), help="Move up", width="stretch",
                   disabled=nested or position == 0, on_click=_move, args=(editor, uid, -1))
-        down.button("↓", key=_button_key(editor, f"btn_down_{uid}"), help="Move down", width="stretch",
+        down.button("↓", key=_button_key(editor, f"btn_down_{uid}"), help="Move down",
+                    width="stretch",
                     disabled=nested or position == count - 1,
                     on_click=_move, args=(editor, uid, 1))
         drop.button("✕", key=_button_key(editor, f"btn_remove_{uid}"), help="Remove this agent",

@@ -16,7 +16,7 @@ proposal_view.watch(run_id)
 proposal = proposal_view.current(run)
 if proposal is not None:
     st.subheader(f"Proposal #{proposal.id} · iteration {proposal.iteration} · "
-                 f"{escape_markdown(proposal.component)}")
+                 f"{escape_markdown(proposal.component.replace('.', ' · '))}")
     proposal_view.evidence(proposal)
     proposal_view.decision_form(proposal)
 

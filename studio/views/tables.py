@@ -17,6 +17,7 @@ import pandas as pd
 
 from studio.model.feedback import Feedback
 from studio.model.records import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
+from studio.model.workflow import split_component
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -448,7 +449,9 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
         d = last_decision.get(p.id)
         ev = evaluated.get(p.id, {})
         rows.append({
-            "proposal": p.id, "iteration": p.iteration, "component": p.component,
+            "proposal": p.id, "iteration": p.iteration,
+            "agent": split_component(p.component)[0] or "",
+            "component": split_component(p.component)[1],
             "status": p.status.value,
             "parent": candidate_index.get(p.parent_id, -1),
             "child": candidate_index.get(p.child_id) if p.child_id is not None else None,
@@ -460,7 +463,8 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
             "when": _local(d.created_at) if d else "",
             "edited_from": p.edited_from,
         })
-    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "component", "status", "parent",
+    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "agent", "component", "status",
+                                        "parent",
                                         "child", "parent_sum", "child_sum", "decision", "by",
                                         "reason", "when", "edited_from"])
     return frame.astype({"child": "Int64", "edited_from": "Int64", "parent_sum": "float64",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.model.records import RunSpec
-from studio.model.workflow import WorkflowKind, WorkflowSpec, last_agent
+from studio.model.workflow import WorkflowKind, WorkflowSpec, last_agent, role_of, split_component
 
 LABEL_CHARS = 40
 """Longest piece of text in one line of a node's label."""
@@ -186,6 +186,20 @@ def scored_author(spec: RunSpec | None) -> str | None:
     if spec.primary:
         return spec.primary
     return last_agent(spec.workflow) if spec.workflow is not None else None
+
+
+def describe_component(key: str, spec: RunSpec | None = None) -> str:
+    """What a component key changes, in words: ``the instruction of agent writer (step 2 of 2
+    in sequential 'pipeline' (after outliner); its reply is scored)``; just the name for a
+    single agent."""
+    agent, component = split_component(key)
+    if agent is None:
+        return f"the {component}"
+    text = f"the {component} of agent {agent}"
+    if spec is not None and spec.workflow is not None and agent in spec.workflow.agent_names():
+        text += f" ({role_of(spec.workflow, agent)}"
+        text += "; its reply is scored)" if agent == scored_author(spec) else ")"
+    return text
 
 
 def pipeline_steps(trace: dict[str, Any] | None, scored: str | None = None) -> list[PipelineStep]:

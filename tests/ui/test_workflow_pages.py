@@ -4,9 +4,11 @@ component of a proposal, per-agent diffs and lineage on Compare, Agreement on a 
 
 from __future__ import annotations
 
-from studio.engine import EvolutionConfig, decide, override
+import streamlit as st
+
+from studio.engine import EvolutionConfig, override
 from studio.engine.worker import get_manager
-from studio.model.records import ProposalStatus
+from studio.model.records import Candidate, ProposalStatus
 from studio.projects.files import dump_project, parse_project
 from studio.projects.workspace import (
     EXAMPLES_DIR,
@@ -22,7 +24,9 @@ TWO_AGENTS = """\
 name: two-agents
 agents:
   - {name: outliner, model: scripted/pipeline, instruction: Outline the topic., output_key: outline}
-  - {name: writer, model: scripted/pipeline, instruction: "Write a haiku from this outline: {outline}"}
+  - name: writer
+    model: scripted/pipeline
+    instruction: "Write a haiku from this outline: {outline}"
 workflow: {type: sequential, name: pipeline, steps: [outliner, writer]}
 primary: writer
 components: {writer: [instruction]}
@@ -89,9 +93,10 @@ def test_builder_turns_one_agent_into_a_two_agent_workflow_and_saves_it(app, stu
     assert "outliner" in dot and "writer" in dot and "{outline}" in dot
     assert 'peripheries=2' in dot.split("writer", 1)[1].split("\n", 1)[0]  # writer is scored
 
-    at.button(key=f"projects.builder.{project.id}.btn_up_a1").click().run()  # order: writer, outliner
+    button_key = f"projects.builder.{project.id}"
+    at.button(key=f"{button_key}.btn_up_a1").click().run()  # order: writer, outliner
     assert at.session_state[key("agent_order")] == ["a1", "a0"]
-    at.button(key=f"projects.builder.{project.id}.btn_down_a1").click().run()
+    at.button(key=f"{button_key}.btn_down_a1").click().run()
     assert at.session_state[key("agent_order")] == ["a0", "a1"]
     at.selectbox(key=key("primary")).set_value("a1").run()
     at.segmented_control(key=key("workflow_type")).set_value("loop").run()
@@ -155,3 +160,85 @@ def test_builder_keeps_nested_workflows_for_yaml(app, studio_db):
     dot = at.get("graphviz_chart")[0].proto.spec
     assert "rewrite (loop, ×2)" in dot and "repeat ×2" in dot
     assert button(at, "Save project").disabled  # nothing lost: same text as stored
+
+
+# --------------------------------------------------------------------------- run
+
+
+def test_run_page_shows_the_pipeline_step_by_step(app, studio_db):
+    run = group_finished_run(studio_db)
+    at = app("run", run_id=run.id)
+    table = at.dataframe(key="run.table").value
+    at.session_state["run.table"] = {"selection": {"rows": [len(table) - 1], "columns": [],
+                                                   "cells": []}}
+    at.run()
+    assert_ok(at)
+    trial = studio_db.get_trial(int(table["id"].iloc[-1]))
+    shown = texts(at.markdown)
+    steps = [s for s in shown if s.startswith(("**1. ", "**2. "))]
+    assert steps[0] == "**1. outliner**" and steps[1].startswith("**2. writer**")
+    assert "scored output" in steps[1] and "scored" not in steps[0]
+    codes = [c.value for c in at.code]
+    outline = next(c for c in codes if c.startswith("Outline for "))
+    assert codes.index(outline) < codes.index(trial.output, codes.index(outline))
+    assert any("Output (scored: writer's reply)" in s for s in texts(at.caption))
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+def test_proposals_name_the_agent_and_component(app, studio_db):
+    run = group_review_run(studio_db)
+    proposal = pending_proposal(studio_db, run.id)
+    assert proposal.component == "writer.instruction"
+    at = app("proposals", run_id=run.id)
+    assert any("writer · instruction" in s for s in texts(at.subheader))
+    assert any(s.startswith("Changes the instruction of agent writer (step 2 of 2 in "
+                            "sequential 'pipeline'") and "its reply is scored" in s
+               for s in texts(at.markdown))
+    assert any("Parent #0: writer · instruction" in s for s in texts(at.caption))
+    assert any(":green-background[" in s for s in texts(at.markdown))  # the diff
+    assert {m.label for m in at.metric} >= {"Parent minibatch sum", "Child minibatch sum"}
+    button(at, "Accept").click().run()
+    assert_ok(at)
+    wait_until(lambda: studio_db.get_proposal(proposal.id).status is ProposalStatus.ACCEPTED)
+    at.run()
+    history = at.dataframe(key="proposals.history").value
+    row = history[history["proposal"] == proposal.id].iloc[0]
+    assert (row["agent"], row["component"], row["decision"]) == ("writer", "instruction",
+                                                                 "accept")
+
+
+# --------------------------------------------------------------------------- compare, agreement
+
+
+def test_compare_groups_diffs_by_agent_and_draws_merges(app, studio_db):
+    run = group_finished_run(studio_db)
+    seed, *others = studio_db.candidates(run.id)
+    assert others, "the scripted pipeline improves the writer at least once"
+    at = app("compare", run_id=run.id)
+    assert_ok(at)
+    markdown = texts(at.markdown)
+    assert "**Agent writer** · 1 of 1 component(s) changed" in markdown
+    assert any("#0 · writer · instruction" in s for s in texts(at.caption))
+    assert any(c.startswith("Δ") for c in at.dataframe[0].value.columns)  # per-example scores
+
+    last = others[-1]
+    studio_db.add_candidate(Candidate(  # a merge of the seed and the last: two parents
+        run_id=run.id, index=last.index + 1, parent_ids=[last.id, seed.id],
+        components=dict(last.components), content_hash="merge-test", iteration=last.iteration + 1))
+    st.cache_resource.clear()  # (a real merge arrives with its trials: a new run marker)
+    at = app("compare", run_id=run.id)
+    lineage = next(c for c in at.get("plotly_chart") if '"dash"' in c.proto.spec)
+    assert "merge of #" in lineage.proto.spec
+    assert any("a merge's two parents" in s for s in texts(at.caption))
+
+
+def test_agreement_works_on_a_group_run(app, studio_db):
+    run = group_finished_run(studio_db)
+    trials = studio_db.trials(run.id, with_trace=False)
+    override(trials[0].id, score=1.0, author="a", store=studio_db)
+    override(trials[1].id, score=0.0, author="a", store=studio_db)
+    at = app("agreement", run_id=run.id)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Overrides compared"] == "2" and "Cohen's kappa" in metrics
