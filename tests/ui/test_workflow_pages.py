@@ -162,6 +162,17 @@ def test_builder_keeps_nested_workflows_for_yaml(app, studio_db):
     assert button(at, "Save project").disabled  # nothing lost: same text as stored
 
 
+def test_try_on_one_example_runs_the_workflow_and_scores_the_primary(app, studio_db):
+    project = group_project(studio_db)
+    at = app("projects", project_id=project.id)
+    button(at, "Try it").click().run()
+    assert_ok(at)
+    assert float({m.label: m.value for m in at.metric}["Critic score"]) >= 0.0
+    assert "Pipeline: 2 step(s) in order" in texts(at.caption)
+    assert "Output (scored: writer's reply)" in texts(at.caption)
+    assert any(c.value.startswith("Outline for autumn leaves") for c in at.code)
+
+
 # --------------------------------------------------------------------------- run
 
 
