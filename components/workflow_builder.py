@@ -105,7 +105,9 @@ def _agent_card(editor: Any, agent: dict[str, Any], position: int, count: int,
     key = lambda name: editor.key(builder.agent_key(uid, name))  # noqa: E731
     with st.container(border=True, key=f"builder-agent-{editor.record.id}-{uid}"):
         head, up, down, drop = st.columns([6, 1, 1, 1], vertical_alignment="center")
-        head.markdown(f"**Step {position + 1}: {escape_markdown(str(agent['name'] or ''))}**")
+        label = "Agent" if nested else "Step"  # nested: declaration order, not run order
+        head.markdown(f"**{label} {position + 1}: "
+                      f"{escape_markdown(str(agent['name'] or ''))}**")
         up.button("↑", key=_button_key(editor, f"btn_up_{uid}"), help="Move up", width="stretch",
                   disabled=nested or position == 0, on_click=_move, args=(editor, uid, -1))
         down.button("↓", key=_button_key(editor, f"btn_down_{uid}"), help="Move down",

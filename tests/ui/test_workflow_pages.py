@@ -245,8 +245,10 @@ def test_compare_groups_diffs_by_agent_and_draws_merges(app, studio_db):
     assert any("a merge's two parents" in s for s in texts(at.caption))
 
 
-def test_agreement_works_on_a_group_run(app, studio_db):
+def test_review_and_agreement_work_on_a_group_run(app, studio_db):
     run = group_finished_run(studio_db)
+    at = app("review", run_id=run.id)
+    assert len(at.dataframe[0].value) > 0  # the group run's trials, ready to correct
     trials = studio_db.trials(run.id, with_trace=False)
     override(trials[0].id, score=1.0, author="a", store=studio_db)
     override(trials[1].id, score=0.0, author="a", store=studio_db)
