@@ -14,9 +14,11 @@ from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
+from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.diffing import escape_markdown
 from studio.views.tables import evidence_frame, format_score, merge_sources, proposal_history
+from studio.views.workflows import describe_component
 
 
 def watch(run_id: str) -> None:
@@ -92,9 +94,14 @@ def _reflection_header(proposal: Any) -> Any:
     parent = loaders.candidate(proposal.parent_id)
     index_of = {c.id: c.index for c in loaders.candidates(proposal.run_id)}
     parent_text = parent.components.get(proposal.component, "")
+    run = loaders.run(proposal.run_id)
+    agent, component = split_component(proposal.component)
+    st.markdown("Changes " + escape_markdown(describe_component(
+        proposal.component, run.spec if run else None)))
     diff_view.side_by_side(
         parent_text, proposal.text,
-        left=f"Parent #{index_of.get(parent.id, '?')} ({proposal.component})",
+        left=f"Parent #{index_of.get(parent.id, '?')}: {agent + ' · ' if agent else ''}"
+             f"{component}",
         right=f"Proposal #{proposal.id}" + (f" (an edit of #{proposal.edited_from})"
                                             if proposal.edited_from else ""))
     if proposal.reasoning:
@@ -196,6 +203,8 @@ def history(run_id: str) -> None:
     index_of = {c.id: c.index for c in loaders.candidates(run_id)}
     table = proposal_history(proposals, loaders.decisions(run_id),
                              loaders.evaluated_payloads(run_id), index_of)
+    if not table["agent"].astype(bool).any():  # a single-agent run: no agent column
+        table = table.drop(columns="agent")
     picked = st.dataframe(
         table, hide_index=True, width="stretch", key="proposals.history",
         on_select="rerun", selection_mode="single-row", placeholder="—",

@@ -18,7 +18,7 @@ proposal = proposal_view.current(run)
 if proposal is not None:
     index_of = {c.id: c.index for c in loaders.candidates(run_id)}
     st.subheader(f"Proposal #{proposal.id} · iteration {proposal.iteration} · "
-                 f"{escape_markdown(proposal_label(proposal, index_of))}")
+                 f"{escape_markdown(proposal_label(proposal, index_of).replace('.', ' · '))}")
     proposal_view.evidence(proposal)
     proposal_view.decision_form(proposal)
 

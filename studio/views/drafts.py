@@ -30,6 +30,7 @@ from studio.projects.files import (
     split_rows,
 )
 from studio.runtime.providers import check_model
+from studio.views import builder
 
 DATASET_FORMATS = ("auto", "csv", "jsonl", "json")
 ALL_FIELDS = "(all fields, one 'key: value' per line)"
@@ -37,10 +38,11 @@ NO_EXPECTED = "(none)"
 
 
 def to_fields(project: ProjectFile) -> dict[str, Any]:
-    """Flat editor values for ``project``."""
-    agent, critic, dataset = project.agent, project.critic, project.dataset
+    """Flat editor values for ``project`` (a workflow's agents as :mod:`builder` fields; the
+    single-agent fields then hold the first agent, ready if it becomes one agent again)."""
+    agent, critic, dataset = project.agent or project.agents[0], project.critic, project.dataset
     config = agent.generate_content_config
-    return {
+    return builder.workflow_fields(project) | {
         "name": project.name, "description": project.description,
         "agent_name": agent.name, "agent_model": agent.model,
         "agent_instruction": agent.instruction,
@@ -239,16 +241,20 @@ def training_examples(project: ProjectFile) -> list[dict[str, Any]]:
 def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, str]]:
     """The project the editor describes, or None with an error per field."""
     errors: dict[str, str] = {}
+    workflow = builder.is_workflow(fields)
     if not str(fields.get("name") or "").strip():
         errors["name"] = "a project needs a name"
-    for key in ("agent_model", "reflection_model") + (
+    if workflow:
+        errors.update(builder.check_agents(fields, model_problem))
+    for key in ("reflection_model",) + (() if workflow else ("agent_model",)) + (
             ("critic_model",) if fields.get("critic_type", "agent") == "agent" else ()):
         if fields.get("agent_ref") and key == "agent_model":
             continue
         problem = model_problem(str(fields.get(key) or ""))
         if problem:
             errors[key] = problem
-    agent_schema, problem = parse_schema(fields.get("agent_schema", ""), "agent.output_schema")
+    agent_schema, problem = (None, None) if workflow else parse_schema(
+        fields.get("agent_schema", ""), "agent.output_schema")
     if problem:
         errors["agent_schema"] = problem
     critic_schema = None
@@ -265,18 +271,20 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
     problem = check_reflection(fields.get("reflection_instruction", ""))
     if problem:
         errors["reflection_instruction"] = problem
-    if not fields.get("components"):
+    if not fields.get("components") and not workflow:
         errors["components"] = "choose at least one component to evolve"
     errors.update(check_dataset(fields))
     if errors:
         return None, errors
     data = _project_data(fields, agent_schema, critic_schema, evaluator)
+    if workflow:
+        data = {k: v for k, v in data.items() if k != "agent"} | builder.project_data(fields)
     try:
         return ProjectFile.model_validate(data), {}
     except ValidationError as exc:
-        return None, _field_errors(exc)
+        return None, _field_errors(exc, fields)
     except StudioError as exc:
-        return None, {"project": str(exc)}
+        return None, {"agent_order" if workflow else "project": str(exc)}
 
 
 def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
@@ -340,12 +348,14 @@ _LOC_TO_FIELD = {
 }
 
 
-def _field_errors(exc: ValidationError) -> dict[str, str]:
+def _field_errors(exc: ValidationError, fields: dict[str, Any]) -> dict[str, str]:
     errors: dict[str, str] = {}
     for error in exc.errors():
         loc = tuple(str(p) for p in error["loc"])
-        field = next((f for prefix, f in _LOC_TO_FIELD.items() if loc[:len(prefix)] == prefix),
-                     "run" if loc[:1] == ("run",) else "project")
+        field = builder.field_for(loc, fields) if builder.is_workflow(fields) else None
+        field = field or next((f for prefix, f in _LOC_TO_FIELD.items()
+                               if loc[:len(prefix)] == prefix),
+                              "run" if loc[:1] == ("run",) else "project")
         message = error["msg"].removeprefix("Value error, ")
         errors.setdefault(field, f"{'.'.join(loc)}: {message}")
     return errors

@@ -27,6 +27,7 @@ from studio.model.records import (
     RunStatus,
     Trial,
 )
+from studio.model.workflow import split_component
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -521,7 +522,10 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
         ev = evaluated.get(p.id, {})
         rows.append({
             "proposal": p.id, "iteration": p.iteration,
-            "component": proposal_label(p, candidate_index), "status": p.status.value,
+            "agent": "" if p.merge is not None else (split_component(p.component)[0] or ""),
+            "component": (proposal_label(p, candidate_index) if p.merge is not None
+                          else split_component(p.component)[1]),
+            "status": p.status.value,
             "parent": candidate_index.get(p.parent_id, -1),
             "child": candidate_index.get(p.child_id) if p.child_id is not None else None,
             "parent_sum": ev.get("parent_sum", math.nan),
@@ -532,7 +536,8 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
             "when": _local(d.created_at) if d else "",
             "edited_from": p.edited_from,
         })
-    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "component", "status", "parent",
+    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "agent", "component", "status",
+                                        "parent",
                                         "child", "parent_sum", "child_sum", "decision", "by",
                                         "reason", "when", "edited_from"])
     return frame.astype({"child": "Int64", "edited_from": "Int64", "parent_sum": "float64",
