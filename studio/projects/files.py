@@ -485,7 +485,26 @@ def dump_project(project: ProjectFile) -> str:
     """The project as YAML, for storing: secrets from the environment redacted in the values
     (so the text always parses again, unlike replacing inside the YAML text)."""
     data = redact_data(project.model_dump(mode="json", by_alias=True, exclude_defaults=False))
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(_without_unused_sections(data), sort_keys=False, allow_unicode=True)
+
+
+_OPTIONAL_KEYS = {"": ("agent", "agents", "workflow", "primary"),
+                  "agent": ("output_key", "tools"), "dataset": ("images",)}
+"""Keys left out of a stored project while unused (empty or None), so a one-agent project reads
+as it always did; every other field is written out with its value."""
+
+
+def _without_unused_sections(data: dict[str, Any]) -> dict[str, Any]:
+    def prune(section: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        return {k: v for k, v in section.items() if k not in keys or v not in (None, [], {})}
+
+    data = prune(data, _OPTIONAL_KEYS[""])
+    for name in ("agent", "dataset"):
+        if isinstance(data.get(name), dict):
+            data[name] = prune(data[name], _OPTIONAL_KEYS[name])
+    if data.get("agents"):
+        data["agents"] = [prune(a, _OPTIONAL_KEYS["agent"]) for a in data["agents"]]
+    return data
 
 
 # --------------------------------------------------------------------------- datasets
