@@ -9,8 +9,11 @@ from pydantic import BaseModel, Field
 
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.context import Listener
+from studio.engine.guard import HoldoutReport
+from studio.engine.holdout import check_testable, load_holdout
+from studio.engine.loop import TestScoring
 from studio.engine.pool import Evidence, load_view, minibatch_evidence
-from studio.engine.worker import get_manager
+from studio.engine.worker import RunHandle, get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import (
@@ -21,6 +24,7 @@ from studio.model.records import (
     Proposal,
     ReflectionSpec,
     RunSpec,
+    Split,
     TrialPhase,
     expand_components,
 )
@@ -55,6 +59,11 @@ class EvolutionResult(BaseModel):
     stop_reason: str | None
     candidates: list[CandidateSummary]
     metric_calls: int
+    """The loop's critic evaluations (the test set's are outside its budget)."""
+    test: dict[str, Any] | None = None
+    """With a test set: train/val/test means of the baseline and the best candidate, the
+    paired gains and the overfitting guard's verdict (:class:`studio.engine.guard.HoldoutReport`
+    as a dict)."""
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -80,7 +89,13 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
         stop_reason=view.run.stop_reason, candidates=summaries,
-        metric_calls=store.count_trials(run_id))
+        metric_calls=store.count_trials(run_id, loop_only=True), test=_test_report(store, run_id))
+
+
+def _test_report(store: Store, run_id: str) -> dict[str, Any] | None:
+    if not store.examples(run_id, Split.TEST):
+        return None
+    return load_holdout(store, run_id).to_dict()
 
 
 def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
@@ -148,6 +163,7 @@ async def evolve(
     reflection_model: str | None = None,
     on_event: Listener | None = None,
     resume: str | None = None,
+    testset: list[dict[str, Any]] | None = None,
 ) -> EvolutionResult:
     """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
 
@@ -162,6 +178,8 @@ async def evolve(
             :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`.
             Default: a simple critic on the agent's model.
         valset: validation examples (the trainset when None).
+        testset: held-out examples the loop never sees; when the run completes the baseline
+            and the best candidate are scored on them (``result.test``: the overfitting guard).
         components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
         reflection_agent: reflection agent for the instruction (default per component).
         config: :class:`EvolutionConfig`; ``review="review"`` waits for a person at each gate.
@@ -174,7 +192,7 @@ async def evolve(
             agent, trainset, critic, valset, components=list(components),
             reflection_agent=reflection_agent, config=config, store=store, name=name,
             input_key=input_key, reflection_model=reflection_model, on_event=on_event,
-            resume=resume)
+            resume=resume, testset=testset)
     store = store or open_store()
     config = config or EvolutionConfig()
     model = agent_model_string(agent) or "local/smollm2"
@@ -183,7 +201,8 @@ async def evolve(
                        reflection=ReflectionSpec(model=reflection_model or model),
                        components=list(components), input_key=input_key, resumable=False)
         run_id = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
-                            name=name or f"evolve {getattr(agent, 'name', 'agent')}").id
+                            name=name or f"evolve {getattr(agent, 'name', 'agent')}",
+                            testset=testset).id
     else:
         run_id = resume
     engine = build_engine(store, run_id, agent=agent, critic=critic,
@@ -197,6 +216,27 @@ async def evolve(
 def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
     """:func:`evolve` for code without an event loop."""
     return asyncio.run(evolve(*args, **kwargs))
+
+
+def start_test_scoring(store: Store, run_id: str, *, agent: Any = None, critic: Any = None,
+                       listeners: list | None = None) -> RunHandle:
+    """Score a settled run's baseline and best candidate on its test set in this process's run
+    manager (``handle.wait()`` for the end); pairs already judged are reused. ``agent`` and
+    ``critic``: the live objects of a run started from Python objects.
+
+    Raises:
+        RunStateError: the run is still going (it scores its test set when it completes), has
+            no test set or no scored baseline, or another worker holds it.
+    """
+    check_testable(store, run_id)
+    engine = build_engine(store, run_id, agent=agent, critic=critic, listeners=listeners)
+    return get_manager(store).start(TestScoring(engine.ctx))
+
+
+async def score_test_set(store: Store, run_id: str, **live_objects: Any) -> HoldoutReport:
+    """:func:`start_test_scoring`, then the overfitting guard's report."""
+    await start_test_scoring(store, run_id, **live_objects).wait_async()
+    return load_holdout(store, run_id)
 
 
 async def evolve_workflow(
@@ -217,6 +257,7 @@ async def evolve_workflow(
     reflection_model: str | None = None,
     on_event: Listener | None = None,
     resume: str | None = None,
+    testset: list[dict[str, Any]] | None = None,
 ) -> EvolutionResult:
     """Evolve the agents of an ADK workflow (``SequentialAgent``, ``LoopAgent``,
     ``ParallelAgent``, nested up to ``max_depth``) on ``trainset``, judged on ``primary``'s
@@ -244,7 +285,7 @@ async def evolve_workflow(
         spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
         run_id = create_run(store or open_store(), spec=spec, trainset=trainset, valset=valset,
                             config=config or EvolutionConfig(),
-                            name=name or f"evolve {workflow.name}").id
+                            name=name or f"evolve {workflow.name}", testset=testset).id
     else:
         run_id = resume
     return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
