@@ -7,7 +7,8 @@ export and :class:`studio.engine.api.EvolutionResult` state the same verdict.
 ``d_i = best_i - baseline_i`` over the examples where both could be evaluated (a ``None`` score
 leaves its example out, never counted as 0): the mean gain ``g``, with a 95% confidence interval
 ``g ± t(0.975, n-1) · s / sqrt(n)`` from Student's t distribution (``s``: the sample standard
-deviation of the differences, ``n`` the number of pairs). When the validation gain is positive,
+deviation of the differences, ``n`` the number of pairs), clipped to [-1, 1] where differences
+of scores in [0, 1] lie. When the validation gain is positive,
 the guard **warns** if
 
 1. the test gain's interval includes 0 or lies below it (lower bound ≤ 0): the test set does
@@ -121,7 +122,7 @@ def paired_gain(baseline: Scores, best: Scores) -> Gain:
         return Gain(n, mean, None, None, None)
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
     half = t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
-    return Gain(n, mean, sd, mean - half, mean + half)
+    return Gain(n, mean, sd, max(-1.0, mean - half), min(1.0, mean + half))
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,8 @@ def guard_verdict(val: Gain, test: Gain, *, has_test_set: bool = True) -> Verdic
                        "(or testset=) to see whether the validation gain holds on unseen data")
     if test.n == 0:
         return Verdict(GuardStatus.NOT_SCORED, "the baseline and the best candidate are not "
-                       "both scored on the test set yet: score them (`studio test RUN`)")
+                       "both scored on the test set yet: score them with studio test RUN or "
+                       "on the Compare page")
     if val.mean is None or val.mean <= 0:
         return Verdict(GuardStatus.NO_GAIN, "the best candidate does not beat the baseline on "
                        "validation, so there is no gain to carry over")

@@ -12,11 +12,11 @@ from studio.engine.guard import Gain, GuardStatus, HoldoutReport
 GUARD_RULE = (
     "Gain = best − baseline, paired by example (examples either could not be evaluated on are "
     "left out). 95% interval: mean ± t(0.975, n−1)·s/√n, Student's t over the n paired "
-    "differences (s: their standard deviation). The guard warns when the validation gain is "
-    "positive and either the test gain's interval includes 0 (or lies below it), or the test "
-    "gain falls short of the validation gain by more than chance allows given both sizes "
-    "(the Welch 95% interval of the shortfall lies above 0). Train means cover only the "
-    "training examples each was scored on (minibatches).")
+    "differences (s: their standard deviation), clipped to [−1, 1]. The guard warns when the "
+    "validation gain is positive and either the test gain's interval includes 0 (or lies below "
+    "it), or the test gain falls short of the validation gain by more than chance allows given "
+    "both sizes (the Welch 95% interval of the shortfall lies above 0). Train means cover only "
+    "the training examples each was scored on (minibatches).")
 
 LEVELS = {GuardStatus.WARN: "warning", GuardStatus.CARRIES: "success",
           GuardStatus.NO_GAIN: "info", GuardStatus.TOO_FEW: "info",

@@ -12,7 +12,14 @@ from collections import Counter
 import pytest
 
 from studio.cli import main
-from studio.engine import EvolutionConfig, build_engine, create_run, decide, load_result
+from studio.engine import (
+    EvolutionConfig,
+    build_engine,
+    create_run,
+    decide,
+    load_result,
+    override,
+)
 from studio.engine.api import score_test_set, start_test_scoring
 from studio.engine.events import TrialCommitted
 from studio.engine.guard import (
@@ -174,6 +181,19 @@ def test_a_stopped_run_is_scored_on_demand_and_never_twice(store):
     before = store.count_trials(run_id)
     asyncio.run(score_test_set(store, run_id))
     assert store.count_trials(run_id) == before and max(pairs(store, run_id).values()) == 1
+
+
+def test_a_correction_that_changes_the_best_asks_for_its_test_scores(store):
+    run_id, _ = run_demo(store)
+    best = load_result(store, run_id).best_candidate_id
+    for trial in store.trials(run_id, candidate_id=best, phase="valset"):
+        override(trial.id, score=0.0, author="ana", store=store)
+    report = load_holdout(store, run_id)
+    assert report.best_index != store.get_candidate(best).index
+    assert report.verdict.status is GuardStatus.NOT_SCORED
+    report = asyncio.run(score_test_set(store, run_id))
+    assert report.test.best_n == len(TEST) and report.verdict.status is GuardStatus.CARRIES
+    assert max(pairs(store, run_id).values()) == 1
 
 
 def test_resuming_after_a_kill_during_test_scoring_judges_no_pair_twice(store):
