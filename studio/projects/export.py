@@ -58,17 +58,18 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
         yield {
             "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
             "pooled": c.pooled, "mean_score": scores.means.get(c.id),
-            "test_mean": tested.get(c.id),
+            **({} if tested is None else {"test_mean": tested.get(c.id)}),
             "on_front": c.id in scores.front, "best": c.id == scores.best_id,
             **{f"component.{k}": v for k, v in c.components.items()},
         }
 
 
-def tested_means(store: Store, run_id: str) -> dict[int, float | None]:
-    """The held-out test set's mean per candidate scored on it (the baseline and the best)."""
+def tested_means(store: Store, run_id: str) -> dict[int, float | None] | None:
+    """The held-out test set's mean per candidate scored on it (the baseline and the best);
+    None for a run without a test set (its export keeps the columns it always had)."""
     test_ids = [e.id for e in store.examples(run_id, Split.TEST)]
     if not test_ids:
-        return {}
+        return None
     scored = {c for c, _ in store.effective_scores(run_id, example_ids=test_ids)}
     return test_means(store, run_id, test_ids, sorted(scored))
 

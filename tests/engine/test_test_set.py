@@ -136,7 +136,8 @@ def test_t_quantiles_and_paired_intervals():
     gain = paired_gain({1: 0.0, 2: 0.5, 3: None, 4: 0.2}, {1: 0.5, 2: 1.0, 3: 1.0, 4: 0.2})
     assert gain.n == 3 and gain.mean == pytest.approx(1 / 3)  # the None pair is left out
     half = t_quantile(0.975, 2) * gain.sd / 3 ** 0.5
-    assert (gain.low, gain.high) == pytest.approx((1 / 3 - half, 1 / 3 + half))
+    assert (gain.low, gain.high) == pytest.approx((1 / 3 - half, 1.0))  # clipped to [-1, 1]
+    assert 1 / 3 + half > 1
     assert paired_gain({1: 0.1}, {1: 0.4}).low is None
 
 
@@ -324,3 +325,20 @@ def test_compare_says_when_a_run_has_no_test_set(app, studio_db):  # noqa: F811
     at = app("compare", run_id=run.id)
     assert any("no test set" in s for s in texts(at.caption))
     assert not [b for b in at.button if b.label.startswith("Score")]
+
+
+def test_the_guard_and_a_fork_on_each_database(database_url):
+    from studio.engine import fork
+    from studio.store import open_store
+
+    store = open_store(database_url, cached=False)
+    try:
+        run_id, _ = run_demo(store, max_iterations=2)
+        assert load_holdout(store, run_id).test.best_n == len(TEST)
+        child = fork(store, run_id, 1, config={"max_iterations": 0})
+        asyncio.run(build_engine(store, child.id).run())
+        assert store.candidates(child.id)[0].components == store.candidates(run_id)[1].components
+        assert load_result(store, child.id).test["test"]["baseline_n"] == len(TEST)
+        assert store.count_trials(child.id, loop_only=True) == len(VAL)
+    finally:
+        store.close()
