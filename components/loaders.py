@@ -41,6 +41,7 @@ from studio.projects.workspace import pending_proposal as _pending_proposal
 from studio.projects.workspace import proposal_evidence as evidence
 from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store, safe_url
+from studio.views.media import Thumbnail, example_thumbnails
 from studio.views.tables import override_signature
 
 
@@ -155,6 +156,15 @@ def trial(trial_id: int, version: Any = None) -> Trial | None:
         return store().get_trial(trial_id)
     except NotFoundError:
         return None
+
+
+@st.cache_data(ttl=600, max_entries=256, show_spinner=False)
+def thumbnails(example_id: int) -> list[Thumbnail]:
+    """Small PNGs of an example's images (an example never changes once stored)."""
+    try:
+        return example_thumbnails(store().get_example(example_id).data)
+    except NotFoundError:
+        return []
 
 
 def overrides(run_id: str | None, include_undone: bool = True) -> list[Override]:

@@ -62,6 +62,9 @@ class ProgressBar:
             self.last = event.payload() | {"iteration": event.iteration}
             self.trials = self.last["metric_calls"]
             self.draw(newline=not self.tty)
+        elif kind is EventKind.PROPOSAL_CREATED and event.payload()["proposal_kind"] == "merge":
+            self.note(f"proposal {event.payload()['proposal_id']} merges the candidates with "
+                      "ids " + " and ".join(map(str, event.payload()["parent_ids"])))
         elif kind is EventKind.AWAITING_DECISION:
             self.note(f"proposal {event.payload()['proposal_id']} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
@@ -330,10 +333,23 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     for r in rows:
         decided = (f"{r['decision']} by {r['decided_by']} at {r['decided_at'][:19]}"
                    if r["decision"] else ("WAITING FOR YOU" if r["waiting_for_you"] else "-"))
-        print(f"{r['id']:>5}  iter {r['iteration']:<3} {r['component']:<24} {r['status']:<10} "
+        print(f"{r['id']:>5}  iter {r['iteration']:<3} {_changes(r):<24} {r['status']:<10} "
               f"parent {r['parent_sum']:.2f} -> child {r['child_sum']:.2f}  {decided}"
               + (f"  ({r['note']})" if r["note"] else ""))
+        if r["merge"]:
+            print("       " + ", ".join(f"{key} from #{source}"
+                                        for key, source in r["merge"]["sources"].items()))
     return 0
+
+
+def _changes(row: dict[str, Any]) -> str:
+    """What a proposal changes: its component, or which candidates a merge combines (for a
+    merge, ``parent`` is the better parent's sum on the subsample)."""
+    merge = row["merge"]
+    if not merge:
+        return row["component"]
+    a, b = merge["parents"]
+    return f"merge #{a} + #{b}"
 
 
 def cmd_trials(args: argparse.Namespace) -> int:

@@ -61,7 +61,7 @@ def check_valset(trainset: list[dict], valset: list[dict], name: str = "valset")
                 f"this row has extra {extra} and lacks {missing}", where=f"{name}[{i}]")
 
 
-def complete_spec(spec: RunSpec) -> RunSpec:
+def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
     """A spec whose ``agent_ref`` names a workflow, with the workflow's shape, its primary and
     components qualified by agent (``instruction`` -> every agent's); other specs unchanged.
 
@@ -70,7 +70,7 @@ def complete_spec(spec: RunSpec) -> RunSpec:
     """
     if not spec.agent_ref or spec.agents or spec.workflow is not None:
         return spec
-    root = load_agent(spec.agent_ref)
+    root = root if root is not None else load_agent(spec.agent_ref)
     if not is_workflow(root):
         return spec
     shape, agents = describe_workflow(root)
@@ -127,7 +127,6 @@ def create_run(
     for split_name, rows in (("valset", valset), ("testset", testset)):
         if rows is not None:
             check_valset(trainset, validate_examples(rows, name=split_name), split_name)
-    spec = complete_spec(spec)
     check_components(spec.components)
     check_fork_seed(spec)
     if spec.reflection.instruction is not None:
@@ -236,6 +235,7 @@ def build_engine(
     config = run.config
     check_processes(config, spec, from_objects=agent is not None or critic is not None)
     agent = agent or spec_agent(spec)
+    spec = complete_spec(spec, agent)  # a workflow loaded by reference: qualify its components
     executor = AgentExecutor(max_concurrency=config.max_concurrency,
                              timeout_s=config.call_timeout_seconds,
                              max_retries=config.max_retries, app_name=f"run_{run_id}")

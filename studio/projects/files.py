@@ -30,17 +30,27 @@ import json
 import math
 import os
 import random
+import typing
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from studio.engine.build import (
     check_spec_models,
     check_valset,
+    complete_spec,
     create_run,
     critic_for_run,
     spec_agent,
@@ -50,6 +60,7 @@ from studio.engine.components import check_components
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
+from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
@@ -60,6 +71,7 @@ from studio.model.records import (
     validate_examples,
 )
 from studio.model.redaction import redact_data
+from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.model.workflow import WorkflowSpec
 from studio.runtime.execution import AgentExecutor
 
@@ -103,6 +115,8 @@ class AgentSection(BaseModel):
     output_key: str | None = None
     """In a workflow: the state key this agent's reply is written to (``{key}`` for later
     agents)."""
+    tools: list[str] = Field(default_factory=list, json_schema_extra=TOOLS_JSON_SCHEMA)
+    """Python function tools, ``package.module:function``, from installed packages only."""
     ref: str | None = None
     """``package.module:attribute`` of an existing ADK agent or workflow agent (then the fields
     above are unused)."""
@@ -111,7 +125,19 @@ class AgentSection(BaseModel):
         return AgentSpec(name=_identifier(self.name), model=self.model,
                          instruction=self.instruction, output_schema=self.output_schema,
                          generate_content_config=self.generate_content_config,
-                         output_key=self.output_key)
+                         output_key=self.output_key, tools=self.tools)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_are_refs(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        return check_tool_refs(value, agent=str(info.data.get("name", "agent")))
+
+    @model_validator(mode="after")
+    def _tools_need_a_declared_agent(self) -> AgentSection:
+        if self.ref and self.tools:
+            raise ValueError(f"agent {self.name!r}: 'tools' are for a declared agent; an agent "
+                             "loaded with 'ref' keeps the tools its Python code gives it")
+        return self
 
 
 class CriticSection(BaseModel):
@@ -167,6 +193,11 @@ class DatasetSection(BaseModel):
     """Column whose value is the agent's input text (default: all fields as ``key: value``)."""
     expected_column: str | None = None
     """Column holding the reference answer (stored as ``expected``)."""
+    images: list[str] = Field(default_factory=list)
+    """Columns holding image (or MP4/WEBM video) paths, relative to the dataset file's folder
+    (inline rows: the project file's) and never outside it, or data URIs. Paths are read when
+    the dataset loads and stored as data URIs. A value that is an image data URI is an image
+    in any column."""
 
     @model_validator(mode="after")
     def _needs_train(self) -> DatasetSection:
@@ -318,6 +349,32 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
         ProjectFileError: naming the reference and how to opt in.
     """
     check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
+    for agent in ([project.agent] if project.agent else []) + list(project.agents):
+        where = f"{source}: " + ("agent" if agent is project.agent else f"agents.{agent.name}")
+        check_tool_trust(agent.tools, agent.name, origin, where)
+
+
+def check_spec_trust(spec: RunSpec, origin: Origin, where: str) -> None:
+    """The same rule for a stored run's spec (resuming it, trying it on one example)."""
+    check_code_ref(spec.agent_ref, origin, f"{where}: agent.ref")
+    if spec.agent is not None:
+        check_tool_trust(spec.agent.tools, spec.agent.name, origin, f"{where}: agent")
+    for agent in spec.agents:
+        check_tool_trust(agent.tools, agent.name, origin, f"{where}: agents.{agent.name}")
+
+
+def check_tool_trust(tools: list[str], agent: str, origin: Origin, where: str) -> None:
+    """Function tools run Python code on the server each time the model calls one: from the
+    browser only when the server opted in, as for ``agent.ref``."""
+    if not tools or origin is not Origin.BROWSER or code_refs_allowed():
+        return
+    raise ProjectFileError(
+        f"agent {agent!r} tool {tools[0]!r} runs Python code on the server whenever the model "
+        "calls it, which projects from the browser (upload, YAML editor, stored projects) may "
+        "not do. Remove the agent's tools, run the file from the command line (`studio run "
+        "project.yaml`), or start the studio with `studio ui --allow-code-refs` "
+        f"({ALLOW_CODE_REFS_ENV}=1) on a machine whose users you trust",
+        where=f"{where}.tools[0]", value=tools[0])
 
 
 def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
@@ -339,6 +396,7 @@ def _explain(exc: ValidationError, data: Any = None) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field" + _suggestion(error["loc"])
+        path, message = _refined(error, path, message)
         problems.append(f"{path}: {message}" if path else message)
     return "; ".join(problems)
 
@@ -355,15 +413,32 @@ def _readable_path(loc: tuple, data: Any) -> str:
     return ".".join(parts)
 
 
+def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
+    """A field validator's ConfigError places itself inside the field (``tools[2]``): use its
+    place rather than repeat it (``agent.tools[2]: ...``, not ``agent.tools: tools[2]: ...``)."""
+    cause = (error.get("ctx") or {}).get("error")
+    where = getattr(cause, "where", None)
+    field = str(error["loc"][-1]) if error["loc"] else ""
+    if not isinstance(cause, ConfigError) or not where or not field or \
+            not where.startswith(field):
+        return path, message
+    return path[:len(path) - len(field)] + where, cause.message
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``X``, ``X | None`` or ``list[X]``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, (_section_model(a) for a in typing.get_args(annotation))), None)
+
+
 def _suggestion(loc: tuple) -> str:
     model: Any = ProjectFile
     for part in loc[:-1]:
+        if isinstance(part, int):  # an item of a list (agents[1]): same model
+            continue
         field = getattr(model, "model_fields", {}).get(str(part))
-        if field is None:
-            return ""
-        annotation = field.annotation
-        model = annotation if isinstance(annotation, type) and issubclass(annotation,
-                                                                          BaseModel) else None
+        model = _section_model(field.annotation) if field is not None else None
         if model is None:
             return ""
     names = list(getattr(model, "model_fields", {}))
@@ -421,10 +496,19 @@ def dump_project(project: ProjectFile) -> str:
 
 
 def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: str,
-              origin: Origin = Origin.LOCAL) -> list[dict[str, Any]]:
+              origin: Origin = Origin.LOCAL, images: list[str] | None = None
+              ) -> list[dict[str, Any]]:
+    """The rows of a dataset source, image paths in the ``images`` columns read as data URIs
+    (relative to the dataset file's folder, or ``base_dir`` for inline rows)."""
     if isinstance(source, list):
-        return source
+        return resolve_images(source, images or [], base_dir, where, origin)
     path = dataset_path(source, base_dir, where, origin)
+    return resolve_images(read_rows(path, source, where), images or [], path.parent, where,
+                          origin)
+
+
+def read_rows(path: Path, source: DataSource, where: str) -> list[dict[str, Any]]:
+    """The rows of a CSV or JSONL dataset file (bounded, UTF-8 only)."""
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
         raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
@@ -435,6 +519,45 @@ def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: 
         raise DatasetError(f"the file {source.path} has no rows", where=f"{where}.path",
                            value=source.path)
     return rows
+
+
+def resolve_images(rows: list[Any], columns: list[str], folder: Path, where: str,
+                   origin: Origin) -> list[Any]:
+    """Rows with each image path in ``columns`` replaced by the file's data URI (empty cells
+    and data URIs are kept as they are).
+
+    Raises:
+        DatasetError: naming the row and the column of a missing column, a path that leads
+            outside ``folder``, a file that is missing, too large or not an image, or a path
+            in a project from the browser (which cannot read server files).
+    """
+    if not columns:
+        return rows
+    resolved = []
+    for i, row in enumerate(rows):
+        updates = {}
+        for column in columns if isinstance(row, dict) else ():
+            cell = f"{where}[{i}].{column}"
+            if column not in row:
+                raise DatasetError(f"row {i} has no column {column!r} (dataset.images); "
+                                   f"columns: {sorted(row)}", where=cell)
+            value = row[column]
+            if value is None or value == "" or is_media_uri(value):
+                continue
+            updates[column] = _image_from_cell(value, folder, cell, origin)
+        resolved.append({**row, **updates} if updates else row)
+    return resolved
+
+
+def _image_from_cell(value: Any, folder: Path, cell: str, origin: Origin) -> str:
+    if not isinstance(value, str):
+        raise DatasetError(f"an image column holds a path or a data URI, got "
+                           f"{type(value).__name__} {value!r}"[:200], where=cell)
+    if origin is Origin.BROWSER:
+        raise DatasetError(f"image {value[:100]!r}: a project from the browser cannot read "
+                           "files on the server; embed the image as a data URI "
+                           "(data:image/png;base64,...)", where=cell, value=value[:100])
+    return media_from_path(value, folder, where=cell)
 
 
 def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin) -> Path:
@@ -639,12 +762,12 @@ def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None
 def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     dataset = project.dataset
-    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin), dataset,
-                         "dataset.train")
+    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin,
+                                   dataset.images), dataset, "dataset.train")
     val = None
     if dataset.val is not None:
-        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin), dataset,
-                           "dataset.val")
+        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin,
+                                     dataset.images), dataset, "dataset.val")
     elif dataset.split.val_fraction > 0:
         train, val = split_rows(train, dataset.split)
     return train, val
@@ -662,7 +785,7 @@ def resolve_testset(project: ProjectFile, base_dir: Path, *, source: str | None 
     if dataset.test is None:
         return None
     try:
-        rows = load_rows(dataset.test, base_dir, "dataset.test", origin)
+        rows = load_rows(dataset.test, base_dir, "dataset.test", origin, dataset.images)
         return prepare_rows(rows, dataset, "dataset.test")
     except DatasetError as exc:
         if source is None:
@@ -683,13 +806,15 @@ def split_rows(rows: list[dict[str, Any]], split: SplitSection
 
 
 def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
-    """A self-contained copy (file sources replaced by their rows), for storing in the DB."""
+    """A self-contained copy (file sources replaced by their rows, image paths by data URIs),
+    for storing in the DB."""
+    images = project.dataset.images
     dataset = project.dataset.model_copy(update={
-        "train": load_rows(project.dataset.train, base_dir, "dataset.train"),
-        "val": None if project.dataset.val is None else load_rows(project.dataset.val, base_dir,
-                                                                  "dataset.val"),
+        "train": load_rows(project.dataset.train, base_dir, "dataset.train", images=images),
+        "val": None if project.dataset.val is None else load_rows(
+            project.dataset.val, base_dir, "dataset.val", images=images),
         "test": None if project.dataset.test is None else load_rows(
-            project.dataset.test, base_dir, "dataset.test"),
+            project.dataset.test, base_dir, "dataset.test", images=images),
     })
     return project.model_copy(update={"dataset": dataset})
 
@@ -751,6 +876,10 @@ def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
     _check_buildable(spec, config, source)
+    try:
+        complete_spec(spec)  # a workflow by reference: its components name its agents
+    except ConfigError as exc:
+        raise _located(exc, source, "components") from exc
     return ProjectDatasets(train, val, test)
 
 

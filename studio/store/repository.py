@@ -36,6 +36,7 @@ from studio.model.records import (
     Override,
     Project,
     Proposal,
+    ProposalKind,
     ProposalStatus,
     Run,
     RunEvent,
@@ -394,6 +395,15 @@ class Store:
         query = query.order_by(t.examples.c.split, t.examples.c.idx)
         with self.engine.connect() as c:
             return [_model(Example, r, **_EXAMPLE_RENAME) for r in c.execute(query)]
+
+    @_guard
+    def get_example(self, example_id: int) -> Example:
+        """One example (a trial view reads its images from it)."""
+        with self.engine.connect() as c:
+            row = c.execute(select(t.examples).where(t.examples.c.id == example_id)).first()
+        if row is None:
+            raise NotFoundError(f"example {example_id} does not exist")
+        return _model(Example, row, **_EXAMPLE_RENAME)
 
     # ------------------------------------------------------------------ candidates
 
@@ -772,12 +782,15 @@ class Store:
 
     @_guard
     def proposals(self, run_id: str, *, status: ProposalStatus | None = None,
-                  iteration: int | None = None) -> list[Proposal]:
+                  iteration: int | None = None, kind: ProposalKind | None = None
+                  ) -> list[Proposal]:
         query = select(t.proposals).where(t.proposals.c.run_id == run_id)
         if status is not None:
             query = query.where(t.proposals.c.status == ProposalStatus(status).value)
         if iteration is not None:
             query = query.where(t.proposals.c.iteration == iteration)
+        if kind is not None:
+            query = query.where(t.proposals.c.kind == ProposalKind(kind).value)
         with self.engine.connect() as c:
             return [_model(Proposal, r) for r in c.execute(query.order_by(t.proposals.c.id))]
 

@@ -108,8 +108,8 @@ def test_a_nested_workflow_evolves_end_to_end(store):
     root = SequentialAgent(name="pipeline",
                            sub_agents=[agents["outliner"], inner, agents["polisher"]])
     result = asyncio.run(evolve_workflow(
-        root, TOPICS[:3], critic=critic("scripted/pipeline"), components={"writer":
-                                                                            ["instruction"]},
+        root, TOPICS[:3], critic=critic("scripted/pipeline"),
+        components={"writer": ["instruction"], "outliner": [], "polisher": []},
         config=EvolutionConfig(max_iterations=2), store=store))
     assert set(result.evolved_components) == {"writer.instruction"}
     assert result.final_score > result.original_score
@@ -120,7 +120,7 @@ def test_a_nested_workflow_evolves_end_to_end(store):
 
 def test_evolve_group_and_evolve_with_a_workflow(store):
     agents = [build_agent(a, output_key=a.output_key) for a in pipeline_agents()]
-    result = asyncio.run(evolve_group(agents, "polisher", TOPICS[:3],
+    result = asyncio.run(evolve_group({a.name: a for a in agents}, "polisher", TOPICS[:3],
                                       critic=critic("scripted/pipeline"),
                                       components={"writer": ["instruction"]},
                                       config=EvolutionConfig(max_iterations=1), store=store))
@@ -132,6 +132,10 @@ def test_evolve_group_and_evolve_with_a_workflow(store):
     again = asyncio.run(evolve(flow, TOPICS[:3], critic=critic("scripted/pipeline"),
                                config=EvolutionConfig(max_iterations=1), store=store))
     assert set(again.evolved_components) == {f"{n}.instruction" for n in PIPELINE_INSTRUCTIONS}
+    # gepa-adk's default: without components, only the first agent's instruction evolves
+    first = asyncio.run(evolve_workflow(flow, TOPICS[:3], critic=critic("scripted/pipeline"),
+                                        config=EvolutionConfig(max_iterations=0), store=store))
+    assert list(first.evolved_components) == ["outliner.instruction"]
 
 
 def test_group_arguments_are_checked(store):
@@ -141,6 +145,11 @@ def test_group_arguments_are_checked(store):
     with pytest.raises(ConfigError, match="'critic2'.*not in the workflow"):
         asyncio.run(evolve_group(agents, "polisher", TOPICS, components={"critic2": ["x"]},
                                  store=store))
+    with pytest.raises(ConfigError, match="leaves every agent out"):
+        asyncio.run(evolve_group(agents, "polisher", TOPICS, components={"writer": []},
+                                 store=store))
+    with pytest.raises(ConfigError, match="keys must be the agents' names"):
+        asyncio.run(evolve_group({"w": agents[1]}, "writer", TOPICS, store=store))
     with pytest.raises(ConfigError, match="share_session=False"):
         asyncio.run(evolve_group(agents, "polisher", TOPICS, share_session=False, store=store))
     deep = pipeline_agents()
