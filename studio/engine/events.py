@@ -131,6 +131,18 @@ class RunFinished(EngineEvent):
 
 
 @dataclass(frozen=True)
+class TestScored(EngineEvent):
+    """The baseline and the best candidate were scored on the held-out test set."""
+
+    __test__ = False  # not a pytest class
+    kind: ClassVar[EventKind] = EventKind.TEST_SCORED
+    baseline_id: int = 0
+    best_id: int = 0
+    baseline_mean: float | None = None
+    best_mean: float | None = None
+
+
+@dataclass(frozen=True)
 class TrialCommitted(EngineEvent):
     """In-process only: the trial row itself is the durable record."""
 
@@ -142,4 +154,4 @@ class TrialCommitted(EngineEvent):
 
 STORED_EVENTS = (RunStarted, BaselineScored, IterationStarted, ProposalCreated, ProposalInvalid,
                  ProposalEvaluated, AwaitingDecision, DecisionApplied, CandidateAccepted, Progress,
-                 RunPaused, RunResumed, RunFinished)
+                 RunPaused, RunResumed, RunFinished, TestScored)

@@ -36,6 +36,7 @@ from studio.engine.events import (
     RunStarted,
 )
 from studio.engine.gates import await_decision
+from studio.engine.holdout import score_holdout
 from studio.engine.pool import Evidence, RunView, load_view, minibatch_evidence
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
@@ -157,15 +158,13 @@ class Engine:
                              stop_reason=None, error=None, **started)
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
         try:
-            await self.score_baseline()
-            while True:
-                self.check_limits()
-                await self.pause_point()
-                await self.iterate(self.state.iteration + 1)
-        except StopRun as stop:
-            self._finish(RunStatus.STOPPED if stop.reason in STOPPED_REASONS
-                         else RunStatus.COMPLETED, stop.reason)
-            return stop.reason
+            reason = await self._loop()
+            if reason in STOPPED_REASONS:
+                self._finish(RunStatus.STOPPED, reason)
+                return reason
+            await score_holdout(ctx, self.state.iteration)  # the overfitting guard's test set
+            self._finish(RunStatus.COMPLETED, reason)
+            return reason
         except LeaseLostError:  # another worker took the run over: it owns every write now
             self.lease_lost = True
             raise
@@ -177,6 +176,17 @@ class Engine:
             logger.exception("run %s failed", ctx.run_id)
             self._finish(RunStatus.FAILED, "error", error=f"{type(exc).__name__}: {exc}")
             raise
+
+    async def _loop(self) -> str:
+        """The baseline, then iterations until a stop condition; returns the stop reason."""
+        try:
+            await self.score_baseline()
+            while True:
+                self.check_limits()
+                await self.pause_point()
+                await self.iterate(self.state.iteration + 1)
+        except StopRun as stop:
+            return stop.reason
 
     def _finish(self, status: RunStatus, reason: str, error: str | None = None) -> None:
         ctx = self.ctx
@@ -233,7 +243,10 @@ class Engine:
         self._progress(view)
 
     def _add_seed(self) -> Candidate:
-        components = extract_components(self.ctx.agent, self.ctx.components)
+        """Candidate #0: the agent's components, or on a fork the forked candidate's."""
+        origin = self.ctx.run.spec.forked_from
+        components = (dict(origin.components) if origin is not None
+                      else extract_components(self.ctx.agent, self.ctx.components))
         return self.ctx.store.add_candidate(Candidate(
             run_id=self.ctx.run_id, index=0, components=components,
             content_hash=content_hash(components)))
@@ -507,3 +520,20 @@ class Engine:
             calls_per_iteration = max(1.0, calls / max(1, self.state.iteration))
             remaining = min(remaining, int((budget - calls) / calls_per_iteration))
         return round(max(0, remaining) * per_iteration, 1)
+
+
+class TestScoring(Engine):
+    """An engine that only scores a settled run's test set (on demand: ``studio test``, the
+    Compare page), under the run's lease like any run so no worker resumes the run meanwhile;
+    the run's status and stop reason stay as they were."""
+
+    __test__ = False  # not a pytest class
+
+    async def _run(self) -> str:
+        checkpoint = self.ctx.store.load_checkpoint(self.run_id)
+        await score_holdout(self.ctx, checkpoint[0] if checkpoint else 0)
+        return TEST_SCORED
+
+
+TEST_SCORED = "test_scored"
+"""What a :class:`TestScoring` run returns."""

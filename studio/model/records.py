@@ -317,6 +317,9 @@ class RunStatus(StrEnum):
 class Split(StrEnum):
     TRAIN = "train"
     VAL = "val"
+    TEST = "test"
+    """Held out: the loop never samples, reflects on or selects with it (the overfitting guard
+    scores the baseline and the best candidate on it once the run ends)."""
 
 
 class TrialPhase(StrEnum):
@@ -328,6 +331,8 @@ class TrialPhase(StrEnum):
     """The proposed child on the same minibatch."""
     PROBE = "probe"
     """A one-off 'try on one example' from the studio."""
+    TEST = "test"
+    """The baseline or the best candidate on the held-out test set (never seen by the loop)."""
 
 
 class ProposalStatus(StrEnum):
@@ -590,6 +595,7 @@ class EventKind(StrEnum):
     RUN_PAUSED = "run_paused"
     RUN_RESUMED = "run_resumed"
     RUN_FINISHED = "run_finished"
+    TEST_SCORED = "test_scored"
     TRIAL_COMMITTED = "trial_committed"
 
 
@@ -638,6 +644,20 @@ class ReflectionSpec(BaseModel):
     """Template for the instruction component; must contain {component_text} and {trials}."""
 
 
+class ForkOrigin(BaseModel):
+    """Where a forked run's seed comes from: a candidate of another run, its components copied
+    (so the fork runs even if the source run is deleted)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    candidate_id: int
+    candidate_index: int
+    components: dict[str, str]
+    """The candidate's component texts, keyed as the run's components are (``instruction`` or
+    ``writer.instruction``): the fork's candidate #0."""
+
+
 class RunSpec(BaseModel):
     """Everything needed to rebuild a run's agents, stored with the run (never any API key)."""
 
@@ -660,6 +680,8 @@ class RunSpec(BaseModel):
     resumable: bool = True
     """False when the run was started from live Python objects that cannot be rebuilt."""
     project: str | None = None
+    forked_from: ForkOrigin | None = None
+    """Set on a fork: its seed candidate is that candidate's components, not the agent's."""
 
     @property
     def is_group(self) -> bool:

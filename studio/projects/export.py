@@ -16,9 +16,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from studio.engine.holdout import load_holdout, test_means
 from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
 from studio.model.jsontools import finite_json
+from studio.model.records import Split
 from studio.model.redaction import redact, secret_values
 from studio.store import Store
 
@@ -51,13 +53,32 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
     without its per-proposal iteration history, which an export does not write); candidates are
     read a batch at a time."""
     scores = scores or pool_scores(store, store.get_run(run_id))
+    tested = tested_means(store, run_id)
     for c in store.iter_candidates(run_id):
         yield {
             "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
             "pooled": c.pooled, "mean_score": scores.means.get(c.id),
+            **({} if tested is None else {"test_mean": tested.get(c.id)}),
             "on_front": c.id in scores.front, "best": c.id == scores.best_id,
             **{f"component.{k}": v for k, v in c.components.items()},
         }
+
+
+def tested_means(store: Store, run_id: str) -> dict[int, float | None] | None:
+    """The held-out test set's mean per candidate scored on it (the baseline and the best);
+    None for a run without a test set (its export keeps the columns it always had)."""
+    test_ids = [e.id for e in store.examples(run_id, Split.TEST)]
+    if not test_ids:
+        return None
+    scored = {c for c, _ in store.effective_scores(run_id, example_ids=test_ids)}
+    return test_means(store, run_id, test_ids, sorted(scored))
+
+
+def iter_guard_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """The overfitting guard's report (train/val/test means, gains, verdict), for a run with a
+    test set."""
+    if store.examples(run_id, Split.TEST):
+        yield load_holdout(store, run_id).to_dict()
 
 
 def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
@@ -70,6 +91,7 @@ def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
     """The JSONL export, line by line (redacted, strict JSON): what :func:`export_run` writes,
     for a caller that streams it elsewhere (a download, a socket)."""
     for kind, rows in (("candidate", iter_candidate_records(store, run_id)),
+                       ("test_guard", iter_guard_records(store, run_id)),
                        ("trial", iter_trial_records(store, run_id))):
         for row in rows:
             yield redact(strict_json({"type": kind, **row})) + "\n"

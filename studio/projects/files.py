@@ -31,6 +31,7 @@ import math
 import os
 import random
 import typing
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,9 @@ class DatasetSection(BaseModel):
 
     train: list[dict[str, Any]] | DataSource | None = None
     val: list[dict[str, Any]] | DataSource | None = None
+    test: list[dict[str, Any]] | DataSource | None = None
+    """Held out: never seen by the loop; the baseline and the best candidate are scored on it
+    when the run ends (the overfitting guard). Same rules and input fields as ``train``."""
     split: SplitSection = Field(default_factory=SplitSection)
     """Carve a validation set out of ``train`` when ``val`` is not given."""
     input_column: str | None = None
@@ -788,6 +792,27 @@ def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
     return train, val
 
 
+def resolve_testset(project: ProjectFile, base_dir: Path, *, source: str | None = None,
+                    origin: Origin = Origin.LOCAL) -> list[dict[str, Any]] | None:
+    """The project's held-out test rows (``dataset.test``), read and checked as ``train`` is;
+    None without one.
+
+    Raises:
+        DatasetError: naming the project file (``source``), the field and the problem.
+    """
+    dataset = project.dataset
+    if dataset.test is None:
+        return None
+    try:
+        rows = load_rows(dataset.test, base_dir, "dataset.test", origin, dataset.images)
+        return prepare_rows(rows, dataset, "dataset.test")
+    except DatasetError as exc:
+        if source is None:
+            raise
+        where = f"{source}: {exc.where}" if exc.where else source
+        raise DatasetError(exc.message, where=where, value=exc.value) from exc
+
+
 def split_rows(rows: list[dict[str, Any]], split: SplitSection
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     shuffled = list(rows)
@@ -807,6 +832,8 @@ def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
         "train": load_rows(project.dataset.train, base_dir, "dataset.train", images=images),
         "val": None if project.dataset.val is None else load_rows(
             project.dataset.val, base_dir, "dataset.val", images=images),
+        "test": None if project.dataset.test is None else load_rows(
+            project.dataset.test, base_dir, "dataset.test", images=images),
     })
     return project.model_copy(update={"dataset": dataset})
 
@@ -818,20 +845,39 @@ def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
     """Check the project as ``studio validate`` does, then create its run (it starts when handed
     to the run manager)."""
     config = config or project.run
-    train, val = check_project(project, base_dir, source=source or project.name, origin=origin,
-                               config=config)
-    return create_run(store, spec=project.run_spec(), trainset=train, valset=val,
-                      config=config, name=name or project.name, project_id=project_id)
+    sets = check_project_datasets(project, base_dir, source=source or project.name,
+                                  origin=origin, config=config)
+    return create_run(store, spec=project.run_spec(), trainset=sets.train, valset=sets.val,
+                      testset=sets.test, config=config, name=name or project.name,
+                      project_id=project_id)
 
 
 # --------------------------------------------------------------------------- whole-project check
 
 
+@dataclass(frozen=True)
+class ProjectDatasets:
+    """A checked project's rows, as its run stores them."""
+
+    train: list[dict[str, Any]]
+    val: list[dict[str, Any]] | None
+    test: list[dict[str, Any]] | None
+
+
 def check_project(project: ProjectFile, base_dir: Path, *, source: str,
                   origin: Origin = Origin.LOCAL, config: EvolutionConfig | None = None
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """:func:`check_project_datasets`, returning ``(trainset, valset or None)``."""
+    sets = check_project_datasets(project, base_dir, source=source, origin=origin,
+                                  config=config)
+    return sets.train, sets.val
+
+
+def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
+                           origin: Origin = Origin.LOCAL, config: EvolutionConfig | None = None
+                           ) -> ProjectDatasets:
     """Every check a run makes before its first model call; ``studio validate`` and every way of
-    starting a run use this one function. Returns ``(trainset, valset or None)``.
+    starting a run use this one function.
 
     Raises:
         ConfigError (and subclasses): naming ``source``, the field and what to do.
@@ -840,11 +886,12 @@ def check_project(project: ProjectFile, base_dir: Path, *, source: str,
     check_trust(project, origin, source)
     _check_columns(project.dataset, source)
     train, val = resolve_datasets(project, base_dir, source=source, origin=origin)
+    test = resolve_testset(project, base_dir, source=source, origin=origin)
     _check_critic(project.critic, source)
     _check_budget(config, train, val, source)
     spec = project.run_spec()
     try:
-        _check_run_inputs(spec, train, val)
+        _check_run_inputs(spec, train, val, test)
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
     _check_buildable(spec, config, source)
@@ -852,7 +899,7 @@ def check_project(project: ProjectFile, base_dir: Path, *, source: str,
         complete_spec(spec)  # a workflow by reference: its components name its agents
     except ConfigError as exc:
         raise _located(exc, source, "components") from exc
-    return train, val
+    return ProjectDatasets(train, val, test)
 
 
 def _located(exc: ConfigError, source: str, field: str) -> ConfigError:
@@ -899,11 +946,13 @@ def _check_critic(critic: CriticSection, source: str) -> None:
                                value=score)
 
 
-def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None) -> None:
+def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None,
+                      test: list[dict] | None = None) -> None:
     """What :func:`studio.engine.build.create_run` checks, before anything is stored."""
     train = validate_examples(train, name="trainset")
-    if val is not None:
-        check_valset(train, validate_examples(val, name="valset"))
+    for name, rows in (("valset", val), ("testset", test)):
+        if rows is not None:
+            check_valset(train, validate_examples(rows, name=name), name)
     check_components(spec.components)
     if spec.reflection.instruction is not None:
         check_reflection_instruction(spec.reflection.instruction)

@@ -43,6 +43,7 @@ from studio.projects.files import (
     load_project,
     parse_project,
     resolve_datasets,
+    resolve_testset,
     start_run,
 )
 from studio.store import Store
@@ -146,6 +147,7 @@ def check_browser_project(project: ProjectFile, source: str) -> None:
     """What a project from the browser may not do: load code, read server files, bad rows."""
     check_trust(project, Origin.BROWSER, source)
     resolve_datasets(project, Path("."), source=source, origin=Origin.BROWSER)
+    resolve_testset(project, Path("."), source=source, origin=Origin.BROWSER)
 
 
 def save_project(store: Store, project: ProjectFile, project_id: int | None) -> Project:

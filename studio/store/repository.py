@@ -662,10 +662,15 @@ class Store:
         return rows, active
 
     @_guard
-    def count_trials(self, run_id: str) -> int:
+    def count_trials(self, run_id: str, *, loop_only: bool = False) -> int:
+        """A run's trials; ``loop_only`` leaves out the held-out test set's (the metric-call
+        budget counts what the loop judged)."""
+        where = [t.trials.c.run_id == run_id]
+        if loop_only:
+            where.append(t.trials.c.split != Split.TEST.value)
         with self.engine.connect() as c:
             return c.execute(select(func.count()).select_from(t.trials)
-                             .where(t.trials.c.run_id == run_id)).scalar_one()
+                             .where(*where)).scalar_one()
 
     @staticmethod
     def _trial(row: Row, override: Override | None) -> Trial:

@@ -62,6 +62,7 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
         "train_path": dataset.train.path if isinstance(dataset.train, DataSource) else None,
         "val_rows": dataset.val if isinstance(dataset.val, list) else None,
         "val_path": dataset.val.path if isinstance(dataset.val, DataSource) else None,
+        "test_rows": dataset.test if isinstance(dataset.test, list) else None,
         "input_column": dataset.input_column, "expected_column": dataset.expected_column,
         "val_fraction": dataset.split.val_fraction, "split_seed": dataset.split.seed,
         "images": list(dataset.images),
@@ -204,12 +205,13 @@ def check_dataset(fields: dict[str, Any]) -> dict[str, str]:
             "expected_column" if "expected_column" in exc.message else "train_rows")
         errors[key] = exc.message
         return errors
-    if fields.get("val_rows") is not None:
-        try:
-            prepare_rows(fields["val_rows"], section, "dataset.val")
-        except DatasetError as exc:
-            errors["val_rows"] = exc.message
-    elif (fields.get("val_fraction") or 0) > 0:
+    for split in ("val", "test"):
+        if fields.get(f"{split}_rows") is not None:
+            try:
+                prepare_rows(fields[f"{split}_rows"], section, f"dataset.{split}")
+            except DatasetError as exc:
+                errors[f"{split}_rows"] = exc.message
+    if fields.get("val_rows") is None and (fields.get("val_fraction") or 0) > 0:
         try:
             split_rows(train, section.split)
         except DatasetError as exc:
@@ -318,8 +320,9 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
         "input_column": fields.get("input_column") or None,
         "expected_column": fields.get("expected_column") or None,
         "images": list(fields.get("images") or [])}
-    if fields.get("val_rows") is not None:
-        dataset["val"] = fields["val_rows"]
+    for split in ("val", "test"):
+        if fields.get(f"{split}_rows") is not None:
+            dataset[split] = fields[f"{split}_rows"]
     return {
         "name": str(fields.get("name")).strip(), "description": fields.get("description") or "",
         "agent": agent, "critic": critic,
