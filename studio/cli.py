@@ -7,6 +7,7 @@
     studio workers
     studio runs
     studio export RUN_ID --format jsonl|csv [--out PATH]
+    studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
     studio override TRIAL_ID [--score X] [--feedback TEXT]
     studio validate project.yaml
@@ -244,6 +245,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_blame(args: argparse.Namespace) -> int:
+    from studio.model.redaction import redact
+    from studio.projects.provenance import load_provenance
+    from studio.views.provenance import blame_lines
+
+    provenance = load_provenance(_store(args), args.run_id, args.candidate)
+    if args.json:
+        print(redact(json.dumps(list(provenance.rows()), indent=2)))
+        return 0
+    for line in blame_lines(provenance):
+        print(redact(line))
+    return 0
+
+
 def cmd_decide(args: argparse.Namespace) -> int:
     from studio.engine.gates import decide
     from studio.projects.workspace import require_reason
@@ -400,6 +415,12 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     export.add_argument("--out")
     export.set_defaults(func=cmd_export)
+    blame = sub.add_parser("blame", help="which proposal wrote each sentence of a candidate")
+    blame.add_argument("run_id")
+    blame.add_argument("--candidate", type=whole_number(0),
+                       help="candidate index #N (default: the best)")
+    blame.add_argument("--json", action="store_true")
+    blame.set_defaults(func=cmd_blame)
     decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
     decide.add_argument("proposal_id", type=int)
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
