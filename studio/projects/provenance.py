@@ -75,10 +75,11 @@ class Origin:
 
     @property
     def by(self) -> str:
-        """Who wrote it: the seed, the reflection, a person's name, or a merge."""
+        """Who wrote it: the seed, the reflection, a person's name, a merge, or a change no
+        proposal records."""
         if self.kind == EDIT:
             return self.author or "a person"
-        return self.kind
+        return "unrecorded change" if self.kind == CHANGE else self.kind
 
     def label(self, run_id: str | None = None) -> str:
         """Compact: ``it 3 · p12 · reflection · +0.25`` (the run named when it differs)."""

@@ -250,3 +250,22 @@ def test_the_view_shows_text_cells_and_terminal_escapes(runner, store):
     assert frame["origin"].iloc[0] == "seed (candidate #0)"
     assert printable("red \x1b[31m\u202e") == "red \\x1b[31m\\u202e"
     assert all("\x1b" not in line for line in blame_lines(provenance))
+
+
+def test_a_candidate_grown_from_another_runs_candidate_is_traced_into_that_run(runner, store):
+    from studio.engine import create_run
+
+    first, _ = runner.run(demo_spec(), trainset(), max_iterations=2, seed=1)
+    best = load_provenance(store, first)
+    origin_text = store.get_candidate(best.candidate_id).components["instruction"]
+    fork = create_run(store, spec=demo_spec(), trainset=trainset(3))
+    text = origin_text + " Be brief."
+    store.add_candidate(Candidate(run_id=fork.id, index=1, parent_ids=[best.candidate_id],
+                                  components={"instruction": text},
+                                  content_hash=content_hash({"instruction": text})))
+    units = load_provenance(store, fork.id, candidate_index=1).components["instruction"]
+    labels = [u.origin.label(fork.id) for u in units]
+    assert labels[0] == f"run {first} · seed (candidate #0)"
+    assert labels[2].startswith(f"run {first} · it 2 · p2 · reflection · +")
+    assert (units[3].text, units[3].origin.kind, units[3].origin.run_id) == \
+        ("Be brief.", "change", fork.id)
