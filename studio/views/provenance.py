@@ -55,7 +55,8 @@ def blame_lines(provenance: Provenance) -> Iterator[str]:
         yield (f"== {printable(key)} (candidate #{provenance.candidate_index}, "
                f"by {unit_kind(key)}) ==")
         for unit in units:
-            yield f"{unit.origin.label(provenance.run_id):<{width}} | {printable(unit.text)}"
+            label = printable(unit.origin.label(provenance.run_id))
+            yield f"{label:<{width}} | {printable(unit.text)}"
 
 
 def printable(text: str) -> str:
