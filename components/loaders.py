@@ -35,6 +35,7 @@ from studio.model.records import (
     TrialPhase,
 )
 from studio.projects.forking import ancestry, forks_of
+from studio.projects.provenance import Provenance, load_provenance
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import list_examples, run_effect, stored_project
 from studio.projects.workspace import pending_proposal as _pending_proposal
@@ -257,6 +258,13 @@ def analysis(run_id: str, version: Any) -> Analysis:
     child_means = {pid: {"child": mean} for pid, mean in store().child_means(run_id).items()}
     return Analysis(view=view, examples=store().examples(run_id), proposals=proposals_,
                     child_means=child_means, last_iteration=last)
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def provenance(run_id: str, candidate_index: int, version: Any) -> Provenance:
+    """Where each sentence of candidate ``#candidate_index`` came from, per run version (an edit
+    or a correction changes the labels' score changes)."""
+    return load_provenance(store(), run_id, candidate_index)
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner="Computing the run's state…")

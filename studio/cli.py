@@ -10,6 +10,7 @@
     studio test RUN_ID                             (score baseline and best on the test set)
     studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
                 [--config key=value ...] [--queue NAME]
+    studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
     studio override TRIAL_ID [--score X] [--feedback TEXT]
     studio validate project.yaml
@@ -300,6 +301,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_blame(args: argparse.Namespace) -> int:
+    from studio.model.redaction import redact
+    from studio.projects.provenance import load_provenance
+    from studio.views.provenance import blame_lines
+
+    provenance = load_provenance(_store(args), args.run_id, args.candidate)
+    if args.json:
+        print(redact(json.dumps(list(provenance.rows()), indent=2)))
+        return 0
+    for line in blame_lines(provenance):
+        print(redact(line))
+    return 0
+
+
 def cmd_decide(args: argparse.Namespace) -> int:
     from studio.engine.gates import decide
     from studio.projects.workspace import require_reason
@@ -475,6 +490,12 @@ def parser() -> argparse.ArgumentParser:
     fork.add_argument("--name")
     fork.add_argument("--queue", help="queue the fork for `studio worker` instead of running it")
     fork.set_defaults(func=cmd_fork)
+    blame = sub.add_parser("blame", help="which proposal wrote each sentence of a candidate")
+    blame.add_argument("run_id")
+    blame.add_argument("--candidate", type=whole_number(0),
+                       help="candidate index #N (default: the best)")
+    blame.add_argument("--json", action="store_true")
+    blame.set_defaults(func=cmd_blame)
     decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
     decide.add_argument("proposal_id", type=int)
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
