@@ -290,7 +290,7 @@ def test_project_test_sets_follow_the_dataset_rules(tmp_path, store):
 
 def test_export_csv_has_the_test_means(store, tmp_path):
     run_id, _ = run_demo(store, max_iterations=2)
-    candidates, trials = export_run(store, run_id, "csv", tmp_path / "run")
+    candidates, trials, *_provenance = export_run(store, run_id, "csv", tmp_path / "run")
     text = candidates.read_text()
     assert text.splitlines()[0].split(",")[5] == "test_mean"
     assert ",test," in trials.read_text()

@@ -232,7 +232,8 @@ def test_compare_groups_diffs_by_agent_and_draws_merges(app, studio_db):
     markdown = texts(at.markdown)
     assert "**Agent writer** · 1 of 1 component(s) changed" in markdown
     assert any("#0 · writer · instruction" in s for s in texts(at.caption))
-    assert any(c.startswith("Δ") for c in at.dataframe[0].value.columns)  # per-example scores
+    assert any(c.startswith("Δ") for frame in at.dataframe  # per-example scores
+               for c in frame.value.columns)
 
     last = others[-1]
     studio_db.add_candidate(Candidate(  # a merge of the seed and the last: two parents
