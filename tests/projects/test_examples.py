@@ -15,8 +15,14 @@ from studio.cli import main
 from studio.engine import build_engine
 from studio.model.records import RunStatus
 from studio.projects.files import PROJECT_JSON_SCHEMA, load_project, start_run
-from studio.projects.workspace import EXAMPLES_DIR, list_examples
-from tests.helpers import ScriptedModels
+from studio.projects.workspace import (
+    EXAMPLES_DIR,
+    import_example,
+    list_examples,
+    start_project_run,
+    stored_project,
+)
+from tests.helpers import ScriptedModels, wait_until
 
 PIPELINES = ["pipeline_scripted.yaml", "pipeline.yaml"]
 AGENTS = ("outliner", "writer", "polisher")
@@ -35,6 +41,18 @@ def test_the_projects_page_offers_the_pipeline_examples():
     offered = {e.path.name: e for e in list_examples()}
     for filename in PIPELINES:
         assert filename in offered and "SequentialAgent" in offered[filename].description
+
+
+def test_a_loaded_pipeline_example_runs_from_the_studio(store):
+    record = import_example(store, EXAMPLES_DIR / "pipeline_scripted.yaml")
+    project = stored_project(store, record.id)
+    assert [a.name for a in project.agents] == list(AGENTS)
+    config = project.run.model_copy(update={"max_iterations": 1})
+    run = start_project_run(store, record.id, config)  # as the Run page's "Start run"
+    finished = wait_until(lambda: store.get_run(run.id).status is RunStatus.COMPLETED,
+                          timeout=60, message="the example's run completes")
+    assert finished and run.spec.components == ["writer.instruction"]
+    assert run.spec.primary == "polisher" and run.spec.workflow.name == "haiku_pipeline"
 
 
 def schema_errors(data) -> list[str]:
@@ -99,6 +117,8 @@ def test_the_scripted_pipeline_improves_by_evolving_only_the_writer(tmp_path, ca
 @pytest.mark.local_model
 def test_the_embedded_pipeline_runs_one_iteration_offline(store):
     project, base = load_project(EXAMPLES_DIR / "pipeline.yaml")
+    smaller = project.dataset.model_copy(update={"val": project.dataset.val[:1]})
+    project = project.model_copy(update={"dataset": smaller})  # 4 trials: 13 model calls
     config = project.run.model_copy(update={"max_iterations": 1, "minibatch_size": 1})
     run = start_run(store, project, base, config=config)
     assert asyncio.run(build_engine(store, run.id).run()) == "max_iterations"
