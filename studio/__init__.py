@@ -22,6 +22,9 @@ _LAZY_EXPORTS = {
     "EvolutionConfig": "studio.model.config",
     "EvolutionResult": "studio.engine.api",
     "enqueue": "studio.engine.queue",
+    "fork": "studio.engine.forks",
+    "score_test_set": "studio.engine.api",
+    "start_test_scoring": "studio.engine.api",
     "decide": "studio.engine.gates",
     "override": "studio.engine.gates",
     "undo_override": "studio.engine.gates",
@@ -30,6 +33,17 @@ _LAZY_EXPORTS = {
     "SimpleCriticOutput": "studio.critics.agent",
     "CriticOutput": "studio.critics.agent",
     "CriticScorer": "studio.critics.agent",
+    "normalize_feedback": "studio.critics.agent",
+    "SIMPLE_CRITIC_INSTRUCTION": "studio.critics.agent",
+    "ADVANCED_CRITIC_INSTRUCTION": "studio.critics.agent",
+    "AgentExecutor": "studio.runtime.execution",
+    "AgentExecutorProtocol": "studio.runtime.protocol",
+    "ExecutionResult": "studio.runtime.protocol",
+    "ExecutionStatus": "studio.runtime.protocol",
+    "ScoringError": "studio.model.errors",
+    "CriticOutputParseError": "studio.model.errors",
+    "MissingScoreFieldError": "studio.model.errors",
+    "image_file": "studio.model.media",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

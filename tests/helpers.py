@@ -187,3 +187,25 @@ class QueueWorkerProcess:
 
     def wait(self, timeout: float = 60) -> int:
         return self.process.wait(timeout)
+
+
+PIPELINE_INSTRUCTIONS = {
+    "outliner": "Outline the topic.",
+    "writer": "Write a haiku from this outline: {outline}",
+    "polisher": "Polish the haiku. Draft:\n{draft}",
+}
+PIPELINE_KEYS = {"outliner": "outline", "writer": "draft", "polisher": None}
+
+
+def pipeline_agents(model: str = "scripted/pipeline") -> list[AgentSpec]:
+    """The outline -> write -> polish world (studio.runtime.providers.demo.pipeline_reply)."""
+    return [AgentSpec(name=name, model=model, instruction=text, output_key=PIPELINE_KEYS[name])
+            for name, text in PIPELINE_INSTRUCTIONS.items()]
+
+
+def pipeline_spec(model: str = "scripted/pipeline", **updates) -> RunSpec:
+    spec = RunSpec(agents=pipeline_agents(model),
+                   critic=CriticSpec(name="rule_critic", agent=AgentSpec(name="critic",
+                                                                         model=model)),
+                   reflection=ReflectionSpec(model=model), **updates)
+    return spec

@@ -4,6 +4,10 @@
 ``(score, metadata)``. Replies are parsed leniently before failing: plain JSON, JSON inside a code
 fence, or the first JSON object after some prose. A score given as a numeric string is accepted; a
 score outside [0, 1] is an error that names the value.
+
+The critic runs through any executor implementing gepa-adk's
+:class:`studio.runtime.protocol.AgentExecutorProtocol` (the studio's ``AgentExecutor`` by
+default), so a gepa-adk user's own executor plugs in unchanged.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from studio.model.errors import (
     CriticOutputParseError,
     MissingScoreFieldError,
     ScoreOutOfRangeError,
-    StudioError,
+    ScoringError,
 )
 from studio.model.jsontools import DuplicateKeyError, first_json_object, unique_keys
 from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
-from studio.runtime.execution import AgentExecutor
+from studio.model.redaction import redact
+from studio.runtime.execution import AgentExecutor, user_message
+from studio.runtime.protocol import AgentExecutorProtocol, ExecutionResult, ExecutionStatus
 
 __all__ = [
     "ADVANCED_CRITIC_INSTRUCTION",
@@ -39,6 +45,7 @@ __all__ = [
     "CriticScorer",
     "MissingScoreFieldError",
     "ScoreOutOfRangeError",
+    "ScoringError",
     "SimpleCriticOutput",
     "normalize_feedback",
     "parse_critic_output",
@@ -84,8 +91,19 @@ Provide:
 - Actionable guidance for concrete improvement steps"""
 
 
-class CriticExecutionError(StudioError):
-    """The critic agent itself failed (model error, timeout) after retries."""
+class CriticExecutionError(ScoringError):
+    """The critic agent itself did not run to the end (model error, timeout) after retries.
+
+    ``status`` is the executor's :class:`ExecutionStatus`, ``error_message`` its reason and
+    ``session_id`` the session it ran in.
+    """
+
+    def __init__(self, message: str, *, status: ExecutionStatus = ExecutionStatus.FAILED,
+                 error_message: str = "", session_id: str = "") -> None:
+        self.status = status
+        self.error_message = error_message
+        self.session_id = session_id
+        super().__init__(message)
 
 
 def normalize_feedback(score: float, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -210,19 +228,22 @@ class CriticScorer:
 
     Args:
         critic_agent: ADK agent (LlmAgent or workflow agent) configured for evaluation.
-        executor: runs the agent (:class:`studio.runtime.execution.AgentExecutor`).
-        session_service: where shared sessions live; defaults to the executor's.
-        app_name: ADK application name of the critic's sessions.
+        executor: anything implementing gepa-adk's ``AgentExecutorProtocol`` (an async
+            ``execute_agent``); default: a :class:`studio.runtime.execution.AgentExecutor`.
+        session_service: where the default executor keeps sessions (ignored with ``executor``).
+        app_name: ADK application name of the critic's sessions (studio executor only: the
+            protocol has no such parameter).
 
     Raises:
-        TypeError: ``critic_agent`` is not an ADK ``BaseAgent``.
+        TypeError: ``critic_agent`` is not an ADK ``BaseAgent``, or ``executor`` has no
+            ``execute_agent``.
         ValueError: ``app_name`` is empty.
     """
 
     def __init__(
         self,
         critic_agent: Any,
-        executor: Any = None,
+        executor: AgentExecutorProtocol | None = None,
         session_service: Any = None,
         app_name: str = "critic_scorer",
     ) -> None:
@@ -233,12 +254,10 @@ class CriticScorer:
                 f"critic_agent must be an ADK BaseAgent, got {type(critic_agent).__name__}"
             )
         if not isinstance(app_name, str) or not app_name.strip():
-            raise ValueError("app_name must be a non-empty string")
-        if executor is None:
-
-            executor = AgentExecutor(session_service=session_service)
+            raise ValueError(f"app_name cannot be empty: give the critic's ADK application a "
+                             f"name (got {app_name!r})")
         self.critic_agent = critic_agent
-        self._executor = executor
+        self._executor = _checked_executor(executor, session_service)
         self._app_name = app_name
         self.name = critic_agent.name
 
@@ -248,25 +267,25 @@ class CriticScorer:
         output: str,
         expected: str | None = None,
         session_id: str | None = None,
+        media: tuple[Any, ...] = (),
     ) -> tuple[float, dict[str, Any]]:
-        """Score ``output`` with the critic agent.
+        """Score ``output`` with the critic agent (``media``: the example's images, shown to
+        the critic after its text, as the agent saw them).
 
         Raises:
-            CriticOutputParseError: the critic's reply is not JSON.
+            CriticExecutionError: the critic agent did not run to the end (FAILED or TIMEOUT).
+            CriticOutputParseError: the critic's reply is empty or not JSON.
             MissingScoreFieldError: the reply has no usable ``score``.
-            CriticExecutionError: the critic agent failed to run.
+            ScoreOutOfRangeError: the score is outside [0, 1].
+            (All are :class:`ScoringError`.)
         """
-        result = await self._executor.execute(
-            self.critic_agent,
-            format_critic_input(input_text, output, expected),
-            session_id=session_id,
-            app_name=self._app_name,
-        )
-        if result.error is not None:
-            raise CriticExecutionError(f"critic {self.name!r} failed: {result.error}")
-        score, metadata = parse_critic_output(result.output)
-        metadata.setdefault("feedback", "")
-        return score, metadata
+        result = await self._run_critic(input_text, output, expected, session_id, media)
+        if result.status is not ExecutionStatus.SUCCESS:
+            raise CriticExecutionError(
+                f"critic {self.name!r} execution failed ({result.status.value}): "
+                f"{_reason(result)}", status=result.status, error_message=_reason(result),
+                session_id=str(result.session_id or ""))
+        return _scored_reply(result)
 
     def score(
         self, input_text: str, output: str, expected: str | None = None
@@ -280,8 +299,70 @@ class CriticScorer:
         return _run_in_thread(coroutine)
 
     async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
-        """The :class:`studio.critics.protocol.Critic` protocol."""
-        return await self.async_score(sample.input_text, sample.output, sample.expected)
+        """The :class:`studio.critics.protocol.Critic` protocol: a critic that did not run is a
+        recorded failure (score None, ``error`` saying why), never a 0."""
+        result = await self._run_critic(sample.input_text, sample.output, sample.expected, None,
+                                        sample.media)
+        if result.status is not ExecutionStatus.SUCCESS:
+            why = f"the critic {self.name!r} {_VERB[result.status]}: {_reason(result)}"
+            return None, {"error": why, "feedback": why, "status": result.status.value,
+                          "session_id": str(result.session_id or "")}
+        return _scored_reply(result)
+
+    async def _run_critic(self, input_text: str, output: str, expected: str | None,
+                          session_id: str | None, media: tuple[Any, ...] = ()
+                          ) -> ExecutionResult:
+        """Run the critic through the executor; the studio's own also gets the app name. The
+        example's images follow the critic's text, as the agent saw them."""
+        extra: dict[str, Any] = ({"app_name": self._app_name}
+                                 if isinstance(self._executor, AgentExecutor) else {})
+        text = format_critic_input(input_text, output, expected)
+        if media:
+            extra["input_content"] = user_message(text, media)
+        result = await self._executor.execute_agent(
+            self.critic_agent, text, existing_session_id=session_id, **extra)
+        return _as_result(result)
+
+
+_VERB = {ExecutionStatus.FAILED: "failed", ExecutionStatus.TIMEOUT: "timed out"}
+
+
+def _checked_executor(executor: Any, session_service: Any) -> Any:
+    if executor is None:
+        return AgentExecutor(session_service=session_service)
+    if not isinstance(executor, AgentExecutorProtocol) or not callable(executor.execute_agent):
+        raise TypeError(f"executor must implement AgentExecutorProtocol (an async "
+                        f"execute_agent(agent, input_text, ...)); got {type(executor).__name__}")
+    return executor
+
+
+def _as_result(result: Any) -> ExecutionResult:
+    """The executor's answer as our result: ours, gepa-adk's or any object with its fields."""
+    if isinstance(result, ExecutionResult):
+        return result
+    try:
+        return ExecutionResult(
+            status=result.status, session_id=getattr(result, "session_id", "") or "",
+            extracted_value=getattr(result, "extracted_value", None),
+            error_message=getattr(result, "error_message", None))
+    except (AttributeError, ValueError) as exc:
+        raise CriticExecutionError(f"the executor's result ({type(result).__name__}) is not "
+                                   f"an ExecutionResult: {exc}") from None
+
+
+def _reason(result: ExecutionResult) -> str:
+    """The executor's error message, bounded and with secrets masked (it is untrusted text)."""
+    return clip(redact(str(result.error_message)), 2_000)
+
+
+def _scored_reply(result: ExecutionResult) -> tuple[float, dict[str, Any]]:
+    reply = result.extracted_value
+    if reply is not None and not isinstance(reply, str):
+        raise CriticOutputParseError(f"the executor's extracted_value must be text, got "
+                                     f"{type(reply).__name__}", raw_output=clip(repr(reply), 2_000))
+    score, metadata = parse_critic_output(reply or "")
+    metadata.setdefault("feedback", "")
+    return score, metadata
 
 
 def _run_in_thread(coroutine: Any) -> Any:

@@ -5,13 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from google.adk.agents import BaseAgent
 from pydantic import BaseModel, Field
 
+from studio.critics.agent import CriticScorer
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.context import Listener
+from studio.engine.guard import HoldoutReport
+from studio.engine.holdout import check_testable, load_holdout
+from studio.engine.loop import TestScoring
+from studio.engine.merge import stored_evidence
 from studio.engine.pool import Evidence, load_view, minibatch_evidence
-from studio.engine.worker import get_manager
-from studio.model.config import EvolutionConfig
+from studio.engine.worker import RunHandle, get_manager
+from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
 from studio.model.records import (
     AgentSpec,
@@ -21,6 +27,7 @@ from studio.model.records import (
     Proposal,
     ReflectionSpec,
     RunSpec,
+    Split,
     TrialPhase,
     expand_components,
 )
@@ -55,9 +62,32 @@ class EvolutionResult(BaseModel):
     stop_reason: str | None
     candidates: list[CandidateSummary]
     metric_calls: int
+    """The loop's critic evaluations (the test set's are outside its budget)."""
+    test: dict[str, Any] | None = None
+    """With a test set: train/val/test means of the baseline and the best candidate, the
+    paired gains and the overfitting guard's verdict (:class:`studio.engine.guard.HoldoutReport`
+    as a dict)."""
+
+    primary_agent: str | None = None
+    """In a workflow run: the agent whose output was scored."""
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    # gepa-adk's result names, derived (so porting code reads the same numbers)
+    @property
+    def original_components(self) -> dict[str, str]:
+        return dict(self.candidates[0].components) if self.candidates else {}
+
+    @property
+    def total_iterations(self) -> int:
+        return len({h["iteration"] for h in self.iteration_history})
+
+    @property
+    def improvement(self) -> float | None:
+        if self.final_score is None or self.original_score is None:
+            return None
+        return self.final_score - self.original_score
 
 
 def load_result(store: Store, run_id: str) -> EvolutionResult:
@@ -80,7 +110,14 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
         stop_reason=view.run.stop_reason, candidates=summaries,
-        metric_calls=store.count_trials(run_id))
+        metric_calls=store.count_trials(run_id, loop_only=True), test=_test_report(store, run_id),
+        primary_agent=view.run.spec.primary)
+
+
+def _test_report(store: Store, run_id: str) -> dict[str, Any] | None:
+    if not store.examples(run_id, Split.TEST):
+        return None
+    return load_holdout(store, run_id).to_dict()
 
 
 def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
@@ -98,8 +135,11 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
             evidence = {"parent_sum": live.parent_sum, "child_sum": live.child_sum}
         history.append({
             "iteration": proposal.iteration, "proposal_id": proposal.id,
-            "parent_id": proposal.parent_id, "child_id": proposal.child_id,
-            "component": proposal.component, "status": proposal.status.value,
+            "kind": proposal.kind.value, "parent_id": proposal.parent_id,
+            "parent_ids": list(proposal.merge.parents) if proposal.merge else [proposal.parent_id],
+            "child_id": proposal.child_id, "component": proposal.component,
+            "sources": dict(proposal.merge.sources) if proposal.merge else None,
+            "status": proposal.status.value,
             "invalid_reason": proposal.invalid_reason,
             "parent_sum": evidence.get("parent_sum"), "child_sum": evidence.get("child_sum"),
             "decision": decision.action.value if decision else None,
@@ -111,7 +151,10 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
 
 def live_evidence(store: Store, proposal: Proposal) -> Evidence | None:
     """Parent vs child on the proposal's minibatch from the effective scores now (corrections
-    made after scoring included); None when the child was never scored on it."""
+    made after scoring included); None when the child was never scored on it. For a merge:
+    the better parent vs the child on its subsample."""
+    if proposal.is_merge:
+        return stored_evidence(store, proposal) if proposal.child_id is not None else None
     trials = store.trials(proposal.run_id, proposal_id=proposal.id, phase=TrialPhase.CHILD)
     examples = [trial.example_id for trial in trials]
     if not examples or proposal.child_id is None:
@@ -148,6 +191,10 @@ async def evolve(
     reflection_model: str | None = None,
     on_event: Listener | None = None,
     resume: str | None = None,
+    testset: list[dict[str, Any]] | None = None,
+    scorer: Any = None,
+    executor: Any = None,
+    candidate_selector: str | None = None,
 ) -> EvolutionResult:
     """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
 
@@ -162,19 +209,36 @@ async def evolve(
             :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`.
             Default: a simple critic on the agent's model.
         valset: validation examples (the trainset when None).
+        testset: held-out examples the loop never sees; when the run completes the baseline
+            and the best candidate are scored on them (``result.test``: the overfitting guard).
         components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
         reflection_agent: reflection agent for the instruction (default per component).
         config: :class:`EvolutionConfig`; ``review="review"`` waits for a person at each gate.
         store: the database (default: ``STUDIO_DB_URL`` or the default SQLite file).
         resume: id of an earlier run of the same agent to continue instead of starting anew.
+        scorer, executor, candidate_selector: gepa-adk's names: ``scorer`` is a critic;
+            ``executor`` (any :class:`studio.AgentExecutorProtocol`) runs an ADK critic agent;
+            ``candidate_selector`` sets ``config.candidate_selection``.
     """
+    if scorer is not None:
+        if critic is not None:
+            raise ConfigError("give critic or scorer, not both", where="scorer")
+        critic = scorer
+    if executor is not None and isinstance(critic, BaseAgent):
+        critic = CriticScorer(critic, executor=executor)
+    if candidate_selector is not None:
+        if candidate_selector not in {s.value for s in Selection}:
+            raise ConfigError(f"candidate_selector {candidate_selector!r} is not one of "
+                              f"{[s.value for s in Selection]}", where="candidate_selector")
+        config = (config or EvolutionConfig()).model_copy(
+            update={"candidate_selection": Selection(candidate_selector)})
 
     if is_workflow(agent):  # gepa-adk users pass workflows to evolve() too
         return await evolve_workflow(
-            agent, trainset, critic, valset, components=list(components),
+            agent, trainset, critic=critic, valset=valset, components=list(components),
             reflection_agent=reflection_agent, config=config, store=store, name=name,
             input_key=input_key, reflection_model=reflection_model, on_event=on_event,
-            resume=resume)
+            resume=resume, testset=testset)
     store = store or open_store()
     config = config or EvolutionConfig()
     model = agent_model_string(agent) or "local/smollm2"
@@ -183,15 +247,11 @@ async def evolve(
                        reflection=ReflectionSpec(model=reflection_model or model),
                        components=list(components), input_key=input_key, resumable=False)
         run_id = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
-                            name=name or f"evolve {getattr(agent, 'name', 'agent')}").id
+                            name=name or f"evolve {getattr(agent, 'name', 'agent')}",
+                            testset=testset).id
     else:
         run_id = resume
-    engine = build_engine(store, run_id, agent=agent, critic=critic,
-                          reflection_agent=reflection_agent,
-                          listeners=[on_event] if on_event else None)
-    handle = get_manager(store).start(engine)
-    await handle.wait_async()
-    return load_result(store, run_id)
+    return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event)
 
 
 def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
@@ -199,97 +259,130 @@ def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
     return asyncio.run(evolve(*args, **kwargs))
 
 
+def start_test_scoring(store: Store, run_id: str, *, agent: Any = None, critic: Any = None,
+                       listeners: list | None = None) -> RunHandle:
+    """Score a settled run's baseline and best candidate on its test set in this process's run
+    manager (``handle.wait()`` for the end); pairs already judged are reused. ``agent`` and
+    ``critic``: the live objects of a run started from Python objects.
+
+    Raises:
+        RunStateError: the run is still going (it scores its test set when it completes), has
+            no test set or no scored baseline, or another worker holds it.
+    """
+    check_testable(store, run_id)
+    engine = build_engine(store, run_id, agent=agent, critic=critic, listeners=listeners)
+    return get_manager(store).start(TestScoring(engine.ctx))
+
+
+async def score_test_set(store: Store, run_id: str, **live_objects: Any) -> HoldoutReport:
+    """:func:`start_test_scoring`, then the overfitting guard's report."""
+    await start_test_scoring(store, run_id, **live_objects).wait_async()
+    return load_holdout(store, run_id)
+
+
 async def evolve_workflow(
     workflow: Any,
     trainset: list[dict[str, Any]],
-    critic: Any = None,
-    valset: list[dict[str, Any]] | None = None,
     *,
+    critic: Any = None,
     primary: str | None = None,
-    components: dict[str, list[str]] | list[str] | None = None,
-    round_robin: bool = True,
     max_depth: int = MAX_WORKFLOW_DEPTH,
-    reflection_agent: Any = None,
     config: EvolutionConfig | None = None,
+    round_robin: bool = False,
+    components: dict[str, list[str]] | list[str] | None = None,
+    valset: list[dict[str, Any]] | None = None,
+    reflection_agent: Any = None,
     store: Store | None = None,
     name: str = "",
     input_key: str | None = None,
     reflection_model: str | None = None,
     on_event: Listener | None = None,
     resume: str | None = None,
+    testset: list[dict[str, Any]] | None = None,
 ) -> EvolutionResult:
     """Evolve the agents of an ADK workflow (``SequentialAgent``, ``LoopAgent``,
     ``ParallelAgent``, nested up to ``max_depth``) on ``trainset``, judged on ``primary``'s
-    output (default: the workflow's last agent).
+    output (default: the workflow's last agent). Arguments mean what they mean in gepa-adk.
 
     The workflow runs as it is built (loops keep their iterations, parallel branches stay
     concurrent); each candidate is a copy of the whole tree, never the original.
-    ``components`` maps agent names to component names (default: every agent's
-    ``instruction``); a list of names means those components of every agent. Each iteration
-    mutates one (agent, component) pair, in turn (``round_robin``, the only order: the critic
-    scores the primary's output, so it cannot say which agent was worst). The result's
+    ``components`` maps agent names to component names (an empty list leaves an agent out; a
+    plain list of names means those components of every agent). Without it, ``round_robin``
+    decides as in gepa-adk: False evolves the first agent's instruction only, True every
+    agent's. Each iteration mutates one (agent, component) pair, in turn. The result's
     ``evolved_components`` is flat, keyed ``agent.component``.
     """
-    if not round_robin:
-        raise ConfigError("only round_robin=True is supported: each iteration mutates the next "
-                          "(agent, component) pair in turn", where="round_robin")
     shape, agents = describe_workflow(workflow, max_depth=max_depth)
-    keys = qualified_components(components, shape)
+    keys = qualified_components(components, shape, round_robin=round_robin)
     chosen = primary_for(workflow, primary)
     if resume is None:
-        spec = RunSpec(agents=[], agent=None, critic=CriticSpec(name=_critic_name(critic)),
+        spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
                        reflection=ReflectionSpec(model=reflection_model
                                                  or _agent_model(agents[chosen])),
                        components=keys, input_key=input_key, resumable=False, primary=chosen)
         spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
-        run_id = create_run(store or open_store(), spec=spec, trainset=trainset, valset=valset,
+        store = store or open_store()
+        run_id = create_run(store, spec=spec, trainset=trainset, valset=valset,
                             config=config or EvolutionConfig(),
-                            name=name or f"evolve {workflow.name}").id
+                            name=name or f"evolve {workflow.name}", testset=testset).id
     else:
         run_id = resume
     return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
 
 
 async def evolve_group(
-    agents: list[Any],
+    agents: dict[str, Any] | list[Any],
     primary: str,
     trainset: list[dict[str, Any]],
-    critic: Any = None,
-    valset: list[dict[str, Any]] | None = None,
     *,
     components: dict[str, list[str]] | list[str] | None = None,
-    round_robin: bool = True,
+    critic: Any = None,
     share_session: bool = True,
+    config: EvolutionConfig | None = None,
     **kwargs: Any,
 ) -> EvolutionResult:
-    """Evolve a group of ``LlmAgent``s that run one after the other in one session (a
-    ``SequentialAgent`` named ``group``; state written by an agent's ``output_key`` is read by
-    the next), scored on ``primary``'s output. Arguments as :func:`evolve_workflow`."""
+    """Evolve ``LlmAgent``s that run one after the other in one session (a ``SequentialAgent``
+    named ``group``: an agent's ``output_key`` is read by later ones as ``{key}``), scored on
+    ``primary``'s output. ``agents`` is gepa-adk's name -> agent mapping (or a list); without
+    ``components`` every agent's instruction evolves. Other arguments as
+    :func:`evolve_workflow`."""
     if not share_session:
         raise ConfigError("share_session=False is not supported: the group runs as an ADK "
                           "SequentialAgent, whose agents share one session", where="share_session")
     from google.adk.agents import SequentialAgent
 
-    names = [getattr(a, "name", "?") for a in agents]
+    members = list(agents.values()) if isinstance(agents, dict) else list(agents)
+    if isinstance(agents, dict):
+        wrong = [key for key, agent in agents.items() if getattr(agent, "name", key) != key]
+        if wrong:
+            raise ConfigError(f"agents[{wrong[0]!r}] is named {agents[wrong[0]].name!r}: the "
+                              "mapping's keys must be the agents' names", where="agents")
+    names = [getattr(a, "name", "?") for a in members]
     if len(set(names)) != len(names):
         raise ConfigError(f"agent names must be unique in a group: {names}", where="agents")
-    group = SequentialAgent(name="group", sub_agents=[a.model_copy() for a in agents])
-    return await evolve_workflow(group, trainset, critic, valset, primary=primary,
-                                 components=components, round_robin=round_robin, **kwargs)
+    group = SequentialAgent(name="group", sub_agents=[a.model_copy() for a in members])
+    return await evolve_workflow(group, trainset, critic=critic, primary=primary, config=config,
+                                 components=components, round_robin=True, **kwargs)
 
 
 def qualified_components(components: dict[str, list[str]] | list[str] | None,
-                         workflow: WorkflowSpec) -> list[str]:
-    """``{"writer": ["instruction"]}`` or ``["instruction"]`` as ``["writer.instruction"]``."""
+                         workflow: WorkflowSpec, *, round_robin: bool = True) -> list[str]:
+    """``{"writer": ["instruction"]}`` or ``["instruction"]`` as ``["writer.instruction"]``;
+    None: every agent's instruction (``round_robin``) or the first agent's (gepa-adk's
+    default)."""
     names = workflow.agent_names()
     if components is None:
-        return expand_components(["instruction"], names)
+        return expand_components(["instruction"], names if round_robin else names[:1])
     if isinstance(components, dict):
         unknown = [a for a in components if a not in names]
         if unknown:
             raise ConfigError(f"components name agent {unknown[0]!r}, which is not in the "
                               f"workflow {names}", where="components", value=unknown[0])
-        return [f"{agent}.{c}" for agent, cs in components.items() for c in cs]
+        keys = [f"{agent}.{c}" for agent, cs in components.items() for c in cs]
+        if not keys:
+            raise ConfigError("components leaves every agent out: name at least one component",
+                              where="components")
+        return keys
     return expand_components(list(components), names)
 
 

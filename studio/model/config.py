@@ -1,10 +1,18 @@
-"""Run settings (:class:`EvolutionConfig`), under the names the product documents."""
+"""Run settings (:class:`EvolutionConfig`), under the names the product documents.
+
+gepa-adk's spellings are accepted on input where their meaning maps (``patience=0``,
+``max_concurrent_evals``...) and refused, with where to say it instead, where it does not; they
+are translated before validation, so the stored JSON only ever holds the studio's names.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from studio.model.errors import ConfigError
 
 
 class ReviewMode(StrEnum):
@@ -54,6 +62,19 @@ class EvolutionConfig(BaseModel):
     call_timeout_seconds: float = Field(default=300.0, gt=0)
     """Limit for one model call (agent, critic or reflection)."""
     max_retries: int = Field(default=3, ge=0, le=10)
+    use_merge: bool = False
+    """GEPA's merge: after an accepted proposal, combine two pool candidates that improved
+    different components since a common ancestor. Off by default, as in GEPA."""
+    max_merge_invocations: int = Field(default=5, ge=0, le=1000)
+    """Most merge proposals a run makes (accepted or not)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_gepa_adk_names(cls, data):
+        """gepa-adk's spellings translated to the studio's (see :data:`GEPA_ADK_RENAMED`)."""
+        if not isinstance(data, dict):
+            return data
+        return translate_gepa_adk_names(data, known=set(cls.model_fields))
 
     @model_validator(mode="before")
     @classmethod
@@ -66,3 +87,101 @@ class EvolutionConfig(BaseModel):
                     allowed = ", ".join(e.value for e in enum)
                     raise ValueError(f"{key} {value!r} is not one of: {allowed}")
         return data
+
+    @model_validator(mode="after")
+    def _merge_can_happen(self):
+        """``use_merge`` with no merge allowed is a contradiction worth naming, not a no-op."""
+        if self.use_merge and self.max_merge_invocations == 0:
+            raise ValueError("use_merge is on but max_merge_invocations is 0, so no merge could "
+                             "ever be proposed: set max_merge_invocations to 1 or more, or turn "
+                             "use_merge off")
+        return self
+
+
+# --------------------------------------------------------------------------- gepa-adk's names
+
+GEPA_ADK_RENAMED = {"max_concurrent_evals": "max_concurrency",
+                    "reflection_minibatch_size": "minibatch_size"}
+"""gepa-adk field -> the studio field with the same meaning."""
+
+GEPA_ADK_SAME_RULE: dict[str, tuple[tuple[Any, ...], str]] = {
+    "min_improvement_threshold": (
+        (0,), "the studio accepts a child whose minibatch sum is strictly above its parent's, "
+              "with no margin; only 0 means that"),
+    "acceptance_metric": (
+        ("sum", "mean"), "the studio compares sums over the same examples, which orders "
+                         "children exactly as means do"),
+    "frontier_type": (
+        ("instance",), "the studio's Pareto front is per validation example (gepa-adk's "
+                       "'instance'); objective fronts are not supported"),
+}
+"""gepa-adk fields whose listed values describe what the studio always does (accepted and
+dropped); any other value is refused with the reason."""
+
+GEPA_ADK_ELSEWHERE = {
+    "reflection_model": "pass evolve(..., reflection_model=...) (project file: reflection.model)",
+    "reflection_prompt": "pass evolve(..., reflection_agent=...) with that instruction "
+                         "(project file: reflection.instruction)",
+    "stop_callbacks": "use timeout_seconds, score_threshold, max_metric_calls or stop the run "
+                      "from the studio",
+    "on_iteration": "pass evolve(..., on_event=...): it is called for every engine event",
+    "proposal_validator": "use review='review' to decide on each proposal",
+    "checkpoint_path": "every step is already committed to the store",
+    "resume": "pass evolve(..., resume=RUN_ID) or run `studio resume RUN_ID`",
+    "reflection_timeout_seconds": "call_timeout_seconds limits every model call, reflection "
+                                  "included",
+    "reflection_max_trials": "the reflection sees the minibatch's trials (minibatch_size)",
+    "reflection_max_trial_chars": "trial texts are bounded by the studio's own limits",
+    "max_consecutive_reflection_errors": "a failed reflection invalidates that proposal only",
+}
+"""gepa-adk fields with no EvolutionConfig equivalent, and where their intent goes instead."""
+
+
+def translate_gepa_adk_names(data: dict[str, Any], *, known: set[str]) -> dict[str, Any]:
+    """``data`` with gepa-adk's spellings replaced by the studio's.
+
+    ``patience=0`` (gepa-adk: no early stopping) becomes None, ``seed=None`` the studio's
+    default seed (runs are always seeded). Names in ``known`` (the studio's own fields) are left
+    alone, so a field the studio adds later is never mistaken for a foreign one.
+
+    Raises:
+        ConfigError: a gepa-adk name or value that has no studio meaning, or both spellings of
+            one field with different values; ``where`` names the field.
+    """
+    data = dict(data)
+    if data.get("patience") == 0 and not isinstance(data.get("patience"), bool):
+        data["patience"] = None
+    for old, new in GEPA_ADK_RENAMED.items():
+        if old in data and old not in known:
+            _rename(data, old, new)
+    for name, (values, rule) in GEPA_ADK_SAME_RULE.items():
+        if name in data and name not in known:
+            _drop_if_same_rule(data, name, values, rule)
+    for name, instead in GEPA_ADK_ELSEWHERE.items():
+        if name in data and name not in known:
+            raise ConfigError(f"gepa-adk's {name} has no EvolutionConfig equivalent: {instead}",
+                              where=f"EvolutionConfig.{name}", value=data[name])
+    if "seed" in data and data["seed"] is None and "seed" in known:
+        del data["seed"]
+    return data
+
+
+def _rename(data: dict[str, Any], old: str, new: str) -> None:
+    value = data.pop(old)
+    if value is None and old == "reflection_minibatch_size":
+        raise ConfigError("None (every proposal on the whole trainset) has no studio "
+                          "equivalent: the gate always samples a minibatch; set minibatch_size",
+                          where=f"EvolutionConfig.{old}", value=value)
+    if new in data and data[new] != value:
+        raise ConfigError(f"gepa-adk's {old}={value!r} and {new}={data[new]!r} name the same "
+                          f"setting; give only {new}", where=f"EvolutionConfig.{old}", value=value)
+    data[new] = value
+
+
+def _drop_if_same_rule(data: dict[str, Any], name: str, values: tuple[Any, ...],
+                       rule: str) -> None:
+    value = data.pop(name)
+    shown = getattr(value, "value", value)  # gepa-adk's enums are str enums
+    if isinstance(shown, bool) or shown not in values:
+        raise ConfigError(f"{shown!r} cannot be honoured: {rule}",
+                          where=f"EvolutionConfig.{name}", value=value)

@@ -44,7 +44,12 @@ class TemplateError(ConfigError):
     """An instruction template lacks a required placeholder (e.g. ``{trials}``)."""
 
 
-class CriticOutputParseError(StudioError, ValueError):
+class ScoringError(StudioError):
+    """A critic gave no score: its reply could not be read or its agent did not run (gepa-adk's
+    name for this family, so ``except ScoringError`` ports unchanged)."""
+
+
+class CriticOutputParseError(ScoringError, ValueError):
     """The critic's reply holds no JSON object that could be parsed."""
 
     def __init__(self, message: str, *, raw_output: str = "") -> None:
@@ -58,6 +63,16 @@ class MissingScoreFieldError(CriticOutputParseError):
     def __init__(self, message: str, *, raw_output: str = "", parsed: Any = None) -> None:
         self.parsed = parsed
         super().__init__(message, raw_output=raw_output)
+
+    @property
+    def parsed_output(self) -> Any:
+        """gepa-adk's name for ``parsed``."""
+        return self.parsed
+
+    @property
+    def available_fields(self) -> list[str]:
+        """The fields the critic did return (gepa-adk's attribute)."""
+        return sorted(map(str, self.parsed)) if isinstance(self.parsed, dict) else []
 
 
 class ScoreOutOfRangeError(CriticOutputParseError):

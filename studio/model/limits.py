@@ -43,3 +43,25 @@ def too_long(text: str, limit: int, what: str) -> str | None:
     if len(text) <= limit:
         return None
     return f"{what} is {len(text):,} characters; the limit is {limit:,}"
+
+MAX_TOOLS = 32
+"""Python function tools one agent may name: each is described to the model in every call."""
+
+MAX_TOOL_REF_CHARS = 200
+"""A tool reference ``package.module:function``."""
+MAX_IMAGE_BYTES = 5_000_000
+"""One image in a dataset (PNG, JPEG, GIF or WEBP), decoded: 5 MB, what the strictest hosted
+vision APIs accept per image."""
+
+MAX_VIDEO_BYTES = 20_000_000
+"""One video in a dataset (MP4 or WEBM), decoded: sent inline, so kept to a short clip."""
+
+MAX_MEDIA_PER_EXAMPLE = 16
+"""Images and videos in one example (each in its own column)."""
+
+MAX_DATASET_MEDIA_BYTES = 100_000_000
+"""All images and videos of one dataset split together, decoded (the examples are stored and
+held in memory by the run as data URIs)."""
+
+THUMBNAIL_PIXELS = 160
+"""The longest side of a thumbnail the studio shows next to a trial."""

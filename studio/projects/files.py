@@ -30,12 +30,21 @@ import json
 import math
 import os
 import random
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from studio.engine.build import (
     check_spec_models,
@@ -50,6 +59,7 @@ from studio.engine.components import check_components, check_seed_placeholders
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
+from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     COMPONENTS,
     EXPECTED_KEY,
@@ -61,6 +71,7 @@ from studio.model.records import (
     validate_examples,
 )
 from studio.model.redaction import redact_data
+from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.model.workflow import WorkflowSpec
 from studio.runtime.execution import AgentExecutor
 
@@ -104,6 +115,8 @@ class AgentSection(BaseModel):
     output_key: str | None = None
     """In a workflow: the state key this agent's reply is written to (``{key}`` for later
     agents)."""
+    tools: list[str] = Field(default_factory=list, json_schema_extra=TOOLS_JSON_SCHEMA)
+    """Python function tools, ``package.module:function``, from installed packages only."""
     ref: str | None = None
     """``package.module:attribute`` of an existing ADK agent or workflow agent (then the fields
     above are unused)."""
@@ -112,7 +125,19 @@ class AgentSection(BaseModel):
         return AgentSpec(name=_identifier(self.name), model=self.model,
                          instruction=self.instruction, output_schema=self.output_schema,
                          generate_content_config=self.generate_content_config,
-                         output_key=self.output_key)
+                         output_key=self.output_key, tools=self.tools)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_are_refs(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        return check_tool_refs(value, agent=str(info.data.get("name", "agent")))
+
+    @model_validator(mode="after")
+    def _tools_need_a_declared_agent(self) -> AgentSection:
+        if self.ref and self.tools:
+            raise ValueError(f"agent {self.name!r}: 'tools' are for a declared agent; an agent "
+                             "loaded with 'ref' keeps the tools its Python code gives it")
+        return self
 
 
 class CriticSection(BaseModel):
@@ -159,12 +184,20 @@ class DatasetSection(BaseModel):
 
     train: list[dict[str, Any]] | DataSource | None = None
     val: list[dict[str, Any]] | DataSource | None = None
+    test: list[dict[str, Any]] | DataSource | None = None
+    """Held out: never seen by the loop; the baseline and the best candidate are scored on it
+    when the run ends (the overfitting guard). Same rules and input fields as ``train``."""
     split: SplitSection = Field(default_factory=SplitSection)
     """Carve a validation set out of ``train`` when ``val`` is not given."""
     input_column: str | None = None
     """Column whose value is the agent's input text (default: all fields as ``key: value``)."""
     expected_column: str | None = None
     """Column holding the reference answer (stored as ``expected``)."""
+    images: list[str] = Field(default_factory=list)
+    """Columns holding image (or MP4/WEBM video) paths, relative to the dataset file's folder
+    (inline rows: the project file's) and never outside it, or data URIs. Paths are read when
+    the dataset loads and stored as data URIs. A value that is an image data URI is an image
+    in any column."""
 
     @model_validator(mode="after")
     def _needs_train(self) -> DatasetSection:
@@ -336,6 +369,32 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
         ProjectFileError: naming the reference and how to opt in.
     """
     check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
+    for agent in ([project.agent] if project.agent else []) + list(project.agents):
+        where = f"{source}: " + ("agent" if agent is project.agent else f"agents.{agent.name}")
+        check_tool_trust(agent.tools, agent.name, origin, where)
+
+
+def check_spec_trust(spec: RunSpec, origin: Origin, where: str) -> None:
+    """The same rule for a stored run's spec (resuming it, trying it on one example)."""
+    check_code_ref(spec.agent_ref, origin, f"{where}: agent.ref")
+    if spec.agent is not None:
+        check_tool_trust(spec.agent.tools, spec.agent.name, origin, f"{where}: agent")
+    for agent in spec.agents:
+        check_tool_trust(agent.tools, agent.name, origin, f"{where}: agents.{agent.name}")
+
+
+def check_tool_trust(tools: list[str], agent: str, origin: Origin, where: str) -> None:
+    """Function tools run Python code on the server each time the model calls one: from the
+    browser only when the server opted in, as for ``agent.ref``."""
+    if not tools or origin is not Origin.BROWSER or code_refs_allowed():
+        return
+    raise ProjectFileError(
+        f"agent {agent!r} tool {tools[0]!r} runs Python code on the server whenever the model "
+        "calls it, which projects from the browser (upload, YAML editor, stored projects) may "
+        "not do. Remove the agent's tools, run the file from the command line (`studio run "
+        "project.yaml`), or start the studio with `studio ui --allow-code-refs` "
+        f"({ALLOW_CODE_REFS_ENV}=1) on a machine whose users you trust",
+        where=f"{where}.tools[0]", value=tools[0])
 
 
 def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
@@ -358,6 +417,7 @@ def _explain(exc: ValidationError, data: Any = None) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field" + _suggestion(error["loc"])
+        path, message = _refined(error, path, message)
         problems.append(f"{path}: {message}" if path else message)
     return "; ".join(problems)
 
@@ -391,6 +451,18 @@ def _readable_path(loc: tuple, data: Any) -> str:
         node = node.get(part) if isinstance(node, dict) else None
         parts.append(str(part))
     return ".".join(parts)
+
+
+def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
+    """A field validator's ConfigError places itself inside the field (``tools[2]``): use its
+    place rather than repeat it (``agent.tools[2]: ...``, not ``agent.tools: tools[2]: ...``)."""
+    cause = (error.get("ctx") or {}).get("error")
+    where = getattr(cause, "where", None)
+    field = str(error["loc"][-1]) if error["loc"] else ""
+    if not isinstance(cause, ConfigError) or not where or not field or \
+            not where.startswith(field):
+        return path, message
+    return path[:len(path) - len(field)] + where, cause.message
 
 
 def _suggestion(loc: tuple) -> str:
@@ -457,17 +529,45 @@ def dump_project(project: ProjectFile) -> str:
     """The project as YAML, for storing: secrets from the environment redacted in the values
     (so the text always parses again, unlike replacing inside the YAML text)."""
     data = redact_data(project.model_dump(mode="json", by_alias=True, exclude_defaults=False))
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(_without_unused_sections(data), sort_keys=False, allow_unicode=True)
+
+
+_OPTIONAL_KEYS = {"": ("agent", "agents", "workflow", "primary"),
+                  "agent": ("output_key", "tools"), "dataset": ("images",)}
+"""Keys left out of a stored project while unused (empty or None), so a one-agent project reads
+as it always did; every other field is written out with its value."""
+
+
+def _without_unused_sections(data: dict[str, Any]) -> dict[str, Any]:
+    def prune(section: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        return {k: v for k, v in section.items() if k not in keys or v not in (None, [], {})}
+
+    data = prune(data, _OPTIONAL_KEYS[""])
+    for name in ("agent", "dataset"):
+        if isinstance(data.get(name), dict):
+            data[name] = prune(data[name], _OPTIONAL_KEYS[name])
+    if data.get("agents"):
+        data["agents"] = [prune(a, _OPTIONAL_KEYS["agent"]) for a in data["agents"]]
+    return data
 
 
 # --------------------------------------------------------------------------- datasets
 
 
 def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: str,
-              origin: Origin = Origin.LOCAL) -> list[dict[str, Any]]:
+              origin: Origin = Origin.LOCAL, images: list[str] | None = None
+              ) -> list[dict[str, Any]]:
+    """The rows of a dataset source, image paths in the ``images`` columns read as data URIs
+    (relative to the dataset file's folder, or ``base_dir`` for inline rows)."""
     if isinstance(source, list):
-        return source
+        return resolve_images(source, images or [], base_dir, where, origin)
     path = dataset_path(source, base_dir, where, origin)
+    return resolve_images(read_rows(path, source, where), images or [], path.parent, where,
+                          origin)
+
+
+def read_rows(path: Path, source: DataSource, where: str) -> list[dict[str, Any]]:
+    """The rows of a CSV or JSONL dataset file (bounded, UTF-8 only)."""
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
         raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
@@ -478,6 +578,45 @@ def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: 
         raise DatasetError(f"the file {source.path} has no rows", where=f"{where}.path",
                            value=source.path)
     return rows
+
+
+def resolve_images(rows: list[Any], columns: list[str], folder: Path, where: str,
+                   origin: Origin) -> list[Any]:
+    """Rows with each image path in ``columns`` replaced by the file's data URI (empty cells
+    and data URIs are kept as they are).
+
+    Raises:
+        DatasetError: naming the row and the column of a missing column, a path that leads
+            outside ``folder``, a file that is missing, too large or not an image, or a path
+            in a project from the browser (which cannot read server files).
+    """
+    if not columns:
+        return rows
+    resolved = []
+    for i, row in enumerate(rows):
+        updates = {}
+        for column in columns if isinstance(row, dict) else ():
+            cell = f"{where}[{i}].{column}"
+            if column not in row:
+                raise DatasetError(f"row {i} has no column {column!r} (dataset.images); "
+                                   f"columns: {sorted(row)}", where=cell)
+            value = row[column]
+            if value is None or value == "" or is_media_uri(value):
+                continue
+            updates[column] = _image_from_cell(value, folder, cell, origin)
+        resolved.append({**row, **updates} if updates else row)
+    return resolved
+
+
+def _image_from_cell(value: Any, folder: Path, cell: str, origin: Origin) -> str:
+    if not isinstance(value, str):
+        raise DatasetError(f"an image column holds a path or a data URI, got "
+                           f"{type(value).__name__} {value!r}"[:200], where=cell)
+    if origin is Origin.BROWSER:
+        raise DatasetError(f"image {value[:100]!r}: a project from the browser cannot read "
+                           "files on the server; embed the image as a data URI "
+                           "(data:image/png;base64,...)", where=cell, value=value[:100])
+    return media_from_path(value, folder, where=cell)
 
 
 def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin) -> Path:
@@ -682,15 +821,36 @@ def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None
 def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     dataset = project.dataset
-    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin), dataset,
-                         "dataset.train")
+    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin,
+                                   dataset.images), dataset, "dataset.train")
     val = None
     if dataset.val is not None:
-        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin), dataset,
-                           "dataset.val")
+        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin,
+                                     dataset.images), dataset, "dataset.val")
     elif dataset.split.val_fraction > 0:
         train, val = split_rows(train, dataset.split)
     return train, val
+
+
+def resolve_testset(project: ProjectFile, base_dir: Path, *, source: str | None = None,
+                    origin: Origin = Origin.LOCAL) -> list[dict[str, Any]] | None:
+    """The project's held-out test rows (``dataset.test``), read and checked as ``train`` is;
+    None without one.
+
+    Raises:
+        DatasetError: naming the project file (``source``), the field and the problem.
+    """
+    dataset = project.dataset
+    if dataset.test is None:
+        return None
+    try:
+        rows = load_rows(dataset.test, base_dir, "dataset.test", origin, dataset.images)
+        return prepare_rows(rows, dataset, "dataset.test")
+    except DatasetError as exc:
+        if source is None:
+            raise
+        where = f"{source}: {exc.where}" if exc.where else source
+        raise DatasetError(exc.message, where=where, value=exc.value) from exc
 
 
 def split_rows(rows: list[dict[str, Any]], split: SplitSection
@@ -705,11 +865,15 @@ def split_rows(rows: list[dict[str, Any]], split: SplitSection
 
 
 def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
-    """A self-contained copy (file sources replaced by their rows), for storing in the DB."""
+    """A self-contained copy (file sources replaced by their rows, image paths by data URIs),
+    for storing in the DB."""
+    images = project.dataset.images
     dataset = project.dataset.model_copy(update={
-        "train": load_rows(project.dataset.train, base_dir, "dataset.train"),
-        "val": None if project.dataset.val is None else load_rows(project.dataset.val, base_dir,
-                                                                  "dataset.val"),
+        "train": load_rows(project.dataset.train, base_dir, "dataset.train", images=images),
+        "val": None if project.dataset.val is None else load_rows(
+            project.dataset.val, base_dir, "dataset.val", images=images),
+        "test": None if project.dataset.test is None else load_rows(
+            project.dataset.test, base_dir, "dataset.test", images=images),
     })
     return project.model_copy(update={"dataset": dataset})
 
@@ -721,20 +885,39 @@ def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
     """Check the project as ``studio validate`` does, then create its run (it starts when handed
     to the run manager)."""
     config = config or project.run
-    train, val = check_project(project, base_dir, source=source or project.name, origin=origin,
-                               config=config)
-    return create_run(store, spec=project.run_spec(), trainset=train, valset=val,
-                      config=config, name=name or project.name, project_id=project_id)
+    sets = check_project_datasets(project, base_dir, source=source or project.name,
+                                  origin=origin, config=config)
+    return create_run(store, spec=project.run_spec(), trainset=sets.train, valset=sets.val,
+                      testset=sets.test, config=config, name=name or project.name,
+                      project_id=project_id)
 
 
 # --------------------------------------------------------------------------- whole-project check
 
 
+@dataclass(frozen=True)
+class ProjectDatasets:
+    """A checked project's rows, as its run stores them."""
+
+    train: list[dict[str, Any]]
+    val: list[dict[str, Any]] | None
+    test: list[dict[str, Any]] | None
+
+
 def check_project(project: ProjectFile, base_dir: Path, *, source: str,
                   origin: Origin = Origin.LOCAL, config: EvolutionConfig | None = None
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """:func:`check_project_datasets`, returning ``(trainset, valset or None)``."""
+    sets = check_project_datasets(project, base_dir, source=source, origin=origin,
+                                  config=config)
+    return sets.train, sets.val
+
+
+def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
+                           origin: Origin = Origin.LOCAL, config: EvolutionConfig | None = None
+                           ) -> ProjectDatasets:
     """Every check a run makes before its first model call; ``studio validate`` and every way of
-    starting a run use this one function. Returns ``(trainset, valset or None)``.
+    starting a run use this one function.
 
     Raises:
         ConfigError (and subclasses): naming ``source``, the field and what to do.
@@ -743,16 +926,17 @@ def check_project(project: ProjectFile, base_dir: Path, *, source: str,
     check_trust(project, origin, source)
     _check_columns(project.dataset, source)
     train, val = resolve_datasets(project, base_dir, source=source, origin=origin)
+    test = resolve_testset(project, base_dir, source=source, origin=origin)
     _check_critic(project.critic, source)
     _check_budget(config, train, val, source)
     try:
         spec = complete_spec(project.run_spec())  # a ref to a workflow: components qualified
-        _check_run_inputs(spec, train, val)
+        _check_run_inputs(spec, train, val, test)
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
     agent = _check_buildable(spec, config, source)
     _check_seed_state(agent, project, train + (val or []), source)
-    return train, val
+    return ProjectDatasets(train, val, test)
 
 
 def _located(exc: ConfigError, source: str, field: str) -> ConfigError:
@@ -799,11 +983,13 @@ def _check_critic(critic: CriticSection, source: str) -> None:
                                value=score)
 
 
-def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None) -> None:
+def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None,
+                      test: list[dict] | None = None) -> None:
     """What :func:`studio.engine.build.create_run` checks, before anything is stored."""
     train = validate_examples(train, name="trainset")
-    if val is not None:
-        check_valset(train, validate_examples(val, name="valset"))
+    for name, rows in (("valset", val), ("testset", test)):
+        if rows is not None:
+            check_valset(train, validate_examples(rows, name=name), name)
     check_components(spec.components)
     if spec.reflection.instruction is not None:
         check_reflection_instruction(spec.reflection.instruction)

@@ -8,10 +8,12 @@ from typing import Any
 from studio.model.errors import ConfigError
 from studio.model.records import AgentSpec
 from studio.runtime.providers import litellm_model
+from studio.runtime.tools import resolve_tools
 
 
-def build_agent(spec: AgentSpec, *, output_key: str | None = None) -> Any:
-    """A real ADK ``LlmAgent`` for ``spec``, reaching its model through LiteLLM."""
+def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = "agent") -> Any:
+    """A real ADK ``LlmAgent`` for ``spec``, reaching its model through LiteLLM, with its
+    function tools (``where`` places a bad tool's error: ``agent`` or ``agents.<name>``)."""
     from google.adk.agents import LlmAgent  # ADK is heavy: loaded on first build, not at import
 
     return LlmAgent(
@@ -21,6 +23,7 @@ def build_agent(spec: AgentSpec, *, output_key: str | None = None) -> Any:
         output_schema=spec.output_schema,
         output_key=output_key,
         generate_content_config=spec.generate_content_config.to_adk(),
+        tools=resolve_tools(spec.tools, agent=spec.name, where=where),
     )
 
 

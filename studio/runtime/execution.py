@@ -5,11 +5,15 @@ of hundreds of calls needs: a concurrency limit, a per-call timeout, retries wit
 limits, 5xx and timeouts, and a trace (events, tool calls with arguments and results, state delta,
 token usage, latency). A failure is returned as a result with ``error`` set, never raised, so one
 bad example cannot end a run.
+
+It also implements gepa-adk's :class:`studio.runtime.protocol.AgentExecutorProtocol`
+(:meth:`AgentExecutor.execute_agent`), so code written against gepa-adk's executor runs here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import re
@@ -17,38 +21,25 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
-from studio.model.errors import StudioError
+from studio.model.errors import ConfigError, StudioError
 from studio.model.jsontools import to_jsonable
+from studio.model.limits import clip
+from studio.model.media import Media
 from studio.model.redaction import redact
+from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
+
+__all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
 
 logger = logging.getLogger(__name__)
 
 MAX_TRACE_TEXT = 4000
 """Longest text kept per trace event; outputs themselves are never truncated."""
-
-
-@dataclass
-class ExecutionResult:
-    """Output of one agent run, or the reason it has none."""
-
-    output: str
-    trace: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    session_id: str = ""
-    latency_s: float = 0.0
-    attempts: int = 1
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def tokens(self) -> int:
-        return int(self.trace.get("usage", {}).get("total_tokens", 0))
+MAX_TRACE_VALUE_CHARS = 20_000
+"""Longest JSON kept of one tool call's arguments or result (a tool may return megabytes)."""
 
 
 def _retryable_errors() -> tuple[type[BaseException], ...]:
@@ -107,6 +98,7 @@ class AgentExecutor:
         self.app_name = app_name
         self.user_id = user_id
         self._runners: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
+        self._copies: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any]] = OrderedDict()
         self._semaphores: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -122,21 +114,60 @@ class AgentExecutor:
         session_id: str | None = None,
         app_name: str | None = None,
         output_author: str | None = None,
+        content: Any = None,
+        timeout_s: float | None = None,
+        media: Sequence[Media] = (),
     ) -> ExecutionResult:
         """Run ``agent`` on ``input_text``.
 
         With ``session_id`` the run joins that existing session (shared state); otherwise a fresh
         session holding ``state`` is created and deleted afterwards. ``output_author`` picks whose
         reply is the output in a workflow (its last one; default: the last reply of anyone).
+        ``content`` (an ADK ``Content``) is sent instead of the text when given; ``timeout_s``
+        replaces the executor's per-attempt limit for this call. ``media`` (an example's images
+        and videos) follow the text in the user message as inline-data parts, which ADK's
+        LiteLLM adapter sends as ``image_url`` / ``video_url`` content parts.
         """
         app = app_name or self.app_name
+        limit = timeout_s or self.timeout_s
+        message = content or user_message(input_text, media)
         async with self._semaphore():
             started = time.perf_counter()
-            result = await self._with_retries(agent, input_text, state, session_id, app,
-                                              output_author)
-            result.latency_s = time.perf_counter() - started
+            result = await self._with_retries(agent, message, state, session_id, app,
+                                              output_author, timeout_s=limit)
+            result.execution_time_seconds = time.perf_counter() - started
             result.trace["latency_s"] = round(result.latency_s, 4)
             return result
+
+    async def execute_agent(
+        self,
+        agent: Any,
+        input_text: str,
+        *,
+        input_content: Any | None = None,
+        instruction_override: str | None = None,
+        output_schema_override: Any | None = None,
+        session_state: dict[str, Any] | None = None,
+        existing_session_id: str | None = None,
+        timeout_seconds: float | None = None,
+        app_name: str | None = None,
+    ) -> ExecutionResult:
+        """gepa-adk's ``execute_agent``: :meth:`execute` under the protocol's parameter names.
+
+        The overrides run a copy of ``agent`` (never mutated). ``timeout_seconds=None`` keeps the
+        executor's own limit (gepa-adk's default is 300 s); past it the status is ``TIMEOUT``.
+        ``app_name`` is a studio addition (the app whose sessions ``existing_session_id`` names).
+
+        Raises:
+            ConfigError: an argument of the wrong kind (an override on an agent that is not an
+                ``LlmAgent``, a schema that is not a pydantic model, content that is not an ADK
+                ``Content``), named with its parameter.
+        """
+        _check_run_arguments(input_content, session_state, timeout_seconds)
+        runnable = self._overridden(agent, instruction_override, output_schema_override)
+        return await self.execute(runnable, input_text, state=session_state,
+                                  session_id=existing_session_id, app_name=app_name,
+                                  content=input_content, timeout_s=timeout_seconds)
 
     def execute_sync(self, agent: Any, input_text: str, **kwargs: Any) -> ExecutionResult:
         return asyncio.run(self.execute(agent, input_text, **kwargs))
@@ -150,6 +181,22 @@ class AgentExecutor:
             semaphore = asyncio.Semaphore(self.max_concurrency)
             self._semaphores[loop] = semaphore
         return semaphore
+
+    def _overridden(self, agent: Any, instruction: str | None, schema: Any) -> Any:
+        """A copy of ``agent`` with the overrides, cached so that its ADK Runner is reused."""
+        if instruction is None and schema is None:
+            return agent
+        update = _override_update(agent, instruction, schema)
+        key = (id(agent), instruction, id(schema))
+        cached = self._copies.get(key)
+        if cached is not None and cached[0] is agent and cached[2] is schema:
+            self._copies.move_to_end(key)
+            return cached[1]
+        copy = agent.model_copy(update=update)
+        self._copies[key] = (agent, copy, schema)
+        while len(self._copies) > 64:
+            self._copies.popitem(last=False)
+        return copy
 
     def _runner(self, agent: Any, app_name: str) -> Any:
         """One cached ADK Runner per (agent, app): building a Runner costs more than a call."""
@@ -166,21 +213,21 @@ class AgentExecutor:
             self._runners.popitem(last=False)
         return runner
 
-    async def _with_retries(self, agent, input_text, state, session_id, app,
-                            output_author=None) -> ExecutionResult:
+    async def _with_retries(self, agent, message, state, session_id, app, output_author=None,
+                            *, timeout_s: float) -> ExecutionResult:
         retryable = _retryable_errors()
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with asyncio.timeout(self.timeout_s):
-                    result = await self._run_once(agent, input_text, state, session_id, app,
+                async with asyncio.timeout(timeout_s):
+                    result = await self._run_once(agent, message, state, session_id, app,
                                                   output_author)
                 result.attempts = attempt
                 return result
             except retryable as exc:
                 if attempt > self.max_retries or _root_studio_error(exc) is not None:
-                    return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
+                    return _failure(exc, attempt, session_id, timeout_s=timeout_s)
                 delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
                 logger.info("retrying %s after %s (attempt %d)", _name(agent), type(exc).__name__,
                             attempt)
@@ -188,12 +235,10 @@ class AgentExecutor:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failure on one example is a result, not a crash
-                return _failure(exc, attempt, session_id, timeout_s=self.timeout_s)
+                return _failure(exc, attempt, session_id, timeout_s=timeout_s)
 
-    async def _run_once(self, agent, input_text, state, session_id, app,
+    async def _run_once(self, agent, message, state, session_id, app,
                         output_author=None) -> ExecutionResult:
-        from google.genai import types
-
         runner = self._runner(agent, app)
         own_session = session_id is None
         if own_session:
@@ -202,8 +247,7 @@ class AgentExecutor:
                 session_id=uuid.uuid4().hex,
             )
             session_id = session.id
-        recorder = _TraceRecorder(input_text)
-        message = types.Content(role="user", parts=[types.Part(text=input_text)])
+        recorder = _TraceRecorder()
         try:
             async for event in runner.run_async(
                 user_id=self.user_id, session_id=session_id, new_message=message
@@ -216,7 +260,21 @@ class AgentExecutor:
                 )
         output = (recorder.final_text if output_author is None
                   else recorder.outputs.get(output_author, ""))
-        return ExecutionResult(output=output, trace=recorder.trace(), session_id=session_id)
+        trace = recorder.trace()
+        return ExecutionResult(
+            status=ExecutionStatus.SUCCESS, session_id=session_id, extracted_value=output or None,
+            captured_events=trace["events"], trace=trace,
+        )
+
+
+def user_message(input_text: str, media: Sequence[Media] = ()) -> Any:
+    """The user's turn: the text, then each image or video as an inline-data part."""
+    from google.genai import types
+
+    parts = [types.Part(text=input_text)]
+    parts += [types.Part(inline_data=types.Blob(data=m.data, mime_type=m.mime_type))
+              for m in media]
+    return types.Content(role="user", parts=parts)
 
 
 def _name(agent: Any) -> str:
@@ -224,11 +282,52 @@ def _name(agent: Any) -> str:
 
 
 def _failure(exc: BaseException, attempts: int, session_id: str | None, *, timeout_s: float):
+    import litellm
+
     message = redact(describe_error(exc, timeout_s=timeout_s))[:2000]
+    timed_out = isinstance(exc, TimeoutError | litellm.Timeout)
     return ExecutionResult(
-        output="", error=message, session_id=session_id or "", attempts=attempts,
+        status=ExecutionStatus.TIMEOUT if timed_out else ExecutionStatus.FAILED,
+        session_id=session_id or "", error_message=message, attempts=attempts,
         trace={"error": message, "attempts": attempts},
     )
+
+
+def _override_update(agent: Any, instruction: str | None, schema: Any) -> dict[str, Any]:
+    """The fields an ``execute_agent`` override replaces, checked against what ADK accepts."""
+    from google.adk.agents import LlmAgent
+    from pydantic import BaseModel
+
+    if not isinstance(agent, LlmAgent):
+        raise ConfigError(f"overrides apply to an LlmAgent; {_name(agent)!r} is a "
+                          f"{type(agent).__name__}", where="execute_agent.agent")
+    update: dict[str, Any] = {}
+    if instruction is not None:
+        if not isinstance(instruction, str):
+            raise ConfigError(f"must be text, got {type(instruction).__name__}",
+                              where="execute_agent.instruction_override")
+        update["instruction"] = instruction
+    if schema is not None:
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise ConfigError(f"must be a pydantic model class, got {schema!r:.80}",
+                              where="execute_agent.output_schema_override")
+        update["output_schema"] = schema
+    return update
+
+
+def _check_run_arguments(content: Any, state: Any, timeout_seconds: Any) -> None:
+    from google.genai import types
+
+    if content is not None and not isinstance(content, types.Content):
+        raise ConfigError(f"must be a google.genai types.Content, got {type(content).__name__}",
+                          where="execute_agent.input_content")
+    if state is not None and not isinstance(state, dict):
+        raise ConfigError(f"must be a dict, got {type(state).__name__}",
+                          where="execute_agent.session_state")
+    if timeout_seconds is not None and (isinstance(timeout_seconds, bool) or not isinstance(
+            timeout_seconds, int | float) or not 0 < timeout_seconds < float("inf")):
+        raise ConfigError(f"must be a positive number of seconds, got {timeout_seconds!r}",
+                          where="execute_agent.timeout_seconds")
 
 
 def _root_studio_error(exc: BaseException) -> StudioError | None:
@@ -261,7 +360,7 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
 class _TraceRecorder:
     """Condenses ADK events into the trajectory trace shown to reflection and to people."""
 
-    def __init__(self, input_text: str) -> None:
+    def __init__(self, input_text: str = "") -> None:
         self.events: list[dict[str, Any]] = []
         self.tool_calls: list[dict[str, Any]] = []
         self.state_delta: dict[str, Any] = {}
@@ -294,12 +393,13 @@ class _TraceRecorder:
     def _add_part(self, author: str, part: Any) -> None:
         if part.function_call is not None:
             call = part.function_call
-            record = {"id": call.id, "name": call.name, "args": to_jsonable(call.args or {})}
+            record = {"id": call.id, "name": (call.name or "")[:MAX_TRACE_TEXT],
+                      "args": _bounded(call.args or {})}
             self.tool_calls.append({**record, "result": None})
             self.events.append({"author": author, "type": "tool_call", **record})
         elif part.function_response is not None:
             response = part.function_response
-            result = to_jsonable(response.response)
+            result = _bounded(response.response)
             for call in reversed(self.tool_calls):
                 if call["id"] == response.id or (call["result"] is None and call["name"] ==
                                                    response.name):
@@ -312,6 +412,7 @@ class _TraceRecorder:
                                 "text": part.text[:MAX_TRACE_TEXT]})
 
     def trace(self) -> dict[str, Any]:
+        """What a trial stores: events in order, tool calls with their results, state, usage."""
         return {
             "events": self.events,
             "tool_calls": self.tool_calls,
@@ -319,3 +420,11 @@ class _TraceRecorder:
             "usage": self.usage,
             "model_calls": self.model_calls,
         }
+
+
+def _bounded(value: Any) -> Any:
+    """``value`` as JSON data, or its JSON text clipped (with a marker) when it is too long to
+    keep in every trial; small values stay structured so trajectory evaluators compare them."""
+    data = to_jsonable(value)
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return data if len(text) <= MAX_TRACE_VALUE_CHARS else clip(text, MAX_TRACE_VALUE_CHARS)

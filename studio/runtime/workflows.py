@@ -34,7 +34,7 @@ def build_workflow(agents: list[AgentSpec], workflow: WorkflowSpec) -> Any:
 def _build(node: str | WorkflowSpec, agents: dict[str, AgentSpec]) -> Any:
     if isinstance(node, str):
         spec = agents[node]
-        return build_agent(spec, output_key=spec.output_key)
+        return build_agent(spec, output_key=spec.output_key, where=f"agents.{spec.name}")
     cls = workflow_classes()[node.type]
     extra = {"max_iterations": node.max_iterations} if node.type is WorkflowKind.LOOP else {}
     return cls(name=node.name, sub_agents=[_build(step, agents) for step in node.steps], **extra)

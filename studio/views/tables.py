@@ -7,8 +7,9 @@ table's placeholder text) and the words "could not evaluate" in a label, never 0
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,17 @@ from typing import Any
 import pandas as pd
 
 from studio.model.feedback import Feedback
-from studio.model.records import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
+from studio.model.records import (
+    Candidate,
+    Decision,
+    Example,
+    Proposal,
+    Run,
+    RunEvent,
+    RunStatus,
+    Trial,
+)
+from studio.model.workflow import split_component
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -304,14 +315,36 @@ def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
 
 
 def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
-    """Tool calls of a trace with their arguments and results, as text columns."""
-    import json
+    """Tool calls of a trace in the order they were made, with their arguments and results, as
+    one-line text columns."""
+    rows = [{"step": number, "tool": str(call.get("name")),
+             "arguments": json.dumps(call.get("args") or {}, ensure_ascii=False, default=str),
+             "result": NO_RESULT if call.get("result") is None else one_line(
+                 json.dumps(call.get("result"), ensure_ascii=False, default=str), 400)}
+            for number, call in _numbered_calls(trace)]
+    return pd.DataFrame(rows, columns=["step", "tool", "arguments", "result"])
 
-    rows = [{"tool": str(c.get("name")),
-             "arguments": json.dumps(c.get("args") or {}, ensure_ascii=False),
-             "result": one_line(json.dumps(c.get("result"), ensure_ascii=False, default=str), 400)}
-            for c in (trace or {}).get("tool_calls", [])]
-    return pd.DataFrame(rows, columns=["tool", "arguments", "result"])
+
+NO_RESULT = "(no result recorded: the run ended before the tool returned)"
+
+
+def tool_call_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each tool call as ``{step, tool, arguments, result}``: numbered from 1 in call order,
+    arguments and result as indented JSON text (to show verbatim, never as HTML)."""
+    return [{"step": number, "tool": str(call.get("name")),
+             "arguments": _pretty_json(call.get("args") or {}),
+             "result": NO_RESULT if call.get("result") is None else _pretty_json(call["result"])}
+            for number, call in _numbered_calls(trace)]
+
+
+def _numbered_calls(trace: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    calls = (trace or {}).get("tool_calls") or []
+    return [(number, call) for number, call in enumerate(calls, start=1)
+            if isinstance(call, dict)]
+
+
+def _pretty_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
 def dimension_scores(feedback: Feedback) -> pd.DataFrame:
@@ -436,6 +469,46 @@ def evidence_frame(parent: Sequence[Trial], child: Sequence[Trial]) -> pd.DataFr
                                        "parent_feedback", "child_feedback"])
 
 
+def proposal_label(proposal: Proposal, candidate_index: Mapping[int, int]) -> str:
+    """What a proposal changes: its component, or for a merge the two candidates it combines."""
+    if proposal.merge is None:
+        return proposal.component
+    a, b = (candidate_index.get(p, "?") for p in proposal.merge.parents)
+    return f"merge of #{a} and #{b}"
+
+
+def merge_sources(proposal: Proposal, candidates: Mapping[int, Candidate]) -> pd.DataFrame:
+    """A merge, one row per component: the candidate it is taken from and why (which parent
+    changed it since the common ancestor)."""
+    detail = proposal.merge
+    ancestor = candidates.get(detail.ancestor)
+    rows = []
+    for key, source in detail.sources.items():
+        changed_by = [p for p in detail.parents if ancestor is not None and p in candidates
+                      and candidates[p].components.get(key) != ancestor.components.get(key)]
+        texts = {candidates[p].components.get(key) for p in changed_by}
+        rows.append({"component": key, "from": _index(candidates, source),
+                     "why": _why_taken(source, len(changed_by), len(texts), detail.ancestor,
+                                       candidates)})
+    return pd.DataFrame(rows, columns=["component", "from", "why"]).astype({"from": "Int64"})
+
+
+def _why_taken(source: int, changers: int, versions: int, ancestor: int,
+               candidates: Mapping[int, Candidate]) -> str:
+    if source == ancestor:
+        return f"unchanged since their common ancestor #{_index(candidates, ancestor)}"
+    if changers == 1:
+        return f"improved by #{_index(candidates, source)} only"
+    if versions == 1:
+        return "changed the same way by both parents"
+    return f"changed by both parents; #{_index(candidates, source)}'s text (the better parent)"
+
+
+def _index(candidates: Mapping[int, Candidate], candidate_id: int) -> int | None:
+    found = candidates.get(candidate_id)
+    return found.index if found is not None else None
+
+
 def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision],
                      evaluated: dict[int, dict[str, Any]], candidate_index: dict[int, int]
                      ) -> pd.DataFrame:
@@ -448,7 +521,10 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
         d = last_decision.get(p.id)
         ev = evaluated.get(p.id, {})
         rows.append({
-            "proposal": p.id, "iteration": p.iteration, "component": p.component,
+            "proposal": p.id, "iteration": p.iteration,
+            "agent": "" if p.merge is not None else (split_component(p.component)[0] or ""),
+            "component": (proposal_label(p, candidate_index) if p.merge is not None
+                          else split_component(p.component)[1]),
             "status": p.status.value,
             "parent": candidate_index.get(p.parent_id, -1),
             "child": candidate_index.get(p.child_id) if p.child_id is not None else None,
@@ -460,7 +536,8 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
             "when": _local(d.created_at) if d else "",
             "edited_from": p.edited_from,
         })
-    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "component", "status", "parent",
+    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "agent", "component", "status",
+                                        "parent",
                                         "child", "parent_sum", "child_sum", "decision", "by",
                                         "reason", "when", "edited_from"])
     return frame.astype({"child": "Int64", "edited_from": "Int64", "parent_sum": "float64",

@@ -75,3 +75,21 @@ def test_validation_tools():
     assert not validate_output_schema("{nope")["valid"]
     assert validate_config_yaml("temperature: 0.2") == {"valid": True}
     assert "YAML" in validate_config_yaml("temperature: [")["error"]
+
+
+def test_evaluator_details_reach_the_reflection_not_only_the_text():
+    from studio.engine.proposer import reflection_trials
+    from studio.model.feedback import Feedback
+    from studio.model.records import Split, Trial, TrialPhase
+
+    verdicts = [{"requirement": "cites a source", "met": False, "reason": "no citation"}]
+    trial = Trial(run_id="r", candidate_id=1, example_id=1, split=Split.TRAIN, example_index=0,
+                  phase=TrialPhase.PARENT, output="an answer", score=0.5,
+                  feedback=Feedback(score=0.5, text="1 of 2 requirements met",
+                                    extra={"verdicts": verdicts, "rubric_path": ["a", "b"]}))
+    [record] = reflection_trials([trial], [])
+    details = record["feedback"]["feedback_details"]
+    assert details["verdicts"] == verdicts and details["rubric_path"] == ["a", "b"]
+    huge = trial.model_copy(update={"feedback": Feedback(score=0.5, extra={"x": "y" * 50_000})})
+    [clipped] = reflection_trials([huge], [])
+    assert len(json.dumps(clipped["feedback"]["feedback_details"])) < 1500

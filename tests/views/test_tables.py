@@ -143,7 +143,7 @@ def test_run_label_does_not_change_with_status():
 def test_trace_and_feedback_details():
     calls = trace_tool_calls({"tool_calls": [{"name": "search", "args": {"q": "x"},
                                               "result": {"hits": 2}}]})
-    assert calls.to_dict("records") == [{"tool": "search", "arguments": '{"q": "x"}',
+    assert calls.to_dict("records") == [{"step": 1, "tool": "search", "arguments": '{"q": "x"}',
                                          "result": '{"hits": 2}'}]
     stored = Feedback.model_validate({"dimension_scores": {"clarity": 0.5, "bad": "x"}})
     dims = dimension_scores(stored)
