@@ -16,7 +16,8 @@ if not runs:
     st.subheader("Get started")
     st.markdown(
         "1. Open **Projects** and load an example (no API key needed: `haiku-scripted` runs in "
-        "seconds on a scripted model, `haiku` on the embedded SmolLM2 model).\n"
+        "seconds on a scripted model, `haiku` on the embedded SmolLM2 model; "
+        "`pipeline-scripted` evolves the middle agent of a three-agent workflow).\n"
         "2. Open **Run**, choose *review* to decide on each proposal yourself, and start.\n"
         "3. Watch trials arrive, correct scores on **Review**, decide on **Proposals**, and "
         "see what changed on **Compare**.")

@@ -24,7 +24,7 @@ from studio.engine.loop import Engine
 from studio.engine.processes import ProcessFanOut, check_processes
 from studio.engine.reflection import check_reflection_instruction, create_reflection_agent
 from studio.model.config import EvolutionConfig
-from studio.model.errors import ConfigError, DatasetError, RunStateError
+from studio.model.errors import ConfigError, DatasetError, ModelConfigError, RunStateError
 from studio.model.limits import MAX_COMPONENT_CHARS, too_long
 from studio.model.records import (
     EXPECTED_KEY,
@@ -92,12 +92,18 @@ def spec_model(spec: RunSpec) -> str:
 
 
 def check_spec_models(spec: RunSpec) -> None:
-    """Fail before the run starts if a model is unknown or lacks its API key."""
-    for agent in ([spec.agent] if spec.agent is not None else []) + list(spec.agents):
-        check_model(agent.model)
+    """Fail before the run starts if a model is unknown or lacks its API key; the error names
+    the agent whose model it is (``agents[1] (writer).model``)."""
+    models = [("agent.model", spec.agent.model)] if spec.agent is not None else []
+    models += [(f"agents[{i}] ({a.name}).model", a.model) for i, a in enumerate(spec.agents)]
     if spec.critic.type == "agent" and spec.critic.agent is not None:
-        check_model(spec.critic.agent.model)
-    check_model(spec.reflection.model)
+        models.append(("critic.model", spec.critic.agent.model))
+    models.append(("reflection.model", spec.reflection.model))
+    for where, model in models:
+        try:
+            check_model(model)
+        except ModelConfigError as exc:
+            raise ModelConfigError(exc.message, where=where, value=model) from exc
 
 
 def agent_model_string(agent: Any) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from studio.model.errors import ConfigError, ProposalError, SchemaError
@@ -18,7 +19,8 @@ from studio.model.records import (
     parse_components,
     validate_json_schema,
 )
-from studio.model.workflow import components_by_agent, qualify, split_component
+from studio.model.workflow import components_by_agent, qualify, split_component, state_before
+from studio.runtime.workflows import describe_workflow, is_workflow
 
 
 def check_components(names: list[str]) -> list[str]:
@@ -181,6 +183,54 @@ def validate_proposal(component: str, text: str, parent_text: str,
                                 + _why_unfillable(unknown[0], example_keys, owner),
                                 reason="unknown_placeholder")
     return text
+
+
+def check_seed_placeholders(agent: Any, example_keys: set[str],
+                            label: Callable[[str], str] = str) -> None:
+    """The state guard on the seed: every ``{placeholder}`` in an agent's instruction must be an
+    example field or the ``output_key`` of an agent that finishes before it starts, because ADK
+    raises at run time on the first example otherwise (and every trial would fail). ``label``
+    names a workflow's agent in the error (``agents[1] (writer)``); default: its name.
+
+    Raises:
+        ConfigError: naming the agent, the placeholder, what it can read and how to fix it.
+    """
+    if not is_workflow(agent):
+        _check_placeholders(agent, example_keys, None, {}, "agent")
+        return
+    workflow, agents = describe_workflow(agent)
+    output_keys = {name: getattr(a, "output_key", None) for name, a in agents.items()}
+    readable = state_before(workflow, output_keys)
+    for name, member in agents.items():
+        _check_placeholders(member, example_keys | readable.get(name, set()), name,
+                            output_keys, label(name))
+
+
+def _check_placeholders(agent: Any, readable: set[str], owner: str | None,
+                        output_keys: dict[str, str | None], label: str) -> None:
+    instruction = getattr(agent, "instruction", "")
+    if not isinstance(instruction, str):
+        return  # an instruction provider (a function) is filled by its own code
+    unknown = sorted(instruction_placeholders(instruction) - readable)
+    if not unknown:
+        return
+    name = unknown[0]
+    writers = [a for a, key in output_keys.items() if key == name and a != owner]
+    raise ConfigError(f"the instruction uses {{{name}}}, "
+                      + _why_unfillable(name, readable, owner) + _seed_fix(name, owner, writers),
+                      where=f"{label}.instruction", value=name)
+
+
+def _seed_fix(name: str, owner: str | None, writers: list[str]) -> str:
+    """How to make ``{name}`` fillable, in one clause."""
+    if name.startswith("artifact."):
+        return ""
+    if writers:
+        return (f"; {writers[0]} writes {name!r} but has not finished when {owner} starts: "
+                f"run {owner} after {writers[0]}")
+    earlier = f", give an agent before {owner} output_key: {name}" if owner else ""
+    return (f"; add a {name!r} field to the dataset{earlier}, or write {{{name}?}} if it may "
+            "be empty")
 
 
 def _why_unfillable(name: str, readable: set[str], owner: str | None = None) -> str:

@@ -21,7 +21,9 @@ from studio.model.records import (
     Proposal,
     ProposalStatus,
     RunRequest,
+    instruction_placeholders,
 )
+from studio.model.workflow import split_component, state_before
 from studio.store import Store, open_store
 
 
@@ -71,13 +73,28 @@ def decide(
 def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
     if not edited_text or not edited_text.strip():
         raise ConfigError("an edit needs the edited text", where="edited_text")
-    keys = {key for example in store.examples(proposal.run_id) for key in example.data}
     parent = store.get_candidate(proposal.parent_id)
     if edited_text.strip() == proposal.text.strip():
         raise ProposalError("the edited text is the same as the proposal; accept it instead",
                             reason="unchanged")
-    return validate_proposal(proposal.component, edited_text,
-                             parent.components[proposal.component], keys)
+    parent_text = parent.components[proposal.component]
+    keys = _readable_keys(store, proposal.run_id, proposal.component, parent_text)
+    return validate_proposal(proposal.component, edited_text, parent_text, keys)
+
+
+def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) -> set[str]:
+    """What an edit of ``component`` may name, as the engine's state guard has it: example
+    fields and, in a group run, the state earlier agents write (from the stored workflow and
+    ``output_key``s), plus what the parent's text already names (it ran: a workflow built in
+    Python stores no ``output_key``s)."""
+    keys = {key for example in store.examples(run_id) for key in example.data}
+    agent, _ = split_component(component)
+    spec = store.get_run(run_id).spec
+    if agent is None or spec.workflow is None:
+        return keys
+    output_keys = {a.name: a.output_key for a in spec.agents}
+    return (keys | state_before(spec.workflow, output_keys).get(agent, set())
+            | instruction_placeholders(parent_text))
 
 
 def override(

@@ -34,7 +34,7 @@ class WorkflowKind(StrEnum):
 class WorkflowSpec(BaseModel):
     """A workflow agent: its kind, name and steps (agent names or nested workflows)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     type: WorkflowKind = WorkflowKind.SEQUENTIAL
     name: str = Field(default="workflow", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")

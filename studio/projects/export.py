@@ -29,9 +29,11 @@ from studio.store import Store
 FORMATS = ("jsonl", "csv")
 
 
-def trial_record(trial: Any) -> dict[str, Any]:
+def trial_record(trial: Any, steps: bool = False) -> dict[str, Any]:
+    """One trial's row; ``steps`` adds who said what in a group run's pipeline (from the
+    trace: ``[{"author": "writer", "text": ...}, ...]``)."""
     override = trial.override
-    return {
+    record = {
         "trial_id": trial.id, "candidate_id": trial.candidate_id, "iteration": trial.iteration,
         "phase": trial.phase.value, "split": trial.split.value,
         "example_index": trial.example_index, "proposal_id": trial.proposal_id,
@@ -42,6 +44,15 @@ def trial_record(trial: Any) -> dict[str, Any]:
         "error": trial.error, "latency_s": round(trial.latency_s, 4), "tokens": trial.tokens,
         "created_at": trial.created_at.isoformat(),
     }
+    if steps:
+        record["steps"] = pipeline_steps(trial.trace)
+    return record
+
+
+def pipeline_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each agent's replies in the order they came (tool calls are in the trace, not here)."""
+    return [{"author": e.get("author"), "text": e.get("text", "")}
+            for e in (trace or {}).get("events", []) if e.get("type") == "text"]
 
 
 def candidate_records(store: Store, run_id: str) -> list[dict[str, Any]]:
@@ -84,9 +95,11 @@ def iter_guard_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
 
 
 def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
-    """Every trial's record, oldest first, read from the store a batch at a time."""
-    for trial in store.iter_trials(run_id, with_trace=False):
-        yield trial_record(trial)
+    """Every trial's record, oldest first, read from the store a batch at a time; a group run's
+    records carry their pipeline ``steps`` (so traces are read only for group runs)."""
+    group = store.get_run(run_id).spec.is_group
+    for trial in store.iter_trials(run_id, with_trace=group):
+        yield trial_record(trial, steps=group)
 
 
 def provenance_records(store: Store, run_id: str, scores: PoolScores | None = None

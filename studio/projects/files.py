@@ -30,11 +30,10 @@ import json
 import math
 import os
 import random
-import typing
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from pydantic import (
@@ -56,12 +55,13 @@ from studio.engine.build import (
     spec_agent,
     spec_model,
 )
-from studio.engine.components import check_components
+from studio.engine.components import check_components, check_seed_placeholders
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
+    COMPONENTS,
     EXPECTED_KEY,
     AgentSpec,
     CriticSpec,
@@ -105,7 +105,7 @@ def code_refs_allowed() -> bool:
 class AgentSection(BaseModel):
     """The agent to evolve: declared here, or loaded from Python with ``ref``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str = "agent"
     model: str = "local/smollm2"
@@ -209,7 +209,7 @@ class DatasetSection(BaseModel):
 class ProjectFile(BaseModel):
     """A whole project."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str
     description: str = ""
@@ -243,7 +243,12 @@ class ProjectFile(BaseModel):
                                  "(letters, digits, _), as ADK requires")
         if self.agents and self.workflow is None and (self.primary or "") and \
                 self.primary not in [a.name for a in self.agents]:
-            raise ValueError(f"primary {self.primary!r} is not one of the agents")
+            raise ValueError(f"primary {self.primary!r} is not one of the agents "
+                             f"{[a.name for a in self.agents]}")
+        if self.agent is not None and not self.agent.ref and self.primary:
+            raise ValueError(f"primary {self.primary!r}: 'primary' picks the agent whose output "
+                             "is scored among 'agents:' (or in a workflow given by agent.ref); "
+                             "with one agent leave it out")
         if self.agent is not None and self.workflow is not None:
             raise ValueError("'workflow:' describes how 'agents:' run; with 'agent:' leave it out")
         if self.agents:
@@ -269,7 +274,22 @@ class ProjectFile(BaseModel):
         return self.dataset.input_column
 
 
-PROJECT_JSON_SCHEMA: dict[str, Any] = ProjectFile.model_json_schema(by_alias=True)
+def _project_json_schema() -> dict[str, Any]:
+    """The model's schema, plus what its validators check that a schema can say: one of
+    ``agent:`` / ``agents:``, and component keys (``instruction``, ``writer.instruction``, or
+    ``{writer: [instruction]}``)."""
+    schema = ProjectFile.model_json_schema(by_alias=True)
+    agent_name, names = "[A-Za-z_][A-Za-z0-9_]*", "|".join(COMPONENTS)
+    schema["properties"]["components"]["anyOf"] = [
+        {"type": "array", "items": {"type": "string",
+                                    "pattern": f"^({agent_name}\\.)?({names})$"}},
+        {"type": "object", "propertyNames": {"pattern": f"^{agent_name}$"},
+         "additionalProperties": {"type": "array", "items": {"enum": list(COMPONENTS)}}}]
+    schema["oneOf"] = [{"required": ["agent"]}, {"required": ["agents"]}]
+    return schema
+
+
+PROJECT_JSON_SCHEMA: dict[str, Any] = _project_json_schema()
 
 
 def _identifier(name: str) -> str:
@@ -390,8 +410,9 @@ def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
 
 
 def _explain(exc: ValidationError, data: Any = None) -> str:
+    errors = [e for e in exc.errors() if not _other_branch_failed(e, exc.errors())]
     problems = []
-    for error in exc.errors()[:5]:
+    for error in errors[:5]:
         path = _readable_path(error["loc"], data)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
@@ -401,15 +422,34 @@ def _explain(exc: ValidationError, data: Any = None) -> str:
     return "; ".join(problems)
 
 
+_STEP_BRANCHES = ("str", "WorkflowSpec")
+"""Pydantic's names for the two kinds of workflow step (an agent's name, a nested workflow)."""
+
+
+def _other_branch_failed(error: dict, errors: list[dict]) -> bool:
+    """A step that is a nested workflow fails the "agent name" branch too: report only why the
+    workflow is wrong."""
+    loc = error["loc"]
+    return bool(loc) and loc[-1] == "str" and any(
+        e["loc"][:len(loc)] == (*loc[:-1], "WorkflowSpec") for e in errors)
+
+
 def _readable_path(loc: tuple, data: Any) -> str:
-    """``agents.1.model`` as ``agents[1] (writer).model``: errors name the agent."""
-    parts = [str(p) for p in loc]
-    if len(loc) >= 2 and loc[0] == "agents" and isinstance(loc[1], int) and isinstance(data, dict):
-        agents = data.get("agents")
-        name = (agents[loc[1]].get("name") if isinstance(agents, list) and loc[1] < len(agents)
-                and isinstance(agents[loc[1]], dict) else None)
-        head = f"agents[{loc[1]}]" + (f" ({name})" if name else "")
-        return ".".join([head, *parts[2:]])
+    """``agents.1.model`` as ``agents[1] (writer).model`` and a nested workflow's
+    ``workflow.steps.1.WorkflowSpec.type`` as ``workflow.steps[1] (refine).type``: errors name
+    the agent or the workflow."""
+    parts: list[str] = []
+    node = data
+    for part in loc:
+        if part in _STEP_BRANCHES:
+            continue
+        if isinstance(part, int) and parts and parts[-1] in ("agents", "steps"):
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            name = node.get("name") if isinstance(node, dict) else None
+            parts[-1] += f"[{part}]" + (f" ({name})" if name else "")
+            continue
+        node = node.get(part) if isinstance(node, dict) else None
+        parts.append(str(part))
     return ".".join(parts)
 
 
@@ -425,26 +465,26 @@ def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
     return path[:len(path) - len(field)] + where, cause.message
 
 
-def _section_model(annotation: Any) -> type[BaseModel] | None:
-    """The pydantic model inside ``X``, ``X | None`` or ``list[X]``."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return next(filter(None, (_section_model(a) for a in typing.get_args(annotation))), None)
-
-
 def _suggestion(loc: tuple) -> str:
     model: Any = ProjectFile
     for part in loc[:-1]:
-        if isinstance(part, int):  # an item of a list (agents[1]): same model
-            continue
+        if isinstance(part, int) or part in _STEP_BRANCHES:
+            continue  # a list index or a union branch: the model stays the item's
         field = getattr(model, "model_fields", {}).get(str(part))
-        model = _section_model(field.annotation) if field is not None else None
+        model = _model_in(field.annotation) if field is not None else None
         if model is None:
             return ""
     names = list(getattr(model, "model_fields", {}))
     names += [f.alias for f in getattr(model, "model_fields", {}).values() if f.alias]
     close = difflib.get_close_matches(str(loc[-1]), names, n=1)
     return f" (did you mean {close[0]!r}?)" if close else f" (known fields: {', '.join(names)})"
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds: itself, or the item of a list or an optional."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)
 
 
 def load_project(path: str | Path) -> tuple[ProjectFile, Path]:
@@ -889,16 +929,13 @@ def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
     test = resolve_testset(project, base_dir, source=source, origin=origin)
     _check_critic(project.critic, source)
     _check_budget(config, train, val, source)
-    spec = project.run_spec()
     try:
+        spec = complete_spec(project.run_spec())  # a ref to a workflow: components qualified
         _check_run_inputs(spec, train, val, test)
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
-    _check_buildable(spec, config, source)
-    try:
-        complete_spec(spec)  # a workflow by reference: its components name its agents
-    except ConfigError as exc:
-        raise _located(exc, source, "components") from exc
+    agent = _check_buildable(spec, config, source)
+    _check_seed_state(agent, project, train + (val or []), source)
     return ProjectDatasets(train, val, test)
 
 
@@ -970,16 +1007,34 @@ def _check_budget(config: EvolutionConfig, train: list, val: list | None, source
             where=f"{source}: run.max_metric_calls", value=config.max_metric_calls)
 
 
-def _check_buildable(spec: RunSpec, config: EvolutionConfig, source: str) -> None:
-    """Build the agent and the critic as the engine will (no model is called)."""
+def _check_seed_state(agent: Any, project: ProjectFile, rows: list[dict[str, Any]],
+                      source: str) -> None:
+    """The seed's state guard (:func:`check_seed_placeholders`), naming a declared agent as
+    ``agents[1] (writer)`` and one of a referenced workflow as ``agent.ref (ref) > writer``."""
+    example_keys = {key for row in rows for key in row if key != EXPECTED_KEY}
+    declared = {a.name: f"agents[{i}] ({a.name})" for i, a in enumerate(project.agents)}
+    ref = project.agent.ref if project.agent is not None else None
+    try:
+        check_seed_placeholders(agent, example_keys,
+                                lambda name: f"agent.ref ({ref}) > {name}" if ref
+                                else declared.get(name, name))
+    except ConfigError as exc:
+        raise _located(exc, source, "agent") from exc
+
+
+def _check_buildable(spec: RunSpec, config: EvolutionConfig, source: str) -> Any:
+    """Build the agent and the critic as the engine will (no model is called); returns the
+    agent."""
+    built: dict[str, Any] = {}
     for field, build in (("agents" if spec.agents else "agent", lambda: spec_agent(spec)),
                          ("critic", lambda: critic_for_run(
                              spec.critic, AgentExecutor(max_concurrency=1, timeout_s=1.0),
                              spec_model(spec)))):
         try:
-            build()
+            built[field] = build()
         except ConfigError as exc:
             raise _located(exc, source, field) from exc
         except Exception as exc:  # ADK/pydantic refusing a spec: name the section, not a trace
             raise ProjectFileError(f"the {field} cannot be built: {type(exc).__name__}: "
                                    f"{str(exc)[:300]}", where=f"{source}: {field}") from exc
+    return built["agents" if spec.agents else "agent"]
