@@ -33,11 +33,18 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.projects.reviewing import queue_inputs, record_review, review_records, reviewed_seconds
 from studio.projects.workspace import list_examples, run_effect, stored_project
 from studio.projects.workspace import pending_proposal as _pending_proposal
 from studio.projects.workspace import proposal_evidence as evidence
 from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store, safe_url
+from studio.views.review_queue import (
+    QueueItem,
+    build_queue,
+    expected_review_trials,
+    review_estimate,
+)
 from studio.views.tables import override_signature
 
 
@@ -261,3 +268,41 @@ def agreement(run_id: str | None, threshold: float) -> Any:
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def _agreement(run_id: str | None, threshold: float, version: Any) -> Any:
     return agreement_from_store(store(), run_id=run_id, threshold=threshold)
+
+
+# --------------------------------------------------------------------------- review queue
+
+
+def review_queue(run_id: str) -> list[QueueItem]:
+    """The "Review next" queue, re-built when a trial, a correction, a decision, a recorded
+    review or the pending proposal changes."""
+    pending = _pending_proposal(store(), run_id)
+    key = (run_version(run_id), len(review_records(store(), run_id)),
+           pending.id if pending is not None else None,
+           pending.status.value if pending is not None else None)
+    return _review_queue(run_id, key)
+
+
+@st.cache_resource(ttl=600, max_entries=8, show_spinner=False)
+def _review_queue(run_id: str, version: Any) -> list[QueueItem]:
+    """Shared, not copied (``cache_resource``); callers must not change it."""
+    inputs = queue_inputs(store(), run_id)
+    evidence = inputs.evidence
+    return build_queue(trials=inputs.trials, reviewed_ids=inputs.reviewed_ids,
+                       reviewed_example_ids=inputs.reviewed_example_ids,
+                       pending_id=evidence.proposal.id if evidence else None,
+                       parent=evidence.parent if evidence else (),
+                       child=evidence.child if evidence else ())
+
+
+def save_review(run_id: str, trial_id: int, seconds: float, action: str, author: str) -> None:
+    record_review(store(), run_id, trial_id, seconds=seconds, action=action, author=author)
+
+
+def review_time_estimate(run: Run, iterations_done: int) -> Any:
+    """The person's time a review-mode run still expects (:class:`ReviewEstimate`)."""
+    queue = review_queue(run.id)
+    pending = 1 if _pending_proposal(store(), run.id) is not None else 0
+    future_gates = run.config.max_iterations - iterations_done - pending
+    trials = expected_review_trials(len(queue), future_gates, run.config.minibatch_size)
+    return review_estimate(reviewed_seconds(review_records(store(), run.id)), trials)

@@ -99,6 +99,9 @@ class Engine:
         self.sampler = EpochSampler(list(ctx.train_ids), ctx.config.minibatch_size)
         self.state = LoopState()
         self._iteration_seconds: list[float] = []
+        # Time this iteration waited for a person: not machine time, so not in the ETA (the
+        # studio adds the person's expected review time itself).
+        self._gate_seconds = 0.0
 
     @property
     def run_id(self) -> str:
@@ -272,6 +275,7 @@ class Engine:
 
     async def iterate(self, iteration: int) -> None:
         started = time.monotonic()
+        self._gate_seconds = 0.0
         plan = self.plan(iteration)
         parent = self.ctx.store.get_candidate(plan.parent_id)
         parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
@@ -281,7 +285,7 @@ class Engine:
         stop_reason = None
         if proposal.status is not ProposalStatus.INVALID:
             stop_reason = await self.evaluate_and_gate(proposal, parent, plan)
-        self._end_iteration(iteration, time.monotonic() - started)
+        self._end_iteration(iteration, time.monotonic() - started - self._gate_seconds)
         if stop_reason is not None:  # stopped at the gate: the iteration is settled first
             raise StopRun(stop_reason)
 
@@ -349,7 +353,11 @@ class Engine:
         # announced on every entry, so a resumed run says it waits at the same gate again
         ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=plan.iteration,
                                   proposal_id=proposal.id))
-        return await await_decision(ctx, proposal.id)
+        waiting = time.monotonic()
+        try:
+            return await await_decision(ctx, proposal.id)
+        finally:
+            self._gate_seconds += time.monotonic() - waiting
 
     def edited(self, proposal: Proposal, decision: Decision) -> Proposal:
         """A person's edit becomes a new proposal in the same iteration, scored like any other."""

@@ -535,6 +535,9 @@ class EventKind(StrEnum):
     RUN_RESUMED = "run_resumed"
     RUN_FINISHED = "run_finished"
     TRIAL_COMMITTED = "trial_committed"
+    REVIEW_TIME = "review_time"
+    """A person reviewed one trial on the Review page: ``trial_id``, ``seconds``, ``action``
+    (``corrected``, ``confirmed`` or ``skipped``) and ``author`` (no schema change: an event)."""
 
 
 class RunEvent(BaseModel):
