@@ -60,6 +60,12 @@ GROUP_LABELS = {Group.MARGIN: "could flip the pending decision",
                 Group.CONTRADICTION: "feedback contradicts the score",
                 Group.DISAGREEMENT: "scores disagree",
                 Group.UNREVIEWED: "example never reviewed"}
+"""The badge on a queued trial."""
+GROUP_COUNTS = {Group.MARGIN: "could flip the pending decision",
+                Group.CONTRADICTION: "with feedback that contradicts the score",
+                Group.DISAGREEMENT: "with scores that disagree",
+                Group.UNREVIEWED: "stand for examples never reviewed"}
+"""How the queue's summary counts each group."""
 
 
 @dataclass(frozen=True)
@@ -102,8 +108,7 @@ def margin_flips(proposal_id: int, parent: Sequence[Trial], child: Sequence[Tria
               if p.effective_score is not None and c.effective_score is not None]
     margin = sum(c.effective_score - p.effective_score for p, c in scored)
     accepts = bool(scored) and margin > EPSILON
-    verdict = (f"proposal #{proposal_id}'s rule would {'accept' if accepts else 'reject'} "
-               f"by a margin of {abs(margin):.2f}")
+    verdict = _verdict(proposal_id, margin, accepts)
     flips: dict[int, Flip] = {}
     for parent_trial, child_trial in pairs:
         for trial, partner, is_child in ((child_trial, parent_trial, True),
@@ -112,6 +117,14 @@ def margin_flips(proposal_id: int, parent: Sequence[Trial], child: Sequence[Tria
             if flip is not None and trial.id is not None:
                 flips[trial.id] = flip
     return flips
+
+
+def _verdict(proposal_id: int, margin: float, accepts: bool) -> str:
+    rule = f"proposal #{proposal_id}'s rule would {'accept' if accepts else 'reject'}"
+    if abs(margin) <= EPSILON:
+        return f"{rule}: the child's and the parent's minibatch sums are equal"
+    return f"{rule}: the child's minibatch sum is {abs(margin):.2f} " \
+           f"{'above' if margin > 0 else 'below'} the parent's"
 
 
 def _flip(trial: Trial, partner: Trial, is_child: bool, margin: float, accepts: bool,
@@ -130,8 +143,9 @@ def _flip(trial: Trial, partner: Trial, is_child: bool, margin: float, accepts: 
             (not down and (target > 1 + EPSILON or (not accepts and target >= 1 - EPSILON))):
         return None
     bound = ("≤" if accepts else "<") if down else ("≥" if accepts else ">")
-    return Flip(gap, f"{verdict}: this {role} trial's score {score:.2f} {bound} "
-                     f"{min(1.0, max(0.0, target)):.2f} would flip it to {to}")
+    return Flip(gap, f"{verdict}; scoring this {role} trial {bound} "
+                     f"{min(1.0, max(0.0, target)):.2f} (the judge gave {score:.2f}) would "
+                     f"flip it to {to}")
 
 
 def _unscored_flip(partner: Trial, is_child: bool, margin: float, accepts: bool, verdict: str,
@@ -390,7 +404,7 @@ def queue_summary(queue: Sequence[QueueItem]) -> str:
     if not queue:
         return "Nothing waits for your eyes: every queued trial has been reviewed."
     counts = {group: sum(1 for item in queue if item.group is group) for group in Group}
-    parts = [f"{count} {GROUP_LABELS[group]}" for group, count in counts.items() if count]
+    parts = [f"{count} {GROUP_COUNTS[group]}" for group, count in counts.items() if count]
     return f"{len(queue)} trial(s) wait: " + "; ".join(parts) + "."
 
 
