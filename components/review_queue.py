@@ -66,8 +66,9 @@ def _card(run_id: str, item: QueueItem) -> None:
 
 
 def _form(run_id: str) -> None:
-    with st.form(f"{KEY}.form", clear_on_submit=True, border=True):
-        cols = st.columns([1, 3])
+    # not clear_on_submit: a refused label stays for the person to fix; a saved one is cleared
+    with st.form(f"{KEY}.form", border=True):
+        cols = st.columns([2, 5])
         cols[0].number_input("Your score", 0.0, 1.0, value=None, step=0.05, key=SCORE,
                              placeholder="keep the judge's")
         cols[1].text_input("Your feedback", key=FEEDBACK, max_chars=MAX_FEEDBACK_CHARS,
@@ -106,6 +107,7 @@ def _submit(run_id: str, skip: bool) -> None:
         return
     ss[NOTICE] = ("success", _done_text(trial_id, action, score, feedback, seconds))
     ss.pop(SHOWN, None)
+    ss[SCORE], ss[FEEDBACK] = None, ""  # empty for the next trial
 
 
 def _done_text(trial_id: int, action: str, score: float | None, feedback: str | None,
