@@ -301,8 +301,15 @@ def save_review(run_id: str, trial_id: int, seconds: float, action: str, author:
 
 def review_time_estimate(run: Run, iterations_done: int) -> Any:
     """The person's time a review-mode run still expects (:class:`ReviewEstimate`)."""
-    queue = review_queue(run.id)
-    pending = 1 if _pending_proposal(store(), run.id) is not None else 0
-    future_gates = run.config.max_iterations - iterations_done - pending
-    trials = expected_review_trials(len(queue), future_gates, run.config.minibatch_size)
+    pending = _pending_proposal(store(), run.id)
+    future_gates = run.config.max_iterations - iterations_done - (pending is not None)
+    trials = expected_review_trials(_queue_length(run.id, pending.id if pending else None),
+                                    future_gates, run.config.minibatch_size)
     return review_estimate(reviewed_seconds(review_records(store(), run.id)), trials)
+
+
+@st.cache_data(ttl=10, max_entries=16, show_spinner=False)
+def _queue_length(run_id: str, pending_id: int | None) -> int:
+    """The queue's length for the live Run page: re-counted at most every 10 s (trials arrive
+    faster than that), and at once when another proposal comes to the gate."""
+    return len(review_queue(run_id))

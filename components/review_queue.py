@@ -36,10 +36,11 @@ def panel(run_id: str) -> None:
     """The queue's summary, the trial to review now, and the keyboard form."""
     queue = loaders.review_queue(run_id)
     st.subheader("Review next")
-    st.caption(queue_summary(queue) + " Keys: score, Tab, feedback, Enter saves and shows the "
-               "next (Enter on empty fields confirms the judge); Esc skips for now.")
-    _notice()
     item = next_item(queue, _skipped(run_id))
+    keys = " Keys: score, Tab, feedback, Enter saves and shows the next (Enter on empty fields " \
+           "confirms the judge); Esc skips for now."
+    st.caption(queue_summary(queue) + (keys if item is not None else ""))
+    _notice()
     if item is None:
         return
     _mark_shown(run_id, item)

@@ -169,30 +169,33 @@ def _unscored_flip(partner: Trial, is_child: bool, margin: float, accepts: bool,
 
 # --------------------------------------------------------------------------- 2. contradiction
 
-_NEGATED_PRAISE = re.compile(
-    r"\b(?:not|never|hardly|isn't|wasn't|aren't)\s+(?:\w+\s+)?(?:good|great|correct|accurate|"
-    r"clear|relevant|complete|excellent|perfect)\b", re.I)
 NEGATIVE_CUES = {
-    "'Missing:' list": re.compile(r"\bmissing\s*:", re.I),
-    "missing": re.compile(r"\bmissing\b(?!\s*:)", re.I),
-    "incorrect": re.compile(r"\b(?:incorrect(?:ly)?|wrong|inaccurate|false)\b", re.I),
-    "fails": re.compile(r"\b(?:fail(?:s|ed|ing)?|does not|doesn't|did not|didn't)\b", re.I),
-    "lacks": re.compile(r"\black(?:s|ing)?\b", re.I),
-    "violates": re.compile(r"\bviolat\w*", re.I),
-    "off-topic": re.compile(r"\b(?:off[- ]topic|irrelevant|ignor(?:es|ed))\b", re.I),
-    "poor": re.compile(r"\b(?:poor(?:ly)?|bad|weak|unclear)\b", re.I),
-    "hallucinates": re.compile(r"\bhallucinat\w*", re.I),
-    "negated praise": _NEGATED_PRAISE,
+    "negated praise": r"\b(?:not|never|hardly|isn't|wasn't|aren't)\s+(?:\w+\s+)?(?:good|great|"
+                      r"correct|accurate|clear|relevant|complete|excellent|perfect)\b",
+    "'Missing:' list": r"\bmissing\s*:",
+    "missing": r"\bmissing\b",
+    "incorrect": r"\b(?:incorrect(?:ly)?|wrong|inaccurate|false)\b",
+    "fails": r"\b(?:fail(?:s|ed|ing)?|does not|doesn't|did not|didn't)\b",
+    "lacks": r"\black(?:s|ing)?\b",
+    "violates": r"\bviolat\w*",
+    "off-topic": r"\b(?:off[- ]topic|irrelevant|ignor(?:es|ed))\b",
+    "poor": r"\b(?:poor(?:ly)?|bad|weak|unclear)\b",
+    "hallucinates": r"\bhallucinat\w*",
 }
 """Cues of negative feedback: a label names each (the reason shows the label, never the
 model's words)."""
 POSITIVE_CUES = {
-    "excellent": re.compile(r"\b(?:excellent|outstanding|superb)\b", re.I),
-    "perfect": re.compile(r"\bperfect(?:ly)?\b", re.I),
-    "great": re.compile(r"\b(?:great|well[- ]done|strong)\b", re.I),
-    "correct": re.compile(r"\b(?:correct(?:ly)?|accurate(?:ly)?|right)\b", re.I),
-    "good": re.compile(r"\b(?:good|clear|complete|meets (?:all|every))\b", re.I),
+    "excellent": r"\b(?:excellent|outstanding|superb)\b",
+    "perfect": r"\bperfect(?:ly)?\b",
+    "great": r"\b(?:great|well[- ]done|strong)\b",
+    "correct": r"\b(?:correct(?:ly)?|accurate(?:ly)?|right)\b",
+    "good": r"\b(?:good|clear|complete|meets (?:all|every))\b",
 }
+_LABELS = [*NEGATIVE_CUES, *POSITIVE_CUES]
+_CUES = re.compile("|".join(f"(?P<c{i}>{pattern})" for i, pattern in
+                            enumerate([*NEGATIVE_CUES.values(), *POSITIVE_CUES.values()])), re.I)
+"""One pass over the text; at each place the first cue listed wins, so "not correct" is negated
+praise (not praise) and "Missing:" a list (not the word)."""
 
 
 @dataclass(frozen=True)
@@ -207,20 +210,22 @@ def feedback_cues(text: str) -> tuple[dict[str, int], dict[str, int]]:
     """Counts of negative and positive cues in a feedback text. A "Missing:" list counts its
     items; praise under a negation ("not correct") counts as negative, not as praise."""
     text = text[:FEEDBACK_SCAN_CHARS]
-    negative = {label: len(p.findall(text)) for label, p in NEGATIVE_CUES.items()}
-    negative["'Missing:' list"] = _missing_items(text)
-    praise_text = _NEGATED_PRAISE.sub(" ", text)
-    positive = {label: len(p.findall(praise_text)) for label, p in POSITIVE_CUES.items()}
-    return ({k: v for k, v in negative.items() if v},
-            {k: v for k, v in positive.items() if v})
+    negative: dict[str, int] = {}
+    positive: dict[str, int] = {}
+    for match in _CUES.finditer(text):
+        label = _LABELS[int(match.lastgroup[1:])]
+        side = negative if label in NEGATIVE_CUES else positive
+        side[label] = side.get(label, 0) + _count(label, text, match.end())
+    return negative, positive
 
 
-def _missing_items(text: str) -> int:
-    items = 0
-    for match in NEGATIVE_CUES["'Missing:' list"].finditer(text):
-        line = text[match.end():].split("\n", 1)[0]
-        items += max(1, len([part for part in re.split(r"[,;]", line) if part.strip()]))
-    return items
+def _count(label: str, text: str, end: int) -> int:
+    """1 per cue; a "Missing:" list counts the comma- or semicolon-separated items on its line."""
+    if label != "'Missing:' list":
+        return 1
+    stop = text.find("\n", end)
+    line = text[end:] if stop < 0 else text[end:stop]
+    return max(1, len([part for part in re.split(r"[,;]", line) if part.strip()]))
 
 
 def contradiction(trial: Trial) -> Doubt | None:
@@ -230,7 +235,7 @@ def contradiction(trial: Trial) -> Doubt | None:
     :data:`POSITIVE_CUES`). Its size: how far the score is from the middle (0 to 1) plus 0.1
     per cue more on the contradicting side (at most 5)."""
     score = trial.score
-    if score is None or not trial.feedback.text:
+    if score is None or LOW_SCORE < score < HIGH_SCORE or not trial.feedback.text:
         return None
     negative, positive = feedback_cues(trial.feedback.text)
     net = sum(negative.values()) - sum(positive.values())
@@ -402,7 +407,7 @@ def next_item(queue: Sequence[QueueItem], skipped: Sequence[int]) -> QueueItem |
 def queue_summary(queue: Sequence[QueueItem]) -> str:
     """"12 trials wait: 3 could flip the pending decision, ..." for the page's header."""
     if not queue:
-        return "Nothing waits for your eyes: every queued trial has been reviewed."
+        return "Nothing waits for your eyes now: no trial needs a label."
     counts = {group: sum(1 for item in queue if item.group is group) for group in Group}
     parts = [f"{count} {GROUP_COUNTS[group]}" for group, count in counts.items() if count]
     return f"{len(queue)} trial(s) wait: " + "; ".join(parts) + "."
