@@ -4,9 +4,11 @@ feedback heuristics, the time a review takes and what the ETA counts of it."""
 from __future__ import annotations
 
 import math
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import create_engine
 
 from studio.engine.gates import override
 from studio.model.config import EvolutionConfig, ReviewMode
@@ -30,6 +32,9 @@ from studio.projects.reviewing import (
     review_records,
     reviewed_seconds,
 )
+from studio.store import open_store
+from studio.store import schema as tables
+from studio.store.connection import resolve_url
 from studio.views.review_queue import (
     DEFAULT_REVIEW_SECONDS,
     Group,
@@ -132,7 +137,28 @@ def constructed(store):
     return ConstructedRun(store)
 
 
-def test_the_trial_at_the_margin_of_the_pending_proposal_comes_first(constructed):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request, store):
+    """The test's SQLite store, and CI's PostgreSQL server (``STUDIO_TEST_PG_URL``; skipped
+    without one, never in CI) with its tables dropped first."""
+    if request.param == "sqlite":
+        yield store
+        return
+    url = os.environ.get("STUDIO_TEST_PG_URL")
+    if not url:
+        if os.environ.get("STUDIO_REQUIRE_POSTGRES") == "1":
+            pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
+        pytest.skip("no PostgreSQL server configured (set STUDIO_TEST_PG_URL)")
+    engine = create_engine(resolve_url(url))
+    tables.metadata.drop_all(engine)
+    engine.dispose()
+    pg = open_store(url, cached=False)
+    yield pg
+    pg.close()
+
+
+def test_the_trial_at_the_margin_of_the_pending_proposal_comes_first(any_store):
+    constructed = ConstructedRun(any_store)
     queue = constructed.queue()
     ids = [item.trial.id for item in queue]
     praised_parent = constructed.parents[1]
