@@ -8,6 +8,7 @@ import streamlit as st
 
 from components import diff_view, session
 from studio.views.charts import example_comparison, front_frame
+from studio.views.diffing import changes_by_agent, escape_markdown
 from studio.views.tables import candidate_label
 
 
@@ -36,24 +37,43 @@ def diffs(analysis: Any, selected: list[int]) -> None:
     if len(chosen) < 2:
         st.info("Pick at least two versions to see what changed between them.")
         return
-    components = list(chosen[0].components)
-    component = components[0]
-    if len(components) > 1:
-        component = st.segmented_control("Component", components, key=session.COMPARE_COMPONENT,
-                                         default=components[0]) or components[0]
     base = chosen[0]
+    show = _by_agent if any("." in key for key in base.components) else _by_component
     if len(chosen) == 2:
-        other = chosen[1]
-        diff_view.side_by_side(base.components.get(component, ""),
-                               other.components.get(component, ""),
-                               left=f"#{base.index}", right=f"#{other.index}")
+        show(base, chosen[1])
         return
     tabs = st.tabs([f"#{base.index} → #{c.index}" for c in chosen[1:]])
     for tab, other in zip(tabs, chosen[1:], strict=True):
         with tab:
-            diff_view.side_by_side(base.components.get(component, ""),
-                                   other.components.get(component, ""),
-                                   left=f"#{base.index}", right=f"#{other.index}")
+            show(base, other)
+
+
+def _by_component(base: Any, other: Any) -> None:
+    """A single agent's components: one at a time, chosen above the diff."""
+    components = list(base.components)
+    component = components[0]
+    if len(components) > 1:
+        component = st.segmented_control("Component", components, key=session.COMPARE_COMPONENT,
+                                         default=components[0]) or components[0]
+    diff_view.side_by_side(base.components.get(component, ""),
+                           other.components.get(component, ""),
+                           left=f"#{base.index}", right=f"#{other.index}")
+
+
+def _by_agent(base: Any, other: Any) -> None:
+    """A workflow's components grouped by agent: each changed one as a diff, the unchanged
+    ones named."""
+    for group in changes_by_agent(base.components, other.components):
+        st.markdown(f"**Agent {escape_markdown(group.agent)}** · {group.changed} of "
+                    f"{len(group.changes)} component(s) changed")
+        for change in group.changes:
+            if change.unchanged:
+                st.caption(f"{escape_markdown(change.component)}: unchanged")
+                continue
+            diff_view.side_by_side(
+                change.old, change.new,
+                left=f"#{base.index} · {group.agent} · {change.component}",
+                right=f"#{other.index} · {group.agent} · {change.component}")
 
 
 def per_example(analysis: Any, selected: list[int]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 
 from studio.critics.agreement import agreement_from_store
+from studio.engine.holdout import load_holdout
 from studio.engine.pool import load_view
 from studio.model.config import EvolutionConfig
 from studio.model.errors import NotFoundError
@@ -33,12 +34,16 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.projects.forking import ancestry, forks_of
+from studio.projects.provenance import Provenance, load_provenance
 from studio.projects.reviewing import queue_inputs, record_review, review_records, reviewed_seconds
+from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import list_examples, run_effect, stored_project
 from studio.projects.workspace import pending_proposal as _pending_proposal
 from studio.projects.workspace import proposal_evidence as evidence
 from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store, safe_url
+from studio.views.media import Thumbnail, example_thumbnails
 from studio.views.review_queue import (
     QueueItem,
     build_queue,
@@ -161,6 +166,15 @@ def trial(trial_id: int, version: Any = None) -> Trial | None:
         return None
 
 
+@st.cache_data(ttl=600, max_entries=256, show_spinner=False)
+def thumbnails(example_id: int) -> list[Thumbnail]:
+    """Small PNGs of an example's images (an example never changes once stored)."""
+    try:
+        return example_thumbnails(store().get_example(example_id).data)
+    except NotFoundError:
+        return []
+
+
 def overrides(run_id: str | None, include_undone: bool = True) -> list[Override]:
     return store().overrides(run_id, include_undone=include_undone)
 
@@ -253,6 +267,13 @@ def analysis(run_id: str, version: Any) -> Analysis:
                     child_means=child_means, last_iteration=last)
 
 
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def provenance(run_id: str, candidate_index: int, version: Any) -> Provenance:
+    """Where each sentence of candidate ``#candidate_index`` came from, per run version (an edit
+    or a correction changes the labels' score changes)."""
+    return load_provenance(store(), run_id, candidate_index)
+
+
 @st.cache_data(ttl=600, max_entries=8, show_spinner="Computing the run's state…")
 def effect(run_id: str, version: Any) -> Any:
 
@@ -268,6 +289,33 @@ def agreement(run_id: str | None, threshold: float) -> Any:
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def _agreement(run_id: str | None, threshold: float, version: Any) -> Any:
     return agreement_from_store(store(), run_id=run_id, threshold=threshold)
+
+
+# --------------------------------------------------------------------------- test set & forks
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def holdout(run_id: str, version: Any) -> Any:
+    """The overfitting guard's report for one version of the run (:func:`run_version`)."""
+    return load_holdout(store(), run_id)
+
+
+def testing_now(run_id: str) -> bool:
+    """Whether the run's test set is being scored right now (not cached: it drives a poll)."""
+    run_ = run(run_id)
+    return run_ is not None and scoring_under_way(run_)
+
+
+@st.cache_data(ttl=5, max_entries=16, show_spinner=False)
+def lineage_chain(run_id: str, version: Any) -> list[Any]:
+    """The run and the runs it was forked from, oldest first, with their candidates' means."""
+    return ancestry(store(), run_id)
+
+
+@st.cache_data(ttl=5, max_entries=16, show_spinner=False)
+def forks(run_id: str) -> list[Run]:
+    """Runs forked from this one."""
+    return forks_of(store(), run_id)
 
 
 # --------------------------------------------------------------------------- review queue
@@ -292,7 +340,8 @@ def _review_queue(run_id: str, version: Any) -> list[QueueItem]:
                        reviewed_example_ids=inputs.reviewed_example_ids,
                        pending_id=evidence.proposal.id if evidence else None,
                        parent=evidence.parent if evidence else (),
-                       child=evidence.child if evidence else ())
+                       child=evidence.child if evidence else (),
+                       ties_accept=bool(evidence and evidence.proposal.is_merge))
 
 
 def save_review(run_id: str, trial_id: int, seconds: float, action: str, author: str) -> None:

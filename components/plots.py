@@ -73,19 +73,25 @@ def lineage(tree: Lineage) -> None:
         st.caption("No candidates yet.")
         return
     position = nodes.set_index("id")[["x", "y"]].to_dict("index")
-    xs: list[float | None] = []
-    ys: list[float | None] = []
-    for parent, child in tree.edges:
-        xs += [position[parent]["x"], position[child]["x"], None]
-        ys += [position[parent]["y"], position[child]["y"], None]
+    merges = set(tree.merge_edges)
     figure = go.Figure()
-    figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": "#b0bec5"},
-                                hoverinfo="skip", showlegend=False))
+    for edges, line in (([e for e in tree.edges if e not in merges], {"color": "#b0bec5"}),
+                        (sorted(merges), {"color": "#ef6c00", "dash": "dash", "width": 2})):
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for parent, child in edges:
+            xs += [position[parent]["x"], position[child]["x"], None]
+            ys += [position[parent]["y"], position[child]["y"], None]
+        if xs:
+            figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip",
+                                        showlegend=False))
     for scored, group in ((True, nodes[nodes["mean"].notna()]),
                           (False, nodes[nodes["mean"].isna()])):
         if group.empty:
             continue
         hover = [f"#{r.index} · {html.escape(r.status)} · "
+                 + (f"merge of {' and '.join(f'#{p}' for p in r.parents)} · "
+                    if len(r.parents) > 1 else "")
                  + (f"mean {r.mean:.3f}" if scored else "not scored on the validation set")
                  + (" · on the Pareto front" if r.on_front else "") + (" · best" if r.best else "")
                  for r in group.itertuples()]
@@ -110,7 +116,8 @@ def lineage(tree: Lineage) -> None:
                          yaxis={"visible": False})
     st.plotly_chart(figure, width="stretch", key="compare.lineage")
     st.caption("★ best · coloured: in the pool, by validation mean · open grey: rejected or not "
-               "yet accepted · thick blue ring: on the Pareto front.")
+               "yet accepted · thick blue ring: on the Pareto front"
+               + (" · dashed orange: a merge's two parents." if merges else "."))
 
 
 def _iteration_axis(title: str, last: float) -> dict:

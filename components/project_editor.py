@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import dataset_input, loaders, session
+from components import dataset_input, loaders, session, workflow_builder
 from components.trial_detail import show_probe
 from studio.critics.agent import ADVANCED_CRITIC_INSTRUCTION, SIMPLE_CRITIC_INSTRUCTION
 from studio.engine.reflection import DEFAULT_REFLECTION_INSTRUCTION
@@ -25,13 +25,15 @@ from studio.projects.probe import probe_sync
 from studio.projects.workspace import save_project
 from studio.views import drafts
 from studio.views.diffing import escape_markdown
+from studio.views.media import example_thumbnails
+from studio.views.workflows import scored_author
 
 MODEL_HELP = ("A LiteLLM model string: `local/smollm2` (embedded, offline), `scripted/demo` "
               "(deterministic test model), `gemini/gemini-2.5-flash`, `openai/gpt-4o-mini`, "
               "`ollama_chat/llama3.2`... Hosted models read their API key from the environment.")
 RUN_FIELDS = ("max_iterations", "minibatch_size", "max_metric_calls", "review", "seed",
               "max_concurrency")
-COMPONENT_CHOICES = ("instruction", "output_schema", "generate_content_config")
+COMPONENT_CHOICES = workflow_builder.COMPONENT_CHOICES
 
 
 class Editor:
@@ -125,6 +127,9 @@ def agent_tab(editor: Editor, errors: dict[str, str]) -> None:
     st.text_input("Project name", key=editor.key("name"))
     _error(errors, "name")
     st.text_input("Description", key=editor.key("description"))
+    if workflow_builder.mode_switch(editor):
+        workflow_builder.show(editor, errors, MODEL_HELP)
+        return
     if editor.get("agent_ref"):
         st.info(f"This agent is loaded from Python (`{escape_markdown(editor.get('agent_ref'))}`)"
                 "; the fields below are not used for it.")
@@ -207,8 +212,11 @@ def _evaluator_fields(editor: Editor, evaluators: list[dict[str, str]],
 def reflection_tab(editor: Editor, errors: dict[str, str]) -> None:
 
     _model_field(editor, "reflection_model", "Reflection model", errors)
-    st.multiselect("Components to evolve", COMPONENT_CHOICES, key=editor.key("components"))
-    _error(errors, "components")
+    if editor.get("agent_mode") == "workflow":
+        st.caption("Components to evolve are chosen per agent on the Agent tab.")
+    else:
+        st.multiselect("Components to evolve", COMPONENT_CHOICES, key=editor.key("components"))
+        _error(errors, "components")
     st.button("Start from the default template", on_click=editor.set,
               args=("reflection_instruction", DEFAULT_REFLECTION_INSTRUCTION))
     st.text_area("Reflection template for the instruction (empty: the default). It must contain "
@@ -254,14 +262,22 @@ def yaml_tab(editor: Editor, *, project: Any = None, stored_only: bool = False) 
         st.code(dump_project(project), language="yaml")
     with st.expander("Edit as YAML", expanded=stored_only):
         st.text_area("Project YAML", key=key, height=320, label_visibility="collapsed")
-        if st.button("Apply YAML to the editor", key=f"projects.apply_yaml.{editor.record.id}"):
-            try:
-                parsed = parse_project(st.session_state[key], source="YAML editor")
-            except StudioError as exc:
-                st.error(escape_markdown(str(exc)), icon=":material/error:")
-                return
-            editor.load(parsed, force=True)
-            st.rerun()
+        st.button("Apply YAML to the editor", key=f"projects.apply_yaml.{editor.record.id}",
+                  on_click=_apply_yaml, args=(editor, key))
+        problem = st.session_state.pop(f"projects.yaml_problem.{editor.record.id}", None)
+        if problem:
+            st.error(escape_markdown(problem), icon=":material/error:")
+
+
+def _apply_yaml(editor: Editor, key: str) -> None:
+    """Load the YAML into the editor before the page re-runs (widgets cannot change once
+    drawn)."""
+    try:
+        parsed = parse_project(st.session_state[key], source="YAML editor")
+    except StudioError as exc:
+        st.session_state[f"projects.yaml_problem.{editor.record.id}"] = str(exc)
+        return
+    editor.load(parsed, force=True)
 
 
 def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
@@ -327,7 +343,8 @@ def try_one(editor: Editor, project: Any) -> None:
                 return
     result = st.session_state.get(key)
     if result is not None:
-        show_probe(result)
+        show_probe(result, example_thumbnails(rows[index]),
+                   scored=scored_author(project.run_spec()))
     else:
         st.caption("Runs the agent and the critic once and shows the trial; nothing is stored.")
 

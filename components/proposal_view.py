@@ -14,9 +14,11 @@ from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
+from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.diffing import escape_markdown
-from studio.views.tables import evidence_frame, format_score, proposal_history
+from studio.views.tables import evidence_frame, format_score, merge_sources, proposal_history
+from studio.views.workflows import describe_component
 
 
 def watch(run_id: str) -> None:
@@ -61,13 +63,45 @@ def current(run: Any) -> Any | None:
 
 
 def evidence(proposal: Any) -> None:
-    """Diff, reasoning and per-example evidence of one proposal."""
+    """Diff (or a merge's sources), reasoning and per-example evidence of one proposal."""
+    ev = _merge_header(proposal) if proposal.is_merge else _reflection_header(proposal)
+    _per_example(ev)
+
+
+def _merge_header(proposal: Any) -> Any:
+    """Which component comes from which parent, and the rule: the merged child's sum on the
+    subsample against the better parent's (at least as high accepts, as in GEPA)."""
+    candidates = {c.id: c for c in loaders.candidates(proposal.run_id)}
+    st.caption(escape_markdown(proposal.reasoning))
+    st.dataframe(merge_sources(proposal, candidates), hide_index=True, width="stretch",
+                 placeholder="?", column_config={
+                     "from": st.column_config.NumberColumn("taken from", format="#%d"),
+                     "why": st.column_config.TextColumn(width="large")})
+    ev = loaders.proposal_evidence(proposal)
+    cols = st.columns(4)
+    for col, parent in zip(cols, proposal.merge.parents, strict=False):
+        index = candidates[parent].index if parent in candidates else "?"
+        col.metric(f"Parent #{index} sum", f"{ev.parent_sums.get(parent, 0.0):.3f}")
+    cols[2].metric("Merged child sum", f"{ev.child_sum:.3f}",
+                   delta=round(ev.child_sum - ev.parent_sum, 3) if ev.compared else None)
+    cols[3].metric("GEPA's rule would", "accept" if ev.rule_accepts else "reject")
+    st.caption(f"{ev.compared} validation examples compared; below, the better parent against "
+               "the merged child.")
+    return ev
+
+
+def _reflection_header(proposal: Any) -> Any:
     parent = loaders.candidate(proposal.parent_id)
     index_of = {c.id: c.index for c in loaders.candidates(proposal.run_id)}
     parent_text = parent.components.get(proposal.component, "")
+    run = loaders.run(proposal.run_id)
+    agent, component = split_component(proposal.component)
+    st.markdown("Changes " + escape_markdown(describe_component(
+        proposal.component, run.spec if run else None)))
     diff_view.side_by_side(
         parent_text, proposal.text,
-        left=f"Parent #{index_of.get(parent.id, '?')} ({proposal.component})",
+        left=f"Parent #{index_of.get(parent.id, '?')}: {agent + ' · ' if agent else ''}"
+             f"{component}",
         right=f"Proposal #{proposal.id}" + (f" (an edit of #{proposal.edited_from})"
                                             if proposal.edited_from else ""))
     if proposal.reasoning:
@@ -81,6 +115,10 @@ def evidence(proposal: Any) -> None:
                    delta=round(ev.child_sum - ev.parent_sum, 3) if ev.compared else None)
     cols[2].metric("Examples compared", ev.compared)
     cols[3].metric("GEPA's rule would", verdict)
+    return ev
+
+
+def _per_example(ev: Any) -> None:
     st.dataframe(evidence_frame(ev.parent, ev.child), hide_index=True, width="stretch",
                  placeholder="could not evaluate", column_config={
                      "parent_score": st.column_config.NumberColumn("parent", format="%.3f"),
@@ -125,6 +163,10 @@ def decision_form(proposal: Any) -> None:
     if stop.button("Stop the run", icon=":material/stop:", width="stretch",
                    key=f"proposals.stop.{proposal.id}"):
         _decide(proposal, "stop", reason="stopped from the Proposals page")
+    if proposal.is_merge:
+        st.caption("A merge takes whole components from its parents: accept or reject it "
+                   "(there is no text to edit).")
+        return
     edit_key = f"{session.PROPOSALS_EDIT}.{proposal.id}"
     session.init(edit_key, proposal.text)
     with st.expander("Edit the text, then re-score it on the same minibatch"):
@@ -161,6 +203,8 @@ def history(run_id: str) -> None:
     index_of = {c.id: c.index for c in loaders.candidates(run_id)}
     table = proposal_history(proposals, loaders.decisions(run_id),
                              loaders.evaluated_payloads(run_id), index_of)
+    if not table["agent"].astype(bool).any():  # a single-agent run: no agent column
+        table = table.drop(columns="agent")
     picked = st.dataframe(
         table, hide_index=True, width="stretch", key="proposals.history",
         on_select="rerun", selection_mode="single-row", placeholder="—",

@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from components import loaders, session
+from components.trial_detail import show_thumbnails
 from studio.engine.gates import merge_correction, override, undo_override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS
@@ -48,6 +49,11 @@ def effect_panel(run_id: str) -> None:
         was = f"was {'accept' if before.rule_accepts else 'reject'}"
     cols[2].metric(f"Proposal #{effect.pending_id}: the rule would", verdict, delta=was,
                    delta_color="off")
+    if effect.pending_is_merge:
+        st.caption(f"A merge. Subsample sums (effective scores): merged child "
+                   f"{effect.child_sum:.3f} vs the better parent {effect.parent_sum:.3f}. GEPA "
+                   "accepts a merge when the child's is at least as high.")
+        return
     st.caption(f"Minibatch sums (effective scores): child {effect.child_sum:.3f} vs parent "
                f"{effect.parent_sum:.3f}. GEPA accepts when the child's is strictly higher.")
 
@@ -109,16 +115,23 @@ def editor(run_id: str, trials: list[Any]) -> None:
 
 
 def single(run_id: str, trials: list[Any]) -> None:
-    """One trial: pick it, set its score and/or feedback."""
+    """One trial: pick it, see its images, set its score and/or feedback."""
     if not trials:
         return
     labels = {t.id: f"#{t.id} · iteration {t.iteration} · {t.phase.value} · "
                     f"{t.split.value} {t.example_index} · judge {format_score(t.score)}"
               for t in trials}
-    with st.form("review.single", border=True, clear_on_submit=True):
-        st.markdown("**Correct one trial**")
-        trial_id = st.selectbox("Trial", list(labels), format_func=labels.get,
-                                key="review.single.trial")
+    st.markdown("**Correct one trial**")
+    trial_id = st.selectbox("Trial", list(labels), format_func=labels.get,
+                            key="review.single.trial")
+    chosen = next(t for t in trials if t.id == trial_id)
+    thumbnails = loaders.thumbnails(chosen.example_id)
+    form_area = st
+    if thumbnails:
+        pictures, form_area = st.columns([1, 3])
+        with pictures:
+            show_thumbnails(thumbnails)
+    with form_area.form("review.single", border=True, clear_on_submit=True):
         cols = st.columns([1, 3])
         score = cols[0].number_input("Human score", 0.0, 1.0, value=None, step=0.05,
                                      key="review.single.score", placeholder="keep the judge's")
@@ -126,8 +139,7 @@ def single(run_id: str, trials: list[Any]) -> None:
                                       max_chars=MAX_FEEDBACK_CHARS,
                                       placeholder="optional: what the critic missed")
         if st.form_submit_button("Save correction", icon=":material/save:"):
-            active = next(t.override for t in trials if t.id == trial_id)
-            save(run_id, [(trial_id, *merge_correction(active, score, feedback))])
+            save(run_id, [(trial_id, *merge_correction(chosen.override, score, feedback))])
 
 
 def save(run_id: str, changes: list[tuple[int, float | None, str | None]]) -> None:

@@ -50,6 +50,8 @@ PROPOSALS_REASON = "proposals.reason"
 # Compare page
 COMPARE_SELECTED = "compare.selected"
 COMPARE_COMPONENT = "compare.component"
+COMPARE_BLAME = "compare.blame"
+"""Prefix of the blame view's picker: ``compare.blame.<run id>``."""
 
 # Agreement page
 AGREEMENT_SCOPE = "agreement.scope"

@@ -1,6 +1,8 @@
-"""A trial in full: input, output, trace (tool calls with arguments), critic feedback, dimension
-scores and guidance. Model-written text is shown as text (``st.code`` / ``st.text``), never as
-HTML or live Markdown."""
+"""A trial in full: input (with thumbnails of its images), output, trace (tool calls with
+arguments), critic feedback, dimension scores and guidance; in a workflow, the pipeline step by
+step (which agent said what, the scored reply marked). Model-written text is shown as text
+(``st.code`` / ``st.text``), never as HTML or live Markdown; images as small PNGs the studio
+re-encoded (``st.image`` from bytes)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,18 @@ from typing import Any
 
 import streamlit as st
 
+from components import loaders
 from studio.model.feedback import Feedback
+from studio.model.limits import THUMBNAIL_PIXELS
 from studio.views.diffing import escape_markdown
+from studio.views.media import Thumbnail
 from studio.views.tables import (
     dimension_scores,
     format_score,
     tool_call_steps,
     trace_tool_calls,
 )
+from studio.views.workflows import PipelineStep, is_pipeline, pipeline_steps
 
 
 def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
@@ -24,8 +30,9 @@ def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
     st.code(text if text else empty, language=None, wrap_lines=True)
 
 
-def show_trial(trial: Any, *, candidate: int | None = None) -> None:
-    """Everything about one stored trial."""
+def show_trial(trial: Any, *, candidate: int | None = None, scored: str | None = None) -> None:
+    """Everything about one stored trial (``scored``: the agent whose reply a workflow run
+    scores)."""
     head = f"Trial #{trial.id} · iteration {trial.iteration} · {trial.phase.value}"
     if candidate is not None:
         head += f" · candidate #{candidate}"
@@ -43,18 +50,25 @@ def show_trial(trial: Any, *, candidate: int | None = None) -> None:
             f"{format_score(o.judge_score)}, human says "
             f"{format_score(o.score, missing='(score unchanged)')}."))
     show_result(trial.input_text, trial.output, trial.feedback, trial.error, trial.trace,
-                human_feedback=trial.override.feedback if trial.override else None)
+                human_feedback=trial.override.feedback if trial.override else None,
+                thumbnails=loaders.thumbnails(trial.example_id), scored=scored)
 
 
 def show_result(input_text: str, output: str, feedback: Feedback, error: str | None,
-                trace: dict[str, Any] | None, *, human_feedback: str | None = None) -> None:
+                trace: dict[str, Any] | None, *, human_feedback: str | None = None,
+                thumbnails: list[Thumbnail] | None = None, scored: str | None = None) -> None:
     if error:
         st.error(escape_markdown(error), icon=":material/error:")
     left, right = st.columns(2)
     with left:
         text_block("Input", input_text)
+        show_thumbnails(thumbnails or [])
     with right:
-        text_block("Output", output, empty="(no output)")
+        text_block(f"Output (scored: {scored}'s reply)" if scored else "Output", output,
+                   empty="(no output)")
+    steps = pipeline_steps(trace, scored)
+    if is_pipeline(steps):
+        show_pipeline(steps)
     left, right = st.columns(2)
     with left:
         text_block("Critic feedback", feedback.text, empty="(no feedback)")
@@ -73,6 +87,32 @@ def show_result(input_text: str, output: str, feedback: Feedback, error: str | N
             st.caption("Other critic fields")
             st.json(feedback.extra, expanded=False)
     show_trace(trace or {})
+
+
+def show_thumbnails(thumbnails: list[Thumbnail]) -> None:
+    """The example's images, small, each with its field, type and size."""
+    pictures = [t for t in thumbnails if t.png is not None]
+    if pictures:
+        st.image([t.png for t in pictures], width=THUMBNAIL_PIXELS,
+                 caption=[escape_markdown(t.caption) for t in pictures])  # Markdown: escaped
+    for note in (t for t in thumbnails if t.png is None):
+        st.caption(escape_markdown(note.caption))
+
+
+def show_pipeline(steps: list[PipelineStep]) -> None:
+    """The workflow's agents in the order they spoke, each with its reply and tool calls."""
+    st.caption(f"Pipeline: {len(steps)} step(s) in order")
+    with st.container(border=True, key="trial-pipeline"):
+        for number, step in enumerate(steps, start=1):
+            mark = " · :green-badge[scored output]" if step.scored else ""
+            st.markdown(f"**{number}. {escape_markdown(step.author)}**{mark}")
+            for call in step.tool_calls:
+                st.caption(f"tool call: {escape_markdown(call['name'])}")
+                st.json({"arguments": call["args"], "result": call["result"]}, expanded=False)
+            if step.texts:
+                st.code(step.text, language=None, wrap_lines=True)
+            elif not step.tool_calls:
+                st.caption("(no reply)")
 
 
 def show_trace(trace: dict[str, Any]) -> None:
@@ -113,10 +153,12 @@ def show_tool_calls(trace: dict[str, Any]) -> None:
         st.caption(f"{len(steps) - TOOL_CALLS_SHOWN} more call(s): see the table above.")
 
 
-def show_probe(result: Any) -> None:
+def show_probe(result: Any, thumbnails: list[Thumbnail] | None = None, *,
+               scored: str | None = None) -> None:
     """The result of "try on one example"."""
     cols = st.columns(3)
     cols[0].metric("Critic score", format_score(result.score))
     cols[1].metric("Agent time", f"{result.agent_seconds:.1f} s")
     cols[2].metric("Critic time", f"{result.critic_seconds:.1f} s")
-    show_result(result.input_text, result.output, result.feedback, result.error, result.trace)
+    show_result(result.input_text, result.output, result.feedback, result.error, result.trace,
+                thumbnails=thumbnails, scored=scored)

@@ -30,6 +30,7 @@ from studio.views.tables import (
     progress_summary,
     trial_frame,
 )
+from studio.views.workflows import scored_author
 
 LIVE_SECONDS = 0.5
 IDLE_SECONDS = 5.0
@@ -231,7 +232,9 @@ def table(cache: TableCache) -> None:
         trial = loaders.trial(selected, cache.signature)
         if trial is not None:
             with st.container(border=True):
-                show_trial(trial, candidate=cache.index_of.get(trial.candidate_id))
+                run = loaders.run(cache.run_id)
+                show_trial(trial, candidate=cache.index_of.get(trial.candidate_id),
+                           scored=scored_author(run.spec if run else None))
 
 
 def _selected_id(ids: list[int]) -> int | None:

@@ -3,7 +3,7 @@ iteration, candidates x examples, the lineage tree and the Pareto front."""
 
 import streamlit as st
 
-from components import compare_panel, frame, loaders, plots
+from components import blame_view, compare_panel, fork_panel, frame, loaders, plots, test_guard
 from studio.views import charts as chart_data
 
 st.title("Compare")
@@ -19,8 +19,10 @@ if not view.candidates:
 
 selected = compare_panel.pick(analysis)
 compare_panel.diffs(analysis, selected)
+blame_view.show(analysis, selected)
 st.subheader("Per-example scores")
 compare_panel.per_example(analysis, selected)
+test_guard.show(run_id)
 
 st.subheader("Score per iteration")
 best, markers = chart_data.iteration_series(view.candidates, view.means, analysis.proposals,
@@ -40,3 +42,4 @@ with right:
 
 st.subheader("Pareto front")
 compare_panel.front(analysis)
+fork_panel.show(run_id, analysis)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from components import frame, loaders, proposal_view
 from studio.views.diffing import escape_markdown
+from studio.views.tables import proposal_label
 
 st.title("Proposals")
 run_id = frame.need_run()
@@ -15,8 +16,9 @@ run = loaders.run(run_id)
 proposal_view.watch(run_id)
 proposal = proposal_view.current(run)
 if proposal is not None:
+    index_of = {c.id: c.index for c in loaders.candidates(run_id)}
     st.subheader(f"Proposal #{proposal.id} · iteration {proposal.iteration} · "
-                 f"{escape_markdown(proposal.component)}")
+                 f"{escape_markdown(proposal_label(proposal, index_of).replace('.', ' · '))}")
     proposal_view.evidence(proposal)
     proposal_view.decision_form(proposal)
 

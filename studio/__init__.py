@@ -22,6 +22,9 @@ _LAZY_EXPORTS = {
     "EvolutionConfig": "studio.model.config",
     "EvolutionResult": "studio.engine.api",
     "enqueue": "studio.engine.queue",
+    "fork": "studio.engine.forks",
+    "score_test_set": "studio.engine.api",
+    "start_test_scoring": "studio.engine.api",
     "decide": "studio.engine.gates",
     "override": "studio.engine.gates",
     "undo_override": "studio.engine.gates",
@@ -40,6 +43,7 @@ _LAZY_EXPORTS = {
     "ScoringError": "studio.model.errors",
     "CriticOutputParseError": "studio.model.errors",
     "MissingScoreFieldError": "studio.model.errors",
+    "image_file": "studio.model.media",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

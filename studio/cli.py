@@ -7,6 +7,10 @@
     studio workers
     studio runs
     studio export RUN_ID --format jsonl|csv [--out PATH]
+    studio test RUN_ID                             (score baseline and best on the test set)
+    studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
+                [--config key=value ...] [--queue NAME]
+    studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
     studio override TRIAL_ID [--score X] [--feedback TEXT]
     studio validate project.yaml
@@ -59,6 +63,9 @@ class ProgressBar:
             self.last = event.payload() | {"iteration": event.iteration}
             self.trials = self.last["metric_calls"]
             self.draw(newline=not self.tty)
+        elif kind is EventKind.PROPOSAL_CREATED and event.payload()["proposal_kind"] == "merge":
+            self.note(f"proposal {event.payload()['proposal_id']} merges the candidates with "
+                      "ids " + " and ".join(map(str, event.payload()["parent_ids"])))
         elif kind is EventKind.AWAITING_DECISION:
             self.note(f"proposal {event.payload()['proposal_id']} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
@@ -225,6 +232,59 @@ def _wait(handle: Any, store: Any, run_id: str) -> int:
     return 0 if result.status in ("completed", "stopped") else 1
 
 
+def cmd_test(args: argparse.Namespace) -> int:
+    """Score a settled run's baseline and best candidate on its test set, then the verdict."""
+    from studio.engine.api import start_test_scoring
+    from studio.engine.holdout import load_holdout
+
+    store = _store(args)
+    handle = start_test_scoring(store, args.run_id, listeners=[ProgressBar()])
+    handle.wait()
+    report = load_holdout(store, args.run_id)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    print(holdout_lines(report))
+    return 0
+
+
+def holdout_lines(report: Any) -> str:
+    """The guard's report as a person reads it in a terminal."""
+    def score(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    lines = [f"{'':<6} {'baseline #' + str(report.baseline_index):>12} "
+             f"{'best #' + str(report.best_index):>10}"]
+    for split in ("train", "val", "test"):
+        means = getattr(report, split)
+        lines.append(f"{split:<6} {score(means.baseline):>12} {score(means.best):>10}"
+                     f"   (n={means.baseline_n}/{means.best_n})")
+    lines.append(f"{report.verdict.status.value.upper()}: {report.verdict.message}")
+    return "\n".join(lines)
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    """A new run seeded with a candidate of another run; run here, or queued with --queue."""
+    from studio.projects.forking import fork_from_cli
+
+    store = _store(args)
+    run = fork_from_cli(store, args.run_id, args.candidate, critic=args.critic,
+                        dataset=args.dataset, settings=args.config or [], name=args.name or "")
+    origin = f"forked from run {args.run_id} candidate #{args.candidate}"
+    if args.queue:
+        from studio.engine.queue import queue_run
+
+        queue_run(store, run.id, args.queue)
+        print(f"run {run.id} {origin}, queued in {args.queue!r}", file=sys.stderr)
+        print(run.id)
+        return 0
+    from studio.projects.workspace import launch
+
+    print(f"run {run.id} started, {origin} (database: {database_label(store.url)})",
+          file=sys.stderr)
+    return _wait(launch(store, run.id, listeners=[ProgressBar()]), store, run.id)
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     store = _store(args)
     for run in store.list_runs(limit=args.limit):
@@ -238,6 +298,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     for path in export_run(_store(args), args.run_id, args.format, args.out):
         print(path)
+    return 0
+
+
+def cmd_blame(args: argparse.Namespace) -> int:
+    from studio.model.redaction import redact
+    from studio.projects.provenance import load_provenance
+    from studio.views.provenance import blame_lines
+
+    provenance = load_provenance(_store(args), args.run_id, args.candidate)
+    if args.json:
+        print(redact(json.dumps(list(provenance.rows()), indent=2)))
+        return 0
+    for line in blame_lines(provenance):
+        print(redact(line))
     return 0
 
 
@@ -274,10 +348,23 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     for r in rows:
         decided = (f"{r['decision']} by {r['decided_by']} at {r['decided_at'][:19]}"
                    if r["decision"] else ("WAITING FOR YOU" if r["waiting_for_you"] else "-"))
-        print(f"{r['id']:>5}  iter {r['iteration']:<3} {r['component']:<24} {r['status']:<10} "
+        print(f"{r['id']:>5}  iter {r['iteration']:<3} {_changes(r):<24} {r['status']:<10} "
               f"parent {r['parent_sum']:.2f} -> child {r['child_sum']:.2f}  {decided}"
               + (f"  ({r['note']})" if r["note"] else ""))
+        if r["merge"]:
+            print("       " + ", ".join(f"{key} from #{source}"
+                                        for key, source in r["merge"]["sources"].items()))
     return 0
+
+
+def _changes(row: dict[str, Any]) -> str:
+    """What a proposal changes: its component, or which candidates a merge combines (for a
+    merge, ``parent`` is the better parent's sum on the subsample)."""
+    merge = row["merge"]
+    if not merge:
+        return row["component"]
+    a, b = merge["parents"]
+    return f"merge #{a} + #{b}"
 
 
 def cmd_trials(args: argparse.Namespace) -> int:
@@ -299,12 +386,13 @@ def cmd_trials(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Every check ``studio run`` makes before its first model call (:func:`check_project`)."""
-    from studio.projects.files import check_project, load_project
+    from studio.projects.files import check_project_datasets, load_project
 
     project, base_dir = load_project(args.project)
-    train, val = check_project(project, base_dir, source=str(args.project))
-    print(f"{args.project}: ok ({len(train)} training rows, "
-          f"{len(val) if val is not None else 'no'} validation rows)")
+    sets = check_project_datasets(project, base_dir, source=str(args.project))
+    test = f", {len(sets.test)} test rows" if sets.test is not None else ""
+    print(f"{args.project}: ok ({len(sets.train)} training rows, "
+          f"{len(sets.val) if sets.val is not None else 'no'} validation rows{test})")
     return 0
 
 
@@ -384,6 +472,30 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     export.add_argument("--out")
     export.set_defaults(func=cmd_export)
+    test = sub.add_parser("test", help="score a run's baseline and best candidate on its "
+                          "held-out test set (the overfitting guard)")
+    test.add_argument("run_id")
+    test.add_argument("--json", action="store_true")
+    test.set_defaults(func=cmd_test)
+    fork = sub.add_parser("fork", help="start a new run seeded with any candidate of a run")
+    fork.add_argument("run_id")
+    fork.add_argument("--candidate", type=whole_number(0), required=True,
+                      help="the candidate's number (#N on the Compare page)")
+    fork.add_argument("--critic", help="another critic: a YAML file (a critic section or a "
+                      "project file) or the YAML itself")
+    fork.add_argument("--dataset", type=Path, help="other examples: a CSV/JSONL of training "
+                      "rows, or a YAML file with a dataset section (train, val, test)")
+    fork.add_argument("--config", action="append", metavar="KEY=VALUE",
+                      help="a run setting, e.g. max_iterations=5 (repeatable)")
+    fork.add_argument("--name")
+    fork.add_argument("--queue", help="queue the fork for `studio worker` instead of running it")
+    fork.set_defaults(func=cmd_fork)
+    blame = sub.add_parser("blame", help="which proposal wrote each sentence of a candidate")
+    blame.add_argument("run_id")
+    blame.add_argument("--candidate", type=whole_number(0),
+                       help="candidate index #N (default: the best)")
+    blame.add_argument("--json", action="store_true")
+    blame.set_defaults(func=cmd_blame)
     decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
     decide.add_argument("proposal_id", type=int)
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
@@ -406,7 +518,7 @@ def parser() -> argparse.ArgumentParser:
     trials = sub.add_parser("trials", help="list a run's trials with corrected scores")
     trials.add_argument("run_id")
     trials.add_argument("--candidate", type=whole_number(1))
-    trials.add_argument("--phase", help="parent, child or valset")
+    trials.add_argument("--phase", help="parent, child, valset or test")
     trials.add_argument("--json", action="store_true")
     trials.set_defaults(func=cmd_trials)
     validate = sub.add_parser("validate", help="check a project file and its datasets")

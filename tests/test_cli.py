@@ -23,7 +23,7 @@ def test_run_then_export(tmp_path, capsys):
     assert main(["--db", db, "export", run_id, "--format", "jsonl",
                  "--out", str(tmp_path / "run.jsonl")]) == 0
     lines = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
-    assert {line["type"] for line in lines} == {"candidate", "trial"}
+    assert {line["type"] for line in lines} == {"candidate", "provenance", "trial"}
     assert sum(line["type"] == "trial" for line in lines) == summary["metric_calls"]
 
     assert main(["--db", db, "export", run_id, "--format", "csv",

@@ -33,7 +33,7 @@ from studio.model.errors import (
 from studio.model.jsontools import DuplicateKeyError, first_json_object, unique_keys
 from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
 from studio.model.redaction import redact
-from studio.runtime.execution import AgentExecutor
+from studio.runtime.execution import AgentExecutor, user_message
 from studio.runtime.protocol import AgentExecutorProtocol, ExecutionResult, ExecutionStatus
 
 __all__ = [
@@ -267,8 +267,10 @@ class CriticScorer:
         output: str,
         expected: str | None = None,
         session_id: str | None = None,
+        media: tuple[Any, ...] = (),
     ) -> tuple[float, dict[str, Any]]:
-        """Score ``output`` with the critic agent.
+        """Score ``output`` with the critic agent (``media``: the example's images, shown to
+        the critic after its text, as the agent saw them).
 
         Raises:
             CriticExecutionError: the critic agent did not run to the end (FAILED or TIMEOUT).
@@ -277,7 +279,7 @@ class CriticScorer:
             ScoreOutOfRangeError: the score is outside [0, 1].
             (All are :class:`ScoringError`.)
         """
-        result = await self._run_critic(input_text, output, expected, session_id)
+        result = await self._run_critic(input_text, output, expected, session_id, media)
         if result.status is not ExecutionStatus.SUCCESS:
             raise CriticExecutionError(
                 f"critic {self.name!r} execution failed ({result.status.value}): "
@@ -299,7 +301,8 @@ class CriticScorer:
     async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
         """The :class:`studio.critics.protocol.Critic` protocol: a critic that did not run is a
         recorded failure (score None, ``error`` saying why), never a 0."""
-        result = await self._run_critic(sample.input_text, sample.output, sample.expected, None)
+        result = await self._run_critic(sample.input_text, sample.output, sample.expected, None,
+                                        sample.media)
         if result.status is not ExecutionStatus.SUCCESS:
             why = f"the critic {self.name!r} {_VERB[result.status]}: {_reason(result)}"
             return None, {"error": why, "feedback": why, "status": result.status.value,
@@ -307,12 +310,17 @@ class CriticScorer:
         return _scored_reply(result)
 
     async def _run_critic(self, input_text: str, output: str, expected: str | None,
-                          session_id: str | None) -> ExecutionResult:
-        """Run the critic through the executor; the studio's own also gets the app name."""
-        extra = {"app_name": self._app_name} if isinstance(self._executor, AgentExecutor) else {}
+                          session_id: str | None, media: tuple[Any, ...] = ()
+                          ) -> ExecutionResult:
+        """Run the critic through the executor; the studio's own also gets the app name. The
+        example's images follow the critic's text, as the agent saw them."""
+        extra: dict[str, Any] = ({"app_name": self._app_name}
+                                 if isinstance(self._executor, AgentExecutor) else {})
+        text = format_critic_input(input_text, output, expected)
+        if media:
+            extra["input_content"] = user_message(text, media)
         result = await self._executor.execute_agent(
-            self.critic_agent, format_critic_input(input_text, output, expected),
-            existing_session_id=session_id, **extra)
+            self.critic_agent, text, existing_session_id=session_id, **extra)
         return _as_result(result)
 
 

@@ -22,6 +22,9 @@ class Sample:
     """The dataset row (without transformation); evaluators may read extra columns from it."""
     trace: dict[str, Any] = field(default_factory=dict)
     """The executor's trace: events, tool_calls, state_delta, usage."""
+    media: tuple[Any, ...] = ()
+    """The example's images and videos (:class:`studio.model.media.Media`), which a critic
+    agent sees as the agent did; ``input_text`` holds their labels."""
 
 
 @runtime_checkable

@@ -7,8 +7,11 @@ from studio.engine.api import (
     evolve_sync,
     evolve_workflow,
     load_result,
+    score_test_set,
+    start_test_scoring,
 )
 from studio.engine.build import build_engine, create_run
+from studio.engine.forks import fork
 from studio.engine.gates import decide, override, undo_override
 from studio.engine.queue import enqueue, queue_run
 from studio.model.config import EvolutionConfig, ReviewMode, Selection
@@ -26,8 +29,11 @@ __all__ = [
     "evolve_group",
     "evolve_sync",
     "evolve_workflow",
+    "fork",
     "load_result",
     "override",
     "queue_run",
+    "score_test_set",
+    "start_test_scoring",
     "undo_override",
 ]

@@ -11,8 +11,12 @@ from pydantic import BaseModel, Field
 from studio.critics.agent import CriticScorer
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.context import Listener
+from studio.engine.guard import HoldoutReport
+from studio.engine.holdout import check_testable, load_holdout
+from studio.engine.loop import TestScoring
+from studio.engine.merge import stored_evidence
 from studio.engine.pool import Evidence, load_view, minibatch_evidence
-from studio.engine.worker import get_manager
+from studio.engine.worker import RunHandle, get_manager
 from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
 from studio.model.records import (
@@ -23,6 +27,7 @@ from studio.model.records import (
     Proposal,
     ReflectionSpec,
     RunSpec,
+    Split,
     TrialPhase,
     expand_components,
 )
@@ -57,6 +62,11 @@ class EvolutionResult(BaseModel):
     stop_reason: str | None
     candidates: list[CandidateSummary]
     metric_calls: int
+    """The loop's critic evaluations (the test set's are outside its budget)."""
+    test: dict[str, Any] | None = None
+    """With a test set: train/val/test means of the baseline and the best candidate, the
+    paired gains and the overfitting guard's verdict (:class:`studio.engine.guard.HoldoutReport`
+    as a dict)."""
 
     primary_agent: str | None = None
     """In a workflow run: the agent whose output was scored."""
@@ -100,7 +110,14 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
         stop_reason=view.run.stop_reason, candidates=summaries,
-        metric_calls=store.count_trials(run_id), primary_agent=view.run.spec.primary)
+        metric_calls=store.count_trials(run_id, loop_only=True), test=_test_report(store, run_id),
+        primary_agent=view.run.spec.primary)
+
+
+def _test_report(store: Store, run_id: str) -> dict[str, Any] | None:
+    if not store.examples(run_id, Split.TEST):
+        return None
+    return load_holdout(store, run_id).to_dict()
 
 
 def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
@@ -118,8 +135,11 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
             evidence = {"parent_sum": live.parent_sum, "child_sum": live.child_sum}
         history.append({
             "iteration": proposal.iteration, "proposal_id": proposal.id,
-            "parent_id": proposal.parent_id, "child_id": proposal.child_id,
-            "component": proposal.component, "status": proposal.status.value,
+            "kind": proposal.kind.value, "parent_id": proposal.parent_id,
+            "parent_ids": list(proposal.merge.parents) if proposal.merge else [proposal.parent_id],
+            "child_id": proposal.child_id, "component": proposal.component,
+            "sources": dict(proposal.merge.sources) if proposal.merge else None,
+            "status": proposal.status.value,
             "invalid_reason": proposal.invalid_reason,
             "parent_sum": evidence.get("parent_sum"), "child_sum": evidence.get("child_sum"),
             "decision": decision.action.value if decision else None,
@@ -131,7 +151,10 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
 
 def live_evidence(store: Store, proposal: Proposal) -> Evidence | None:
     """Parent vs child on the proposal's minibatch from the effective scores now (corrections
-    made after scoring included); None when the child was never scored on it."""
+    made after scoring included); None when the child was never scored on it. For a merge:
+    the better parent vs the child on its subsample."""
+    if proposal.is_merge:
+        return stored_evidence(store, proposal) if proposal.child_id is not None else None
     trials = store.trials(proposal.run_id, proposal_id=proposal.id, phase=TrialPhase.CHILD)
     examples = [trial.example_id for trial in trials]
     if not examples or proposal.child_id is None:
@@ -168,6 +191,7 @@ async def evolve(
     reflection_model: str | None = None,
     on_event: Listener | None = None,
     resume: str | None = None,
+    testset: list[dict[str, Any]] | None = None,
     scorer: Any = None,
     executor: Any = None,
     candidate_selector: str | None = None,
@@ -185,6 +209,8 @@ async def evolve(
             :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`.
             Default: a simple critic on the agent's model.
         valset: validation examples (the trainset when None).
+        testset: held-out examples the loop never sees; when the run completes the baseline
+            and the best candidate are scored on them (``result.test``: the overfitting guard).
         components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
         reflection_agent: reflection agent for the instruction (default per component).
         config: :class:`EvolutionConfig`; ``review="review"`` waits for a person at each gate.
@@ -212,7 +238,7 @@ async def evolve(
             agent, trainset, critic=critic, valset=valset, components=list(components),
             reflection_agent=reflection_agent, config=config, store=store, name=name,
             input_key=input_key, reflection_model=reflection_model, on_event=on_event,
-            resume=resume)
+            resume=resume, testset=testset)
     store = store or open_store()
     config = config or EvolutionConfig()
     model = agent_model_string(agent) or "local/smollm2"
@@ -221,7 +247,8 @@ async def evolve(
                        reflection=ReflectionSpec(model=reflection_model or model),
                        components=list(components), input_key=input_key, resumable=False)
         run_id = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
-                            name=name or f"evolve {getattr(agent, 'name', 'agent')}").id
+                            name=name or f"evolve {getattr(agent, 'name', 'agent')}",
+                            testset=testset).id
     else:
         run_id = resume
     return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event)
@@ -230,6 +257,27 @@ async def evolve(
 def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
     """:func:`evolve` for code without an event loop."""
     return asyncio.run(evolve(*args, **kwargs))
+
+
+def start_test_scoring(store: Store, run_id: str, *, agent: Any = None, critic: Any = None,
+                       listeners: list | None = None) -> RunHandle:
+    """Score a settled run's baseline and best candidate on its test set in this process's run
+    manager (``handle.wait()`` for the end); pairs already judged are reused. ``agent`` and
+    ``critic``: the live objects of a run started from Python objects.
+
+    Raises:
+        RunStateError: the run is still going (it scores its test set when it completes), has
+            no test set or no scored baseline, or another worker holds it.
+    """
+    check_testable(store, run_id)
+    engine = build_engine(store, run_id, agent=agent, critic=critic, listeners=listeners)
+    return get_manager(store).start(TestScoring(engine.ctx))
+
+
+async def score_test_set(store: Store, run_id: str, **live_objects: Any) -> HoldoutReport:
+    """:func:`start_test_scoring`, then the overfitting guard's report."""
+    await start_test_scoring(store, run_id, **live_objects).wait_async()
+    return load_holdout(store, run_id)
 
 
 async def evolve_workflow(
@@ -250,6 +298,7 @@ async def evolve_workflow(
     reflection_model: str | None = None,
     on_event: Listener | None = None,
     resume: str | None = None,
+    testset: list[dict[str, Any]] | None = None,
 ) -> EvolutionResult:
     """Evolve the agents of an ADK workflow (``SequentialAgent``, ``LoopAgent``,
     ``ParallelAgent``, nested up to ``max_depth``) on ``trainset``, judged on ``primary``'s
@@ -275,7 +324,7 @@ async def evolve_workflow(
         store = store or open_store()
         run_id = create_run(store, spec=spec, trainset=trainset, valset=valset,
                             config=config or EvolutionConfig(),
-                            name=name or f"evolve {workflow.name}").id
+                            name=name or f"evolve {workflow.name}", testset=testset).id
     else:
         run_id = resume
     return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)

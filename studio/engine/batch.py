@@ -31,13 +31,19 @@ async def score_batch(
     phase: TrialPhase,
     iteration: int,
     proposal_id: int | None = None,
+    metered: bool = True,
 ) -> list[Trial]:
-    """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused)."""
+    """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused).
+
+    ``metered=False`` (the held-out test set, scored after the loop): outside the loop's
+    metric-call budget and time limit, so a run that ended on either still gets its test
+    scores."""
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
-    ctx.check_stop()
-    ctx.reserve(len(missing))
-    commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id)
+    if metered:
+        ctx.check_stop()
+        ctx.reserve(len(missing))
+    commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered)
     judge = _in_processes if ctx.fan_out is not None and ctx.fan_out.ready else _in_this_process
     # A task group: when one example raises, its siblings are cancelled before the error
     # reaches the loop, so nothing is committed after the run is marked failed.
@@ -77,7 +83,8 @@ def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidat
 
 
 def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
-            proposal_id: int | None, example: Example, result: ChainResult) -> Trial:
+            proposal_id: int | None, metered: bool, example: Example,
+            result: ChainResult) -> Trial:
     trial = ctx.store.add_trial(Trial(
         run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
@@ -85,7 +92,8 @@ def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration:
         score=result.feedback.score, feedback=result.feedback, error=result.error,
         trace=result.trace, latency_s=result.latency_s, tokens=result.tokens, worker=ctx.worker,
     ))
-    ctx.count_metric_call()
+    if metered:
+        ctx.count_metric_call()
     ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
                             candidate_id=candidate.id, score=result.feedback.score))
     return trial

@@ -25,6 +25,7 @@ from studio.engine.processes import ProcessFanOut, check_processes
 from studio.engine.reflection import check_reflection_instruction, create_reflection_agent
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, RunStateError
+from studio.model.limits import MAX_COMPONENT_CHARS, too_long
 from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
@@ -33,6 +34,7 @@ from studio.model.records import (
     RunSpec,
     Split,
     expand_components,
+    parse_components,
     validate_examples,
 )
 from studio.model.workflow import last_agent, split_component, state_before
@@ -47,16 +49,16 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def check_valset(trainset: list[dict], valset: list[dict]) -> None:
-    """Validation rows must have the same input fields as training rows."""
+def check_valset(trainset: list[dict], valset: list[dict], name: str = "valset") -> None:
+    """Validation (and test) rows must have the same input fields as training rows."""
     train_keys = set(trainset[0]) - {EXPECTED_KEY}
     for i, row in enumerate(valset):
         keys = set(row) - {EXPECTED_KEY}
         if keys != train_keys:
             extra, missing = sorted(keys - train_keys), sorted(train_keys - keys)
             raise DatasetError(
-                f"valset rows must have the same fields as trainset rows {sorted(train_keys)}; "
-                f"this row has extra {extra} and lacks {missing}", where=f"valset[{i}]")
+                f"{name} rows must have the same fields as trainset rows {sorted(train_keys)}; "
+                f"this row has extra {extra} and lacks {missing}", where=f"{name}[{i}]")
 
 
 def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
@@ -114,14 +116,19 @@ def create_run(
     config: EvolutionConfig | None = None,
     name: str = "",
     project_id: int | None = None,
+    testset: list[dict] | None = None,
 ) -> Run:
-    """Validate everything, then store the run and its examples (status ``pending``)."""
+    """Validate everything, then store the run and its examples (status ``pending``).
+
+    ``testset``: held-out examples the loop never sees; the baseline and the best candidate
+    are scored on them when the run ends (:mod:`studio.engine.holdout`)."""
     config = config or EvolutionConfig()
     trainset = validate_examples(trainset, name="trainset")
-    if valset is not None:
-        valset = validate_examples(valset, name="valset")
-        check_valset(trainset, valset)
+    for split_name, rows in (("valset", valset), ("testset", testset)):
+        if rows is not None:
+            check_valset(trainset, validate_examples(rows, name=split_name), split_name)
     check_components(spec.components)
+    check_fork_seed(spec)
     if spec.reflection.instruction is not None:
         check_reflection_instruction(spec.reflection.instruction)
     check_spec_models(spec)
@@ -131,7 +138,34 @@ def create_run(
     store.add_examples(run.id, Split.TRAIN, trainset)
     if valset is not None:
         store.add_examples(run.id, Split.VAL, valset)
+    if testset is not None:
+        store.add_examples(run.id, Split.TEST, testset)
     return run
+
+
+def check_fork_seed(spec: RunSpec) -> None:
+    """A fork's seed must give exactly the components the run evolves, each a valid text.
+
+    Raises:
+        ConfigError: naming the component that is missing, extra or invalid.
+    """
+    origin = spec.forked_from
+    if origin is None:
+        return
+    missing = [k for k in spec.components if k not in origin.components]
+    extra = [k for k in origin.components if k not in spec.components]
+    if missing or extra:
+        raise ConfigError(f"the forked candidate's components {sorted(origin.components)} do "
+                          f"not match the run's {spec.components} (missing {missing}, extra "
+                          f"{extra})", where="forked_from.components")
+    for key, text in origin.components.items():
+        oversize = too_long(text, MAX_COMPONENT_CHARS, f"the forked {key}")
+        if oversize:
+            raise ConfigError(oversize, where=f"forked_from.components.{key}")
+        try:
+            parse_components({split_component(key)[1]: text})
+        except ConfigError as exc:
+            raise ConfigError(exc.message, where=f"forked_from.components.{key}") from exc
 
 
 def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
@@ -212,13 +246,14 @@ def build_engine(
     train = [e.id for e in examples.values() if e.split is Split.TRAIN]
     val = train if spec.val_is_train else [e.id for e in examples.values()
                                             if e.split is Split.VAL]
+    test = [e.id for e in examples.values() if e.split is Split.TEST]
     ctx = RunContext(
         store=store, run=run, config=config, agent=agent,
         critic=critic_for_run(critic if critic is not None else spec.critic, executor,
                               default_model),
         reflection_agents=reflection_agents(spec, reflection_agent),
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
-        examples=examples, input_key=spec.input_key, listeners=list(listeners or []),
+        test_ids=test, examples=examples, input_key=spec.input_key, listeners=list(listeners or []),
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
                  if config.processes > 1 else None),
         **flow)

@@ -113,6 +113,8 @@ class RunContext:
     train_ids: list[int]
     val_ids: list[int]
     examples: dict[int, Example]
+    test_ids: list[int] = field(default_factory=list)
+    """Held-out examples: only :mod:`studio.engine.holdout` scores them, after the loop."""
     input_key: str | None = None
     listeners: list[Listener] = field(default_factory=list)
     worker: str | None = None
@@ -159,14 +161,15 @@ class RunContext:
     # ------------------------------------------------------------------ metric-call budget
 
     def metric_calls(self) -> int:
+        """The loop's trials so far (test-set trials are outside its budget)."""
         if self._metric_calls is None:
-            self._metric_calls = self.store.count_trials(self.run_id)
+            self._metric_calls = self.store.count_trials(self.run_id, loop_only=True)
         return self._metric_calls
 
     def count_metric_call(self) -> None:
         """Called after a trial is committed (the store's count already includes it)."""
         if self._metric_calls is None:
-            self._metric_calls = self.store.count_trials(self.run_id)
+            self._metric_calls = self.store.count_trials(self.run_id, loop_only=True)
         else:
             self._metric_calls += 1
 

@@ -41,7 +41,10 @@ class IterationStarted(EngineEvent):
     parent_id: int = 0
     component: str = "instruction"
     minibatch: list[int] = field(default_factory=list)
-    """Example ids of this iteration's minibatch."""
+    """Example ids of this iteration's minibatch (a merge's validation subsample)."""
+    proposal_kind: str = "reflection"
+    """``reflection`` or ``merge`` (then ``parent_id`` is the first parent, ``component``
+    empty)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,11 @@ class ProposalCreated(EngineEvent):
     proposal_id: int = 0
     parent_id: int = 0
     component: str = ""
+    proposal_kind: str = "reflection"
+    parent_ids: list[int] = field(default_factory=list)
+    """A merge's two parents (empty for a reflection, whose one parent is ``parent_id``)."""
+    sources: dict[str, int] = field(default_factory=dict)
+    """A merge's component key -> id of the candidate it is taken from."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class ProposalEvaluated(EngineEvent):
     parent_sum: float = 0.0
     child_sum: float = 0.0
     rule_accepts: bool = False
+    proposal_kind: str = "reflection"
+    """For a merge, ``parent_sum`` is the better parent's sum on the subsample."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,18 @@ class RunFinished(EngineEvent):
 
 
 @dataclass(frozen=True)
+class TestScored(EngineEvent):
+    """The baseline and the best candidate were scored on the held-out test set."""
+
+    __test__ = False  # not a pytest class
+    kind: ClassVar[EventKind] = EventKind.TEST_SCORED
+    baseline_id: int = 0
+    best_id: int = 0
+    baseline_mean: float | None = None
+    best_mean: float | None = None
+
+
+@dataclass(frozen=True)
 class TrialCommitted(EngineEvent):
     """In-process only: the trial row itself is the durable record."""
 
@@ -132,4 +154,4 @@ class TrialCommitted(EngineEvent):
 
 STORED_EVENTS = (RunStarted, BaselineScored, IterationStarted, ProposalCreated, ProposalInvalid,
                  ProposalEvaluated, AwaitingDecision, DecisionApplied, CandidateAccepted, Progress,
-                 RunPaused, RunResumed, RunFinished)
+                 RunPaused, RunResumed, RunFinished, TestScored)

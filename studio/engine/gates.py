@@ -38,7 +38,7 @@ def decide(
 
     Raises:
         RunStateError: the proposal is not waiting for a decision.
-        ConfigError: unknown action, or an edit without text.
+        ConfigError: unknown action, an edit without text, or an edit of a merge.
         ProposalError: the edited text is invalid (empty, unchanged, bad schema or YAML).
     """
     store = store or open_store()
@@ -53,6 +53,10 @@ def decide(
     if proposal.status is not ProposalStatus.PENDING:
         raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}, not pending: "
                             "only a proposal waiting at the gate can be decided")
+    if action is DecisionAction.EDIT and proposal.is_merge:
+        raise ConfigError(f"proposal {proposal_id} is a merge: it takes whole components from "
+                          "its two parents, so there is no text to edit; accept or reject it",
+                          where="action")
     if action is DecisionAction.EDIT:
         edited_text = _checked_edit(store, proposal, edited_text)
     decision = store.add_decision(Decision(

@@ -9,12 +9,15 @@ against the store, so a run killed at any point resumes where its last commit le
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import studio.engine.merge as merging
 import studio.engine.proposer as proposer
 from studio.engine.batch import score_batch
 from studio.engine.components import extract_components
@@ -33,6 +36,7 @@ from studio.engine.events import (
     RunStarted,
 )
 from studio.engine.gates import await_decision
+from studio.engine.holdout import score_holdout
 from studio.engine.pool import Evidence, RunView, load_view, minibatch_evidence
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
@@ -42,7 +46,9 @@ from studio.model.records import (
     Candidate,
     Decision,
     DecisionAction,
+    MergeDetail,
     Proposal,
+    ProposalKind,
     ProposalStatus,
     RunRequest,
     RunStatus,
@@ -85,7 +91,15 @@ class Plan:
     iteration: int
     parent_id: int
     minibatch: list[int]
+    """A merge's validation subsample."""
     component: str
+    """Empty for a merge."""
+    merge: dict[str, Any] | None = None
+    """A merge iteration's :class:`MergeDetail` (drawn once, like the rest of the plan)."""
+
+
+Verdict = Callable[[], tuple[bool, str]]
+"""The acceptance rule, asked at decision time: (accepts, the reason a decision records)."""
 
 
 class Engine:
@@ -147,15 +161,13 @@ class Engine:
                              stop_reason=None, error=None, **started)
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
         try:
-            await self.score_baseline()
-            while True:
-                self.check_limits()
-                await self.pause_point()
-                await self.iterate(self.state.iteration + 1)
-        except StopRun as stop:
-            self._finish(RunStatus.STOPPED if stop.reason in STOPPED_REASONS
-                         else RunStatus.COMPLETED, stop.reason)
-            return stop.reason
+            reason = await self._loop()
+            if reason in STOPPED_REASONS:
+                self._finish(RunStatus.STOPPED, reason)
+                return reason
+            await score_holdout(ctx, self.state.iteration)  # the overfitting guard's test set
+            self._finish(RunStatus.COMPLETED, reason)
+            return reason
         except LeaseLostError:  # another worker took the run over: it owns every write now
             self.lease_lost = True
             raise
@@ -167,6 +179,17 @@ class Engine:
             logger.exception("run %s failed", ctx.run_id)
             self._finish(RunStatus.FAILED, "error", error=f"{type(exc).__name__}: {exc}")
             raise
+
+    async def _loop(self) -> str:
+        """The baseline, then iterations until a stop condition; returns the stop reason."""
+        try:
+            await self.score_baseline()
+            while True:
+                self.check_limits()
+                await self.pause_point()
+                await self.iterate(self.state.iteration + 1)
+        except StopRun as stop:
+            return stop.reason
 
     def _finish(self, status: RunStatus, reason: str, error: str | None = None) -> None:
         ctx = self.ctx
@@ -223,7 +246,10 @@ class Engine:
         self._progress(view)
 
     def _add_seed(self) -> Candidate:
-        components = extract_components(self.ctx.agent, self.ctx.components)
+        """Candidate #0: the agent's components, or on a fork the forked candidate's."""
+        origin = self.ctx.run.spec.forked_from
+        components = (dict(origin.components) if origin is not None
+                      else extract_components(self.ctx.agent, self.ctx.components))
         return self.ctx.store.add_candidate(Candidate(
             run_id=self.ctx.run_id, index=0, components=components,
             content_hash=content_hash(components)))
@@ -277,35 +303,85 @@ class Engine:
         started = time.monotonic()
         self._gate_seconds = 0.0
         plan = self.plan(iteration)
-        parent = self.ctx.store.get_candidate(plan.parent_id)
-        parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
-                                          phase=TrialPhase.PARENT, iteration=iteration)
-        proposal = await proposer.propose(self.ctx, iteration, parent, plan.component,
-                                          parent_trials)
-        stop_reason = None
-        if proposal.status is not ProposalStatus.INVALID:
-            stop_reason = await self.evaluate_and_gate(proposal, parent, plan)
+        if plan.merge is not None:
+            stop_reason = await self.merge_step(plan)
+        else:
+            stop_reason = await self.reflection_step(plan)
         self._end_iteration(iteration, time.monotonic() - started - self._gate_seconds)
         if stop_reason is not None:  # stopped at the gate: the iteration is settled first
             raise StopRun(stop_reason)
 
+    async def reflection_step(self, plan: Plan) -> str | None:
+        """Score the parent, reflect, then score and gate the child (unless it is invalid)."""
+        parent = self.ctx.store.get_candidate(plan.parent_id)
+        parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
+                                          phase=TrialPhase.PARENT, iteration=plan.iteration)
+        proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
+                                          parent_trials)
+        if proposal.status is ProposalStatus.INVALID:
+            return None
+        return await self.evaluate_and_gate(proposal, parent, plan)
+
     def plan(self, iteration: int) -> Plan:
-        """Select the parent, sample the minibatch and pick the component (once per iteration:
-        a resumed iteration replays the stored plan)."""
+        """A merge when one is due and a pair qualifies; else select the parent, sample the
+        minibatch and pick the component. Once per iteration: a resumed iteration replays the
+        stored plan."""
         if self.state.plan and self.state.plan["iteration"] == iteration:
             return Plan(**self.state.plan)
         view = load_view(self.ctx.store, self.ctx.run_id)
+        merge = merging.plan_merge(self.ctx, view, self.rng) \
+            if merging.merge_due(self.ctx, iteration) else None
+        plan = self._merge_plan(iteration, merge) if merge is not None \
+            else self._reflection_plan(iteration, view)
+        self.state.plan = asdict(plan)
+        self._checkpoint()
+        self.ctx.emit(IterationStarted(
+            run_id=self.ctx.run_id, iteration=iteration, parent_id=plan.parent_id,
+            component=plan.component, minibatch=plan.minibatch,
+            proposal_kind=(ProposalKind.MERGE if merge else ProposalKind.REFLECTION).value))
+        return plan
+
+    def _reflection_plan(self, iteration: int, view: RunView) -> Plan:
         parent_id = select_parent(self.ctx.config.candidate_selection, view.matrix, self.rng,
                                   order=view.pooled_ids, epsilon=self.ctx.config.epsilon)
         minibatch = self.sampler.sample(self.rng)
         components = self.ctx.components
-        plan = Plan(iteration, parent_id, minibatch, components[(iteration - 1) % len(components)])
-        self.state.plan = asdict(plan)
-        self._checkpoint()
-        self.ctx.emit(IterationStarted(run_id=self.ctx.run_id, iteration=iteration,
-                                       parent_id=parent_id, component=plan.component,
-                                       minibatch=minibatch))
-        return plan
+        turn = iteration - 1
+        if self.ctx.config.use_merge:  # round robin over the reflection iterations only
+            turn -= merging.merges_before(self.ctx, iteration)
+        return Plan(iteration, parent_id, minibatch, components[turn % len(components)])
+
+    @staticmethod
+    def _merge_plan(iteration: int, merge: MergeDetail) -> Plan:
+        return Plan(iteration, merge.parents[0], list(merge.subsample), "",
+                    merge=merge.model_dump())
+
+    async def merge_step(self, plan: Plan) -> str | None:
+        """Propose the planned merge (or replay the stored one), judge the child on the
+        subsample, and pass the gate like any proposal. A merge cannot be edited."""
+        ctx = self.ctx
+        proposal = merging.propose_merge(ctx, plan.iteration, MergeDetail(**plan.merge))
+        if proposal.status is ProposalStatus.INVALID:
+            return None
+        child = merging.child_of(ctx, proposal)
+        proposal = ctx.store.get_proposal(proposal.id)  # now with its child
+        await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
+                          iteration=plan.iteration, proposal_id=proposal.id)
+        evidence = merging.stored_evidence(ctx.store, proposal)
+        ctx.emit(ProposalEvaluated(
+            run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
+            child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
+            rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE.value))
+        decision = await self.gate(proposal, plan.iteration,
+                                   functools.partial(self.merge_verdict, proposal))
+        if decision.action is DecisionAction.EDIT:  # refused by decide(); never from a person
+            decision = decision.model_copy(update={"action": DecisionAction.REJECT})
+        return await self.apply(decision, proposal, child)
+
+    def merge_verdict(self, proposal: Proposal) -> tuple[bool, str]:
+        """GEPA's rule for a merge, from the effective scores now."""
+        evidence = merging.stored_evidence(self.ctx.store, proposal)
+        return evidence.rule_accepts, merging.verdict(evidence)
 
     async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate,
                                 plan: Plan) -> str | None:
@@ -322,7 +398,8 @@ class Engine:
                 run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
                 child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
                 rule_accepts=evidence.rule_accepts))
-            decision = await self.gate(proposal, parent, child, plan)
+            decision = await self.gate(proposal, plan.iteration,
+                                       functools.partial(self.verdict, parent, child, plan))
             if decision.action is not DecisionAction.EDIT:
                 return await self.apply(decision, proposal, child)
             proposal = self.edited(proposal, decision)
@@ -333,25 +410,29 @@ class Engine:
         return minibatch_evidence(list(store.first_trials(parent.id, plan.minibatch).values()),
                                   list(store.first_trials(child.id, plan.minibatch).values()))
 
-    async def gate(self, proposal: Proposal, parent: Candidate, child: Candidate,
-                   plan: Plan) -> Decision:
+    def verdict(self, parent: Candidate, child: Candidate, plan: Plan) -> tuple[bool, str]:
+        """GEPA's rule for a reflection's child, from the effective scores now."""
+        evidence = self.evidence(parent, child, plan)
+        verb = "above" if evidence.rule_accepts else "not above"
+        return evidence.rule_accepts, (
+            f"child minibatch sum {evidence.child_sum:.3f} is {verb} the parent's "
+            f"{evidence.parent_sum:.3f} ({evidence.compared} examples compared)")
+
+    async def gate(self, proposal: Proposal, iteration: int, rule: Verdict) -> Decision:
         """The rule decides in auto mode; in review mode a person does."""
         ctx = self.ctx
         existing = ctx.store.decisions(proposal_id=proposal.id)
         if existing:  # replayed after a restart: the decision that was made (there is one)
             return existing[0]
         if ctx.config.review is ReviewMode.AUTO:
-            evidence = self.evidence(parent, child, plan)
-            verb = "above" if evidence.rule_accepts else "not above"
+            accepts, reason = rule()
             return ctx.store.add_decision(Decision(
-                proposal_id=proposal.id, automatic=True, author="rule",
-                action=DecisionAction.ACCEPT if evidence.rule_accepts else DecisionAction.REJECT,
-                reason=f"child minibatch sum {evidence.child_sum:.3f} is {verb} the parent's "
-                       f"{evidence.parent_sum:.3f} ({evidence.compared} examples compared)"))
+                proposal_id=proposal.id, automatic=True, author="rule", reason=reason,
+                action=DecisionAction.ACCEPT if accepts else DecisionAction.REJECT))
         if proposal.status is not ProposalStatus.PENDING:
             ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
         # announced on every entry, so a resumed run says it waits at the same gate again
-        ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=plan.iteration,
+        ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=iteration,
                                   proposal_id=proposal.id))
         waiting = time.monotonic()
         try:
@@ -447,3 +528,20 @@ class Engine:
             calls_per_iteration = max(1.0, calls / max(1, self.state.iteration))
             remaining = min(remaining, int((budget - calls) / calls_per_iteration))
         return round(max(0, remaining) * per_iteration, 1)
+
+
+class TestScoring(Engine):
+    """An engine that only scores a settled run's test set (on demand: ``studio test``, the
+    Compare page), under the run's lease like any run so no worker resumes the run meanwhile;
+    the run's status and stop reason stay as they were."""
+
+    __test__ = False  # not a pytest class
+
+    async def _run(self) -> str:
+        checkpoint = self.ctx.store.load_checkpoint(self.run_id)
+        await score_holdout(self.ctx, checkpoint[0] if checkpoint else 0)
+        return TEST_SCORED
+
+
+TEST_SCORED = "test_scored"
+"""What a :class:`TestScoring` run returns."""

@@ -41,6 +41,7 @@ from studio.engine.components import apply_components
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, StudioError
 from studio.model.limits import MAX_OUTPUT_CHARS, clip
+from studio.model.media import example_media
 from studio.model.records import (
     Feedback,
     RunSpec,
@@ -67,17 +68,21 @@ class ChainResult:
 async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
                     input_key: str | None, primary: str | None = None) -> ChainResult:
     """Run the agent (or workflow) on one example and let the critic judge its output (in a
-    workflow, the ``primary`` agent's last reply)."""
+    workflow, the ``primary`` agent's last reply). The example's images and videos go to the
+    agent (and to a critic agent) as parts of the message; the text and the state hold their
+    labels."""
     input_text = example_input_text(data, input_key)
+    media = example_media(data)
+    extra = {"media": media} if media else {}  # any executor runs text-only examples
     result = await executor.execute(agent, input_text, state=example_state(data),
-                                    output_author=primary)
+                                    output_author=primary, **extra)
     output = clip(result.output, MAX_OUTPUT_CHARS)  # the critic judges what the store keeps
     if result.error:
         return ChainResult(input_text, output, Feedback(),
                            f"the agent failed (the critic was not called): {result.error}",
                            result.trace, result.latency_s, result.tokens)
     sample = Sample(input_text=input_text, output=output, expected=example_expected(data),
-                    example=data, trace=result.trace)
+                    example=data, trace=result.trace, media=tuple(media))
     feedback, error = await judge_sample(critic, sample)
     return ChainResult(input_text, output, feedback, error, result.trace, result.latency_s,
                        result.tokens)

@@ -140,14 +140,16 @@ def within_budget(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def recent_rejections(ctx: RunContext) -> list[tuple[Proposal, str]]:
-    """Human rejections since the last accepted proposal, newest first."""
+    """Human rejections of reflected texts since the last accepted proposal, newest first."""
     notes: list[tuple[Proposal, str]] = []
     decisions = ctx.store.decisions(ctx.run_id)
     for decision in reversed(decisions):
         if decision.action is DecisionAction.ACCEPT:
             break
         if decision.action is DecisionAction.REJECT and not decision.automatic:
-            notes.append((ctx.store.get_proposal(decision.proposal_id), decision.reason))
+            proposal = ctx.store.get_proposal(decision.proposal_id)
+            if not proposal.is_merge:  # a merge's reason is not about any one text
+                notes.append((proposal, decision.reason))
         if len(notes) >= REJECTIONS_SHOWN:
             break
     return notes
@@ -238,9 +240,15 @@ def child_of(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Candidat
     """The candidate a proposal describes (created once, reused on resume)."""
     if proposal.child_id is not None:
         return ctx.store.get_candidate(proposal.child_id)
-    components = {**parent.components, proposal.component: proposal.text}
+    return add_child(ctx, proposal, {**parent.components, proposal.component: proposal.text},
+                     [parent.id])
+
+
+def add_child(ctx: RunContext, proposal: Proposal, components: dict[str, str],
+              parent_ids: list[int]) -> Candidate:
+    """Store a proposal's child candidate and link it to the proposal."""
     child = ctx.store.add_candidate(Candidate(
-        run_id=ctx.run_id, index=len(ctx.store.candidates(ctx.run_id)), parent_ids=[parent.id],
+        run_id=ctx.run_id, index=len(ctx.store.candidates(ctx.run_id)), parent_ids=parent_ids,
         components=components, content_hash=content_hash(components),
         iteration=proposal.iteration, proposal_id=proposal.id))
     ctx.store.update_proposal(proposal.id, child_id=child.id)

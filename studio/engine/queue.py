@@ -67,13 +67,14 @@ def queue_run(store: Store, run_id: str, queue: str = DEFAULT_QUEUE) -> Run:
 
 def enqueue(*, spec: RunSpec, trainset: list[dict[str, Any]],
             valset: list[dict[str, Any]] | None = None, config: EvolutionConfig | None = None,
-            name: str = "", queue: str = DEFAULT_QUEUE, store: Store | None = None) -> Run:
+            name: str = "", queue: str = DEFAULT_QUEUE, store: Store | None = None,
+            testset: list[dict[str, Any]] | None = None) -> Run:
     """Store a run and queue it for ``studio worker`` processes (the library's ``studio
     queue``): validated as :func:`studio.evolve` validates, then run by whichever worker of
     ``queue`` claims it first. Returns the queued run; watch it in the studio."""
     store = store or open_store()
     run = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
-                     name=name)
+                     name=name, testset=testset)
     return queue_run(store, run.id, queue)
 
 

@@ -62,6 +62,11 @@ class EvolutionConfig(BaseModel):
     call_timeout_seconds: float = Field(default=300.0, gt=0)
     """Limit for one model call (agent, critic or reflection)."""
     max_retries: int = Field(default=3, ge=0, le=10)
+    use_merge: bool = False
+    """GEPA's merge: after an accepted proposal, combine two pool candidates that improved
+    different components since a common ancestor. Off by default, as in GEPA."""
+    max_merge_invocations: int = Field(default=5, ge=0, le=1000)
+    """Most merge proposals a run makes (accepted or not)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -82,6 +87,15 @@ class EvolutionConfig(BaseModel):
                     allowed = ", ".join(e.value for e in enum)
                     raise ValueError(f"{key} {value!r} is not one of: {allowed}")
         return data
+
+    @model_validator(mode="after")
+    def _merge_can_happen(self):
+        """``use_merge`` with no merge allowed is a contradiction worth naming, not a no-op."""
+        if self.use_merge and self.max_merge_invocations == 0:
+            raise ValueError("use_merge is on but max_merge_invocations is 0, so no merge could "
+                             "ever be proposed: set max_merge_invocations to 1 or more, or turn "
+                             "use_merge off")
+        return self
 
 
 # --------------------------------------------------------------------------- gepa-adk's names

@@ -49,3 +49,19 @@ MAX_TOOLS = 32
 
 MAX_TOOL_REF_CHARS = 200
 """A tool reference ``package.module:function``."""
+MAX_IMAGE_BYTES = 5_000_000
+"""One image in a dataset (PNG, JPEG, GIF or WEBP), decoded: 5 MB, what the strictest hosted
+vision APIs accept per image."""
+
+MAX_VIDEO_BYTES = 20_000_000
+"""One video in a dataset (MP4 or WEBM), decoded: sent inline, so kept to a short clip."""
+
+MAX_MEDIA_PER_EXAMPLE = 16
+"""Images and videos in one example (each in its own column)."""
+
+MAX_DATASET_MEDIA_BYTES = 100_000_000
+"""All images and videos of one dataset split together, decoded (the examples are stored and
+held in memory by the run as data URIs)."""
+
+THUMBNAIL_PIXELS = 160
+"""The longest side of a thumbnail the studio shows next to a trial."""

@@ -27,7 +27,12 @@ from pydantic import (
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
 from studio.model.feedback import Feedback
-from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DATASET_ROWS
+from studio.model.limits import (
+    MAX_COMPONENT_CHARS,
+    MAX_DATASET_MEDIA_BYTES,
+    MAX_DATASET_ROWS,
+)
+from studio.model.media import check_example_media, without_media
 from studio.model.tools import check_tool_refs
 from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 
@@ -181,7 +186,12 @@ def content_hash(components: dict[str, str]) -> str:
 
 
 def validate_example(row: Any, *, where: str) -> dict[str, Any]:
-    """A dataset example must be a non-empty dict with string keys."""
+    """A dataset example must be a non-empty dict with string keys; its images are checked."""
+    return _checked_example(row, where=where)[0]
+
+
+def _checked_example(row: Any, *, where: str) -> tuple[dict[str, Any], int]:
+    """``(example, bytes of its images and videos)``."""
     if not isinstance(row, dict):
         raise DatasetError(
             f"each example must be a mapping such as {{'topic': 'autumn leaves'}}, "
@@ -195,10 +205,12 @@ def validate_example(row: Any, *, where: str) -> dict[str, Any]:
     bad = [k for k in row if not isinstance(k, str)]
     if bad:
         raise DatasetError(f"example keys must be strings, got {bad!r}", where=where)
-    return row
+    return check_example_media(row, where=where)
 
 
 def validate_examples(rows: Any, *, name: str = "trainset") -> list[dict[str, Any]]:
+    """Checked examples (image data URIs rewritten to their sniffed type), with the split's
+    images bounded together."""
     if not isinstance(rows, list | tuple):
         raise DatasetError(f"{name} must be a list of examples", where=name, value=rows)
     if not rows:
@@ -207,7 +219,16 @@ def validate_examples(rows: Any, *, name: str = "trainset") -> list[dict[str, An
         raise DatasetError(f"{name} has {len(rows):,} examples; the limit is "
                            f"{MAX_DATASET_ROWS:,} (sample it, or split it into several runs)",
                            where=name)
-    return [validate_example(row, where=f"{name}[{i}]") for i, row in enumerate(rows)]
+    checked, media_bytes = [], 0
+    for i, row in enumerate(rows):
+        example, size = _checked_example(row, where=f"{name}[{i}]")
+        checked.append(example)
+        media_bytes += size
+        if media_bytes > MAX_DATASET_MEDIA_BYTES:
+            raise DatasetError(f"the images and videos of {name} add up to more than "
+                               f"{MAX_DATASET_MEDIA_BYTES:,} bytes (at row {i}): use fewer or "
+                               "smaller ones", where=f"{name}[{i}]")
+    return checked
 
 
 def example_input_text(example: dict[str, Any], input_key: str | None = None) -> str:
@@ -218,7 +239,10 @@ def example_input_text(example: dict[str, Any], input_key: str | None = None) ->
     2. Otherwise every field except ``expected``, one ``key: value`` per line
        (``{"topic": "autumn leaves"}`` becomes ``"topic: autumn leaves"``).
     The same fields are also put in the session state, so an instruction may say ``{topic}``.
+    An image or video field shows as its label (``[image: photo]``): the media itself reaches
+    the agent as a part of the message (:func:`studio.model.media.example_media`).
     """
+    example = without_media(example)
     key = input_key or (INPUT_KEY if INPUT_KEY in example else None)
     if key is not None:
         if key not in example:
@@ -233,7 +257,10 @@ def example_expected(example: dict[str, Any]) -> str | None:
 
 
 def example_state(example: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in example.items() if k != EXPECTED_KEY}
+    """The session state an example starts with: its fields except ``expected``, an image or
+    video as its label, so ``{photo}`` in an instruction names the attached image instead of
+    pouring its base64 into the prompt."""
+    return {k: v for k, v in without_media(example).items() if k != EXPECTED_KEY}
 
 
 def _as_text(value: Any) -> str:
@@ -290,6 +317,9 @@ class RunStatus(StrEnum):
 class Split(StrEnum):
     TRAIN = "train"
     VAL = "val"
+    TEST = "test"
+    """Held out: the loop never samples, reflects on or selects with it (the overfitting guard
+    scores the baseline and the best candidate on it once the run ends)."""
 
 
 class TrialPhase(StrEnum):
@@ -301,6 +331,8 @@ class TrialPhase(StrEnum):
     """The proposed child on the same minibatch."""
     PROBE = "probe"
     """A one-off 'try on one example' from the studio."""
+    TEST = "test"
+    """The baseline or the best candidate on the held-out test set (never seen by the loop)."""
 
 
 class ProposalStatus(StrEnum):
@@ -313,6 +345,27 @@ class ProposalStatus(StrEnum):
     """Replaced by an edited proposal that is scored and comes back to the gate."""
     INVALID = "invalid"
     """Empty, unchanged, duplicate, or a schema/YAML that does not validate."""
+
+
+class ProposalKind(StrEnum):
+    REFLECTION = "reflection"
+    """A reflection agent rewrote one component of one parent."""
+    MERGE = "merge"
+    """GEPA's merge: whole components taken from two parents (see :class:`MergeDetail`)."""
+
+
+class MergeDetail(BaseModel):
+    """Where a merge's components come from. Component keys are opaque: never parsed."""
+
+    parents: list[int] = Field(min_length=2, max_length=2)
+    """The two pool candidates merged (ids); the child's ``parent_ids``."""
+    ancestor: int
+    """Their common ancestor, against which "improved" is judged."""
+    sources: dict[str, int]
+    """Component key -> id of the candidate it is taken from: the parent that changed it since
+    the ancestor, or the ancestor when neither did."""
+    subsample: list[int] = Field(default_factory=list)
+    """Validation example ids the child is judged on against both parents."""
 
 
 class DecisionAction(StrEnum):
@@ -504,6 +557,14 @@ class Proposal(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     decided_at: datetime | None = None
     """When the (first and only) decision on it was made."""
+    kind: ProposalKind = ProposalKind.REFLECTION
+    merge: MergeDetail | None = None
+    """For a merge: its two parents and which component comes from which (``parent_id`` is
+    the first parent, ``component`` empty and ``text`` a one-line summary)."""
+
+    @property
+    def is_merge(self) -> bool:
+        return self.kind is ProposalKind.MERGE
 
 
 class Decision(BaseModel):
@@ -534,6 +595,7 @@ class EventKind(StrEnum):
     RUN_PAUSED = "run_paused"
     RUN_RESUMED = "run_resumed"
     RUN_FINISHED = "run_finished"
+    TEST_SCORED = "test_scored"
     TRIAL_COMMITTED = "trial_committed"
     REVIEW_TIME = "review_time"
     """A person reviewed one trial on the Review page: ``trial_id``, ``seconds``, ``action``
@@ -585,6 +647,20 @@ class ReflectionSpec(BaseModel):
     """Template for the instruction component; must contain {component_text} and {trials}."""
 
 
+class ForkOrigin(BaseModel):
+    """Where a forked run's seed comes from: a candidate of another run, its components copied
+    (so the fork runs even if the source run is deleted)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    candidate_id: int
+    candidate_index: int
+    components: dict[str, str]
+    """The candidate's component texts, keyed as the run's components are (``instruction`` or
+    ``writer.instruction``): the fork's candidate #0."""
+
+
 class RunSpec(BaseModel):
     """Everything needed to rebuild a run's agents, stored with the run (never any API key)."""
 
@@ -607,6 +683,8 @@ class RunSpec(BaseModel):
     resumable: bool = True
     """False when the run was started from live Python objects that cannot be rebuilt."""
     project: str | None = None
+    forked_from: ForkOrigin | None = None
+    """Set on a fork: its seed candidate is that candidate's components, not the agent's."""
 
     @property
     def is_group(self) -> bool:

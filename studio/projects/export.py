@@ -1,5 +1,6 @@
-"""Export a run's candidates and trials (JSONL: one file; CSV: one file each), streamed: trials
-are read and written a batch at a time, so a 100,000-trial run exports in constant memory.
+"""Export a run's candidates, the provenance of its best candidate's sentences, and its trials
+(JSONL: one file; CSV: one file each), streamed: trials are read and written a batch at a time,
+so a 100,000-trial run exports in constant memory.
 
 Secrets in the environment are redacted; JSON is strict (NaN and infinities become ``null``); CSV
 cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR) are
@@ -16,10 +17,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from studio.engine.holdout import load_holdout, test_means
 from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
 from studio.model.jsontools import finite_json
+from studio.model.records import Split
 from studio.model.redaction import redact, secret_values
+from studio.projects.provenance import load_provenance
 from studio.store import Store
 
 FORMATS = ("jsonl", "csv")
@@ -51,13 +55,32 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
     without its per-proposal iteration history, which an export does not write); candidates are
     read a batch at a time."""
     scores = scores or pool_scores(store, store.get_run(run_id))
+    tested = tested_means(store, run_id)
     for c in store.iter_candidates(run_id):
         yield {
             "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
             "pooled": c.pooled, "mean_score": scores.means.get(c.id),
+            **({} if tested is None else {"test_mean": tested.get(c.id)}),
             "on_front": c.id in scores.front, "best": c.id == scores.best_id,
             **{f"component.{k}": v for k, v in c.components.items()},
         }
+
+
+def tested_means(store: Store, run_id: str) -> dict[int, float | None] | None:
+    """The held-out test set's mean per candidate scored on it (the baseline and the best);
+    None for a run without a test set (its export keeps the columns it always had)."""
+    test_ids = [e.id for e in store.examples(run_id, Split.TEST)]
+    if not test_ids:
+        return None
+    scored = {c for c, _ in store.effective_scores(run_id, example_ids=test_ids)}
+    return test_means(store, run_id, test_ids, sorted(scored))
+
+
+def iter_guard_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """The overfitting guard's report (train/val/test means, gains, verdict), for a run with a
+    test set."""
+    if store.examples(run_id, Split.TEST):
+        yield load_holdout(store, run_id).to_dict()
 
 
 def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
@@ -66,10 +89,25 @@ def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
         yield trial_record(trial)
 
 
+def provenance_records(store: Store, run_id: str, scores: PoolScores | None = None
+                       ) -> list[dict[str, Any]]:
+    """The best candidate's sentences (lines for JSON/YAML components), each with the proposal
+    that introduced it (:mod:`studio.projects.provenance`); none before the seed exists."""
+    indexes = store.candidate_indexes(run_id)
+    if not indexes:
+        return []
+    best = (scores or pool_scores(store, store.get_run(run_id))).best_id
+    index = indexes[best] if best in indexes else min(indexes.values())
+    return list(load_provenance(store, run_id, index).rows())
+
+
 def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
     """The JSONL export, line by line (redacted, strict JSON): what :func:`export_run` writes,
     for a caller that streams it elsewhere (a download, a socket)."""
-    for kind, rows in (("candidate", iter_candidate_records(store, run_id)),
+    scores = pool_scores(store, store.get_run(run_id))
+    for kind, rows in (("candidate", iter_candidate_records(store, run_id, scores)),
+                       ("test_guard", iter_guard_records(store, run_id)),
+                       ("provenance", provenance_records(store, run_id, scores)),
                        ("trial", iter_trial_records(store, run_id))):
         for row in rows:
             yield redact(strict_json({"type": kind, **row})) + "\n"
@@ -92,7 +130,8 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
             handle.writelines(jsonl_lines(store, run_id))
         return [path]
     stem = base.with_suffix("") if base.suffix else base
-    paths = [Path(f"{stem}_candidates.csv"), Path(f"{stem}_trials.csv")]
+    paths = [Path(f"{stem}_candidates.csv"), Path(f"{stem}_trials.csv"),
+             Path(f"{stem}_provenance.csv")]
     for path in paths:
         check_target(path)
     scores = pool_scores(store, store.get_run(run_id))
@@ -101,6 +140,8 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
         columns += [k for k in row if k not in columns]
     with paths[0].open("w", newline="", encoding="utf-8") as handle:
         handle.writelines(csv_lines(iter_candidate_records(store, run_id, scores), columns))
+    with paths[2].open("w", newline="", encoding="utf-8") as handle:
+        handle.writelines(csv_lines(provenance_records(store, run_id, scores)))
     del scores, columns  # the pool's scores grow with the pool: not kept while trials stream
     with paths[1].open("w", newline="", encoding="utf-8") as handle:
         handle.writelines(csv_lines(iter_trial_records(store, run_id)))

@@ -31,6 +31,7 @@ import math
 import os
 import random
 import typing
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from studio.engine.components import check_components
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
+from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
@@ -182,12 +184,20 @@ class DatasetSection(BaseModel):
 
     train: list[dict[str, Any]] | DataSource | None = None
     val: list[dict[str, Any]] | DataSource | None = None
+    test: list[dict[str, Any]] | DataSource | None = None
+    """Held out: never seen by the loop; the baseline and the best candidate are scored on it
+    when the run ends (the overfitting guard). Same rules and input fields as ``train``."""
     split: SplitSection = Field(default_factory=SplitSection)
     """Carve a validation set out of ``train`` when ``val`` is not given."""
     input_column: str | None = None
     """Column whose value is the agent's input text (default: all fields as ``key: value``)."""
     expected_column: str | None = None
     """Column holding the reference answer (stored as ``expected``)."""
+    images: list[str] = Field(default_factory=list)
+    """Columns holding image (or MP4/WEBM video) paths, relative to the dataset file's folder
+    (inline rows: the project file's) and never outside it, or data URIs. Paths are read when
+    the dataset loads and stored as data URIs. A value that is an image data URI is an image
+    in any column."""
 
     @model_validator(mode="after")
     def _needs_train(self) -> DatasetSection:
@@ -479,17 +489,45 @@ def dump_project(project: ProjectFile) -> str:
     """The project as YAML, for storing: secrets from the environment redacted in the values
     (so the text always parses again, unlike replacing inside the YAML text)."""
     data = redact_data(project.model_dump(mode="json", by_alias=True, exclude_defaults=False))
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(_without_unused_sections(data), sort_keys=False, allow_unicode=True)
+
+
+_OPTIONAL_KEYS = {"": ("agent", "agents", "workflow", "primary"),
+                  "agent": ("output_key", "tools"), "dataset": ("images",)}
+"""Keys left out of a stored project while unused (empty or None), so a one-agent project reads
+as it always did; every other field is written out with its value."""
+
+
+def _without_unused_sections(data: dict[str, Any]) -> dict[str, Any]:
+    def prune(section: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        return {k: v for k, v in section.items() if k not in keys or v not in (None, [], {})}
+
+    data = prune(data, _OPTIONAL_KEYS[""])
+    for name in ("agent", "dataset"):
+        if isinstance(data.get(name), dict):
+            data[name] = prune(data[name], _OPTIONAL_KEYS[name])
+    if data.get("agents"):
+        data["agents"] = [prune(a, _OPTIONAL_KEYS["agent"]) for a in data["agents"]]
+    return data
 
 
 # --------------------------------------------------------------------------- datasets
 
 
 def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: str,
-              origin: Origin = Origin.LOCAL) -> list[dict[str, Any]]:
+              origin: Origin = Origin.LOCAL, images: list[str] | None = None
+              ) -> list[dict[str, Any]]:
+    """The rows of a dataset source, image paths in the ``images`` columns read as data URIs
+    (relative to the dataset file's folder, or ``base_dir`` for inline rows)."""
     if isinstance(source, list):
-        return source
+        return resolve_images(source, images or [], base_dir, where, origin)
     path = dataset_path(source, base_dir, where, origin)
+    return resolve_images(read_rows(path, source, where), images or [], path.parent, where,
+                          origin)
+
+
+def read_rows(path: Path, source: DataSource, where: str) -> list[dict[str, Any]]:
+    """The rows of a CSV or JSONL dataset file (bounded, UTF-8 only)."""
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
         raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
@@ -500,6 +538,45 @@ def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: 
         raise DatasetError(f"the file {source.path} has no rows", where=f"{where}.path",
                            value=source.path)
     return rows
+
+
+def resolve_images(rows: list[Any], columns: list[str], folder: Path, where: str,
+                   origin: Origin) -> list[Any]:
+    """Rows with each image path in ``columns`` replaced by the file's data URI (empty cells
+    and data URIs are kept as they are).
+
+    Raises:
+        DatasetError: naming the row and the column of a missing column, a path that leads
+            outside ``folder``, a file that is missing, too large or not an image, or a path
+            in a project from the browser (which cannot read server files).
+    """
+    if not columns:
+        return rows
+    resolved = []
+    for i, row in enumerate(rows):
+        updates = {}
+        for column in columns if isinstance(row, dict) else ():
+            cell = f"{where}[{i}].{column}"
+            if column not in row:
+                raise DatasetError(f"row {i} has no column {column!r} (dataset.images); "
+                                   f"columns: {sorted(row)}", where=cell)
+            value = row[column]
+            if value is None or value == "" or is_media_uri(value):
+                continue
+            updates[column] = _image_from_cell(value, folder, cell, origin)
+        resolved.append({**row, **updates} if updates else row)
+    return resolved
+
+
+def _image_from_cell(value: Any, folder: Path, cell: str, origin: Origin) -> str:
+    if not isinstance(value, str):
+        raise DatasetError(f"an image column holds a path or a data URI, got "
+                           f"{type(value).__name__} {value!r}"[:200], where=cell)
+    if origin is Origin.BROWSER:
+        raise DatasetError(f"image {value[:100]!r}: a project from the browser cannot read "
+                           "files on the server; embed the image as a data URI "
+                           "(data:image/png;base64,...)", where=cell, value=value[:100])
+    return media_from_path(value, folder, where=cell)
 
 
 def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin) -> Path:
@@ -704,15 +781,36 @@ def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None
 def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     dataset = project.dataset
-    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin), dataset,
-                         "dataset.train")
+    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin,
+                                   dataset.images), dataset, "dataset.train")
     val = None
     if dataset.val is not None:
-        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin), dataset,
-                           "dataset.val")
+        val = prepare_rows(load_rows(dataset.val, base_dir, "dataset.val", origin,
+                                     dataset.images), dataset, "dataset.val")
     elif dataset.split.val_fraction > 0:
         train, val = split_rows(train, dataset.split)
     return train, val
+
+
+def resolve_testset(project: ProjectFile, base_dir: Path, *, source: str | None = None,
+                    origin: Origin = Origin.LOCAL) -> list[dict[str, Any]] | None:
+    """The project's held-out test rows (``dataset.test``), read and checked as ``train`` is;
+    None without one.
+
+    Raises:
+        DatasetError: naming the project file (``source``), the field and the problem.
+    """
+    dataset = project.dataset
+    if dataset.test is None:
+        return None
+    try:
+        rows = load_rows(dataset.test, base_dir, "dataset.test", origin, dataset.images)
+        return prepare_rows(rows, dataset, "dataset.test")
+    except DatasetError as exc:
+        if source is None:
+            raise
+        where = f"{source}: {exc.where}" if exc.where else source
+        raise DatasetError(exc.message, where=where, value=exc.value) from exc
 
 
 def split_rows(rows: list[dict[str, Any]], split: SplitSection
@@ -727,11 +825,15 @@ def split_rows(rows: list[dict[str, Any]], split: SplitSection
 
 
 def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
-    """A self-contained copy (file sources replaced by their rows), for storing in the DB."""
+    """A self-contained copy (file sources replaced by their rows, image paths by data URIs),
+    for storing in the DB."""
+    images = project.dataset.images
     dataset = project.dataset.model_copy(update={
-        "train": load_rows(project.dataset.train, base_dir, "dataset.train"),
-        "val": None if project.dataset.val is None else load_rows(project.dataset.val, base_dir,
-                                                                  "dataset.val"),
+        "train": load_rows(project.dataset.train, base_dir, "dataset.train", images=images),
+        "val": None if project.dataset.val is None else load_rows(
+            project.dataset.val, base_dir, "dataset.val", images=images),
+        "test": None if project.dataset.test is None else load_rows(
+            project.dataset.test, base_dir, "dataset.test", images=images),
     })
     return project.model_copy(update={"dataset": dataset})
 
@@ -743,20 +845,39 @@ def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
     """Check the project as ``studio validate`` does, then create its run (it starts when handed
     to the run manager)."""
     config = config or project.run
-    train, val = check_project(project, base_dir, source=source or project.name, origin=origin,
-                               config=config)
-    return create_run(store, spec=project.run_spec(), trainset=train, valset=val,
-                      config=config, name=name or project.name, project_id=project_id)
+    sets = check_project_datasets(project, base_dir, source=source or project.name,
+                                  origin=origin, config=config)
+    return create_run(store, spec=project.run_spec(), trainset=sets.train, valset=sets.val,
+                      testset=sets.test, config=config, name=name or project.name,
+                      project_id=project_id)
 
 
 # --------------------------------------------------------------------------- whole-project check
 
 
+@dataclass(frozen=True)
+class ProjectDatasets:
+    """A checked project's rows, as its run stores them."""
+
+    train: list[dict[str, Any]]
+    val: list[dict[str, Any]] | None
+    test: list[dict[str, Any]] | None
+
+
 def check_project(project: ProjectFile, base_dir: Path, *, source: str,
                   origin: Origin = Origin.LOCAL, config: EvolutionConfig | None = None
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """:func:`check_project_datasets`, returning ``(trainset, valset or None)``."""
+    sets = check_project_datasets(project, base_dir, source=source, origin=origin,
+                                  config=config)
+    return sets.train, sets.val
+
+
+def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
+                           origin: Origin = Origin.LOCAL, config: EvolutionConfig | None = None
+                           ) -> ProjectDatasets:
     """Every check a run makes before its first model call; ``studio validate`` and every way of
-    starting a run use this one function. Returns ``(trainset, valset or None)``.
+    starting a run use this one function.
 
     Raises:
         ConfigError (and subclasses): naming ``source``, the field and what to do.
@@ -765,11 +886,12 @@ def check_project(project: ProjectFile, base_dir: Path, *, source: str,
     check_trust(project, origin, source)
     _check_columns(project.dataset, source)
     train, val = resolve_datasets(project, base_dir, source=source, origin=origin)
+    test = resolve_testset(project, base_dir, source=source, origin=origin)
     _check_critic(project.critic, source)
     _check_budget(config, train, val, source)
     spec = project.run_spec()
     try:
-        _check_run_inputs(spec, train, val)
+        _check_run_inputs(spec, train, val, test)
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
     _check_buildable(spec, config, source)
@@ -777,7 +899,7 @@ def check_project(project: ProjectFile, base_dir: Path, *, source: str,
         complete_spec(spec)  # a workflow by reference: its components name its agents
     except ConfigError as exc:
         raise _located(exc, source, "components") from exc
-    return train, val
+    return ProjectDatasets(train, val, test)
 
 
 def _located(exc: ConfigError, source: str, field: str) -> ConfigError:
@@ -824,11 +946,13 @@ def _check_critic(critic: CriticSection, source: str) -> None:
                                value=score)
 
 
-def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None) -> None:
+def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None,
+                      test: list[dict] | None = None) -> None:
     """What :func:`studio.engine.build.create_run` checks, before anything is stored."""
     train = validate_examples(train, name="trainset")
-    if val is not None:
-        check_valset(train, validate_examples(val, name="valset"))
+    for name, rows in (("valset", val), ("testset", test)):
+        if rows is not None:
+            check_valset(train, validate_examples(rows, name=name), name)
     check_components(spec.components)
     if spec.reflection.instruction is not None:
         check_reflection_instruction(spec.reflection.instruction)

@@ -15,11 +15,17 @@ from typing import Any
 
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
-from studio.engine.build import check_spec_models, critic_for_run
+from studio.engine.build import (
+    check_spec_models,
+    critic_for_run,
+    spec_agent,
+    spec_model,
+    workflow_context,
+)
 from studio.model.feedback import Feedback
+from studio.model.media import example_media
 from studio.model.records import RunSpec, example_expected, example_input_text, example_state
 from studio.projects.files import Origin, check_spec_trust
-from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 
 
@@ -62,16 +68,19 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
     spec = project_or_spec if isinstance(project_or_spec, RunSpec) else project_or_spec.run_spec()
     check_spec_trust(spec, origin, f"project {spec.project or ''!r}")
     check_spec_models(spec)
-    agent = build_agent(spec.agent) if spec.agent is not None else load_agent(spec.agent_ref or "")
+    agent = spec_agent(spec)  # a group's agents run as their workflow
     executor = AgentExecutor(max_concurrency=2, timeout_s=timeout_s, max_retries=1,
                              app_name="probe")
-    default_model = spec.agent.model if spec.agent is not None else "local/smollm2"
+    default_model = spec_model(spec)
+    scored = workflow_context(agent, spec.primary).get("primary")
     critic = critic_for_run(spec.critic, executor, default_model)
     input_text = example_input_text(example, spec.input_key)
     result = ProbeResult(input_text=input_text)
 
     started = time.perf_counter()
-    run = await executor.execute(agent, input_text, state=example_state(example))
+    media = example_media(example)
+    run = await executor.execute(agent, input_text, state=example_state(example), media=media,
+                                 output_author=scored)
     result.agent_seconds = time.perf_counter() - started
     result.output, result.trace = run.output, run.trace
     if run.error is not None:
@@ -80,7 +89,8 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
 
     started = time.perf_counter()
     sample = Sample(input_text=input_text, output=run.output,
-                    expected=example_expected(example), example=example, trace=run.trace)
+                    expected=example_expected(example), example=example, trace=run.trace,
+                    media=tuple(media))
     result.feedback, result.error = await judge_sample(critic, sample)
     result.score = result.feedback.score
     result.critic_seconds = time.perf_counter() - started

@@ -8,11 +8,12 @@ with messages the studio shows next to the control that was used.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from studio.engine.build import build_engine
 from studio.engine.gates import latest_pending
+from studio.engine.merge import stored_evidence
 from studio.engine.pool import load_view, minibatch_evidence
 from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.engine.worker import get_manager
@@ -42,6 +43,7 @@ from studio.projects.files import (
     load_project,
     parse_project,
     resolve_datasets,
+    resolve_testset,
     start_run,
 )
 from studio.store import Store
@@ -83,6 +85,11 @@ def import_example(store: Store, path: Path) -> Project:
     project, base_dir = load_project(path)
     project = inline_datasets(project, base_dir)
     text = dump_project(project)
+    if len(text) > MAX_PROJECT_BYTES:  # it could be stored, but never read back
+        raise ProjectFileError(f"with its datasets inlined (images as data URIs) the project is "
+                               f"{len(text):,} characters; the limit is {MAX_PROJECT_BYTES:,}: "
+                               "run it from the command line (`studio run`) instead",
+                               where=str(path))
     existing = store.find_project(project.name)
     if existing is not None and existing.yaml == text:
         return existing
@@ -140,6 +147,7 @@ def check_browser_project(project: ProjectFile, source: str) -> None:
     """What a project from the browser may not do: load code, read server files, bad rows."""
     check_trust(project, Origin.BROWSER, source)
     resolve_datasets(project, Path("."), source=source, origin=Origin.BROWSER)
+    resolve_testset(project, Path("."), source=source, origin=Origin.BROWSER)
 
 
 def save_project(store: Store, project: ProjectFile, project_id: int | None) -> Project:
@@ -246,9 +254,15 @@ class ProposalEvidence:
     child_sum: float
     compared: int
     rule_accepts: bool
+    parent_sums: dict[int, float] = field(default_factory=dict)
+    """A merge's two parents' sums (``parent`` holds the better one's trials)."""
 
 
 def proposal_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
+    """The evidence a person decides on; for a merge, the better parent against the child on
+    the merge's validation subsample."""
+    if proposal.is_merge:
+        return _merge_evidence(store, proposal)
 
     child = [t for t in store.trials(proposal.run_id, proposal_id=proposal.id)
              if t.phase is TrialPhase.CHILD]
@@ -264,6 +278,17 @@ def proposal_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
     evidence = minibatch_evidence(parent, child)
     return ProposalEvidence(proposal, parent, child, evidence.parent_sum, evidence.child_sum,
                             evidence.compared, evidence.rule_accepts)
+
+
+def _merge_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
+    examples = proposal.merge.subsample
+    found = stored_evidence(store, proposal)
+    better = store.first_trials(found.better_parent, examples)
+    child = store.first_trials(proposal.child_id, examples) if proposal.child_id else {}
+    return ProposalEvidence(proposal, [better[e] for e in examples if e in better],
+                            [child[e] for e in examples if e in child], found.parent_sum,
+                            found.child_sum, found.compared, found.rule_accepts,
+                            found.parent_sums)
 
 
 def _minibatch(store: Store, proposal: Proposal) -> list[int]:
@@ -288,6 +313,8 @@ class RunEffect:
     parent_sum: float | None = None
     child_sum: float | None = None
     rule_accepts: bool | None = None
+    pending_is_merge: bool = False
+    """Then ``parent_sum`` is the better parent's and the rule accepts at or above it."""
 
 
 def run_effect(store: Store, run_id: str) -> RunEffect:
@@ -302,6 +329,7 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
         effect.parent_sum = evidence.parent_sum
         effect.child_sum = evidence.child_sum
         effect.rule_accepts = evidence.rule_accepts
+        effect.pending_is_merge = proposal.is_merge
     return effect
 
 
@@ -317,12 +345,14 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False) -> l
     if pending_only:
         proposals = [waiting] if waiting is not None else []
     decisions = {d.proposal_id: d for d in reversed(store.decisions(run_id))}
+    index = store.candidate_indexes(run_id)
     rows = []
     for proposal in proposals:
         evidence = proposal_evidence(store, proposal)
         decision = decisions.get(proposal.id)
         rows.append({
-            "id": proposal.id, "iteration": proposal.iteration, "component": proposal.component,
+            "id": proposal.id, "iteration": proposal.iteration, "kind": proposal.kind.value,
+            "component": proposal.component, "merge": _merge_row(proposal, index),
             "status": proposal.status.value, "waiting_for_you": proposal is waiting,
             "parent_sum": round(evidence.parent_sum, 4),
             "child_sum": round(evidence.child_sum, 4), "rule_accepts": evidence.rule_accepts,
@@ -332,6 +362,17 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False) -> l
             "decided_at": decision.created_at.isoformat() if decision else None,
             "note": proposal.invalid_reason})
     return rows
+
+
+def _merge_row(proposal: Proposal, index: dict[int, int]) -> dict | None:
+    """A merge's parents and each component's source, as candidate indexes (``#n`` in the
+    studio)."""
+    if proposal.merge is None:
+        return None
+    return {"parents": [index.get(p) for p in proposal.merge.parents],
+            "ancestor": index.get(proposal.merge.ancestor),
+            "sources": {key: index.get(source)
+                        for key, source in proposal.merge.sources.items()}}
 
 
 def trial_rows(store: Store, run_id: str, *, candidate_id: int | None = None,

@@ -21,11 +21,13 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from studio.model.errors import ConfigError, StudioError
 from studio.model.jsontools import to_jsonable
 from studio.model.limits import clip
+from studio.model.media import Media
 from studio.model.redaction import redact
 from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
@@ -114,6 +116,7 @@ class AgentExecutor:
         output_author: str | None = None,
         content: Any = None,
         timeout_s: float | None = None,
+        media: Sequence[Media] = (),
     ) -> ExecutionResult:
         """Run ``agent`` on ``input_text``.
 
@@ -121,14 +124,17 @@ class AgentExecutor:
         session holding ``state`` is created and deleted afterwards. ``output_author`` picks whose
         reply is the output in a workflow (its last one; default: the last reply of anyone).
         ``content`` (an ADK ``Content``) is sent instead of the text when given; ``timeout_s``
-        replaces the executor's per-attempt limit for this call.
+        replaces the executor's per-attempt limit for this call. ``media`` (an example's images
+        and videos) follow the text in the user message as inline-data parts, which ADK's
+        LiteLLM adapter sends as ``image_url`` / ``video_url`` content parts.
         """
         app = app_name or self.app_name
         limit = timeout_s or self.timeout_s
+        message = content or user_message(input_text, media)
         async with self._semaphore():
             started = time.perf_counter()
-            result = await self._with_retries(agent, input_text, state, session_id, app,
-                                              output_author, content=content, timeout_s=limit)
+            result = await self._with_retries(agent, message, state, session_id, app,
+                                              output_author, timeout_s=limit)
             result.execution_time_seconds = time.perf_counter() - started
             result.trace["latency_s"] = round(result.latency_s, 4)
             return result
@@ -207,16 +213,16 @@ class AgentExecutor:
             self._runners.popitem(last=False)
         return runner
 
-    async def _with_retries(self, agent, input_text, state, session_id, app, output_author=None,
-                            *, content=None, timeout_s: float) -> ExecutionResult:
+    async def _with_retries(self, agent, message, state, session_id, app, output_author=None,
+                            *, timeout_s: float) -> ExecutionResult:
         retryable = _retryable_errors()
         attempt = 0
         while True:
             attempt += 1
             try:
                 async with asyncio.timeout(timeout_s):
-                    result = await self._run_once(agent, input_text, state, session_id, app,
-                                                  output_author, content)
+                    result = await self._run_once(agent, message, state, session_id, app,
+                                                  output_author)
                 result.attempts = attempt
                 return result
             except retryable as exc:
@@ -231,10 +237,8 @@ class AgentExecutor:
             except Exception as exc:  # a failure on one example is a result, not a crash
                 return _failure(exc, attempt, session_id, timeout_s=timeout_s)
 
-    async def _run_once(self, agent, input_text, state, session_id, app, output_author=None,
-                        content=None) -> ExecutionResult:
-        from google.genai import types
-
+    async def _run_once(self, agent, message, state, session_id, app,
+                        output_author=None) -> ExecutionResult:
         runner = self._runner(agent, app)
         own_session = session_id is None
         if own_session:
@@ -243,8 +247,7 @@ class AgentExecutor:
                 session_id=uuid.uuid4().hex,
             )
             session_id = session.id
-        recorder = _TraceRecorder(input_text)
-        message = content or types.Content(role="user", parts=[types.Part(text=input_text)])
+        recorder = _TraceRecorder()
         try:
             async for event in runner.run_async(
                 user_id=self.user_id, session_id=session_id, new_message=message
@@ -262,6 +265,16 @@ class AgentExecutor:
             status=ExecutionStatus.SUCCESS, session_id=session_id, extracted_value=output or None,
             captured_events=trace["events"], trace=trace,
         )
+
+
+def user_message(input_text: str, media: Sequence[Media] = ()) -> Any:
+    """The user's turn: the text, then each image or video as an inline-data part."""
+    from google.genai import types
+
+    parts = [types.Part(text=input_text)]
+    parts += [types.Part(inline_data=types.Blob(data=m.data, mime_type=m.mime_type))
+              for m in media]
+    return types.Content(role="user", parts=parts)
 
 
 def _name(agent: Any) -> str:
@@ -347,7 +360,7 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
 class _TraceRecorder:
     """Condenses ADK events into the trajectory trace shown to reflection and to people."""
 
-    def __init__(self, input_text: str) -> None:
+    def __init__(self, input_text: str = "") -> None:
         self.events: list[dict[str, Any]] = []
         self.tool_calls: list[dict[str, Any]] = []
         self.state_delta: dict[str, Any] = {}

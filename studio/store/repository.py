@@ -36,6 +36,7 @@ from studio.model.records import (
     Override,
     Project,
     Proposal,
+    ProposalKind,
     ProposalStatus,
     Run,
     RunEvent,
@@ -395,6 +396,15 @@ class Store:
         with self.engine.connect() as c:
             return [_model(Example, r, **_EXAMPLE_RENAME) for r in c.execute(query)]
 
+    @_guard
+    def get_example(self, example_id: int) -> Example:
+        """One example (a trial view reads its images from it)."""
+        with self.engine.connect() as c:
+            row = c.execute(select(t.examples).where(t.examples.c.id == example_id)).first()
+        if row is None:
+            raise NotFoundError(f"example {example_id} does not exist")
+        return _model(Example, row, **_EXAMPLE_RENAME)
+
     # ------------------------------------------------------------------ candidates
 
     @_guard
@@ -652,10 +662,15 @@ class Store:
         return rows, active
 
     @_guard
-    def count_trials(self, run_id: str) -> int:
+    def count_trials(self, run_id: str, *, loop_only: bool = False) -> int:
+        """A run's trials; ``loop_only`` leaves out the held-out test set's (the metric-call
+        budget counts what the loop judged)."""
+        where = [t.trials.c.run_id == run_id]
+        if loop_only:
+            where.append(t.trials.c.split != Split.TEST.value)
         with self.engine.connect() as c:
             return c.execute(select(func.count()).select_from(t.trials)
-                             .where(t.trials.c.run_id == run_id)).scalar_one()
+                             .where(*where)).scalar_one()
 
     @staticmethod
     def _trial(row: Row, override: Override | None) -> Trial:
@@ -767,12 +782,15 @@ class Store:
 
     @_guard
     def proposals(self, run_id: str, *, status: ProposalStatus | None = None,
-                  iteration: int | None = None) -> list[Proposal]:
+                  iteration: int | None = None, kind: ProposalKind | None = None
+                  ) -> list[Proposal]:
         query = select(t.proposals).where(t.proposals.c.run_id == run_id)
         if status is not None:
             query = query.where(t.proposals.c.status == ProposalStatus(status).value)
         if iteration is not None:
             query = query.where(t.proposals.c.iteration == iteration)
+        if kind is not None:
+            query = query.where(t.proposals.c.kind == ProposalKind(kind).value)
         with self.engine.connect() as c:
             return [_model(Proposal, r) for r in c.execute(query.order_by(t.proposals.c.id))]
 

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class UTCDateTime(TypeDecorator):
@@ -159,7 +159,7 @@ proposals = Table(
     Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("iteration", Integer, nullable=False),
     Column("parent_id", Integer, nullable=False),
-    Column("component", String(40), nullable=False),
+    Column("component", String(200), nullable=False),  # 40 before version 5
     Column("text", Text, nullable=False),
     Column("reasoning", Text, nullable=False, default=""),
     Column("status", String(12), nullable=False),
@@ -168,6 +168,9 @@ proposals = Table(
     Column("invalid_reason", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Column("decided_at", UTCDateTime),
+    Column("kind", String(12), nullable=False, default="reflection",
+           server_default="reflection"),  # added in version 5
+    Column("merge", JSON),  # added in version 5
     Index("ix_proposals_run", "run_id", "iteration"),
 )
 
@@ -263,11 +266,23 @@ def _v3_to_v4(connection: Connection) -> None:
         connection.execute(text(statement))
 
 
+def _v4_to_v5(connection: Connection) -> None:
+    """Version 5 records merges: ``proposals.kind`` (``reflection`` for every older row) and
+    ``proposals.merge`` (the two parents and which component came from which, JSON), and widens
+    ``proposals.component`` to 200 characters for keys such as ``writer.instruction`` (SQLite
+    does not enforce a length, so only PostgreSQL needs it). Idempotent."""
+    _add_column(connection, "proposals", "kind",
+                "VARCHAR(12) NOT NULL DEFAULT 'reflection'")
+    _add_column(connection, "proposals", "merge", "JSON")
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("ALTER TABLE proposals ALTER COLUMN component TYPE VARCHAR(200)"))
+
+
 def _add_column(connection: Connection, table: str, column: str, sql_type: str) -> None:
     if column not in {c["name"] for c in inspect(connection).get_columns(table)}:
         connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                        3: _v3_to_v4}
+                                                        3: _v3_to_v4, 4: _v4_to_v5}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

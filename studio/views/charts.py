@@ -114,9 +114,17 @@ def front_frame(candidates: Sequence[Candidate], means: dict[int, float | None],
 @dataclass
 class Lineage:
     nodes: pd.DataFrame
-    """id, index, x (iteration), y, mean, pooled, on_front, best, status."""
+    """id, index, x (iteration), y, mean, pooled, on_front, best, status, parents (indexes)."""
     edges: list[tuple[int, int]]
-    """(parent id, child id)."""
+    """(parent id, child id), one per parent: a merge's child has two."""
+
+    @property
+    def merge_edges(self) -> list[tuple[int, int]]:
+        """The edges into children of more than one parent (GEPA merges)."""
+        parents: dict[int, int] = {}
+        for _, child in self.edges:
+            parents[child] = parents.get(child, 0) + 1
+        return [(p, c) for p, c in self.edges if parents[c] > 1]
 
 
 def lineage_layout(candidates: Sequence[Candidate], means: dict[int, float | None],
@@ -155,10 +163,11 @@ def lineage_layout(candidates: Sequence[Candidate], means: dict[int, float | Non
         "mean": _nan(means.get(c.id)), "pooled": c.pooled, "on_front": c.id in front,
         "best": c.id == best_id,
         "status": statuses.get(c.id, "pooled" if c.pooled else "not pooled"),
+        "parents": [by_id[p].index for p in c.parent_ids if p in ids],
     } for c in sorted(candidates, key=lambda c: c.index)]
     edges = [(p, c.id) for c in by_id.values() for p in c.parent_ids if p in ids]
     return Lineage(pd.DataFrame(rows, columns=["id", "index", "x", "y", "mean", "pooled",
-                                               "on_front", "best", "status"]), edges)
+                                               "on_front", "best", "status", "parents"]), edges)
 
 
 def _nan(value: float | None) -> float:

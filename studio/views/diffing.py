@@ -132,6 +132,45 @@ def diff_stats(old: str, new: str) -> DiffStats:
     return DiffStats(added, removed, unchanged=(old or "").strip() == (new or "").strip())
 
 
+@dataclass(frozen=True)
+class ComponentChange:
+    """One component of two candidates: its key, name and both texts."""
+
+    key: str
+    component: str
+    old: str
+    new: str
+
+    @property
+    def unchanged(self) -> bool:
+        return (self.old or "").strip() == (self.new or "").strip()
+
+
+@dataclass(frozen=True)
+class AgentChanges:
+    """The components of one agent (``""`` for a single-agent run's unqualified keys)."""
+
+    agent: str
+    changes: tuple[ComponentChange, ...]
+
+    @property
+    def changed(self) -> int:
+        return sum(not c.unchanged for c in self.changes)
+
+
+def changes_by_agent(old: dict[str, str], new: dict[str, str]) -> list[AgentChanges]:
+    """Both candidates' components grouped by agent (``writer.instruction`` under ``writer``),
+    agents and components in the order the first candidate lists them; a component only one of
+    them has compares against empty text."""
+    keys = list(old) + [k for k in new if k not in old]
+    grouped: dict[str, list[ComponentChange]] = {}
+    for key in keys:
+        agent, _, component = key.rpartition(".")
+        grouped.setdefault(agent, []).append(
+            ComponentChange(key, component, old.get(key, ""), new.get(key, "")))
+    return [AgentChanges(agent, tuple(changes)) for agent, changes in grouped.items()]
+
+
 def escape_markdown(text: str) -> str:
     """Text that Streamlit's Markdown shows literally: no links, images, HTML, math or emphasis.
 

@@ -30,6 +30,7 @@ from studio.projects.files import (
     split_rows,
 )
 from studio.runtime.providers import check_model
+from studio.views import builder
 
 DATASET_FORMATS = ("auto", "csv", "jsonl", "json")
 ALL_FIELDS = "(all fields, one 'key: value' per line)"
@@ -37,10 +38,11 @@ NO_EXPECTED = "(none)"
 
 
 def to_fields(project: ProjectFile) -> dict[str, Any]:
-    """Flat editor values for ``project``."""
-    agent, critic, dataset = project.agent, project.critic, project.dataset
+    """Flat editor values for ``project`` (a workflow's agents as :mod:`builder` fields; the
+    single-agent fields then hold the first agent, ready if it becomes one agent again)."""
+    agent, critic, dataset = project.agent or project.agents[0], project.critic, project.dataset
     config = agent.generate_content_config
-    return {
+    return builder.workflow_fields(project) | {
         "name": project.name, "description": project.description,
         "agent_name": agent.name, "agent_model": agent.model,
         "agent_instruction": agent.instruction,
@@ -60,8 +62,10 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
         "train_path": dataset.train.path if isinstance(dataset.train, DataSource) else None,
         "val_rows": dataset.val if isinstance(dataset.val, list) else None,
         "val_path": dataset.val.path if isinstance(dataset.val, DataSource) else None,
+        "test_rows": dataset.test if isinstance(dataset.test, list) else None,
         "input_column": dataset.input_column, "expected_column": dataset.expected_column,
         "val_fraction": dataset.split.val_fraction, "split_seed": dataset.split.seed,
+        "images": list(dataset.images),
         "run": project.run.model_dump(mode="json"),
     }
 
@@ -201,12 +205,13 @@ def check_dataset(fields: dict[str, Any]) -> dict[str, str]:
             "expected_column" if "expected_column" in exc.message else "train_rows")
         errors[key] = exc.message
         return errors
-    if fields.get("val_rows") is not None:
-        try:
-            prepare_rows(fields["val_rows"], section, "dataset.val")
-        except DatasetError as exc:
-            errors["val_rows"] = exc.message
-    elif (fields.get("val_fraction") or 0) > 0:
+    for split in ("val", "test"):
+        if fields.get(f"{split}_rows") is not None:
+            try:
+                prepare_rows(fields[f"{split}_rows"], section, f"dataset.{split}")
+            except DatasetError as exc:
+                errors[f"{split}_rows"] = exc.message
+    if fields.get("val_rows") is None and (fields.get("val_fraction") or 0) > 0:
         try:
             split_rows(train, section.split)
         except DatasetError as exc:
@@ -238,16 +243,20 @@ def training_examples(project: ProjectFile) -> list[dict[str, Any]]:
 def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, str]]:
     """The project the editor describes, or None with an error per field."""
     errors: dict[str, str] = {}
+    workflow = builder.is_workflow(fields)
     if not str(fields.get("name") or "").strip():
         errors["name"] = "a project needs a name"
-    for key in ("agent_model", "reflection_model") + (
+    if workflow:
+        errors.update(builder.check_agents(fields, model_problem))
+    for key in ("reflection_model",) + (() if workflow else ("agent_model",)) + (
             ("critic_model",) if fields.get("critic_type", "agent") == "agent" else ()):
         if fields.get("agent_ref") and key == "agent_model":
             continue
         problem = model_problem(str(fields.get(key) or ""))
         if problem:
             errors[key] = problem
-    agent_schema, problem = parse_schema(fields.get("agent_schema", ""), "agent.output_schema")
+    agent_schema, problem = (None, None) if workflow else parse_schema(
+        fields.get("agent_schema", ""), "agent.output_schema")
     if problem:
         errors["agent_schema"] = problem
     critic_schema = None
@@ -264,18 +273,20 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
     problem = check_reflection(fields.get("reflection_instruction", ""))
     if problem:
         errors["reflection_instruction"] = problem
-    if not fields.get("components"):
+    if not fields.get("components") and not workflow:
         errors["components"] = "choose at least one component to evolve"
     errors.update(check_dataset(fields))
     if errors:
         return None, errors
     data = _project_data(fields, agent_schema, critic_schema, evaluator)
+    if workflow:
+        data = {k: v for k, v in data.items() if k != "agent"} | builder.project_data(fields)
     try:
         return ProjectFile.model_validate(data), {}
     except ValidationError as exc:
-        return None, _field_errors(exc)
+        return None, _field_errors(exc, fields)
     except StudioError as exc:
-        return None, {"project": str(exc)}
+        return None, {"agent_order" if workflow else "project": str(exc)}
 
 
 def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
@@ -307,9 +318,11 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
         "split": {"val_fraction": fields.get("val_fraction") or 0.0,
                   "seed": int(fields.get("split_seed") or 0)},
         "input_column": fields.get("input_column") or None,
-        "expected_column": fields.get("expected_column") or None}
-    if fields.get("val_rows") is not None:
-        dataset["val"] = fields["val_rows"]
+        "expected_column": fields.get("expected_column") or None,
+        "images": list(fields.get("images") or [])}
+    for split in ("val", "test"):
+        if fields.get(f"{split}_rows") is not None:
+            dataset[split] = fields[f"{split}_rows"]
     return {
         "name": str(fields.get("name")).strip(), "description": fields.get("description") or "",
         "agent": agent, "critic": critic,
@@ -338,12 +351,14 @@ _LOC_TO_FIELD = {
 }
 
 
-def _field_errors(exc: ValidationError) -> dict[str, str]:
+def _field_errors(exc: ValidationError, fields: dict[str, Any]) -> dict[str, str]:
     errors: dict[str, str] = {}
     for error in exc.errors():
         loc = tuple(str(p) for p in error["loc"])
-        field = next((f for prefix, f in _LOC_TO_FIELD.items() if loc[:len(prefix)] == prefix),
-                     "run" if loc[:1] == ("run",) else "project")
+        field = builder.field_for(loc, fields) if builder.is_workflow(fields) else None
+        field = field or next((f for prefix, f in _LOC_TO_FIELD.items()
+                               if loc[:len(prefix)] == prefix),
+                              "run" if loc[:1] == ("run",) else "project")
         message = error["msg"].removeprefix("Value error, ")
         errors.setdefault(field, f"{'.'.join(loc)}: {message}")
     return errors

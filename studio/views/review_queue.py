@@ -17,8 +17,9 @@ A trial is put in the first of four groups it qualifies for and keeps every reas
 4. **Never reviewed**: an example none of whose trials a person has reviewed; its newest trial
    stands for it (validation examples first: they decide the front and the best candidate).
 
-A trial a person has reviewed (an active correction, or a recorded review that corrected or
-confirmed it) is never queued. Pure logic: the page reads the store through its loaders.
+A trial a person has reviewed (a correction, even one undone since, or a recorded review that
+corrected or confirmed it) is never queued, nor are probes and test-set trials. Pure logic:
+the page reads the store through its loaders.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ NAME_CHARS = 40
 DEFAULT_REVIEW_SECONDS = 20.0
 """Seconds per trial assumed before any review was timed: reading an input and an output and
 typing a score."""
+
+
+NOT_QUEUED = (TrialPhase.PROBE, TrialPhase.TEST)
+"""A probe is no part of the run; the test set is held out from the loop (a label there
+steers nothing, and reviewing it example by example would let it leak into the person's
+decisions)."""
 
 
 class Group(IntEnum):
@@ -97,23 +104,37 @@ class Flip:
     reason: str
 
 
-def margin_flips(proposal_id: int, parent: Sequence[Trial], child: Sequence[Trial]
-                 ) -> dict[int, Flip]:
-    """Per trial of a pending proposal's evidence, the label that alone would flip GEPA's rule
-    (child sum strictly above parent sum over the examples both have a score on); trials that
-    cannot flip it inside [0, 1] are left out."""
+@dataclass(frozen=True)
+class _Rule:
+    """A pending decision as the flip arithmetic sees it."""
+
+    margin: float
+    """The child's sum minus the parent's, over the examples both have a score on."""
+    accepts: bool
+    inclusive: bool
+    """Whether a score exactly at the bound flips the verdict."""
+    verdict: str
+
+
+def margin_flips(proposal_id: int, parent: Sequence[Trial], child: Sequence[Trial], *,
+                 ties_accept: bool = False) -> dict[int, Flip]:
+    """Per trial of a pending proposal's evidence, the label that alone would flip the rule:
+    GEPA's (child sum strictly above the parent's, over the examples both have a score on), or
+    with ``ties_accept`` a merge's (at or above the better parent's); trials that cannot flip
+    it inside [0, 1] are left out."""
     children = {t.example_id: t for t in child}
     pairs = [(p, children[p.example_id]) for p in parent if p.example_id in children]
     scored = [(p, c) for p, c in pairs
               if p.effective_score is not None and c.effective_score is not None]
     margin = sum(c.effective_score - p.effective_score for p, c in scored)
-    accepts = bool(scored) and margin > EPSILON
-    verdict = _verdict(proposal_id, margin, accepts)
+    accepts = bool(scored) and (margin >= -EPSILON if ties_accept else margin > EPSILON)
+    rule = _Rule(margin, accepts, accepts != ties_accept,
+                 _verdict(proposal_id, margin, accepts))
     flips: dict[int, Flip] = {}
     for parent_trial, child_trial in pairs:
         for trial, partner, is_child in ((child_trial, parent_trial, True),
                                          (parent_trial, child_trial, False)):
-            flip = _flip(trial, partner, is_child, margin, accepts, verdict)
+            flip = _flip(trial, partner, is_child, rule)
             if flip is not None and trial.id is not None:
                 flips[trial.id] = flip
     return flips
@@ -122,49 +143,41 @@ def margin_flips(proposal_id: int, parent: Sequence[Trial], child: Sequence[Tria
 def _verdict(proposal_id: int, margin: float, accepts: bool) -> str:
     rule = f"proposal #{proposal_id}'s rule would {'accept' if accepts else 'reject'}"
     if abs(margin) <= EPSILON:
-        return f"{rule}: the child's and the parent's minibatch sums are equal"
-    return f"{rule}: the child's minibatch sum is {abs(margin):.2f} " \
+        return f"{rule}: the child's and the parent's sums are equal"
+    return f"{rule}: the child's sum is {abs(margin):.2f} " \
            f"{'above' if margin > 0 else 'below'} the parent's"
 
 
-def _flip(trial: Trial, partner: Trial, is_child: bool, margin: float, accepts: bool,
-          verdict: str) -> Flip | None:
+def _flip(trial: Trial, partner: Trial, is_child: bool, rule: _Rule) -> Flip | None:
     role = "child" if is_child else "parent"
-    to = "reject" if accepts else "accept"
-    score = trial.effective_score
-    if score is None:
-        return _unscored_flip(partner, is_child, margin, accepts, verdict, role, to)
-    if partner.effective_score is None:
-        return None
-    gap = abs(margin)
-    down = is_child == accepts  # a child lowers or a parent raises the margin
-    target = score - gap if down else score + gap
-    if (down and (target < -EPSILON or (not accepts and target <= EPSILON))) or \
-            (not down and (target > 1 + EPSILON or (not accepts and target >= 1 - EPSILON))):
-        return None
-    bound = ("≤" if accepts else "<") if down else ("≥" if accepts else ">")
-    return Flip(gap, f"{verdict}; scoring this {role} trial {bound} "
-                     f"{min(1.0, max(0.0, target)):.2f} (the judge gave {score:.2f}) would "
-                     f"flip it to {to}")
-
-
-def _unscored_flip(partner: Trial, is_child: bool, margin: float, accepts: bool, verdict: str,
-                   role: str, to: str) -> Flip | None:
-    other = partner.effective_score
+    score, other = trial.effective_score, partner.effective_score
     if other is None:
         return None
-    # labelling it adds the pair: the margin moves by (label - other) for a child
-    threshold = other - margin if is_child else other + margin
-    if is_child == accepts:
-        feasible, bound = (threshold >= -EPSILON, "≤") if accepts else (threshold > EPSILON, "<")
+    down = is_child == rule.accepts  # a child lowers or a parent raises the margin
+    if score is None:  # a label adds the pair: the margin moves by (label - other) for a child
+        target = other - rule.margin if is_child else other + rule.margin
     else:
-        feasible, bound = (threshold <= 1 + EPSILON, "≥") if accepts else \
-            (threshold < 1 - EPSILON, ">")
-    if not feasible:
+        target = score - abs(rule.margin) if down else score + abs(rule.margin)
+    bound = _bound(target, down, rule.inclusive)
+    if bound is None:
         return None
-    return Flip(None, f"{verdict}; the critic could not score this {role} trial, so the rule "
-                      f"leaves its example out: a score {bound} "
-                      f"{min(1.0, max(0.0, threshold)):.2f} would flip it to {to}")
+    shown = f"{bound} {min(1.0, max(0.0, target)):.2f}"
+    to = "reject" if rule.accepts else "accept"
+    if score is None:
+        return Flip(None, f"{rule.verdict}; the critic could not score this {role} trial, so "
+                          f"the rule leaves its example out: a score {shown} would flip it to "
+                          f"{to}")
+    return Flip(abs(rule.margin), f"{rule.verdict}; scoring this {role} trial {shown} (the "
+                                  f"judge gave {score:.2f}) would flip it to {to}")
+
+
+def _bound(target: float, down: bool, inclusive: bool) -> str | None:
+    """"≤", "<", "≥" or ">" before ``target``; None when no score in [0, 1] satisfies it."""
+    if down:
+        ok = target >= -EPSILON if inclusive else target > EPSILON
+        return ("≤" if inclusive else "<") if ok else None
+    ok = target <= 1 + EPSILON if inclusive else target < 1 - EPSILON
+    return ("≥" if inclusive else ">") if ok else None
 
 
 # --------------------------------------------------------------------------- 2. contradiction
@@ -318,7 +331,8 @@ class _Draft:
 
 def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
                 reviewed_example_ids: set[int], pending_id: int | None = None,
-                parent: Sequence[Trial] = (), child: Sequence[Trial] = ()) -> list[QueueItem]:
+                parent: Sequence[Trial] = (), child: Sequence[Trial] = (),
+                ties_accept: bool = False) -> list[QueueItem]:
     """The queue, most valuable label first.
 
     Args:
@@ -326,9 +340,13 @@ def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
         reviewed_ids: trials a person reviewed (never queued).
         reviewed_example_ids: examples with at least one reviewed trial.
         pending_id, parent, child: the pending proposal and its evidence, if one waits.
+        ties_accept: the pending proposal is a merge (accepted at or above the better parent's
+            sum, the parent given here; a correction that makes the other parent the better
+            one is not modelled).
     """
     drafts: dict[int, _Draft] = {}
-    flips = margin_flips(pending_id, parent, child) if pending_id is not None else {}
+    flips = margin_flips(pending_id, parent, child, ties_accept=ties_accept) \
+        if pending_id is not None else {}
     evidence = {t.id: t for t in (*parent, *child)}
     for trial_id, flip in flips.items():
         trial = evidence[trial_id]
@@ -348,7 +366,7 @@ def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
 
 def _queueable(trial: Trial, reviewed_ids: set[int]) -> bool:
     return trial.id is not None and trial.id not in reviewed_ids and trial.override is None \
-        and trial.phase is not TrialPhase.PROBE
+        and trial.phase not in NOT_QUEUED
 
 
 def _add_doubts(drafts: dict[int, _Draft], trial: Trial) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +17,17 @@ from typing import Any
 import pandas as pd
 
 from studio.model.feedback import Feedback
-from studio.model.records import Decision, Example, Proposal, Run, RunEvent, RunStatus, Trial
+from studio.model.records import (
+    Candidate,
+    Decision,
+    Example,
+    Proposal,
+    Run,
+    RunEvent,
+    RunStatus,
+    Trial,
+)
+from studio.model.workflow import split_component
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -473,6 +483,46 @@ def evidence_frame(parent: Sequence[Trial], child: Sequence[Trial]) -> pd.DataFr
                                        "parent_feedback", "child_feedback"])
 
 
+def proposal_label(proposal: Proposal, candidate_index: Mapping[int, int]) -> str:
+    """What a proposal changes: its component, or for a merge the two candidates it combines."""
+    if proposal.merge is None:
+        return proposal.component
+    a, b = (candidate_index.get(p, "?") for p in proposal.merge.parents)
+    return f"merge of #{a} and #{b}"
+
+
+def merge_sources(proposal: Proposal, candidates: Mapping[int, Candidate]) -> pd.DataFrame:
+    """A merge, one row per component: the candidate it is taken from and why (which parent
+    changed it since the common ancestor)."""
+    detail = proposal.merge
+    ancestor = candidates.get(detail.ancestor)
+    rows = []
+    for key, source in detail.sources.items():
+        changed_by = [p for p in detail.parents if ancestor is not None and p in candidates
+                      and candidates[p].components.get(key) != ancestor.components.get(key)]
+        texts = {candidates[p].components.get(key) for p in changed_by}
+        rows.append({"component": key, "from": _index(candidates, source),
+                     "why": _why_taken(source, len(changed_by), len(texts), detail.ancestor,
+                                       candidates)})
+    return pd.DataFrame(rows, columns=["component", "from", "why"]).astype({"from": "Int64"})
+
+
+def _why_taken(source: int, changers: int, versions: int, ancestor: int,
+               candidates: Mapping[int, Candidate]) -> str:
+    if source == ancestor:
+        return f"unchanged since their common ancestor #{_index(candidates, ancestor)}"
+    if changers == 1:
+        return f"improved by #{_index(candidates, source)} only"
+    if versions == 1:
+        return "changed the same way by both parents"
+    return f"changed by both parents; #{_index(candidates, source)}'s text (the better parent)"
+
+
+def _index(candidates: Mapping[int, Candidate], candidate_id: int) -> int | None:
+    found = candidates.get(candidate_id)
+    return found.index if found is not None else None
+
+
 def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision],
                      evaluated: dict[int, dict[str, Any]], candidate_index: dict[int, int]
                      ) -> pd.DataFrame:
@@ -485,7 +535,10 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
         d = last_decision.get(p.id)
         ev = evaluated.get(p.id, {})
         rows.append({
-            "proposal": p.id, "iteration": p.iteration, "component": p.component,
+            "proposal": p.id, "iteration": p.iteration,
+            "agent": "" if p.merge is not None else (split_component(p.component)[0] or ""),
+            "component": (proposal_label(p, candidate_index) if p.merge is not None
+                          else split_component(p.component)[1]),
             "status": p.status.value,
             "parent": candidate_index.get(p.parent_id, -1),
             "child": candidate_index.get(p.child_id) if p.child_id is not None else None,
@@ -497,7 +550,8 @@ def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision
             "when": _local(d.created_at) if d else "",
             "edited_from": p.edited_from,
         })
-    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "component", "status", "parent",
+    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "agent", "component", "status",
+                                        "parent",
                                         "child", "parent_sum", "child_sum", "decision", "by",
                                         "reason", "when", "edited_from"])
     return frame.astype({"child": "Int64", "edited_from": "Int64", "parent_sum": "float64",

@@ -208,10 +208,10 @@ def test_version_4_indexes_migrate_idempotently(tmp_path):
     db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    for _ in range(2):  # the second open finds version 4 and changes nothing
+    for _ in range(2):  # the second open finds the current version and changes nothing
         store = open_store(f"sqlite:///{path}", cached=False)
         with store.engine.connect() as c:
-            assert c.execute(text("SELECT value FROM meta")).scalar() == "4"
+            assert c.execute(text("SELECT value FROM meta")).scalar() == str(tables.SCHEMA_VERSION)
             trials = {i["name"] for i in inspect(c).get_indexes("trials")}
             decisions = {i["name"] for i in inspect(c).get_indexes("decisions")}
         assert {"ix_trials_run_phase_proposal", "ix_trials_run_iteration"} <= trials
@@ -235,15 +235,18 @@ def _export_before(store, run_id, fmt, base):
                                                      for k, v in c.components.items()},
     } for c in result.candidates]
     trials = [export.trial_record(t) for t in store.trials(run_id)]
+    provenance = export.provenance_records(store, run_id)
     if fmt == "jsonl":
         path = base.with_suffix(".jsonl")
         with path.open("w", encoding="utf-8") as handle:
-            for kind, rows in (("candidate", candidates), ("trial", trials)):
+            for kind, rows in (("candidate", candidates), ("provenance", provenance),
+                               ("trial", trials)):
                 for row in rows:
                     handle.write(redact(export.strict_json({"type": kind, **row})) + "\n")
         return [path]
-    paths = [base.parent / f"{base.name}_candidates.csv", base.parent / f"{base.name}_trials.csv"]
-    for path, rows in zip(paths, (candidates, trials), strict=True):
+    paths = [base.parent / f"{base.name}_{name}.csv"
+             for name in ("candidates", "trials", "provenance")]
+    for path, rows in zip(paths, (candidates, trials, provenance), strict=True):
         columns: list[str] = []
         for row in rows:
             columns += [k for k in row if k not in columns]
@@ -266,8 +269,15 @@ def test_streamed_export_writes_what_the_list_export_wrote(any_store, tmp_path, 
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
     before = _export_before(any_store, run_id, fmt, tmp_path / "old" / "run")
-    monkeypatch.setattr(type(any_store), "trials", lambda *a, **k: pytest.fail(
-        "the export read every trial at once"))
+    read_by_proposal = type(any_store).trials
+
+    def trials(self, run_id, **filters):
+        """One proposal's trials (the provenance's score changes) may be read, not the run's."""
+        if filters.get("proposal_id") is None:
+            pytest.fail("the export read every trial at once")
+        return read_by_proposal(self, run_id, **filters)
+
+    monkeypatch.setattr(type(any_store), "trials", trials)
     after = export.export_run(any_store, run_id, fmt, tmp_path / "new" / "run")
     assert [p.name for p in after] == [p.name for p in before]
     for old, new in zip(before, after, strict=True):

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from studio.engine import EvolutionConfig, build_engine, create_run, load_result, override
-from studio.model.records import RunStatus
+from studio.model.records import MergeDetail, Proposal, ProposalKind, RunStatus
 from studio.store import open_store
 from studio.store import schema as tables
 from studio.store.connection import resolve_url
@@ -71,6 +71,43 @@ def test_schema_version_and_migration_on_postgres():
     with store.engine.connect() as c:
         assert c.execute(text("SELECT value FROM meta")).scalar() == str(tables.SCHEMA_VERSION)
     store.close()
+
+
+def test_migration_to_version_5_on_postgres():
+    store = _v4_store_with_one_proposal()
+    old = store.get_proposal(1)
+    assert old.kind is ProposalKind.REFLECTION and old.merge is None and old.text == "be brief"
+    long_key = "a_rather_long_agent_name_in_a_workflow.generate_content_config"
+    merge = store.add_proposal(Proposal(
+        run_id="old", iteration=2, parent_id=8, component=long_key, text="merged",
+        kind=ProposalKind.MERGE, merge=MergeDetail(parents=[8, 9], ancestor=7,
+                                                   sources={long_key: 9}, subsample=[1])))
+    assert store.get_proposal(merge.id).merge.sources == {long_key: 9}  # over 40 characters
+    with store.engine.begin() as c:
+        assert c.execute(text("SELECT value FROM meta")).scalar() == str(tables.SCHEMA_VERSION)
+        tables.MIGRATIONS[4](c)  # idempotent
+    store.close()
+
+
+def _v4_store_with_one_proposal():
+    """A database as version 4 left it, with one proposal, reopened (and so migrated)."""
+    engine = create_engine(resolve_url(PG_URL))
+    tables.metadata.drop_all(engine)
+    engine.dispose()
+    open_store(PG_URL, cached=False).close()
+    engine = create_engine(resolve_url(PG_URL))
+    with engine.begin() as c:
+        c.execute(text("ALTER TABLE proposals DROP COLUMN kind, DROP COLUMN merge, "
+                       "ALTER COLUMN component TYPE VARCHAR(40)"))
+        c.execute(text("INSERT INTO runs (id, name, status, config, spec, created_at) "
+                       "VALUES ('old', '', 'completed', '{}', '{}', now())"))
+        c.execute(text("INSERT INTO proposals (id, run_id, iteration, parent_id, component, "
+                       "text, reasoning, status, created_at) VALUES (1, 'old', 1, 7, "
+                       "'instruction', 'be brief', '', 'accepted', now())"))
+        c.execute(text("SELECT setval('proposals_id_seq', 1)"))
+        c.execute(text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
+    engine.dispose()
+    return open_store(PG_URL, cached=False)
 
 
 def test_password_never_appears_in_errors():

@@ -14,7 +14,9 @@ from studio.model.records import (
     Candidate,
     Decision,
     DecisionAction,
+    MergeDetail,
     Proposal,
+    ProposalKind,
     ProposalStatus,
     Run,
     RunStatus,
@@ -23,6 +25,7 @@ from studio.model.records import (
     TrialPhase,
 )
 from studio.store import open_store
+from studio.store import schema as tables
 from studio.store.connection import resolve_url
 from studio.store.schema import SCHEMA_VERSION
 
@@ -159,6 +162,47 @@ def test_migration_from_version_1_keeps_data(tmp_path):
     assert run.name == "from v1" and run.control is None
     with store.engine.connect() as c:
         assert c.execute(text("SELECT value FROM meta")).scalar() == str(SCHEMA_VERSION)
+
+
+V4_PROPOSALS = """CREATE TABLE proposals (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id VARCHAR(40) NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    iteration INTEGER NOT NULL, parent_id INTEGER NOT NULL, component VARCHAR(40) NOT NULL,
+    text TEXT NOT NULL, reasoning TEXT NOT NULL, status VARCHAR(12) NOT NULL, child_id INTEGER,
+    edited_from INTEGER, invalid_reason TEXT, created_at DATETIME NOT NULL,
+    decided_at DATETIME)"""
+
+
+def test_migration_to_version_5_keeps_old_proposals_readable_as_reflections(tmp_path):
+    path = tmp_path / "v4.db"
+    store = open_store(f"sqlite:///{path}", cached=False)
+    store.create_run(Run(id="old"))
+    store.close()
+    db = sqlite3.connect(path)
+    db.executescript(f"""DROP TABLE proposals; {V4_PROPOSALS};
+        INSERT INTO proposals VALUES (1, 'old', 1, 7, 'instruction', 'be brief', '',
+            'accepted', 8, NULL, NULL, '2026-01-01 00:00:00', NULL);
+        UPDATE meta SET value = '4' WHERE key = 'schema_version';""")
+    db.commit()
+    db.close()
+    for _ in range(2):  # the second open finds version 5 and changes nothing
+        store = open_store(f"sqlite:///{path}", cached=False)
+        old = store.get_proposal(1)
+        assert old.kind is ProposalKind.REFLECTION and old.merge is None
+        assert old.text == "be brief" and old.status is ProposalStatus.ACCEPTED
+        with store.engine.connect() as c:
+            assert c.execute(text("SELECT value FROM meta")).scalar() == str(SCHEMA_VERSION)
+        store.close()
+    store = open_store(f"sqlite:///{path}", cached=False)
+    merge = store.add_proposal(Proposal(
+        run_id="old", iteration=2, parent_id=8, component="", text="merge of #1 and #2",
+        kind=ProposalKind.MERGE, merge=MergeDetail(parents=[8, 9], ancestor=7,
+                                                   sources={"writer.instruction": 8},
+                                                   subsample=[3])))
+    assert store.get_proposal(merge.id).merge.sources == {"writer.instruction": 8}
+    assert [p.id for p in store.proposals("old", kind=ProposalKind.MERGE)] == [merge.id]
+    with store.engine.begin() as c:  # a step that ran half-way (or twice) is harmless
+        tables.MIGRATIONS[4](c)
+    store.close()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")

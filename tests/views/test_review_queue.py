@@ -204,6 +204,8 @@ def test_an_example_never_reviewed_is_queued_once_validation_first():
     trials = [trial(10, 0.5, example=1), trial(11, 0.5, example=2, split=Split.VAL),
               trial(12, 0.5, example=0), trial(13, 0.6, example=1, candidate=2),
               trial(14, 0.5, example=3)]
+    trials += [trial(15, 0.5, example=4, phase=TrialPhase.TEST, split=Split.TEST),
+               trial(16, 0.5, example=5, phase=TrialPhase.PROBE)]
     queue = build_queue(trials=trials, reviewed_ids={14}, reviewed_example_ids={3})
     assert [(i.group, i.trial.id) for i in queue] == [
         (Group.UNREVIEWED, 11), (Group.UNREVIEWED, 12), (Group.UNREVIEWED, 13)]
@@ -247,6 +249,20 @@ def test_equal_sums_flip_with_any_rise_of_a_child():
     flips = margin_flips(9, *zip(*[pair(0.5, 0.5, 1, (1, 2))], strict=True))
     assert flips[2].distance == pytest.approx(0.0) and "are equal" in flips[2].reason
     assert "> 0.50" in flips[2].reason and "< 0.50" in flips[1].reason
+
+
+def test_a_merge_accepts_ties_so_its_bounds_move_by_one_side():
+    tie = margin_flips(9, *zip(*[pair(0.5, 0.5, 1, (1, 2))], strict=True), ties_accept=True)
+    assert "would accept" in tie[2].reason and "< 0.50" in tie[2].reason
+    assert "> 0.50" in tie[1].reason
+    above = margin_flips(9, *zip(*[pair(0.4, 0.6, 1, (1, 2))], strict=True), ties_accept=True)
+    assert "< 0.40" in above[2].reason and "> 0.60" in above[1].reason
+    below = margin_flips(9, *zip(*[pair(0.6, 0.4, 1, (1, 2))], strict=True), ties_accept=True)
+    assert "≥ 0.60" in below[2].reason and "≤ 0.40" in below[1].reason
+    floor = margin_flips(9, *zip(*[pair(0.6, 0.2, 1, (1, 2))], strict=True), ties_accept=True)
+    assert set(floor) == {1, 2} and "≥ 0.60" in floor[2].reason and "≤ 0.20" in floor[1].reason
+    at_zero = margin_flips(9, *zip(*[pair(0.0, 0.0, 1, (1, 2))], strict=True), ties_accept=True)
+    assert set(at_zero) == {1}  # a tie at 0 accepts; no child score can fall below 0
 
 
 def test_an_unscored_trial_brings_its_example_into_the_comparison():

@@ -2,9 +2,33 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+_MEDIA_PARTS = {"image_url": "image", "video_url": "video", "file": "file",
+                "input_audio": "audio"}
+
+
+@dataclass(frozen=True)
+class SeenMedia:
+    """An image, video, audio or file part of a request, as the provider received it: what a
+    test asserts to know the image reached the model (never the bytes themselves)."""
+
+    kind: str
+    """``image``, ``video``, ``audio`` or ``file``."""
+    mime_type: str
+    size: int
+    """Decoded bytes (0 for a URL that is not a data URI)."""
+    sha256: str
+
+    @property
+    def marker(self) -> str:
+        """The text a text-only model reads in its place."""
+        return f"[{self.kind}: {self.mime_type}]"
 
 
 @dataclass(frozen=True)
@@ -25,6 +49,9 @@ class ChatRequest:
     has_tools: bool = False
     tool_names: tuple[str, ...] = ()
     """Names of the function tools offered to the model, in order."""
+    media: tuple[SeenMedia, ...] = ()
+    """Images and videos in the messages, in order (their text is a marker: see
+    :func:`content_text`)."""
 
     @property
     def system(self) -> str:
@@ -43,7 +70,9 @@ class ChatRequest:
 
 
 def content_text(content: Any) -> str:
-    """Flatten OpenAI-style message content (string or list of parts) to text."""
+    """Flatten OpenAI-style message content (string or list of parts) to text; an image or
+    video part becomes a marker such as ``[image: image/png]`` (the in-process models read
+    text only)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -51,12 +80,51 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         pieces = []
         for part in content:
-            if isinstance(part, dict):
+            seen = seen_media(part)
+            if seen is not None:
+                pieces.append(f"\n{seen.marker}" if pieces else seen.marker)
+            elif isinstance(part, dict):
                 pieces.append(str(part.get("text") or ""))
             else:
                 pieces.append(str(part))
         return "".join(pieces)
     return str(content)
+
+
+def seen_media(part: Any) -> SeenMedia | None:
+    """The media of one OpenAI-style content part, or None for text."""
+    kind = _MEDIA_PARTS.get(part.get("type")) if isinstance(part, dict) else None
+    if kind is None:
+        return None
+    body = part.get(part["type"])
+    if kind == "audio":
+        body = body if isinstance(body, dict) else {}
+        return _seen(kind, f"audio/{body.get('format', 'unknown')}", str(body.get("data", "")))
+    if isinstance(body, dict):
+        url = body.get("url") or body.get("file_data") or ""
+    else:
+        url = str(body or "")
+    header, _, payload = str(url).partition(",")
+    if not header.startswith("data:"):
+        return SeenMedia(kind, "unknown", 0, "")
+    return _seen(kind, header[5:].split(";", 1)[0], payload)
+
+
+def _seen(kind: str, mime_type: str, payload: str) -> SeenMedia:
+    try:
+        data = base64.b64decode(payload)
+    except (binascii.Error, ValueError):
+        data = b""
+    return SeenMedia(kind, mime_type, len(data), hashlib.sha256(data).hexdigest())
+
+
+def _request_media(messages: list) -> tuple[SeenMedia, ...]:
+    found = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            found += [seen for seen in map(seen_media, content) if seen is not None]
+    return tuple(found)
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -117,6 +185,7 @@ def build_request(model: str, messages: list, optional_params: dict[str, Any]) -
         seed=optional_params.get("seed"),
         has_tools=bool(optional_params.get("tools")),
         tool_names=offered_tool_names(optional_params.get("tools")),
+        media=_request_media(messages),
     )
 
 

@@ -2,7 +2,9 @@
 
 ``scripted/<name>`` calls the script registered under ``name``; ``scripted/<name>@<ms>ms`` adds
 a fixed latency (e.g. ``scripted/demo@100ms``). Because it is a LiteLLM custom provider, agents
-that use it run through the real ADK runner and LiteLLM, exactly like a hosted model.
+that use it run through the real ADK runner and LiteLLM, exactly like a hosted model. A script
+sees the images and videos of the request in ``request.media`` (type, size, SHA-256), and their
+markers in its text.
 
 Built-in scripts: ``demo`` (a small haiku world where evolution visibly works, see
 :mod:`studio.runtime.providers.demo`), ``echo`` (repeats the last user message) and ``schema``

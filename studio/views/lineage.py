@@ -1,0 +1,110 @@
+"""A run's lineage across forks: the path in each ancestor run from its seed to the candidate
+that was forked, then the run's own tree. Pure (pandas, no Streamlit); drawn by
+``components/fork_panel.py``. Candidate ids are the store's, unique across runs, so they key the
+nodes of every run at once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from studio.model.records import Candidate, Run
+from studio.projects.forking import RunTree
+from studio.views.charts import lineage_layout
+from studio.views.tables import format_score
+
+NODE_COLUMNS = ["id", "run_id", "run", "index", "label", "x", "y", "mean", "best", "here"]
+PATH_COLUMNS = ["run", "candidate", "iteration", "validation mean", "step"]
+
+
+@dataclass
+class CrossLineage:
+    nodes: pd.DataFrame
+    """One row per candidate shown: id, run_id, run (label), index, label (``run #i``), x (steps
+    since the first ancestor's seed), y, mean, best, here (in the run being viewed)."""
+    edges: list[tuple[int, int]]
+    """(parent id, child id); a fork is an edge from the forked candidate to the fork's #0."""
+    path: pd.DataFrame
+    """The ancestors' path as a table: run, candidate, iteration, validation mean, step."""
+
+    @property
+    def forked(self) -> bool:
+        return not self.path.empty
+
+
+def run_short_label(run: Run) -> str:
+    return f"{run.id[:8]}" + (f" {run.name}" if run.name else "")
+
+
+def ancestor_path(candidates: Sequence[Candidate], forked_id: int) -> list[Candidate]:
+    """The forked candidate and its first-parent ancestors back to the seed, seed first."""
+    by_id = {c.id: c for c in candidates}
+    path: list[Candidate] = []
+    current = by_id.get(forked_id)
+    while current is not None and current not in path:
+        path.append(current)
+        current = by_id.get(current.parent_ids[0]) if current.parent_ids else None
+    return path[::-1]
+
+
+def cross_run_lineage(chain: Sequence[RunTree]) -> CrossLineage:
+    """The lineage of ``chain[-1]`` (runs oldest first, each forked from the one before)."""
+    if not chain:
+        return CrossLineage(pd.DataFrame(columns=NODE_COLUMNS), [], pd.DataFrame(
+            columns=PATH_COLUMNS))
+    here = chain[-1]
+    tree = lineage_layout(here.candidates, here.means, here.front, here.best_id)
+    seed_y = float(tree.nodes["y"].iloc[0]) if not tree.nodes.empty else 0.0
+    rows, path_rows, edges = [], [], []
+    offset, previous = 0.0, None
+    for ancestor, child in zip(chain, chain[1:], strict=False):
+        origin = child.run.spec.forked_from
+        steps = ancestor_path(ancestor.candidates, origin.candidate_id if origin else -1)
+        for candidate in steps:
+            rows.append(_node(ancestor, candidate, offset + candidate.iteration, seed_y, False))
+            path_rows.append({"run": run_short_label(ancestor.run),
+                              "candidate": f"#{candidate.index}",
+                              "iteration": candidate.iteration,
+                              "validation mean": _nan(ancestor.means.get(candidate.id)),
+                              "step": "forked" if candidate is steps[-1] else ""})
+            if previous is not None:
+                edges.append((previous, candidate.id))
+            previous = candidate.id
+        offset += (steps[-1].iteration if steps else 0) + 1
+    for node in tree.nodes.itertuples():
+        candidate = next(c for c in here.candidates if c.id == node.id)
+        rows.append(_node(here, candidate, offset + node.x, float(node.y), True))
+    edges += list(tree.edges)
+    if previous is not None and here.candidates:
+        edges.append((previous, here.candidates[0].id))
+    return CrossLineage(pd.DataFrame(rows, columns=NODE_COLUMNS), edges,
+                        pd.DataFrame(path_rows, columns=PATH_COLUMNS))
+
+
+def _node(tree: RunTree, candidate: Candidate, x: float, y: float, here: bool) -> dict:
+    return {"id": candidate.id, "run_id": tree.run.id, "run": run_short_label(tree.run),
+            "index": candidate.index, "label": f"{tree.run.id[:6]} #{candidate.index}",
+            "x": x, "y": y, "mean": _nan(tree.means.get(candidate.id)),
+            "best": candidate.id == tree.best_id, "here": here}
+
+
+def forks_frame(forks: Sequence[Run]) -> pd.DataFrame:
+    """Runs forked from a run: which candidate each started from, and where it stands."""
+    rows = [{"run": run_short_label(r), "id": r.id,
+             "from candidate": f"#{r.spec.forked_from.candidate_index}",
+             "status": r.status.value} for r in forks if r.spec.forked_from is not None]
+    return pd.DataFrame(rows, columns=["run", "id", "from candidate", "status"])
+
+
+def candidate_choices(candidates: Sequence[Candidate], means: dict[int, float | None],
+                      best_id: int | None) -> dict[int, str]:
+    """``index -> label`` for the fork form: every candidate, its mean, the best marked."""
+    return {c.index: f"#{c.index} · " + format_score(means.get(c.id), missing="not pooled")
+            + (" · best" if c.id == best_id else "") for c in candidates}
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
