@@ -82,6 +82,8 @@ def review_by_keyboard(page, url: str, store, run_id: str) -> None:
     page.goto(f"{url}/review?run={run_id}")
     page.get_by_role("heading", name="Review next").wait_for(timeout=30_000)
     first = card_trial(page)
+    page.get_by_label("Your score").wait_for(timeout=30_000)  # the form is drawn, not a skeleton
+    page.get_by_text("topic:").first.wait_for(timeout=30_000)  # the card's input is shown
     shot(page, "01_queue_first_trial")
 
     for _ in range(MAX_TABS):  # from the top of the page to the score field, by Tab alone
