@@ -36,6 +36,7 @@ from studio.model.records import (
 )
 from studio.projects.forking import ancestry, forks_of
 from studio.projects.provenance import Provenance, load_provenance
+from studio.projects.reviewing import queue_inputs, record_review, review_records, reviewed_seconds
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import list_examples, run_effect, stored_project
 from studio.projects.workspace import pending_proposal as _pending_proposal
@@ -43,6 +44,12 @@ from studio.projects.workspace import proposal_evidence as evidence
 from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store, safe_url
 from studio.views.media import Thumbnail, example_thumbnails
+from studio.views.review_queue import (
+    QueueItem,
+    build_queue,
+    expected_review_trials,
+    review_estimate,
+)
 from studio.views.tables import override_signature
 
 
@@ -309,3 +316,49 @@ def lineage_chain(run_id: str, version: Any) -> list[Any]:
 def forks(run_id: str) -> list[Run]:
     """Runs forked from this one."""
     return forks_of(store(), run_id)
+
+
+# --------------------------------------------------------------------------- review queue
+
+
+def review_queue(run_id: str) -> list[QueueItem]:
+    """The "Review next" queue, re-built when a trial, a correction, a decision, a recorded
+    review or the pending proposal changes."""
+    pending = _pending_proposal(store(), run_id)
+    key = (run_version(run_id), len(review_records(store(), run_id)),
+           pending.id if pending is not None else None,
+           pending.status.value if pending is not None else None)
+    return _review_queue(run_id, key)
+
+
+@st.cache_resource(ttl=600, max_entries=8, show_spinner=False)
+def _review_queue(run_id: str, version: Any) -> list[QueueItem]:
+    """Shared, not copied (``cache_resource``); callers must not change it."""
+    inputs = queue_inputs(store(), run_id)
+    evidence = inputs.evidence
+    return build_queue(trials=inputs.trials, reviewed_ids=inputs.reviewed_ids,
+                       reviewed_example_ids=inputs.reviewed_example_ids,
+                       pending_id=evidence.proposal.id if evidence else None,
+                       parent=evidence.parent if evidence else (),
+                       child=evidence.child if evidence else (),
+                       ties_accept=bool(evidence and evidence.proposal.is_merge))
+
+
+def save_review(run_id: str, trial_id: int, seconds: float, action: str, author: str) -> None:
+    record_review(store(), run_id, trial_id, seconds=seconds, action=action, author=author)
+
+
+def review_time_estimate(run: Run, iterations_done: int) -> Any:
+    """The person's time a review-mode run still expects (:class:`ReviewEstimate`)."""
+    pending = _pending_proposal(store(), run.id)
+    future_gates = run.config.max_iterations - iterations_done - (pending is not None)
+    trials = expected_review_trials(_queue_length(run.id, pending.id if pending else None),
+                                    future_gates, run.config.minibatch_size)
+    return review_estimate(reviewed_seconds(review_records(store(), run.id)), trials)
+
+
+@st.cache_data(ttl=10, max_entries=16, show_spinner=False)
+def _queue_length(run_id: str, pending_id: int | None) -> int:
+    """The queue's length for the live Run page: re-counted at most every 10 s (trials arrive
+    faster than that), and at once when another proposal comes to the gate."""
+    return len(review_queue(run_id))

@@ -159,11 +159,19 @@ def _page(run_id: str, trial_filters: TrialFilters) -> int:
 
 
 def progress(run, cache: TableCache) -> None:
-    summary = progress_summary(run, loaders.latest_progress(run.id), cache.total)
+    event = loaders.latest_progress(run.id)
+    review = None
+    if run.config.review is ReviewMode.REVIEW and run.status.is_active:
+        review = loaders.review_time_estimate(run, event.iteration if event else 0)
+    summary = progress_summary(run, event, cache.total,
+                               review_seconds=review.seconds if review else None)
     text = summary.text()
     if summary.best_candidate_id is not None and summary.best_candidate_id in cache.index_of:
         text += f" (candidate #{cache.index_of[summary.best_candidate_id]})"
     st.progress(summary.fraction, text=text)
+    with st.container():  # one slot, so the tables below keep their place
+        if review is not None:
+            st.caption(f"Review mode: the ETA counts {review.text()}.")
 
 
 def awaiting(run) -> None:

@@ -3,7 +3,7 @@ see at once what a correction changes in the run."""
 
 import streamlit as st
 
-from components import frame, loaders, review_panel
+from components import frame, loaders, review_panel, review_queue
 
 st.title("Review")
 run_id = frame.need_run()
@@ -14,6 +14,9 @@ st.caption("Your corrections replace the judge's score and feedback everywhere: 
            "acceptance decision, the Pareto front, the best candidate and the next reflection.")
 review_panel.effect_panel(run_id)
 review_panel.watch_new_trials(run_id, loaders.count_trials(run_id))
+review_queue.panel(run_id)
+
+st.subheader("Correct many trials")
 
 trials = review_panel.scope_trials(run_id)
 review_panel.editor(run_id, trials)

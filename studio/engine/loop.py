@@ -113,6 +113,9 @@ class Engine:
         self.sampler = EpochSampler(list(ctx.train_ids), ctx.config.minibatch_size)
         self.state = LoopState()
         self._iteration_seconds: list[float] = []
+        # Time this iteration waited for a person: not machine time, so not in the ETA (the
+        # studio adds the person's expected review time itself).
+        self._gate_seconds = 0.0
 
     @property
     def run_id(self) -> str:
@@ -298,12 +301,13 @@ class Engine:
 
     async def iterate(self, iteration: int) -> None:
         started = time.monotonic()
+        self._gate_seconds = 0.0
         plan = self.plan(iteration)
         if plan.merge is not None:
             stop_reason = await self.merge_step(plan)
         else:
             stop_reason = await self.reflection_step(plan)
-        self._end_iteration(iteration, time.monotonic() - started)
+        self._end_iteration(iteration, time.monotonic() - started - self._gate_seconds)
         if stop_reason is not None:  # stopped at the gate: the iteration is settled first
             raise StopRun(stop_reason)
 
@@ -430,7 +434,11 @@ class Engine:
         # announced on every entry, so a resumed run says it waits at the same gate again
         ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=iteration,
                                   proposal_id=proposal.id))
-        return await await_decision(ctx, proposal.id)
+        waiting = time.monotonic()
+        try:
+            return await await_decision(ctx, proposal.id)
+        finally:
+            self._gate_seconds += time.monotonic() - waiting
 
     def edited(self, proposal: Proposal, decision: Decision) -> Proposal:
         """A person's edit becomes a new proposal in the same iteration, scored like any other."""

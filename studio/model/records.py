@@ -597,6 +597,9 @@ class EventKind(StrEnum):
     RUN_FINISHED = "run_finished"
     TEST_SCORED = "test_scored"
     TRIAL_COMMITTED = "trial_committed"
+    REVIEW_TIME = "review_time"
+    """A person reviewed one trial on the Review page: ``trial_id``, ``seconds``, ``action``
+    (``corrected``, ``confirmed`` or ``skipped``) and ``author`` (no schema change: an event)."""
 
 
 class RunEvent(BaseModel):

@@ -271,6 +271,15 @@ class ProgressSummary:
     best_candidate_id: int | None
     eta_seconds: float | None
     elapsed_seconds: float
+    review_seconds: float | None = None
+    """Review mode: the person's review time the run still expects, counted in the ETA."""
+
+    @property
+    def total_eta_seconds(self) -> float | None:
+        """The machine's ETA plus the expected review time."""
+        if self.review_seconds is None:
+            return self.eta_seconds
+        return (self.eta_seconds or 0.0) + self.review_seconds
 
     @property
     def fraction(self) -> float:
@@ -285,16 +294,20 @@ class ProgressSummary:
         calls = f"{self.metric_calls}" + (f" of {self.max_metric_calls}"
                                           if self.max_metric_calls else "")
         best = format_score(self.best_score, missing="not scored yet")
-        eta = ("ETA " + format_duration(self.eta_seconds)) if self.status.is_active \
-            and self.eta_seconds is not None else ""
+        eta = ("ETA " + format_duration(self.total_eta_seconds)) if self.status.is_active \
+            and self.total_eta_seconds is not None else ""
+        if eta and self.review_seconds is not None:
+            eta += f" (incl. {format_duration(self.review_seconds)} of your review)"
         parts = [f"{self.iteration} of {self.max_iterations} iterations done",
                  f"metric calls {calls}", f"best {best}"]
         return " · ".join(parts + ([eta] if eta else []))
 
 
 def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
-                     now: datetime | None = None) -> ProgressSummary:
-    """The run's progress from its latest ``progress`` event and the live trial count."""
+                     now: datetime | None = None, review_seconds: float | None = None
+                     ) -> ProgressSummary:
+    """The run's progress from its latest ``progress`` event and the live trial count
+    (``review_seconds``: the person's expected review time, in review mode)."""
     payload = event.payload if event is not None else {}
     eta = payload.get("eta_seconds")
     if eta is not None and event is not None and run.status is RunStatus.RUNNING:
@@ -308,7 +321,8 @@ def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
         metric_calls=max(trial_count, int(payload.get("metric_calls") or 0)),
         max_metric_calls=payload.get("max_metric_calls", run.config.max_metric_calls),
         best_score=payload.get("best_score"), best_candidate_id=payload.get("best_candidate_id"),
-        eta_seconds=eta, elapsed_seconds=float(payload.get("elapsed_seconds") or 0.0))
+        eta_seconds=eta, elapsed_seconds=float(payload.get("elapsed_seconds") or 0.0),
+        review_seconds=review_seconds)
 
 
 # --------------------------------------------------------------------------- trial detail

@@ -1,0 +1,127 @@
+"""Reviewing from the keyboard alone, in Debian's headless Chromium: reach the score field with
+Tab, score and comment one trial, Enter; the next trial appears with the focus still in the form;
+score it, Enter; Esc skips the third. Each step waits on what the page shows, never on a fixed
+time. Screenshots go to ``/tmp/ui_shots_rq/`` (look at them).
+
+Run with ``pytest -m browser tests/ui/test_review_keyboard.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+
+import pytest
+
+from studio.engine.worker import get_manager
+from studio.projects.reviewing import review_records
+from studio.store import open_store
+from tests.ui.browser import chromium_page, studio_server
+from tests.ui.test_pages import review_run
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path("/tmp/ui_shots_rq")
+MAX_TABS = 80
+"""Tab presses allowed to reach the score field from the top of the page."""
+
+
+@pytest.fixture
+def waiting_run(tmp_path):
+    """A review-mode run of the scripted example, waiting at its first gate, and its store."""
+    db = tmp_path / "studio.db"
+    store = open_store(f"sqlite:///{db}", cached=False)
+    run = review_run(store)
+    yield db, store, run
+    manager = get_manager(store)
+    manager.stop(run.id)
+    handle = manager.handle(run.id)
+    if handle is not None:
+        with contextlib.suppress(Exception):
+            handle.wait(timeout=30)
+    store.close()
+
+
+def shot(page, name: str) -> None:
+    """The whole page (the main area scrolls, so the viewport is stretched to its height)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+    page.evaluate("() => new Promise(done => requestAnimationFrame("
+                  "() => requestAnimationFrame(done)))")
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size(size)
+
+
+def focused_label(page) -> str | None:
+    return page.evaluate("() => document.activeElement?.getAttribute('aria-label')")
+
+
+def card_trial(page) -> int:
+    header = page.get_by_text(re.compile(r"^Trial #\d+")).first
+    header.wait_for(timeout=30_000)
+    return int(re.match(r"Trial #(\d+)", header.inner_text()).group(1))
+
+
+def test_review_two_trials_with_the_keyboard_only(waiting_run):
+    db, store, run = waiting_run
+    with studio_server(db) as url, chromium_page() as page:
+        try:
+            review_by_keyboard(page, url, store, run.id)
+        except Exception:
+            shot(page, "failure_keyboard_review")
+            raise
+
+
+def review_by_keyboard(page, url: str, store, run_id: str) -> None:
+    page.goto(f"{url}/review?run={run_id}")
+    page.get_by_role("heading", name="Review next").wait_for(timeout=30_000)
+    first = card_trial(page)
+    page.get_by_label("Your score").wait_for(timeout=30_000)  # the form is drawn, not a skeleton
+    page.get_by_text("topic:").first.wait_for(timeout=30_000)  # the card's input is shown
+    shot(page, "01_queue_first_trial")
+
+    for _ in range(MAX_TABS):  # from the top of the page to the score field, by Tab alone
+        if focused_label(page) == "Your score":
+            break
+        page.keyboard.press("Tab")
+    assert focused_label(page) == "Your score"
+    page.keyboard.type("0.9")
+    page.keyboard.press("Tab")
+    assert focused_label(page) == "Your feedback"
+    page.keyboard.type("Vivid and on topic: the critic is too strict.")
+    shot(page, "02_first_trial_typed")
+    page.keyboard.press("Enter")
+    page.get_by_text(f"Saved trial #{first}'s correction").wait_for(timeout=30_000)
+    second = card_trial(page)
+    assert second != first
+    assert focused_label(page) == "Your feedback"  # the focus stayed in the form
+    shot(page, "03_second_trial_shown")
+
+    page.keyboard.press("Shift+Tab")
+    assert focused_label(page) == "Your score"
+    page.keyboard.type("0.2")
+    page.keyboard.press("Enter")
+    page.get_by_text(f"Saved trial #{second}'s correction").wait_for(timeout=30_000)
+    third = card_trial(page)
+    assert third not in (first, second) and focused_label(page) == "Your score"
+    page.keyboard.press("Escape")
+    page.get_by_text(f"Skipped trial #{third} for now.").wait_for(timeout=30_000)
+    shot(page, "04_after_two_reviews_and_a_skip")
+
+    page.goto(f"{url}/run?run={run_id}")  # the Run page's ETA counts the review still due
+    page.get_by_text(re.compile(r"Review mode: the ETA counts .* mean of 2 timed review")).wait_for(
+        timeout=30_000)
+    shot(page, "05_run_eta_counts_review")
+
+    active = {o.trial_id: (o.score, o.feedback) for o in store.overrides(run_id,
+                                                                        include_undone=False)}
+    assert active == {first: (0.9, "Vivid and on topic: the critic is too strict."),
+                      second: (0.2, None)}
+    assert [(r.trial_id, r.action) for r in review_records(store, run_id)] == [
+        (first, "corrected"), (second, "corrected"), (third, "skipped")]
