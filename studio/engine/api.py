@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from studio.critics.agent import CriticScorer
 from studio.engine.build import agent_model_string, build_engine, create_run
+from studio.engine.components import check_seed_placeholders
 from studio.engine.context import Listener
 from studio.engine.guard import HoldoutReport
 from studio.engine.holdout import check_testable, load_holdout
@@ -20,6 +21,7 @@ from studio.engine.worker import RunHandle, get_manager
 from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
 from studio.model.records import (
+    EXPECTED_KEY,
     AgentSpec,
     CriticSpec,
     DecisionAction,
@@ -316,6 +318,8 @@ async def evolve_workflow(
     keys = qualified_components(components, shape, round_robin=round_robin)
     chosen = primary_for(workflow, primary)
     if resume is None:
+        check_seed_placeholders(workflow, {k for row in trainset if isinstance(row, dict)
+                                           for k in row if k != EXPECTED_KEY})
         spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
                        reflection=ReflectionSpec(model=reflection_model
                                                  or _agent_model(agents[chosen])),
@@ -341,15 +345,16 @@ async def evolve_group(
     config: EvolutionConfig | None = None,
     **kwargs: Any,
 ) -> EvolutionResult:
-    """Evolve ``LlmAgent``s that run one after the other in one session (a ``SequentialAgent``
-    named ``group``: an agent's ``output_key`` is read by later ones as ``{key}``), scored on
-    ``primary``'s output. ``agents`` is gepa-adk's name -> agent mapping (or a list); without
-    ``components`` every agent's instruction evolves. Other arguments as
+    """Evolve ``LlmAgent``s together, scored on ``primary``'s output. ``agents`` is gepa-adk's
+    name -> agent mapping (or a list); without ``components`` every agent's instruction evolves.
+
+    ``share_session=True`` runs them one after the other in one session (a ``SequentialAgent``
+    named ``group``: an agent's ``output_key`` is read by later ones as ``{key}``).
+    ``share_session=False`` runs each on the example alone, as the branches of an ADK
+    ``ParallelAgent``: no agent sees another's reply, and an instruction that reads a key only
+    another agent writes is refused (the state guard). Other arguments as
     :func:`evolve_workflow`."""
-    if not share_session:
-        raise ConfigError("share_session=False is not supported: the group runs as an ADK "
-                          "SequentialAgent, whose agents share one session", where="share_session")
-    from google.adk.agents import SequentialAgent
+    from google.adk.agents import ParallelAgent, SequentialAgent
 
     members = list(agents.values()) if isinstance(agents, dict) else list(agents)
     if isinstance(agents, dict):
@@ -360,7 +365,8 @@ async def evolve_group(
     names = [getattr(a, "name", "?") for a in members]
     if len(set(names)) != len(names):
         raise ConfigError(f"agent names must be unique in a group: {names}", where="agents")
-    group = SequentialAgent(name="group", sub_agents=[a.model_copy() for a in members])
+    kind = SequentialAgent if share_session else ParallelAgent
+    group = kind(name="group", sub_agents=[a.model_copy() for a in members])
     return await evolve_workflow(group, trainset, critic=critic, primary=primary, config=config,
                                  components=components, round_robin=True, **kwargs)
 

@@ -67,3 +67,37 @@ def config(**updates: Any) -> dict[str, Any]:
     """The scenario's run settings: the whole trainset as minibatch, merges on."""
     return {"max_iterations": 3, "minibatch_size": 4, "seed": SEED, "use_merge": True,
             **updates}
+
+
+# --------------------------------------------------------------------------- two agents
+
+GROUP_WORLD = "merge_group_world"
+GROUP_MODEL = f"scripted/{GROUP_WORLD}"
+GROUP_COMPONENTS = ["drafter.instruction", "finisher.generate_content_config"]
+FINISHER_INSTRUCTION = "Finish this line: {draft}"
+_AGENT = re.compile(r'internal name is "([^"]+)"')
+
+
+def group_reply(request: Any) -> str | dict[str, Any]:
+    """The same world as two agents: the drafter names the topic (its instruction), the
+    finisher (the primary) writes calmly (its temperature), so each branch improves one agent."""
+    prompt = request.prompt_text
+    if "## Component Text to Improve" in prompt or request.json_schema:
+        return reply(request)
+    agent = _AGENT.search(request.system)
+    first_user = next((m["content"] for m in request.messages if m["role"] == "user"), "")
+    if agent and agent.group(1) == "finisher":
+        draft = request.system.split("Finish this line:", 1)[-1].split("\n\nYou are an agent")[0]
+        calm = request.temperature is not None and request.temperature <= 0.2
+        return f"{draft.strip()} | calm={'yes' if calm else 'no'}"
+    named = "name the topic" in request.system.lower()
+    return f"{first_user.strip()} | named={'yes' if named else 'no'}"
+
+
+def group_spec() -> RunSpec:
+    return RunSpec(
+        agents=[AgentSpec(name="drafter", model=GROUP_MODEL, instruction=SEED_INSTRUCTION,
+                          output_key="draft"),
+                AgentSpec(name="finisher", model=GROUP_MODEL, instruction=FINISHER_INSTRUCTION)],
+        critic=CriticSpec(name="rule_critic", agent=AgentSpec(name="critic", model=GROUP_MODEL)),
+        reflection=ReflectionSpec(model=GROUP_MODEL), components=list(GROUP_COMPONENTS))

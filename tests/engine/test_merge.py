@@ -346,3 +346,24 @@ def _next_pending(store, run_id: str, seen: set[int]) -> Proposal:
 def _evaluations(store, run_id: str, proposal_id: int) -> list:
     return [e for e in store.events(run_id, kind=EventKind.PROPOSAL_EVALUATED)
             if e.payload.get("proposal_id") == proposal_id]
+
+
+def test_two_branches_improving_different_agents_are_merged(runner, store, script):
+    script(world.GROUP_WORLD, world.group_reply)
+    run_id, reason = runner.run(world.group_spec(), world.TRAINSET, **world.config())
+    assert reason == "max_iterations"
+    first, second = (store.proposals(run_id, iteration=i)[0] for i in (1, 2))
+    seed = store.candidates(run_id)[0]
+    assert first.parent_id == second.parent_id == seed.id, "the seed no longer branches"
+    assert (first.component, second.component) == tuple(world.GROUP_COMPONENTS)
+    merge = the_merge(store, run_id)
+    assert merge.status is ProposalStatus.ACCEPTED
+    assert merge.merge.sources == {"drafter.instruction": first.child_id,
+                                   "finisher.generate_content_config": second.child_id}
+    child = store.get_candidate(merge.child_id)
+    assert child.parent_ids == [first.child_id, second.child_id]
+    assert child.components == {"drafter.instruction": world.SEED_INSTRUCTION + world.RULE,
+                                "finisher.generate_content_config": world.CALM_CONFIG.strip()}
+    result = load_result(store, run_id)
+    assert result.final_score == 1.0 and result.best_candidate_id == child.id
+    assert_no_pair_judged_twice(store, run_id)

@@ -138,6 +138,19 @@ def test_evolve_group_and_evolve_with_a_workflow(store):
     assert list(first.evolved_components) == ["outliner.instruction"]
 
 
+def test_a_group_without_a_shared_session_runs_each_agent_alone(store):
+    alone = [build_agent(AgentSpec(name=n, model="scripted/pipeline", instruction=text))
+             for n, text in (("outliner", "Outline the topic."),
+                             ("writer", "Write a haiku about the topic."))]
+    result = asyncio.run(evolve_group(alone, "writer", TOPICS[:2], share_session=False,
+                                      critic=critic("scripted/pipeline"),
+                                      config=EvolutionConfig(max_iterations=0), store=store))
+    trial = store.trials(result.run_id)[0]
+    writer_events = [e for e in trial.trace["events"] if e["author"] == "writer"]
+    assert writer_events and "Outline for" not in trial.output
+    assert store.get_run(result.run_id).spec.workflow.type == "parallel"
+
+
 def test_group_arguments_are_checked(store):
     agents = [build_agent(a, output_key=a.output_key) for a in pipeline_agents()]
     with pytest.raises(ConfigError, match="not an agent of workflow"):
@@ -150,7 +163,7 @@ def test_group_arguments_are_checked(store):
                                  store=store))
     with pytest.raises(ConfigError, match="keys must be the agents' names"):
         asyncio.run(evolve_group({"w": agents[1]}, "writer", TOPICS, store=store))
-    with pytest.raises(ConfigError, match="share_session=False"):
+    with pytest.raises(ConfigError, match=r"\{outline\}"):  # alone, the writer cannot read it
         asyncio.run(evolve_group(agents, "polisher", TOPICS, share_session=False, store=store))
     deep = pipeline_agents()
     nest = WorkflowSpec(name="l1", steps=[WorkflowSpec(name="l2", steps=[WorkflowSpec(
