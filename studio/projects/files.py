@@ -887,9 +887,9 @@ def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
     config = config or project.run
     sets = check_project_datasets(project, base_dir, source=source or project.name,
                                   origin=origin, config=config)
-    return create_run(store, spec=complete_spec(project.run_spec()), trainset=sets.train, valset=sets.val,
-                      testset=sets.test, config=config, name=name or project.name,
-                      project_id=project_id)
+    return create_run(store, spec=complete_spec(project.run_spec()), trainset=sets.train,
+                      valset=sets.val, testset=sets.test, config=config,
+                      name=name or project.name, project_id=project_id)
 
 
 # --------------------------------------------------------------------------- whole-project check
