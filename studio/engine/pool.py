@@ -88,12 +88,19 @@ class Evidence:
 def minibatch_evidence(parent: list[Trial], child: list[Trial]) -> Evidence:
     """GEPA's rule: accept when the child's minibatch sum is strictly above the parent's, over the
     examples both could be evaluated on."""
-    child_by_example = {t.example_id: t.effective_score for t in child}
+    return score_evidence([(t.example_id, t.effective_score) for t in parent],
+                          [(t.example_id, t.effective_score) for t in child])
+
+
+def score_evidence(parent: list[tuple[int, float | None]],
+                   child: list[tuple[int, float | None]]) -> Evidence:
+    """:func:`minibatch_evidence` over ``(example id, effective score)`` pairs, for callers that
+    read the scores in SQL instead of building trial records."""
+    child_by_example = dict(child)
     parent_sum = child_sum = 0.0
     compared = 0
-    for trial in parent:
-        parent_score = trial.effective_score
-        child_score = child_by_example.get(trial.example_id)
+    for example_id, parent_score in parent:
+        child_score = child_by_example.get(example_id)
         if parent_score is None or child_score is None:
             continue
         parent_sum += parent_score
