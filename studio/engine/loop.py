@@ -33,7 +33,7 @@ from studio.engine.events import (
     RunStarted,
 )
 from studio.engine.gates import await_decision
-from studio.engine.pool import Evidence, RunView, load_view, minibatch_evidence
+from studio.engine.pool import Evidence, PoolScores, pool_scores, score_evidence
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.config import ReviewMode
@@ -212,12 +212,12 @@ class Engine:
             raise RunFailed(f"the critic could not evaluate any baseline example; first error: "
                             f"{first_error}. Check the critic's model and instruction.")
         ctx.store.set_pooled(seed.id)
-        view = load_view(ctx.store, ctx.run_id)
-        self.state.best_score = view.best_score
+        pool = self.pool()
+        self.state.best_score = pool.best_score
         ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=seed.id,
-                                score=view.means.get(seed.id)))
+                                score=pool.means.get(seed.id)))
         self._checkpoint()
-        self._progress(view)
+        self._progress(pool)
 
     def _add_seed(self) -> Candidate:
         components = extract_components(self.ctx.agent, self.ctx.components)
@@ -290,9 +290,9 @@ class Engine:
         a resumed iteration replays the stored plan)."""
         if self.state.plan and self.state.plan["iteration"] == iteration:
             return Plan(**self.state.plan)
-        view = load_view(self.ctx.store, self.ctx.run_id)
-        parent_id = select_parent(self.ctx.config.candidate_selection, view.matrix, self.rng,
-                                  order=view.pooled_ids, epsilon=self.ctx.config.epsilon)
+        pool = self.pool()
+        parent_id = select_parent(self.ctx.config.candidate_selection, pool.matrix, self.rng,
+                                  order=pool.pooled_ids, epsilon=self.ctx.config.epsilon)
         minibatch = self.sampler.sample(self.rng)
         components = self.ctx.components
         plan = Plan(iteration, parent_id, minibatch, components[(iteration - 1) % len(components)])
@@ -324,14 +324,21 @@ class Engine:
             proposal = self.edited(proposal, decision)
 
     def evidence(self, parent: Candidate, child: Candidate, plan: Plan) -> Evidence:
-        """Re-read from the store, so overrides made meanwhile count."""
-        store = self.ctx.store
-        return minibatch_evidence(list(store.first_trials(parent.id, plan.minibatch).values()),
-                                  list(store.first_trials(child.id, plan.minibatch).values()))
+        """Re-read from the store, so overrides made meanwhile count: the first trial's
+        effective score of both candidates on the minibatch, in one query."""
+        scores = self.ctx.store.effective_scores(self.ctx.run_id, example_ids=plan.minibatch,
+                                                 candidate_ids=[parent.id, child.id])
+
+        def on_minibatch(candidate: Candidate) -> list[tuple[int, float | None]]:
+            return [(e, scores[(candidate.id, e)]) for e in plan.minibatch
+                    if (candidate.id, e) in scores]
+
+        return score_evidence(on_minibatch(parent), on_minibatch(child))
 
     async def gate(self, proposal: Proposal, parent: Candidate, child: Candidate,
                    plan: Plan) -> Decision:
-        """The rule decides in auto mode; in review mode a person does."""
+        """The rule decides in auto mode (on the evidence read again: a correction made since
+        the "evaluated" event counts); in review mode a person does."""
         ctx = self.ctx
         existing = ctx.store.decisions(proposal_id=proposal.id)
         if existing:  # replayed after a restart: the decision that was made (there is one)
@@ -387,9 +394,8 @@ class Engine:
         ctx.store.set_pooled(child.id)
         ctx.store.update_proposal(proposal.id, status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())
-        view = load_view(ctx.store, ctx.run_id)
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
-                                   candidate_id=child.id, score=view.means.get(child.id)))
+                                   candidate_id=child.id, score=self.pool().means.get(child.id)))
         return None
 
     def settle(self, proposal: Proposal, status: ProposalStatus, reason: str | None = None
@@ -405,8 +411,8 @@ class Engine:
             self.ctx.metric_calls() + len(self.ctx.val_ids) <= budget
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
-        view = load_view(self.ctx.store, self.ctx.run_id)
-        best = view.best_score
+        pool = self.pool()
+        best = pool.best_score
         previous = self.state.best_score
         improved = best is not None and (previous is None or best > previous + 1e-12)
         self.state.stale_iterations = 0 if improved else self.state.stale_iterations + 1
@@ -415,11 +421,16 @@ class Engine:
         self.state.plan = None
         self._iteration_seconds.append(seconds)
         self._checkpoint()
-        self._progress(view)
+        self._progress(pool)
+
+    def pool(self) -> PoolScores:
+        """The pool's means, front and best from the effective scores as stored now (corrections
+        count at once); the engine knows its validation examples, so two short reads."""
+        return pool_scores(self.ctx.store, self.ctx.run, val_ids=self.ctx.val_ids)
 
     # ------------------------------------------------------------------ progress
 
-    def _progress(self, view: RunView) -> None:
+    def _progress(self, view: PoolScores) -> None:
         ctx, config = self.ctx, self.ctx.config
         calls = ctx.metric_calls()
         ctx.emit(Progress(

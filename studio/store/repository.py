@@ -413,6 +413,16 @@ class Store:
             return [_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
 
     @_guard
+    def find_candidate(self, run_id: str, content_hash: str) -> Candidate | None:
+        """The run's first candidate with these components (by content hash), or None: one
+        lookup in SQL, not every candidate read (duplicate checks on long runs)."""
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id,
+                                            t.candidates.c.content_hash == content_hash)
+                 .order_by(t.candidates.c.idx).limit(1))
+        with self.engine.connect() as c:
+            return _model(Candidate, c.execute(query).first(), **_CANDIDATE_RENAME)
+
+    @_guard
     def pooled_ids(self, run_id: str) -> list[int]:
         """The pooled candidates' ids, by index (the seed first)."""
         query = (select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
