@@ -7,11 +7,18 @@ about 1 % of the trials corrected by a person), then:
 1. **Render time**: server-side (Streamlit's AppTest runs the page script in-process) for the Run,
    Review and Compare pages, the first run cold (caches cleared) and then warm (target: warm
    <= 2 s on SQLite and on PostgreSQL).
-2. **Export memory**: peak Python memory (tracemalloc) of ``export_run`` (JSONL, CSV) in a
+2. **Lineage chart**: server-side build time of the Compare page's lineage (layout, figure,
+   JSON) for the run's candidates (about 4,000 at 100,000 trials; target <= 2 s).
+3. **CLI memory**: peak Python memory of ``studio trials`` (text and ``--json``) and
+   ``studio proposals`` in a fresh process, for ``--cli-small`` trials and for ``--trials``
+   trials: ``studio trials`` streams, so its ratio stays near 1; ``studio proposals`` holds one
+   row per proposal, so it grows with them.
+4. **Export memory**: peak Python memory (tracemalloc) of ``export_run`` (JSONL, CSV) in a
    fresh subprocess, after a warm-up that imports what it needs, for ``--small`` trials and
    for ``--trials`` trials: constant memory means the ratio stays near 1.
 
-    python bench/bench_large.py [--trials 100000] [--small 10000] [--url URL]... [--skip-export]
+    python bench/bench_large.py [--trials 100000] [--small 10000] [--cli-small 1000]
+                                [--url URL]... [--skip-render] [--skip-cli] [--skip-export]
 
 ``--url`` may repeat (default: a new SQLite file). A PostgreSQL URL's tables are dropped first:
 give it a database of its own.
@@ -295,6 +302,54 @@ def export_memory(db_url: str, run_id: str, fmt: str) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+CLI_CHILD = r"""
+import contextlib, json, os, sys, time, tracemalloc
+sys.path.insert(0, sys.argv[1])
+import studio
+from studio.cli import main
+argv = ["--db", sys.argv[2], *sys.argv[4:], sys.argv[3]]
+with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+    # imports, the connection and the first query's plan, on a few rows
+    main([*argv, "--limit", "5"] if "trials" in argv else [*argv, "--pending"])
+    tracemalloc.start()
+    started = time.perf_counter()
+    code = main(argv)
+    seconds = time.perf_counter() - started
+peak = tracemalloc.get_traced_memory()[1] / 2**20
+print(json.dumps({"added_mb": peak, "seconds": seconds, "code": code}))
+"""
+
+
+def cli_memory(db_url: str, run_id: str, command: list[str], root: Path = ROOT
+               ) -> dict[str, float]:
+    """Peak Python memory (tracemalloc) and seconds of ``studio <command> RUN`` in a fresh
+    process, its output discarded; ``root`` is the checkout whose ``studio`` runs."""
+    out = subprocess.run([sys.executable, "-c", CLI_CHILD, str(root), db_url, run_id, *command],
+                         capture_output=True, text=True, check=True,
+                         env=os.environ | {"PYTHONPATH": str(root)})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def lineage_times(store, run_id: str, repeats: int = 3) -> tuple[int, str | None, list[float]]:
+    """Seconds to build the Compare page's lineage chart server-side: the layout, the plotly
+    figure and its JSON (what ``st.plotly_chart`` sends), from the run's loaded view."""
+    from components.plots import lineage_figure
+    from studio.engine.pool import load_view
+    from studio.views.charts import lineage_layout
+
+    view = load_view(store, run_id)
+    statuses = {p.child_id: p.status.value for p in store.proposals(run_id) if p.child_id}
+    shown = [view.candidates[0].id, view.best_id]
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        tree = lineage_layout(view.candidates, view.means, view.front, view.best_id, statuses,
+                              shown=shown)
+        lineage_figure(tree).to_json()
+        times.append(time.perf_counter() - started)
+    return len(view.candidates), tree.note, times
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=100_000)
@@ -304,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="SQLAlchemy URL (repeatable; default: a new SQLite file)")
     parser.add_argument("--skip-render", action="store_true")
     parser.add_argument("--skip-export", action="store_true")
+    parser.add_argument("--skip-cli", action="store_true")
+    parser.add_argument("--cli-small", type=int, default=1000,
+                        help="trials of the smaller run `studio trials` memory is compared with")
     parser.add_argument("--profile", choices=PAGES, action="append", default=[],
                         help="print a cProfile of this page's warm and cold render")
     args = parser.parse_args(argv)
@@ -327,6 +385,19 @@ def main(argv: list[str] | None = None) -> int:
             for page, values in render_times(url, big).items():
                 print(f"[{label}] render {page:<8} {args.trials} trials: cold {values[0]:.2f} s, "
                       f"warm {min(values[1:]):.2f} s  (target warm <= 2 s)", flush=True)
+        count, note, seconds = lineage_times(store, big)
+        print(f"[{label}] lineage chart, {count} candidates: first {seconds[0]:.2f} s, then "
+              f"{min(seconds[1:]):.2f} s server-side (layout, figure, JSON; target <= 2 s)"
+              + (f"; {note}" if note else ""), flush=True)
+        if not args.skip_cli:
+            small = bulk_run(store, args.cli_small)
+            for command in (["trials"], ["trials", "--json"], ["proposals"]):
+                a = cli_memory(url, small, command)
+                b = cli_memory(url, big, command)
+                print(f"[{label}] studio {' '.join(command):<14}: +{a['added_mb']:.1f} MB peak "
+                      f"({a['seconds']:.2f} s) for {args.cli_small} trials, "
+                      f"+{b['added_mb']:.1f} MB ({b['seconds']:.2f} s) for {args.trials}: "
+                      f"ratio {b['added_mb'] / max(a['added_mb'], 0.1):.2f}", flush=True)
         for page in args.profile:
             for warm in (False, True):
                 print(f"---- profile {page} {'warm' if warm else 'cold'} [{label}]")

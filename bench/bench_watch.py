@@ -13,7 +13,7 @@ Prints:
 
 Figures are measured in the same run of this script; compare ratios, not seconds.
 
-    python bench/bench_watch.py [--tabs 1 5 10] [--window 20] [--skip-wall]
+    python bench/bench_watch.py [--tabs 1 5 10] [--window 20] [--skip-cpu] [--skip-wall] [--quick]
 """
 
 from __future__ import annotations
@@ -177,37 +177,36 @@ def cpu_per_tab(work: Path, tab_counts: list[int], window: float,
     return results
 
 
-def wall_times(work: Path, tabs: int) -> dict[int, float]:
-    """Seconds a run started in the studio's process takes with 0 and ``tabs`` tabs watching."""
+def wall_times(work: Path, tabs: int, *, max_iterations: int = 30, timeout: float = 300.0,
+               profile: Path | None = None) -> dict[int, float]:
+    """Seconds a run started in the studio's process takes with 0 and ``tabs`` tabs watching.
+
+    Each wait has a deadline and says what it waited for (a run that ends without finishing, or
+    does not end in ``timeout`` seconds, is an error naming its status, not a silent hang)."""
     from playwright.sync_api import sync_playwright
 
     from studio.projects.workspace import import_example
     from studio.store import open_store
-    from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS, studio_server
+    from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS, free_port, studio_server
 
     db = work / "wall.db"
     store = open_store(f"sqlite:///{db}")
-    path = project_file(work, latency_ms=40, n_train=60, max_iterations=30, name="timed")
+    path = project_file(work, latency_ms=40, n_train=60, max_iterations=max_iterations,
+                        name="timed")
     project = import_example(store, path)
     out: dict[int, float] = {}
-    with studio_server(db) as url, \
+    port = free_port()
+    with studio_server(db, port=port) as url, \
             tempfile.TemporaryDirectory(prefix="bench-watch-chromium-") as profile_dir, \
             sync_playwright() as playwright:
+        pid = server_pid(port)
         context = playwright.chromium.launch_persistent_context(
             profile_dir, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
             viewport={"width": 1400, "height": 1000})
         context.set_default_timeout(120_000)
         first = context.pages[0] if context.pages else context.new_page()
         for watching in (0, tabs):
-            known = {r.id for r in store.list_runs(limit=100)}
-            first.goto(f"{url}/run?project={project.id}")
-            first.get_by_role("button", name="Start run").click()
-            deadline = time.monotonic() + 60
-            while not (new := [r for r in store.list_runs(limit=100) if r.id not in known]):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the run did not start")
-                time.sleep(0.05)
-            run_id = new[0].id
+            run_id = start_in_browser(store, first, f"{url}/run?project={project.id}")
             extra = []
             if watching == 0:
                 first.goto("about:blank")
@@ -216,10 +215,10 @@ def wall_times(work: Path, tabs: int) -> dict[int, float]:
                     page = context.new_page()
                     page.goto(f"{url}/run?run={run_id}")
                     extra.append(page)
-            while (run := store.get_run(run_id)).status.is_active:
-                time.sleep(0.1)
-            if run.finished_at is None or run.started_at is None:
-                raise RuntimeError(f"run {run_id} ended {run.status.value}: {run.error}")
+            spy = profile_server(pid, 30, profile) if profile and watching else None
+            run = wait_finished(store, run_id, timeout)
+            if spy is not None:
+                spy.wait(timeout=60)
             out[watching] = (run.finished_at - run.started_at).total_seconds()
             trials = store.count_trials(run_id)
             print(f"run in the studio's process, {watching:2d} tabs watching: "
@@ -230,16 +229,47 @@ def wall_times(work: Path, tabs: int) -> dict[int, float]:
     return out
 
 
+def start_in_browser(store, page, url: str, timeout: float = 60.0) -> str:
+    """Click *Start run* on ``url``; the id of the run it started."""
+    known = {r.id for r in store.list_runs(limit=100)}
+    page.goto(url)
+    page.get_by_role("button", name="Start run").click()
+    deadline = time.monotonic() + timeout
+    while not (new := [r for r in store.list_runs(limit=100) if r.id not in known]):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no run started within {timeout:.0f} s of clicking Start run")
+        time.sleep(0.05)
+    return new[0].id
+
+
+def wait_finished(store, run_id: str, timeout: float):
+    """The run once it is no longer active; an error if it did not complete in ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while (run := store.get_run(run_id)).status.is_active:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"run {run_id} still {run.status.value} after {timeout:.0f} s "
+                               f"({store.count_trials(run_id)} trials); look at the server with "
+                               "`py-spy dump --pid <streamlit pid>`")
+        time.sleep(0.1)
+    if run.finished_at is None or run.started_at is None:
+        raise RuntimeError(f"run {run_id} ended {run.status.value}: {run.error}")
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tabs", type=int, nargs="+", default=[1, 5, 10])
     parser.add_argument("--window", type=float, default=20.0, help="seconds of CPU measured")
     parser.add_argument("--skip-cpu", action="store_true")
     parser.add_argument("--skip-wall", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="short windows and a short timed run (a shared machine)")
     parser.add_argument("--py-spy", type=Path, metavar="FILE",
                         help="sample the server with py-spy (collapsed stacks) during the window "
                              "with the most tabs (py-spy from PATH or $PY_SPY)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.window = min(args.window, 5.0)
 
     from studio.cli import quiet_library_logs
 
@@ -249,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server CPU while a CLI run is in progress ({args.window:.0f} s windows):")
         cpu_per_tab(work, sorted(args.tabs), args.window, args.py_spy)
     if not args.skip_wall:
-        times = wall_times(work, max(args.tabs))
+        times = wall_times(work, max(args.tabs), max_iterations=8 if args.quick else 30,
+                           profile=args.py_spy.with_suffix(".wall.txt") if args.py_spy else None)
         print(f"wall time ratio, {max(args.tabs)} tabs / 0 tabs: "
               f"{times[max(args.tabs)] / times[0]:.2f}  (target <= 1.10)")
     return 0

@@ -16,6 +16,7 @@ from studio.views.charts import Lineage
 
 LABELLED_CELLS = 400
 LABELLED_NODES = 80
+LINEAGE_MAX_HEIGHT = 1200  # px; a taller tree is explored by zooming
 STATUS_STYLE = {
     "accepted": ("#2e7d32", "circle"),
     "rejected": ("#c62828", "x"),
@@ -68,11 +69,22 @@ def heatmap(matrix: pd.DataFrame) -> None:
 
 
 def lineage(tree: Lineage) -> None:
-    nodes = tree.nodes
-    if nodes.empty:
+    if tree.nodes.empty:
         st.caption("No candidates yet.")
         return
-    position = nodes.set_index("id")[["x", "y"]].to_dict("index")
+    st.plotly_chart(lineage_figure(tree), width="stretch", key="compare.lineage")
+    st.caption("★ best · coloured: in the pool, by validation mean · open grey: rejected or not "
+               "yet accepted · thick blue ring: on the Pareto front"
+               + (" · dashed orange: a merge's two parents." if tree.merge_edges else ".")
+               + (f" {tree.note}" if tree.note else ""))
+
+
+def lineage_figure(tree: Lineage) -> go.Figure:
+    """The tree in four traces whatever its size: the edges in one line trace (None between
+    edges), a merge's edges in another, the scored and the unscored nodes in one marker trace
+    each."""
+    nodes = tree.nodes
+    position = dict(zip(nodes["id"], zip(nodes["x"], nodes["y"], strict=True), strict=True))
     merges = set(tree.merge_edges)
     figure = go.Figure()
     for edges, line in (([e for e in tree.edges if e not in merges], {"color": "#b0bec5"}),
@@ -80,44 +92,42 @@ def lineage(tree: Lineage) -> None:
         xs: list[float | None] = []
         ys: list[float | None] = []
         for parent, child in edges:
-            xs += [position[parent]["x"], position[child]["x"], None]
-            ys += [position[parent]["y"], position[child]["y"], None]
+            xs += [position[parent][0], position[child][0], None]
+            ys += [position[parent][1], position[child][1], None]
         if xs:
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip",
                                         showlegend=False))
     for scored, group in ((True, nodes[nodes["mean"].notna()]),
                           (False, nodes[nodes["mean"].isna()])):
-        if group.empty:
-            continue
-        hover = [f"#{r.index} · {html.escape(r.status)} · "
-                 + (f"merge of {' and '.join(f'#{p}' for p in r.parents)} · "
-                    if len(r.parents) > 1 else "")
-                 + (f"mean {r.mean:.3f}" if scored else "not scored on the validation set")
-                 + (" · on the Pareto front" if r.on_front else "") + (" · best" if r.best else "")
-                 for r in group.itertuples()]
-        marker = {"size": [24 if b else 16 for b in group["best"]],
-                  "symbol": ["star" if b else "circle" for b in group["best"]],
-                  "line": {"width": [3 if f else 1 for f in group["on_front"]],
-                           "color": "#1565c0"}}
-        if scored:
-            marker.update(color=group["mean"], cmin=0, cmax=1, colorscale="RdYlGn",
-                          showscale=True, colorbar={"title": "mean"})
-        else:
-            marker.update(color="#78909c", symbol="circle-open",
-                          line={"width": 2, "color": "#78909c"})
-        figure.add_trace(go.Scatter(
-            x=group["x"], y=group["y"],
-            mode="markers+text" if len(nodes) <= LABELLED_NODES else "markers",
-            text=[f"#{i}" for i in group["index"]], textposition="top center",
-            hovertext=hover, hoverinfo="text", showlegend=False, marker=marker))
-    figure.update_layout(height=max(260, 45 * (nodes["y"].min() * -1 + 2)),
+        if not group.empty:
+            figure.add_trace(_lineage_nodes(group, scored, labelled=len(nodes) <= LABELLED_NODES))
+    rows = nodes["y"].min() * -1 + 2
+    figure.update_layout(height=min(LINEAGE_MAX_HEIGHT, max(260, 45 * rows)),
                          margin={"l": 10, "r": 10, "t": 30, "b": 10},
                          xaxis=_iteration_axis("iteration born", nodes["x"].max()),
                          yaxis={"visible": False})
-    st.plotly_chart(figure, width="stretch", key="compare.lineage")
-    st.caption("★ best · coloured: in the pool, by validation mean · open grey: rejected or not "
-               "yet accepted · thick blue ring: on the Pareto front"
-               + (" · dashed orange: a merge's two parents." if merges else "."))
+    return figure
+
+
+def _lineage_nodes(group: pd.DataFrame, scored: bool, labelled: bool) -> go.Scatter:
+    hover = [f"#{r.index} · {html.escape(r.status)} · "
+             + (f"merge of {' and '.join(f'#{p}' for p in r.parents)} · "
+                if len(r.parents) > 1 else "")
+             + (f"mean {r.mean:.3f}" if scored else "not scored on the validation set")
+             + (" · on the Pareto front" if r.on_front else "") + (" · best" if r.best else "")
+             for r in group.itertuples()]
+    marker = {"size": [24 if b else 16 for b in group["best"]],
+              "symbol": ["star" if b else "circle" for b in group["best"]],
+              "line": {"width": [3 if f else 1 for f in group["on_front"]], "color": "#1565c0"}}
+    if scored:
+        marker.update(color=group["mean"], cmin=0, cmax=1, colorscale="RdYlGn",
+                      showscale=True, colorbar={"title": "mean"})
+    else:
+        marker.update(color="#78909c", symbol="circle-open",
+                      line={"width": 2, "color": "#78909c"})
+    return go.Scatter(x=group["x"], y=group["y"], mode="markers+text" if labelled else "markers",
+                      text=[f"#{i}" for i in group["index"]], textposition="top center",
+                      hovertext=hover, hoverinfo="text", showlegend=False, marker=marker)
 
 
 def _iteration_axis(title: str, last: float) -> dict:

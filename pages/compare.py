@@ -38,7 +38,7 @@ with right:
     st.subheader("Lineage")
     statuses = {p.child_id: p.status.value for p in analysis.proposals if p.child_id}
     plots.lineage(chart_data.lineage_layout(view.candidates, view.means, view.front,
-                                             view.best_id, statuses))
+                                             view.best_id, statuses, shown=selected))
 
 st.subheader("Pareto front")
 compare_panel.front(analysis)

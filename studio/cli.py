@@ -6,6 +6,8 @@
     studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
     studio workers
     studio runs
+    studio trials RUN_ID [--candidate ID] [--phase P] [--offset N] [--limit N] [--json]
+    studio proposals RUN_ID [--pending] [--json]
     studio export RUN_ID --format jsonl|csv [--out PATH]
     studio test RUN_ID                             (score baseline and best on the test set)
     studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
@@ -368,11 +370,13 @@ def _changes(row: dict[str, Any]) -> str:
 
 
 def cmd_trials(args: argparse.Namespace) -> int:
+    """Trials are written as they are read, a page at a time: constant memory on any run."""
     from studio.projects.workspace import trial_rows
 
-    rows = trial_rows(_store(args), args.run_id, candidate_id=args.candidate, phase=args.phase)
+    rows = trial_rows(_store(args), args.run_id, candidate_id=args.candidate, phase=args.phase,
+                      offset=args.offset, limit=args.limit)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        _write_json_array(rows, sys.stdout)
         return 0
     for r in rows:
         score = "-" if r["effective_score"] is None else f"{r['effective_score']:.2f}"
@@ -382,6 +386,14 @@ def cmd_trials(args: argparse.Namespace) -> int:
         print(f"{r['id']:>6}  cand {r['candidate']:<4} ex {r['example']:<4} {r['phase']:<7} "
               f"score {score} (judge {judge}){mark}  {feedback}")
     return 0
+
+
+def _write_json_array(rows: Any, stream: Any) -> None:
+    """One JSON array, an element per line, written as the rows arrive (never all in memory)."""
+    stream.write("[")
+    for n, row in enumerate(rows):
+        stream.write(("," if n else "") + "\n  " + json.dumps(row))
+    stream.write("\n]\n")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -519,6 +531,9 @@ def parser() -> argparse.ArgumentParser:
     trials.add_argument("run_id")
     trials.add_argument("--candidate", type=whole_number(1))
     trials.add_argument("--phase", help="parent, child, valset or test")
+    trials.add_argument("--offset", type=whole_number(0), default=0,
+                        help="skip the first N matching trials (oldest first)")
+    trials.add_argument("--limit", type=whole_number(1), help="show at most N trials")
     trials.add_argument("--json", action="store_true")
     trials.set_defaults(func=cmd_trials)
     validate = sub.add_parser("validate", help="check a project file and its datasets")

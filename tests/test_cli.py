@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from studio.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "haiku_scripted.yaml"
@@ -96,10 +98,40 @@ def test_proposals_and_trials_show_what_waits_and_what_was_corrected(tmp_path, c
     assert main(["--db", db, "trials", run_id]) == 0
     assert "corrected" in capsys.readouterr().out
 
+    assert main(["--db", db, "trials", run_id, "--json"]) == 0
+    everything = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in everything] == sorted(r["id"] for r in everything)
+    assert main(["--db", db, "trials", run_id, "--offset", "3", "--limit", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == everything[3:7]
+    seed = everything[0]["candidate"]
+    assert main(["--db", db, "trials", run_id, "--candidate", str(seed), "--limit", "2"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 2 and all(f"cand {seed} " in line for line in listed)
+    assert main(["--db", db, "trials", run_id, "--offset", "999", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    with pytest.raises(SystemExit):
+        main(["--db", db, "trials", run_id, "--limit", "0"])
+    assert "--limit: 0 is not allowed: give a number at least 1" in capsys.readouterr().err
+
     assert main(["--db", db, "trials", run_id, "--phase", "kid"]) == 2
     assert "phase 'kid' is not one of" in capsys.readouterr().err
     assert main(["--db", db, "proposals", "no-such-run"]) == 2
     assert "no-such-run" in capsys.readouterr().err
+
+
+def test_trials_are_listed_without_reading_the_run_at_once(tmp_path, capsys, monkeypatch):
+    from studio.store import Store, open_store
+
+    db = f"sqlite:///{tmp_path}/cli4.db"
+    main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "1"])
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    expected = open_store(db).trials(run_id, with_trace=False)
+    monkeypatch.setattr(Store, "trials", lambda *a, **k: pytest.fail(
+        "studio trials read every trial at once"))
+    assert main(["--db", db, "trials", run_id, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == [t.id for t in expected] and len(rows) > 3
+    assert [r["effective_score"] for r in rows] == [t.effective_score for t in expected]
 
 
 def test_queue_then_a_worker_runs_it_and_exits_after_max_runs(tmp_path, capsys):

@@ -37,7 +37,7 @@ from studio.engine.events import (
 )
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
-from studio.engine.pool import Evidence, RunView, load_view, minibatch_evidence
+from studio.engine.pool import Evidence, PoolScores, load_view, pool_scores, score_evidence
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.config import ReviewMode
@@ -238,12 +238,12 @@ class Engine:
             raise RunFailed(f"the critic could not evaluate any baseline example; first error: "
                             f"{first_error}. Check the critic's model and instruction.")
         ctx.store.set_pooled(seed.id)
-        view = load_view(ctx.store, ctx.run_id)
-        self.state.best_score = view.best_score
+        pool = self.pool()
+        self.state.best_score = pool.best_score
         ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=seed.id,
-                                score=view.means.get(seed.id)))
+                                score=pool.means.get(seed.id)))
         self._checkpoint()
-        self._progress(view)
+        self._progress(pool)
 
     def _add_seed(self) -> Candidate:
         """Candidate #0: the agent's components, or on a fork the forked candidate's."""
@@ -328,11 +328,11 @@ class Engine:
         stored plan."""
         if self.state.plan and self.state.plan["iteration"] == iteration:
             return Plan(**self.state.plan)
-        view = load_view(self.ctx.store, self.ctx.run_id)
-        merge = merging.plan_merge(self.ctx, view, self.rng) \
-            if merging.merge_due(self.ctx, iteration) else None
+        due = merging.merge_due(self.ctx, iteration)
+        merge = merging.plan_merge(self.ctx, load_view(self.ctx.store, self.ctx.run_id),
+                                   self.rng) if due else None
         plan = self._merge_plan(iteration, merge) if merge is not None \
-            else self._reflection_plan(iteration, view)
+            else self._reflection_plan(iteration, self.pool())
         self.state.plan = asdict(plan)
         self._checkpoint()
         self.ctx.emit(IterationStarted(
@@ -341,9 +341,9 @@ class Engine:
             proposal_kind=(ProposalKind.MERGE if merge else ProposalKind.REFLECTION).value))
         return plan
 
-    def _reflection_plan(self, iteration: int, view: RunView) -> Plan:
-        parent_id = select_parent(self.ctx.config.candidate_selection, view.matrix, self.rng,
-                                  order=view.pooled_ids, epsilon=self.ctx.config.epsilon)
+    def _reflection_plan(self, iteration: int, pool: PoolScores) -> Plan:
+        parent_id = select_parent(self.ctx.config.candidate_selection, pool.matrix, self.rng,
+                                  order=pool.pooled_ids, epsilon=self.ctx.config.epsilon)
         minibatch = self.sampler.sample(self.rng)
         components = self.ctx.components
         turn = iteration - 1
@@ -405,10 +405,16 @@ class Engine:
             proposal = self.edited(proposal, decision)
 
     def evidence(self, parent: Candidate, child: Candidate, plan: Plan) -> Evidence:
-        """Re-read from the store, so overrides made meanwhile count."""
-        store = self.ctx.store
-        return minibatch_evidence(list(store.first_trials(parent.id, plan.minibatch).values()),
-                                  list(store.first_trials(child.id, plan.minibatch).values()))
+        """Re-read from the store, so overrides made meanwhile count: the first trial's
+        effective score of both candidates on the minibatch, in one query."""
+        scores = self.ctx.store.effective_scores(self.ctx.run_id, example_ids=plan.minibatch,
+                                                 candidate_ids=[parent.id, child.id])
+
+        def on_minibatch(candidate: Candidate) -> list[tuple[int, float | None]]:
+            return [(e, scores[(candidate.id, e)]) for e in plan.minibatch
+                    if (candidate.id, e) in scores]
+
+        return score_evidence(on_minibatch(parent), on_minibatch(child))
 
     def verdict(self, parent: Candidate, child: Candidate, plan: Plan) -> tuple[bool, str]:
         """GEPA's rule for a reflection's child, from the effective scores now."""
@@ -476,9 +482,8 @@ class Engine:
         ctx.store.set_pooled(child.id)
         ctx.store.update_proposal(proposal.id, status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())
-        view = load_view(ctx.store, ctx.run_id)
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
-                                   candidate_id=child.id, score=view.means.get(child.id)))
+                                   candidate_id=child.id, score=self.pool().means.get(child.id)))
         return None
 
     def settle(self, proposal: Proposal, status: ProposalStatus, reason: str | None = None
@@ -494,8 +499,8 @@ class Engine:
             self.ctx.metric_calls() + len(self.ctx.val_ids) <= budget
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
-        view = load_view(self.ctx.store, self.ctx.run_id)
-        best = view.best_score
+        pool = self.pool()
+        best = pool.best_score
         previous = self.state.best_score
         improved = best is not None and (previous is None or best > previous + 1e-12)
         self.state.stale_iterations = 0 if improved else self.state.stale_iterations + 1
@@ -504,11 +509,16 @@ class Engine:
         self.state.plan = None
         self._iteration_seconds.append(seconds)
         self._checkpoint()
-        self._progress(view)
+        self._progress(pool)
+
+    def pool(self) -> PoolScores:
+        """The pool's means, front and best from the effective scores as stored now (corrections
+        count at once); the engine knows its validation examples, so two short reads."""
+        return pool_scores(self.ctx.store, self.ctx.run, val_ids=self.ctx.val_ids)
 
     # ------------------------------------------------------------------ progress
 
-    def _progress(self, view: RunView) -> None:
+    def _progress(self, view: PoolScores) -> None:
         ctx, config = self.ctx, self.ctx.config
         calls = ctx.metric_calls()
         ctx.emit(Progress(

@@ -7,6 +7,7 @@ so an override changes it at once, for the engine and the studio alike.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from studio.engine.pareto import best_candidate, mean_score, pareto_front
@@ -61,12 +62,23 @@ class PoolScores:
     front: dict[int, int]
     best_id: int | None
 
+    @property
+    def pooled_ids(self) -> list[int]:
+        """By index, the seed first."""
+        return list(self.matrix)
 
-def pool_scores(store: Store, run: Run, pooled: list[int] | None = None) -> PoolScores:
+    @property
+    def best_score(self) -> float | None:
+        return self.means.get(self.best_id) if self.best_id is not None else None
+
+
+def pool_scores(store: Store, run: Run, pooled: list[int] | None = None,
+                val_ids: list[int] | None = None) -> PoolScores:
     """Means, Pareto front and best candidate of the pooled candidates (``pooled``: their ids
-    by index; read from the store when not given), from effective scores."""
+    by index; ``val_ids``: the validation examples; each read from the store when not given),
+    from effective scores."""
     pooled = store.pooled_ids(run.id) if pooled is None else pooled
-    val_ids = val_example_ids(store, run)
+    val_ids = val_example_ids(store, run) if val_ids is None else val_ids
     scores = store.effective_scores(run.id, example_ids=val_ids, pooled_only=True)
     matrix = {c: {e: scores.get((c, e)) for e in val_ids} for c in pooled}
     return PoolScores(val_ids=val_ids, matrix=matrix,
@@ -88,15 +100,18 @@ class Evidence:
 def minibatch_evidence(parent: list[Trial], child: list[Trial]) -> Evidence:
     """GEPA's rule: accept when the child's minibatch sum is strictly above the parent's, over the
     examples both could be evaluated on."""
-    child_by_example = {t.example_id: t.effective_score for t in child}
-    parent_sum = child_sum = 0.0
-    compared = 0
-    for trial in parent:
-        parent_score = trial.effective_score
-        child_score = child_by_example.get(trial.example_id)
-        if parent_score is None or child_score is None:
-            continue
-        parent_sum += parent_score
-        child_sum += child_score
-        compared += 1
-    return Evidence(parent_sum, child_sum, compared, compared > 0 and child_sum > parent_sum)
+    return score_evidence([(t.example_id, t.effective_score) for t in parent],
+                          [(t.example_id, t.effective_score) for t in child])
+
+
+def score_evidence(parent: list[tuple[int, float | None]],
+                   child: list[tuple[int, float | None]]) -> Evidence:
+    """:func:`minibatch_evidence` over ``(example id, effective score)`` pairs, for callers that
+    read the scores in SQL instead of building trial records."""
+    child_by_example = dict(child)
+    pairs = [(score, child_by_example[example_id]) for example_id, score in parent
+             if score is not None and child_by_example.get(example_id) is not None]
+    # fsum: exact sums, so the verdict never depends on the order the scores were read in
+    parent_sum = math.fsum(p for p, _ in pairs)
+    child_sum = math.fsum(c for _, c in pairs)
+    return Evidence(parent_sum, child_sum, len(pairs), bool(pairs) and child_sum > parent_sum)

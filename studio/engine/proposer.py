@@ -214,8 +214,7 @@ def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
 
 
 def find_duplicate(ctx: RunContext, components: dict[str, str]) -> Candidate | None:
-    digest = content_hash(components)
-    return next((c for c in ctx.store.candidates(ctx.run_id) if c.content_hash == digest), None)
+    return ctx.store.find_candidate(ctx.run_id, content_hash(components))
 
 
 def invalidate(ctx: RunContext, proposal: Proposal, reason: str) -> Proposal:
@@ -248,7 +247,8 @@ def add_child(ctx: RunContext, proposal: Proposal, components: dict[str, str],
               parent_ids: list[int]) -> Candidate:
     """Store a proposal's child candidate and link it to the proposal."""
     child = ctx.store.add_candidate(Candidate(
-        run_id=ctx.run_id, index=len(ctx.store.candidates(ctx.run_id)), parent_ids=parent_ids,
+        run_id=ctx.run_id, index=len(ctx.store.candidate_indexes(ctx.run_id)),
+        parent_ids=parent_ids,
         components=components, content_hash=content_hash(components),
         iteration=proposal.iteration, proposal_id=proposal.id))
     ctx.store.update_proposal(proposal.id, child_id=child.id)

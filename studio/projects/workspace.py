@@ -8,13 +8,14 @@ with messages the studio shows next to the control that was used.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from studio.engine.build import build_engine
 from studio.engine.gates import latest_pending
 from studio.engine.merge import stored_evidence
-from studio.engine.pool import load_view, minibatch_evidence
+from studio.engine.pool import Evidence, load_view, minibatch_evidence, score_evidence
 from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
@@ -338,7 +339,9 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
 
 def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False) -> list[dict]:
     """What waits for a person and what was decided, one row per proposal: the live evidence
-    sums (effective scores) and the decision that was applied, with who made it and when."""
+    sums (effective scores) and the decision that was applied, with who made it and when.
+    A fixed number of queries however many reflection proposals the run has (plus a few per
+    merge, of which a run has at most ``max_merge_invocations``)."""
     store.get_run(run_id)  # a clear error for an unknown run
     proposals = store.proposals(run_id)
     waiting = latest_pending(proposals)
@@ -346,9 +349,10 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False) -> l
         proposals = [waiting] if waiting is not None else []
     decisions = {d.proposal_id: d for d in reversed(store.decisions(run_id))}
     index = store.candidate_indexes(run_id)
+    verdicts = proposal_verdicts(store, run_id, [p for p in proposals if p.merge is None])
     rows = []
     for proposal in proposals:
-        evidence = proposal_evidence(store, proposal)
+        evidence = verdicts.get(proposal.id) or proposal_evidence(store, proposal)  # a merge
         decision = decisions.get(proposal.id)
         rows.append({
             "id": proposal.id, "iteration": proposal.iteration, "kind": proposal.kind.value,
@@ -375,19 +379,68 @@ def _merge_row(proposal: Proposal, index: dict[int, int]) -> dict | None:
                         for key, source in proposal.merge.sources.items()}}
 
 
+# Few proposals (--pending) read only their own candidates' pairs; a whole run's listing
+# involves nearly every candidate, so its pairs are narrowed by example only.
+_FEW_CANDIDATES = 500
+
+
+def proposal_verdicts(store: Store, run_id: str, proposals: list[Proposal]
+                      ) -> dict[int, Evidence]:
+    """:func:`proposal_evidence`'s sums and verdict for many proposals in three queries (the
+    minibatches, the children's trials, the first trial of each pair involved), not per
+    proposal. Same rules: the iteration's minibatch (else the child's examples), the parent's
+    first trial per example, the child's own trials completed by its first trial elsewhere."""
+    if not proposals:
+        return {}
+    minibatches = _minibatches(store, run_id)
+    children = store.child_scores(run_id, [p.id for p in proposals]
+                                  if len(proposals) <= _FEW_CANDIDATES else None)
+    batches = {p.id: minibatches.get(p.iteration) or [e for e, _ in children.get(p.id, [])]
+               for p in proposals}
+    involved = {c for p in proposals for c in (p.parent_id, p.child_id) if c is not None}
+    firsts = store.effective_scores(
+        run_id, example_ids={e for batch in batches.values() for e in batch},
+        candidate_ids=involved if len(involved) <= _FEW_CANDIDATES else None)
+    verdicts = {}
+    for p in proposals:
+        child = list(children.get(p.id, []))
+        parent = [(e, firsts[(p.parent_id, e)]) for e in batches[p.id]
+                  if (p.parent_id, e) in firsts]
+        if p.child_id is not None:
+            found = {e for e, _ in child}
+            child += [(e, firsts[(p.child_id, e)]) for e in batches[p.id]
+                      if e not in found and (p.child_id, e) in firsts]
+        verdicts[p.id] = score_evidence(parent, child)
+    return verdicts
+
+
+def _minibatches(store: Store, run_id: str) -> dict[int, list[int]]:
+    """Iteration -> its minibatch's example ids, from the latest "iteration started" event."""
+    return {event.iteration: list(event.payload.get("minibatch") or [])
+            for event in store.events(run_id, kind=EventKind.ITERATION_STARTED)}
+
+
 def trial_rows(store: Store, run_id: str, *, candidate_id: int | None = None,
-               phase: str | None = None) -> list[dict]:
-    """A run's trials with the judge's and the effective (corrected) score and feedback."""
+               phase: str | None = None, offset: int = 0, limit: int | None = None
+               ) -> Iterator[dict]:
+    """A run's trials with the judge's and the effective (corrected) score and feedback, oldest
+    first, streamed from the store in pages (a 100,000-trial run is never held in memory).
+    The run and the phase are checked before the first row is read."""
     store.get_run(run_id)
     if phase is not None and phase not in {p.value for p in TrialPhase}:
         allowed = ", ".join(p.value for p in TrialPhase)
         raise ConfigError(f"phase {phase!r} is not one of: {allowed}", where="--phase",
                           value=phase)
-    trials = store.trials(run_id, candidate_id=candidate_id, phase=phase, with_trace=False)
-    return [{"id": t.id, "iteration": t.iteration, "phase": t.phase.value,
-             "candidate": t.candidate_id, "example": t.example_id, "score": t.score,
-             "effective_score": t.effective_score, "feedback": t.effective_feedback,
-             "overridden": t.overridden, "error": t.error} for t in trials]
+    trials = store.iter_trials(run_id, candidate_id=candidate_id, phase=phase, offset=offset,
+                               limit=limit, with_trace=False)
+    return (_trial_row(t) for t in trials)
+
+
+def _trial_row(t: Trial) -> dict:
+    return {"id": t.id, "iteration": t.iteration, "phase": t.phase.value,
+            "candidate": t.candidate_id, "example": t.example_id, "score": t.score,
+            "effective_score": t.effective_score, "feedback": t.effective_feedback,
+            "overridden": t.overridden, "error": t.error}
 
 
 def require_reason(action: str, reason: str) -> None:

@@ -423,6 +423,16 @@ class Store:
             return [_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
 
     @_guard
+    def find_candidate(self, run_id: str, content_hash: str) -> Candidate | None:
+        """The run's first candidate with these components (by content hash), or None: one
+        lookup in SQL, not every candidate read (duplicate checks on long runs)."""
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id,
+                                            t.candidates.c.content_hash == content_hash)
+                 .order_by(t.candidates.c.idx).limit(1))
+        with self.engine.connect() as c:
+            return _model(Candidate, c.execute(query).first(), **_CANDIDATE_RENAME)
+
+    @_guard
     def pooled_ids(self, run_id: str) -> list[int]:
         """The pooled candidates' ids, by index (the seed first)."""
         query = (select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
@@ -556,15 +566,19 @@ class Store:
 
     @_guard
     def effective_scores(self, run_id: str, *, example_ids: Iterable[int] | None = None,
+                         candidate_ids: Iterable[int] | None = None,
                          pooled_only: bool = False) -> dict[tuple[int, int], float | None]:
         """``(candidate_id, example_id) -> effective score`` of the first trial of each pair,
         straight from SQL (no records built), for views over thousands of trials.
 
-        ``example_ids`` and ``pooled_only`` narrow the pairs in SQL (the pool's views need only
-        the pooled candidates on the validation examples, not every minibatch pair)."""
+        ``example_ids``, ``candidate_ids`` and ``pooled_only`` narrow the pairs in SQL (the
+        pool's views need only the pooled candidates on the validation examples, not every
+        minibatch pair)."""
         where = [t.trials.c.run_id == run_id]
         if example_ids is not None:
             where.append(t.trials.c.example_id.in_(list(example_ids)))
+        if candidate_ids is not None:
+            where.append(t.trials.c.candidate_id.in_(list(candidate_ids)))
         if pooled_only:
             where.append(t.trials.c.candidate_id.in_(
                 select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
@@ -575,6 +589,23 @@ class Store:
                        _effective_score()).where(t.trials.c.id.in_(first))
         with self.engine.connect() as c:  # the overrides are merged in SQL: none are loaded
             return {(row[0], row[1]): row[2] for row in c.execute(query)}
+
+    @_guard
+    def child_scores(self, run_id: str, proposal_ids: Iterable[int] | None = None
+                     ) -> dict[int, list[tuple[int, float | None]]]:
+        """Per proposal, its child's minibatch trials as ``(example_id, effective score)``,
+        oldest first: one SQL query for every proposal of a run (or those of ``proposal_ids``)."""
+        c = t.trials.c
+        query = (select(c.proposal_id, c.example_id, _effective_score())
+                 .where(c.run_id == run_id, c.phase == "child", c.proposal_id.is_not(None))
+                 .order_by(c.id))
+        if proposal_ids is not None:
+            query = query.where(c.proposal_id.in_(list(proposal_ids)))
+        found: dict[int, list[tuple[int, float | None]]] = {}
+        with self.engine.connect() as connection:
+            for proposal_id, example_id, score in connection.execute(query):
+                found.setdefault(proposal_id, []).append((example_id, score))
+        return found
 
     @_guard
     def child_means(self, run_id: str) -> dict[int, float]:
@@ -631,34 +662,47 @@ class Store:
                       if ids else {})
         return [self._trial(row, active.get(row.id)) for row in rows], total
 
-    def iter_trials(self, run_id: str, *, batch_size: int = 1000, with_trace: bool = True
-                    ) -> Iterator[Trial]:
-        """Every trial of a run, oldest first, with its effective override, read ``batch_size``
-        at a time (keyset pages on the primary key, one short read each): constant memory
-        for exports, and no read transaction held open while the caller writes a file."""
+    def iter_trials(self, run_id: str, *, batch_size: int = 1000, with_trace: bool = True,
+                    candidate_id: int | None = None, phase: str | None = None,
+                    offset: int = 0, limit: int | None = None) -> Iterator[Trial]:
+        """Every trial of a run (or of one candidate, or one phase), oldest first, with its
+        effective override, read ``batch_size`` at a time (keyset pages on the primary key, one
+        short read each): constant memory for exports and listings, and no read transaction
+        held open while the caller writes. ``offset`` and ``limit`` page in SQL."""
         columns = list(t.trials.c) if with_trace else [
             col for col in t.trials.c if col.name != "trace"]
-        last = 0
-        while True:
-            rows, active = self._trial_batch(run_id, columns, last, batch_size)
+        where = [t.trials.c.run_id == run_id]
+        if candidate_id is not None:
+            where.append(t.trials.c.candidate_id == candidate_id)
+        if phase is not None:
+            where.append(t.trials.c.phase == phase)
+        left = limit
+        skip, last = max(0, offset), 0
+        while left is None or left > 0:
+            size = batch_size if left is None else min(batch_size, left)
+            rows, active = self._trial_batch(run_id, columns, where, last, size, skip)
             for row in rows:
                 yield self._trial(row, active.get(row.id))
-            if len(rows) < batch_size:
+            if len(rows) < size:
                 return
-            last = rows[-1].id
+            skip, last = 0, rows[-1].id
+            left = None if left is None else left - len(rows)
+            del rows, active  # the next page replaces this one instead of joining it in memory
 
     @_guard
-    def _trial_batch(self, run_id: str, columns: list, after_id: int, size: int
-                     ) -> tuple[list[Row], dict[int, Override]]:
-        query = (select(*columns).where(t.trials.c.run_id == run_id, t.trials.c.id > after_id)
-                 .order_by(t.trials.c.id).limit(size))
+    def _trial_batch(self, run_id: str, columns: list, where: list, after_id: int, size: int,
+                     skip: int = 0) -> tuple[list[Row], dict[int, Override]]:
+        query = (select(*columns).where(*where, t.trials.c.id > after_id)
+                 .order_by(t.trials.c.id).offset(skip or None).limit(size))
         with self.engine.connect() as c:
             rows = c.execute(query).all()
             if not rows:
                 return rows, {}
             active = self._effective_overrides(
                 c, t.overrides.c.run_id == run_id,
-                t.overrides.c.trial_id.between(rows[0].id, rows[-1].id))
+                t.overrides.c.trial_id.between(rows[0].id, rows[-1].id),
+                *([t.overrides.c.trial_id.in_([row.id for row in rows])]
+                  if len(where) > 1 else []))  # a filtered page's ids can span the run
         return rows, active
 
     @_guard

@@ -117,6 +117,8 @@ class Lineage:
     """id, index, x (iteration), y, mean, pooled, on_front, best, status, parents (indexes)."""
     edges: list[tuple[int, int]]
     """(parent id, child id), one per parent: a merge's child has two."""
+    note: str | None = None
+    """What was left out, when the tree shows only part of a large run."""
 
     @property
     def merge_edges(self) -> list[tuple[int, int]]:
@@ -127,47 +129,87 @@ class Lineage:
         return [(p, c) for p, c in self.edges if parents[c] > 1]
 
 
+LINEAGE_ALL_UP_TO = 400
+"""Above this many candidates the tree shows the pool, the chosen versions and their ancestors:
+thousands of rejected leaves make a chart nobody can read (and the browser slow to draw)."""
+
+
 def lineage_layout(candidates: Sequence[Candidate], means: dict[int, float | None],
                    front: dict[int, int], best_id: int | None,
-                   statuses: dict[int, str] | None = None) -> Lineage:
+                   statuses: dict[int, str] | None = None, *, shown: Sequence[int] = (),
+                   limit: int = LINEAGE_ALL_UP_TO) -> Lineage:
     """A tree layout: x is the iteration a candidate was born in; leaves take successive rows
-    in depth-first order and a parent sits at the middle of its children."""
+    in depth-first order and a parent sits at the middle of its children. A run of more than
+    ``limit`` candidates is narrowed by :func:`lineage_subset` (``shown``: the chosen ones)."""
     statuses = statuses or {}
-    ids = {c.id for c in candidates}
-    children: dict[int, list[int]] = {c.id: [] for c in candidates}
+    kept, note = lineage_subset(candidates, shown, limit)
+    ordered = sorted(kept, key=lambda c: c.index)
+    ids = {c.id for c in ordered}
+    children: dict[int, list[int]] = {c.id: [] for c in ordered}
     roots = []
-    for c in sorted(candidates, key=lambda c: c.index):
+    for c in ordered:
         parents = [p for p in c.parent_ids if p in ids]
         if parents:
             children[parents[0]].append(c.id)
         else:
             roots.append(c.id)
-    y: dict[int, float] = {}
-    next_row = [0.0]
-
-    def place(node: int) -> float:
-        kids = children[node]
-        if not kids:
-            y[node] = next_row[0]
-            next_row[0] += 1
-        else:
-            ys = [place(k) for k in kids]
-            y[node] = sum(ys) / len(ys)
-        return y[node]
-
-    for root in roots:
-        place(root)
-    by_id = {c.id: c for c in candidates}
+    y = _tree_rows(roots, children)
+    by_index = {c.id: c.index for c in ordered}
     rows = [{
         "id": c.id, "index": c.index, "x": c.iteration, "y": -y.get(c.id, 0.0),
         "mean": _nan(means.get(c.id)), "pooled": c.pooled, "on_front": c.id in front,
         "best": c.id == best_id,
         "status": statuses.get(c.id, "pooled" if c.pooled else "not pooled"),
-        "parents": [by_id[p].index for p in c.parent_ids if p in ids],
-    } for c in sorted(candidates, key=lambda c: c.index)]
-    edges = [(p, c.id) for c in by_id.values() for p in c.parent_ids if p in ids]
+        "parents": [by_index[p] for p in c.parent_ids if p in ids],
+    } for c in ordered]
+    edges = [(p, c.id) for c in ordered for p in c.parent_ids if p in ids]
     return Lineage(pd.DataFrame(rows, columns=["id", "index", "x", "y", "mean", "pooled",
-                                               "on_front", "best", "status", "parents"]), edges)
+                                               "on_front", "best", "status", "parents"]),
+                   edges, note)
+
+
+def _tree_rows(roots: list[int], children: dict[int, list[int]]) -> dict[int, float]:
+    """Row of each node: leaves in depth-first order, a parent at the mean of its children.
+    Iterative (a run that always refines its best candidate is a chain thousands deep)."""
+    y: dict[int, float] = {}
+    next_row = 0.0
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            kids = children[node]
+            if not kids:
+                y[node] = next_row
+                next_row += 1
+            elif expanded:
+                y[node] = sum(y[k] for k in kids) / len(kids)
+            else:
+                stack.append((node, True))
+                stack.extend((k, False) for k in reversed(kids))
+    return y
+
+
+def lineage_subset(candidates: Sequence[Candidate], shown: Sequence[int] = (),
+                   limit: int = LINEAGE_ALL_UP_TO) -> tuple[list[Candidate], str | None]:
+    """Every candidate up to ``limit``; above it the pooled ones, those in ``shown`` and all
+    their ancestors, with a note saying how many were left out."""
+    if len(candidates) <= limit:
+        return list(candidates), None
+    by_id = {c.id: c for c in candidates}
+    keep: set[int] = set()
+    todo = [c.id for c in candidates if c.pooled] + [c for c in shown if c in by_id]
+    while todo:
+        node = todo.pop()
+        if node in keep:
+            continue
+        keep.add(node)
+        todo.extend(p for p in by_id[node].parent_ids if p in by_id)
+    kept = [c for c in candidates if c.id in keep]
+    left_out = len(candidates) - len(kept)
+    note = (f"Showing {len(kept)} of {len(candidates)} candidates: the pool, the versions "
+            f"chosen above and their ancestors ({left_out} rejected or unscored proposals "
+            "left out).") if left_out else None
+    return kept, note
 
 
 def _nan(value: float | None) -> float:

@@ -64,6 +64,16 @@ def test_a_worse_instruction_is_rejected(runner, store, script):
     assert view.pooled_ids == [view.candidates[0].id]
 
 
+def test_a_proposal_already_tried_is_invalid_and_costs_no_call(runner, store, script):
+    run_id, _ = runner.run(demo_spec(worse_world(script, "same")), trainset(3), max_iterations=2)
+    first, second = store.proposals(run_id)
+    assert first.status is ProposalStatus.REJECTED and second.text == first.text
+    assert second.status is ProposalStatus.INVALID
+    assert second.invalid_reason.startswith("duplicate of candidate #1")
+    assert len(store.candidates(run_id)) == 2  # no child for the duplicate
+    assert not store.trials(run_id, proposal_id=second.id)
+
+
 def test_an_override_flips_an_acceptance_and_reorders_the_front(runner, store, script):
     overridden = []
 

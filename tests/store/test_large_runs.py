@@ -13,7 +13,7 @@ import sqlite3
 
 import pandas as pd
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, event, inspect, text
 
 from studio.engine import create_run
 from studio.engine.api import load_result
@@ -22,6 +22,7 @@ from studio.model.records import (
     Candidate,
     Decision,
     DecisionAction,
+    EventKind,
     Proposal,
     Split,
     Trial,
@@ -30,6 +31,7 @@ from studio.model.records import (
 )
 from studio.model.redaction import redact
 from studio.projects import export
+from studio.projects.workspace import proposal_evidence, proposal_rows
 from studio.store import open_store
 from studio.store import schema as tables
 from studio.store.connection import resolve_url
@@ -177,6 +179,69 @@ def test_batched_reads_equal_one_read(any_store):
     assert list(any_store.iter_trials(run_id, batch_size=1000, with_trace=False)) == \
         any_store.trials(run_id, with_trace=False)
     assert list(any_store.iter_trials("no such run")) == []
+
+
+def test_batched_reads_filter_and_page_like_the_list(any_store):
+    run_id = seeded_run(any_store)
+    child = any_store.trials(run_id, phase="child", with_trace=False)
+    assert list(any_store.iter_trials(run_id, phase="child", with_trace=False, batch_size=4,
+                                      offset=5, limit=9)) == child[5:14]
+    assert list(any_store.iter_trials(run_id, phase="child", with_trace=False, batch_size=4,
+                                      offset=len(child) - 2)) == child[-2:]
+    seed = any_store.candidates(run_id)[0].id
+    assert list(any_store.iter_trials(run_id, candidate_id=seed, batch_size=3)) == \
+        any_store.trials(run_id, candidate_id=seed)
+    everything = any_store.trials(run_id)
+    assert list(any_store.iter_trials(run_id, limit=7, batch_size=1000)) == everything[:7]
+    assert list(any_store.iter_trials(run_id, offset=len(everything))) == []
+
+
+def _with_minibatch_events(store, run_id: str) -> None:
+    """The engine's "iteration started" events and children on the seeded run's proposals;
+    every third minibatch also names a validation example the child was scored on elsewhere
+    (its valset trial), which the evidence completes from the child's first trial."""
+    val = [e.id for e in store.examples(run_id, Split.VAL)]
+    children = {c.proposal_id: c.id for c in store.candidates(run_id) if c.proposal_id}
+    for proposal in store.proposals(run_id):
+        batch = [t.example_id for t in store.trials(run_id, phase="parent",
+                                                    iteration=proposal.iteration)]
+        if proposal.iteration % 3 == 0:
+            batch.append(val[0])
+        store.update_proposal(proposal.id, child_id=children[proposal.id])
+        store.add_event(run_id, EventKind.ITERATION_STARTED, proposal.iteration,
+                        {"parent_id": proposal.parent_id, "minibatch": batch})
+
+
+def _queries(store, call) -> tuple[object, int]:
+    """What ``call()`` returns and how many SQL statements it sent."""
+    sent = []
+    listener = lambda *args: sent.append(args[2])  # noqa: E731  (statement text)
+    event.listen(store.engine, "before_cursor_execute", listener)
+    try:
+        result = call()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", listener)
+    return result, len(sent)
+
+
+def test_proposal_listing_takes_the_same_queries_for_any_number_of_proposals(any_store):
+    small, large = seeded_run(any_store, iterations=3), seeded_run(any_store, iterations=15,
+                                                                   seed=5)
+    for run_id in (small, large):
+        _with_minibatch_events(any_store, run_id)
+    proposal_rows(any_store, small)  # connections opened, dialect warmed up
+    rows, few = _queries(any_store, lambda: proposal_rows(any_store, small))
+    many_rows, many = _queries(any_store, lambda: proposal_rows(any_store, large))
+    assert (len(rows), len(many_rows)) == (3, 15)
+    assert few == many <= 8
+    for row in many_rows:  # the batched sums are the per-proposal evidence's
+        evidence = proposal_evidence(any_store, any_store.get_proposal(row["id"]))
+        assert (row["parent_sum"], row["child_sum"], row["rule_accepts"]) == (
+            round(evidence.parent_sum, 4), round(evidence.child_sum, 4), evidence.rule_accepts)
+    assert any(row["parent_sum"] != row["child_sum"] for row in many_rows)
+    completed = [r for r in many_rows if r["iteration"] % 3 == 0]
+    evidence = proposal_evidence(any_store, any_store.get_proposal(completed[0]["id"]))
+    assert len(evidence.child) == 4  # 3 minibatch trials + the valset trial found elsewhere
 
 
 def test_run_marker_changes_with_trials_overrides_and_decisions(any_store):

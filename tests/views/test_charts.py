@@ -87,3 +87,22 @@ def test_lineage_layout_puts_parents_between_children():
     assert nodes.loc[10, "y"] == (nodes.loc[11, "y"] + nodes.loc[12, "y"]) / 2
     assert nodes.loc[12, "status"] == "rejected" and math.isnan(nodes.loc[12, "mean"])
     assert bool(nodes.loc[13, "best"]) and list(nodes["x"]) == [0, 1, 2, 3]
+
+
+def test_lineage_of_a_chain_thousands_deep_is_laid_out():
+    chain = [cand(i + 1, i, [i] if i else [], iteration=i) for i in range(5000)]
+    tree = lineage_layout(chain, {}, {}, None, limit=10_000)
+    assert len(tree.nodes) == 5000 and len(tree.edges) == 4999
+    assert set(tree.nodes["y"]) == {0.0} and tree.note is None  # one leaf: one row
+
+
+def test_a_large_lineage_shows_the_pool_the_chosen_and_their_ancestors():
+    # seed #0 -> pooled #1 -> pooled #2; rejected leaves under each; #5 rejected, chosen
+    candidates = [cand(10, 0), cand(11, 1, [10], 1), cand(12, 2, [11], 2),
+                  cand(13, 3, [10], 3, pooled=False), cand(14, 4, [12], 4, pooled=False),
+                  cand(15, 5, [13], 5, pooled=False), cand(16, 6, [11], 6, pooled=False)]
+    tree = lineage_layout(candidates, MEANS, {}, 12, shown=[15], limit=5)
+    assert sorted(tree.nodes["id"]) == [10, 11, 12, 13, 15]
+    assert sorted(tree.edges) == [(10, 11), (10, 13), (11, 12), (13, 15)]
+    assert tree.note.startswith("Showing 5 of 7 candidates") and "2 rejected" in tree.note
+    assert lineage_layout(candidates, MEANS, {}, 12, limit=7).note is None
