@@ -83,6 +83,16 @@ def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
                                    "primary": primary_for(root, spec.primary)})
 
 
+def _completed_if_loadable(spec: RunSpec) -> RunSpec:
+    """:func:`complete_spec` at creation, so the stored spec names a referenced workflow's
+    agents; a reference that cannot load now is stored as given, and the run fails when it
+    starts, with the reason (as a run whose module went missing later would)."""
+    try:
+        return complete_spec(spec)
+    except ConfigError:
+        return spec
+
+
 def spec_model(spec: RunSpec) -> str:
     """The model a run's critic and reflection default to: the (primary) agent's."""
     if spec.agents:
@@ -133,6 +143,7 @@ def create_run(
     for split_name, rows in (("valset", valset), ("testset", testset)):
         if rows is not None:
             check_valset(trainset, validate_examples(rows, name=split_name), split_name)
+    spec = _completed_if_loadable(spec)
     check_components(spec.components)
     check_fork_seed(spec)
     if spec.reflection.instruction is not None:

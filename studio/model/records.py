@@ -105,7 +105,8 @@ class AgentSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(default="agent", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    name: str = Field(default="agent", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)
+    """At most 64 characters: ``agent.component`` keys must fit the store's column."""
     model: str = "local/smollm2"
     """A LiteLLM model string; ``local/smollm2`` is the embedded offline model."""
     instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)

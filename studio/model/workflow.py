@@ -37,7 +37,8 @@ class WorkflowSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     type: WorkflowKind = WorkflowKind.SEQUENTIAL
-    name: str = Field(default="workflow", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    name: str = Field(default="workflow", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                      max_length=64)
     steps: list[str | WorkflowSpec] = Field(min_length=1)
     max_iterations: int = Field(default=2, ge=1, le=MAX_LOOP_ITERATIONS)
     """For ``loop``: how many times the steps run (ADK's ``LoopAgent.max_iterations``)."""

@@ -107,7 +107,8 @@ class AgentSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    name: str = "agent"
+    name: str = Field(default="agent", max_length=64)
+    """The agent's name (at most 64 characters; in ``agents:`` an identifier)."""
     model: str = "local/smollm2"
     instruction: str = ""
     output_schema: dict[str, Any] | None = None
@@ -887,7 +888,7 @@ def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
     config = config or project.run
     sets = check_project_datasets(project, base_dir, source=source or project.name,
                                   origin=origin, config=config)
-    return create_run(store, spec=complete_spec(project.run_spec()), trainset=sets.train,
+    return create_run(store, spec=project.run_spec(), trainset=sets.train,
                       valset=sets.val, testset=sets.test, config=config,
                       name=name or project.name, project_id=project_id)
 

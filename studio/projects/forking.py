@@ -32,7 +32,7 @@ from studio.projects.files import (
     _BoundedLoader,
     _check_critic,
     _explain,
-    check_code_ref,
+    check_spec_trust,
     decode_text,
     prepare_rows,
     read_bounded,
@@ -170,7 +170,7 @@ def start_fork(store: Store, run_id: str, candidate_index: int, *,
     from studio.projects.workspace import launch
 
     source = store.get_run(run_id)
-    check_code_ref(source.spec.agent_ref, Origin.BROWSER, f"run {run_id}: agent.ref")
+    check_spec_trust(source.spec, Origin.BROWSER, f"run {run_id}")
     if not source.spec.resumable:
         raise RunStateError(f"run {run_id} was started from Python objects, which the studio "
                             "cannot rebuild: fork it from Python with studio.fork(...)")

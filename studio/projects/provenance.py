@@ -316,7 +316,12 @@ def load_lineage(store: Store, run_id: str) -> Lineage:
 
 
 def _add_run(store: Store, lineage: Lineage, run_id: str) -> None:
-    lineage.candidates.update({c.id: c for c in store.candidates(run_id)})
+    candidates = store.candidates(run_id)
+    origin = store.get_run(run_id).spec.forked_from
+    if origin is not None and candidates and not candidates[0].parent_ids:
+        # a fork's seed is the forked candidate's text: its sentences come from that lineage
+        candidates[0] = candidates[0].model_copy(update={"parent_ids": [origin.candidate_id]})
+    lineage.candidates.update({c.id: c for c in candidates})
     proposals = store.proposals(run_id)
     lineage.proposals.update({p.id: p for p in proposals})
     edits = {p.edited_from: p.id for p in proposals if p.edited_from is not None}

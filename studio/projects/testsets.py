@@ -9,7 +9,7 @@ from studio.engine.api import start_test_scoring
 from studio.engine.worker import STALE_AFTER_SECONDS
 from studio.model.errors import RunStateError
 from studio.model.records import Run, utcnow
-from studio.projects.files import Origin, check_code_ref
+from studio.projects.files import Origin, check_spec_trust
 from studio.store import Store
 
 
@@ -23,7 +23,7 @@ def score_test_from_browser(store: Store, run_id: str) -> None:
             objects, or another worker holds it.
     """
     run = store.get_run(run_id)
-    check_code_ref(run.spec.agent_ref, Origin.BROWSER, f"run {run_id}: agent.ref")
+    check_spec_trust(run.spec, Origin.BROWSER, f"run {run_id}")
     if not run.spec.resumable:
         raise RunStateError(f"run {run_id} was started from Python objects, which the studio "
                             "cannot rebuild: score it with studio.score_test_set(...) and the "

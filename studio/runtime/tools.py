@@ -27,9 +27,13 @@ from urllib.parse import unquote, urlparse
 from studio.model.errors import ConfigError
 from studio.model.tools import split_tool_ref
 
-REFUSED_MODULES = frozenset({"builtins"})
-"""``eval``, ``exec``, ``compile``, ``open``, ``__import__``: a tool from here would run code or
-open files the model names."""
+REFUSED_MODULES = frozenset({
+    "builtins", "os", "posix", "nt", "subprocess", "shutil", "pty", "ctypes", "importlib",
+    "runpy", "pickle", "marshal", "code", "codeop", "sys", "signal", "multiprocessing",
+    "socket", "tempfile", "pathlib", "io", "studio"})
+"""Modules whose functions run commands, delete or open files, load code, kill processes or
+reach the network (``os:system``, ``shutil:rmtree``, ``subprocess:getoutput``...), and the
+studio itself: a model decides what such a tool is called with, so they are never tools."""
 
 
 def resolve_tools(refs: list[str], *, agent: str, where: str = "agent") -> list[Any]:
@@ -102,8 +106,8 @@ def installed_problem(module_name: str) -> str | None:
     """
     top = module_name.split(".")[0]
     if top in REFUSED_MODULES:
-        return (f"functions of {top!r} (eval, exec, open, ...) would run code or open files the "
-                "model names; they are never tools")
+        return (f"functions of {top!r} run commands, open or delete files, load code or reach "
+                "the network with what the model passes them; they are never tools")
     location = module_location(module_name)
     if location is None:
         return (f"no module {module_name!r} is installed (pip install the package that "

@@ -269,3 +269,20 @@ def test_a_candidate_grown_from_another_runs_candidate_is_traced_into_that_run(r
     assert labels[2].startswith(f"run {first} · it 2 · p2 · reflection · +")
     assert (units[3].text, units[3].origin.kind, units[3].origin.run_id) == \
         ("Be brief.", "change", fork.id)
+
+
+def test_a_forks_sentences_are_traced_into_the_run_it_was_forked_from(runner, store):
+    import asyncio
+
+    from studio.engine import build_engine
+    from studio.projects.forking import fork
+
+    source_id, _ = runner.run(demo_spec(), trainset(), max_iterations=2, seed=1)
+    best = load_provenance(store, source_id)
+    forked = fork(store, source_id, best.candidate_index, config={"max_iterations": 0})
+    asyncio.run(build_engine(store, forked.id).run())
+    inherited = load_provenance(store, forked.id, 0).components["instruction"]
+    assert [u.text for u in inherited] == [u.text for u in best.components["instruction"]]
+    rules = [u for u in inherited if u.text.startswith("Rule:")]
+    assert rules and all(u.origin.kind == REFLECTION for u in rules)
+    assert all(u.origin.label(forked.id).startswith(f"run {source_id} · it ") for u in rules)
