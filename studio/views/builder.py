@@ -11,6 +11,7 @@ edits flat workflows (sequential, loop, parallel); a nested workflow is kept as 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from studio.model.workflow import MAX_LOOP_ITERATIONS, WorkflowKind, WorkflowSpec, split_component
@@ -81,7 +82,41 @@ def to_workflow(fields: dict[str, Any]) -> dict[str, Any]:
             agent_key(uid, "instruction"): fields.get("agent_instruction") or "",
             agent_key(uid, "output_key"): "",
             agent_key(uid, "components"): list(fields.get("components") or ["instruction"]),
-            agent_key(uid, "rest"): {}}
+            agent_key(uid, "rest"): _single_rest(fields)}
+
+
+def _single_rest(fields: dict[str, Any]) -> dict[str, Any]:
+    """The single agent's other fields (schema, generation settings, tools), carried into its
+    step so nothing typed is lost by making it a workflow."""
+    rest: dict[str, Any] = {}
+    try:
+        schema = json.loads(fields.get("agent_schema") or "null")
+    except ValueError:
+        schema = None
+    if isinstance(schema, dict):
+        rest["output_schema"] = schema
+    config = {key: fields.get(field) for key, field in _CONFIG_FIELDS
+              if fields.get(field) is not None}
+    if config:
+        rest["generate_content_config"] = config
+    tools = [line.strip() for line in str(fields.get("agent_tools") or "").splitlines()
+             if line.strip()]
+    if tools:
+        rest["tools"] = tools
+    return rest
+
+
+_CONFIG_FIELDS = (("temperature", "agent_temperature"), ("top_p", "agent_top_p"),
+                  ("max_output_tokens", "agent_max_tokens"))
+
+
+def _rest_fields(rest: dict[str, Any]) -> dict[str, Any]:
+    """:func:`_single_rest` backwards: a step's other fields as the single-agent editor's."""
+    schema = rest.get("output_schema")
+    config = rest.get("generate_content_config") or {}
+    return {"agent_schema": json.dumps(schema, indent=2) if schema else "",
+            **{field: config.get(key) for key, field in _CONFIG_FIELDS},
+            "agent_tools": "\n".join(rest.get("tools") or [])}
 
 
 def to_single(fields: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +131,8 @@ def to_single(fields: dict[str, Any]) -> dict[str, Any]:
     agent = agents[0]
     return {"agent_mode": "single", "agent_name": agent["name"] or "agent",
             "agent_model": agent["model"] or "", "agent_instruction": agent["instruction"] or "",
-            "components": list(agent["components"] or ["instruction"])}
+            "components": list(agent["components"] or ["instruction"]),
+            **_rest_fields(dict(agent["rest"] or {}))}
 
 
 def add_agent(fields: dict[str, Any]) -> dict[str, Any]:

@@ -229,3 +229,21 @@ def test_lineage_draws_both_parents_of_a_merge():
     assert sorted(tree.edges) == [(1, 2), (1, 3), (2, 4), (3, 4)]
     assert sorted(tree.merge_edges) == [(2, 4), (3, 4)]
     assert tree.nodes.set_index("id").loc[4, "parents"] == [1, 2]
+
+
+def test_making_a_workflow_and_back_keeps_the_agents_other_fields():
+    from studio.views import builder
+
+    single = {"agent_name": "w", "agent_model": "scripted/demo", "agent_instruction": "x",
+              "components": ["instruction"], "agent_temperature": 0.3, "agent_top_p": None,
+              "agent_max_tokens": 128, "agent_tools": "calendar:isleap",
+              "agent_schema": '{"type": "object", "properties": {"a": {"type": "string"}}}'}
+    step = builder.to_workflow(single)
+    assert step[builder.agent_key("a0", "rest")] == {
+        "output_schema": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "generate_content_config": {"temperature": 0.3, "max_output_tokens": 128},
+        "tools": ["calendar:isleap"]}
+    back = builder.to_single({**single, **step})
+    assert (back["agent_temperature"], back["agent_max_tokens"], back["agent_tools"]) == \
+        (0.3, 128, "calendar:isleap")
+    assert '"a"' in back["agent_schema"]
