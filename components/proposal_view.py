@@ -17,7 +17,7 @@ from studio.model.records import ProposalStatus
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.diffing import escape_markdown
-from studio.views.tables import evidence_frame, format_score, merge_sources, proposal_history
+from studio.views.tables import evidence_frame, format_score, merge_source_frame, proposal_history
 from studio.views.workflows import describe_component
 
 
@@ -73,7 +73,7 @@ def _merge_header(proposal: Any) -> Any:
     subsample against the better parent's (at least as high accepts, as in GEPA)."""
     candidates = {c.id: c for c in loaders.candidates(proposal.run_id)}
     st.caption(escape_markdown(proposal.reasoning))
-    st.dataframe(merge_sources(proposal, candidates), hide_index=True, width="stretch",
+    st.dataframe(merge_source_frame(proposal, candidates), hide_index=True, width="stretch",
                  placeholder="?", column_config={
                      "from": st.column_config.NumberColumn("taken from", format="#%d"),
                      "why": st.column_config.TextColumn(width="large")})

@@ -28,7 +28,7 @@ def mode_switch(editor: Any) -> bool:
     fields = editor.fields()
     if fields.get("agent_ref"):
         return False
-    if builder.is_workflow(fields):
+    if builder.is_workflow_draft(fields):
         agents = builder.agents_of(fields)
         if len(agents) == 1:
             st.button("Back to a single agent", icon=":material/person:",

@@ -363,7 +363,7 @@ class Engine:
         proposal = merging.propose_merge(ctx, plan.iteration, MergeDetail(**plan.merge))
         if proposal.status is ProposalStatus.INVALID:
             return None
-        child = merging.child_of(ctx, proposal)
+        child = merging.merged_child(ctx, proposal)
         proposal = ctx.store.get_proposal(proposal.id)  # now with its child
         await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                           iteration=plan.iteration, proposal_id=proposal.id)

@@ -284,7 +284,7 @@ def checked(ctx: RunContext, proposal: Proposal) -> Proposal:
     return proposal
 
 
-def child_of(ctx: RunContext, proposal: Proposal) -> Candidate:
+def merged_child(ctx: RunContext, proposal: Proposal) -> Candidate:
     """The merged candidate, with both parents (created once, reused on resume)."""
     if proposal.child_id is not None:
         return ctx.store.get_candidate(proposal.child_id)

@@ -45,11 +45,11 @@ def trial_record(trial: Any, steps: bool = False) -> dict[str, Any]:
         "created_at": trial.created_at.isoformat(),
     }
     if steps:
-        record["steps"] = pipeline_steps(trial.trace)
+        record["steps"] = export_steps(trial.trace)
     return record
 
 
-def pipeline_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
+def export_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
     """Each agent's replies in the order they came (tool calls are in the trace, not here)."""
     return [{"author": e.get("author"), "text": e.get("text", "")}
             for e in (trace or {}).get("events", []) if e.get("type") == "text"]

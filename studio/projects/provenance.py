@@ -59,7 +59,7 @@ class StepScore:
 
 
 @dataclass(frozen=True)
-class Origin:
+class UnitOrigin:
     """Where a unit of text first appeared in a candidate's lineage."""
 
     kind: str
@@ -112,11 +112,11 @@ class Attributed:
     """One sentence (or line) of a component and its origin."""
 
     text: str
-    origin: Origin
+    origin: UnitOrigin
 
 
 @dataclass
-class Lineage:
+class RunLineage:
     """The records a walk needs, by id (a run's, and those of runs its seed was forked from)."""
 
     candidates: dict[int, Candidate]
@@ -175,7 +175,7 @@ def _normal(unit: str) -> str:
     return " ".join(unit.split())
 
 
-def carry(previous: list[Attributed], units: list[str], origin: Origin) -> list[Attributed]:
+def carry(previous: list[Attributed], units: list[str], origin: UnitOrigin) -> list[Attributed]:
     """``units`` attributed: those kept from ``previous`` keep their origin, others get
     ``origin``."""
     matcher = difflib.SequenceMatcher(a=[_normal(u.text) for u in previous],
@@ -191,14 +191,14 @@ def carry(previous: list[Attributed], units: list[str], origin: Origin) -> list[
 # --------------------------------------------------------------------------- the walk (pure)
 
 
-def attribute(lineage: Lineage, candidate_id: int) -> dict[str, list[Attributed]]:
+def attribute(lineage: RunLineage, candidate_id: int) -> dict[str, list[Attributed]]:
     """Every component of the candidate, unit by unit, attributed through its lineage."""
     candidate = lineage.candidates[candidate_id]
     return {key: _attribute_component(lineage, _path(lineage, candidate, key), key)
             for key in candidate.components}
 
 
-def _path(lineage: Lineage, candidate: Candidate, key: str) -> list[Candidate]:
+def _path(lineage: RunLineage, candidate: Candidate, key: str) -> list[Candidate]:
     """The candidates ``key``'s text came through, from the root to ``candidate``."""
     path, seen = [candidate], {candidate.id}
     current = source_parent(lineage, candidate, key)
@@ -209,7 +209,7 @@ def _path(lineage: Lineage, candidate: Candidate, key: str) -> list[Candidate]:
     return path[::-1]
 
 
-def source_parent(lineage: Lineage, child: Candidate, key: str) -> Candidate | None:
+def source_parent(lineage: RunLineage, child: Candidate, key: str) -> Candidate | None:
     """The parent ``key`` came from: the only one, or (a merge) the one whose text the child
     has, else the first; None for a root (the seed, or a parent not in the records)."""
     parents = [lineage.candidates[p] for p in child.parent_ids if p in lineage.candidates]
@@ -220,10 +220,10 @@ def source_parent(lineage: Lineage, child: Candidate, key: str) -> Candidate | N
     return (same or parents)[0]
 
 
-def _attribute_component(lineage: Lineage, path: list[Candidate], key: str) -> list[Attributed]:
+def _attribute_component(lineage: RunLineage, path: list[Candidate], key: str) -> list[Attributed]:
     kind = unit_kind(key)
     root = path[0]
-    seed = Origin(SEED, root.run_id, root.id, root.index, root.iteration)
+    seed = UnitOrigin(SEED, root.run_id, root.id, root.index, root.iteration)
     units = [Attributed(u, seed) for u in split_units(root.components.get(key, ""), kind)]
     for previous, current in pairwise(path):
         if current.components.get(key, "") == previous.components.get(key, ""):
@@ -233,21 +233,21 @@ def _attribute_component(lineage: Lineage, path: list[Candidate], key: str) -> l
     return units
 
 
-def _steps(lineage: Lineage, candidate: Candidate, key: str) -> list[tuple[str, Origin]]:
+def _steps(lineage: RunLineage, candidate: Candidate, key: str) -> list[tuple[str, UnitOrigin]]:
     """The texts that led to ``candidate``'s ``key``, oldest first: the reflection's, then each
     edit; the last is the candidate's own text (as stored after validation)."""
     chain = proposal_chain(lineage, candidate.proposal_id)
     if not chain or chain[-1].is_merge or chain[-1].component != key:
         kind = MERGE if len(candidate.parent_ids) > 1 else CHANGE
         return [(candidate.components.get(key, ""),
-                 Origin(kind, candidate.run_id, candidate.id, candidate.index,
+                 UnitOrigin(kind, candidate.run_id, candidate.id, candidate.index,
                         candidate.iteration, candidate.proposal_id))]
     steps = [(p.text, _proposal_origin(lineage, p, candidate)) for p in chain]
     steps[-1] = (candidate.components.get(key, ""), steps[-1][1])
     return steps
 
 
-def proposal_chain(lineage: Lineage, proposal_id: int | None) -> list[Proposal]:
+def proposal_chain(lineage: RunLineage, proposal_id: int | None) -> list[Proposal]:
     """The proposal and the ones it is an edit of, oldest (the reflection's) first."""
     chain: list[Proposal] = []
     seen: set[int] = set()
@@ -260,9 +260,9 @@ def proposal_chain(lineage: Lineage, proposal_id: int | None) -> list[Proposal]:
     return chain[::-1]
 
 
-def _proposal_origin(lineage: Lineage, proposal: Proposal, candidate: Candidate) -> Origin:
+def _proposal_origin(lineage: RunLineage, proposal: Proposal, candidate: Candidate) -> UnitOrigin:
     edited = proposal.edited_from is not None
-    return Origin(EDIT if edited else REFLECTION, candidate.run_id, candidate.id,
+    return UnitOrigin(EDIT if edited else REFLECTION, candidate.run_id, candidate.id,
                   candidate.index, proposal.iteration, proposal.id,
                   author=lineage.edit_authors.get(proposal.id) if edited else None,
                   score=lineage.scores.get(proposal.id))
@@ -299,10 +299,10 @@ def load_provenance(store: Store, run_id: str, candidate_index: int | None = Non
     return Provenance(run_id, candidate.id, candidate.index, attribute(lineage, candidate.id))
 
 
-def load_lineage(store: Store, run_id: str) -> Lineage:
+def load_lineage(store: Store, run_id: str) -> RunLineage:
     """The run's candidates, proposals and edit authors, and those of any run a candidate's
     parent belongs to (a fork's seed), until every parent is found or known missing."""
-    lineage = Lineage({}, {})
+    lineage = RunLineage({}, {})
     pending, loaded = [run_id], set()
     while pending:
         current = pending.pop()
@@ -315,7 +315,7 @@ def load_lineage(store: Store, run_id: str) -> Lineage:
     return lineage
 
 
-def _add_run(store: Store, lineage: Lineage, run_id: str) -> None:
+def _add_run(store: Store, lineage: RunLineage, run_id: str) -> None:
     candidates = store.candidates(run_id)
     origin = store.get_run(run_id).spec.forked_from
     if origin is not None and candidates and not candidates[0].parent_ids:
@@ -330,7 +330,7 @@ def _add_run(store: Store, lineage: Lineage, run_id: str) -> None:
             lineage.edit_authors[edits[decision.proposal_id]] = decision.author
 
 
-def _missing_parents(lineage: Lineage) -> set[int]:
+def _missing_parents(lineage: RunLineage) -> set[int]:
     return {p for c in lineage.candidates.values() for p in c.parent_ids
             if p not in lineage.candidates}
 
@@ -342,7 +342,7 @@ def _run_of(store: Store, candidate_id: int) -> str | None:
         return None
 
 
-def add_scores(store: Store, lineage: Lineage, candidate_id: int) -> None:
+def add_scores(store: Store, lineage: RunLineage, candidate_id: int) -> None:
     """The minibatch evidence of every proposal on the candidate's lineage (edits included)."""
     for proposal in _lineage_proposals(lineage, candidate_id):
         if proposal.id in lineage.scores or proposal.status is ProposalStatus.INVALID:
@@ -354,7 +354,7 @@ def add_scores(store: Store, lineage: Lineage, candidate_id: int) -> None:
                                                     evidence.compared)
 
 
-def _lineage_proposals(lineage: Lineage, candidate_id: int) -> list[Proposal]:
+def _lineage_proposals(lineage: RunLineage, candidate_id: int) -> list[Proposal]:
     found: list[Proposal] = []
     stack, seen = [candidate_id], set()
     while stack:

@@ -64,7 +64,7 @@ def agents_of(fields: dict[str, Any]) -> list[dict[str, Any]]:
             for uid in fields.get("agent_order") or []]
 
 
-def is_workflow(fields: dict[str, Any]) -> bool:
+def is_workflow_draft(fields: dict[str, Any]) -> bool:
     return fields.get("agent_mode") == "workflow"
 
 

@@ -243,7 +243,7 @@ def training_examples(project: ProjectFile) -> list[dict[str, Any]]:
 def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, str]]:
     """The project the editor describes, or None with an error per field."""
     errors: dict[str, str] = {}
-    workflow = builder.is_workflow(fields)
+    workflow = builder.is_workflow_draft(fields)
     if not str(fields.get("name") or "").strip():
         errors["name"] = "a project needs a name"
     if workflow:
@@ -355,7 +355,7 @@ def _field_errors(exc: ValidationError, fields: dict[str, Any]) -> dict[str, str
     errors: dict[str, str] = {}
     for error in exc.errors():
         loc = tuple(str(p) for p in error["loc"])
-        field = builder.field_for(loc, fields) if builder.is_workflow(fields) else None
+        field = builder.field_for(loc, fields) if builder.is_workflow_draft(fields) else None
         field = field or next((f for prefix, f in _LOC_TO_FIELD.items()
                                if loc[:len(prefix)] == prefix),
                               "run" if loc[:1] == ("run",) else "project")

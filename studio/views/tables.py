@@ -491,7 +491,7 @@ def proposal_label(proposal: Proposal, candidate_index: Mapping[int, int]) -> st
     return f"merge of #{a} and #{b}"
 
 
-def merge_sources(proposal: Proposal, candidates: Mapping[int, Candidate]) -> pd.DataFrame:
+def merge_source_frame(proposal: Proposal, candidates: Mapping[int, Candidate]) -> pd.DataFrame:
     """A merge, one row per component: the candidate it is taken from and why (which parent
     changed it since the common ancestor)."""
     detail = proposal.merge

@@ -41,7 +41,7 @@ from studio.model.records import (
     content_hash,
 )
 from studio.projects.workspace import proposal_evidence
-from studio.views.tables import merge_sources, proposal_label
+from studio.views.tables import merge_source_frame, proposal_label
 from tests.engine import merge_world as world
 from tests.helpers import wait_until
 
@@ -167,7 +167,7 @@ def test_the_page_says_which_component_comes_from_which_candidate_and_why():
                         merge=MergeDetail(parents=[1, 2], ancestor=0, subsample=[1],
                                           sources={WRITER: 1, EDITOR: 2, STYLE: 1}))
     by_id = {c.id: c for c in pool}
-    frame = merge_sources(proposal, by_id)
+    frame = merge_source_frame(proposal, by_id)
     assert list(frame["component"]) == [WRITER, EDITOR, STYLE]
     assert list(frame["from"]) == [1, 2, 1]
     assert list(frame["why"]) == ["improved by #1 only", "improved by #2 only",

@@ -14,8 +14,8 @@ from studio.projects.provenance import (
     EDIT,
     REFLECTION,
     SEED,
-    Lineage,
-    Origin,
+    RunLineage,
+    UnitOrigin,
     attribute,
     carry,
     load_provenance,
@@ -192,8 +192,8 @@ def test_instructions_split_into_sentences_and_structured_components_into_lines(
     assert split_units(schema, "line") == ["{", '  "type": "object"', "}"]
 
 
-def origin(kind: str, candidate: int, proposal: int | None = None) -> Origin:
-    return Origin(kind, "r", candidate, candidate, candidate, proposal)
+def origin(kind: str, candidate: int, proposal: int | None = None) -> UnitOrigin:
+    return UnitOrigin(kind, "r", candidate, candidate, candidate, proposal)
 
 
 def test_carry_keeps_earlier_origins_of_unchanged_sentences():
@@ -218,7 +218,7 @@ def proposal(pid: int, parent: int, text: str, edited_from: int | None = None) -
 
 
 def test_a_merge_walks_through_the_parent_whose_text_it_took():
-    lineage = Lineage(
+    lineage = RunLineage(
         candidates={0: candidate(0, [], "Seed."),
                     1: candidate(1, [0], "Seed. From one.", 11),
                     2: candidate(2, [0], "Seed.", 12, config="temperature: 0.1"),
@@ -231,7 +231,7 @@ def test_a_merge_walks_through_the_parent_whose_text_it_took():
 
 
 def test_edit_chains_credit_each_person_and_a_sentence_they_removed_is_gone():
-    lineage = Lineage(
+    lineage = RunLineage(
         candidates={0: candidate(0, [], "Seed."), 1: candidate(1, [0], "Seed. Mine. Also.", 22)},
         proposals={20: proposal(20, 0, "Seed. Model says. Kept."),
                    21: proposal(21, 0, "Seed. Mine.", edited_from=20),
