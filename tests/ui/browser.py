@@ -92,3 +92,25 @@ def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
             yield context.pages[0] if context.pages else context.new_page()
         finally:
             context.close()
+
+
+def settled(page) -> None:
+    """No script is running and the browser has painted twice since (charts, fragments)."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+    page.evaluate("() => new Promise(done => requestAnimationFrame("
+                  "() => requestAnimationFrame(done)))")
+
+
+def full_page_shot(page, path: Path) -> None:
+    """A screenshot of the whole page (Streamlit scrolls inside its main area, so the viewport
+    is stretched to the content's height for the shot)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settled(page)
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+    settled(page)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import wait_until
-from tests.ui.browser import ARTIFACTS, ROOT, chromium_page, studio_server
+from tests.ui.browser import ARTIFACTS, ROOT, chromium_page, full_page_shot, studio_server
 
 pytestmark = pytest.mark.browser
 
@@ -43,24 +43,9 @@ def nav(page, title: str) -> None:
 
 
 def shot(page, name: str) -> None:
-    """A screenshot of the whole page (Streamlit scrolls inside its main area, so the viewport
-    is stretched to the content's height for the shot)."""
-    settled(page)
-    size = page.viewport_size
-    height = page.evaluate(
-        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
-    settled(page)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    page.set_viewport_size(size)
+    full_page_shot(page, ARTIFACTS / f"{name}.png")
 
 
-def settled(page) -> None:
-    """No script is running and the browser has painted twice since (charts, fragments)."""
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
-    page.evaluate("() => new Promise(done => requestAnimationFrame("
-                  "() => requestAnimationFrame(done)))")
 
 
 def wait_idle(page) -> None:

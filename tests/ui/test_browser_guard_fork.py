@@ -19,7 +19,7 @@ from studio.engine.worker import get_manager
 from studio.model.records import ProposalStatus
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset, wait_until
-from tests.ui.browser import chromium_page, studio_server
+from tests.ui.browser import chromium_page, full_page_shot, studio_server
 
 pytestmark = pytest.mark.browser
 
@@ -39,23 +39,9 @@ def server(tmp_path_factory):
 
 
 def shot(page, name: str) -> None:
-    """The whole page (the viewport stretched to the main area's height for the shot)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    settled(page)
-    size = page.viewport_size
-    height = page.evaluate(
-        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
-    settled(page)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
-    page.set_viewport_size(size)
+    full_page_shot(page, SHOTS / f"{name}.png")
 
 
-def settled(page) -> None:
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
-    page.evaluate("() => new Promise(done => requestAnimationFrame("
-                  "() => requestAnimationFrame(done)))")
 
 
 def choose(page, label: str, starts_with: str) -> None:

@@ -18,12 +18,11 @@ import pytest
 from studio.projects.files import parse_project
 from studio.store import open_store
 from tests.helpers import wait_until
-from tests.ui.browser import ARTIFACTS, chromium_page, studio_server
+from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, studio_server
 from tests.ui.test_browser import (
     nav,
     proposal_heading,
     select_first_row,
-    settled,
     wait_idle,
     wait_until_decided,
 )
@@ -34,16 +33,7 @@ SHOTS = Path(os.environ.get("STUDIO_SHOTS_DIR") or ARTIFACTS)
 
 
 def shot(page, name: str) -> None:
-    """The whole page (the viewport stretched to the main area's height for the shot)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    settled(page)
-    size = page.viewport_size
-    height = page.evaluate(
-        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
-    settled(page)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
-    page.set_viewport_size(size)
+    full_page_shot(page, SHOTS / f"{name}.png")
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from studio.engine.worker import get_manager
 from studio.projects.reviewing import review_records
 from studio.store import open_store
-from tests.ui.browser import chromium_page, studio_server
+from tests.ui.browser import chromium_page, full_page_shot, studio_server
 from tests.ui.test_pages import review_run
 
 pytestmark = pytest.mark.browser
@@ -44,18 +44,7 @@ def waiting_run(tmp_path):
 
 
 def shot(page, name: str) -> None:
-    """The whole page (the main area scrolls, so the viewport is stretched to its height)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
-    size = page.viewport_size
-    height = page.evaluate(
-        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
-    page.evaluate("() => new Promise(done => requestAnimationFrame("
-                  "() => requestAnimationFrame(done)))")
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
-    page.set_viewport_size(size)
+    full_page_shot(page, SHOTS / f"{name}.png")
 
 
 def focused_label(page) -> str | None:
