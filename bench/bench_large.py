@@ -218,25 +218,9 @@ def bulk_run(store, n_trials: int, *, minibatch: int = 10, n_val: int = 20, n_tr
 
 def render_times(db_url: str, run_id: str, repeats: int = 3) -> dict[str, list[float]]:
     """Seconds to run each page's script server-side (AppTest): cold first, then warm."""
-    import streamlit as st
-    from streamlit.testing.v1 import AppTest
+    from bench_ui import page_times  # the same measurement as the 10k-trial bench
 
-    os.environ["STUDIO_DB_URL"] = db_url
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    times: dict[str, list[float]] = {}
-    for page in PAGES:
-        at = AppTest.from_file(str(ROOT / "studio" / "app.py"), default_timeout=300)
-        at.session_state["app.run_id"] = run_id
-        at.run()
-        at.switch_page(f"../pages/{page}.py")
-        for _ in range(repeats):
-            started = time.perf_counter()
-            at.run()
-            times.setdefault(page, []).append(time.perf_counter() - started)
-            if at.exception:
-                raise RuntimeError(at.exception[0].message)
-    return times
+    return page_times(db_url, run_id, PAGES, repeats=repeats, timeout=300)
 
 
 def profile_page(db_url: str, run_id: str, page: str, warm: bool, top: int = 25) -> None:

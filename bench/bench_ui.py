@@ -24,8 +24,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -156,8 +158,11 @@ def synthetic_run(store, n_trials: int = 10_000, *, minibatch: int = 10, n_val: 
 # --------------------------------------------------------------------------- render time
 
 
-def render_times(db_url: str, run_id: str, repeats: int = 2) -> dict[str, list[float]]:
-    """Seconds to run each page's script server-side (AppTest), first cold then warm."""
+def page_times(db_url: str, run_id: str, pages: tuple[str, ...], *, repeats: int = 2,
+               timeout: float = 120, check: Callable[[str, Any], None] | None = None
+               ) -> dict[str, list[float]]:
+    """Seconds to run each page's script server-side (AppTest), first cold then warm;
+    ``check(page, app)`` looks at what the page drew after its runs."""
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
@@ -165,8 +170,8 @@ def render_times(db_url: str, run_id: str, repeats: int = 2) -> dict[str, list[f
     st.cache_data.clear()
     st.cache_resource.clear()
     times: dict[str, list[float]] = {}
-    for page in ("run", "compare"):
-        at = AppTest.from_file(str(ROOT / "studio" / "app.py"), default_timeout=120)
+    for page in pages:
+        at = AppTest.from_file(str(ROOT / "studio" / "app.py"), default_timeout=timeout)
         at.session_state["app.run_id"] = run_id
         at.run()
         at.switch_page(f"../pages/{page}.py")
@@ -176,13 +181,23 @@ def render_times(db_url: str, run_id: str, repeats: int = 2) -> dict[str, list[f
             times.setdefault(page, []).append(time.perf_counter() - started)
             if at.exception:
                 raise RuntimeError(at.exception[0].message)
+        if check is not None:
+            check(page, at)
+    return times
+
+
+def render_times(db_url: str, run_id: str, repeats: int = 2) -> dict[str, list[float]]:
+    """Run and Compare render times; the Run table must show a page of the run's trials."""
+    def one_page_of_trials(page: str, at: Any) -> None:
         if page == "run":
             from components.trial_table import PAGE_ROWS
 
             shown = len(at.dataframe(key="run.table").value)
             expected = min(PAGE_ROWS, _count(db_url, run_id))
             assert shown == expected, f"the table shows {shown} trials, not {expected}"
-    return times
+
+    return page_times(db_url, run_id, ("run", "compare"), repeats=repeats,
+                      check=one_page_of_trials)
 
 
 def _count(db_url: str, run_id: str) -> int:
@@ -201,26 +216,13 @@ def rss_mb(pid: int) -> float:
 # --------------------------------------------------------------------------- browser
 
 
-def _server_pid(port: int) -> int:
-    """The pid of the streamlit server listening on ``port`` (a child of this process)."""
-    import subprocess
-
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())],
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        pid, _, args = line.strip().partition(" ")
-        if "streamlit" in args and str(port) in args:
-            return int(pid)
-    raise RuntimeError("studio server process not found")
-
-
 def server_memory(db: Path, run_id: str) -> dict[str, float]:
-    from tests.ui.browser import chromium_page, free_port, studio_server
+    from tests.ui.browser import chromium_page, free_port, server_pid, studio_server
 
     port = free_port()
     result: dict[str, float] = {}
     with studio_server(db, port=port) as url, chromium_page() as page:
-        pid = _server_pid(port)
+        pid = server_pid(port)
         page.goto(url)
         page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for(timeout=60_000)
         result["rss_idle_mb"] = rss_mb(pid)

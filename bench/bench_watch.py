@@ -70,16 +70,6 @@ def cpu_share(pid: int, window: float) -> float:
     return (cpu_seconds(pid) - before) / (time.monotonic() - started)
 
 
-def server_pid(port: int) -> int:
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())],
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        pid, _, args = line.strip().partition(" ")
-        if "streamlit" in args and str(port) in args:
-            return int(pid)
-    raise RuntimeError("studio server process not found")
-
-
 def open_tabs(context, pages: list, count: int, url: str) -> None:
     """Open tabs on ``url`` until there are ``count``, each showing the live table."""
     while len(pages) < count:
@@ -108,7 +98,7 @@ def cpu_per_tab(work: Path, tab_counts: list[int], window: float,
                 profile: Path | None = None) -> list[tuple[int, float]]:
     from studio.projects.workspace import stop_run
     from studio.store import open_store
-    from tests.ui.browser import free_port, studio_server
+    from tests.ui.browser import free_port, server_pid, studio_server
 
     db = work / "watch.db"
     store = open_store(f"sqlite:///{db}")
@@ -187,7 +177,7 @@ def wall_times(work: Path, tabs: int, *, max_iterations: int = 30, timeout: floa
 
     from studio.projects.workspace import import_example
     from studio.store import open_store
-    from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS, free_port, studio_server
+    from tests.ui.browser import CHROMIUM, CHROMIUM_ARGS, free_port, server_pid, studio_server
 
     db = work / "wall.db"
     store = open_store(f"sqlite:///{db}")

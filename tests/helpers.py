@@ -209,3 +209,30 @@ def pipeline_spec(model: str = "scripted/pipeline", **updates) -> RunSpec:
                                                                          model=model)),
                    reflection=ReflectionSpec(model=model), **updates)
     return spec
+
+
+def postgres_url() -> str:
+    """CI's PostgreSQL server (``STUDIO_TEST_PG_URL``): the test is skipped without one, except
+    under ``STUDIO_REQUIRE_POSTGRES=1`` (CI), where a missing server fails it."""
+    import pytest
+
+    url = os.environ.get("STUDIO_TEST_PG_URL")
+    if url:
+        return url
+    if os.environ.get("STUDIO_REQUIRE_POSTGRES") == "1":
+        pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
+    pytest.skip("no PostgreSQL server configured (set STUDIO_TEST_PG_URL)")
+
+
+def empty_postgres_store(url: str) -> Any:
+    """A store on ``url`` with every studio table dropped first (each test starts empty)."""
+    from sqlalchemy import create_engine
+
+    from studio.store import open_store
+    from studio.store import schema as tables
+    from studio.store.connection import resolve_url
+
+    engine = create_engine(resolve_url(url))
+    tables.metadata.drop_all(engine)
+    engine.dispose()
+    return open_store(url, cached=False)

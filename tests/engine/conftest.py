@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
 from studio.engine.worker import get_manager
 from studio.model.records import ProposalStatus
-from tests.helpers import wait_until
+from tests.helpers import postgres_url, wait_until
 
 
 class Runner:
@@ -53,9 +52,4 @@ def database_url(request, tmp_path):
     (``STUDIO_TEST_PG_URL``; skipped without one, never skipped in CI)."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/studio.db"
-    url = os.environ.get("STUDIO_TEST_PG_URL")
-    if url:
-        return url
-    if os.environ.get("STUDIO_REQUIRE_POSTGRES") == "1":
-        pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
-    pytest.skip("no PostgreSQL server configured (set STUDIO_TEST_PG_URL)")
+    return postgres_url()

@@ -13,7 +13,7 @@ import sqlite3
 
 import pandas as pd
 import pytest
-from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy import event, inspect, text
 
 from studio.engine import create_run
 from studio.engine.api import load_result
@@ -34,10 +34,9 @@ from studio.projects import export
 from studio.projects.workspace import proposal_evidence, proposal_rows
 from studio.store import open_store
 from studio.store import schema as tables
-from studio.store.connection import resolve_url
 from studio.views.charts import minibatch_means
 from studio.views.tables import TrialFilters, filter_trials, trial_frame
-from tests.helpers import demo_spec, trainset
+from tests.helpers import demo_spec, empty_postgres_store, postgres_url, trainset
 
 PG_URL = os.environ.get("STUDIO_TEST_PG_URL")
 
@@ -47,14 +46,7 @@ def any_store(request, tmp_path):
     if request.param == "sqlite":
         store = open_store(f"sqlite:///{tmp_path}/large.db", cached=False)
     else:
-        if not PG_URL:
-            if os.environ.get("STUDIO_REQUIRE_POSTGRES") == "1":
-                pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
-            pytest.skip("no PostgreSQL server configured (set STUDIO_TEST_PG_URL)")
-        engine = create_engine(resolve_url(PG_URL))
-        tables.metadata.drop_all(engine)
-        engine.dispose()
-        store = open_store(PG_URL, cached=False)
+        store = empty_postgres_store(postgres_url())
     yield store
     store.close()
 

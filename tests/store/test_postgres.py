@@ -17,7 +17,7 @@ from studio.model.records import MergeDetail, Proposal, ProposalKind, RunStatus
 from studio.store import open_store
 from studio.store import schema as tables
 from studio.store.connection import resolve_url
-from tests.helpers import demo_spec, trainset
+from tests.helpers import demo_spec, empty_postgres_store, trainset
 
 PG_URL = os.environ.get("STUDIO_TEST_PG_URL")
 
@@ -30,10 +30,7 @@ pytestmark = pytest.mark.skipif(
 def pg_store():
     if not PG_URL:
         pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
-    engine = create_engine(resolve_url(PG_URL))
-    tables.metadata.drop_all(engine)
-    engine.dispose()
-    store = open_store(PG_URL, cached=False)
+    store = empty_postgres_store(PG_URL)
     yield store
     store.close()
 

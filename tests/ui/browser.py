@@ -114,3 +114,14 @@ def full_page_shot(page, path: Path) -> None:
     settled(page)
     page.screenshot(path=str(path))
     page.set_viewport_size(size)
+
+
+def server_pid(port: int) -> int:
+    """The pid of the streamlit server listening on ``port`` (a child of this process)."""
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if "streamlit" in args and str(port) in args:
+            return int(pid)
+    raise RuntimeError("studio server process not found")

@@ -4,11 +4,9 @@ feedback heuristics, the time a review takes and what the ETA counts of it."""
 from __future__ import annotations
 
 import math
-import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import create_engine
 
 from studio.engine.gates import override
 from studio.model.config import EvolutionConfig, ReviewMode
@@ -32,9 +30,6 @@ from studio.projects.reviewing import (
     review_records,
     reviewed_seconds,
 )
-from studio.store import open_store
-from studio.store import schema as tables
-from studio.store.connection import resolve_url
 from studio.views.review_queue import (
     DEFAULT_REVIEW_SECONDS,
     Group,
@@ -49,6 +44,7 @@ from studio.views.review_queue import (
     review_estimate,
 )
 from studio.views.tables import progress_summary
+from tests.helpers import empty_postgres_store, postgres_url
 
 NEUTRAL = "Three lines about the topic."
 
@@ -144,15 +140,7 @@ def any_store(request, store):
     if request.param == "sqlite":
         yield store
         return
-    url = os.environ.get("STUDIO_TEST_PG_URL")
-    if not url:
-        if os.environ.get("STUDIO_REQUIRE_POSTGRES") == "1":
-            pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
-        pytest.skip("no PostgreSQL server configured (set STUDIO_TEST_PG_URL)")
-    engine = create_engine(resolve_url(url))
-    tables.metadata.drop_all(engine)
-    engine.dispose()
-    pg = open_store(url, cached=False)
+    pg = empty_postgres_store(postgres_url())
     yield pg
     pg.close()
 
