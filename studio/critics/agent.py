@@ -159,7 +159,8 @@ def _find_json_object(text: str) -> dict[str, Any]:
     try:
         for candidate in candidates:
             try:
-                value = json.loads(candidate, object_pairs_hook=unique_keys)
+                # strict=False: a model's raw newline inside a string is still its text
+                value = json.loads(candidate, object_pairs_hook=unique_keys, strict=False)
             except json.JSONDecodeError:
                 continue
             if isinstance(value, dict):

@@ -56,8 +56,10 @@ def first_json_object(text: str, *, max_starts: int | None = None,
                       strict_keys: bool = False) -> dict[str, Any] | None:
     """The first JSON object embedded in prose (``Here you go: {"score": 1} ...``), trying at
     most ``max_starts`` opening braces. ``strict_keys`` raises :class:`DuplicateKeyError` for
-    an object that names a key twice."""
-    decoder = json.JSONDecoder(object_pairs_hook=unique_keys if strict_keys else None)
+    an object that names a key twice. Raw control characters inside strings (a model's literal
+    newline) are read as text, not refused."""
+    decoder = json.JSONDecoder(object_pairs_hook=unique_keys if strict_keys else None,
+                               strict=False)
     start = text.find("{")
     tried = 0
     while start != -1 and (max_starts is None or tried < max_starts):

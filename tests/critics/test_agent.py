@@ -161,3 +161,13 @@ def test_schemas_and_instructions_match_the_seed():
     assert SIMPLE_CRITIC_INSTRUCTION.startswith("Evaluate the quality of the output.")
     assert "Focus on clarity, accuracy, and completeness" in SIMPLE_CRITIC_INSTRUCTION
     assert "Actionable guidance for concrete improvement steps" in ADVANCED_CRITIC_INSTRUCTION
+
+
+def test_a_raw_newline_inside_the_feedback_string_is_read_as_text():
+    """The embedded model's grammar can end a string with a literal newline (seen in CI)."""
+    from studio.critics.agent import parse_critic_output
+
+    score, metadata = parse_critic_output('{"score": 0.0, "feedback": "Too long.\n"}')
+    assert score == 0.0 and metadata["feedback"] == "Too long.\n"
+    score, _ = parse_critic_output('Verdict: {"score": 0.5, "feedback": "a\nb"} done')
+    assert score == 0.5
