@@ -45,6 +45,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import studio.critics.alignment  # noqa: F401  (registers the critic_agreement evaluator)
 from studio.critics.feedback import is_valid_score
 from studio.critics.protocol import Critic, Sample
 from studio.evaluators.base import Evaluator, EvaluatorResult

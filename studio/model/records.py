@@ -662,6 +662,30 @@ class ForkOrigin(BaseModel):
     ``writer.instruction``): the fork's candidate #0."""
 
 
+class AlignOrigin(BaseModel):
+    """What an align run aligns: the critic of another run, evolved on that run's corrections.
+
+    The align run's agent is the critic (its instruction, or a judge's criteria rendered as an
+    agent); its examples are the corrected trials (held-out ones are its test set); its critic
+    scores agreement with the person (:mod:`studio.critics.alignment`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    """The run whose corrections are the labels."""
+    critic: CriticSpec
+    """The source run's critic as it was (the aligned critic is this with the evolved text)."""
+    target: str = Field(pattern="^(instruction|criteria)$")
+    """What the evolved text replaces: the critic agent's ``instruction``, or an
+    ``agent_as_judge`` evaluator's ``criteria``."""
+    label_trial_ids: list[int]
+    """The corrected trials used, training labels first."""
+    held_out_trial_ids: list[int]
+    """The labels kept out of the loop (the align run's test set)."""
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Pass threshold of the pass/fail statistics (Cohen's kappa, confusion)."""
+
+
 class RunSpec(BaseModel):
     """Everything needed to rebuild a run's agents, stored with the run (never any API key)."""
 
@@ -686,6 +710,8 @@ class RunSpec(BaseModel):
     project: str | None = None
     forked_from: ForkOrigin | None = None
     """Set on a fork: its seed candidate is that candidate's components, not the agent's."""
+    aligns: AlignOrigin | None = None
+    """Set on an align run: the critic it aligns with a person's corrections."""
 
     @property
     def is_group(self) -> bool:

@@ -7,7 +7,8 @@ sees the images and videos of the request in ``request.media`` (type, size, SHA-
 markers in its text.
 
 Built-in scripts: ``demo`` (a small haiku world where evolution visibly works, see
-:mod:`studio.runtime.providers.demo`), ``echo`` (repeats the last user message) and ``schema``
+:mod:`studio.runtime.providers.demo`), ``strict`` (a critic too strict on short answers, see
+:mod:`studio.runtime.providers.strict`), ``echo`` (repeats the last user message) and ``schema``
 (a minimal valid instance of the requested JSON Schema).
 """
 
@@ -26,6 +27,7 @@ from typing import Any
 from litellm import CustomLLM
 
 import studio.runtime.providers.demo as demo
+import studio.runtime.providers.strict as strict
 from studio.model.errors import ModelConfigError
 from studio.model.tools import ToolCall
 from studio.runtime.providers._protocol import (
@@ -119,6 +121,8 @@ def _ensure_builtins() -> None:
     register_script("demo", demo.reply, description="haiku world where reflection helps")
     register_script("pipeline", demo.pipeline_reply,
                     description="outline -> write -> polish: evolving the writer helps")
+    register_script("strict", strict.reply,
+                    description="a critic too strict on short answers (critic alignment)")
     register_script("echo", lambda request: request.last_user, description="repeats the input")
     register_script("schema", lambda request: demo.schema_instance(request.json_schema or {}),
                     description="a minimal valid instance of the requested JSON Schema")

@@ -1,0 +1,444 @@
+"""Align a run's critic with the people who corrected it.
+
+Every override with a score is a label: what the critic read (its input exactly as the critic
+saw it), the critic's score and feedback, the person's score and feedback. An *align run* is an
+ordinary run (watched, gated, resumed like any) whose agent is the critic, whose examples are
+the labels (a seeded share held out as its test set, never seen by the loop) and whose critic is
+agreement with the person (:mod:`studio.critics.alignment`). :func:`align_report` compares the
+original and the aligned critic on the held-out labels; the aligned critic is then used for the
+next run (:func:`use_for_next_run`: a copy of the project) or re-scores a run's trials
+(:func:`rescore_run`: a scoring pass stored beside the old scores, which stay untouched).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from studio.critics.agent import SimpleCriticOutput, format_critic_input
+from studio.critics.agreement import AgreementReport, agreement
+from studio.critics.alignment import KEY as AGREEMENT_KEY
+from studio.critics.alignment import label_text, read_label, reply_score
+from studio.critics.protocol import Sample
+from studio.engine.build import create_run, critic_agent_spec, critic_for_run, spec_model
+from studio.engine.pool import load_view
+from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
+from studio.model.config import EvolutionConfig
+from studio.model.errors import ConfigError, RunStateError
+from studio.model.limits import clip
+from studio.model.records import (
+    AgentSpec,
+    AlignOrigin,
+    CriticSpec,
+    Project,
+    ReflectionSpec,
+    Run,
+    RunSpec,
+    TrialPhase,
+    example_expected,
+)
+from studio.projects.files import dump_project, parse_project
+from studio.runtime.execution import AgentExecutor
+from studio.store import Store
+
+MIN_ALIGN_LABELS = 10
+"""Fewer corrections than this cannot both teach the critic and test it."""
+DEFAULT_HELD_OUT = 0.3
+MAX_RESCORE_TRIALS = 2_000
+"""A scoring pass judges at most this many trials (each is a critic call)."""
+RESCORE_KIND = "rescore"
+ALIGN_CONFIG = EvolutionConfig(max_iterations=5)
+"""An align run's settings unless given: a few reflections on a small label set."""
+
+
+@dataclass(frozen=True)
+class Label:
+    """One correction as the critic saw it and as the person judged it."""
+
+    trial_id: int
+    critic_input: str
+    human_score: float
+    human_feedback: str | None
+    critic_score: float | None
+    critic_feedback: str | None
+
+    def example(self) -> dict[str, Any]:
+        return {"input": self.critic_input,
+                "expected": label_text(self.human_score, self.human_feedback,
+                                       self.critic_score, self.critic_feedback)}
+
+
+@dataclass(frozen=True)
+class LabelStatus:
+    count: int
+    needed: int
+    """How many more corrections with a score are needed (0: enough)."""
+
+    @property
+    def ready(self) -> bool:
+        return self.needed == 0
+
+    @property
+    def message(self) -> str:
+        if self.ready:
+            return f"{self.count} corrected trials are labels for aligning the critic."
+        return (f"{self.count} corrected trial{'s' if self.count != 1 else ''} so far: "
+                f"{self.needed} more correction{'s' if self.needed != 1 else ''} with a score "
+                f"needed to align the critic (at least {MIN_ALIGN_LABELS}).")
+
+
+class AlignReport(BaseModel):
+    """The original critic (candidate #0) against the aligned one (the best candidate), on the
+    held-out labels: how each agrees with the person."""
+
+    align_run_id: str
+    source_run_id: str
+    status: str
+    target: str
+    labels: int
+    held_out: int
+    threshold: float
+    before: AgreementReport | None = None
+    after: AgreementReport | None = None
+    baseline_index: int = 0
+    best_index: int | None = None
+    text_before: str = ""
+    text_after: str = ""
+    note: str = ""
+    """Why before/after are missing, when they are."""
+
+    @property
+    def improved(self) -> bool | None:
+        if self.before is None or self.after is None or None in (self.before.mae,
+                                                                  self.after.mae):
+            return None
+        return self.after.mae < self.before.mae
+
+
+class RescorePass(BaseModel):
+    """A run's trials scored again with an aligned critic; the old scores are untouched."""
+
+    id: int
+    run_id: str
+    align_run_id: str
+    critic: str
+    scores: dict[int, float | None] = Field(default_factory=dict)
+    """Trial id -> the aligned critic's score (None: could not evaluate)."""
+    before: AgreementReport
+    """The original critic against the people, on the corrected trials."""
+    after: AgreementReport
+    """The aligned critic against the people, on the same trials."""
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def collect_labels(store: Store, run_id: str) -> list[Label]:
+    """The run's corrected trials whose effective correction has a score, oldest first."""
+    labels = []
+    for pair in store.override_pairs(run_id):
+        if pair.human_score is None:
+            continue
+        trial = store.get_trial(pair.trial_id)
+        expected = example_expected(store.get_example(trial.example_id).data)
+        labels.append(Label(trial_id=pair.trial_id,
+                            critic_input=format_critic_input(trial.input_text, trial.output,
+                                                             expected),
+                            human_score=pair.human_score, human_feedback=pair.human_feedback,
+                            critic_score=pair.judge_score, critic_feedback=pair.judge_feedback))
+    return labels
+
+
+def label_status(store: Store, run_id: str) -> LabelStatus:
+    count = sum(1 for p in store.override_pairs(run_id) if p.human_score is not None)
+    return LabelStatus(count=count, needed=max(0, MIN_ALIGN_LABELS - count))
+
+
+def split_labels(labels: list[Label], held_out: float, seed: int
+                 ) -> tuple[list[Label], list[Label]]:
+    """``(train, held_out)``: a seeded shuffle, at least one label on each side."""
+    if not 0.0 < held_out < 1.0:
+        raise ConfigError("held_out must be a fraction between 0 and 1 (e.g. 0.3)",
+                          where="held_out", value=held_out)
+    shuffled = list(labels)
+    random.Random(seed).shuffle(shuffled)
+    n_test = min(len(shuffled) - 1, max(1, round(len(shuffled) * held_out)))
+    return shuffled[n_test:], shuffled[:n_test]
+
+
+# --------------------------------------------------------------------------- what is evolved
+
+
+def align_target(critic: CriticSpec, default_model: str) -> tuple[AgentSpec, str, str]:
+    """``(agent, target, mode)``: the critic as the agent an align run evolves, which text of
+    the critic the evolved instruction replaces, and how agreement is scored.
+
+    Raises:
+        ConfigError: a programmatic critic (nothing to align), naming ``critic.evaluator``.
+    """
+    if critic.type == "agent":
+        return critic_agent_spec(critic, default_model), "instruction", "score"
+    judge = (critic.evaluator or {}).get("agent_as_judge")
+    if not isinstance(judge, dict) or not str(judge.get("criteria") or "").strip():
+        raise ConfigError(
+            "this critic is programmatic (or a combination): it has no instruction or criteria "
+            "to align. Align works for critic agents and agent_as_judge judges",
+            where="critic.evaluator", value=critic.evaluator)
+    agent = AgentSpec(name="judge", model=str(judge.get("model") or default_model),
+                      instruction=str(judge["criteria"]),
+                      output_schema=SimpleCriticOutput.model_json_schema())
+    mode = "pass_fail" if judge.get("scoring_strategy", "binary") == "binary" else "score"
+    return agent, "criteria", mode
+
+
+def with_text(critic: CriticSpec, target: str, text: str) -> CriticSpec:
+    """``critic`` with its instruction (or judge criteria) replaced by ``text``."""
+    if target == "instruction":
+        agent = critic.agent or AgentSpec(name="critic")
+        return critic.model_copy(update={"agent": agent.model_copy(update={"instruction": text})})
+    evaluator = dict(critic.evaluator or {})
+    evaluator["agent_as_judge"] = {**evaluator["agent_as_judge"], "criteria": text}
+    return critic.model_copy(update={"evaluator": evaluator})
+
+
+# --------------------------------------------------------------------------- the align run
+
+
+def create_align_run(store: Store, run_id: str, *, held_out: float = DEFAULT_HELD_OUT,
+                     config: EvolutionConfig | None = None, threshold: float = 0.5,
+                     name: str = "") -> Run:
+    """Create (not start) the run that aligns ``run_id``'s critic with its corrections.
+
+    Raises:
+        NotEnoughLabels (a ConfigError): fewer than :data:`MIN_ALIGN_LABELS` labels, saying how
+            many more. ConfigError: a programmatic critic, a bad ``held_out``.
+    """
+    source = store.get_run(run_id)
+    status = label_status(store, run_id)
+    if not status.ready:
+        raise NotEnoughLabels(status)
+    config = config or ALIGN_CONFIG
+    agent, target, mode = align_target(source.spec.critic, spec_model(source.spec))
+    train, test = split_labels(collect_labels(store, run_id), held_out, config.seed)
+    origin = AlignOrigin(run_id=run_id, critic=source.spec.critic, target=target,
+                         label_trial_ids=[x.trial_id for x in train + test],
+                         held_out_trial_ids=[x.trial_id for x in test], threshold=threshold)
+    spec = RunSpec(agent=agent, components=["instruction"], input_key="input", aligns=origin,
+                   critic=CriticSpec(type="evaluator", name="agreement with people",
+                                     evaluator={"evaluator": AGREEMENT_KEY,
+                                                "params": {"mode": mode,
+                                                           "threshold": threshold}}),
+                   reflection=ReflectionSpec(model=source.spec.reflection.model),
+                   project=source.spec.project)
+    return create_run(store, spec=spec, trainset=[x.example() for x in train],
+                      testset=[x.example() for x in test], config=config,
+                      name=name or f"align critic of {source.name or run_id}",
+                      project_id=source.project_id)
+
+
+class NotEnoughLabels(ConfigError):
+    """Too few corrections to align a critic; ``status.needed`` says how many more."""
+
+    def __init__(self, status: LabelStatus) -> None:
+        self.status = status
+        super().__init__(status.message, where="labels", value=status.count)
+
+
+def start_align(store: Store, run_id: str, **options: Any) -> Run:
+    """Create the align run and start it: queued when a worker is live, else in this process."""
+    from studio.projects.workspace import launch
+
+    run = create_align_run(store, run_id, **options)
+    if live_workers(store, DEFAULT_QUEUE):
+        return queue_run(store, run.id, DEFAULT_QUEUE)
+    launch(store, run.id)
+    return run
+
+
+def align_critic(run_id: str, *, store: Store | None = None, held_out: float = DEFAULT_HELD_OUT,
+                 config: EvolutionConfig | None = None, threshold: float = 0.5,
+                 timeout: float | None = None) -> AlignReport:
+    """Align ``run_id``'s critic with its corrections, in this process, and report (library).
+
+    The run is stored like any: watch it in the studio, decide its gates
+    (``config.review="review"``), resume it with ``studio resume``.
+    """
+    from studio.projects.workspace import launch
+    from studio.store import open_store
+
+    store = store or open_store()
+    run = create_align_run(store, run_id, held_out=held_out, config=config, threshold=threshold)
+    launch(store, run.id).wait(timeout)
+    return align_report(store, run.id)
+
+
+def align_origin(store: Store, align_run_id: str) -> AlignOrigin:
+    """Raises RunStateError when the run is not an align run."""
+    origin = store.get_run(align_run_id).spec.aligns
+    if origin is None:
+        raise RunStateError(f"run {align_run_id} is not an align run (start one with "
+                            f"`studio align RUN`)")
+    return origin
+
+
+def align_runs(store: Store, run_id: str, limit: int = 500) -> list[Run]:
+    """The align runs of ``run_id``'s critic, newest first."""
+    return [r for r in store.list_runs(limit=limit)
+            if r.spec.aligns is not None and r.spec.aligns.run_id == run_id]
+
+
+# --------------------------------------------------------------------------- the result
+
+
+def align_report(store: Store, align_run_id: str) -> AlignReport:
+    """Agreement with the person on the held-out labels, before (#0) and after (best)."""
+    run = store.get_run(align_run_id)
+    origin = align_origin(store, align_run_id)
+    view = load_view(store, align_run_id)
+    baseline = view.candidates[0] if view.candidates else None
+    best = view.candidate(view.best_id) if view.best_id is not None else baseline
+    report = AlignReport(
+        align_run_id=align_run_id, source_run_id=origin.run_id, status=run.status.value,
+        target=origin.target, labels=len(origin.label_trial_ids),
+        held_out=len(origin.held_out_trial_ids), threshold=origin.threshold,
+        best_index=best.index if best else None,
+        text_before=baseline.components.get("instruction", "") if baseline else "",
+        text_after=best.components.get("instruction", "") if best else "")
+    pairs = _held_out_pairs(store, align_run_id, [c.id for c in (baseline, best) if c])
+    if baseline is None or best is None or not pairs.get(baseline.id) or not pairs.get(best.id):
+        return report.model_copy(update={"note": (
+            "The held-out labels are scored when the align run completes (or now with "
+            f"`studio test {align_run_id}`).")})
+    return report.model_copy(update={
+        "before": agreement(pairs[baseline.id], origin.threshold),
+        "after": agreement(pairs[best.id], origin.threshold)})
+
+
+def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
+                    ) -> dict[int, list[tuple[float | None, float]]]:
+    """Per candidate: (its critic score, the person's) on each held-out label it was run on."""
+    labels = {e.id: float(read_label(e.data.get("expected"))["score"])
+              for e in store.examples(run_id) if e.split.value == "test"}
+    pairs: dict[int, dict[int, tuple[float | None, float]]] = {c: {} for c in candidate_ids}
+    for trial in store.trials(run_id, phase=TrialPhase.TEST):
+        found = pairs.get(trial.candidate_id)
+        if found is not None and trial.example_id in labels:
+            found.setdefault(trial.example_id, (reply_score(trial.output),
+                                                labels[trial.example_id]))
+    return {c: list(found.values()) for c, found in pairs.items()}
+
+
+def aligned_critic(store: Store, align_run_id: str) -> CriticSpec:
+    """The source critic with the best candidate's text."""
+    origin = align_origin(store, align_run_id)
+    view = load_view(store, align_run_id)
+    if view.best_id is None:
+        raise RunStateError(f"align run {align_run_id} has no scored candidate yet")
+    text = view.candidate(view.best_id).components["instruction"]
+    return with_text(origin.critic, origin.target, text)
+
+
+# --------------------------------------------------------------------------- using it
+
+
+def use_for_next_run(store: Store, align_run_id: str) -> Project:
+    """A copy of the source run's project, named ``<project> (aligned critic)``, whose critic
+    is the aligned one: its next run judges with it. The original project is left as it was.
+
+    Raises:
+        RunStateError: the source run has no stored project (started from code or a file:
+            use :func:`aligned_critic` there).
+    """
+    from studio.projects.workspace import unique_name
+
+    origin = align_origin(store, align_run_id)
+    source = store.get_run(origin.run_id)
+    if source.project_id is None:
+        raise RunStateError(f"run {origin.run_id} has no project in the studio; take the "
+                            f"aligned critic with studio.aligned_critic({align_run_id!r})")
+    record = store.get_project(source.project_id)
+    project = parse_project(record.yaml, source=f"project {record.name!r}")
+    critic = aligned_critic(store, align_run_id)
+    if origin.target == "instruction":
+        section = project.critic.model_copy(update={"instruction": critic.agent.instruction})
+    else:
+        section = project.critic.model_copy(update={"evaluator": critic.evaluator})
+    name = unique_name(store, f"{record.name} (aligned critic)")
+    return store.save_project(name, dump_project(project.model_copy(update={"critic": section})))
+
+
+def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: int = 4
+                ) -> RescorePass:
+    """Score ``run_id``'s trials again with the aligned critic of ``align_run_id``, stored as
+    a scoring pass of its own; the trials' scores and corrections are not touched.
+
+    Raises:
+        ConfigError: the run has more than :data:`MAX_RESCORE_TRIALS` trials.
+    """
+    critic_spec = aligned_critic(store, align_run_id)
+    trials = store.trials(run_id)
+    if len(trials) > MAX_RESCORE_TRIALS:
+        raise ConfigError(f"run {run_id} has {len(trials):,} trials; a scoring pass judges at "
+                          f"most {MAX_RESCORE_TRIALS:,}", where="rescore", value=len(trials))
+    run = store.get_run(run_id)
+    executor = AgentExecutor(max_concurrency=concurrency,
+                             timeout_s=run.config.call_timeout_seconds,
+                             max_retries=run.config.max_retries, app_name=f"rescore_{run_id}")
+    critic = critic_for_run(critic_spec, executor, spec_model(run.spec))
+    samples = [_sample(store, trial) for trial in trials]
+    results = asyncio.run(_assess_all(critic, samples, concurrency))
+    cases = [{"trial_id": trial.id, "score": score, "feedback": clip(feedback, 2_000)}
+             for trial, (score, feedback) in zip(trials, results, strict=True)]
+    scores = {case["trial_id"]: case["score"] for case in cases}
+    threshold = align_origin(store, align_run_id).threshold
+    before, after = _pass_agreement(store, run_id, scores, threshold)
+    summary = {"run_id": run_id, "align_run_id": align_run_id, "critic": critic_spec.name,
+               "trials": len(cases), "before": before.model_dump(mode="json"),
+               "after": after.model_dump(mode="json")}
+    pass_id = store.add_eval_run(f"{RESCORE_KIND}:{run_id}", RESCORE_KIND, summary, cases)
+    return RescorePass(id=pass_id, run_id=run_id, align_run_id=align_run_id,
+                       critic=critic_spec.name, scores=scores, before=before, after=after)
+
+
+def rescore_passes(store: Store, run_id: str) -> list[RescorePass]:
+    """The run's scoring passes, newest first."""
+    return [RescorePass(id=e.id, run_id=run_id, align_run_id=e.summary["align_run_id"],
+                        critic=e.summary.get("critic", ""),
+                        scores={int(c["trial_id"]): c["score"] for c in e.cases},
+                        before=AgreementReport.model_validate(e.summary["before"]),
+                        after=AgreementReport.model_validate(e.summary["after"]))
+            for e in store.list_eval_runs(name=f"{RESCORE_KIND}:{run_id}")]
+
+
+def _sample(store: Store, trial: Any) -> Sample:
+    data = store.get_example(trial.example_id).data
+    return Sample(input_text=trial.input_text, output=trial.output,
+                  expected=example_expected(data), example=data, trace=trial.trace)
+
+
+async def _assess_all(critic: Any, samples: list[Sample], concurrency: int
+                      ) -> list[tuple[float | None, str]]:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(sample: Sample) -> tuple[float | None, str]:
+        async with gate:
+            try:
+                score, metadata = await critic.assess(sample)
+            except Exception as exc:  # one unreadable reply is a recorded None, not a crash
+                return None, f"could not evaluate: {type(exc).__name__}: {exc}"
+            return score, str(metadata.get("feedback") or metadata.get("error") or "")
+
+    return await asyncio.gather(*(one(s) for s in samples))
+
+
+def _pass_agreement(store: Store, run_id: str, scores: dict[int, float | None],
+                    threshold: float) -> tuple[AgreementReport, AgreementReport]:
+    """Old critic vs people and new critic vs people, on the same corrected trials."""
+    pairs = [p for p in store.override_pairs(run_id) if p.human_score is not None]
+    before = agreement([(p.judge_score, p.human_score) for p in pairs], threshold)
+    after = agreement([(scores.get(p.trial_id), p.human_score) for p in pairs], threshold)
+    return before, after
