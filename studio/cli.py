@@ -12,6 +12,11 @@
     studio test RUN_ID                             (score baseline and best on the test set)
     studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
                 [--config key=value ...] [--queue NAME]
+    studio align RUN_ID [--held-out 0.3] [--review review] [--max-iterations N] [--queue NAME]
+                                                   (align the run's critic with its corrections)
+    studio align-report ALIGN_RUN_ID [--json]      (agreement before/after on held-out labels)
+    studio align-apply ALIGN_RUN_ID                (a project copy judging with the aligned critic)
+    studio rescore RUN_ID --critic-from ALIGN_RUN_ID [--json]
     studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
     studio override TRIAL_ID [--score X] [--feedback TEXT]
@@ -287,6 +292,69 @@ def cmd_fork(args: argparse.Namespace) -> int:
     return _wait(launch(store, run.id, listeners=[ProgressBar()]), store, run.id)
 
 
+def cmd_align(args: argparse.Namespace) -> int:
+    """An align run of the run's critic: run here (then its report), or queued with --queue."""
+    from studio.model.config import EvolutionConfig
+    from studio.projects.aligning import align_report, create_align_run
+    from studio.views.aligning import align_lines
+
+    store = _store(args)
+    settings = {k: v for k, v in (("review", args.review), ("max_iterations", args.max_iterations),
+                                  ("seed", args.seed)) if v is not None}
+    run = create_align_run(store, args.run_id, held_out=args.held_out,
+                           threshold=args.threshold,
+                           config=EvolutionConfig(**{"max_iterations": 5, **settings}))
+    if args.queue:
+        from studio.engine.queue import queue_run
+
+        queue_run(store, run.id, args.queue)
+        print(f"align run {run.id} queued in {args.queue!r}", file=sys.stderr)
+        print(run.id)
+        return 0
+    from studio.projects.workspace import launch
+
+    print(f"align run {run.id} started for run {args.run_id}'s critic (database: "
+          f"{database_label(store.url)})", file=sys.stderr)
+    code = _wait(launch(store, run.id, listeners=[ProgressBar()]), store, run.id)
+    print(align_lines(align_report(store, run.id)))
+    return code
+
+
+def cmd_align_report(args: argparse.Namespace) -> int:
+    from studio.model.redaction import redact
+    from studio.projects.aligning import align_report
+    from studio.views.aligning import align_lines
+
+    report = align_report(_store(args), args.align_run_id)
+    print(redact(json.dumps(report.model_dump(mode="json"), indent=2) if args.json
+                 else align_lines(report)))
+    return 0
+
+
+def cmd_align_apply(args: argparse.Namespace) -> int:
+    from studio.projects.aligning import use_for_next_run
+
+    project = use_for_next_run(_store(args), args.align_run_id)
+    print(f"project {project.name!r} (id {project.id}) judges with the aligned critic; start "
+          "its next run in the studio or from an exported project file")
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from studio.projects.aligning import rescore_run
+    from studio.views.aligning import agreement_rows
+
+    scoring = rescore_run(_store(args), args.run_id, args.critic_from)
+    if args.json:
+        print(json.dumps(scoring.model_dump(mode="json"), indent=2))
+        return 0
+    print(f"scoring pass {scoring.id}: {len(scoring.scores)} trials of run {args.run_id} "
+          f"scored again (their old scores are kept)")
+    for row in agreement_rows(scoring.before, scoring.after, ("original", "aligned")):
+        print(f"{row['statistic']:<22} {row['original']:>8} {row['aligned']:>8}")
+    return 0
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     store = _store(args)
     for run in store.list_runs(limit=args.limit):
@@ -502,6 +570,31 @@ def parser() -> argparse.ArgumentParser:
     fork.add_argument("--name")
     fork.add_argument("--queue", help="queue the fork for `studio worker` instead of running it")
     fork.set_defaults(func=cmd_fork)
+    align = sub.add_parser("align", help="evolve a run's critic to agree with its corrections")
+    align.add_argument("run_id")
+    align.add_argument("--held-out", type=float, default=0.3,
+                       help="share of the labels kept out of the loop to test on (default 0.3)")
+    align.add_argument("--threshold", type=float, default=0.5,
+                       help="pass threshold of kappa and the confusion matrix (default 0.5)")
+    align.add_argument("--review", choices=["auto", "review"])
+    align.add_argument("--max-iterations", type=whole_number(0))
+    align.add_argument("--seed", type=whole_number(0))
+    align.add_argument("--queue", help="queue the align run for `studio worker`")
+    align.set_defaults(func=cmd_align)
+    align_report = sub.add_parser("align-report", help="an align run's agreement before/after")
+    align_report.add_argument("align_run_id")
+    align_report.add_argument("--json", action="store_true")
+    align_report.set_defaults(func=cmd_align_report)
+    align_apply = sub.add_parser("align-apply", help="copy the source project with the aligned "
+                                 "critic, for the next run")
+    align_apply.add_argument("align_run_id")
+    align_apply.set_defaults(func=cmd_align_apply)
+    rescore = sub.add_parser("rescore", help="score a run's trials again with an aligned critic "
+                             "(a new scoring pass; old scores kept)")
+    rescore.add_argument("run_id")
+    rescore.add_argument("--critic-from", required=True, metavar="ALIGN_RUN_ID")
+    rescore.add_argument("--json", action="store_true")
+    rescore.set_defaults(func=cmd_rescore)
     blame = sub.add_parser("blame", help="which proposal wrote each sentence of a candidate")
     blame.add_argument("run_id")
     blame.add_argument("--candidate", type=whole_number(0),

@@ -217,6 +217,9 @@ def create_align_run(store: Store, run_id: str, *, held_out: float = DEFAULT_HEL
         NotEnoughLabels (a ConfigError): fewer than :data:`MIN_ALIGN_LABELS` labels, saying how
             many more. ConfigError: a programmatic critic, a bad ``held_out``.
     """
+    if not 0.0 <= threshold <= 1.0:
+        raise ConfigError("the pass threshold must be from 0.0 to 1.0", where="threshold",
+                          value=threshold)
     source = store.get_run(run_id)
     status = label_status(store, run_id)
     if not status.ready:

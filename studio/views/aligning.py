@@ -1,0 +1,59 @@
+"""How an align run's result reads: agreement before and after, side by side, for the
+Agreement page and the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from studio.views.diffing import diff_stats
+from studio.views.tables import format_score
+
+METRICS = (("Labels compared", "count"), ("Mean absolute error", "mae"),
+           ("Pearson r", "pearson"), ("Cohen's kappa", "kappa"),
+           ("Same verdict", "agreement_rate"))
+"""(row label, AgreementReport field), lower MAE is better, higher everything else."""
+
+
+def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")
+                   ) -> list[dict[str, str]]:
+    """One row per statistic: the original critic's value beside the aligned one's."""
+    rows = []
+    for title, field in METRICS:
+        old, new = getattr(before, field), getattr(after, field)
+        show = str if field == "count" else (lambda v: format_score(v, missing="n/a"))
+        rows.append({"statistic": title, labels[0]: show(old), labels[1]: show(new)})
+    return rows
+
+
+def agreement_frame(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")
+                    ) -> pd.DataFrame:
+    return pd.DataFrame(agreement_rows(before, after, labels))
+
+
+def align_summary(report: Any) -> str:
+    """One sentence: did the aligned critic agree better with the person?"""
+    if report.before is None or report.after is None:
+        return report.note or "No held-out agreement yet."
+    verdict = {True: "agrees better with the person", False: "does not agree better",
+               None: "cannot be compared"}[report.improved]
+    return (f"On {report.after.count} held-out labels the aligned critic (#{report.best_index}) "
+            f"{verdict}: mean absolute error {format_score(report.before.mae)} -> "
+            f"{format_score(report.after.mae)}.")
+
+
+def align_lines(report: Any) -> str:
+    """The report as a person reads it in a terminal."""
+    lines = [f"align run {report.align_run_id} ({report.status}) of run "
+             f"{report.source_run_id}'s critic {report.target}: {report.labels} labels, "
+             f"{report.held_out} held out", align_summary(report)]
+    if report.before is not None and report.after is not None:
+        lines.append(f"{'':<22} {'before':>8} {'after':>8}")
+        for row in agreement_rows(report.before, report.after):
+            lines.append(f"{row['statistic']:<22} {row['before']:>8} {row['after']:>8}")
+    stats = diff_stats(report.text_before, report.text_after)
+    lines.append(f"{report.target}: unchanged" if stats.unchanged else
+                 f"{report.target}: +{stats.words_added} / -{stats.words_removed} words")
+    lines += ["--- before", report.text_before, "--- after", report.text_after]
+    return "\n".join(lines)
