@@ -34,6 +34,10 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.projects.aligning import align_report as _align_report
+from studio.projects.aligning import align_runs as _align_runs
+from studio.projects.aligning import label_status as _label_status
+from studio.projects.aligning import rescore_passes as _rescore_passes
 from studio.projects.forking import ancestry, forks_of
 from studio.projects.provenance import Provenance, load_provenance
 from studio.projects.reviewing import queue_inputs, record_review, review_records, reviewed_seconds
@@ -289,6 +293,34 @@ def agreement(run_id: str | None, threshold: float) -> Any:
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def _agreement(run_id: str | None, threshold: float, version: Any) -> Any:
     return agreement_from_store(store(), run_id=run_id, threshold=threshold)
+
+
+# --------------------------------------------------------------------------- aligning the critic
+
+
+def label_status(run_id: str) -> Any:
+    """How many corrections the run has as labels, and how many more aligning needs."""
+    return _label_status_cached(run_id, override_signature(overrides(run_id)))
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def _label_status_cached(run_id: str, version: Any) -> Any:
+    return _label_status(store(), run_id)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def align_runs(run_id: str) -> list[Run]:
+    return _align_runs(store(), run_id)
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def align_report(align_run_id: str, version: Any) -> Any:
+    return _align_report(store(), align_run_id)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def rescore_passes(run_id: str) -> list[Any]:
+    return _rescore_passes(store(), run_id)
 
 
 # --------------------------------------------------------------------------- test set & forks

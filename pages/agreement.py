@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import agreement_view, frame, loaders, session
+from components import agreement_view, align_panel, frame, loaders, session
 from studio.views.diffing import escape_markdown
 
 st.title("Agreement")
@@ -18,6 +18,8 @@ if summary.overall.count == 0 and summary.overall.skipped == 0:
     st.info("No corrections yet. Override a few critic scores on the Review page; their "
             "agreement with the judge shows here.")
     frame.link(frame.REVIEW, "Go to Review", ":material/rate_review:")
+    if session.current_run_id() is not None:
+        align_panel.show(session.current_run_id())
     st.stop()
 
 critics = summary.per_critic or {"all": summary.overall}
@@ -29,3 +31,5 @@ if len(critics) > 1:
     st.subheader("All critics")
     agreement_view.report("all", summary.overall)
 
+if session.current_run_id() is not None:
+    align_panel.show(session.current_run_id())

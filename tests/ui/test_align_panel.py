@@ -1,0 +1,55 @@
+"""The Agreement page's "Align critic" panel under AppTest (scripted strict-critic world)."""
+
+from __future__ import annotations
+
+from studio.engine import build_engine
+from studio.engine.worker import get_manager
+from studio.model.config import EvolutionConfig
+from studio.projects.aligning import create_align_run
+from studio.projects.workspace import import_example, start_project_run
+from studio.runtime.providers.strict import FIX_PHRASE, is_short
+from tests.helpers import ROOT
+from tests.ui.conftest import assert_ok, texts
+
+EXAMPLE = ROOT / "examples" / "short_answers_scripted.yaml"
+
+
+def corrected(store, count: int) -> str:
+    project = import_example(store, EXAMPLE)
+    run = start_project_run(store, project.id, EvolutionConfig(max_iterations=0, seed=7))
+    get_manager(store).handle(run.id).wait(60)
+    for trial in store.trials(run.id)[:count]:
+        store.add_override(trial.id, score=0.9 if is_short(trial.output) else 0.8,
+                           feedback="Short is fine.", author="ana")
+    return run.id
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_the_panel_says_how_many_more_labels_are_needed(app, studio_db):
+    run_id = corrected(studio_db, 4)
+    at = app("agreement", run_id=run_id)
+    assert any("6 more corrections with a score needed" in t for t in texts(at.info))
+    assert not [b for b in at.button if b.label == "Align critic"]
+
+
+def test_finished_align_run_shows_before_after_and_is_used(app, studio_db):
+    run_id = corrected(studio_db, 12)
+    align = create_align_run(studio_db, run_id, config=EvolutionConfig(max_iterations=4, seed=3))
+    get_manager(studio_db).start(build_engine(studio_db, align.id)).wait(60)
+    at = app("agreement", run_id=run_id)
+    assert any("agrees better with the person" in t for t in texts(at.markdown))
+    frames = [d.value for d in at.dataframe if "statistic" in getattr(d.value, "columns", [])]
+    mae = frames[0].set_index("statistic").loc["Mean absolute error"]
+    assert float(mae["aligned critic"]) < float(mae["original critic"])
+    assert any(FIX_PHRASE in t for t in texts(at.markdown))  # the instruction diff
+
+    button(at, "Use for next run").click().run()
+    assert_ok(at)
+    assert studio_db.find_project("short-answers-scripted (aligned critic)") is not None
+    button(at, "Re-score this run").click().run()
+    assert_ok(at)
+    assert any("Scoring pass" in t for t in texts(at.caption))
+    assert len(studio_db.trials(run_id)) == 20  # the old trials are untouched, none added
