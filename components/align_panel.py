@@ -74,14 +74,17 @@ def start(run_id: str, held_out: float, config: EvolutionConfig) -> None:
 
 def result(run: Run) -> None:
     """One align run: where it is, agreement before/after, the diff, and how to use it."""
-    report = loaders.align_report(run.id, (loaders.run_version(run.id), run.status.value))
+    run = loaders.run(run.id) or run
     if run.status.is_active:
-        st.caption(f"Align run {run.id} is {run.status.value}.")
+        st.caption(f"Align run {run.id} is {run.status.value}: its result shows here when it "
+                   "ends; its proposals wait on Proposals in review mode.")
         if st.button("Watch it on the Run page", key=f"{FORM}.watch.{run.id}",
                      icon=":material/monitoring:"):
             session.set_current_run(run.id)
             frame.go(frame.RUN)
+        watch(run.id)
         return
+    report = loaders.align_report(run.id, (loaders.run_version(run.id), run.status.value))
     st.markdown(escape_markdown(align_summary(report)))
     if report.before is None or report.after is None:
         return
@@ -98,18 +101,35 @@ def result(run: Run) -> None:
     use_buttons(run.id, report)
 
 
+def watch(run_id: str) -> None:
+    """Redraw the page once the align run settles (checked every two seconds)."""
+
+    @st.fragment(run_every=2)
+    def watcher() -> None:
+        current = loaders.run(run_id)
+        if current is None or not current.status.is_active:
+            st.rerun(scope="app")
+
+    watcher()
+
+
 def use_buttons(align_run_id: str, report: Any) -> None:
     left, right = st.columns(2)
     if left.button("Use for next run", key=f"{FORM}.use.{align_run_id}",
                    icon=":material/content_copy:"):
-        act(lambda store: use_for_next_run(store, align_run_id),
-            lambda project: f"Project {project.name!r} judges with the aligned critic: start "
-                            "its next run from Projects or Run.")
+        act(lambda store: use_for_next_run(store, align_run_id), chosen_project)
     if right.button("Re-score this run", key=f"{FORM}.rescore.{align_run_id}",
                     icon=":material/replay:"):
         act(lambda store: rescore_run(store, report.source_run_id, align_run_id),
             lambda scoring: f"Scoring pass {scoring.id}: {len(scoring.scores)} trials of run "
                             f"{report.source_run_id} scored again; their old scores are kept.")
+
+
+def chosen_project(project: Any) -> str:
+    """The copy becomes the current project, so the Run page starts its next run."""
+    session.set_current_project(project.id)
+    return (f"Project {project.name!r} judges with the aligned critic and is now the current "
+            "project: start its next run on the Run page.")
 
 
 def act(action: Any, message: Any) -> None:
