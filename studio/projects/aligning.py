@@ -38,6 +38,7 @@ from studio.model.records import (
     ReflectionSpec,
     Run,
     RunSpec,
+    Split,
     TrialPhase,
     example_expected,
 )
@@ -325,7 +326,7 @@ def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
                     ) -> dict[int, list[tuple[float | None, float]]]:
     """Per candidate: (its critic score, the person's) on each held-out label it was run on."""
     labels = {e.id: float(read_label(e.data.get("expected"))["score"])
-              for e in store.examples(run_id) if e.split.value == "test"}
+              for e in store.examples(run_id, Split.TEST)}
     pairs: dict[int, dict[int, tuple[float | None, float]]] = {c: {} for c in candidate_ids}
     for trial in store.trials(run_id, phase=TrialPhase.TEST):
         found = pairs.get(trial.candidate_id)

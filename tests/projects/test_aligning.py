@@ -167,3 +167,14 @@ def test_rescore_keeps_the_old_scores_and_compares_both_passes(store):
     assert set(scoring.scores) == set(old)
     assert scoring.after.mae < scoring.before.mae and scoring.before.count == 20
     assert [p.id for p in rescore_passes(store, source)] == [scoring.id]
+
+
+def test_the_library_aligns_and_reports_in_one_call(store):
+    import studio
+
+    source = corrected_run(store, count=12)
+    report = studio.align_critic(source, store=store, held_out=0.25,
+                                 config=EvolutionConfig(max_iterations=3, seed=3), timeout=90)
+    assert report.status == "completed" and report.held_out == 3
+    assert report.after.mae < report.before.mae
+    assert FIX_PHRASE in studio.aligned_critic(store, report.align_run_id).agent.instruction

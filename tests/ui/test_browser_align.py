@@ -111,7 +111,7 @@ def align_flow(page, url: str, store) -> None:
     shot(page, "03_used_for_next_run")
 
     next_run = started_run(page, store)
-    page.get_by_text(re.compile(r"newest trial #20")).wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"Showing 20 of 20 trials")).wait_for(timeout=30_000)
     shot(page, "04_next_run")
     run = store.get_run(next_run)
     assert FIX_PHRASE in run.spec.critic.agent.instruction
