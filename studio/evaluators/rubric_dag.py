@@ -68,6 +68,8 @@ class RubricDag(BaseModel):
     key: str = "rubric_dag"
     root: str
     nodes: dict[str, RubricNode]
+    guidance: str = ""
+    """Shown with every question (what aligning the rubric with people adds)."""
 
 
 RUBRIC_PRESETS: dict[str, dict[str, Any]] = {
@@ -144,7 +146,11 @@ def validate_rubric_dag(raw: Any) -> RubricDag:
             node=root if isinstance(root, str) else None, value=root)
     checked = {str(name): _check_node(str(name), node, nodes) for name, node in nodes.items()}
     _check_acyclic(checked)
-    return RubricDag(key=str(raw.get("key") or "rubric_dag"), root=root, nodes=checked)
+    guidance = raw.get("guidance") or ""
+    if not isinstance(guidance, str):
+        raise RubricDagError("the rubric's guidance must be text", value=guidance)
+    return RubricDag(key=str(raw.get("key") or "rubric_dag"), root=root, nodes=checked,
+                     guidance=guidance)
 
 
 def _check_node(name: str, node: Any, names: Mapping[str, Any]) -> RubricNode:
@@ -292,9 +298,11 @@ class RubricDagEvaluator(JudgeEvaluator):
     def _node_judge(self, name: str, node: RubricNode) -> Judge:
         if name not in self._judges:
             options = ", ".join(node.choices)
+            guidance = f"Guidance: {self.dag.guidance}\n\n" if self.dag.guidance.strip() else ""
             system = (
                 "You are evaluating an AI output against a rubric. Answer the single question "
-                f"below by choosing exactly one allowed option.\n\nQuestion: {node.question}\n"
+                f"below by choosing exactly one allowed option.\n\n{guidance}"
+                f"Question: {node.question}\n"
                 f"Allowed options: {options}\n\n{DATA_NOTE}\n\nRespond with JSON only: "
                 '{"choice": "<one allowed option>", "reasoning": "<one sentence>"}'
             )

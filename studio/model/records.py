@@ -665,9 +665,9 @@ class ForkOrigin(BaseModel):
 class AlignOrigin(BaseModel):
     """What an align run aligns: the critic of another run, evolved on that run's corrections.
 
-    The align run's agent is the critic (its instruction, or a judge's criteria rendered as an
-    agent); its examples are the corrected trials (held-out ones are its test set); its critic
-    scores agreement with the person (:mod:`studio.critics.alignment`)."""
+    The align run's agent is the critic (its instruction, or a judge's text rendered as a
+    critic agent); its examples are the corrected trials (held-out ones are its test set); its
+    critic scores agreement with the person (:mod:`studio.critics.alignment`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -675,9 +675,12 @@ class AlignOrigin(BaseModel):
     """The run whose corrections are the labels."""
     critic: CriticSpec
     """The source run's critic as it was (the aligned critic is this with the evolved text)."""
-    target: str = Field(pattern="^(instruction|criteria)$")
-    """What the evolved text replaces: the critic agent's ``instruction``, or an
-    ``agent_as_judge`` evaluator's ``criteria``."""
+    target: str = Field(pattern="^(instruction|criteria|prompt|rubric)$")
+    """What the evolved text replaces: the critic agent's ``instruction``, a judge's
+    ``criteria`` or ``prompt``, or a rubric DAG's questions and guidance (``rubric``)."""
+    part: int | None = None
+    """In a weighted critic: the index of the aligned part in ``evaluators`` (the rest stay)."""
+    part_name: str = ""
     label_trial_ids: list[int]
     """The corrected trials used, training labels first."""
     held_out_trial_ids: list[int]

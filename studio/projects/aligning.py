@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from studio.critics.agent import SimpleCriticOutput, format_critic_input
 from studio.critics.agreement import AgreementReport, agreement
+from studio.critics.alignable import JudgeText, judge_text, with_judge_text
 from studio.critics.alignment import KEY as AGREEMENT_KEY
 from studio.critics.alignment import label_text, read_label, reply_score
 from studio.critics.protocol import Sample
@@ -42,6 +44,7 @@ from studio.model.records import (
     TrialPhase,
     example_expected,
 )
+from studio.projects.background import Job, start_job
 from studio.projects.files import dump_project, parse_project
 from studio.runtime.execution import AgentExecutor
 from studio.store import Store
@@ -52,6 +55,8 @@ DEFAULT_HELD_OUT = 0.3
 MAX_RESCORE_TRIALS = 2_000
 """A scoring pass judges at most this many trials (each is a critic call)."""
 RESCORE_KIND = "rescore"
+HELD_OUT_KIND = "align_heldout"
+"""An eval run holding the real critic's held-out agreement, original vs aligned text."""
 ALIGN_CONFIG = EvolutionConfig(max_iterations=5)
 """An align run's settings unless given: a few reflections on a small label set."""
 
@@ -109,6 +114,14 @@ class AlignReport(BaseModel):
     best_index: int | None = None
     text_before: str = ""
     text_after: str = ""
+    part_name: str = ""
+    """The aligned part of a weighted critic ("" for the whole critic)."""
+    measured_by: str = ""
+    """Where before/after come from (the align run's test set, or the real judge)."""
+    recorded: AgreementReport | None = None
+    """The scores the person corrected, as recorded, against the person (a reference)."""
+    measure_pending: bool = False
+    """The real judge has not been run on the held-out labels yet (:func:`measure_held_out`)."""
     note: str = ""
     """Why before/after are missing, when they are."""
 
@@ -174,35 +187,44 @@ def split_labels(labels: list[Label], held_out: float, seed: int
 # --------------------------------------------------------------------------- what is evolved
 
 
-def align_target(critic: CriticSpec, default_model: str) -> tuple[AgentSpec, str, str]:
+def align_target(critic: CriticSpec, default_model: str, part: str | None = None
+                 ) -> tuple[AgentSpec, str, str]:
     """``(agent, target, mode)``: the critic as the agent an align run evolves, which text of
     the critic the evolved instruction replaces, and how agreement is scored.
 
     Raises:
-        ConfigError: a programmatic critic (nothing to align), naming ``critic.evaluator``.
+        ConfigError: nothing to align (a programmatic critic, naming ``critic.evaluator``), or
+            a weighted critic whose alignable part is ambiguous or unknown (``part``).
     """
+    agent, found = alignable(critic, default_model, part)
+    return agent, found.kind, found.mode
+
+
+def alignable(critic: CriticSpec, default_model: str, part: str | None = None
+              ) -> tuple[AgentSpec, JudgeText]:
+    """The agent an align run evolves and the critic text it stands for. A critic agent is
+    itself; a judge's text (criteria, prompt, rubric) is rendered as a critic agent's
+    instruction: the loop's proxy, whose held-out numbers the real judge replaces
+    (:func:`measure_held_out`)."""
     if critic.type == "agent":
-        return critic_agent_spec(critic, default_model), "instruction", "score"
-    judge = (critic.evaluator or {}).get("agent_as_judge")
-    if not isinstance(judge, dict) or not str(judge.get("criteria") or "").strip():
-        raise ConfigError(
-            "this critic is programmatic (or a combination): it has no instruction or criteria "
-            "to align. Align works for critic agents and agent_as_judge judges",
-            where="critic.evaluator", value=critic.evaluator)
-    agent = AgentSpec(name="judge", model=str(judge.get("model") or default_model),
-                      instruction=str(judge["criteria"]),
+        if part:
+            raise ConfigError("a critic agent has no parts to pick from", where="part",
+                              value=part)
+        agent = critic_agent_spec(critic, default_model)
+        return agent, JudgeText("instruction", agent.instruction, agent.model, "score")
+    found = judge_text(critic.evaluator, part)
+    agent = AgentSpec(name="judge", model=found.model or default_model, instruction=found.text,
                       output_schema=SimpleCriticOutput.model_json_schema())
-    mode = "pass_fail" if judge.get("scoring_strategy", "binary") == "binary" else "score"
-    return agent, "criteria", mode
+    return agent, found
 
 
-def with_text(critic: CriticSpec, target: str, text: str) -> CriticSpec:
-    """``critic`` with its instruction (or judge criteria) replaced by ``text``."""
+def with_text(critic: CriticSpec, target: str, text: str, part: int | None = None
+              ) -> CriticSpec:
+    """``critic`` with its instruction (or judge text, of part ``part``) replaced by ``text``."""
     if target == "instruction":
         agent = critic.agent or AgentSpec(name="critic")
         return critic.model_copy(update={"agent": agent.model_copy(update={"instruction": text})})
-    evaluator = dict(critic.evaluator or {})
-    evaluator["agent_as_judge"] = {**evaluator["agent_as_judge"], "criteria": text}
+    evaluator = with_judge_text(critic.evaluator or {}, target, text, part)
     return critic.model_copy(update={"evaluator": evaluator})
 
 
@@ -211,12 +233,13 @@ def with_text(critic: CriticSpec, target: str, text: str) -> CriticSpec:
 
 def create_align_run(store: Store, run_id: str, *, held_out: float = DEFAULT_HELD_OUT,
                      config: EvolutionConfig | None = None, threshold: float = 0.5,
-                     name: str = "") -> Run:
-    """Create (not start) the run that aligns ``run_id``'s critic with its corrections.
+                     name: str = "", part: str | None = None) -> Run:
+    """Create (not start) the run that aligns ``run_id``'s critic with its corrections
+    (``part``: which part of a weighted critic, when several could be aligned).
 
     Raises:
         NotEnoughLabels (a ConfigError): fewer than :data:`MIN_ALIGN_LABELS` labels, saying how
-            many more. ConfigError: a programmatic critic, a bad ``held_out``.
+            many more. ConfigError: nothing alignable, an ambiguous part, a bad ``held_out``.
     """
     if not 0.0 <= threshold <= 1.0:
         raise ConfigError("the pass threshold must be from 0.0 to 1.0", where="threshold",
@@ -226,15 +249,16 @@ def create_align_run(store: Store, run_id: str, *, held_out: float = DEFAULT_HEL
     if not status.ready:
         raise NotEnoughLabels(status)
     config = config or ALIGN_CONFIG
-    agent, target, mode = align_target(source.spec.critic, spec_model(source.spec))
+    agent, found = alignable(source.spec.critic, spec_model(source.spec), part)
     train, test = split_labels(collect_labels(store, run_id), held_out, config.seed)
-    origin = AlignOrigin(run_id=run_id, critic=source.spec.critic, target=target,
+    origin = AlignOrigin(run_id=run_id, critic=source.spec.critic, target=found.kind,
+                         part=found.part, part_name=found.part_name,
                          label_trial_ids=[x.trial_id for x in train + test],
                          held_out_trial_ids=[x.trial_id for x in test], threshold=threshold)
     spec = RunSpec(agent=agent, components=["instruction"], input_key="input", aligns=origin,
                    critic=CriticSpec(type="evaluator", name="agreement with people",
                                      evaluator={"evaluator": AGREEMENT_KEY,
-                                                "params": {"mode": mode,
+                                                "params": {"mode": found.mode,
                                                            "threshold": threshold}}),
                    reflection=ReflectionSpec(model=source.spec.reflection.model),
                    project=source.spec.project)
@@ -265,7 +289,7 @@ def start_align(store: Store, run_id: str, **options: Any) -> Run:
 
 def align_critic(run_id: str, *, store: Store | None = None, held_out: float = DEFAULT_HELD_OUT,
                  config: EvolutionConfig | None = None, threshold: float = 0.5,
-                 timeout: float | None = None) -> AlignReport:
+                 timeout: float | None = None, part: str | None = None) -> AlignReport:
     """Align ``run_id``'s critic with its corrections, in this process, and report (library).
 
     The run is stored like any: watch it in the studio, decide its gates
@@ -275,9 +299,10 @@ def align_critic(run_id: str, *, store: Store | None = None, held_out: float = D
     from studio.store import open_store
 
     store = store or open_store()
-    run = create_align_run(store, run_id, held_out=held_out, config=config, threshold=threshold)
+    run = create_align_run(store, run_id, held_out=held_out, config=config, threshold=threshold,
+                           part=part)
     launch(store, run.id).wait(timeout)
-    return align_report(store, run.id)
+    return report_measured(store, run.id)
 
 
 def align_origin(store: Store, align_run_id: str) -> AlignOrigin:
@@ -299,7 +324,12 @@ def align_runs(store: Store, run_id: str, limit: int = 500) -> list[Run]:
 
 
 def align_report(store: Store, align_run_id: str) -> AlignReport:
-    """Agreement with the person on the held-out labels, before (#0) and after (best)."""
+    """Agreement with the person on the held-out labels, before (#0) and after (best).
+
+    A critic agent is measured by the align run's own test set (its agent is the critic). A
+    judge (criteria, prompt, rubric, weighted) is measured as it will be applied: the real
+    critic with the original and with the aligned text, run on the held-out trials
+    (:func:`measure_held_out`, stored once per best candidate)."""
     run = store.get_run(align_run_id)
     origin = align_origin(store, align_run_id)
     view = load_view(store, align_run_id)
@@ -307,19 +337,115 @@ def align_report(store: Store, align_run_id: str) -> AlignReport:
     best = view.candidate(view.best_id) if view.best_id is not None else baseline
     report = AlignReport(
         align_run_id=align_run_id, source_run_id=origin.run_id, status=run.status.value,
-        target=origin.target, labels=len(origin.label_trial_ids),
+        target=origin.target, part_name=origin.part_name, labels=len(origin.label_trial_ids),
         held_out=len(origin.held_out_trial_ids), threshold=origin.threshold,
         best_index=best.index if best else None,
         text_before=baseline.components.get("instruction", "") if baseline else "",
-        text_after=best.components.get("instruction", "") if best else "")
+        text_after=best.components.get("instruction", "") if best else "",
+        recorded=_recorded_agreement(store, align_run_id, origin.threshold))
+    if measures_real_critic(origin):
+        return _judge_report(store, report, best.id if best else None)
     pairs = _held_out_pairs(store, align_run_id, [c.id for c in (baseline, best) if c])
     if baseline is None or best is None or not pairs.get(baseline.id) or not pairs.get(best.id):
         return report.model_copy(update={"note": (
             "The held-out labels are scored when the align run completes (or now with "
             f"`studio test {align_run_id}`).")})
     return report.model_copy(update={
+        "measured_by": "the align run's test set: the critic agent itself, original (#0) and "
+                       "aligned instruction, on the held-out labels",
         "before": agreement(pairs[baseline.id], origin.threshold),
         "after": agreement(pairs[best.id], origin.threshold)})
+
+
+def measures_real_critic(origin: AlignOrigin) -> bool:
+    """A judge is evolved through a proxy agent, so its numbers come from the judge itself."""
+    return origin.critic.type == "evaluator"
+
+
+def _judge_report(store: Store, report: AlignReport, best_id: int | None) -> AlignReport:
+    measured = _stored_measure(store, report.align_run_id, best_id)
+    if measured is None:
+        return report.model_copy(update={"measure_pending": best_id is not None, "note": (
+            f"The real judge has not been run on the {report.held_out} held-out labels yet "
+            f"(`studio align-report {report.align_run_id}` runs it)." if best_id is not None
+            else "The align run has no scored candidate yet.")})
+    return report.model_copy(update={
+        "measured_by": f"the real critic as applied ({report.target}"
+                       f"{' of ' + report.part_name if report.part_name else ''}: original vs "
+                       f"aligned), run on the {report.held_out} held-out trials",
+        "before": AgreementReport.model_validate(measured.summary["before"]),
+        "after": AgreementReport.model_validate(measured.summary["after"])})
+
+
+def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> Any:
+    for measured in store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=20):
+        if measured.summary.get("best_candidate_id") == best_id:
+            return measured
+    return None
+
+
+def _held_out_labels(store: Store, align_run_id: str) -> list[dict[str, Any]]:
+    """The held-out labels as frozen when the align run was created, in trial order."""
+    return [read_label(e.data.get("expected")) for e in store.examples(align_run_id, Split.TEST)]
+
+
+def _recorded_agreement(store: Store, align_run_id: str, threshold: float
+                        ) -> AgreementReport | None:
+    labels = _held_out_labels(store, align_run_id)
+    pairs = [(x.get("critic_score"), float(x["score"])) for x in labels]
+    return agreement(pairs, threshold) if pairs else None
+
+
+def measure_held_out(store: Store, align_run_id: str, *, progress: Job | None = None,
+                     concurrency: int = 4) -> AlignReport:
+    """Run the real critic, with its original and its aligned text, on the held-out trials,
+    store the agreement of each with the person, and return the report.
+
+    Raises:
+        RunStateError: not an align run, or it has no scored candidate yet.
+    """
+    origin = align_origin(store, align_run_id)
+    view = load_view(store, align_run_id)
+    if view.best_id is None:
+        raise RunStateError(f"align run {align_run_id} has no scored candidate yet")
+    trials = [store.get_trial(trial_id) for trial_id in origin.held_out_trial_ids]
+    humans = [float(x["score"]) for x in _held_out_labels(store, align_run_id)]
+    source = store.get_run(origin.run_id)
+    samples = [_sample(store, trial) for trial in trials]
+    if progress is not None:
+        progress.total = 2 * len(samples)
+    step = progress.step if progress is not None else None
+    before = _score_samples(source, origin.critic, samples, concurrency, step)
+    after = _score_samples(source, aligned_critic(store, align_run_id), samples, concurrency, step)
+    summary = {"best_candidate_id": view.best_id, "target": origin.target,
+               "before": agreement(list(zip([s for s, _ in before], humans, strict=True)),
+                                   origin.threshold).model_dump(mode="json"),
+               "after": agreement(list(zip([s for s, _ in after], humans, strict=True)),
+                                  origin.threshold).model_dump(mode="json")}
+    cases = [{"trial_id": t.id, "human": h, "before": b[0], "after": a[0],
+              "feedback_before": clip(b[1], 1_000), "feedback_after": clip(a[1], 1_000)}
+             for t, h, b, a in zip(trials, humans, before, after, strict=True)]
+    store.add_eval_run(f"{HELD_OUT_KIND}:{align_run_id}", HELD_OUT_KIND, summary, cases)
+    return align_report(store, align_run_id)
+
+
+def report_measured(store: Store, align_run_id: str) -> AlignReport:
+    """The report, running the real judge on the held-out labels first when still pending
+    (the CLI and the library: they wait; the page runs it in the background)."""
+    report = align_report(store, align_run_id)
+    if report.measure_pending:
+        return measure_held_out(store, align_run_id)
+    return report
+
+
+def start_measure(store: Store, align_run_id: str) -> Job:
+    """:func:`measure_held_out` in the background (the Agreement page)."""
+    return start_job(measure_key(align_run_id), "measuring the real judge on the held-out labels",
+                     lambda job: measure_held_out(store, align_run_id, progress=job))
+
+
+def measure_key(align_run_id: str) -> str:
+    return f"align-measure:{align_run_id}"
 
 
 def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
@@ -337,13 +463,13 @@ def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
 
 
 def aligned_critic(store: Store, align_run_id: str) -> CriticSpec:
-    """The source critic with the best candidate's text."""
+    """The source critic with the best candidate's text (in the aligned part, if weighted)."""
     origin = align_origin(store, align_run_id)
     view = load_view(store, align_run_id)
     if view.best_id is None:
         raise RunStateError(f"align run {align_run_id} has no scored candidate yet")
     text = view.candidate(view.best_id).components["instruction"]
-    return with_text(origin.critic, origin.target, text)
+    return with_text(origin.critic, origin.target, text, origin.part)
 
 
 # --------------------------------------------------------------------------- using it
@@ -375,8 +501,8 @@ def use_for_next_run(store: Store, align_run_id: str) -> Project:
     return store.save_project(name, dump_project(project.model_copy(update={"critic": section})))
 
 
-def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: int = 4
-                ) -> RescorePass:
+def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: int = 4,
+                progress: Job | None = None) -> RescorePass:
     """Score ``run_id``'s trials again with the aligned critic of ``align_run_id``, stored as
     a scoring pass of its own; the trials' scores and corrections are not touched.
 
@@ -388,13 +514,11 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
     if len(trials) > MAX_RESCORE_TRIALS:
         raise ConfigError(f"run {run_id} has {len(trials):,} trials; a scoring pass judges at "
                           f"most {MAX_RESCORE_TRIALS:,}", where="rescore", value=len(trials))
-    run = store.get_run(run_id)
-    executor = AgentExecutor(max_concurrency=concurrency,
-                             timeout_s=run.config.call_timeout_seconds,
-                             max_retries=run.config.max_retries, app_name=f"rescore_{run_id}")
-    critic = critic_for_run(critic_spec, executor, spec_model(run.spec))
-    samples = [_sample(store, trial) for trial in trials]
-    results = asyncio.run(_assess_all(critic, samples, concurrency))
+    if progress is not None:
+        progress.total = len(trials)
+    results = _score_samples(store.get_run(run_id), critic_spec,
+                             [_sample(store, trial) for trial in trials], concurrency,
+                             progress.step if progress is not None else None)
     cases = [{"trial_id": trial.id, "score": score, "feedback": clip(feedback, 2_000)}
              for trial, (score, feedback) in zip(trials, results, strict=True)]
     scores = {case["trial_id"]: case["score"] for case in cases}
@@ -406,6 +530,26 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
     pass_id = store.add_eval_run(f"{RESCORE_KIND}:{run_id}", RESCORE_KIND, summary, cases)
     return RescorePass(id=pass_id, run_id=run_id, align_run_id=align_run_id,
                        critic=critic_spec.name, scores=scores, before=before, after=after)
+
+
+def start_rescore(store: Store, run_id: str, align_run_id: str) -> Job:
+    """:func:`rescore_run` in the background (the Agreement page); one at a time per run."""
+    return start_job(rescore_key(run_id), f"re-scoring run {run_id}",
+                     lambda job: rescore_run(store, run_id, align_run_id, progress=job))
+
+
+def rescore_key(run_id: str) -> str:
+    return f"rescore:{run_id}"
+
+
+def _score_samples(run: Run, spec: CriticSpec, samples: list[Sample], concurrency: int,
+                   on_step: Callable[[], None] | None) -> list[tuple[float | None, str]]:
+    """``spec`` built as the run builds its critic, run on each sample."""
+    executor = AgentExecutor(max_concurrency=concurrency,
+                             timeout_s=run.config.call_timeout_seconds,
+                             max_retries=run.config.max_retries, app_name=f"rescore_{run.id}")
+    critic = critic_for_run(spec, executor, spec_model(run.spec))
+    return asyncio.run(_assess_all(critic, samples, concurrency, on_step))
 
 
 def rescore_passes(store: Store, run_id: str) -> list[RescorePass]:
@@ -424,7 +568,8 @@ def _sample(store: Store, trial: Any) -> Sample:
                   expected=example_expected(data), example=data, trace=trial.trace)
 
 
-async def _assess_all(critic: Any, samples: list[Sample], concurrency: int
+async def _assess_all(critic: Any, samples: list[Sample], concurrency: int,
+                      on_step: Callable[[], None] | None = None
                       ) -> list[tuple[float | None, str]]:
     gate = asyncio.Semaphore(concurrency)
 
@@ -434,6 +579,9 @@ async def _assess_all(critic: Any, samples: list[Sample], concurrency: int
                 score, metadata = await critic.assess(sample)
             except Exception as exc:  # one unreadable reply is a recorded None, not a crash
                 return None, f"could not evaluate: {type(exc).__name__}: {exc}"
+            finally:
+                if on_step is not None:
+                    on_step()
             return score, str(metadata.get("feedback") or metadata.get("error") or "")
 
     return await asyncio.gather(*(one(s) for s in samples))

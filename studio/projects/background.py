@@ -1,0 +1,82 @@
+"""Work a page starts and does not wait for: one thread per job, keyed, with progress and the
+failure kept for the page to show. A key runs at most once at a time in this process, so a page
+that redraws while the job goes on finds it instead of starting it again."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio.model.errors import StudioError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One piece of background work: ``done`` of ``total`` steps, then its result or error."""
+
+    key: str
+    label: str
+    total: int = 0
+    done: int = 0
+    result: Any = None
+    error: str | None = None
+    finished: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def step(self) -> None:
+        """One more step done (called from worker threads)."""
+        with self._lock:
+            self.done += 1
+
+    @property
+    def running(self) -> bool:
+        return not self.finished
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+
+_JOBS: dict[str, Job] = {}
+_LOCK = threading.Lock()
+
+
+def start_job(key: str, label: str, work: Callable[[Job], Any]) -> Job:
+    """Run ``work(job)`` in a thread; while a job with this key runs, return it instead."""
+    with _LOCK:
+        current = _JOBS.get(key)
+        if current is not None and current.running:
+            return current
+        job = _JOBS[key] = Job(key=key, label=label)
+    threading.Thread(target=_run, args=(job, work), name=f"job-{key}", daemon=True).start()
+    return job
+
+
+def job(key: str) -> Job | None:
+    """The latest job with this key in this process (running or finished)."""
+    with _LOCK:
+        return _JOBS.get(key)
+
+
+def forget(key: str) -> None:
+    """Drop a finished job (its outcome has been shown)."""
+    with _LOCK:
+        current = _JOBS.get(key)
+        if current is not None and current.finished:
+            del _JOBS[key]
+
+
+def _run(job_: Job, work: Callable[[Job], Any]) -> None:
+    try:
+        job_.result = work(job_)
+    except Exception as exc:  # shown on the page that started it, never lost
+        logger.exception("background job %s failed", job_.key)
+        job_.error = str(exc) if isinstance(exc, StudioError) else (
+            f"{type(exc).__name__}: {exc}")
+    finally:
+        job_.finished = True
