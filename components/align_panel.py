@@ -1,7 +1,12 @@
 """The Agreement page's "Align critic" panel: how many labels the corrections make, a button that
 starts an align run (an ordinary run: watched on Run, gated on Proposals), and for each align
 run its agreement before/after on the held-out labels, the confusion matrices, the critic's
-instruction diff, and the two ways to use the aligned critic."""
+instruction diff, and the two ways to use the aligned critic.
+
+Slow work runs in the background with its progress shown, the page staying live: scoring a
+stopped align run's held-out labels (the test-set scoring of Compare), running a judge as it
+will be applied on them (:func:`studio.projects.aligning.start_measure`) and re-scoring a run
+(:func:`studio.projects.aligning.start_rescore`); a failure is shown where it was started."""
 
 from __future__ import annotations
 
@@ -9,11 +14,20 @@ from typing import Any
 
 import streamlit as st
 
-from components import diff_view, frame, loaders, session
+from components import diff_view, frame, loaders, session, test_guard
 from studio.model.config import EvolutionConfig
 from studio.model.errors import StudioError
 from studio.model.records import Run, RunStatus
-from studio.projects.aligning import rescore_run, start_align, use_for_next_run
+from studio.projects import background
+from studio.projects.aligning import (
+    measure_key,
+    rescore_key,
+    start_align,
+    start_measure,
+    start_rescore,
+    use_for_next_run,
+)
+from studio.projects.testsets import score_test_from_browser
 from studio.views.aligning import agreement_frame, align_summary
 from studio.views.diffing import escape_markdown
 from studio.views.tables import confusion_frame
@@ -85,11 +99,17 @@ def result(run: Run) -> None:
         watch(run.id)
         return
     report = loaders.align_report(run.id, (loaders.run_version(run.id), run.status.value))
+    if report.measure_pending:
+        measuring(run.id)
+        return
     st.markdown(escape_markdown(align_summary(report)))
     if report.before is None or report.after is None:
+        score_held_out_button(run.id)
         return
+    st.caption(escape_markdown(f"Measured by {report.measured_by}. The last column is the "
+                               "scores you corrected, as the critic recorded them."))
     st.dataframe(agreement_frame(report.before, report.after,
-                                 ("original critic", "aligned critic")),
+                                 ("original critic", "aligned critic"), report.recorded),
                  hide_index=True, width="stretch", key=f"{FORM}.table.{run.id}")
     left, right = st.columns(2)
     for column, title, rep in ((left, "Original critic", report.before),
@@ -113,16 +133,100 @@ def watch(run_id: str) -> None:
     watcher()
 
 
+def score_held_out_button(align_run_id: str) -> None:
+    """A stopped align run: score the original and the aligned critic on the held-out labels
+    now, in the background (Compare's test-set scoring)."""
+    if loaders.testing_now(align_run_id):
+        st.info("Scoring the original and the aligned critic on the held-out labels…",
+                icon=":material/hourglass_top:")
+        test_guard.watch(align_run_id)
+        return
+    if not st.button("Score the held-out labels", key=f"{FORM}.test.{align_run_id}",
+                     icon=":material/science:", type="primary"):
+        return
+    try:
+        score_test_from_browser(loaders.store(), align_run_id)
+    except StudioError as exc:
+        st.error(escape_markdown(str(exc)), icon=":material/error:")
+        return
+    session.flash("Scoring the held-out labels: before/after shows here when it is done.")
+    st.rerun()
+
+
+def measuring(align_run_id: str) -> None:
+    """A judge's before/after: the real judge runs on the held-out labels in the background
+    (started on first sight); a failure is shown with a button to try again."""
+    key = measure_key(align_run_id)
+    job = background.job(key)
+    if job is not None and job.finished and job.error:
+        st.error(escape_markdown(f"Running the judge on the held-out labels failed: "
+                                 f"{job.error}"), icon=":material/error:")
+        if st.button("Try again", key=f"{FORM}.measure.{align_run_id}",
+                     icon=":material/replay:"):
+            start_measure(loaders.store(), align_run_id)
+            st.rerun()
+        return
+    if job is None or job.finished:
+        start_measure(loaders.store(), align_run_id)
+    st.info("Running the judge as it will be applied, with its original and its aligned text, "
+            "on the held-out labels: before/after shows here when it is done.",
+            icon=":material/hourglass_top:")
+    progress(key)
+
+
+def progress(key: str) -> None:
+    """A background job's progress bar; the page redraws when the job ends."""
+
+    @st.fragment(run_every=1)
+    def bar() -> None:
+        job = background.job(key)
+        if job is None or job.finished:
+            st.rerun(scope="app")
+            return
+        st.progress(job.progress, text=f"{job.label}: {job.done} of {job.total or '…'}")
+
+    bar()
+
+
 def use_buttons(align_run_id: str, report: Any) -> None:
     left, right = st.columns(2)
     if left.button("Use for next run", key=f"{FORM}.use.{align_run_id}",
                    icon=":material/content_copy:"):
         act(lambda store: use_for_next_run(store, align_run_id), chosen_project)
+    source = report.source_run_id
+    busy = _running(rescore_key(source))
     if right.button("Re-score this run", key=f"{FORM}.rescore.{align_run_id}",
-                    icon=":material/replay:"):
-        act(lambda store: rescore_run(store, report.source_run_id, align_run_id),
-            lambda scoring: f"Scoring pass {scoring.id}: {len(scoring.scores)} trials of run "
-                            f"{report.source_run_id} scored again; their old scores are kept.")
+                    icon=":material/replay:", disabled=busy,
+                    help="Runs in the background: the page stays usable." if not busy else
+                    "A scoring pass of this run is under way."):
+        start_rescore(loaders.store(), source, align_run_id)
+        st.rerun()
+    rescore_status(source)
+
+
+def _running(key: str) -> bool:
+    job = background.job(key)
+    return job is not None and job.running
+
+
+def rescore_status(run_id: str) -> None:
+    """The run's scoring pass: its progress while it runs, then its outcome or its failure."""
+    key = rescore_key(run_id)
+    job = background.job(key)
+    if job is None:
+        return
+    if job.running:
+        progress(key)
+        return
+    if job.error:
+        st.error(escape_markdown(f"Re-scoring run {run_id} failed: {job.error}"),
+                 icon=":material/error:")
+        return
+    background.forget(key)
+    loaders.rescore_passes.clear()
+    scoring = job.result
+    st.success(f"Scoring pass {scoring.id}: {len(scoring.scores)} trials of run {run_id} "
+               "scored again; their old scores are kept.", icon=":material/check_circle:")
 
 
 def chosen_project(project: Any) -> str:
@@ -140,7 +244,6 @@ def act(action: Any, message: Any) -> None:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
     loaders.projects.clear()
-    loaders.rescore_passes.clear()
     session.flash(message(outcome))
     st.rerun()
 

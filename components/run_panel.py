@@ -14,7 +14,7 @@ from studio.model.records import RunRequest, RunStatus
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
 from studio.views.diffing import escape_markdown
-from studio.views.tables import STATUS_HINTS
+from studio.views.tables import STATUS_HINTS, align_note
 
 START = session.RUN_START
 REVIEW_LABELS = {"review": "Review: I decide on each proposal",
@@ -134,6 +134,11 @@ def _header(run: Any) -> None:
         worker = f" · worker `{run.worker}`" if run.worker else ""
         st.caption(f"Run `{run.id}` · **{run.status.value}**: {STATUS_HINTS[run.status]} · "
                    f"review: {review}{worker}")
+        if run.spec.aligns is not None:
+            st.info(f"This run {escape_markdown(align_note(run))}: its examples are your "
+                    "corrections, its score is agreement with you.", icon=":material/tune:")
+            frame.link(frame.AGREEMENT, "Its before/after on the held-out labels: Agreement",
+                       ":material/balance:")
     if run.status in (RunStatus.COMPLETED, RunStatus.STOPPED):
         frame.link(frame.COMPARE, "Finished: compare the versions it produced",
                    ":material/compare_arrows:")

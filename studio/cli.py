@@ -13,8 +13,9 @@
     studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
                 [--config key=value ...] [--queue NAME]
     studio align RUN_ID [--held-out 0.3] [--review review] [--max-iterations N] [--queue NAME]
+                        [--part NAME]
                                                    (align the run's critic with its corrections)
-    studio align-report ALIGN_RUN_ID [--json]      (agreement before/after on held-out labels)
+    studio align-report ALIGN_RUN_ID [--json] [--no-measure]   (before/after on held-out labels)
     studio align-apply ALIGN_RUN_ID                (a project copy judging with the aligned critic)
     studio rescore RUN_ID --critic-from ALIGN_RUN_ID [--json]
     studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
@@ -295,14 +296,14 @@ def cmd_fork(args: argparse.Namespace) -> int:
 def cmd_align(args: argparse.Namespace) -> int:
     """An align run of the run's critic: run here (then its report), or queued with --queue."""
     from studio.model.config import EvolutionConfig
-    from studio.projects.aligning import align_report, create_align_run
+    from studio.projects.aligning import create_align_run, report_measured
     from studio.views.aligning import align_lines
 
     store = _store(args)
     settings = {k: v for k, v in (("review", args.review), ("max_iterations", args.max_iterations),
                                   ("seed", args.seed)) if v is not None}
     run = create_align_run(store, args.run_id, held_out=args.held_out,
-                           threshold=args.threshold,
+                           threshold=args.threshold, part=args.part,
                            config=EvolutionConfig(**{"max_iterations": 5, **settings}))
     if args.queue:
         from studio.engine.queue import queue_run
@@ -316,16 +317,21 @@ def cmd_align(args: argparse.Namespace) -> int:
     print(f"align run {run.id} started for run {args.run_id}'s critic (database: "
           f"{database_label(store.url)})", file=sys.stderr)
     code = _wait(launch(store, run.id, listeners=[ProgressBar()]), store, run.id)
-    print(align_lines(align_report(store, run.id)))
+    print(align_lines(report_measured(store, run.id)))
     return code
 
 
 def cmd_align_report(args: argparse.Namespace) -> int:
     from studio.model.redaction import redact
-    from studio.projects.aligning import align_report
+    from studio.projects.aligning import align_report, report_measured
     from studio.views.aligning import align_lines
 
-    report = align_report(_store(args), args.align_run_id)
+    store = _store(args)
+    report = align_report(store, args.align_run_id)
+    if report.measure_pending and not args.no_measure:
+        print(f"running the real judge on the {report.held_out} held-out labels (original and "
+              "aligned text)…", file=sys.stderr)
+        report = report_measured(store, args.align_run_id)
     print(redact(json.dumps(report.model_dump(mode="json"), indent=2) if args.json
                  else align_lines(report)))
     return 0
@@ -580,10 +586,15 @@ def parser() -> argparse.ArgumentParser:
     align.add_argument("--max-iterations", type=whole_number(0))
     align.add_argument("--seed", type=whole_number(0))
     align.add_argument("--queue", help="queue the align run for `studio worker`")
+    align.add_argument("--part", help="the part of a weighted critic to align (its label or "
+                                      "evaluator name), when several could be")
     align.set_defaults(func=cmd_align)
     align_report = sub.add_parser("align-report", help="an align run's agreement before/after")
     align_report.add_argument("align_run_id")
     align_report.add_argument("--json", action="store_true")
+    align_report.add_argument("--no-measure", action="store_true",
+                              help="do not run a judge on the held-out labels when its "
+                                   "measurement is missing")
     align_report.set_defaults(func=cmd_align_report)
     align_apply = sub.add_parser("align-apply", help="copy the source project with the aligned "
                                  "critic, for the next run")

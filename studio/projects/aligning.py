@@ -448,6 +448,11 @@ def measure_key(align_run_id: str) -> str:
     return f"align-measure:{align_run_id}"
 
 
+def measure_count(store: Store, align_run_id: str) -> int:
+    """How many held-out measurements are stored (a cache version for the page)."""
+    return len(store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=100))
+
+
 def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
                     ) -> dict[int, list[tuple[float | None, float]]]:
     """Per candidate: (its critic score, the person's) on each held-out label it was run on."""

@@ -27,9 +27,17 @@ def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before",
     return rows
 
 
-def agreement_frame(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")
-                    ) -> pd.DataFrame:
-    return pd.DataFrame(agreement_rows(before, after, labels))
+def agreement_frame(before: Any, after: Any, labels: tuple[str, str] = ("before", "after"),
+                    recorded: Any = None) -> pd.DataFrame:
+    """The statistics side by side; ``recorded`` (the scores the person corrected, as
+    recorded) adds a reference column."""
+    frame = pd.DataFrame(agreement_rows(before, after, labels))
+    if recorded is not None:
+        frame[RECORDED] = [row[labels[0]] for row in agreement_rows(recorded, recorded, labels)]
+    return frame
+
+
+RECORDED = "recorded scores (reference)"
 
 
 def align_summary(report: Any) -> str:
@@ -49,9 +57,15 @@ def align_lines(report: Any) -> str:
              f"{report.source_run_id}'s critic {report.target}: {report.labels} labels, "
              f"{report.held_out} held out", align_summary(report)]
     if report.before is not None and report.after is not None:
-        lines.append(f"{'':<22} {'before':>8} {'after':>8}")
-        for row in agreement_rows(report.before, report.after):
-            lines.append(f"{row['statistic']:<22} {row['before']:>8} {row['after']:>8}")
+        lines.append(f"measured by {report.measured_by}")
+        lines.append(f"{'':<22} {'before':>8} {'after':>8} {'recorded':>9}")
+        recorded = report.recorded or report.before
+        for row, ref in zip(agreement_rows(report.before, report.after),
+                            agreement_rows(recorded, recorded), strict=True):
+            shown = ref["before"] if report.recorded is not None else ""
+            lines.append(f"{row['statistic']:<22} {row['before']:>8} {row['after']:>8} "
+                         f"{shown:>9}")
+        lines.append("(recorded: the scores you corrected, as the critic gave them)")
     stats = diff_stats(report.text_before, report.text_after)
     lines.append(f"{report.target}: unchanged" if stats.unchanged else
                  f"{report.target}: +{stats.words_added} / -{stats.words_removed} words")

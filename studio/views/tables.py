@@ -80,7 +80,17 @@ def one_line(text: str | None, limit: int = CLIP) -> str:
 def run_label(run: Run) -> str:
     """A label that does not change while the run goes on (status is shown elsewhere), so a
     picker keeps its selection."""
-    return f"{run.name or 'run'} · {run.id[:8]} · {_local(run.created_at)[5:16]}"
+    aligns = f" · aligns the critic of {run.spec.aligns.run_id[:8]}" if run.spec.aligns else ""
+    return f"{run.name or 'run'}{aligns} · {run.id[:8]} · {_local(run.created_at)[5:16]}"
+
+
+def align_note(run: Run) -> str:
+    """What an align run is, for run lists and the Run page ("" for any other run)."""
+    origin = run.spec.aligns
+    if origin is None:
+        return ""
+    part = f" of part {origin.part_name}" if origin.part_name else ""
+    return f"aligns the critic of run {origin.run_id} (its {origin.target}{part})"
 
 
 def candidate_label(index: int, mean: float | None = None, *, best: bool = False,
@@ -102,7 +112,8 @@ def example_label(example: Example, limit: int = 40) -> str:
 
 def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
     rows = [{
-        "id": r.id, "name": r.name, "status": r.status.value,
+        "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
+        "status": r.status.value,
         "review": r.config.review.value, "iterations": r.config.max_iterations,
         "created": _local(r.created_at), "stop reason": r.stop_reason or "",
         "error": one_line(r.error, 120) if r.error else "",

@@ -5,10 +5,11 @@ from __future__ import annotations
 from studio.engine import build_engine
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
-from studio.projects.aligning import create_align_run
+from studio.projects import background
+from studio.projects.aligning import create_align_run, rescore_key
 from studio.projects.workspace import import_example, start_project_run
 from studio.runtime.providers.strict import FIX_PHRASE, is_short
-from tests.helpers import ROOT
+from tests.helpers import ROOT, wait_until
 from tests.ui.conftest import assert_ok, texts
 
 EXAMPLE = ROOT / "examples" / "short_answers_scripted.yaml"
@@ -51,5 +52,12 @@ def test_finished_align_run_shows_before_after_and_is_used(app, studio_db):
     assert studio_db.find_project("short-answers-scripted (aligned critic)") is not None
     button(at, "Re-score this run").click().run()
     assert_ok(at)
+    job = background.job(rescore_key(run_id))
+    assert job is not None  # started in the background, the page did not wait for it
+    wait_until(lambda: job.finished, timeout=60, message="the scoring pass")
+    at.run()
+    assert_ok(at)
+    assert job.error is None and job.done == job.total == 20
+    assert any("Scoring pass" in t for t in texts(at.success))
     assert any("Scoring pass" in t for t in texts(at.caption))
     assert len(studio_db.trials(run_id)) == 20  # the old trials are untouched, none added

@@ -1,0 +1,119 @@
+"""The Align critic panel's background work under AppTest: a stopped align run's held-out
+scoring, a judge measured as it will be applied, a failed re-score shown, align runs labelled."""
+
+from __future__ import annotations
+
+import yaml
+
+from studio.engine import build_engine
+from studio.engine.worker import get_manager
+from studio.model.config import EvolutionConfig
+from studio.model.errors import ConfigError
+from studio.model.records import ProposalStatus, RunStatus, TrialPhase
+from studio.projects import aligning, background
+from studio.projects.aligning import create_align_run, measure_key, rescore_key
+from studio.projects.workspace import start_project_run
+from tests.helpers import ROOT, wait_until
+from tests.ui.conftest import assert_ok, texts
+from tests.ui.test_align_panel import button, corrected
+
+EXAMPLE = ROOT / "examples" / "short_answers_scripted.yaml"
+JUDGE = {"agent_as_judge": {"criteria": "The answer is good.", "scoring_strategy": "numeric",
+                            "model": "scripted/strict"}}
+
+
+def finished_align(store, source: str, **config) -> str:
+    run = create_align_run(store, source, config=EvolutionConfig(max_iterations=3, seed=3,
+                                                                 **config))
+    get_manager(store).start(build_engine(store, run.id)).wait(90)
+    return run.id
+
+
+def judged(store) -> str:
+    from studio.runtime.providers.strict import is_short
+
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["critic"] = {"type": "evaluator", "name": "judge", "evaluator": JUDGE}
+    project = store.save_project("judged", yaml.safe_dump(data))
+    run = start_project_run(store, project.id, EvolutionConfig(max_iterations=0, seed=7))
+    get_manager(store).handle(run.id).wait(60)
+    for trial in store.trials(run.id)[:12]:
+        store.add_override(trial.id, score=0.9 if is_short(trial.output) else 0.8,
+                           feedback="Short is fine.", author="ana")
+    return run.id
+
+
+def test_a_stopped_align_run_scores_its_held_out_labels_from_a_button(app, studio_db):
+    source = corrected(studio_db, 12)
+    align = create_align_run(studio_db, source, config=EvolutionConfig(
+        max_iterations=3, seed=3, review="review"))
+    manager = get_manager(studio_db)
+    handle = manager.start(build_engine(studio_db, align.id))
+    wait_until(lambda: studio_db.proposals(align.id, status=ProposalStatus.PENDING), timeout=60,
+               message="a proposal at the gate")
+    manager.stop(align.id)
+    handle.wait(60)
+    assert studio_db.get_run(align.id).status is RunStatus.STOPPED
+    at = app("agreement", run_id=source)
+    assert any("studio test" in t for t in texts(at.markdown))
+    button(at, "Score the held-out labels").click().run()
+    assert_ok(at)
+    wait_until(lambda: studio_db.trials(align.id, phase=TrialPhase.TEST)
+               and not manager.running(), timeout=60, message="the held-out scoring")
+    wait_until(lambda: not at.run().info or not any(
+        "Scoring the original" in t for t in texts(at.info)), timeout=30,
+        message="the page to see the scoring end")
+    assert_ok(at)
+    frames = [d.value for d in at.dataframe if "statistic" in getattr(d.value, "columns", [])]
+    assert frames and "original critic" in frames[0].columns
+
+
+def test_a_judge_is_measured_in_the_background_as_it_will_be_applied(app, studio_db):
+    source = judged(studio_db)
+    align_id = finished_align(studio_db, source)
+    at = app("agreement", run_id=source)
+    assert any("Running the judge as it will be applied" in t for t in texts(at.info))
+    job = background.job(measure_key(align_id))
+    wait_until(lambda: job.finished, timeout=60, message="the judge on the held-out labels")
+    at.run()
+    assert_ok(at)
+    assert job.error is None and job.total == 2 * 4
+    assert any("the real critic as applied" in t for t in texts(at.caption))
+    table = next(d.value for d in at.dataframe
+                 if "statistic" in getattr(d.value, "columns", [])).set_index("statistic")
+    mae = table.loc["Mean absolute error"]
+    assert float(mae["aligned critic"]) < float(mae["original critic"])
+    assert mae["recorded scores (reference)"] == mae["original critic"]
+
+
+def test_a_failed_rescore_is_shown_and_the_page_stays_usable(app, studio_db, monkeypatch):
+    source = corrected(studio_db, 12)
+    align_id = finished_align(studio_db, source)
+
+    def broken(store, run_id, align_run_id, **_):
+        raise ConfigError("the judge's model is unreachable", where="critic.model")
+
+    monkeypatch.setattr(aligning, "rescore_run", broken)
+    at = app("agreement", run_id=source)
+    button(at, "Re-score this run").click().run()
+    job = background.job(rescore_key(source))
+    wait_until(lambda: job.finished, timeout=30, message="the failing pass")
+    at.run()
+    assert_ok(at)
+    assert any("Re-scoring run" in t and "unreachable" in t and "critic.model" in t
+               for t in texts(at.error))
+    assert not button(at, "Re-score this run").disabled  # can be tried again
+    assert aligning.rescore_passes(studio_db, source) == []
+    assert align_id
+
+
+def test_align_runs_are_labelled_in_the_run_list_and_on_the_run_page(app, studio_db):
+    source = corrected(studio_db, 12)
+    align_id = finished_align(studio_db, source)
+    at = app("run", run_id=align_id)
+    assert any(f"aligns the critic of run {source} (its instruction)" in t
+               for t in texts(at.info))
+    home = app()
+    names = home.dataframe(key="home.runs").value.set_index("id")["name"]
+    assert f"aligns the critic of run {source}" in names[align_id]
+    assert "aligns" not in names[source]
