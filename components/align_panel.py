@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from components import diff_view, frame, loaders, session, test_guard
+from studio.critics.alignable import alignable_parts
 from studio.model.config import EvolutionConfig
 from studio.model.errors import StudioError
 from studio.model.records import Run, RunStatus
@@ -49,7 +50,7 @@ def show(run_id: str) -> None:
     status = loaders.label_status(run_id)
     (st.success if status.ready else st.info)(status.message)
     if status.ready and run.spec.resumable:
-        form(run_id)
+        form(run_id, alignable_parts(run.spec.critic.evaluator))
     for align_run in loaders.align_runs(run_id):
         with st.expander(f"Align run {align_run.id} · {align_run.status.value}",
                          expanded=True):
@@ -57,25 +58,31 @@ def show(run_id: str) -> None:
     rescore_table(run_id)
 
 
-def form(run_id: str) -> None:
+def form(run_id: str, parts: list[str]) -> None:
+    """``parts``: a weighted critic's alignable parts; with several, the person picks one."""
     with st.form(f"{FORM}.{run_id}"):
         left, middle, right = st.columns(3)
         held_out = left.slider("Held-out share", 0.1, 0.5, 0.3, step=0.05,
                                key=f"{FORM}.held_out")
         iterations = middle.number_input("Max iterations", 1, 100, 5, key=f"{FORM}.iterations")
         review = right.selectbox("Review", ["auto", "review"], key=f"{FORM}.review")
+        part = st.selectbox("Part of the weighted critic to align", parts, key=f"{FORM}.part",
+                            help="The other parts and the weights stay as they are."
+                            ) if len(parts) > 1 else None
         submitted = st.form_submit_button("Align critic", icon=":material/tune:",
                                           type="primary")
     if submitted:
-        start(run_id, held_out, EvolutionConfig(max_iterations=int(iterations), review=review))
+        start(run_id, held_out, EvolutionConfig(max_iterations=int(iterations), review=review),
+              part)
 
 
-def start(run_id: str, held_out: float, config: EvolutionConfig) -> None:
+def start(run_id: str, held_out: float, config: EvolutionConfig, part: str | None = None
+          ) -> None:
     threshold = float(st.session_state.get(session.AGREEMENT_THRESHOLD, 0.5))
     try:
         with st.spinner("Collecting the labels and starting the align run…"):
             run = start_align(loaders.store(), run_id, held_out=held_out, config=config,
-                              threshold=threshold)
+                              threshold=threshold, part=part)
     except StudioError as exc:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return

@@ -59,6 +59,16 @@ def judge_text(config: Mapping[str, Any] | None, part: str | None = None) -> Jud
     return found
 
 
+def alignable_parts(config: Mapping[str, Any] | None) -> list[str]:
+    """The names of a weighted critic's parts that could be aligned ([] for any other)."""
+    items = (config or {}).get("evaluators")
+    if not isinstance(items, list):
+        return []
+    return [_part_name(item, index) for index, item in enumerate(items)
+            if isinstance(item, Mapping) and not isinstance(_item_text(item, item.get("name")),
+                                                            str)]
+
+
 def with_judge_text(config: Mapping[str, Any], kind: str, text: str,
                     part: int | None = None) -> dict[str, Any]:
     """``config`` (a copy) with its ``kind`` text (of part ``part`` when weighted) replaced.

@@ -351,8 +351,8 @@ def align_report(store: Store, align_run_id: str) -> AlignReport:
             "The held-out labels are scored when the align run completes (or now with "
             f"`studio test {align_run_id}`).")})
     return report.model_copy(update={
-        "measured_by": "the align run's test set: the critic agent itself, original (#0) and "
-                       "aligned instruction, on the held-out labels",
+        "measured_by": "the align run's test set: the critic agent itself, candidate #0 "
+                       "against the best, on the held-out labels",
         "before": agreement(pairs[baseline.id], origin.threshold),
         "after": agreement(pairs[best.id], origin.threshold)})
 

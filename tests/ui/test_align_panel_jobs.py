@@ -117,3 +117,31 @@ def test_align_runs_are_labelled_in_the_run_list_and_on_the_run_page(app, studio
     names = home.dataframe(key="home.runs").value.set_index("id")["name"]
     assert f"aligns the critic of run {source}" in names[align_id]
     assert "aligns" not in names[source]
+
+
+def test_the_part_of_a_weighted_critic_is_picked_on_the_panel(app, studio_db):
+    from studio.runtime.providers.strict import is_short
+
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["critic"] = {"type": "evaluator", "name": "combo", "evaluator": {"evaluators": [
+        {**JUDGE, "label": "quality"},
+        {"name": "rubric_dag", "label": "rubric",
+         "params": {"preset": "answer_quality", "model": "scripted/strict"}},
+        {"name": "contains", "params": {"substring": "."}}]}}
+    project = studio_db.save_project("combo", yaml.safe_dump(data))
+    run = start_project_run(studio_db, project.id, EvolutionConfig(max_iterations=0, seed=7))
+    get_manager(studio_db).handle(run.id).wait(60)
+    for trial in studio_db.trials(run.id)[:12]:
+        studio_db.add_override(trial.id, score=0.9 if is_short(trial.output) else 0.8,
+                               feedback=None, author="ana")
+    at = app("agreement", run_id=run.id)
+    picker = at.selectbox(key="agreement.align.part")
+    assert picker.options == ["quality", "rubric"]
+    picker.set_value("rubric")
+    at.number_input(key="agreement.align.iterations").set_value(1)
+    next(b for b in at.button if b.label == "Align critic").click().run()
+    assert_ok(at)
+    align = wait_until(lambda: [r for r in studio_db.list_runs() if r.spec.aligns], timeout=30,
+                       message="the align run")[0]
+    assert (align.spec.aligns.part_name, align.spec.aligns.target) == ("rubric", "rubric")
+    get_manager(studio_db).handle(align.id).wait(90)
