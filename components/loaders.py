@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from studio.critics.agreement import agreement_from_store
-from studio.engine.holdout import load_holdout
+from studio.engine.holdout import load_holdout, test_problem
 from studio.engine.pool import load_view
 from studio.model.config import EvolutionConfig
 from studio.model.errors import NotFoundError
@@ -298,6 +298,13 @@ def _agreement(run_id: str | None, threshold: float, version: Any) -> Any:
 def holdout(run_id: str, version: Any) -> Any:
     """The overfitting guard's report for one version of the run (:func:`run_version`)."""
     return load_holdout(store(), run_id)
+
+
+@st.cache_data(ttl=5, max_entries=16, show_spinner=False)
+def test_scoring_problem(run_id: str, version: Any) -> str | None:
+    """Why the run's test set is not fully scored (failed or stopped), or None: per version of
+    the run (:func:`run_version`), so a scoring that succeeds clears it at once."""
+    return test_problem(store(), run_id)
 
 
 def testing_now(run_id: str) -> bool:
