@@ -146,6 +146,13 @@ def trial_page(run_id: str, offset: int, limit: int, **filters: Any) -> tuple[li
 
 
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def loop_trial_count(run_id: str, version: Any) -> int:
+    """The loop's trials (its metric calls; the test set's are outside its budget), per
+    version of the run's trials."""
+    return store().count_trials(run_id, loop_only=True)
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
 def candidate_indexes(run_id: str, version: Any = None) -> dict[int, int]:
     """``candidate id -> index`` for one version of the run (:func:`run_version`)."""
     return store().candidate_indexes(run_id)

@@ -424,3 +424,16 @@ def test_compare_and_run_pages_say_the_test_set_failed_until_it_is_scored(
     asyncio.run(score_test_set(studio_db, run.id))
     at = app("compare", run_id=run.id)
     assert not [s for s in texts(at.warning) if "got no score" in s]
+
+
+def test_the_run_page_counts_the_loops_metric_calls_not_the_test_trials(
+        app, studio_db):  # noqa: F811
+    run_id, _ = run_demo(studio_db, max_iterations=2, max_metric_calls=20)
+    loop = studio_db.count_trials(run_id, loop_only=True)
+    tested = len(studio_db.trials(run_id, phase="test"))
+    assert tested and loop <= 20
+    at = app("run", run_id=run_id)
+    assert_ok(at)
+    text = next(p.proto.text for p in at.get("progress"))
+    assert f"metric calls {loop} of 20" in text
+    assert f"{tested} test-set trials (outside the budget)" in text
