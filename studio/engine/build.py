@@ -18,7 +18,7 @@ from studio.critics.agent import (
     SimpleCriticOutput,
 )
 from studio.critics.protocol import Critic
-from studio.engine.components import check_components
+from studio.engine.components import apply_components, check_components, check_seed_placeholders
 from studio.engine.context import Listener, RunContext
 from studio.engine.loop import Engine
 from studio.engine.processes import ProcessFanOut, check_processes
@@ -183,6 +183,28 @@ def check_fork_seed(spec: RunSpec) -> None:
             parse_components({split_component(key)[1]: text})
         except ConfigError as exc:
             raise ConfigError(exc.message, where=f"forked_from.components.{key}") from exc
+
+
+def check_seed_state(spec: RunSpec, rows: list[dict]) -> None:
+    """The seed's state guard (:func:`check_seed_placeholders`) for a run built from its spec,
+    against the rows it will learn from: a fork's seed is the forked candidate's components,
+    which another run's dataset may have filled. A run of live Python objects is checked by
+    its caller (:func:`studio.engine.api.evolve_workflow`).
+
+    Raises:
+        ConfigError: naming the agent and the ``{placeholder}`` nothing fills.
+    """
+    if not spec.resumable:
+        return
+    rows = validate_examples(rows, name="trainset")
+    seed = spec_agent(spec)
+    if spec.forked_from is not None:
+        seed = apply_components(seed, spec.forked_from.components)
+    declared = {a.name: f"agents[{i}] ({a.name})" for i, a in enumerate(spec.agents)}
+    check_seed_placeholders(seed, {key for row in rows for key in row if key != EXPECTED_KEY},
+                            lambda name: declared.get(name)
+                            or (f"agent.ref ({spec.agent_ref}) > {name}" if spec.agent_ref
+                                else name))
 
 
 def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
