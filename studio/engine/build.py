@@ -37,11 +37,17 @@ from studio.model.records import (
     parse_components,
     validate_examples,
 )
-from studio.model.workflow import last_agent, split_component, state_before
+from studio.model.workflow import last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers import check_model
-from studio.runtime.workflows import build_workflow, describe_workflow, is_workflow, primary_for
+from studio.runtime.workflows import (
+    build_workflow,
+    describe_workflow,
+    is_workflow,
+    primary_for,
+    state_keys,
+)
 from studio.store import Store
 
 
@@ -307,10 +313,9 @@ def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
     """For a workflow: whose reply is scored, its shape, and what state each agent can read."""
     if not is_workflow(agent):
         return {}
-    workflow, agents = describe_workflow(agent)
-    output_keys = {name: getattr(a, "output_key", None) for name, a in agents.items()}
+    workflow, _ = describe_workflow(agent)
     return {"primary": primary_for(agent, primary), "workflow": workflow,
-            "state_keys": state_before(workflow, output_keys)}
+            "state_keys": state_keys(agent)}
 
 
 def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
