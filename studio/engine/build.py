@@ -285,8 +285,7 @@ def build_engine(
                              timeout_s=config.call_timeout_seconds,
                              max_retries=config.max_retries, app_name=f"run_{run_id}")
     flow = workflow_context(agent, spec.primary)
-    default_model = (agent_model_string(agent) or _primary_model(agent, flow.get("primary"))
-                     or spec_model(spec))
+    default_model = default_model_for(agent, spec, flow.get("primary"))
     examples = {e.id: e for e in store.examples(run_id)}
     train = [e.id for e in examples.values() if e.split is Split.TRAIN]
     val = train if spec.val_is_train else [e.id for e in examples.values()
@@ -303,6 +302,12 @@ def build_engine(
                  if config.processes > 1 else None),
         **flow)
     return Engine(ctx)
+
+
+def default_model_for(agent: Any, spec: RunSpec, primary: str | None) -> str:
+    """The model a run's critic and reflection default to: the built agent's, or in a workflow
+    its primary agent's (a workflow loaded by reference has no agent specs to read it from)."""
+    return agent_model_string(agent) or _primary_model(agent, primary) or spec_model(spec)
 
 
 def _primary_model(root: Any, primary: str | None) -> str | None:
