@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from studio.critics.agreement import agreement_from_store
-from studio.engine.holdout import load_holdout
+from studio.engine.holdout import load_holdout, test_problem
 from studio.engine.pool import load_view
 from studio.model.config import EvolutionConfig
 from studio.model.errors import NotFoundError
@@ -41,7 +41,13 @@ from studio.projects.aligning import measure_count as _measure_count
 from studio.projects.aligning import rescore_passes as _rescore_passes
 from studio.projects.forking import ancestry, forks_of
 from studio.projects.provenance import Provenance, load_provenance
-from studio.projects.reviewing import queue_inputs, record_review, review_records, reviewed_seconds
+from studio.projects.reviewing import (
+    ReviewRecord,
+    queue_inputs,
+    record_review,
+    review_records,
+    reviewed_seconds,
+)
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import list_examples, run_effect, stored_project
 from studio.projects.workspace import pending_proposal as _pending_proposal
@@ -148,6 +154,13 @@ def trial_page(run_id: str, offset: int, limit: int, **filters: Any) -> tuple[li
     trials passing the filters (not cached: the live table polls it only when the run's marker
     changed)."""
     return store().trial_page(run_id, offset=offset, limit=limit, **filters)
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def loop_trial_count(run_id: str, version: Any) -> int:
+    """The loop's trials (its metric calls; the test set's are outside its budget), per
+    version of the run's trials."""
+    return store().count_trials(run_id, loop_only=True)
 
 
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
@@ -338,6 +351,13 @@ def holdout(run_id: str, version: Any) -> Any:
     return load_holdout(store(), run_id)
 
 
+@st.cache_data(ttl=5, max_entries=16, show_spinner=False)
+def test_scoring_problem(run_id: str, version: Any) -> str | None:
+    """Why the run's test set is not fully scored (failed or stopped), or None: per version of
+    the run (:func:`run_version`), so a scoring that succeeds clears it at once."""
+    return test_problem(store(), run_id)
+
+
 def testing_now(run_id: str) -> bool:
     """Whether the run's test set is being scored right now (not cached: it drives a poll)."""
     run_ = run(run_id)
@@ -363,7 +383,7 @@ def review_queue(run_id: str) -> list[QueueItem]:
     """The "Review next" queue, re-built when a trial, a correction, a decision, a recorded
     review or the pending proposal changes."""
     pending = _pending_proposal(store(), run_id)
-    key = (run_version(run_id), len(review_records(store(), run_id)),
+    key = (run_version(run_id), review_marker(run_id),
            pending.id if pending is not None else None,
            pending.status.value if pending is not None else None)
     return _review_queue(run_id, key)
@@ -382,6 +402,23 @@ def _review_queue(run_id: str, version: Any) -> list[QueueItem]:
                        ties_accept=bool(evidence and evidence.proposal.is_merge))
 
 
+def review_marker(run_id: str) -> int:
+    """Changes when a review is recorded (in any session): the newest review event's id, one
+    row read (the run's marker counts trials, corrections and decisions, not reviews)."""
+    latest = store().latest_event(run_id, EventKind.REVIEW_TIME)
+    return latest.id if latest is not None and latest.id is not None else 0
+
+
+def reviews(run_id: str) -> list[ReviewRecord]:
+    """The run's recorded reviews, read again only when one is added."""
+    return _reviews(run_id, review_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def _reviews(run_id: str, marker: int) -> list[ReviewRecord]:
+    return review_records(store(), run_id)
+
+
 def save_review(run_id: str, trial_id: int, seconds: float, action: str, author: str) -> None:
     record_review(store(), run_id, trial_id, seconds=seconds, action=action, author=author)
 
@@ -392,7 +429,7 @@ def review_time_estimate(run: Run, iterations_done: int) -> Any:
     future_gates = run.config.max_iterations - iterations_done - (pending is not None)
     trials = expected_review_trials(_queue_length(run.id, pending.id if pending else None),
                                     future_gates, run.config.minibatch_size)
-    return review_estimate(reviewed_seconds(review_records(store(), run.id)), trials)
+    return review_estimate(reviewed_seconds(reviews(run.id)), trials)
 
 
 @st.cache_data(ttl=10, max_entries=16, show_spinner=False)

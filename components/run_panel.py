@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from components import frame, loaders, session
+from components import frame, loaders, session, test_guard
 from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.errors import StudioError
 from studio.model.records import RunRequest, RunStatus
@@ -142,6 +142,8 @@ def _header(run: Any) -> None:
     if run.status in (RunStatus.COMPLETED, RunStatus.STOPPED):
         frame.link(frame.COMPARE, "Finished: compare the versions it produced",
                    ":material/compare_arrows:")
+    if run.status is RunStatus.COMPLETED:
+        test_guard.problem_note(run.id)
     if run.error:
         st.error(f"The run failed: {escape_markdown(run.error)}. Fix the cause (often a model "
                  "or its API key) and resume it.", icon=":material/error:")

@@ -36,7 +36,16 @@ def show(run_id: str) -> None:
     getattr(st, level)(escape_markdown(verdict.message[:1].upper() + verdict.message[1:]),
                        icon=ICONS[level])
     st.caption(GUARD_RULE)
+    problem_note(run_id)
     score_button(run_id, needed=verdict.status is GuardStatus.NOT_SCORED)
+
+
+def problem_note(run_id: str) -> None:
+    """The last test scoring's failure or stop, until a scoring succeeds."""
+    problem = loaders.test_scoring_problem(run_id, loaders.run_version(run_id))
+    if problem:
+        st.warning(escape_markdown(problem[:1].upper() + problem[1:]),
+                   icon=":material/warning:")
 
 
 def score_button(run_id: str, *, needed: bool) -> None:

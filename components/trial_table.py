@@ -50,6 +50,8 @@ class TableCache:
     latest: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TRIAL_COLUMNS))
     total: int = 0
     """Trials in the run."""
+    loop_total: int = 0
+    """The loop's trials: its metric calls (the test set's are outside its budget)."""
     matching: int = 0
     """Trials passing the filters."""
     newest: int | None = None
@@ -79,6 +81,7 @@ def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1) 
     total, newest = signature[0], signature[1] or None
     if signature[:2] != cache.signature[:2] or not cache.index_of:
         cache.index_of = loaders.candidate_indexes(run_id, signature[:2])
+        cache.loop_total = loaders.loop_trial_count(run_id, signature[:2])
     kwargs = trial_filters.query()
     rows, matching = loaders.trial_page(run_id, (page - 1) * PAGE_ROWS, PAGE_ROWS, **kwargs)
     if not rows and matching and page > 1:  # fewer pages than before: show the last one
@@ -163,8 +166,9 @@ def progress(run, cache: TableCache) -> None:
     review = None
     if run.config.review is ReviewMode.REVIEW and run.status.is_active:
         review = loaders.review_time_estimate(run, event.iteration if event else 0)
-    summary = progress_summary(run, event, cache.total,
-                               review_seconds=review.seconds if review else None)
+    summary = progress_summary(run, event, cache.loop_total,
+                               review_seconds=review.seconds if review else None,
+                               test_trials=cache.total - cache.loop_total)
     text = summary.text()
     if summary.best_candidate_id is not None and summary.best_candidate_id in cache.index_of:
         text += f" (candidate #{cache.index_of[summary.best_candidate_id]})"

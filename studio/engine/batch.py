@@ -32,18 +32,22 @@ async def score_batch(
     iteration: int,
     proposal_id: int | None = None,
     metered: bool = True,
+    unscored: list[str] | None = None,
 ) -> list[Trial]:
     """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused).
 
     ``metered=False`` (the held-out test set, scored after the loop): outside the loop's
     metric-call budget and time limit, so a run that ended on either still gets its test
-    scores."""
+    scores. ``unscored``: a result without a score is not committed but its error appended
+    there (the test set: a later ``studio test`` judges it again); the trials returned are then
+    those committed."""
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
     if metered:
         ctx.check_stop()
         ctx.reserve(len(missing))
-    commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered)
+    commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered,
+                               unscored)
     judge = _in_processes if ctx.fan_out is not None and ctx.fan_out.ready else _in_this_process
     # A task group: when one example raises, its siblings are cancelled before the error
     # reaches the loop, so nothing is committed after the run is marked failed.
@@ -53,8 +57,8 @@ async def score_batch(
     except BaseExceptionGroup as failed:
         raise failed.exceptions[0] from None  # the first error, as the loop reports it
     for task in tasks:
-        cached.update({trial.example_id: trial for trial in task.result()})
-    return [cached[e] for e in example_ids]
+        cached.update({trial.example_id: trial for trial in task.result() if trial is not None})
+    return [cached[e] for e in example_ids if e in cached]
 
 
 def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
@@ -83,8 +87,11 @@ def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidat
 
 
 def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
-            proposal_id: int | None, metered: bool, example: Example,
-            result: ChainResult) -> Trial:
+            proposal_id: int | None, metered: bool, unscored: list[str] | None,
+            example: Example, result: ChainResult) -> Trial | None:
+    if unscored is not None and result.feedback.score is None:
+        unscored.append(f"example {example.index}: {result.error or 'no score'}")
+        return None
     trial = ctx.store.add_trial(Trial(
         run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,

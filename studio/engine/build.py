@@ -18,7 +18,7 @@ from studio.critics.agent import (
     SimpleCriticOutput,
 )
 from studio.critics.protocol import Critic
-from studio.engine.components import check_components
+from studio.engine.components import apply_components, check_components, check_seed_placeholders
 from studio.engine.context import Listener, RunContext
 from studio.engine.loop import Engine
 from studio.engine.processes import ProcessFanOut, check_processes
@@ -37,11 +37,17 @@ from studio.model.records import (
     parse_components,
     validate_examples,
 )
-from studio.model.workflow import last_agent, split_component, state_before
+from studio.model.workflow import last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers import check_model
-from studio.runtime.workflows import build_workflow, describe_workflow, is_workflow, primary_for
+from studio.runtime.workflows import (
+    build_workflow,
+    describe_workflow,
+    is_workflow,
+    primary_for,
+    state_keys,
+)
 from studio.store import Store
 
 
@@ -185,6 +191,28 @@ def check_fork_seed(spec: RunSpec) -> None:
             raise ConfigError(exc.message, where=f"forked_from.components.{key}") from exc
 
 
+def check_seed_state(spec: RunSpec, rows: list[dict]) -> None:
+    """The seed's state guard (:func:`check_seed_placeholders`) for a run built from its spec,
+    against the rows it will learn from: a fork's seed is the forked candidate's components,
+    which another run's dataset may have filled. A run of live Python objects is checked by
+    its caller (:func:`studio.engine.api.evolve_workflow`).
+
+    Raises:
+        ConfigError: naming the agent and the ``{placeholder}`` nothing fills.
+    """
+    if not spec.resumable:
+        return
+    rows = validate_examples(rows, name="trainset")
+    seed = spec_agent(spec)
+    if spec.forked_from is not None:
+        seed = apply_components(seed, spec.forked_from.components)
+    declared = {a.name: f"agents[{i}] ({a.name})" for i, a in enumerate(spec.agents)}
+    check_seed_placeholders(seed, {key for row in rows for key in row if key != EXPECTED_KEY},
+                            lambda name: declared.get(name)
+                            or (f"agent.ref ({spec.agent_ref}) > {name}" if spec.agent_ref
+                                else name))
+
+
 def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
     """The critic agent, with the seed's instruction and schema filled in where left out."""
     schema = {"simple": SimpleCriticOutput, "advanced": CriticOutput}.get(critic.schema_kind)
@@ -257,8 +285,7 @@ def build_engine(
                              timeout_s=config.call_timeout_seconds,
                              max_retries=config.max_retries, app_name=f"run_{run_id}")
     flow = workflow_context(agent, spec.primary)
-    default_model = (agent_model_string(agent) or _primary_model(agent, flow.get("primary"))
-                     or spec_model(spec))
+    default_model = default_model_for(agent, spec, flow.get("primary"))
     examples = {e.id: e for e in store.examples(run_id)}
     train = [e.id for e in examples.values() if e.split is Split.TRAIN]
     val = train if spec.val_is_train else [e.id for e in examples.values()
@@ -277,6 +304,12 @@ def build_engine(
     return Engine(ctx)
 
 
+def default_model_for(agent: Any, spec: RunSpec, primary: str | None) -> str:
+    """The model a run's critic and reflection default to: the built agent's, or in a workflow
+    its primary agent's (a workflow loaded by reference has no agent specs to read it from)."""
+    return agent_model_string(agent) or _primary_model(agent, primary) or spec_model(spec)
+
+
 def _primary_model(root: Any, primary: str | None) -> str | None:
     return agent_model_string(root.find_agent(primary)) if primary else None
 
@@ -285,10 +318,9 @@ def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
     """For a workflow: whose reply is scored, its shape, and what state each agent can read."""
     if not is_workflow(agent):
         return {}
-    workflow, agents = describe_workflow(agent)
-    output_keys = {name: getattr(a, "output_key", None) for name, a in agents.items()}
+    workflow, _ = describe_workflow(agent)
     return {"primary": primary_for(agent, primary), "workflow": workflow,
-            "state_keys": state_before(workflow, output_keys)}
+            "state_keys": state_keys(agent)}
 
 
 def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,

@@ -143,6 +143,16 @@ class TestScored(EngineEvent):
 
 
 @dataclass(frozen=True)
+class TestUnscored(EngineEvent):
+    """Scoring the test set failed (``reason="error"``) or was stopped (the stop's reason)."""
+
+    __test__ = False  # not a pytest class
+    kind: ClassVar[EventKind] = EventKind.TEST_UNSCORED
+    reason: str = "error"
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class TrialCommitted(EngineEvent):
     """In-process only: the trial row itself is the durable record."""
 
@@ -154,4 +164,4 @@ class TrialCommitted(EngineEvent):
 
 STORED_EVENTS = (RunStarted, BaselineScored, IterationStarted, ProposalCreated, ProposalInvalid,
                  ProposalEvaluated, AwaitingDecision, DecisionApplied, CandidateAccepted, Progress,
-                 RunPaused, RunResumed, RunFinished, TestScored)
+                 RunPaused, RunResumed, RunFinished, TestScored, TestUnscored)

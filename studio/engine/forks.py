@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from studio.engine.build import create_run
+from studio.engine.build import check_seed_state, create_run
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import Candidate, CriticSpec, ForkOrigin, Run, Split
@@ -35,7 +35,8 @@ def fork(store: Store, run_id: str, candidate_index: int, *, critic: CriticSpec 
     ``evolve(agent, [], critic=..., resume=ID)``.
 
     Raises:
-        NotFoundError: no such run. ConfigError: no such candidate, a bad setting or dataset.
+        NotFoundError: no such run. ConfigError: no such candidate, a bad setting or dataset,
+            or a ``{placeholder}`` of the seed that the fork's examples do not fill.
     """
     source = store.get_run(run_id)
     candidate = candidate_at(store, run_id, candidate_index)
@@ -48,6 +49,7 @@ def fork(store: Store, run_id: str, candidate_index: int, *, critic: CriticSpec 
         valset = _rows(store, run_id, Split.VAL)
     if testset is None:
         testset = _rows(store, run_id, Split.TEST) or None
+    check_seed_state(spec, train)
     return create_run(store, spec=spec, trainset=train, valset=valset, testset=testset,
                       config=fork_config(source.config, config),
                       name=name or f"{source.name or 'run'} · fork of #{candidate.index}",

@@ -24,6 +24,8 @@ from studio.model.records import (
     instruction_placeholders,
 )
 from studio.model.workflow import split_component, state_before
+from studio.runtime.agents import load_agent
+from studio.runtime.workflows import is_workflow, state_keys
 from studio.store import Store, open_store
 
 
@@ -84,13 +86,19 @@ def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
 
 def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) -> set[str]:
     """What an edit of ``component`` may name, as the engine's state guard has it: example
-    fields and, in a group run, the state earlier agents write (from the stored workflow and
-    ``output_key``s), plus what the parent's text already names (it ran: a workflow built in
-    Python stores no ``output_key``s)."""
+    fields and, in a workflow run, the state earlier agents write: from the agents themselves
+    for a workflow loaded by reference (as the engine builds it), else from the stored workflow
+    and ``output_key``s, plus what the parent's text already names (it ran: a workflow of live
+    Python objects stores no ``output_key``s)."""
     keys = {key for example in store.examples(run_id) for key in example.data}
     agent, _ = split_component(component)
     spec = store.get_run(run_id).spec
-    if agent is None or spec.workflow is None:
+    if agent is None:
+        return keys
+    if spec.agent_ref and not spec.agents:
+        root = load_agent(spec.agent_ref)  # the running engine imported it already
+        return keys | (state_keys(root).get(agent, set()) if is_workflow(root) else set())
+    if spec.workflow is None:
         return keys
     output_keys = {a.name: a.output_key for a in spec.agents}
     return (keys | state_before(spec.workflow, output_keys).get(agent, set())

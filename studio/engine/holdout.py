@@ -6,19 +6,25 @@ completes (any limit), and whenever asked (``studio test RUN``, the Compare page
 :func:`studio.engine.api.score_test_set`), the baseline (#0) and the best candidate are scored
 on it, phase ``test``, outside the loop's metric-call budget and time limit. Trials are
 committed like any other and each (candidate, example) pair is judged once, so an interrupted
-or repeated scoring only judges what is missing. :func:`load_holdout` turns the stored scores
-into the guard's report (:mod:`studio.engine.guard`).
+or repeated scoring only judges what is missing. A test example the critic could not evaluate
+is not kept (a ``ScoringError`` says which), and a person's Stop cancels the scoring at once: in
+both cases ``studio test`` later judges what is missing. :func:`load_holdout` turns the stored
+scores into the guard's report (:mod:`studio.engine.guard`).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
 from studio.engine.batch import score_batch
-from studio.engine.context import RunContext
+from studio.engine.context import RunContext, StopRun
 from studio.engine.events import TestScored
 from studio.engine.guard import HoldoutReport, Scores, holdout_report
 from studio.engine.pool import load_view
-from studio.model.errors import RunStateError
-from studio.model.records import Split, TrialPhase
+from studio.model.errors import RunStateError, ScoringError
+from studio.model.records import EventKind, Split, TrialPhase
 from studio.store import Store
 
 
@@ -32,15 +38,45 @@ async def score_holdout(ctx: RunContext, iteration: int) -> TestScored | None:
         return None
     baseline_id = view.pooled_ids[0]
     best_id = view.best_id if view.best_id is not None else baseline_id
+    unscored: list[str] = []
     for candidate_id in dict.fromkeys([baseline_id, best_id]):
-        await score_batch(ctx, view.candidate(candidate_id), ctx.test_ids,
-                          phase=TrialPhase.TEST, iteration=iteration, metered=False)
+        await until_stopped(ctx, score_batch(
+            ctx, view.candidate(candidate_id), ctx.test_ids, phase=TrialPhase.TEST,
+            iteration=iteration, metered=False, unscored=unscored))
     means = test_means(ctx.store, ctx.run_id, ctx.test_ids, [baseline_id, best_id])
     event = TestScored(run_id=ctx.run_id, iteration=iteration, baseline_id=baseline_id,
                        best_id=best_id, baseline_mean=means[baseline_id],
                        best_mean=means[best_id])
     ctx.emit(event)
+    if unscored:
+        pairs = len(ctx.test_ids) * len({baseline_id, best_id})
+        raise ScoringError(f"{len(unscored)} of {pairs} test pairs got no score (first: "
+                           f"{unscored[0]}); they were not kept, so `studio test {ctx.run_id}` "
+                           "or the Compare page scores them again")
     return event
+
+
+T = TypeVar("T")
+
+
+async def until_stopped(ctx: RunContext, work: Awaitable[T]) -> T:
+    """Await ``work`` unless a person stops the run first: then cancel it at once (calls in
+    flight included; what was committed stays) and raise StopRun."""
+    task = asyncio.ensure_future(work)
+    control = ctx.control
+    try:
+        while not task.done():
+            control.changed.clear()
+            if control.stop_reason is not None:
+                raise StopRun(control.stop_reason)
+            woken = asyncio.ensure_future(control.changed.wait())
+            await asyncio.wait([task, woken], return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+        return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
 
 def test_means(store: Store, run_id: str, test_ids: list[int], candidate_ids: list[int]
@@ -53,6 +89,16 @@ def test_means(store: Store, run_id: str, test_ids: list[int], candidate_ids: li
         values = [v for v in values if v is not None]
         means[candidate_id] = sum(values) / len(values) if values else None
     return means
+
+
+def test_problem(store: Store, run_id: str) -> str | None:
+    """Why the test set is not fully scored (the last scoring failed or was stopped and none
+    succeeded since), or None."""
+    unscored = store.latest_event(run_id, EventKind.TEST_UNSCORED)
+    scored = store.latest_event(run_id, EventKind.TEST_SCORED)
+    if unscored is None or (scored is not None and scored.id > unscored.id):
+        return None
+    return str(unscored.payload.get("message") or "scoring the test set did not finish")
 
 
 def check_testable(store: Store, run_id: str) -> None:

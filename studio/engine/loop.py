@@ -34,6 +34,7 @@ from studio.engine.events import (
     RunPaused,
     RunResumed,
     RunStarted,
+    TestUnscored,
 )
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
@@ -41,7 +42,7 @@ from studio.engine.pool import Evidence, PoolScores, load_view, pool_scores, sco
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.config import ReviewMode
-from studio.model.errors import LeaseLostError, StudioError
+from studio.model.errors import LeaseLostError, ScoringError, StudioError
 from studio.model.records import (
     Candidate,
     Decision,
@@ -57,6 +58,7 @@ from studio.model.records import (
     utcnow,
 )
 from studio.model.redaction import redact
+from studio.runtime.execution import describe_error
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +167,9 @@ class Engine:
             if reason in STOPPED_REASONS:
                 self._finish(RunStatus.STOPPED, reason)
                 return reason
-            await score_holdout(ctx, self.state.iteration)  # the overfitting guard's test set
+            if await self.score_test_set() == "shutdown":  # another worker scores it
+                self._finish(RunStatus.STOPPED, "shutdown")
+                return "shutdown"
             self._finish(RunStatus.COMPLETED, reason)
             return reason
         except LeaseLostError:  # another worker took the run over: it owns every write now
@@ -179,6 +183,30 @@ class Engine:
             logger.exception("run %s failed", ctx.run_id)
             self._finish(RunStatus.FAILED, "error", error=f"{type(exc).__name__}: {exc}")
             raise
+
+    async def score_test_set(self) -> str | None:
+        """The overfitting guard's test set, after the evolution: a failure or a person's Stop
+        here leaves the evolution's result standing, recorded as an event that says how to
+        score the rest. Returns the stop reason if stopped."""
+        try:
+            await score_holdout(self.ctx, self.state.iteration)
+        except StopRun as stop:
+            self._unscored(stop.reason, f"scoring the test set was stopped ({stop.reason}); "
+                           f"score it with `studio test {self.run_id}`")
+            return stop.reason
+        except ScoringError as exc:  # says how to score the pairs it did not keep
+            self._unscored("error", str(exc))
+        except LeaseLostError:
+            raise
+        except Exception as exc:  # the evolution's result stands; the test set is retried
+            logger.exception("run %s: scoring the test set failed", self.run_id)
+            self._unscored("error", f"scoring the test set failed: {describe_error(exc)}; "
+                           f"score it again with `studio test {self.run_id}`")
+        return None
+
+    def _unscored(self, reason: str, message: str) -> None:
+        self.ctx.emit(TestUnscored(run_id=self.run_id, iteration=self.state.iteration,
+                                   reason=reason, message=redact(message)))
 
     async def _loop(self) -> str:
         """The baseline, then iterations until a stop condition; returns the stop reason."""
@@ -549,7 +577,15 @@ class TestScoring(Engine):
 
     async def _run(self) -> str:
         checkpoint = self.ctx.store.load_checkpoint(self.run_id)
-        await score_holdout(self.ctx, checkpoint[0] if checkpoint else 0)
+        self.state.iteration = checkpoint[0] if checkpoint else 0
+        try:
+            await score_holdout(self.ctx, self.state.iteration)
+        except StopRun as stop:
+            self._unscored(stop.reason, f"scoring the test set was stopped ({stop.reason})")
+            return stop.reason
+        except ScoringError as exc:  # the caller (``studio test``, Compare) reports it too
+            self._unscored("error", str(exc))
+            raise
         return TEST_SCORED
 
 

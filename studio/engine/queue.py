@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from studio.engine.build import build_engine, create_run
+from studio.engine.build import build_engine, check_seed_state, create_run
 from studio.engine.worker import (
     HEARTBEAT_SECONDS,
     LEASE_LOST,
@@ -31,7 +31,7 @@ from studio.engine.worker import (
 )
 from studio.model.config import EvolutionConfig
 from studio.model.errors import RunStateError
-from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, WorkerInfo, utcnow
+from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, Split, WorkerInfo, utcnow
 from studio.model.redaction import redact
 from studio.runtime.agents import build_agent
 from studio.runtime.execution import AgentExecutor
@@ -53,12 +53,14 @@ def queue_run(store: Store, run_id: str, queue: str = DEFAULT_QUEUE) -> Run:
 
     Raises:
         RunStateError: the run cannot be rebuilt from the store (started from live Python
-            objects), or it is not a freshly created run.
+            objects), or it is not a freshly created run. ConfigError: a ``{placeholder}`` of
+            its seed that no training example or earlier agent fills.
     """
     run = store.get_run(run_id)
     if not run.spec.resumable:
         raise RunStateError(f"run {run_id} was made from live Python objects; a worker can only "
                             "run what the store describes (an agent spec or agent.ref)")
+    check_seed_state(run.spec, [e.data for e in store.examples(run_id, Split.TRAIN)])
     if not store.enqueue_run(run_id, queue):
         raise RunStateError(f"run {run_id} is {run.status.value}; only a newly created run "
                             "can be queued")
@@ -72,6 +74,7 @@ def enqueue(*, spec: RunSpec, trainset: list[dict[str, Any]],
     """Store a run and queue it for ``studio worker`` processes (the library's ``studio
     queue``): validated as :func:`studio.evolve` validates, then run by whichever worker of
     ``queue`` claims it first. Returns the queued run; watch it in the studio."""
+    check_seed_state(spec, trainset)
     store = store or open_store()
     run = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
                      name=name, testset=testset)

@@ -597,6 +597,9 @@ class EventKind(StrEnum):
     RUN_RESUMED = "run_resumed"
     RUN_FINISHED = "run_finished"
     TEST_SCORED = "test_scored"
+    TEST_UNSCORED = "test_unscored"
+    """Scoring the test set failed or was stopped: ``reason`` (``error`` or who stopped it) and
+    ``message``; the evolution's result stands and ``studio test RUN`` scores what is missing."""
     TRIAL_COMMITTED = "trial_committed"
     REVIEW_TIME = "review_time"
     """A person reviewed one trial on the Review page: ``trial_id``, ``seconds``, ``action``

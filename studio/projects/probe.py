@@ -17,9 +17,10 @@ from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
 from studio.engine.build import (
     check_spec_models,
+    complete_spec,
     critic_for_run,
+    default_model_for,
     spec_agent,
-    spec_model,
     workflow_context,
 )
 from studio.model.feedback import Feedback
@@ -69,10 +70,11 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
     check_spec_trust(spec, origin, f"project {spec.project or ''!r}")
     check_spec_models(spec)
     agent = spec_agent(spec)  # a group's agents run as their workflow
+    spec = complete_spec(spec, agent)  # a workflow loaded by reference: as its run sees it
     executor = AgentExecutor(max_concurrency=2, timeout_s=timeout_s, max_retries=1,
                              app_name="probe")
-    default_model = spec_model(spec)
     scored = workflow_context(agent, spec.primary).get("primary")
+    default_model = default_model_for(agent, spec, scored)
     critic = critic_for_run(spec.critic, executor, default_model)
     input_text = example_input_text(example, spec.input_key)
     result = ProbeResult(input_text=input_text)

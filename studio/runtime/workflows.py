@@ -13,6 +13,7 @@ from studio.model.workflow import (
     WorkflowSpec,
     check_workflow,
     last_agent,
+    state_before,
 )
 from studio.runtime.agents import build_agent
 
@@ -81,6 +82,14 @@ def _describe(node: Any, agents: dict[str, Any], depth: int, max_depth: int,
             steps.append(_describe(child, agents, depth + 1, max_depth, where))
     extra = {"max_iterations": node.max_iterations or 1} if kind is WorkflowKind.LOOP else {}
     return WorkflowSpec(type=kind, name=node.name, steps=steps, **extra)
+
+
+def state_keys(root: Any) -> dict[str, set[str]]:
+    """Per agent of a live workflow, the state keys earlier agents have written when it starts
+    (from each agent's ``output_key``)."""
+    workflow, agents = describe_workflow(root)
+    return state_before(workflow, {name: getattr(a, "output_key", None)
+                                   for name, a in agents.items()})
 
 
 def primary_for(root: Any, primary: str | None = None) -> str | None:

@@ -284,6 +284,8 @@ class ProgressSummary:
     elapsed_seconds: float
     review_seconds: float | None = None
     """Review mode: the person's review time the run still expects, counted in the ETA."""
+    test_trials: int = 0
+    """Held-out test-set trials: outside the metric-call budget, so shown apart."""
 
     @property
     def total_eta_seconds(self) -> float | None:
@@ -311,14 +313,17 @@ class ProgressSummary:
             eta += f" (incl. {format_duration(self.review_seconds)} of your review)"
         parts = [f"{self.iteration} of {self.max_iterations} iterations done",
                  f"metric calls {calls}", f"best {best}"]
+        if self.test_trials:
+            parts.append(f"{self.test_trials} test-set trials (outside the budget)")
         return " · ".join(parts + ([eta] if eta else []))
 
 
-def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
-                     now: datetime | None = None, review_seconds: float | None = None
-                     ) -> ProgressSummary:
-    """The run's progress from its latest ``progress`` event and the live trial count
-    (``review_seconds``: the person's expected review time, in review mode)."""
+def progress_summary(run: Run, event: RunEvent | None, loop_trials: int,
+                     now: datetime | None = None, review_seconds: float | None = None,
+                     test_trials: int = 0) -> ProgressSummary:
+    """The run's progress from its latest ``progress`` event and the live count of the loop's
+    trials, its metric calls (the test set's ``test_trials`` are outside its budget;
+    ``review_seconds``: the person's expected review time, in review mode)."""
     payload = event.payload if event is not None else {}
     eta = payload.get("eta_seconds")
     if eta is not None and event is not None and run.status is RunStatus.RUNNING:
@@ -329,11 +334,11 @@ def progress_summary(run: Run, event: RunEvent | None, trial_count: int,
     return ProgressSummary(
         status=run.status, iteration=event.iteration if event is not None else 0,
         max_iterations=int(payload.get("max_iterations") or run.config.max_iterations),
-        metric_calls=max(trial_count, int(payload.get("metric_calls") or 0)),
+        metric_calls=max(loop_trials, int(payload.get("metric_calls") or 0)),
         max_metric_calls=payload.get("max_metric_calls", run.config.max_metric_calls),
         best_score=payload.get("best_score"), best_candidate_id=payload.get("best_candidate_id"),
         eta_seconds=eta, elapsed_seconds=float(payload.get("elapsed_seconds") or 0.0),
-        review_seconds=review_seconds)
+        review_seconds=review_seconds, test_trials=test_trials)
 
 
 # --------------------------------------------------------------------------- trial detail

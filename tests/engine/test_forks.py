@@ -15,6 +15,7 @@ from studio.engine.worker import get_manager
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, RunStateError
 from studio.model.records import CriticSpec, Run, RunSpec, Split
 from studio.projects.forking import ancestry, forks_of, parse_settings, start_fork
+from studio.store import open_store
 from studio.views.lineage import cross_run_lineage
 from tests.helpers import BASE_INSTRUCTION, demo_spec, pipeline_spec, trainset, wait_until
 from tests.ui.conftest import app, assert_ok, studio_db, texts  # noqa: F401 (fixtures)
@@ -233,3 +234,21 @@ def test_compare_shows_a_fork_error_next_to_the_form(app, studio_db):  # noqa: F
     assert_ok(at)
     assert any("critic" in s for s in texts(at.error))
     assert forks_of(studio_db, source) == []
+
+
+def test_a_fork_checks_its_seeds_placeholders_against_its_dataset(store, tmp_path, capsys):
+    spec = demo_spec(components=["instruction"])
+    spec = spec.model_copy(update={"agent": spec.agent.model_copy(
+        update={"instruction": "Write a haiku about {topic}."})})
+    source = finished(store, spec=spec, max_iterations=0)
+    with pytest.raises(ConfigError, match=r"uses \{topic\}") as bad:
+        fork(store, source, 0, trainset=[{"theme": "river"}], valset=[{"theme": "moon"}])
+    assert bad.value.where == "agent.instruction"
+    assert len(store.list_runs()) == 1  # nothing stored
+    rows = tmp_path / "rows.yaml"
+    rows.write_text("dataset:\n  train: [{theme: river}]\n  val: [{theme: moon}]\n")
+    db = f"sqlite:///{tmp_path}/fork.db"
+    cli_source = finished(open_store(db), spec=spec, max_iterations=0)
+    assert main(["--db", db, "fork", cli_source, "--candidate", "0", "--dataset",
+                 str(rows)]) == 2
+    assert "uses {topic}" in capsys.readouterr().err

@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+import pytest
+
+from studio.engine import EvolutionConfig, create_run, decide
 from studio.engine.gates import latest_pending, merge_correction
-from studio.model.records import Override, Proposal, ProposalStatus
+from studio.model.errors import ProposalError
+from studio.model.records import (
+    AgentSpec,
+    Candidate,
+    CriticSpec,
+    Override,
+    Proposal,
+    ProposalStatus,
+    ReflectionSpec,
+    RunSpec,
+    content_hash,
+)
+from tests.helpers import PIPELINE_INSTRUCTIONS
 
 
 def _override(score, feedback):
@@ -33,3 +48,33 @@ def test_the_pending_proposal_is_the_latest_one_waiting_at_the_gate():
     assert latest_pending(proposals).id == 4
     assert latest_pending(proposals[:2]).id == 2
     assert latest_pending([proposals[0], proposals[2]]) is None
+
+
+REF = "tests.engine.ref_pipeline:pipeline"
+
+
+def pending_edit_of(store, component: str) -> Proposal:
+    """A review run of the pipeline loaded by reference, with a proposal for ``component``
+    waiting at the gate (stored as the engine stores one)."""
+    spec = RunSpec(agent_ref=REF, critic=CriticSpec(name="rule_critic", agent=AgentSpec(
+        name="critic", model="scripted/pipeline")), reflection=ReflectionSpec(
+        model="scripted/pipeline"), components=["instruction"])
+    run = create_run(store, spec=spec, trainset=[{"topic": "city rain"}, {"topic": "snow owl"}],
+                     config=EvolutionConfig(review="review"))
+    components = {f"{name}.instruction": text for name, text in PIPELINE_INSTRUCTIONS.items()}
+    seed = store.add_candidate(Candidate(run_id=run.id, index=0, components=components,
+                                         content_hash=content_hash(components)))
+    return store.add_proposal(Proposal(run_id=run.id, iteration=1, parent_id=seed.id,
+                                       component=component, text="Polish it.",
+                                       status=ProposalStatus.PENDING))
+
+
+def test_a_gate_edit_of_a_workflow_loaded_by_reference_may_read_earlier_agents_state(store):
+    proposal = pending_edit_of(store, "polisher.instruction")
+    decision = decide(proposal.id, "edit", edited_text="Polish the haiku. Keep the outline "
+                      "{outline} in mind. Draft:\n{draft}", author="ana", store=store)
+    assert "{outline}" in decision.edited_text  # written by the outliner, which runs before
+    refused = pending_edit_of(store, "outliner.instruction")
+    with pytest.raises(ProposalError, match=r"\{draft\}"):  # the writer writes it, later
+        decide(refused.id, "edit", edited_text="Outline the topic and its {draft}.",
+               author="ana", store=store)

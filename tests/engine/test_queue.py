@@ -14,7 +14,7 @@ import pytest
 from studio.engine import EvolutionConfig, create_run, decide
 from studio.engine.gates import latest_pending
 from studio.engine.queue import enqueue, queue_run
-from studio.model.errors import RunStateError
+from studio.model.errors import ConfigError, RunStateError
 from studio.model.records import EventKind, RunStatus, WorkerInfo, utcnow
 from studio.store import open_store
 from tests.helpers import QueueWorkerProcess, demo_spec, trainset, wait_until
@@ -233,3 +233,17 @@ def test_a_run_waiting_at_a_gate_moves_to_another_worker_on_sigterm(
         assert second.wait(60) == 0
     finally:
         stop_all([first] + ([second] if second else []))
+
+
+def test_enqueue_refuses_a_seed_whose_placeholder_nothing_fills(db, queue):
+    spec = demo_spec()
+    spec = spec.model_copy(update={"agent": spec.agent.model_copy(
+        update={"instruction": "Write a haiku about {mood}."})})
+    before = len(db.list_runs())
+    with pytest.raises(ConfigError, match=r"uses \{mood\}") as bad:
+        enqueue(spec=spec, trainset=trainset(3), queue=queue, store=db)
+    assert bad.value.where == "agent.instruction" and len(db.list_runs()) == before
+    run = create_run(db, spec=spec, trainset=trainset(3))  # stored by other means: refused
+    with pytest.raises(ConfigError, match=r"uses \{mood\}"):
+        queue_run(db, run.id, queue)
+    assert status(db, run.id) is RunStatus.PENDING

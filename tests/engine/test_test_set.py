@@ -32,8 +32,8 @@ from studio.engine.guard import (
 )
 from studio.engine.holdout import load_holdout
 from studio.engine.worker import get_manager
-from studio.model.errors import DatasetError, RunStateError
-from studio.model.records import CriticSpec, RunStatus, Split, TrialPhase
+from studio.model.errors import DatasetError, RunStateError, ScoringError
+from studio.model.records import CriticSpec, EventKind, RunStatus, Split, TrialPhase
 from studio.projects.export import export_run
 from studio.projects.files import check_project_datasets, parse_project, start_run
 from studio.projects.workspace import check_browser_project
@@ -342,3 +342,98 @@ def test_the_guard_and_a_fork_on_each_database(database_url):
         assert store.count_trials(child.id, loop_only=True) == len(VAL)
     finally:
         store.close()
+
+
+# ----------------------------------------------------------------- test scoring fails or stops
+
+
+def critic_failing_on_test_topics(script, failing):
+    """The demo world, but the critic replies in no JSON for test topics while ``failing``."""
+    from studio.runtime.providers.demo import reply as demo
+
+    def reply(request):
+        if request.json_schema and failing and any(t in request.prompt_text for t in TEST_TOPICS):
+            return "I refuse to give JSON"
+        return demo(request)
+
+    return script(reply)
+
+
+def test_a_failing_test_set_leaves_the_evolution_completed_and_studio_test_retries(
+        store, script):
+    failing = [True]
+    model = critic_failing_on_test_topics(script, failing)
+    run = create_run(store, spec=demo_spec(model), trainset=trainset(5), valset=VAL,
+                     testset=TEST, config=EvolutionConfig(max_iterations=2, seed=7))
+    assert asyncio.run(build_engine(store, run.id).run()) == "max_iterations"
+    settled = store.get_run(run.id)
+    assert settled.status is RunStatus.COMPLETED and settled.stop_reason == "max_iterations"
+    assert settled.error is None
+    unscored = store.latest_event(run.id, EventKind.TEST_UNSCORED)
+    assert unscored.payload["reason"] == "error" and "not JSON" in unscored.payload["message"]
+    assert "studio test" in unscored.payload["message"]
+    assert store.trials(run.id, phase="test") == []  # nothing unevaluable kept: retry judges them
+    assert load_holdout(store, run.id).verdict.status is GuardStatus.NOT_SCORED
+
+    with pytest.raises(ScoringError, match="8 of 8 test pairs got no score"):
+        asyncio.run(score_test_set(store, run.id))
+    failing.clear()
+    report = asyncio.run(score_test_set(store, run.id))
+    assert report.test.baseline_n == report.test.best_n == len(TEST)
+    assert max(pairs(store, run.id).values()) == 1
+    assert store.get_run(run.id).status is RunStatus.COMPLETED
+
+
+def test_a_stop_during_test_scoring_is_prompt_and_leaves_the_run_settled(store):
+    stopped = []
+
+    def stop_on_first_test_trial(event):
+        if isinstance(event, TrialCommitted) and not stopped and \
+                store.get_trial(event.trial_id).phase is TrialPhase.TEST:
+            stopped.append(event.trial_id)
+            get_manager(store).stop(run.id)  # what the Stop button and `studio stop` do
+
+    run = create_run(store, spec=demo_spec("scripted/demo@100ms"), trainset=trainset(5),
+                     valset=VAL, testset=TEST, config=EvolutionConfig(max_iterations=2, seed=7,
+                                                                      max_concurrency=1))
+    handle = get_manager(store).start(build_engine(store, run.id,
+                                                   listeners=[stop_on_first_test_trial]))
+    assert handle.wait(60) == "max_iterations"
+    settled = store.get_run(run.id)
+    assert settled.status is RunStatus.COMPLETED and settled.stop_reason == "max_iterations"
+    assert settled.control is None and settled.worker is None
+    assert len(store.trials(run.id, phase="test")) == 1  # the chain in flight was cancelled
+    unscored = store.latest_event(run.id, EventKind.TEST_UNSCORED)
+    assert unscored.payload["reason"] == "user" and "studio test" in unscored.payload["message"]
+    report = asyncio.run(score_test_set(store, run.id))
+    assert report.test.baseline_n == report.test.best_n == len(TEST)
+    assert max(pairs(store, run.id).values()) == 1
+
+
+def test_compare_and_run_pages_say_the_test_set_failed_until_it_is_scored(
+        app, studio_db, script):  # noqa: F811
+    failing = [True]
+    run = create_run(studio_db, spec=demo_spec(critic_failing_on_test_topics(script, failing)),
+                     trainset=trainset(3), valset=VAL, testset=TEST,
+                     config=EvolutionConfig(max_iterations=0))
+    asyncio.run(build_engine(studio_db, run.id).run())
+    for page in ("compare", "run"):
+        at = app(page, run_id=run.id)
+        assert any("got no score" in s and "studio test" in s for s in texts(at.warning)), page
+    failing.clear()
+    asyncio.run(score_test_set(studio_db, run.id))
+    at = app("compare", run_id=run.id)
+    assert not [s for s in texts(at.warning) if "got no score" in s]
+
+
+def test_the_run_page_counts_the_loops_metric_calls_not_the_test_trials(
+        app, studio_db):  # noqa: F811
+    run_id, _ = run_demo(studio_db, max_iterations=2, max_metric_calls=20)
+    loop = studio_db.count_trials(run_id, loop_only=True)
+    tested = len(studio_db.trials(run_id, phase="test"))
+    assert tested and loop <= 20
+    at = app("run", run_id=run_id)
+    assert_ok(at)
+    text = next(p.proto.text for p in at.get("progress"))
+    assert f"metric calls {loop} of 20" in text
+    assert f"{tested} test-set trials (outside the budget)" in text

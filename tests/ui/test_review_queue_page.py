@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from studio.engine.gates import override
+from studio.model.records import EventKind
 from studio.projects.reviewing import record_review, review_records
 from studio.views.review_queue import DEFAULT_REVIEW_SECONDS
 from tests.ui.conftest import assert_ok, texts
@@ -74,3 +75,28 @@ def test_the_run_page_eta_counts_the_review_still_expected(app, studio_db):
     at.run()
     caption = next(c for c in texts(at.caption) if c.startswith("Review mode: the ETA counts"))
     assert "× 42 s, mean of 1 timed review(s)" in caption
+
+
+def test_review_events_are_read_again_only_when_a_review_is_recorded(app, studio_db,
+                                                                     monkeypatch):
+    run = review_run(studio_db)
+    reads = []
+    events = type(studio_db).events
+
+    def counted(self, run_id, **kwargs):
+        if kwargs.get("kind") is EventKind.REVIEW_TIME:
+            reads.append(run_id)
+        return events(self, run_id, **kwargs)
+
+    monkeypatch.setattr(type(studio_db), "events", counted)
+    at = app("review", run_id=run.id)
+    first = len(reads)
+    assert first >= 1
+    at.run()
+    assert_ok(at)
+    assert len(reads) == first  # nothing changed: the cached reviews are used
+    record_review(studio_db, run.id, shown_trial(at), seconds=4.0, action="skipped",
+                  author="bo")  # recorded elsewhere (another tab or person)
+    at.run()
+    assert_ok(at)
+    assert len(reads) > first

@@ -117,7 +117,7 @@ def test_progress_summary_and_eta_counts_down():
                      payload={"max_iterations": 4, "metric_calls": 30, "max_metric_calls": 100,
                               "best_score": 0.75, "eta_seconds": 20.0},
                      created_at=datetime.now(UTC) - timedelta(seconds=5))
-    summary = progress_summary(run, event, trial_count=32)
+    summary = progress_summary(run, event, loop_trials=32)
     assert summary.metric_calls == 32 and summary.fraction == 0.5
     assert 14 <= summary.eta_seconds <= 15.5
     text = summary.text()
@@ -127,6 +127,18 @@ def test_progress_summary_and_eta_counts_down():
     assert "not scored yet" in empty.text() and empty.fraction == 0.0
     done = progress_summary(run.model_copy(update={"status": RunStatus.COMPLETED}), event, 32)
     assert done.fraction == 1.0 and "ETA" not in done.text()
+
+
+def test_progress_counts_only_the_loops_metric_calls_and_the_test_set_apart():
+    run = Run(id="r", status=RunStatus.COMPLETED, config={"max_iterations": 4,
+                                                           "max_metric_calls": 20})
+    event = RunEvent(run_id="r", kind="progress", iteration=3,
+                     payload={"max_iterations": 4, "metric_calls": 18, "max_metric_calls": 20})
+    summary = progress_summary(run, event, loop_trials=18, test_trials=8)
+    assert summary.metric_calls == 18 and summary.test_trials == 8
+    text = summary.text()
+    assert "metric calls 18 of 20" in text and "8 test-set trials (outside the budget)" in text
+    assert "test-set" not in progress_summary(run, event, loop_trials=18).text()
 
 
 def test_format_duration():
