@@ -212,6 +212,10 @@ def _evaluator_fields(editor: Editor, evaluators: list[dict[str, str]],
 def reflection_tab(editor: Editor, errors: dict[str, str]) -> None:
 
     _model_field(editor, "reflection_model", "Reflection model", errors)
+    st.selectbox("Who writes an instruction's proposal", list(drafts.REFLECTION_STRATEGY_LABELS),
+                 key=editor.key("reflection_strategy"),
+                 format_func=drafts.REFLECTION_STRATEGY_LABELS.__getitem__)
+    _error(errors, "reflection_strategy")
     if editor.get("agent_mode") == "workflow":
         st.caption("Components to evolve are chosen per agent on the Agent tab.")
     else:
@@ -305,6 +309,7 @@ def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
 _FIELD_TAB = {
     "critic_model": "Critic", "critic_output_schema": "Critic", "critic_evaluator": "Critic",
     "reflection_model": "Reflection", "reflection_instruction": "Reflection",
+    "reflection_strategy": "Reflection",
     "components": "Reflection", "train_rows": "Dataset", "val_rows": "Dataset",
     "input_column": "Dataset", "expected_column": "Dataset", "val_fraction": "Dataset",
     "run": "Run defaults", "project": "YAML",

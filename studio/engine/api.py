@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, get_args
 
 from google.adk.agents import BaseAgent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from studio.critics.agent import CriticScorer
 from studio.engine.build import agent_model_string, build_engine, create_run
@@ -28,6 +28,7 @@ from studio.model.records import (
     EventKind,
     Proposal,
     ReflectionSpec,
+    ReflectionStrategy,
     RunSpec,
     Split,
     TrialPhase,
@@ -178,6 +179,16 @@ def describe_agent(agent: Any) -> AgentSpec | None:
         return None
 
 
+def reflection_spec(model: str, strategy: str) -> ReflectionSpec:
+    """The run's reflection settings; an unknown strategy is a ConfigError naming it."""
+    try:
+        return ReflectionSpec(model=model, strategy=strategy)
+    except ValidationError as exc:
+        raise ConfigError(f"reflection_strategy {strategy!r} is not one of "
+                          f"{list(get_args(ReflectionStrategy))}", where="reflection_strategy",
+                          value=strategy) from exc
+
+
 async def evolve(
     agent: Any,
     trainset: list[dict[str, Any]],
@@ -194,6 +205,7 @@ async def evolve(
     on_event: Listener | None = None,
     resume: str | None = None,
     testset: list[dict[str, Any]] | None = None,
+    reflection_strategy: str = "llm",
     scorer: Any = None,
     executor: Any = None,
     candidate_selector: str | None = None,
@@ -215,6 +227,8 @@ async def evolve(
             and the best candidate are scored on them (``result.test``: the overfitting guard).
         components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
         reflection_agent: reflection agent for the instruction (default per component).
+        reflection_strategy: ``llm``, ``rules`` (no model: failed checks become instruction
+            rules, training examples few-shot pairs) or ``rules+llm``; see ReflectionSpec.
         config: :class:`EvolutionConfig`; ``review="review"`` waits for a person at each gate.
         store: the database (default: ``STUDIO_DB_URL`` or the default SQLite file).
         resume: id of an earlier run of the same agent to continue instead of starting anew.
@@ -240,13 +254,14 @@ async def evolve(
             agent, trainset, critic=critic, valset=valset, components=list(components),
             reflection_agent=reflection_agent, config=config, store=store, name=name,
             input_key=input_key, reflection_model=reflection_model, on_event=on_event,
-            resume=resume, testset=testset)
+            resume=resume, testset=testset, reflection_strategy=reflection_strategy)
     store = store or open_store()
     config = config or EvolutionConfig()
     model = agent_model_string(agent) or "local/smollm2"
     if resume is None:
         spec = RunSpec(agent=describe_agent(agent), critic=CriticSpec(name=_critic_name(critic)),
-                       reflection=ReflectionSpec(model=reflection_model or model),
+                       reflection=reflection_spec(reflection_model or model,
+                                                  reflection_strategy),
                        components=list(components), input_key=input_key, resumable=False)
         run_id = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
                             name=name or f"evolve {getattr(agent, 'name', 'agent')}",
@@ -301,6 +316,7 @@ async def evolve_workflow(
     on_event: Listener | None = None,
     resume: str | None = None,
     testset: list[dict[str, Any]] | None = None,
+    reflection_strategy: str = "llm",
 ) -> EvolutionResult:
     """Evolve the agents of an ADK workflow (``SequentialAgent``, ``LoopAgent``,
     ``ParallelAgent``, nested up to ``max_depth``) on ``trainset``, judged on ``primary``'s
@@ -321,8 +337,9 @@ async def evolve_workflow(
         check_seed_placeholders(workflow, {k for row in trainset if isinstance(row, dict)
                                            for k in row if k != EXPECTED_KEY})
         spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
-                       reflection=ReflectionSpec(model=reflection_model
-                                                 or _agent_model(agents[chosen])),
+                       reflection=reflection_spec(reflection_model
+                                                  or _agent_model(agents[chosen]),
+                                                  reflection_strategy),
                        components=keys, input_key=input_key, resumable=False, primary=chosen)
         spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
         store = store or open_store()

@@ -297,7 +297,8 @@ def build_engine(
                               default_model),
         reflection_agents=reflection_agents(spec, reflection_agent),
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
-        test_ids=test, examples=examples, input_key=spec.input_key, listeners=list(listeners or []),
+        test_ids=test, examples=examples, input_key=spec.input_key,
+        reflection_strategy=spec.reflection.strategy, listeners=list(listeners or []),
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
                  if config.processes > 1 else None),
         **flow)

@@ -116,6 +116,8 @@ class RunContext:
     test_ids: list[int] = field(default_factory=list)
     """Held-out examples: only :mod:`studio.engine.holdout` scores them, after the loop."""
     input_key: str | None = None
+    reflection_strategy: str = "llm"
+    """``reflection.strategy``: ``llm``, ``rules`` or ``rules+llm`` (see ReflectionSpec)."""
     listeners: list[Listener] = field(default_factory=list)
     worker: str | None = None
     """The worker process running the engine (set by the run manager), stamped on each trial."""

@@ -10,7 +10,8 @@ from typing import Any
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext
 from studio.engine.events import ProposalCreated, ProposalInvalid
-from studio.engine.reflection import run_reflection
+from studio.engine.reflection import ReflectionResult, run_reflection
+from studio.engine.rules import propose_rules
 from studio.engine.trials import TrialBuilder
 from studio.model.errors import ProposalError
 from studio.model.limits import (
@@ -32,6 +33,9 @@ from studio.model.records import (
 from studio.model.workflow import role_of, split_component
 
 REJECTIONS_SHOWN = 3
+RULES_AUTHOR = "the rules operator"
+NOTHING_TO_ADD = ("nothing to add: no check failed on the minibatch (or each already has its "
+                  "rule) and its training examples are already shown")
 
 
 @dataclass
@@ -170,10 +174,7 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
                 if p.edited_from is None]
     if existing:
         return revalidated(ctx, existing[0], parent)
-    trials = reflection_trials(current_trials(ctx, parent_trials), recent_rejections(ctx),
-                               pipeline_view(ctx, component))
-    result = await run_reflection(ctx.reflection_agents[component],
-                                  parent.components[component], trials, ctx.executor)
+    result = await reflect(ctx, parent, component, current_trials(ctx, parent_trials))
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=parent.id, component=component,
@@ -182,10 +183,27 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
                              parent_id=parent.id, component=component))
     if result.error is not None:
-        return invalidate(ctx, proposal, f"the reflection agent failed: {result.error}")
+        return invalidate(ctx, proposal, f"{result.author} failed: {result.error}")
     if oversize:
         return invalidate(ctx, proposal, oversize)
     return check(ctx, proposal, parent)
+
+
+async def reflect(ctx: RunContext, parent: Candidate, component: str,
+                  trials: list[Trial]) -> ReflectionResult:
+    """The proposal text for ``component`` by the run's ``reflection.strategy``: the rules
+    operator (instructions only; no model), the reflection agent, or rules then the agent."""
+    strategy = ctx.reflection_strategy
+    if strategy != "llm" and split_component(component)[1] == "instruction":
+        found = propose_rules(parent.components[component], trials, ctx.examples)
+        if found is not None:
+            return ReflectionResult(text=found.text, reasoning=found.reasoning,
+                                    author=RULES_AUTHOR)
+        if strategy == "rules":
+            return ReflectionResult(text="", author=RULES_AUTHOR, error=NOTHING_TO_ADD)
+    records = reflection_trials(trials, recent_rejections(ctx), pipeline_view(ctx, component))
+    return await run_reflection(ctx.reflection_agents[component],
+                                parent.components[component], records, ctx.executor)
 
 
 def revalidated(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:

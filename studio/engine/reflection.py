@@ -174,6 +174,8 @@ class ReflectionResult:
     """Prose around the proposal (when the model wrapped it in a code fence)."""
     raw: str = ""
     error: str | None = None
+    author: str = "the reflection agent"
+    """Who wrote it, as an invalid proposal's reason names it (or the rules operator)."""
     trace: dict[str, Any] = field(default_factory=dict)
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
@@ -643,12 +643,20 @@ class CriticSpec(BaseModel):
     :func:`studio.critics.adapters.build_critic`."""
 
 
+ReflectionStrategy = Literal["llm", "rules", "rules+llm"]
+
+
 class ReflectionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "local/smollm2"
     instruction: str | None = None
     """Template for the instruction component; must contain {component_text} and {trials}."""
+    strategy: ReflectionStrategy = "llm"
+    """Who writes an instruction's proposal: ``llm`` (the reflection agent), ``rules`` (the
+    non-LLM operator of :mod:`studio.engine.rules`, which turns the checks that failed into
+    instruction rules and shows training examples), or ``rules+llm`` (rules when they have
+    something to add, else the reflection agent). Other components always use the agent."""
 
 
 class ForkOrigin(BaseModel):

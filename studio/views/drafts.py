@@ -37,6 +37,14 @@ ALL_FIELDS = "(all fields, one 'key: value' per line)"
 NO_EXPECTED = "(none)"
 
 
+REFLECTION_STRATEGY_LABELS = {
+    "llm": "llm: the reflection model reads the trials and rewrites the text",
+    "rules": "rules: no model; failed checks become rules, training examples are shown",
+    "rules+llm": "rules+llm: rules when they have something to add, else the model",
+}
+"""The project editor's choices for ``reflection.strategy`` (see ReflectionSpec)."""
+
+
 def to_fields(project: ProjectFile) -> dict[str, Any]:
     """Flat editor values for ``project`` (a workflow's agents as :mod:`builder` fields; the
     single-agent fields then hold the first agent, ready if it becomes one agent again)."""
@@ -57,6 +65,7 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
         "critic_evaluator": json.dumps(critic.evaluator, indent=2) if critic.evaluator else "",
         "reflection_model": project.reflection.model,
         "reflection_instruction": project.reflection.instruction or "",
+        "reflection_strategy": project.reflection.strategy,
         "components": list(project.components),
         "train_rows": dataset.train if isinstance(dataset.train, list) else None,
         "train_path": dataset.train.path if isinstance(dataset.train, DataSource) else None,
@@ -327,7 +336,8 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
         "name": str(fields.get("name")).strip(), "description": fields.get("description") or "",
         "agent": agent, "critic": critic,
         "reflection": {"model": fields.get("reflection_model"),
-                       "instruction": fields.get("reflection_instruction") or None},
+                       "instruction": fields.get("reflection_instruction") or None,
+                       "strategy": fields.get("reflection_strategy") or "llm"},
         "components": list(fields.get("components") or []), "dataset": dataset,
         "run": fields.get("run") or {},
     }
@@ -347,7 +357,8 @@ _LOC_TO_FIELD = {
     ("agent", "generate_content_config", "max_output_tokens"): "agent_max_tokens",
     ("critic", "name"): "critic_name", ("critic", "model"): "critic_model",
     ("critic", "evaluator"): "critic_evaluator", ("components",): "components",
-    ("reflection", "instruction"): "reflection_instruction", ("name",): "name",
+    ("reflection", "instruction"): "reflection_instruction",
+    ("reflection", "strategy"): "reflection_strategy", ("name",): "name",
 }
 
 

@@ -91,6 +91,7 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     at.text_area(key=key("reflection_instruction")).set_value("Improve {component_text}").run()
     assert any("{trials}" in s for s in texts(at.error))
     at.text_area(key=key("reflection_instruction")).set_value("").run()
+    at.selectbox(key=key("reflection_strategy")).set_value("rules").run()
     assert not at.error
     save = button(at, "Save project")
     assert not save.disabled
@@ -98,6 +99,7 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     assert_ok(at)
     stored = parse_project(studio_db.find_project("haiku-scripted").yaml)
     assert stored.agent.instruction == "Write a haiku. Name the topic."
+    assert stored.reflection.strategy == "rules"
     assert stored.agent.model == "scripted/demo"
 
 
