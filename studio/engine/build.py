@@ -249,10 +249,13 @@ def critic_for_run(critic: Any, executor: AgentExecutor, default_model: str) -> 
 
 
 def reflection_agents(spec: RunSpec, override: Any = None) -> dict[str, Any]:
-    """One reflection agent per evolved component; ``override`` replaces the instruction's."""
+    """One reflection agent per evolved component but ``few_shot``; ``override`` replaces the
+    instruction's."""
     agents = {}
     for component in spec.components:
         kind = split_component(component)[1]
+        if kind == "few_shot":
+            continue  # proposed by the demo selector, never a model (studio.engine.demos)
         if override is not None and kind == "instruction":
             agents[component] = override
             continue

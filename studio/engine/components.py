@@ -15,11 +15,14 @@ from studio.model.records import (
     GenerationConfig,
     config_from_yaml,
     config_to_yaml,
+    demos_from_text,
+    demos_to_text,
     instruction_placeholders,
     parse_components,
     validate_json_schema,
 )
 from studio.model.workflow import components_by_agent, qualify, split_component, state_before
+from studio.runtime.demos import demos_of, with_demos
 from studio.runtime.workflows import describe_workflow, is_workflow
 
 
@@ -79,6 +82,8 @@ def _extract(agent: Any, name: str, *, where: str = "agent") -> str:
         if hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
         return json.dumps(schema, indent=2)
+    if name == "few_shot":
+        return demos_to_text(demos_of(agent))
     config = getattr(agent, "generate_content_config", None)
     values = {}
     if config is not None:
@@ -114,6 +119,8 @@ def _apply_one(agent: Any, components: dict[str, str]) -> Any:
     if "generate_content_config" in update:
         update["generate_content_config"] = _merged_config(agent,
                                                            update["generate_content_config"])
+    if "few_shot" in update:
+        update["before_model_callback"] = with_demos(agent, update.pop("few_shot"))
     return agent.model_copy(update=update)
 
 
@@ -146,7 +153,7 @@ def validate_proposal(component: str, text: str, parent_text: str,
     its agent can read (example fields, and what earlier agents wrote).
 
     Reasons: ``empty``, ``too_long``, ``unchanged``, ``repetitive``, ``invalid_schema``,
-    ``invalid_yaml``, ``unknown_placeholder``.
+    ``invalid_yaml``, ``invalid_demos``, ``unknown_placeholder``.
     """
     owner, kind = split_component(component)
     text = (text or "").strip()
@@ -158,6 +165,8 @@ def validate_proposal(component: str, text: str, parent_text: str,
     if text == (parent_text or "").strip():
         raise ProposalError("the reflection returned the parent's text unchanged",
                             reason="unchanged")
+    if kind == "few_shot":
+        return _checked_demos_text(component, text, parent_text)
     repeated = repeated_sentence(text)
     if repeated:
         raise ProposalError(f"the proposal repeats itself ({repeated[:60]!r} appears "
@@ -183,6 +192,25 @@ def validate_proposal(component: str, text: str, parent_text: str,
                                 + _why_unfillable(unknown[0], example_keys, owner),
                                 reason="unknown_placeholder")
     return text
+
+
+def _checked_demos_text(component: str, text: str, parent_text: str) -> str:
+    """A few_shot proposal as canonical JSON (so equal demos hash equal), or ProposalError.
+    Demos repeat a form on purpose, so the repetition check does not apply."""
+    try:
+        demos = demos_from_text(text, where=component)
+    except ConfigError as exc:
+        raise ProposalError(f"the proposed demonstrations are invalid at {exc.where}: "
+                            f"{exc.message}", reason="invalid_demos") from exc
+    canonical = demos_to_text(demos)
+    try:
+        unchanged = canonical == demos_to_text(demos_from_text(parent_text or ""))
+    except ConfigError:
+        unchanged = False
+    if unchanged:
+        raise ProposalError("the proposal shows the parent's demonstrations unchanged",
+                            reason="unchanged")
+    return canonical
 
 
 def check_seed_placeholders(agent: Any, example_keys: set[str],

@@ -9,6 +9,7 @@ from typing import Any
 
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext
+from studio.engine.demos import propose_demos
 from studio.engine.events import ProposalCreated, ProposalInvalid
 from studio.engine.reflection import ReflectionResult, run_reflection
 from studio.engine.rules import propose_rules
@@ -29,6 +30,7 @@ from studio.model.records import (
     ProposalStatus,
     Trial,
     content_hash,
+    demos_from_text,
 )
 from studio.model.workflow import role_of, split_component
 
@@ -36,6 +38,9 @@ REJECTIONS_SHOWN = 3
 RULES_AUTHOR = "the rules operator"
 NOTHING_TO_ADD = ("nothing to add: no check failed on the minibatch (or each already has its "
                   "rule) and its training examples are already shown")
+DEMO_AUTHOR = "the demo selector"
+NO_DEMOS = ("no new demonstrations: no training example with an expected reply fits (text "
+            "only, each field within the demo limit), or every choice was already tried")
 
 
 @dataclass
@@ -174,7 +179,8 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
                 if p.edited_from is None]
     if existing:
         return revalidated(ctx, existing[0], parent)
-    result = await reflect(ctx, parent, component, current_trials(ctx, parent_trials))
+    result = await reflect(ctx, parent, component, current_trials(ctx, parent_trials),
+                           iteration=iteration)
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=parent.id, component=component,
@@ -190,9 +196,12 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
 
 
 async def reflect(ctx: RunContext, parent: Candidate, component: str,
-                  trials: list[Trial]) -> ReflectionResult:
+                  trials: list[Trial], *, iteration: int = 1) -> ReflectionResult:
     """The proposal text for ``component`` by the run's ``reflection.strategy``: the rules
-    operator (instructions only; no model), the reflection agent, or rules then the agent."""
+    operator (instructions only; no model), the reflection agent, or rules then the agent.
+    ``few_shot`` always comes from the demo selector (:mod:`studio.engine.demos`)."""
+    if split_component(component)[1] == "few_shot":
+        return select_demos(ctx, parent, component, trials, iteration)
     strategy = ctx.reflection_strategy
     if strategy != "llm" and split_component(component)[1] == "instruction":
         found = propose_rules(parent.components[component], trials, ctx.examples)
@@ -204,6 +213,20 @@ async def reflect(ctx: RunContext, parent: Candidate, component: str,
     records = reflection_trials(trials, recent_rejections(ctx), pipeline_view(ctx, component))
     return await run_reflection(ctx.reflection_agents[component],
                                 parent.components[component], records, ctx.executor)
+
+
+def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: list[Trial],
+                 iteration: int) -> ReflectionResult:
+    """The demo selector's proposal; a window that makes an already tried candidate is
+    skipped here rather than refused as a duplicate afterwards."""
+    def tried(text: str) -> bool:
+        return find_duplicate(ctx, {**parent.components, component: text}) is not None
+
+    found = propose_demos(demos_from_text(parent.components[component]), trials, ctx.examples,
+                          input_key=ctx.input_key, iteration=iteration, tried=tried)
+    if found is None:
+        return ReflectionResult(text="", author=DEMO_AUTHOR, error=NO_DEMOS)
+    return ReflectionResult(text=found.text, reasoning=found.reasoning, author=DEMO_AUTHOR)
 
 
 def revalidated(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:

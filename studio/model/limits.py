@@ -12,6 +12,12 @@ from __future__ import annotations
 MAX_COMPONENT_CHARS = 50_000
 """An instruction, output schema or generation config: in a project, a proposal or an edit."""
 
+MAX_DEMOS = 8
+"""Few-shot demonstrations one agent is shown (each is two more turns in every request)."""
+
+MAX_DEMO_CHARS = 1_000
+"""A demonstration's input, and its output."""
+
 MAX_FEEDBACK_CHARS = 20_000
 """A critic's feedback text, and a person's corrected feedback."""
 

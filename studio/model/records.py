@@ -31,12 +31,14 @@ from studio.model.limits import (
     MAX_COMPONENT_CHARS,
     MAX_DATASET_MEDIA_BYTES,
     MAX_DATASET_ROWS,
+    MAX_DEMO_CHARS,
+    MAX_DEMOS,
 )
 from studio.model.media import check_example_media, without_media
 from studio.model.tools import check_tool_refs
 from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 
-COMPONENTS = ("instruction", "output_schema", "generate_content_config")
+COMPONENTS = ("instruction", "output_schema", "generate_content_config", "few_shot")
 """Parts of an agent that evolution may rewrite, each with its own reflection agent."""
 
 EXPECTED_KEY = "expected"
@@ -100,6 +102,58 @@ def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[s
     return schema
 
 
+class Demo(BaseModel):
+    """A demonstration: one prior exchange the agent's model is shown as real conversation turns
+    (the user's ``input``, then the agent's ``output``) before the actual request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: str = Field(min_length=1, max_length=MAX_DEMO_CHARS)
+    output: str = Field(min_length=1, max_length=MAX_DEMO_CHARS)
+
+
+def demos_to_text(demos: Iterable[Demo]) -> str:
+    """The ``few_shot`` component's text: a JSON list of ``{"input", "output"}``."""
+    return json.dumps([demo.model_dump() for demo in demos], indent=2, ensure_ascii=False)
+
+
+def demos_from_text(text: str, *, where: str = "few_shot") -> list[Demo]:
+    """Parse and bound a ``few_shot`` text (empty text: no demonstrations).
+
+    Raises:
+        ConfigError: not JSON, not a list, too many demos, or a demo that is not
+            ``{"input": text, "output": text}`` within ``MAX_DEMO_CHARS``; ``where`` names it.
+    """
+    if not text.strip():
+        return []
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; "
+                          'write a list such as [{"input": "...", "output": "..."}]',
+                          where=where) from exc
+    return checked_demos(values, where=where)
+
+
+def checked_demos(values: Any, *, where: str = "few_shot") -> list[Demo]:
+    """``values`` (a list of mappings) as bounded demos, or ConfigError naming the bad one."""
+    if not isinstance(values, list):
+        raise ConfigError('must be a list of {"input": ..., "output": ...} demonstrations, '
+                          f"got {type(values).__name__}", where=where)
+    if len(values) > MAX_DEMOS:
+        raise ConfigError(f"{len(values)} demonstrations; the limit is {MAX_DEMOS}",
+                          where=where)
+    demos = []
+    for i, value in enumerate(values):
+        try:
+            demos.append(value if isinstance(value, Demo) else Demo.model_validate(value))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}"
+                                 for e in exc.errors())
+            raise ConfigError(problems, where=f"{where}[{i}]") from exc
+    return demos
+
+
 class AgentSpec(BaseModel):
     """A declarative ADK ``LlmAgent``: what the studio edits, stores and evolves."""
 
@@ -118,6 +172,8 @@ class AgentSpec(BaseModel):
     agents' instructions read as ``{key}``."""
     tools: list[str] = Field(default_factory=list)
     """Python function tools as ``package.module:function`` (resolved when the agent is built)."""
+    few_shot: list[Demo] = Field(default_factory=list, max_length=MAX_DEMOS)
+    """Demonstrations shown to this agent's model as prior conversation turns."""
 
     @field_validator("output_schema")
     @classmethod
@@ -135,6 +191,7 @@ class AgentSpec(BaseModel):
             "instruction": self.instruction,
             "output_schema": json.dumps(self.output_schema, indent=2) if self.output_schema else "",
             "generate_content_config": config_to_yaml(self.generate_content_config),
+            "few_shot": demos_to_text(self.few_shot),
         }
 
 
@@ -165,7 +222,8 @@ def config_from_yaml(text: str, *, where: str = "generate_content_config") -> Ge
 
 def parse_components(components: dict[str, str]) -> dict[str, Any]:
     """Component texts as typed values: the instruction as is, the output schema as a dict (None
-    when empty: free text), the config as :class:`GenerationConfig`. Raises on invalid text."""
+    when empty: free text), the config as :class:`GenerationConfig`, the demos as a list of
+    :class:`Demo`. Raises on invalid text."""
     parsed: dict[str, Any] = {}
     if "instruction" in components:
         parsed["instruction"] = components["instruction"]
@@ -174,6 +232,8 @@ def parse_components(components: dict[str, str]) -> dict[str, Any]:
         parsed["output_schema"] = validate_json_schema(text) if text else None
     if "generate_content_config" in components:
         parsed["generate_content_config"] = config_from_yaml(components["generate_content_config"])
+    if "few_shot" in components:
+        parsed["few_shot"] = demos_from_text(components["few_shot"])
     return parsed
 
 

@@ -59,12 +59,14 @@ from studio.engine.components import check_components, check_seed_placeholders
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
+from studio.model.limits import MAX_DEMOS
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     COMPONENTS,
     EXPECTED_KEY,
     AgentSpec,
     CriticSpec,
+    Demo,
     GenerationConfig,
     ReflectionSpec,
     RunSpec,
@@ -118,6 +120,9 @@ class AgentSection(BaseModel):
     agents)."""
     tools: list[str] = Field(default_factory=list, json_schema_extra=TOOLS_JSON_SCHEMA)
     """Python function tools, ``package.module:function``, from installed packages only."""
+    few_shot: list[Demo] = Field(default_factory=list, max_length=MAX_DEMOS)
+    """Demonstrations ``{input, output}`` shown to the model as prior conversation turns (the
+    ``few_shot`` component)."""
     ref: str | None = None
     """``package.module:attribute`` of an existing ADK agent or workflow agent (then the fields
     above are unused)."""
@@ -126,7 +131,8 @@ class AgentSection(BaseModel):
         return AgentSpec(name=_identifier(self.name), model=self.model,
                          instruction=self.instruction, output_schema=self.output_schema,
                          generate_content_config=self.generate_content_config,
-                         output_key=self.output_key, tools=self.tools)
+                         output_key=self.output_key, tools=self.tools,
+                         few_shot=self.few_shot)
 
     @field_validator("tools")
     @classmethod
@@ -138,6 +144,9 @@ class AgentSection(BaseModel):
         if self.ref and self.tools:
             raise ValueError(f"agent {self.name!r}: 'tools' are for a declared agent; an agent "
                              "loaded with 'ref' keeps the tools its Python code gives it")
+        if self.ref and self.few_shot:
+            raise ValueError(f"agent {self.name!r}: 'few_shot' is for a declared agent; evolve "
+                             "the few_shot component to give demos to an agent loaded with 'ref'")
         return self
 
 

@@ -7,13 +7,15 @@ from typing import Any
 
 from studio.model.errors import ConfigError
 from studio.model.records import AgentSpec
+from studio.runtime.demos import FewShotDemos
 from studio.runtime.providers import litellm_model
 from studio.runtime.tools import resolve_tools
 
 
 def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = "agent") -> Any:
     """A real ADK ``LlmAgent`` for ``spec``, reaching its model through LiteLLM, with its
-    function tools (``where`` places a bad tool's error: ``agent`` or ``agents.<name>``)."""
+    function tools (``where`` places a bad tool's error: ``agent`` or ``agents.<name>``) and its
+    few-shot demos as prior turns (:class:`FewShotDemos`)."""
     from google.adk.agents import LlmAgent  # ADK is heavy: loaded on first build, not at import
 
     return LlmAgent(
@@ -24,6 +26,7 @@ def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = 
         output_key=output_key,
         generate_content_config=spec.generate_content_config.to_adk(),
         tools=resolve_tools(spec.tools, agent=spec.name, where=where),
+        before_model_callback=FewShotDemos(spec.few_shot) if spec.few_shot else None,
     )
 
 
