@@ -151,6 +151,13 @@ def agent_tab(editor: Editor, errors: dict[str, str]) -> None:
                  key=editor.key("agent_schema"), height=120,
                  placeholder='{"type": "object", "properties": {"answer": {"type": "string"}}}')
     _error(errors, "agent_schema")
+    st.text_area("Few-shot demos (JSON list of {\"input\", \"output\"}; empty for none)",
+                 key=editor.key("agent_few_shot"), height=120, max_chars=MAX_COMPONENT_CHARS,
+                 placeholder='[{"input": "What is the capital of Italy?", "output": "Rome"}]',
+                 help="Shown to the model as earlier turns of the conversation (the input as "
+                      "the user's message, the output as the agent's reply). Evolve the "
+                      "few_shot component to let the run choose them from the training set.")
+    _error(errors, "agent_few_shot")
     cols = st.columns(3)
     cols[0].number_input("Temperature", 0.0, 2.0, step=0.1, key=editor.key("agent_temperature"),
                          placeholder="model default")

@@ -18,7 +18,7 @@ from studio.views import builder
 from studio.views.diffing import escape_markdown
 from studio.views.workflows import workflow_dot
 
-COMPONENT_CHOICES = ("instruction", "output_schema", "generate_content_config")
+COMPONENT_CHOICES = ("instruction", "output_schema", "generate_content_config", "few_shot")
 KIND_HELP = {"sequential": "one after the other", "loop": "in order, several times",
              "parallel": "at the same time (branches do not see each other's state)"}
 

@@ -225,7 +225,8 @@ async def evolve(
         valset: validation examples (the trainset when None).
         testset: held-out examples the loop never sees; when the run completes the baseline
             and the best candidate are scored on them (``result.test``: the overfitting guard).
-        components: any of ``instruction``, ``output_schema``, ``generate_content_config``.
+        components: any of ``instruction``, ``output_schema``, ``generate_content_config``,
+            ``few_shot`` (demos chosen from the training set: :mod:`studio.engine.demos`).
         reflection_agent: reflection agent for the instruction (default per component).
         reflection_strategy: ``llm``, ``rules`` (no model: failed checks become instruction
             rules, training examples few-shot pairs) or ``rules+llm``; see ReflectionSpec.

@@ -126,6 +126,9 @@ def demos_from_text(text: str, *, where: str = "few_shot") -> list[Demo]:
     """
     if not text.strip():
         return []
+    if len(text) > MAX_COMPONENT_CHARS:
+        raise ConfigError(f"{len(text):,} characters; the limit is {MAX_COMPONENT_CHARS:,}",
+                          where=where)
     try:
         values = json.loads(text)
     except json.JSONDecodeError as exc:

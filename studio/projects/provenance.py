@@ -3,8 +3,9 @@ in which iteration, written by the reflection or edited by a person, and how the
 
 The unit is the sentence for prose components (an instruction: a proposal adds or rewrites a
 sentence, and one line often holds several) and the line for JSON and YAML components
-(``output_schema``, ``generate_content_config``: a line is one key or value). Component keys are
-opaque (``instruction``, ``writer.instruction``); only their last part picks the unit.
+(``output_schema``, ``generate_content_config``, ``few_shot``: a line is one key or value).
+Component keys are opaque (``instruction``, ``writer.instruction``); only their last part
+picks the unit.
 
 The walk follows the candidate's lineage back to the seed. At each step whose text changed, the
 accepted proposal's chain (the reflection's text, then each person's edit of it) is applied in
@@ -34,7 +35,7 @@ SEED, REFLECTION, EDIT, MERGE, CHANGE = "seed", "reflection", "edit", "merge", "
 """Origin kinds: the seed's text, a reflection's proposal, a person's edit of a proposal, a merge
 child whose text is neither parent's, and a change with no proposal for the component."""
 
-STRUCTURED = frozenset({"output_schema", "generate_content_config"})
+STRUCTURED = frozenset({"output_schema", "generate_content_config", "few_shot"})
 """Components written as JSON or YAML: attributed line by line."""
 
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+(?=[A-Z0-9\"'(\[{*#•-])")

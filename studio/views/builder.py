@@ -86,7 +86,7 @@ def to_workflow(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _single_rest(fields: dict[str, Any]) -> dict[str, Any]:
-    """The single agent's other fields (schema, generation settings, tools), carried into its
+    """The single agent's other fields (schema, generation settings, tools, demos), carried into its
     step so nothing typed is lost by making it a workflow."""
     rest: dict[str, Any] = {}
     try:
@@ -103,6 +103,12 @@ def _single_rest(fields: dict[str, Any]) -> dict[str, Any]:
              if line.strip()]
     if tools:
         rest["tools"] = tools
+    try:
+        demos = json.loads(fields.get("agent_few_shot") or "null")
+    except ValueError:
+        demos = None
+    if isinstance(demos, list) and demos:
+        rest["few_shot"] = demos
     return rest
 
 
@@ -116,7 +122,9 @@ def _rest_fields(rest: dict[str, Any]) -> dict[str, Any]:
     config = rest.get("generate_content_config") or {}
     return {"agent_schema": json.dumps(schema, indent=2) if schema else "",
             **{field: config.get(key) for key, field in _CONFIG_FIELDS},
-            "agent_tools": "\n".join(rest.get("tools") or [])}
+            "agent_tools": "\n".join(rest.get("tools") or []),
+            "agent_few_shot": json.dumps(rest["few_shot"], indent=2, ensure_ascii=False)
+            if rest.get("few_shot") else ""}
 
 
 def to_single(fields: dict[str, Any]) -> dict[str, Any]:

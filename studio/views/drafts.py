@@ -18,7 +18,7 @@ from studio.critics.adapters import build_critic
 from studio.engine.reflection import check_reflection_instruction
 from studio.evaluators import list_evaluators
 from studio.model.errors import ConfigError, DatasetError, ModelConfigError, StudioError
-from studio.model.records import validate_json_schema
+from studio.model.records import demos_from_text, demos_to_text, validate_json_schema
 from studio.projects.files import (
     DatasetSection,
     DataSource,
@@ -58,6 +58,7 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
         "agent_temperature": config.temperature, "agent_top_p": config.top_p,
         "agent_max_tokens": config.max_output_tokens, "agent_ref": agent.ref,
         "agent_tools": "\n".join(agent.tools),
+        "agent_few_shot": demos_to_text(agent.few_shot) if agent.few_shot else "",
         "critic_type": critic.type, "critic_name": critic.name, "critic_model": critic.model,
         "critic_schema": critic.schema_kind, "critic_instruction": critic.instruction,
         "critic_output_schema": json.dumps(critic.output_schema, indent=2)
@@ -101,6 +102,15 @@ def parse_schema(text: str, where: str) -> tuple[dict[str, Any] | None, str | No
         return validate_json_schema(text, where=where), None
     except ConfigError as exc:
         return None, exc.message
+
+
+def parse_demos(text: str) -> tuple[list[dict[str, str]], str | None]:
+    """``(demos, error)`` from the editor's JSON box; empty text means no demonstrations."""
+    try:
+        return [demo.model_dump() for demo in demos_from_text(text or "",
+                                                               where="agent.few_shot")], None
+    except ConfigError as exc:
+        return [], str(exc)
 
 
 def check_reflection(text: str) -> str | None:
@@ -268,6 +278,9 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
         fields.get("agent_schema", ""), "agent.output_schema")
     if problem:
         errors["agent_schema"] = problem
+    demos, problem = ([], None) if workflow else parse_demos(fields.get("agent_few_shot", ""))
+    if problem:
+        errors["agent_few_shot"] = problem
     critic_schema = None
     if fields.get("critic_schema") == "custom":
         critic_schema, problem = parse_schema(fields.get("critic_output_schema", ""),
@@ -288,6 +301,8 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
     if errors:
         return None, errors
     data = _project_data(fields, agent_schema, critic_schema, evaluator)
+    if demos:
+        data["agent"]["few_shot"] = demos
     if workflow:
         data = {k: v for k, v in data.items() if k != "agent"} | builder.project_data(fields)
     try:
@@ -349,7 +364,7 @@ def tool_lines(text: Any) -> list[str]:
 
 
 _LOC_TO_FIELD = {
-    ("agent", "tools"): "agent_tools",
+    ("agent", "tools"): "agent_tools", ("agent", "few_shot"): "agent_few_shot",
     ("agent", "name"): "agent_name", ("agent", "model"): "agent_model",
     ("agent", "instruction"): "agent_instruction", ("agent", "output_schema"): "agent_schema",
     ("agent", "generate_content_config", "temperature"): "agent_temperature",
