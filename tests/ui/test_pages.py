@@ -88,6 +88,10 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     at.text_area(key=key("agent_schema")).set_value('{"type": "string"}').run()
     assert any("must describe an object" in s for s in texts(at.error))
     at.text_area(key=key("agent_schema")).set_value("").run()
+    at.text_area(key=key("agent_few_shot")).set_value('[{"input": "rain"}]').run()
+    assert any("agent.few_shot[0]" in s and "output" in s for s in texts(at.error))
+    at.text_area(key=key("agent_few_shot")).set_value(
+        '[{"input": "topic: rain", "output": "<b>Rain on the roof</b>"}]').run()
     at.text_area(key=key("reflection_instruction")).set_value("Improve {component_text}").run()
     assert any("{trials}" in s for s in texts(at.error))
     at.text_area(key=key("reflection_instruction")).set_value("").run()
@@ -101,6 +105,7 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     assert stored.agent.instruction == "Write a haiku. Name the topic."
     assert stored.reflection.strategy == "rules"
     assert stored.agent.model == "scripted/demo"
+    assert [d.output for d in stored.agent.few_shot] == ["<b>Rain on the roof</b>"]
 
 
 def test_projects_critic_template_and_dataset_paste(app, studio_db):
