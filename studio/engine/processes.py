@@ -49,6 +49,7 @@ from studio.model.records import (
     example_input_text,
     example_state,
 )
+from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.workflows import primary_for
 
 
@@ -200,7 +201,7 @@ def _init_process(setup: Callable[..., tuple[Any, Critic, Any]], spec: dict[str,
     _PROCESS.update(executor=executor, template=template, critic=critic, agents={},
                     primary=primary_for(template, spec.get("primary")),
                     concurrency=concurrency,
-                    loop=asyncio.new_event_loop())  # one loop: clients and limits stay bound
+                    loop=StudioEventLoop())  # one loop: clients and limits stay bound
 
 
 def _judge_shard(components: dict[str, str], examples: list[dict[str, Any]],
