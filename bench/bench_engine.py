@@ -5,7 +5,9 @@
     python bench/bench_engine.py --overhead [--repeats 3]
 
 ``--processes 1 2`` runs the same world once per process count (``EvolutionConfig.processes``),
-printing the 1-process figure beside the N-process one; the issue's setting is
+printing the 1-process figure beside the N-process one (for N > 1 twice: cold, the run starting
+the shared worker processes, then warm, the next run reusing them, as a studio server or a
+``studio worker`` does); the issue's setting is
 ``--latency-ms 100 --concurrency 16 --processes 1 2 --train 16 --val 32 --minibatch 16``.
 
 The scripted model answers every call after a fixed latency. The lower bound is the number of
@@ -267,6 +269,11 @@ def bare_floor(batches: list[int], reflections: list[int], model: str, concurren
     wall = time.perf_counter() - started
     if pool is not None:
         pool.shutdown()
+    pending = asyncio.all_tasks(loop)  # LiteLLM's logging worker
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
     return wall
 
 
@@ -296,7 +303,7 @@ def spec_for(model: str) -> RunSpec:
 
 def run_once(latency: float, concurrency: int, iterations: int, call_cpu: float, *,
              processes: int = 1, train: int = 6, val: int = 4, minibatch: int = 3,
-             floor: bool = False) -> None:
+             floor: bool = False, label: str = "") -> None:
     # the built-in demo world with a latency suffix: every worker process has it
     model = f"scripted/demo@{latency * 1000:g}ms"
     store = open_store(f"sqlite:///{tempfile.mkdtemp()}/engine.db", cached=False)
@@ -314,7 +321,8 @@ def run_once(latency: float, concurrency: int, iterations: int, call_cpu: float,
     calls = sum(max(2, math.ceil(2 * k / concurrency)) for k in batches) + reflections
     bound = calls * latency
     cpu_bound = bound + (2 * sum(batches) + reflections) * call_cpu
-    print(f"latency {latency * 1000:.0f} ms, {processes} process(es): {iterations} iterations, "
+    print(f"latency {latency * 1000:.0f} ms, {processes} process(es){label}: {iterations} "
+          f"iterations, "
           f"{store.count_trials(run.id)} trials, {reflections} reflections; wall {wall:.2f} s "
           f"vs latency-bound lower bound {bound:.2f} s ({calls} calls on the critical path): "
           f"ratio {wall / bound:.3f} (target <= 1.15; gepa-adk 2.8: 1.6-1.9); vs the bound "
@@ -352,9 +360,15 @@ def main() -> None:
           f"(concurrency {args.concurrency})")
     for latency_ms in args.latency_ms or [100.0, 300.0]:
         for processes in args.processes:
+            shape = dict(processes=processes, train=args.train, val=args.val,
+                         minibatch=args.minibatch)
+            if processes > 1:  # the runs of a process share its pool: the first one starts it
+                run_once(latency_ms / 1000, args.concurrency, args.iterations, call_cpu,
+                         label=" (cold: this run starts the processes)", **shape)
             run_once(latency_ms / 1000, args.concurrency, args.iterations, call_cpu,
-                     processes=processes, train=args.train, val=args.val,
-                     minibatch=args.minibatch, floor=len(args.processes) > 1)
+                     floor=len(args.processes) > 1,
+                     label=" (warm: the processes of the run before)" if processes > 1 else "",
+                     **shape)
 
 
 if __name__ == "__main__":
