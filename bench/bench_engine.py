@@ -48,6 +48,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import studio  # noqa: F401
 from studio.engine import EvolutionConfig, build_engine, create_run
+from studio.engine.processes import SHARD_ROUNDS
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
 from studio.runtime import eventloop
 from studio.runtime.agents import build_agent
@@ -250,7 +251,9 @@ def bare_floor(batches: list[int], reflections: list[int], model: str, concurren
     loop = _BARE["loop"]
 
     async def fanned(topics: list[str]) -> None:
-        size = math.ceil(len(topics) / max(1, min(processes, len(topics))))
+        count = max(min(processes, len(topics)),
+                    math.ceil(len(topics) / (per_process * SHARD_ROUNDS)))  # as the engine
+        size = math.ceil(len(topics) / count)
         shards = [topics[i:i + size] for i in range(0, len(topics), size)]
         await asyncio.gather(*(asyncio.wrap_future(pool.submit(_bare_chains, shard))
                                for shard in shards))

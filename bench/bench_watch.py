@@ -9,8 +9,10 @@ Prints:
    (target: <= 5 % of a core per tab).
 2. **Wall time of a run in the studio's process** (started with *Start run* in the browser, so
    the engine shares the server's process and its GIL) with 0 and with 10 tabs watching it, and
-   the ratio (target: <= 1.10). The 10 Chromium tabs run on the same cores as the run and the
-   server, so two more figures tell their costs apart: the same 10 tabs from a Chromium at
+   the ratio (target: <= 1.10). The run pauses after its baseline while the tabs open and show
+   the live table; the timed part is from its resume to its end (watching, not page loads,
+   whose Chromium CPU is printed apart). The 10 Chromium tabs run on the same cores as the run
+   and the server, so two more figures tell their costs apart: the same 10 tabs from a Chromium at
    ``nice 19`` (its renderers then take only CPU the run and the server leave), and the CPU
    seconds of the server and of the Chromium processes during each run.
 
@@ -232,7 +234,8 @@ def wall_times(work: Path, tabs: int, *, max_iterations: int = 30, timeout: floa
     project = import_example(store, path)
     out: dict[str, float] = {}
     port = free_port()
-    cases = [("0 tabs", 0, CHROMIUM), (f"{tabs} tabs", tabs, CHROMIUM),
+    cases = [("warm-up", 0, CHROMIUM),  # the server's first run imports what runs need
+             ("0 tabs", 0, CHROMIUM), (f"{tabs} tabs", tabs, CHROMIUM),
              (f"{tabs} tabs, Chromium at nice 19", tabs, niced_chromium(work))]
     with studio_server(db, port=port) as url, sync_playwright() as playwright:
         pid = server_pid(port)
@@ -243,12 +246,21 @@ def wall_times(work: Path, tabs: int, *, max_iterations: int = 30, timeout: floa
                     headless=True, viewport={"width": 1400, "height": 1000})
                 context.set_default_timeout(120_000)
                 first = context.pages[0] if context.pages else context.new_page()
-                server_before, browser_before = cpu_seconds(pid), chromium_cpu()
                 run_id = start_in_browser(store, first, f"{url}/run?project={project.id}")
+                held = hold_after_baseline(store, run_id, timeout)
+                loading = chromium_cpu()
                 if watching == 0:
                     first.goto("about:blank")
+                pages = [first] if watching else []
                 for _ in range(max(0, watching - 1)):
-                    context.new_page().goto(f"{url}/run?run={run_id}")
+                    pages.append(context.new_page())
+                    pages[-1].goto(f"{url}/run?run={run_id}")
+                for page in pages:  # loaded and live before the timed part starts
+                    page.get_by_text(re.compile(r"newest trial #\d+")).first.wait_for()
+                time.sleep(1)  # a settling window, not a wait for a condition
+                server_before, browser_before = cpu_seconds(pid), chromium_cpu()
+                opening = sum(after - loading.get(p, 0.0) for p, after in browser_before.items())
+                store.update_run(run_id, control=None)  # the run goes on
                 spy = profile_server(pid, 30, profile) if profile and watching else None
                 run = wait_finished(store, run_id, timeout)
                 server = cpu_seconds(pid) - server_before
@@ -258,13 +270,33 @@ def wall_times(work: Path, tabs: int, *, max_iterations: int = 30, timeout: floa
                 if spy is not None:
                     spy.wait(timeout=60)
                 context.close()
-            wall = (run.finished_at - run.started_at).total_seconds()
+            resumed = [e for e in store.events(run_id) if e.kind.value == "run_resumed"
+                       and e.created_at >= held][0].created_at
+            wall = (run.finished_at - resumed).total_seconds()
+            if label == "warm-up":
+                continue
             out[label], out[f"{label} server"], out[f"{label} browser"] = wall, server, browser
             print(f"run in the studio's process, {label}: {wall:.1f} s "
                   f"({store.count_trials(run_id)} trials); server CPU {server:.1f} s, Chromium "
-                  f"CPU {browser:.1f} s ({browser / wall:.2f} cores while the run lasted)",
+                  f"CPU {browser:.1f} s ({browser / wall:.2f} cores while the run lasted; "
+                  f"opening the tabs took {opening:.1f} s of Chromium CPU before)",
                   flush=True)
     return out
+
+
+def hold_after_baseline(store, run_id: str, timeout: float):
+    """Pause the run once its baseline is scored (so the tabs load before the timed part, which
+    then measures watching, not opening pages); when the pause took effect."""
+    from studio.model.records import RunRequest, RunStatus
+
+    store.update_run(run_id, control=RunRequest.PAUSE)
+    deadline = time.monotonic() + timeout
+    while (run := store.get_run(run_id)).status is not RunStatus.PAUSED:
+        if time.monotonic() > deadline or not run.status.is_active:
+            raise RuntimeError(f"run {run_id} did not pause within {timeout:.0f} s "
+                               f"({run.status.value})")
+        time.sleep(0.05)
+    return [e for e in store.events(run_id) if e.kind.value == "run_paused"][-1].created_at
 
 
 def start_in_browser(store, page, url: str, timeout: float = 60.0) -> str:
@@ -318,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu_per_tab(work, sorted(args.tabs), args.window, args.py_spy)
     if not args.skip_wall:
         tabs = max(args.tabs)
-        times = wall_times(work, tabs, max_iterations=8 if args.quick else 30,
+        times = wall_times(work, tabs, max_iterations=16 if args.quick else 30,
                            profile=args.py_spy.with_suffix(".wall.txt") if args.py_spy else None)
         idle, watched, niced = "0 tabs", f"{tabs} tabs", f"{tabs} tabs, Chromium at nice 19"
         print(f"wall time ratio, {tabs} tabs / 0 tabs: {times[watched] / times[idle]:.2f} "
