@@ -124,7 +124,8 @@ def recover_orphans() -> list[str]:
 
 LIVE_TTL_SECONDS = 0.25
 """How stale a live panel's view of a run may be: every tab watching the run shares one read of
-it per this long (half the live panel's refresh), so ten tabs cost the store what one does."""
+it per this long (a quarter of the live panel's refresh), so ten tabs cost the store what one
+does."""
 
 
 @dataclass(frozen=True)
