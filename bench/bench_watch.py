@@ -269,6 +269,16 @@ def wall_times(work: Path, tabs: int, *, max_iterations: int = 30, timeout: floa
                               for p, after in browser_after.items())
                 if spy is not None:
                     spy.wait(timeout=60)
+                if watching and executable == CHROMIUM:  # the same tabs, the run now finished
+                    time.sleep(2)  # the pages notice the end: a settling window
+                    idle_server, idle_browser = cpu_seconds(pid), chromium_cpu()
+                    time.sleep(5)  # a measuring window, not a wait for a condition
+                    after = chromium_cpu()
+                    print(f"  the same {watching} tabs on the finished run's page (refresh every "
+                          f"5 s), over 5 s: server {(cpu_seconds(pid) - idle_server) / 5:.2f} "
+                          f"cores, Chromium "
+                          f"{sum(a - idle_browser.get(p, 0.0) for p, a in after.items()) / 5:.2f}"
+                          f" cores", flush=True)
                 context.close()
             resumed = [e for e in store.events(run_id) if e.kind.value == "run_resumed"
                        and e.created_at >= held][0].created_at
