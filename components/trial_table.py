@@ -38,7 +38,7 @@ from studio.views.workflows import scored_author
 LIVE_SECONDS = 1.0
 """The live panel's refresh while the run is active. Each refresh redraws the panel in every
 watching tab: at 0.5 s, ten tabs made an in-process run 2.4x slower on the 2-core machine (the
-server's reruns share the run's GIL, the renderers its cores); at 1 s, 1.16x
+server's reruns share the run's GIL, the renderers its cores); at 1 s, about 1.5x
 (``bench/bench_watch.py``)."""
 IDLE_SECONDS = 5.0
 SHOWN_IDS = "run.shown_ids"
