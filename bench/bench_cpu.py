@@ -44,7 +44,10 @@ Figures, each a ratio of two things measured in this one process (machines are s
 The bench then runs the same schedule (each batch's chains, ``--concurrency`` at once, and the
 reflection calls between batches, in the order the run made them) with bare ADK runners and no
 studio code: its idle share and in-flight ratio are the floor that ADK, LiteLLM and the
-schedule's serial steps leave on this machine, printed beside the studio's.
+schedule's serial steps leave on this machine, printed beside the studio's: once on asyncio's
+own loop (ADK and LiteLLM as they come) and once on the loop the studio runs runs on
+(:class:`studio.runtime.eventloop.StudioEventLoop`, which runs LiteLLM's request setup in
+place instead of in a thread).
 
 ``--jitter 0.2`` draws each call's latency in ``latency x [0.8, 1.2]``: with a fixed latency all
 replies of a round return at once and their CPU runs one after another on the one event loop,
@@ -246,8 +249,8 @@ def run_shape(log: Log) -> list[int | None]:
     return [size for _, size in sorted(steps, key=lambda step: step[0]) if size != 0]
 
 
-def bare_schedule(shape: list[int | None], latency_ms: float, concurrency: int
-                  ) -> tuple[Schedule, float]:
+def bare_schedule(shape: list[int | None], latency_ms: float, concurrency: int,
+                  runner=asyncio.run) -> tuple[Schedule, float]:
     """The same schedule (batches of agent→critic chains, ``concurrency`` at once, and the
     reflection calls between them) run with bare ADK runners on the same provider and latency:
     no store, no events, no studio code. Its idle share is the floor ADK, LiteLLM and the
@@ -303,7 +306,7 @@ def bare_schedule(shape: list[int | None], latency_ms: float, concurrency: int
     LOG.batches.clear()
     LOG.tasks.clear()
     started = time.perf_counter()
-    asyncio.run(run())
+    runner(run())
     ended = time.perf_counter()
     return schedule_figures(LOG, started, ended, concurrency), ended - started
 
@@ -431,13 +434,18 @@ def main() -> None:
           + ", ".join(f"{r.schedule.idle_share * 100:.1f} ({r.schedule.idle_in_batches * 100:.1f}"
                       f" + {r.schedule.idle_between * 100:.1f}) / {r.schedule.busy_ratio * 100:.1f}"
                       for r in slows))
-    floor, floor_wall = min((bare_schedule(slow.shape, args.latency_ms, args.concurrency)
-                             for _ in range(2)), key=lambda pair: pair[1])
-    print(f"  the same schedule run by bare ADK runners (no studio code): idle "
-          f"{floor.idle_share * 100:.1f} % ({floor.idle_in_batches * 100:.1f} + "
-          f"{floor.idle_between * 100:.1f}), in flight {floor.busy_ratio * 100:.1f} % of what "
-          f"it allows; wall {floor_wall:.2f} s, the studio's run {slow.wall / floor_wall:.2f}x "
-          f"that")
+    from studio.runtime import eventloop
+
+    for where, runner in (("asyncio's own loop", asyncio.run),
+                          ("the studio's loop (StudioEventLoop, as runs get)", eventloop.run)):
+        floor, floor_wall = min((bare_schedule(slow.shape, args.latency_ms, args.concurrency,
+                                               runner) for _ in range(2)),
+                                key=lambda pair: pair[1])
+        print(f"  the same schedule run by bare ADK runners (no studio code) on {where}: idle "
+              f"{floor.idle_share * 100:.1f} % ({floor.idle_in_batches * 100:.1f} + "
+              f"{floor.idle_between * 100:.1f}), in flight {floor.busy_ratio * 100:.1f} % of "
+              f"what it allows; wall {floor_wall:.2f} s, the studio's run "
+              f"{slow.wall / floor_wall:.2f}x that")
     if args.profile:
         evolve_once(0, *shape, profile=args.profile)
         print(f"profile of a 0 ms run written to {args.profile}")

@@ -5,13 +5,22 @@
     python bench/bench_engine.py --overhead [--repeats 3]
 
 ``--processes 1 2`` runs the same world once per process count (``EvolutionConfig.processes``),
-printing the 1-process figure beside the N-process one; the issue's setting is
+printing the 1-process figure beside the N-process one (for N > 1 twice: cold, the run starting
+the shared worker processes, then warm, the next run reusing them, as a studio server or a
+``studio worker`` does); the issue's setting is
 ``--latency-ms 100 --concurrency 16 --processes 1 2 --train 16 --val 32 --minibatch 16``.
 
 The scripted model answers every call after a fixed latency. The lower bound is the number of
 calls on the critical path times that latency: per batch of k examples (agent then critic for
 each, C calls in flight) max(2, ceil(2k / C)) call times, plus one reflection call per iteration.
 The ratio wall / bound measures everything the studio adds: ADK, LiteLLM, tracing, the store.
+
+With ``--processes``, the bench also runs the FLOOR: the same schedule (the run's batch sizes and
+reflection calls, in order) on bare ADK runners + LiteLLM with no studio code, in one process and
+fanned out over N spawned processes exactly as the engine shards a batch (each process runs its
+share of the chains with its share of the concurrency, returns the outputs; reflections run in
+the parent). Its wall / bound is what ADK, LiteLLM, a process hop and this machine's cores leave
+before any studio code; printed beside the studio's ratio, measured in the same run.
 
 A second bound adds the CPU that ADK + LiteLLM spend on every call (measured here, on a bare
 runner), because in one Python process the CPU of concurrent calls runs one at a time: the ratio
@@ -30,14 +39,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import multiprocessing
 import tempfile
 import time
 import warnings
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 
 import studio  # noqa: F401
 from studio.engine import EvolutionConfig, build_engine, create_run
+from studio.engine.processes import SHARD_ROUNDS
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
+from studio.runtime import eventloop
 from studio.runtime.agents import build_agent
 from studio.runtime.providers.scripted import register_script
 from studio.store import open_store
@@ -167,6 +180,123 @@ def compare_overhead(latency_ms: float, concurrency: int, iterations: int, repea
           f"{flow / single:.3f}")
 
 
+_BARE: dict = {}
+
+
+def _bare_setup(model: str, concurrency: int) -> None:
+    """A floor process (or the parent): bare ADK runners for writer, critic and reflector."""
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+
+    from studio.critics.agent import SimpleCriticOutput
+    from studio.runtime.providers import register_providers
+
+    register_providers()
+    service = InMemorySessionService()
+    specs = {"writer": {"instruction": "Write a haiku about the given topic."},
+             "critic": {"instruction": "Score the haiku 0.0-1.0 with feedback.",
+                        "output_schema": SimpleCriticOutput.model_json_schema()},
+             "reflector": {"instruction": "Improve the instruction."}}
+    _BARE.update(service=service, concurrency=concurrency, loop=asyncio.new_event_loop(),
+                 runners={name: Runner(agent=build_agent(AgentSpec(name=name, model=model,
+                                                                   **spec)),
+                                       app_name=name, session_service=service)
+                          for name, spec in specs.items()})
+
+
+async def _bare_call(name: str, text: str) -> str:
+    from google.genai import types
+
+    service = _BARE["service"]
+    session = await service.create_session(app_name=name, user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    reply = ""
+    async for event in _BARE["runners"][name].run_async(user_id="u", session_id=session.id,
+                                                        new_message=message):
+        if event.content and event.content.parts:
+            reply = "".join(p.text or "" for p in event.content.parts)
+    return reply
+
+
+def _bare_chains(topics: list[str]) -> list[str]:
+    """A batch's agent->critic chains, ``concurrency`` at once (the floor of run_chain)."""
+
+    async def all_chains() -> list[str]:
+        slots = asyncio.Semaphore(_BARE["concurrency"])
+
+        async def chain(topic: str) -> str:
+            async with slots:
+                haiku = await _bare_call("writer", f"topic: {topic}")
+                return await _bare_call("critic", f"topic: {topic}\nhaiku: {haiku}")
+
+        return list(await asyncio.gather(*(chain(topic) for topic in topics)))
+
+    return _BARE["loop"].run_until_complete(all_chains())
+
+
+def bare_floor(batches: list[int], reflections: list[int], model: str, concurrency: int,
+               processes: int) -> float:
+    """Wall seconds of the run's schedule on bare ADK runners: each batch's chains (over
+    ``processes`` spawned processes when > 1, sharded like the engine's fan-out), each
+    reflection call in the parent, in the run's order (``reflections`` = batch positions)."""
+    per_process = max(1, math.ceil(concurrency / processes))
+    _bare_setup(model, concurrency)
+    pool = None
+    if processes > 1:
+        pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_bare_setup, initargs=(model, per_process))
+        for future in [pool.submit(_bare_chains, ["warm"]) for _ in range(processes * 2)]:
+            future.result()  # imports and first calls, outside the measured wall
+    _bare_chains(["warm"])
+    loop = _BARE["loop"]
+
+    async def fanned(topics: list[str]) -> None:
+        count = max(min(processes, len(topics)),
+                    math.ceil(len(topics) / (per_process * SHARD_ROUNDS)))  # as the engine
+        size = math.ceil(len(topics) / count)
+        shards = [topics[i:i + size] for i in range(0, len(topics), size)]
+        await asyncio.gather(*(asyncio.wrap_future(pool.submit(_bare_chains, shard))
+                               for shard in shards))
+
+    started = time.perf_counter()
+    for position, size in enumerate(batches):
+        for _ in range(reflections.count(position)):
+            loop.run_until_complete(_bare_call("reflector", "Improve: write a haiku."))
+        topics = [f"{TOPICS[i % len(TOPICS)]} {i}" for i in range(size)]
+        if pool is None:
+            _bare_chains(topics)
+        else:
+            loop.run_until_complete(fanned(topics))
+    for _ in range(reflections.count(len(batches))):
+        loop.run_until_complete(_bare_call("reflector", "Improve: write a haiku."))
+    wall = time.perf_counter() - started
+    if pool is not None:
+        pool.shutdown()
+    pending = asyncio.all_tasks(loop)  # LiteLLM's logging worker
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
+    return wall
+
+
+def schedule_of(store, run_id: str) -> tuple[list[int], list[int]]:
+    """The run's batches in order (sizes of what was judged: a cached batch makes no call) and,
+    per reflection, how many of those batches ran before it (it runs before its child's)."""
+    batches: dict[tuple, list[int]] = {}
+    for trial in store.trials(run_id, with_trace=False):
+        batches.setdefault((trial.phase.value, trial.iteration), []).append(trial.id)
+    keys = sorted(batches, key=lambda key: min(batches[key]))
+    positions = []
+    for proposal in store.proposals(run_id):
+        if proposal.edited_from is None and proposal.kind.value == "reflection":
+            later = [i for i, (phase, iteration) in enumerate(keys)
+                     if iteration > proposal.iteration
+                     or (iteration == proposal.iteration and phase != "parent")]
+            positions.append(later[0] if later else len(keys))
+    return [len(batches[key]) for key in keys], sorted(positions)
+
+
 def spec_for(model: str) -> RunSpec:
     return RunSpec(agent=AgentSpec(name="writer", model=model,
                                    instruction="Write a haiku about the given topic."),
@@ -175,7 +305,8 @@ def spec_for(model: str) -> RunSpec:
 
 
 def run_once(latency: float, concurrency: int, iterations: int, call_cpu: float, *,
-             processes: int = 1, train: int = 6, val: int = 4, minibatch: int = 3) -> None:
+             processes: int = 1, train: int = 6, val: int = 4, minibatch: int = 3,
+             floor: bool = False, label: str = "") -> None:
     # the built-in demo world with a latency suffix: every worker process has it
     model = f"scripted/demo@{latency * 1000:g}ms"
     store = open_store(f"sqlite:///{tempfile.mkdtemp()}/engine.db", cached=False)
@@ -187,17 +318,25 @@ def run_once(latency: float, concurrency: int, iterations: int, call_cpu: float,
                      valset=[{"topic": t} for t in topics[train:]], config=config)
     engine = build_engine(store, run.id)
     started = time.perf_counter()
-    asyncio.run(engine.run())
+    eventloop.run(engine.run())  # the loop a run gets from RunManager and `studio worker`
     wall = time.perf_counter() - started
     batches, reflections = batches_and_reflections(store, run.id)
     calls = sum(max(2, math.ceil(2 * k / concurrency)) for k in batches) + reflections
     bound = calls * latency
     cpu_bound = bound + (2 * sum(batches) + reflections) * call_cpu
-    print(f"latency {latency * 1000:.0f} ms, {processes} process(es): {iterations} iterations, "
+    print(f"latency {latency * 1000:.0f} ms, {processes} process(es){label}: {iterations} "
+          f"iterations, "
           f"{store.count_trials(run.id)} trials, {reflections} reflections; wall {wall:.2f} s "
           f"vs latency-bound lower bound {bound:.2f} s ({calls} calls on the critical path): "
           f"ratio {wall / bound:.3f} (target <= 1.15; gepa-adk 2.8: 1.6-1.9); vs the bound "
           f"plus serialized framework CPU {cpu_bound:.2f} s: ratio {wall / cpu_bound:.3f}")
+    if floor:
+        order, positions = schedule_of(store, run.id)
+        floor_wall = bare_floor(order, positions, model, concurrency, processes)
+        print(f"  floor, the same schedule on bare ADK runners + LiteLLM in {processes} "
+              f"process(es), no studio code: wall {floor_wall:.2f} s, ratio "
+              f"{floor_wall / bound:.3f} to the bound; the studio's run {wall / floor_wall:.3f}x "
+              f"the floor")
 
 
 def main() -> None:
@@ -224,9 +363,15 @@ def main() -> None:
           f"(concurrency {args.concurrency})")
     for latency_ms in args.latency_ms or [100.0, 300.0]:
         for processes in args.processes:
+            shape = dict(processes=processes, train=args.train, val=args.val,
+                         minibatch=args.minibatch)
+            if processes > 1:  # the runs of a process share its pool: the first one starts it
+                run_once(latency_ms / 1000, args.concurrency, args.iterations, call_cpu,
+                         label=" (cold: this run starts the processes)", **shape)
             run_once(latency_ms / 1000, args.concurrency, args.iterations, call_cpu,
-                     processes=processes, train=args.train, val=args.val,
-                     minibatch=args.minibatch)
+                     floor=len(args.processes) > 1,
+                     label=" (warm: the processes of the run before)" if processes > 1 else "",
+                     **shape)
 
 
 if __name__ == "__main__":

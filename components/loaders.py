@@ -133,6 +133,35 @@ def recover_orphans() -> list[str]:
     return recover(store())
 
 
+LIVE_TTL_SECONDS = 0.25
+"""How stale a live panel's view of a run may be: every tab watching the run shares one read of
+it per this long (a quarter of the live panel's refresh), so ten tabs cost the store what one
+does."""
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """What a live panel polls: the run, its change marker (:func:`run_version`) and its latest
+    progress event."""
+
+    run: Run | None
+    marker: tuple[int, ...]
+    progress: RunEvent | None
+
+
+@st.cache_resource(ttl=LIVE_TTL_SECONDS, max_entries=64, show_spinner=False)
+def live_run(run_id: str, database: str) -> LiveRun:
+    """Read at most once per :data:`LIVE_TTL_SECONDS` for all the sessions watching the run
+    (``cache_resource``: shared, not copied; callers must not change it). ``database`` (the
+    store's URL) keeps runs of two databases apart."""
+    return read_live_run(run_id)
+
+
+def read_live_run(run_id: str) -> LiveRun:
+    """:class:`LiveRun` as it is now (the page's own, uncached)."""
+    return LiveRun(run(run_id), run_version(run_id), latest_progress(run_id))
+
+
 def latest_progress(run_id: str) -> RunEvent | None:
     return store().latest_event(run_id, EventKind.PROGRESS)
 

@@ -1,9 +1,12 @@
 """The live trials panel: progress, filters, a page of the trials table that fills in as trials
 are committed, and the selected trial in full.
 
-The panel is a fragment that re-runs on its own every half second while the run is active. Each
+The panel is a fragment that re-runs on its own every second while the run is active. Each
 time it reads the run's marker (trial count, newest ids, override signature: one cheap query)
-and re-reads the page it shows only when that marker, the filters or the page changed. The
+and re-reads the page it shows only when that marker, the filters or the page changed. Tabs
+watching the same run share both: the marker is read once per ``loaders.LIVE_TTL_SECONDS`` for
+all of them, and a page (its rows and tables) once per marker, filters and page number, so ten
+tabs cost the store and pandas what one does. The
 table shows one page of ``PAGE_ROWS`` trials, oldest first, filtered, counted and paged in SQL,
 so a run of 100,000 trials is never read whole. Filters are widgets outside the fragment and
 the selection is kept by trial id, so neither is lost when rows arrive.
@@ -32,10 +35,15 @@ from studio.views.tables import (
 )
 from studio.views.workflows import scored_author
 
-LIVE_SECONDS = 0.5
+LIVE_SECONDS = 1.0
+"""The live panel's refresh while the run is active. Each refresh redraws the panel in every
+watching tab: at 0.5 s, ten tabs made an in-process run 2.4x slower on the 2-core machine (the
+server's reruns share the run's GIL, the renderers its cores); at 1 s, about 1.5x
+(``bench/bench_watch.py``)."""
 IDLE_SECONDS = 5.0
 SHOWN_IDS = "run.shown_ids"
 RUN_PAGE = "run.page"
+FRESH_READ = "run.fresh_read"
 LATEST_ROWS = 5
 PAGE_ROWS = 500
 """Trials in one page of the table (the rest are a page number away)."""
@@ -66,32 +74,56 @@ class TableCache:
         return max(1, math.ceil(self.matching / PAGE_ROWS))
 
 
-def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1) -> TableCache:
-    """The page to show: re-read from the store only when the run changed (new trials, an
-    override added or undone), or the filters or the page did."""
+@dataclass(frozen=True)
+class SharedPage:
+    """One page of a run's trials as every tab shows it (read and built once, shared)."""
+
+    frame: pd.DataFrame
+    latest: pd.DataFrame
+    matching: int
+    page: int
+    index_of: dict[int, int]
+
+
+def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1,
+         marker: tuple[int, ...] | None = None) -> TableCache:
+    """The page to show: re-read only when the run changed (new trials, an override added or
+    undone), or the filters or the page did. ``marker`` is the run's marker when the caller
+    has it (the live panel's shared one); else it is read now."""
     trial_filters = trial_filters or TrialFilters()
     cache = st.session_state.get(session.RUN_CACHE)
     if cache is None or cache.run_id != run_id:
         cache = TableCache(run_id)
         st.session_state[session.RUN_CACHE] = cache
-    signature = loaders.run_version(run_id)
+    signature = loaders.run_version(run_id) if marker is None else marker
     key = (repr(trial_filters), page)
     if signature == cache.signature and key == cache.key:
         return cache
-    total, newest = signature[0], signature[1] or None
-    if signature[:2] != cache.signature[:2] or not cache.index_of:
-        cache.index_of = loaders.candidate_indexes(run_id, signature[:2])
-        cache.loop_total = loaders.loop_trial_count(run_id, signature[:2])
-    kwargs = trial_filters.query()
-    rows, matching = loaders.trial_page(run_id, (page - 1) * PAGE_ROWS, PAGE_ROWS, **kwargs)
-    if not rows and matching and page > 1:  # fewer pages than before: show the last one
-        page = max(1, math.ceil(matching / PAGE_ROWS))
-        rows, matching = loaders.trial_page(run_id, (page - 1) * PAGE_ROWS, PAGE_ROWS, **kwargs)
-    cache.frame = trial_frame(rows, cache.index_of)
-    cache.latest = trial_frame(loaders.recent_trials(run_id, LATEST_ROWS)[::-1], cache.index_of)
-    cache.total, cache.matching, cache.newest, cache.page = total, matching, newest, page
+    shared = shared_page(run_id, loaders.store().url, signature, key[0], page, PAGE_ROWS,
+                         trial_filters)
+    cache.frame, cache.latest, cache.index_of = shared.frame, shared.latest, shared.index_of
+    cache.total, cache.newest = signature[0], signature[1] or None
+    cache.matching, cache.page = shared.matching, shared.page
+    cache.loop_total = loaders.loop_trial_count(run_id, signature[:2])  # cached per version
     cache.signature, cache.key = signature, key
     return cache
+
+
+@st.cache_resource(ttl=600, max_entries=64, show_spinner=False)
+def shared_page(run_id: str, database: str, marker: tuple[int, ...], filters_key: str,
+                page: int, page_rows: int, _filters: TrialFilters) -> SharedPage:
+    """The page for one (run, marker, filters, page): read and built once for every session
+    (``cache_resource``: the frames are shared, not copied; nobody changes them).
+    ``filters_key`` is ``repr(_filters)`` (what the cache is keyed by); ``database`` keeps
+    runs of two databases apart."""
+    index_of = loaders.candidate_indexes(run_id, marker[:2])
+    kwargs = _filters.query()
+    rows, matching = loaders.trial_page(run_id, (page - 1) * page_rows, page_rows, **kwargs)
+    if not rows and matching and page > 1:  # fewer pages than before: show the last one
+        page = max(1, math.ceil(matching / page_rows))
+        rows, matching = loaders.trial_page(run_id, (page - 1) * page_rows, page_rows, **kwargs)
+    latest = trial_frame(loaders.recent_trials(run_id, LATEST_ROWS)[::-1], index_of)
+    return SharedPage(trial_frame(rows, index_of), latest, matching, page, index_of)
 
 
 def filters(run_id: str, max_iterations: int) -> TrialFilters:
@@ -133,13 +165,19 @@ def live_panel(run_id: str, status: RunStatus, trial_filters: TrialFilters) -> N
 
     @st.fragment(run_every=every)
     def panel() -> None:
-        run = loaders.run(run_id)
+        # a rerun of the page (a person's action) reads afresh; the fragment's own ticks share
+        fresh = st.session_state.pop(FRESH_READ, False)
+        live = loaders.read_live_run(run_id) if fresh else \
+            loaders.live_run(run_id, loaders.store().url)
+        run = live.run
+        if run is not None and run.status is not status:
+            run = loaders.run(run_id)  # the shared read may be a moment older than the page's
         if run is None:
             return
         if run.status is not status:
             st.rerun(scope="app")  # the controls above depend on the status
-        cache = sync(run_id, trial_filters, _page(run_id, trial_filters))
-        progress(run, cache)
+        cache = sync(run_id, trial_filters, _page(run_id, trial_filters), live.marker)
+        progress(run, cache, live.progress)
         with st.container():  # one slot whether or not a proposal waits (the table stays put)
             awaiting(run)
         with st.container():
@@ -147,6 +185,7 @@ def live_panel(run_id: str, status: RunStatus, trial_filters: TrialFilters) -> N
         st.caption("All trials")
         table(cache)
 
+    st.session_state[FRESH_READ] = True  # only this full run of the page sets it
     panel()
 
 
@@ -161,8 +200,8 @@ def _page(run_id: str, trial_filters: TrialFilters) -> int:
     return max(1, int(ss.get(key) or 1))
 
 
-def progress(run, cache: TableCache) -> None:
-    event = loaders.latest_progress(run.id)
+def progress(run, cache: TableCache, event) -> None:
+    """The progress bar from the run's latest progress ``event`` (the live panel's shared read)."""
     review = None
     if run.config.review is ReviewMode.REVIEW and run.status.is_active:
         review = loaders.review_time_estimate(run, event.iteration if event else 0)

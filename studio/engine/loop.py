@@ -118,6 +118,9 @@ class Engine:
         # Time this iteration waited for a person: not machine time, so not in the ETA (the
         # studio adds the person's expected review time itself).
         self._gate_seconds = 0.0
+        self._last_pool: PoolScores | None = None
+        """The pool the step just before read, for the next step when nothing was awaited
+        between them (see :meth:`recent_pool`)."""
 
     @property
     def run_id(self) -> str:
@@ -248,8 +251,9 @@ class Engine:
         self.state.rng = list(self.rng.getstate())
         self.state.sampler = self.sampler.state()
         self.state.active_seconds = self.ctx.active_seconds()
+        # a shallow copy: asdict() would deep-copy the random state's 625 numbers each time
         self.ctx.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
-                                       asdict(self.state))
+                                       dict(vars(self.state)))
 
     # ------------------------------------------------------------------ baseline
 
@@ -266,7 +270,7 @@ class Engine:
             raise RunFailed(f"the critic could not evaluate any baseline example; first error: "
                             f"{first_error}. Check the critic's model and instruction.")
         ctx.store.set_pooled(seed.id)
-        pool = self.pool()
+        pool = self._last_pool = self.pool()
         self.state.best_score = pool.best_score
         ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=seed.id,
                                 score=pool.means.get(seed.id)))
@@ -314,6 +318,7 @@ class Engine:
         ctx = self.ctx
         if not ctx.control.pause_requested:
             return
+        self._last_pool = None  # a person may correct scores while the run waits
         ctx.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
         ctx.emit(RunPaused(run_id=ctx.run_id, iteration=self.state.iteration))
         while True:
@@ -331,6 +336,7 @@ class Engine:
         started = time.monotonic()
         self._gate_seconds = 0.0
         plan = self.plan(iteration)
+        self._last_pool = None  # read before the plan's first await: stale after it
         if plan.merge is not None:
             stop_reason = await self.merge_step(plan)
         else:
@@ -359,8 +365,9 @@ class Engine:
         due = merging.merge_due(self.ctx, iteration)
         merge = merging.plan_merge(self.ctx, load_view(self.ctx.store, self.ctx.run_id),
                                    self.rng) if due else None
+        pool = self.recent_pool()
         plan = self._merge_plan(iteration, merge) if merge is not None \
-            else self._reflection_plan(iteration, self.pool())
+            else self._reflection_plan(iteration, pool)
         self.state.plan = asdict(plan)
         self._checkpoint()
         self.ctx.emit(IterationStarted(
@@ -510,8 +517,10 @@ class Engine:
         ctx.store.set_pooled(child.id)
         ctx.store.update_proposal(proposal.id, status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())
+        self._last_pool = self.pool()
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
-                                   candidate_id=child.id, score=self.pool().means.get(child.id)))
+                                   candidate_id=child.id,
+                                   score=self._last_pool.means.get(child.id)))
         return None
 
     def settle(self, proposal: Proposal, status: ProposalStatus, reason: str | None = None
@@ -527,7 +536,7 @@ class Engine:
             self.ctx.metric_calls() + len(self.ctx.val_ids) <= budget
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
-        pool = self.pool()
+        pool = self._last_pool = self.recent_pool()
         best = pool.best_score
         previous = self.state.best_score
         improved = best is not None and (previous is None or best > previous + 1e-12)
@@ -543,6 +552,14 @@ class Engine:
         """The pool's means, front and best from the effective scores as stored now (corrections
         count at once); the engine knows its validation examples, so two short reads."""
         return pool_scores(self.ctx.store, self.ctx.run, val_ids=self.ctx.val_ids)
+
+    def recent_pool(self) -> PoolScores:
+        """The pool the step just before read, when the engine awaited nothing since (it reads
+        three times in a row between iterations: accepted, iteration settled, next parent);
+        else :meth:`pool`. Taken once: a correction made while the run waits for a model or a
+        person counts at the next read."""
+        pool, self._last_pool = self._last_pool, None
+        return pool if pool is not None else self.pool()
 
     # ------------------------------------------------------------------ progress
 

@@ -16,9 +16,14 @@ concurrency limit holds in total. Work is sent in shards of ``SHARD_ROUNDS`` tim
 examples (a process refills a freed slot from its shard at once); a shard's trials are
 committed as soon as it returns.
 
-Starting a process costs a fresh interpreter's imports (seconds of CPU), so the pool starts with
-the run and the engine judges in its own process until the first worker is ready: a short run
-never waits for processes it does not need.
+Starting a process costs a fresh interpreter's imports (seconds of CPU, and on a 2-core machine
+those seconds are taken from the run), so the processes are shared by the runs of this process:
+one pool per process count, started by the first run that asks for it and reused by the next
+ones (a studio server or a ``studio worker`` runs many). Each run sends its setup (spec, config)
+with its shards; a process builds a run's agent and critic once and keeps the last few runs'.
+The processes stay up until this process exits (each holds ADK, LiteLLM and, once a run used
+it, the embedded model). While a new pool starts, the engine judges in its own process until
+the first worker is ready: a short run never waits for processes it does not need.
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ import multiprocessing
 import os
 import sys
 import threading
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +57,7 @@ from studio.model.records import (
     example_input_text,
     example_state,
 )
+from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.workflows import primary_for
 
 
@@ -97,13 +106,41 @@ def check_processes(config: EvolutionConfig, spec: RunSpec, *, from_objects: boo
                           value=config.processes)
 
 
-SHARD_ROUNDS = 1
-"""Examples per shard, in multiples of a process's concurrency: smaller shards commit trials
-sooner, and larger ones showed no gain on the 2-core machine we measured on."""
+SHARD_ROUNDS = 2
+"""Examples per shard, in multiples of a process's concurrency. A process refills its slots
+only within a shard, so each shard ends with a tail of empty slots: with one round per shard
+(trials committed sooner) the 2-core machine measured 1.83-2.05x the latency bound at
+``processes=2``, concurrency 16, 100 ms; with two, 1.30-1.53x (``bench/bench_engine.py``)."""
+
+
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def shared_pool(processes: int, *, fresh: bool = False) -> ProcessPoolExecutor:
+    """The worker processes the runs of this process share, one pool per process count
+    (``fresh``: replace a pool that broke, e.g. a process was killed)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(processes)
+        if pool is None or fresh:
+            # spawn: a clean interpreter, never a fork of a process holding threads and locks
+            pool = ProcessPoolExecutor(max_workers=processes,
+                                       mp_context=multiprocessing.get_context("spawn"))
+            _POOLS[processes] = pool
+        return pool
+
+
+def shutdown_pools() -> None:
+    """Stop every shared worker process (tests; a process exiting stops them itself)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class ProcessFanOut:
-    """A pool of worker processes for one run, started with the run and closed with it."""
+    """One run's use of the shared worker processes (see the module's docstring)."""
 
     def __init__(self, spec: RunSpec, config: EvolutionConfig, default_model: str,
                  setup: Callable[..., tuple[Any, Critic, Any]]) -> None:
@@ -115,14 +152,17 @@ class ProcessFanOut:
         self.shard_size = per_process * SHARD_ROUNDS
         self._setup = (setup, spec.model_dump(mode="json", by_alias=True),
                        config.model_dump(mode="json"), default_model, per_process)
+        self._key = uuid.uuid4().hex
+        """Names this run's setup in the processes (built once there, kept for a few runs)."""
         self._pool: ProcessPoolExecutor | None = None
         self._warming: list[Future] = []
 
     def start(self) -> None:
-        """Start the processes in the background (each builds its agent and critic)."""
-        pool = self._ensure_pool()
-        with _main_not_rerun():  # the pool spawns its processes on these submits
-            self._warming = [pool.submit(os.getpid) for _ in range(self.processes)]
+        """Have each process build this run's agent and critic in the background (a new pool
+        starts its processes on these submits)."""
+        with _main_not_rerun():
+            self._warming = [self._submit(_prepare, self._key, self._setup)
+                             for _ in range(self.processes)]
 
     @property
     def ready(self) -> bool:
@@ -131,6 +171,10 @@ class ProcessFanOut:
             if future.done():
                 try:
                     future.result()
+                except BrokenProcessPool:  # a process of the shared pool died: a new pool
+                    self._pool = shared_pool(self.processes, fresh=True)
+                    self.start()
+                    return False
                 except Exception as exc:  # the process could not start or build the agent
                     raise StudioError(f"a worker process for processes={self.processes} "
                                       f"could not start: {type(exc).__name__}: {exc}") from exc
@@ -146,22 +190,30 @@ class ProcessFanOut:
     async def run_shard(self, components: dict[str, str],
                         examples: list[dict[str, Any]], input_key: str | None
                         ) -> list[ChainResult]:
+        shard = (_judge_shard, self._key, self._setup, components, examples, input_key)
         with _main_not_rerun():
-            future = self._ensure_pool().submit(_judge_shard, components, examples, input_key)
-        return await asyncio.wrap_future(future)
+            future = self._submit(*shard)
+        try:
+            return await asyncio.wrap_future(future)
+        except BrokenProcessPool:  # a process died: nothing of this shard was committed
+            self._pool = shared_pool(self.processes, fresh=True)
+            with _main_not_rerun():
+                future = self._pool.submit(*shard)
+            return await asyncio.wrap_future(future)
 
-    def _ensure_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            # spawn: a clean interpreter, never a fork of a process holding threads and locks
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_process, initargs=self._setup)
-        return self._pool
+    def _submit(self, fn: Callable, *args: Any) -> Future:
+        """Submit to the shared pool; a pool that broke (a process died) is replaced once."""
+        self._pool = self._pool or shared_pool(self.processes)
+        try:
+            return self._pool.submit(fn, *args)
+        except BrokenProcessPool:
+            self._pool = shared_pool(self.processes, fresh=True)
+            return self._pool.submit(fn, *args)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """The run is over: the processes stay for the next run (pending shards are
+        cancelled by the task group that awaited them)."""
+        self._pool = None
 
 
 _MAIN_LOCK = threading.Lock()
@@ -189,36 +241,59 @@ def _main_not_rerun() -> Iterator[None]:
 
 # --------------------------------------------------------------------------- in the process
 
-_PROCESS: dict[str, Any] = {}
+KEPT_RUNS = 4
+"""Runs whose agent and critic a process keeps built (runs in progress at once, in practice)."""
+_RUNS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_LOOP: list[asyncio.AbstractEventLoop] = []
 
 
-def _init_process(setup: Callable[..., tuple[Any, Critic, Any]], spec: dict[str, Any],
-                  config: dict[str, Any], default_model: str, concurrency: int) -> None:
-    template, critic, executor = setup(RunSpec.model_validate(spec),
+def _run_state(key: str, setup: tuple) -> dict[str, Any]:
+    """This process's agent template, critic and executor for the run named ``key``."""
+    state = _RUNS.get(key)
+    if state is not None:
+        _RUNS.move_to_end(key)
+        return state
+    build, spec, config, default_model, concurrency = setup
+    template, critic, executor = build(RunSpec.model_validate(spec),
                                        EvolutionConfig.model_validate(config), default_model,
                                        concurrency)
-    _PROCESS.update(executor=executor, template=template, critic=critic, agents={},
-                    primary=primary_for(template, spec.get("primary")),
-                    concurrency=concurrency,
-                    loop=asyncio.new_event_loop())  # one loop: clients and limits stay bound
+    state = _RUNS[key] = dict(executor=executor, template=template, critic=critic, agents={},
+                              primary=primary_for(template, spec.get("primary")),
+                              concurrency=concurrency)
+    while len(_RUNS) > KEPT_RUNS:
+        _RUNS.popitem(last=False)
+    return state
 
 
-def _judge_shard(components: dict[str, str], examples: list[dict[str, Any]],
-                 input_key: str | None) -> list[ChainResult]:
-    key = tuple(sorted(components.items()))
-    agents = _PROCESS["agents"]
-    if key not in agents:
-        agents[key] = apply_components(_PROCESS["template"], components)
-    agent = agents[key]
+def _loop() -> asyncio.AbstractEventLoop:
+    """One loop per process for its lifetime: clients and limits stay bound to it."""
+    if not _LOOP:
+        _LOOP.append(StudioEventLoop())
+    return _LOOP[0]
+
+
+def _prepare(key: str, setup: tuple) -> int:
+    _run_state(key, setup)
+    return os.getpid()
+
+
+def _judge_shard(key: str, setup: tuple, components: dict[str, str],
+                 examples: list[dict[str, Any]], input_key: str | None) -> list[ChainResult]:
+    run = _run_state(key, setup)
+    wanted = tuple(sorted(components.items()))
+    agents = run["agents"]
+    if wanted not in agents:
+        agents[wanted] = apply_components(run["template"], components)
+    agent = agents[wanted]
 
     async def judge_all() -> list[ChainResult]:
-        slots = asyncio.Semaphore(_PROCESS["concurrency"])
+        slots = asyncio.Semaphore(run["concurrency"])
 
         async def one(data: dict[str, Any]) -> ChainResult:
             async with slots:
-                return await run_chain(_PROCESS["executor"], agent, _PROCESS["critic"], data,
-                                       input_key, _PROCESS["primary"])
+                return await run_chain(run["executor"], agent, run["critic"], data,
+                                       input_key, run["primary"])
 
         return list(await asyncio.gather(*(one(data) for data in examples)))
 
-    return _PROCESS["loop"].run_until_complete(judge_all())
+    return _loop().run_until_complete(judge_all())

@@ -22,6 +22,7 @@ from studio.engine.build import build_engine
 from studio.engine.loop import Engine
 from studio.model.errors import LeaseLostError, RunStateError
 from studio.model.records import RunRequest, RunStatus
+from studio.runtime import eventloop
 from studio.store import Store, open_store
 
 logger = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ class RunManager:
 
     def _work(self, engine: Engine, handle: RunHandle) -> None:
         try:
-            handle.stop_reason = asyncio.run(self._drive(engine, handle))
+            handle.stop_reason = eventloop.run(self._drive(engine, handle))
         except BaseException as exc:  # surfaced by RunHandle.wait()
             handle.error = exc
         finally:

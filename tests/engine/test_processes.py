@@ -13,7 +13,7 @@ from studio.engine import EvolutionConfig, build_engine, create_run, processes
 from studio.engine.build import process_setup
 from studio.model.errors import ConfigError
 from studio.store import open_store
-from tests.helpers import demo_spec, trainset, writer
+from tests.helpers import demo_spec, trainset, wait_until, writer
 
 
 def evolved(tmp_path, processes: int) -> tuple[list, list, list]:
@@ -34,6 +34,12 @@ def evolved(tmp_path, processes: int) -> tuple[list, list, list]:
         return trials, proposals, decisions
     finally:
         store.close()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_shared_processes():
+    yield
+    processes.shutdown_pools()
 
 
 def test_two_processes_give_the_same_trials_scores_and_decisions_as_one(tmp_path, monkeypatch):
@@ -77,6 +83,7 @@ def test_worker_processes_never_run_the_parent_s_main_script(tmp_path, monkeypat
     touched = tmp_path / "main-ran"
     script = tmp_path / "page.py"
     script.write_text(f"open({str(touched)!r}, 'w').close()\n")
+    processes.shutdown_pools()  # so the processes are spawned here
     page = types.ModuleType("__main__")
     page.__file__ = str(script)
     monkeypatch.setitem(sys.modules, "__main__", page)
@@ -92,3 +99,46 @@ def test_worker_processes_never_run_the_parent_s_main_script(tmp_path, monkeypat
     assert result.error is None and result.output
     assert not touched.exists()
     assert page.__file__ == str(script)  # put back for the parent
+
+
+def pids_of_a_run(tmp_path, name: str) -> set[int]:
+    """The worker processes that judged one seeded processes=2 run."""
+    store = open_store(f"sqlite:///{tmp_path}/{name}.db", cached=False)
+    pids: set[int] = set()
+    try:
+        run_id = create_run(store, spec=demo_spec("scripted/demo"), trainset=trainset(4),
+                            config=EvolutionConfig(max_iterations=1, minibatch_size=2, seed=3,
+                                                   max_concurrency=2, processes=2)).id
+        engine = build_engine(store, run_id)
+        real = engine.ctx.fan_out.run_shard
+
+        async def recording(components, examples, input_key):
+            results = await real(components, examples, input_key)
+            pids.update(engine.ctx.fan_out._pool._processes)
+            return results
+
+        engine.ctx.fan_out.run_shard = recording
+        engine.ctx.fan_out.start()
+        wait_until(lambda: engine.ctx.fan_out.ready, timeout=120)  # judged in the processes
+        assert asyncio.run(engine.run()) == "max_iterations"
+        assert store.count_trials(run_id) > 0
+    finally:
+        store.close()
+    return pids
+
+
+def test_the_next_run_reuses_the_worker_processes(tmp_path):
+    """Starting a process costs seconds of imports: runs share the pool instead."""
+    first = pids_of_a_run(tmp_path, "first")
+    second = pids_of_a_run(tmp_path, "second")
+    assert first and second == first
+
+
+def test_a_killed_worker_process_is_replaced_and_the_run_still_completes(tmp_path):
+    import signal
+
+    first = pids_of_a_run(tmp_path, "before")
+    for pid in first:
+        os.kill(pid, signal.SIGKILL)
+    after = pids_of_a_run(tmp_path, "after")
+    assert after and not after & first

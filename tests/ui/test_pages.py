@@ -236,6 +236,31 @@ def test_run_page_shows_one_page_of_trials_filtered_in_sql(app, studio_db, monke
     assert table.loc[table["id"] == corrected, "score"].iloc[0] == 0.123
 
 
+def test_tabs_watching_one_run_share_one_page_read_per_change(app, studio_db, monkeypatch):
+    """Ten tabs on a run's page cost the store one page read per change of the run, not ten:
+    the page (rows and tables) is shared by every session, keyed by the run's marker."""
+    from components import loaders
+    from tests.store.test_large_runs import seeded_run
+
+    run_id = seeded_run(studio_db)
+    reads: list[tuple] = []
+    real = loaders.trial_page
+    monkeypatch.setattr(loaders, "trial_page",
+                        lambda *args, **kwargs: reads.append(args) or real(*args, **kwargs))
+    tabs = [app("run", run_id=run_id) for _ in range(3)]
+    tables = [tab.dataframe(key="run.table").value["id"].tolist() for tab in tabs]
+    assert tables[0] == tables[1] == tables[2] and tables[0]
+    assert len(reads) == 1
+
+    first = tables[0][0]
+    override(first, score=0.321, author="t", store=studio_db)  # the run's marker changes
+    for tab in tabs:
+        tab.run()
+        table = tab.dataframe(key="run.table").value
+        assert table.loc[table["id"] == first, "score"].iloc[0] == 0.321
+    assert len(reads) == 2
+
+
 def test_run_controls_pause_resume_stop(app, studio_db):
     run = review_run(studio_db)
     at = app("run", run_id=run.id)
