@@ -96,7 +96,10 @@ def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) 
     if agent is None:
         return keys
     if spec.agent_ref and not spec.agents:
-        root = load_agent(spec.agent_ref)  # the running engine imported it already
+        try:
+            root = load_agent(spec.agent_ref)  # a trusted CLI user's code, as the engine's
+        except ConfigError:  # not importable here (it runs on a worker): what the parent reads
+            return keys | instruction_placeholders(parent_text)
         return keys | (state_keys(root).get(agent, set()) if is_workflow(root) else set())
     if spec.workflow is None:
         return keys

@@ -117,16 +117,22 @@ _POOLS: dict[int, ProcessPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def shared_pool(processes: int, *, fresh: bool = False) -> ProcessPoolExecutor:
-    """The worker processes the runs of this process share, one pool per process count
-    (``fresh``: replace a pool that broke, e.g. a process was killed)."""
+def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None
+                ) -> ProcessPoolExecutor:
+    """The worker processes the runs of this process share, one pool per process count.
+
+    ``broken``: the pool a caller saw break (a process was killed). It is replaced only if it
+    is still the shared one: when a process dies every pending future of its pool breaks, and
+    all their callers must land on ONE new pool, not start one each."""
     with _POOLS_LOCK:
         pool = _POOLS.get(processes)
-        if pool is None or fresh:
+        if pool is None or (broken is not None and pool is broken):
             # spawn: a clean interpreter, never a fork of a process holding threads and locks
             pool = ProcessPoolExecutor(max_workers=processes,
                                        mp_context=multiprocessing.get_context("spawn"))
             _POOLS[processes] = pool
+            if broken is not None:
+                broken.shutdown(wait=False, cancel_futures=True)  # its live processes exit
         return pool
 
 
@@ -156,6 +162,7 @@ class ProcessFanOut:
         """Names this run's setup in the processes (built once there, kept for a few runs)."""
         self._pool: ProcessPoolExecutor | None = None
         self._warming: list[Future] = []
+        self._warming_pool: ProcessPoolExecutor | None = None
 
     def start(self) -> None:
         """Have each process build this run's agent and critic in the background (a new pool
@@ -163,6 +170,7 @@ class ProcessFanOut:
         with _main_not_rerun():
             self._warming = [self._submit(_prepare, self._key, self._setup)
                              for _ in range(self.processes)]
+        self._warming_pool = self._pool
 
     @property
     def ready(self) -> bool:
@@ -172,7 +180,7 @@ class ProcessFanOut:
                 try:
                     future.result()
                 except BrokenProcessPool:  # a process of the shared pool died: a new pool
-                    self._pool = shared_pool(self.processes, fresh=True)
+                    self._pool = shared_pool(self.processes, broken=self._warming_pool)
                     self.start()
                     return False
                 except Exception as exc:  # the process could not start or build the agent
@@ -193,10 +201,11 @@ class ProcessFanOut:
         shard = (_judge_shard, self._key, self._setup, components, examples, input_key)
         with _main_not_rerun():
             future = self._submit(*shard)
+        pool = self._pool
         try:
             return await asyncio.wrap_future(future)
         except BrokenProcessPool:  # a process died: nothing of this shard was committed
-            self._pool = shared_pool(self.processes, fresh=True)
+            self._pool = shared_pool(self.processes, broken=pool)
             with _main_not_rerun():
                 future = self._pool.submit(*shard)
             return await asyncio.wrap_future(future)
@@ -207,7 +216,7 @@ class ProcessFanOut:
         try:
             return self._pool.submit(fn, *args)
         except BrokenProcessPool:
-            self._pool = shared_pool(self.processes, fresh=True)
+            self._pool = shared_pool(self.processes, broken=self._pool)
             return self._pool.submit(fn, *args)
 
     def close(self) -> None:

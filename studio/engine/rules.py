@@ -11,9 +11,11 @@ The instruction it writes is the parent's own text, then two blocks it owns and 
 time (``RULES_HEADING``, ``EXAMPLES_HEADING``): rules accumulate up to ``MAX_RULES``, examples
 rotate up to ``MAX_EXAMPLES``. Deterministic: the same trials give the same text.
 
-Untrusted text: only a check's label and training examples' input/expected enter the
-instruction, each clipped to one line, with braces turned into parentheses so nothing becomes an
-ADK ``{placeholder}``; model output and critic feedback only reach the reasoning.
+Untrusted text: a check's label, training examples' input/expected and a reviewer's corrected
+feedback (quoted, as the reviewer's words) enter the instruction, each clipped to one line, with
+braces turned into parentheses so nothing becomes an ADK ``{placeholder}``; model output and the
+critic's own feedback only reach the reasoning. Like a person's edit at the gate, the proposal
+is shown in full before review mode accepts it.
 """
 
 from __future__ import annotations
@@ -190,7 +192,7 @@ def reviewer_rules(trials: Iterable[Trial]) -> list[tuple[str, str]]:
                 or score >= PASSED:
             continue
         words = one_line(override.feedback, EXAMPLE_CHARS)
-        rules.append((f"A reviewer asks: {words}",
+        rules.append((f'A reviewer asked (their words, quoted): "{words}"',
                       f"a reviewer corrected a reply to example #{trial.example_index}"))
     return rules
 

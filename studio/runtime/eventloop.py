@@ -26,12 +26,13 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 INLINE_PROVIDERS = frozenset({
-    "scripted", "local", "openai", "azure", "anthropic", "gemini", "openrouter", "groq",
+    "scripted", "local", "openai", "anthropic", "gemini", "openrouter", "groq",
     "mistral", "deepseek", "xai", "together_ai", "fireworks_ai", "ollama_chat", "hosted_vllm",
 })
 """Providers whose ``completion(acompletion=True)`` only builds the request coroutine (custom
 providers, and LiteLLM's async HTTP handlers): its setup is safe to run on the loop. Vertex AI
-is not listed: its credentials may refresh synchronously there."""
+and Azure are not listed: their credentials (service account refresh, Azure AD / OIDC token)
+may be fetched synchronously there, which on the loop would stall every chain."""
 
 _providers: dict[str, bool] = {}
 

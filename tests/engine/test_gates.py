@@ -78,3 +78,29 @@ def test_a_gate_edit_of_a_workflow_loaded_by_reference_may_read_earlier_agents_s
     with pytest.raises(ProposalError, match=r"\{draft\}"):  # the writer writes it, later
         decide(refused.id, "edit", edited_text="Outline the topic and its {draft}.",
                author="ana", store=store)
+
+
+def test_a_gate_edit_where_the_referenced_workflow_cannot_be_imported_reads_the_parents_keys(
+        store, monkeypatch):
+    """The run executes on a worker that can import the module; the studio's server cannot.
+    The edit is still checked (against what the parent's text reads), never lost to an error."""
+    from studio.engine import gates
+    from studio.model.errors import ConfigError
+
+    proposal = pending_edit_of(store, "polisher.instruction")
+    spec = store.get_run(proposal.run_id).spec
+    assert spec.agent_ref and not spec.agents  # the branch that imports the module
+
+    def unavailable(reference):
+        raise ConfigError(f"cannot import module for {reference}", where="agent.ref")
+
+    monkeypatch.setattr(gates, "load_agent", unavailable)
+    parent_reads = PIPELINE_INSTRUCTIONS["polisher"]
+    assert "{draft}" in parent_reads
+    decision = decide(proposal.id, "edit", edited_text="Polish it well. Draft:\n{draft}",
+                      author="ana", store=store)
+    assert decision.edited_text.endswith("{draft}")
+    refused = pending_edit_of(store, "polisher.instruction")
+    with pytest.raises(ProposalError, match=r"\{mood\}"):
+        decide(refused.id, "edit", edited_text="Polish it in a {mood} way.", author="ana",
+               store=store)

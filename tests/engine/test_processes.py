@@ -142,3 +142,46 @@ def test_a_killed_worker_process_is_replaced_and_the_run_still_completes(tmp_pat
         os.kill(pid, signal.SIGKILL)
     after = pids_of_a_run(tmp_path, "after")
     assert after and not after & first
+
+
+def test_every_caller_that_saw_a_pool_break_lands_on_one_new_pool():
+    """When a process dies, every pending future of its pool breaks at once; each of their
+    callers asks for a new pool, and all must get the same one (not start a pool each)."""
+    import signal
+    from concurrent.futures.process import BrokenProcessPool
+
+    processes.shutdown_pools()
+    pool = processes.shared_pool(3)
+    with processes._main_not_rerun():  # spawn would re-run pytest's __main__ otherwise
+        pids = {pool.submit(os.getpid).result(timeout=60) for _ in range(6)}
+        pending = [pool.submit(wait_seconds, 30) for _ in range(3)]
+    os.kill(next(iter(pids)), signal.SIGKILL)
+    for future in pending:
+        with pytest.raises(BrokenProcessPool):
+            future.result(timeout=60)
+    replacements = {id(processes.shared_pool(3, broken=pool)) for _ in pending}
+    assert len(replacements) == 1
+    current = processes.shared_pool(3)
+    assert id(current) in replacements and current is not pool
+    assert processes.shared_pool(3, broken=current) is not current  # a new break: replaced
+    wait_until(lambda: not any(pid_alive(pid) for pid in pids), timeout=30)
+    processes.shutdown_pools()
+
+
+def wait_seconds(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is not alive
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False

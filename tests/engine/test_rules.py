@@ -86,7 +86,7 @@ def test_a_single_evaluator_critic_and_a_reviewer_correction_give_rules_too():
     proposal = propose_rules("Answer.", [corrected], EXAMPLES)
     _, rules, _ = split_instruction(proposal.text)
     assert rules == ["Reply with exactly the correct answer and nothing else (exact_match).",
-                     "A reviewer asks: Never end with a full stop."]
+                     'A reviewer asked (their words, quoted): "Never end with a full stop."']
 
 
 def test_few_shot_pairs_come_from_training_examples_only():

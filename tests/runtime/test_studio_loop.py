@@ -89,7 +89,8 @@ def test_a_setup_that_raises_fails_where_litellm_awaits_it(monkeypatch):
 
 @pytest.mark.parametrize(("model", "inline"), [
     ("scripted/demo", True), ("openai/gpt-4o-mini", True), ("local/smollm2", True),
-    ("vertex_ai/gemini-2.0-flash", False), ("not-a-provider/x", False)])
+    ("vertex_ai/gemini-2.0-flash", False), ("azure/my-deployment", False),
+    ("not-a-provider/x", False)])
 def test_only_providers_that_build_a_coroutine_run_their_setup_in_place(model, inline):
     register_providers()
     setup = functools.partial(contextvars.copy_context().run,
