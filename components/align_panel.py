@@ -21,6 +21,7 @@ from studio.model.errors import StudioError
 from studio.model.records import Run, RunStatus
 from studio.projects import background
 from studio.projects.aligning import (
+    ALIGN_RUN_SCAN,
     measure_key,
     rescore_key,
     start_align,
@@ -51,7 +52,11 @@ def show(run_id: str) -> None:
     (st.success if status.ready else st.info)(status.message)
     if status.ready and run.spec.resumable:
         form(run_id, alignable_parts(run.spec.critic.evaluator))
-    for align_run in loaders.align_runs(run_id):
+    found = loaders.align_runs(run_id)
+    if getattr(found, "truncated", False):
+        st.caption("Only the align runs among this project's newest "
+                   f"{ALIGN_RUN_SCAN:,} runs are listed; older ones are not shown.")
+    for align_run in found:
         with st.expander(f"Align run {align_run.id} · {align_run.status.value}",
                          expanded=True):
             result(align_run)
@@ -165,9 +170,10 @@ def measuring(align_run_id: str) -> None:
     (started on first sight); a failure is shown with a button to try again."""
     key = measure_key(align_run_id)
     job = background.job(key)
-    if job is not None and job.finished and job.error:
+    if job is not None and job.finished and (job.error or job.result is None):
         st.error(escape_markdown(f"Running the judge on the held-out labels failed: "
-                                 f"{job.error}"), icon=":material/error:")
+                                 f"{job.error or 'it ended without a result'}"),
+                 icon=":material/error:")
         if st.button("Try again", key=f"{FORM}.measure.{align_run_id}",
                      icon=":material/replay:"):
             start_measure(loaders.store(), align_run_id)
@@ -225,22 +231,31 @@ def rescore_status(run_id: str) -> None:
     if job.running:
         progress(key)
         return
-    if job.error:
-        st.error(escape_markdown(f"Re-scoring run {run_id} failed: {job.error}"),
+    if job.error or job.result is None:
+        st.error(escape_markdown(f"Re-scoring run {run_id} failed: "
+                                 f"{job.error or 'it ended without a result'}"),
                  icon=":material/error:")
         return
-    background.forget(key)
-    loaders.rescore_passes.clear()
+    _refresh_once(job)
     scoring = job.result
     st.success(f"Scoring pass {scoring.id}: {len(scoring.scores)} trials of run {run_id} "
                "scored again; their old scores are kept.", icon=":material/check_circle:")
 
 
+def _refresh_once(job: Any) -> None:
+    """The finished pass is kept (every session sees its outcome until a new pass starts);
+    each session re-reads the stored passes once when it first sees it finished."""
+    seen = f"{FORM}.seen.{job.key}"
+    if st.session_state.get(seen) != id(job):
+        st.session_state[seen] = id(job)
+        loaders.rescore_passes.clear()
+
+
 def chosen_project(project: Any) -> str:
     """The copy becomes the current project, so the Run page starts its next run."""
     session.set_current_project(project.id)
-    return (f"Project {project.name!r} judges with the aligned critic and is now the current "
-            "project: start its next run on the Run page.")
+    return (f"Project {escape_markdown(repr(project.name))} judges with the aligned critic "
+            "and is now the current project: start its next run on the Run page.")
 
 
 def act(action: Any, message: Any) -> None:
@@ -259,7 +274,15 @@ def rescore_table(run_id: str) -> None:
     """Each scoring pass beside the original scores, against the same corrections."""
     for scoring in loaders.rescore_passes(run_id):
         st.caption(f"Scoring pass {scoring.id} with the critic aligned by run "
-                   f"{scoring.align_run_id}: agreement with your corrections")
+                   f"{scoring.align_run_id}: agreement with your corrections, on "
+                   f"{scoring.scope}")
         st.dataframe(agreement_frame(scoring.before, scoring.after,
                                      ("original scores", f"pass {scoring.id}")),
                      hide_index=True, width="stretch", key=f"{FORM}.pass.{scoring.id}")
+        if scoring.in_sample_before is not None and scoring.in_sample_after is not None:
+            st.caption(f"In-sample reference: every corrected trial, including the labels "
+                       f"pass {scoring.id}'s critic was trained on (overstates it)")
+            st.dataframe(agreement_frame(scoring.in_sample_before, scoring.in_sample_after,
+                                         ("original scores", f"pass {scoring.id}")),
+                         hide_index=True, width="stretch",
+                         key=f"{FORM}.pass.{scoring.id}.in_sample")

@@ -355,7 +355,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         print(json.dumps(scoring.model_dump(mode="json"), indent=2))
         return 0
     print(f"scoring pass {scoring.id}: {len(scoring.scores)} trials of run {args.run_id} "
-          f"scored again (their old scores are kept)")
+          f"scored again (their old scores are kept); agreement on {scoring.scope}:")
     for row in agreement_rows(scoring.before, scoring.after, ("original", "aligned")):
         print(f"{row['statistic']:<22} {row['original']:>8} {row['aligned']:>8}")
     return 0

@@ -58,6 +58,9 @@ class AgreementReport(BaseModel):
     """Pairs compared (both scores present)."""
     skipped: int = 0
     """Pairs left out because a score was None."""
+    unusable: int = 0
+    """Pairs whose judge reply had no usable score, counted in ``count`` as the worst error
+    (set by callers that compare two judges on the same labels, never by :func:`agreement`)."""
     mae: float | None = None
     """Mean absolute error of the judge against the human."""
     pearson: float | None = None

@@ -57,6 +57,13 @@ def read_label(text: Any) -> dict[str, Any]:
     return label
 
 
+def worst_score(human: float) -> float:
+    """The critic score farthest from the person's: what an unusable reply counts as when two
+    critics are compared on the same labels (it agrees not at all, as :class:`CriticAgreement`
+    scores it 0 while training), so failing to reply never looks like agreeing."""
+    return 0.0 if human >= 0.5 else 1.0
+
+
 def reply_score(output: str) -> float | None:
     """The critic's score in its reply; None when the reply is not a critic reply."""
     try:

@@ -761,6 +761,9 @@ class AlignOrigin(BaseModel):
     """The labels kept out of the loop (the align run's test set)."""
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     """Pass threshold of the pass/fail statistics (Cohen's kappa, confusion)."""
+    default_model: str = ""
+    """The model the source run's critic defaulted to, as its engine resolved it (a referenced
+    agent's own model); "" in align runs stored before it was kept: resolved again."""
 
 
 class RunSpec(BaseModel):

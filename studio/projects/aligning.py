@@ -24,9 +24,18 @@ from studio.critics.agent import SimpleCriticOutput, format_critic_input
 from studio.critics.agreement import AgreementReport, agreement
 from studio.critics.alignable import JudgeText, judge_text, with_judge_text
 from studio.critics.alignment import KEY as AGREEMENT_KEY
-from studio.critics.alignment import label_text, read_label, reply_score
+from studio.critics.alignment import label_text, read_label, reply_score, worst_score
 from studio.critics.protocol import Sample
-from studio.engine.build import create_run, critic_agent_spec, critic_for_run, spec_model
+from studio.engine.build import (
+    complete_spec,
+    create_run,
+    critic_agent_spec,
+    critic_for_run,
+    default_model_for,
+    spec_agent,
+    spec_model,
+    workflow_context,
+)
 from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.model.config import EvolutionConfig
@@ -59,6 +68,12 @@ HELD_OUT_KIND = "align_heldout"
 """An eval run holding the real critic's held-out agreement, original vs aligned text."""
 ALIGN_CONFIG = EvolutionConfig(max_iterations=5)
 """An align run's settings unless given: a few reflections on a small label set."""
+HELD_OUT_SCOPE = "the align run's held-out labels"
+ALL_SCOPE = "every corrected trial (none was a training label of the align run)"
+IN_SAMPLE_SCOPE = "every corrected trial, training labels included (in-sample)"
+ALIGN_RUN_SCAN = 5_000
+"""How many of the project's newest runs :func:`align_runs` looks through (it says when the
+project has more)."""
 
 
 @dataclass(frozen=True)
@@ -127,10 +142,28 @@ class AlignReport(BaseModel):
 
     @property
     def improved(self) -> bool | None:
-        if self.before is None or self.after is None or None in (self.before.mae,
-                                                                  self.after.mae):
+        """None unless both critics were measured on the same labels (never on fewer: an
+        unusable reply counts as the worst error, :func:`counted_agreement`)."""
+        if not comparable(self.before, self.after):
             return None
         return self.after.mae < self.before.mae
+
+
+def comparable(before: AgreementReport | None, after: AgreementReport | None) -> bool:
+    """Both measured, with an error, on as many labels, none skipped."""
+    return (before is not None and after is not None and None not in (before.mae, after.mae)
+            and before.count == after.count and before.skipped == after.skipped == 0)
+
+
+def counted_agreement(pairs: list[tuple[float | None, float]], threshold: float
+                      ) -> AgreementReport:
+    """Agreement where a critic reply without a usable score counts as the worst error
+    (:func:`~studio.critics.alignment.worst_score`), not as a label left out: two critics are
+    then compared on the same labels, and failing to reply never improves the numbers."""
+    unusable = sum(1 for critic, _ in pairs if critic is None)
+    counted = [(worst_score(human) if critic is None else critic, human)
+               for critic, human in pairs]
+    return agreement(counted, threshold).model_copy(update={"unusable": unusable})
 
 
 class RescorePass(BaseModel):
@@ -143,9 +176,17 @@ class RescorePass(BaseModel):
     scores: dict[int, float | None] = Field(default_factory=dict)
     """Trial id -> the aligned critic's score (None: could not evaluate)."""
     before: AgreementReport
-    """The original critic against the people, on the corrected trials."""
+    """The original critic against the people, on the corrections in :attr:`scope`."""
     after: AgreementReport
-    """The aligned critic against the people, on the same trials."""
+    """The aligned critic against the people, on the same corrections."""
+    scope: str = HELD_OUT_SCOPE
+    """Which corrections before/after cover (:data:`HELD_OUT_SCOPE`, :data:`ALL_SCOPE`, or
+    :data:`IN_SAMPLE_SCOPE` for passes stored before held-out was kept apart)."""
+    in_sample_before: AgreementReport | None = None
+    """On every corrected trial, the aligned critic's training labels included (it has seen
+    those: an overstated reference); None when :attr:`scope` already covers them all."""
+    in_sample_after: AgreementReport | None = None
+
 
 
 # --------------------------------------------------------------------------- labels
@@ -174,14 +215,32 @@ def label_status(store: Store, run_id: str) -> LabelStatus:
 
 def split_labels(labels: list[Label], held_out: float, seed: int
                  ) -> tuple[list[Label], list[Label]]:
-    """``(train, held_out)``: a seeded shuffle, at least one label on each side."""
+    """``(train, held_out)``: a seeded shuffle of the labels grouped by critic input, at least
+    one group on each side. Labels with the same input make the same example, so a group goes
+    wholly to one side: else the held-out set would test what the loop trained on.
+
+    Raises:
+        ConfigError: ``held_out`` is not a fraction, or every label has the same input.
+    """
     if not 0.0 < held_out < 1.0:
         raise ConfigError("held_out must be a fraction between 0 and 1 (e.g. 0.3)",
                           where="held_out", value=held_out)
-    shuffled = list(labels)
-    random.Random(seed).shuffle(shuffled)
-    n_test = min(len(shuffled) - 1, max(1, round(len(shuffled) * held_out)))
-    return shuffled[n_test:], shuffled[:n_test]
+    groups: dict[str, list[Label]] = {}
+    for label in labels:
+        groups.setdefault(label.critic_input, []).append(label)
+    if len(groups) < 2:
+        raise ConfigError(f"the {len(labels)} corrected trials all show the critic the same "
+                          "input: none can be held out to test on", where="labels",
+                          value=len(labels))
+    order = list(groups.values())
+    random.Random(seed).shuffle(order)
+    wanted = max(1, round(len(labels) * held_out))
+    taken, held = 0, 0
+    while taken < len(order) - 1 and held < wanted:
+        held += len(order[taken])
+        taken += 1
+    return ([x for group in order[taken:] for x in group],
+            [x for group in order[:taken] for x in group])
 
 
 # --------------------------------------------------------------------------- what is evolved
@@ -218,6 +277,24 @@ def alignable(critic: CriticSpec, default_model: str, part: str | None = None
     return agent, found
 
 
+def run_default_model(spec: RunSpec) -> str:
+    """The model a run's critic defaults to, resolved as its engine resolves it
+    (:func:`~studio.engine.build.default_model_for`): an agent loaded by reference has no
+    agent spec, and its own model, not :func:`spec_model`'s fallback, is the run's default."""
+    if not spec.agent_ref or spec.agents or spec.agent is not None:
+        return spec_model(spec)
+    agent = spec_agent(spec)
+    completed = complete_spec(spec, agent)
+    primary = workflow_context(agent, completed.primary).get("primary")
+    return default_model_for(agent, completed, primary)
+
+
+def origin_default_model(store: Store, origin: AlignOrigin) -> str:
+    """The source run's critic default as the align run recorded it (resolved again for align
+    runs stored before it was kept)."""
+    return origin.default_model or run_default_model(store.get_run(origin.run_id).spec)
+
+
 def with_text(critic: CriticSpec, target: str, text: str, part: int | None = None
               ) -> CriticSpec:
     """``critic`` with its instruction (or judge text, of part ``part``) replaced by ``text``."""
@@ -249,12 +326,14 @@ def create_align_run(store: Store, run_id: str, *, held_out: float = DEFAULT_HEL
     if not status.ready:
         raise NotEnoughLabels(status)
     config = config or ALIGN_CONFIG
-    agent, found = alignable(source.spec.critic, spec_model(source.spec), part)
+    default_model = run_default_model(source.spec)
+    agent, found = alignable(source.spec.critic, default_model, part)
     train, test = split_labels(collect_labels(store, run_id), held_out, config.seed)
     origin = AlignOrigin(run_id=run_id, critic=source.spec.critic, target=found.kind,
                          part=found.part, part_name=found.part_name,
                          label_trial_ids=[x.trial_id for x in train + test],
-                         held_out_trial_ids=[x.trial_id for x in test], threshold=threshold)
+                         held_out_trial_ids=[x.trial_id for x in test], threshold=threshold,
+                         default_model=default_model)
     spec = RunSpec(agent=agent, components=["instruction"], input_key="input", aligns=origin,
                    critic=CriticSpec(type="evaluator", name="agreement with people",
                                      evaluator={"evaluator": AGREEMENT_KEY,
@@ -314,10 +393,22 @@ def align_origin(store: Store, align_run_id: str) -> AlignOrigin:
     return origin
 
 
-def align_runs(store: Store, run_id: str, limit: int = 500) -> list[Run]:
-    """The align runs of ``run_id``'s critic, newest first."""
-    return [r for r in store.list_runs(limit=limit)
-            if r.spec.aligns is not None and r.spec.aligns.run_id == run_id]
+class FoundRuns(list):  # type: ignore[type-arg]
+    """Runs found by scanning a bounded number of runs; ``truncated``: there were more."""
+
+    truncated: bool = False
+
+
+def align_runs(store: Store, run_id: str, limit: int = ALIGN_RUN_SCAN) -> FoundRuns:
+    """The align runs of ``run_id``'s critic, newest first. An align run belongs to its source
+    run's project, so only that project's newest ``limit`` runs are looked through;
+    ``truncated`` says the project has more (older align runs may be missing)."""
+    scanned = store.list_runs(limit=limit + 1,
+                              project_id=store.get_run(run_id).project_id)
+    found = FoundRuns(r for r in scanned[:limit]
+                      if r.spec.aligns is not None and r.spec.aligns.run_id == run_id)
+    found.truncated = len(scanned) > limit
+    return found
 
 
 # --------------------------------------------------------------------------- the result
@@ -353,8 +444,8 @@ def align_report(store: Store, align_run_id: str) -> AlignReport:
     return report.model_copy(update={
         "measured_by": "the align run's test set: the critic agent itself, candidate #0 "
                        "against the best, on the held-out labels",
-        "before": agreement(pairs[baseline.id], origin.threshold),
-        "after": agreement(pairs[best.id], origin.threshold)})
+        "before": counted_agreement(pairs[baseline.id], origin.threshold),
+        "after": counted_agreement(pairs[best.id], origin.threshold)})
 
 
 def measures_real_critic(origin: AlignOrigin) -> bool:
@@ -415,13 +506,15 @@ def measure_held_out(store: Store, align_run_id: str, *, progress: Job | None = 
     if progress is not None:
         progress.total = 2 * len(samples)
     step = progress.step if progress is not None else None
-    before = _score_samples(source, origin.critic, samples, concurrency, step)
-    after = _score_samples(source, aligned_critic(store, align_run_id), samples, concurrency, step)
+    default_model = origin_default_model(store, origin)
+    before = _score_samples(source, origin.critic, samples, concurrency, step, default_model)
+    after = _score_samples(source, aligned_critic(store, align_run_id), samples, concurrency,
+                           step, default_model)
     summary = {"best_candidate_id": view.best_id, "target": origin.target,
-               "before": agreement(list(zip([s for s, _ in before], humans, strict=True)),
-                                   origin.threshold).model_dump(mode="json"),
-               "after": agreement(list(zip([s for s, _ in after], humans, strict=True)),
-                                  origin.threshold).model_dump(mode="json")}
+               "before": counted_agreement(list(zip([s for s, _ in before], humans, strict=True)),
+                                           origin.threshold).model_dump(mode="json"),
+               "after": counted_agreement(list(zip([s for s, _ in after], humans, strict=True)),
+                                          origin.threshold).model_dump(mode="json")}
     cases = [{"trial_id": t.id, "human": h, "before": b[0], "after": a[0],
               "feedback_before": clip(b[1], 1_000), "feedback_after": clip(a[1], 1_000)}
              for t, h, b, a in zip(trials, humans, before, after, strict=True)]
@@ -448,9 +541,15 @@ def measure_key(align_run_id: str) -> str:
     return f"align-measure:{align_run_id}"
 
 
-def measure_count(store: Store, align_run_id: str) -> int:
-    """How many held-out measurements are stored (a cache version for the page)."""
-    return len(store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=100))
+def measure_marker(store: Store, align_run_id: str) -> int | None:
+    """The id of the newest held-out measurement (None: none yet): a cache version for the
+    page that changes with every new measurement, however many are stored."""
+    newest = store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=1)
+    return newest[0].id if newest else None
+
+
+measure_count = measure_marker
+"""The name the page's loaders import (a marker, not a count, despite the name)."""
 
 
 def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
@@ -470,11 +569,7 @@ def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
 def aligned_critic(store: Store, align_run_id: str) -> CriticSpec:
     """The source critic with the best candidate's text (in the aligned part, if weighted)."""
     origin = align_origin(store, align_run_id)
-    view = load_view(store, align_run_id)
-    if view.best_id is None:
-        raise RunStateError(f"align run {align_run_id} has no scored candidate yet")
-    text = view.candidate(view.best_id).components["instruction"]
-    return with_text(origin.critic, origin.target, text, origin.part)
+    return with_text(origin.critic, origin.target, aligned_text(store, align_run_id), origin.part)
 
 
 # --------------------------------------------------------------------------- using it
@@ -484,9 +579,14 @@ def use_for_next_run(store: Store, align_run_id: str) -> Project:
     """A copy of the source run's project, named ``<project> (aligned critic)``, whose critic
     is the aligned one: its next run judges with it. The original project is left as it was.
 
+    Only the aligned text changes, in the project's critic as it is now: later edits to the
+    project (other parts, weights, models) are kept.
+
     Raises:
         RunStateError: the source run has no stored project (started from code or a file:
             use :func:`aligned_critic` there).
+        ConfigError: the project's critic no longer has the text that was aligned (where:
+            ``critic.evaluator`` or ``critic.type``).
     """
     from studio.projects.workspace import unique_name
 
@@ -497,13 +597,45 @@ def use_for_next_run(store: Store, align_run_id: str) -> Project:
                             f"aligned critic with studio.aligned_critic({align_run_id!r})")
     record = store.get_project(source.project_id)
     project = parse_project(record.yaml, source=f"project {record.name!r}")
-    critic = aligned_critic(store, align_run_id)
-    if origin.target == "instruction":
-        section = project.critic.model_copy(update={"instruction": critic.agent.instruction})
-    else:
-        section = project.critic.model_copy(update={"evaluator": critic.evaluator})
+    section = _with_aligned_text(project.critic, origin, aligned_text(store, align_run_id),
+                                 record.name)
     name = unique_name(store, f"{record.name} (aligned critic)")
     return store.save_project(name, dump_project(project.model_copy(update={"critic": section})))
+
+
+def aligned_text(store: Store, align_run_id: str) -> str:
+    """The best candidate's text: the aligned instruction, criteria, prompt or rubric."""
+    view = load_view(store, align_run_id)
+    if view.best_id is None:
+        raise RunStateError(f"align run {align_run_id} has no scored candidate yet")
+    return view.candidate(view.best_id).components["instruction"]
+
+
+def _with_aligned_text(section: Any, origin: AlignOrigin, text: str, project: str) -> Any:
+    """The project's current critic section with ``text`` put where it was aligned."""
+    wanted = "agent" if origin.target == "instruction" else "evaluator"
+    if section.type != wanted:
+        raise ConfigError(f"project {project!r}'s critic is now a critic {section.type}, not "
+                          f"the critic {wanted} that was aligned", where="critic.type",
+                          value=section.type)
+    if origin.target == "instruction":
+        return section.model_copy(update={"instruction": text})
+    try:
+        found = judge_text(section.evaluator, origin.part_name if origin.part is not None
+                           else None)
+    except ConfigError as exc:
+        found, why = None, exc.message
+    else:
+        why = f"its text to align is now {found.kind!r}"
+    if found is None or found.kind != origin.target or (found.part is None) != (
+            origin.part is None):
+        aligned = f"the {origin.target}" + (f" of part {origin.part_name!r}"
+                                            if origin.part is not None else "")
+        raise ConfigError(f"project {project!r}'s critic no longer has {aligned} that was "
+                          f"aligned ({why}); align its current critic again",
+                          where="critic.evaluator", value=origin.part_name or origin.target)
+    evaluator = with_judge_text(section.evaluator, found.kind, text, found.part)
+    return section.model_copy(update={"evaluator": evaluator})
 
 
 def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: int = 4,
@@ -515,26 +647,29 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
         ConfigError: the run has more than :data:`MAX_RESCORE_TRIALS` trials.
     """
     critic_spec = aligned_critic(store, align_run_id)
+    origin = align_origin(store, align_run_id)
     trials = store.trials(run_id)
     if len(trials) > MAX_RESCORE_TRIALS:
         raise ConfigError(f"run {run_id} has {len(trials):,} trials; a scoring pass judges at "
                           f"most {MAX_RESCORE_TRIALS:,}", where="rescore", value=len(trials))
     if progress is not None:
         progress.total = len(trials)
-    results = _score_samples(store.get_run(run_id), critic_spec,
-                             [_sample(store, trial) for trial in trials], concurrency,
-                             progress.step if progress is not None else None)
+    run = store.get_run(run_id)
+    default_model = (origin_default_model(store, origin) if run_id == origin.run_id
+                     else run_default_model(run.spec))
+    results = _score_samples(run, critic_spec, [_sample(store, trial) for trial in trials],
+                             concurrency, progress.step if progress is not None else None,
+                             default_model)
     cases = [{"trial_id": trial.id, "score": score, "feedback": clip(feedback, 2_000)}
              for trial, (score, feedback) in zip(trials, results, strict=True)]
     scores = {case["trial_id"]: case["score"] for case in cases}
-    threshold = align_origin(store, align_run_id).threshold
-    before, after = _pass_agreement(store, run_id, scores, threshold)
+    measured = _pass_agreement(store, run_id, scores, origin)
     summary = {"run_id": run_id, "align_run_id": align_run_id, "critic": critic_spec.name,
-               "trials": len(cases), "before": before.model_dump(mode="json"),
-               "after": after.model_dump(mode="json")}
+               "trials": len(cases), **{k: v.model_dump(mode="json") if isinstance(
+                   v, AgreementReport) else v for k, v in measured.items()}}
     pass_id = store.add_eval_run(f"{RESCORE_KIND}:{run_id}", RESCORE_KIND, summary, cases)
     return RescorePass(id=pass_id, run_id=run_id, align_run_id=align_run_id,
-                       critic=critic_spec.name, scores=scores, before=before, after=after)
+                       critic=critic_spec.name, scores=scores, **measured)
 
 
 def start_rescore(store: Store, run_id: str, align_run_id: str) -> Job:
@@ -548,12 +683,14 @@ def rescore_key(run_id: str) -> str:
 
 
 def _score_samples(run: Run, spec: CriticSpec, samples: list[Sample], concurrency: int,
-                   on_step: Callable[[], None] | None) -> list[tuple[float | None, str]]:
-    """``spec`` built as the run builds its critic, run on each sample."""
+                   on_step: Callable[[], None] | None, default_model: str
+                   ) -> list[tuple[float | None, str]]:
+    """``spec`` built as the run builds its critic (``default_model``: the run's default,
+    :func:`run_default_model`), run on each sample."""
     executor = AgentExecutor(max_concurrency=concurrency,
                              timeout_s=run.config.call_timeout_seconds,
                              max_retries=run.config.max_retries, app_name=f"rescore_{run.id}")
-    critic = critic_for_run(spec, executor, spec_model(run.spec))
+    critic = critic_for_run(spec, executor, default_model)
     return asyncio.run(_assess_all(critic, samples, concurrency, on_step))
 
 
@@ -562,9 +699,16 @@ def rescore_passes(store: Store, run_id: str) -> list[RescorePass]:
     return [RescorePass(id=e.id, run_id=run_id, align_run_id=e.summary["align_run_id"],
                         critic=e.summary.get("critic", ""),
                         scores={int(c["trial_id"]): c["score"] for c in e.cases},
-                        before=AgreementReport.model_validate(e.summary["before"]),
-                        after=AgreementReport.model_validate(e.summary["after"]))
+                        **_stored_pass_agreement(e.summary))
             for e in store.list_eval_runs(name=f"{RESCORE_KIND}:{run_id}")]
+
+
+def _stored_pass_agreement(summary: dict[str, Any]) -> dict[str, Any]:
+    """A stored pass's agreement; a pass stored without ``scope`` was measured in-sample."""
+    reports = {key: AgreementReport.model_validate(summary[key])
+               for key in ("before", "after", "in_sample_before", "in_sample_after")
+               if summary.get(key) is not None}
+    return {**reports, "scope": summary.get("scope", IN_SAMPLE_SCOPE)}
 
 
 def _sample(store: Store, trial: Any) -> Sample:
@@ -593,9 +737,23 @@ async def _assess_all(critic: Any, samples: list[Sample], concurrency: int,
 
 
 def _pass_agreement(store: Store, run_id: str, scores: dict[int, float | None],
-                    threshold: float) -> tuple[AgreementReport, AgreementReport]:
-    """Old critic vs people and new critic vs people, on the same corrected trials."""
+                    origin: AlignOrigin) -> dict[str, Any]:
+    """Old critic vs people and new critic vs people, on the same corrected trials: those the
+    aligned critic never trained on (the held-out labels, for the run it was aligned on), and
+    every corrected trial as an in-sample reference (overstated: it learnt from most)."""
     pairs = [p for p in store.override_pairs(run_id) if p.human_score is not None]
-    before = agreement([(p.judge_score, p.human_score) for p in pairs], threshold)
-    after = agreement([(scores.get(p.trial_id), p.human_score) for p in pairs], threshold)
-    return before, after
+
+    def measured(chosen: list[Any]) -> tuple[AgreementReport, AgreementReport]:
+        return (counted_agreement([(p.judge_score, p.human_score) for p in chosen],
+                                  origin.threshold),
+                counted_agreement([(scores.get(p.trial_id), p.human_score) for p in chosen],
+                                  origin.threshold))
+
+    if run_id != origin.run_id:
+        before, after = measured(pairs)
+        return {"scope": ALL_SCOPE, "before": before, "after": after}
+    held = set(origin.held_out_trial_ids)
+    before, after = measured([p for p in pairs if p.trial_id in held])
+    in_before, in_after = measured(pairs)
+    return {"scope": HELD_OUT_SCOPE, "before": before, "after": after,
+            "in_sample_before": in_before, "in_sample_after": in_after}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.model.errors import StudioError
+from studio.model.redaction import redact
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +75,17 @@ def forget(key: str) -> None:
 def _run(job_: Job, work: Callable[[Job], Any]) -> None:
     try:
         job_.result = work(job_)
-    except Exception as exc:  # shown on the page that started it, never lost
-        logger.exception("background job %s failed", job_.key)
-        job_.error = str(exc) if isinstance(exc, StudioError) else (
-            f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:  # shown on the page that started it, never lost
+        job_.error = failure_text(exc)
+        logger.error("background job %s failed: %s", job_.key, job_.error)
+        if not isinstance(exc, Exception):
+            raise  # SystemExit, KeyboardInterrupt: recorded, then let them stop the thread
     finally:
         job_.finished = True
+
+
+def failure_text(exc: BaseException) -> str:
+    """What the page shows and the log keeps: the message, redacted (an exception's text can
+    quote a key or a URL with a password); no traceback, which can quote the same."""
+    text = str(exc) if isinstance(exc, StudioError) else f"{type(exc).__name__}: {exc}"
+    return redact(text)

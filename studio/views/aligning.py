@@ -10,10 +10,12 @@ import pandas as pd
 from studio.views.diffing import diff_stats
 from studio.views.tables import format_score
 
-METRICS = (("Labels compared", "count"), ("Mean absolute error", "mae"),
+METRICS = (("Labels compared", "count"), ("Unusable replies (worst error)", "unusable"),
+           ("Skipped (no score)", "skipped"), ("Mean absolute error", "mae"),
            ("Pearson r", "pearson"), ("Cohen's kappa", "kappa"),
            ("Same verdict", "agreement_rate"))
 """(row label, AgreementReport field), lower MAE is better, higher everything else."""
+COUNTS = ("count", "unusable", "skipped")
 
 
 def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")
@@ -22,7 +24,7 @@ def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before",
     rows = []
     for title, field in METRICS:
         old, new = getattr(before, field), getattr(after, field)
-        show = str if field == "count" else (lambda v: format_score(v, missing="n/a"))
+        show = str if field in COUNTS else (lambda v: format_score(v, missing="n/a"))
         rows.append({"statistic": title, labels[0]: show(old), labels[1]: show(new)})
     return rows
 
@@ -44,11 +46,23 @@ def align_summary(report: Any) -> str:
     """One sentence: did the aligned critic agree better with the person?"""
     if report.before is None or report.after is None:
         return report.note or "No held-out agreement yet."
-    verdict = {True: "agrees better with the person", False: "does not agree better",
-               None: "cannot be compared"}[report.improved]
-    return (f"On {report.after.count} held-out labels the aligned critic (#{report.best_index}) "
-            f"{verdict}: mean absolute error {format_score(report.before.mae)} -> "
-            f"{format_score(report.after.mae)}.")
+    before, after = report.before, report.after
+    if report.improved is None:
+        return (f"The original and the aligned critic cannot be compared: they were measured "
+                f"on different labels (original: {before.count} compared, {before.skipped} "
+                f"skipped; aligned: {after.count} compared, {after.skipped} skipped).")
+    verdict = "agrees better with the person" if report.improved else "does not agree better"
+    return (f"On {after.count} held-out labels the aligned critic (#{report.best_index}) "
+            f"{verdict}: mean absolute error {format_score(before.mae)} -> "
+            f"{format_score(after.mae)}.{unusable_note(before, after)}")
+
+
+def unusable_note(before: Any, after: Any) -> str:
+    """Replies with no usable score, counted as the worst error (empty when there were none)."""
+    if not (before.unusable or after.unusable):
+        return ""
+    return (f" Replies with no usable score, each counted as the worst error: original "
+            f"{before.unusable}, aligned {after.unusable}.")
 
 
 def align_lines(report: Any) -> str:

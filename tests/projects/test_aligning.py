@@ -16,6 +16,7 @@ from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import CriticSpec, ProposalStatus, RunStatus
 from studio.projects.aligning import (
+    HELD_OUT_SCOPE,
     MIN_ALIGN_LABELS,
     NotEnoughLabels,
     align_report,
@@ -165,8 +166,17 @@ def test_rescore_keeps_the_old_scores_and_compares_both_passes(store):
     scoring = rescore_run(store, source, run.id)
     assert {t.id: t.score for t in store.trials(source)} == old
     assert set(scoring.scores) == set(old)
-    assert scoring.after.mae < scoring.before.mae and scoring.before.count == 20
+    # before/after: the 6 held-out labels the aligned critic never trained on
+    assert scoring.after.mae < scoring.before.mae and scoring.before.count == 6
+    assert scoring.scope == HELD_OUT_SCOPE
+    held = set(store.get_run(run.id).spec.aligns.held_out_trial_ids)
+    assert scoring.after.count == len(held) == 6
+    # the in-sample reference (all 20 corrections, training labels included) is kept apart
+    assert scoring.in_sample_before.count == scoring.in_sample_after.count == 20
     assert [p.id for p in rescore_passes(store, source)] == [scoring.id]
+    stored = rescore_passes(store, source)[0]
+    assert (stored.before, stored.after, stored.in_sample_after) == (
+        scoring.before, scoring.after, scoring.in_sample_after)
 
 
 def test_the_library_aligns_and_reports_in_one_call(store):

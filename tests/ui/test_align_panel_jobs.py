@@ -145,3 +145,42 @@ def test_the_part_of_a_weighted_critic_is_picked_on_the_panel(app, studio_db):
                        message="the align run")[0]
     assert (align.spec.aligns.part_name, align.spec.aligns.target) == ("rubric", "rubric")
     get_manager(studio_db).handle(align.id).wait(90)
+
+
+def test_a_pass_outcome_stays_for_every_session_and_a_missing_result_is_an_error(
+        app, studio_db, monkeypatch):
+    source = corrected(studio_db, 12)
+    finished_align(studio_db, source)
+    at = app("agreement", run_id=source)
+    button(at, "Re-score this run").click().run()
+    job = background.job(rescore_key(source))
+    wait_until(lambda: job.finished, timeout=60, message="the scoring pass")
+    at.run()
+    other = app("agreement", run_id=source)  # a second session sees the outcome too
+    for page in (at, other):
+        assert_ok(page)
+        assert any("Scoring pass" in t for t in texts(page.success))
+        assert any("held-out labels" in t for t in texts(page.caption))
+        assert any("In-sample reference" in t for t in texts(page.caption))
+
+    monkeypatch.setattr(aligning, "rescore_run", lambda *a, **k: None)
+    button(other, "Re-score this run").click().run()
+    job = background.job(rescore_key(source))
+    wait_until(lambda: job.finished, timeout=30, message="the empty pass")
+    other.run()
+    assert_ok(other)
+    assert any("ended without a result" in t for t in texts(other.error))
+
+
+def test_the_copied_project_name_is_not_rendered_as_markdown(monkeypatch):
+    from types import SimpleNamespace
+
+    from components import align_panel, session
+
+    chosen = []
+    monkeypatch.setattr(session, "set_current_project", chosen.append)
+    name = "[win](http://evil.example) **x**"
+    message = align_panel.chosen_project(SimpleNamespace(id=7, name=name))
+    assert chosen == [7]
+    assert "[win](" not in message and "**x**" not in message
+    assert "\\[win\\]\\(http" in message  # shown literally, not as a link
