@@ -37,7 +37,7 @@ from studio.model.records import (
 from studio.projects.aligning import align_report as _align_report
 from studio.projects.aligning import align_runs as _align_runs
 from studio.projects.aligning import label_status as _label_status
-from studio.projects.aligning import measure_count as _measure_count
+from studio.projects.aligning import measure_marker as _measure_marker
 from studio.projects.aligning import rescore_passes as _rescore_passes
 from studio.projects.forking import ancestry, forks_of
 from studio.projects.provenance import Provenance, load_provenance
@@ -358,7 +358,7 @@ def align_runs(run_id: str) -> list[Run]:
 
 def align_report(align_run_id: str, version: Any) -> Any:
     """The align run's report for ``version``, and again once a held-out measurement lands."""
-    return _align_report_cached(align_run_id, (version, _measure_count(store(), align_run_id)))
+    return _align_report_cached(align_run_id, (version, _measure_marker(store(), align_run_id)))
 
 
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)

@@ -548,9 +548,6 @@ def measure_marker(store: Store, align_run_id: str) -> int | None:
     return newest[0].id if newest else None
 
 
-measure_count = measure_marker
-"""The name the page's loaders import (a marker, not a count, despite the name)."""
-
 
 def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
                     ) -> dict[int, list[tuple[float | None, float]]]:
