@@ -165,7 +165,7 @@ def test_a_project_too_large_once_its_images_are_inlined_is_not_stored(folder, s
     from studio.model.errors import ProjectFileError
     from studio.projects import workspace
 
-    monkeypatch.setattr(workspace, "MAX_PROJECT_BYTES", 1000)
+    monkeypatch.setattr(workspace, "MAX_PROJECT_BYTES", 1100)  # the plain one: ~1,030
     plain, pictured = folder / "plain.yaml", folder / "pictured.yaml"
     plain.write_text(project_text("[{photo: '', answer: red}]"))
     pictured.write_text(project_text("[{photo: data/img/red.png, answer: red}]"))

@@ -47,9 +47,12 @@ def started_run(page, store) -> str:
     """Start the current project's run on the Run page; its id once it completed."""
     nav(page, "Run")
     settled(page)
-    start = page.get_by_role("button", name="Start run")
-    if not start.is_visible():  # folded away once the page shows a run
+    form = page.locator("details", has_text="Start a new run").first
+    if not form.evaluate("el => el.open"):  # folded away (a run is shown, or was folded)
         page.get_by_text("Start a new run", exact=True).click()
+        page.wait_for_function("el => el.open", arg=form.element_handle())
+    start = page.get_by_role("button", name="Start run")
+    start.wait_for(state="visible", timeout=20_000)
     start.click()
     started = page.get_by_text(re.compile(r"Run \w+ started"))
     started.wait_for(timeout=30_000)
