@@ -83,3 +83,28 @@ def test_writer_and_simple_critic_on_the_embedded_model():
     score, metadata = CriticScorer(critic, executor).score("topic: autumn leaves", poem.output)
     assert 0.0 <= score <= 1.0
     assert isinstance(metadata["feedback"], str) and metadata["feedback"].strip()
+
+
+def test_two_demonstrations_turn_the_embedded_models_sentence_into_the_answer():
+    """Why ``few_shot`` exists (README, *Few-shot demonstrations*): under ADK's system prompt
+    SmolLM2 answers with a sentence whatever the instruction says; two demonstrations given as
+    earlier turns of the conversation (through the real ADK + LiteLLM path) make it answer the
+    way they do. Greedy decoding, so the replies do not depend on a seed."""
+    from studio.runtime.execution import AgentExecutor
+
+    executor = AgentExecutor(timeout_s=300)
+    settings = {"temperature": 0.0, "max_output_tokens": 24}
+    demos = [{"input": "What is the capital of Germany?", "output": "Berlin"},
+             {"input": "What is the capital of Italy?", "output": "Rome"}]
+    plain = build_agent(AgentSpec(name="answerer", model=LOCAL_MODEL,
+                                  instruction="Answer the question.",
+                                  generate_content_config=settings))
+    shown = build_agent(AgentSpec(name="answerer", model=LOCAL_MODEL,
+                                  instruction="Answer the question.",
+                                  generate_content_config=settings, few_shot=demos))
+    question = "What is the capital of France?"
+    sentence = executor.execute_sync(plain, question)
+    answer = executor.execute_sync(shown, question)
+    assert sentence.ok and answer.ok
+    assert len(sentence.output.split()) > 3  # "The capital of France is Paris."
+    assert "paris" in answer.output.lower() and len(answer.output.split()) <= 2, answer.output
