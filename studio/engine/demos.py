@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from studio.engine.rules import one_line
+from studio.engine.rules import inert_line
 from studio.model.limits import MAX_DEMO_CHARS
 from studio.model.media import without_media
 from studio.model.records import (
@@ -113,8 +113,8 @@ def _reasoning(chosen: list[_Candidate], current: list[Demo], minibatch: set[int
              "conversation turns (its input as the user's, its expected reply as the agent's)."]
     for candidate in chosen:
         lines.append(f"Showed training example #{candidate.index}: "
-                     f"{one_line(candidate.demo.input, SHOWN_CHARS)!r} -> "
-                     f"{one_line(candidate.demo.output, SHOWN_CHARS)!r}"
+                     f"{inert_line(candidate.demo.input, SHOWN_CHARS)!r} -> "
+                     f"{inert_line(candidate.demo.output, SHOWN_CHARS)!r}"
                      + (" (in this minibatch: too few others to choose from)"
                         if candidate.example_id in minibatch else "") + ".")
     lines.append(f"Chosen from {outside} training example(s) outside this minibatch, so its "

@@ -87,7 +87,7 @@ def propose_rules(instruction: str, trials: list[Trial],
     text = assemble(base, rules, shown)
     if text.strip() == instruction.strip():
         return None
-    return RulesProposal(text=text, reasoning=reasoning(added, shown, old_examples, checks))
+    return RulesProposal(text=text, reasoning=rules_reasoning(added, shown, old_examples, checks))
 
 
 # --------------------------------------------------------------------------- reading trials
@@ -141,8 +141,8 @@ def training_pairs(trials: Iterable[Trial], examples: Mapping[int, Example]
         if expected is None or not expected.strip() or not trial.input_text.strip():
             continue
         seen.add(trial.example_id)
-        pairs.append((trial.example_id, one_line(trial.input_text, EXAMPLE_CHARS),
-                      one_line(expected, EXAMPLE_CHARS)))
+        pairs.append((trial.example_id, inert_line(trial.input_text, EXAMPLE_CHARS),
+                      inert_line(expected, EXAMPLE_CHARS)))
     return pairs
 
 
@@ -159,7 +159,7 @@ def rules_for(checks: list[FailedCheck], train: list[tuple[int, str, str]]
 def rule_text(check: FailedCheck, expected_words: int) -> str:
     """A short imperative a small model can follow; ``expected_words`` (the longest expected
     training reply) turns a format check into a length the examples show."""
-    label = one_line(check.label, LABEL_CHARS)
+    label = inert_line(check.label, LABEL_CHARS)
     if check.evaluator == "exact_match":
         return f"Reply with exactly the correct answer and nothing else ({label})."
     if check.evaluator in ANSWER_CHECKS:
@@ -177,7 +177,7 @@ def rule_text(check: FailedCheck, expected_words: int) -> str:
 
 
 def why(check: FailedCheck) -> str:
-    feedback = one_line(check.feedback, FEEDBACK_CHARS)
+    feedback = inert_line(check.feedback, FEEDBACK_CHARS)
     return (f"check {check.label!r} ({check.evaluator}) failed on {check.failed} of "
             f"{check.seen} replies" + (f", e.g. {feedback!r}" if feedback else ""))
 
@@ -191,7 +191,7 @@ def reviewer_rules(trials: Iterable[Trial]) -> list[tuple[str, str]]:
         if override is None or not (override.feedback or "").strip() or score is None \
                 or score >= PASSED:
             continue
-        words = one_line(override.feedback, EXAMPLE_CHARS)
+        words = inert_line(override.feedback, EXAMPLE_CHARS)
         rules.append((f'A reviewer asked (their words, quoted): "{words}"',
                       f"a reviewer corrected a reply to example #{trial.example_index}"))
     return rules
@@ -252,7 +252,7 @@ def assemble(base: str, rules: list[str], shown: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-def reasoning(added: list[tuple[str, str]], shown: list[str], old_examples: list[str],
+def rules_reasoning(added: list[tuple[str, str]], shown: list[str], old_examples: list[str],
               checks: list[FailedCheck]) -> str:
     """What the provenance and the proposal view show as the reflection's reasoning."""
     lines = ["Rules operator (no model): rules from the checks that failed, examples from the "
@@ -271,7 +271,7 @@ def reasoning(added: list[tuple[str, str]], shown: list[str], old_examples: list
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
-def one_line(text: str, limit: int) -> str:
+def inert_line(text: str, limit: int) -> str:
     """``text`` as one bounded line that cannot open an ADK placeholder or a new block."""
     flat = _CONTROL.sub(" ", str(text)).replace("{", "(").replace("}", ")")
     flat = " ".join(flat.split())
