@@ -189,7 +189,8 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
                              parent_id=parent.id, component=component))
     if result.error is not None:
-        return invalidate(ctx, proposal, f"{result.author} failed: {result.error}")
+        verb = "had" if result.error in (NOTHING_TO_ADD, NO_DEMOS) else "failed:"
+        return invalidate(ctx, proposal, f"{result.author} {verb} {result.error}")
     if oversize:
         return invalidate(ctx, proposal, oversize)
     return check(ctx, proposal, parent)

@@ -194,7 +194,7 @@ def test_rules_with_nothing_to_add_is_an_invalid_proposal(runner, store, script)
                                 max_iterations=1, minibatch_size=2)
     [proposal] = store.proposals(run_id)
     assert proposal.status is ProposalStatus.INVALID
-    assert proposal.invalid_reason == f"the rules operator failed: {NOTHING_TO_ADD}"
+    assert proposal.invalid_reason == f"the rules operator had {NOTHING_TO_ADD}"
     assert script.requests(reflector) == []
 
 
