@@ -27,6 +27,7 @@ from studio.projects.aligning import (
     start_align,
     start_measure,
     start_rescore,
+    unalignable_reason,
     use_for_next_run,
 )
 from studio.projects.testsets import score_test_from_browser
@@ -48,6 +49,10 @@ def show(run_id: str) -> None:
         return
     st.caption("Evolve this run's critic so that it agrees with your corrections: each "
                "corrected score is a label; a share of them is held out to test on.")
+    refused = unalignable_reason(run.spec.critic)
+    if refused is not None:
+        st.info(f"This run's critic cannot be aligned: {escape_markdown(refused)}")
+        return
     status = loaders.label_status(run_id)
     (st.success if status.ready else st.info)(status.message)
     if status.ready and run.spec.resumable:

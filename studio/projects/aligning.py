@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from studio.critics.agent import SimpleCriticOutput, format_critic_input
 from studio.critics.agreement import AgreementReport, agreement
-from studio.critics.alignable import JudgeText, judge_text, with_judge_text
+from studio.critics.alignable import JudgeText, alignable_parts, judge_text, with_judge_text
 from studio.critics.alignment import KEY as AGREEMENT_KEY
 from studio.critics.alignment import label_text, read_label, reply_score, worst_score
 from studio.critics.protocol import Sample
@@ -257,6 +257,18 @@ def align_target(critic: CriticSpec, default_model: str, part: str | None = None
     """
     agent, found = alignable(critic, default_model, part)
     return agent, found.kind, found.mode
+
+
+def unalignable_reason(critic: CriticSpec) -> str | None:
+    """Why this critic has no text to align (None: it has one), said before a person spends
+    corrections on a panel that would refuse them."""
+    if critic.type == "agent" or alignable_parts(critic.evaluator):
+        return None
+    try:
+        judge_text(critic.evaluator)
+    except ConfigError as exc:
+        return exc.message
+    return None
 
 
 def alignable(critic: CriticSpec, default_model: str, part: str | None = None

@@ -7,7 +7,7 @@ from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.projects import background
 from studio.projects.aligning import create_align_run, rescore_key
-from studio.projects.workspace import import_example, start_project_run
+from studio.projects.workspace import import_example, import_yaml, start_project_run
 from studio.runtime.providers.strict import FIX_PHRASE, is_short
 from tests.helpers import ROOT, wait_until
 from tests.ui.conftest import assert_ok, texts
@@ -61,3 +61,27 @@ def test_finished_align_run_shows_before_after_and_is_used(app, studio_db):
     assert any("Scoring pass" in t for t in texts(at.success))
     assert any("Scoring pass" in t for t in texts(at.caption))
     assert len(studio_db.trials(run_id)) == 20  # the old trials are untouched, none added
+
+
+PROGRAMMATIC = """
+name: coded critic
+agent: {name: answerer, model: scripted/demo, instruction: Answer the question.}
+critic: {type: evaluator, evaluator: {evaluators: [{name: contains, weight: 1},
+         {name: regex_match, weight: 1, params: {pattern: '^\\w+$'}}]}}
+reflection: {model: scripted/demo}
+dataset: {train: [{question: "capital of France?", expected: Paris},
+                  {question: "capital of Italy?", expected: Rome}]}
+"""
+
+
+def test_a_programmatic_critic_is_refused_before_any_correction_is_asked_for(app, studio_db):
+    """capitals.yaml's critic is code (contains + regex): the panel says at once that there is
+    nothing to align, instead of counting corrections it would refuse."""
+    project = import_yaml(studio_db, PROGRAMMATIC)
+    run = start_project_run(studio_db, project.id, EvolutionConfig(max_iterations=0, seed=1))
+    get_manager(studio_db).handle(run.id).wait(60)
+    at = app("agreement", run_id=run.id)
+    assert_ok(at)
+    refusals = [t for t in texts(at.info) if "critic cannot be aligned" in t]
+    assert refusals and "regex_match is programmatic" in refusals[0]
+    assert not any("more corrections" in t for t in texts(at.info))
