@@ -30,7 +30,6 @@ from studio.projects.aligning import (
     unalignable_reason,
     use_for_next_run,
 )
-from studio.projects.testsets import score_test_from_browser
 from studio.views.aligning import agreement_frame, align_summary
 from studio.views.diffing import escape_markdown
 from studio.views.tables import confusion_frame
@@ -158,16 +157,10 @@ def score_held_out_button(align_run_id: str) -> None:
                 icon=":material/hourglass_top:")
         test_guard.watch(align_run_id)
         return
-    if not st.button("Score the held-out labels", key=f"{FORM}.test.{align_run_id}",
-                     icon=":material/science:", type="primary"):
-        return
-    try:
-        score_test_from_browser(loaders.store(), align_run_id)
-    except StudioError as exc:
-        st.error(escape_markdown(str(exc)), icon=":material/error:")
-        return
-    session.flash("Scoring the held-out labels: before/after shows here when it is done.")
-    st.rerun()
+    if st.button("Score the held-out labels", key=f"{FORM}.test.{align_run_id}",
+                 icon=":material/science:", type="primary"):
+        test_guard.start_scoring(
+            align_run_id, "Scoring the held-out labels: before/after shows here when it is done.")
 
 
 def measuring(align_run_id: str) -> None:

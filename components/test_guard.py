@@ -63,14 +63,19 @@ def score_button(run_id: str, *, needed: bool) -> None:
                         help="The run scores its test set when it completes" if active else
                         "Scores the baseline and the current best; pairs already judged are "
                         "reused, so only new pairs cost model calls.")
-    if not clicked:
-        return
+    if clicked:
+        start_scoring(run_id, "Scoring the test set: the table fills in when it is done.")
+
+
+def start_scoring(run_id: str, started: str) -> None:
+    """Score the run's test set in the background (the Compare page's and the align panel's
+    button); ``started`` is the message shown once it is on its way."""
     try:
         score_test_from_browser(loaders.store(), run_id)
     except StudioError as exc:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
-    session.flash("Scoring the test set: the table fills in when it is done.")
+    session.flash(started)
     st.rerun()
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from studio.engine.rules import inert_line
+from studio.engine.rules import OperatorProposal, inert_line
 from studio.model.limits import MAX_DEMO_CHARS
 from studio.model.media import without_media
 from studio.model.records import (
@@ -38,12 +38,6 @@ from studio.model.records import (
 DEMO_COUNT = 2
 """Demos per proposal: two moved SmolLM2-135M from 0.33 to 0.85 on the capitals rows."""
 SHOWN_CHARS = 80
-
-
-@dataclass(frozen=True)
-class DemoProposal:
-    text: str
-    reasoning: str
 
 
 @dataclass(frozen=True)
@@ -81,7 +75,7 @@ def _as_demo(example: Example, input_key: str | None) -> Demo | None:
 def propose_demos(current: list[Demo], trials: Iterable[Trial],
                   examples: Mapping[int, Example], *, input_key: str | None = None,
                   iteration: int = 1, count: int = DEMO_COUNT,
-                  tried: Callable[[str], bool] = lambda _text: False) -> DemoProposal | None:
+                  tried: Callable[[str], bool] = lambda _text: False) -> OperatorProposal | None:
     """The next demos to try instead of ``current`` (the parent's), or None when no training
     example can be shown or every window is the parent's or ``tried`` (already a candidate)."""
     minibatch = {trial.example_id for trial in trials}
@@ -95,7 +89,7 @@ def propose_demos(current: list[Demo], trials: Iterable[Trial],
         chosen += inside[: count - len(chosen)]
         text = demos_to_text(c.demo for c in chosen)
         if [c.demo for c in chosen] != current and not tried(text):
-            return DemoProposal(text=text, reasoning=_reasoning(chosen, current, minibatch,
+            return OperatorProposal(text=text, reasoning=_reasoning(chosen, current, minibatch,
                                                                 len(outside), shift))
     return None
 

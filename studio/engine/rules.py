@@ -56,7 +56,9 @@ class FailedCheck:
 
 
 @dataclass(frozen=True)
-class RulesProposal:
+class OperatorProposal:
+    """What a model-free operator (the rules operator, the demo selector) proposes."""
+
     text: str
     reasoning: str
 
@@ -70,7 +72,7 @@ class _Verdict:
 
 
 def propose_rules(instruction: str, trials: list[Trial],
-                  examples: Mapping[int, Example]) -> RulesProposal | None:
+                  examples: Mapping[int, Example]) -> OperatorProposal | None:
     """The parent's ``instruction`` with rules for the checks that failed in ``trials`` (and
     reviewers' corrections) and few-shot pairs from their training examples; None when every
     reply passed or there is nothing new to add."""
@@ -87,7 +89,8 @@ def propose_rules(instruction: str, trials: list[Trial],
     text = assemble(base, rules, shown)
     if text.strip() == instruction.strip():
         return None
-    return RulesProposal(text=text, reasoning=rules_reasoning(added, shown, old_examples, checks))
+    return OperatorProposal(text=text,
+                            reasoning=rules_reasoning(added, shown, old_examples, checks))
 
 
 # --------------------------------------------------------------------------- reading trials
