@@ -4,6 +4,7 @@ listeners; listeners subscribe by event class, so a typo fails at import, not si
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from studio.model.records import EventKind
@@ -65,6 +66,29 @@ class ProposalInvalid(EngineEvent):
     kind: ClassVar[EventKind] = EventKind.PROPOSAL_INVALID
     proposal_id: int = 0
     reason: str = ""
+
+
+class SkipCause(StrEnum):
+    """Why an iteration ended without a proposal at the gate."""
+
+    REPEATED = "repeated"
+    """The reflection kept proposing texts already tried (rejected, edited away, invalid or
+    pooled), however often it was asked again."""
+    PERFECT_PARENT = "perfect_parent"
+    """The parent scored perfectly on the minibatch: no child could pass the rule (GEPA's
+    ``skip_perfect_score``), so no reflection was asked."""
+
+
+@dataclass(frozen=True)
+class IterationSkipped(EngineEvent):
+    """The iteration ended without a proposal to gate (see :class:`SkipCause`)."""
+
+    kind: ClassVar[EventKind] = EventKind.ITERATION_SKIPPED
+    cause: str = SkipCause.REPEATED.value
+    reason: str = ""
+    """In words, for the run's events, the Run and Proposals pages and the CLI."""
+    proposal_id: int | None = None
+    """The last refused proposal, when there was one."""
 
 
 @dataclass(frozen=True)
@@ -163,5 +187,6 @@ class TrialCommitted(EngineEvent):
 
 
 STORED_EVENTS = (RunStarted, BaselineScored, IterationStarted, ProposalCreated, ProposalInvalid,
+                 IterationSkipped,
                  ProposalEvaluated, AwaitingDecision, DecisionApplied, CandidateAccepted, Progress,
                  RunPaused, RunResumed, RunFinished, TestScored, TestUnscored)

@@ -651,6 +651,10 @@ class EventKind(StrEnum):
     ITERATION_STARTED = "iteration_started"
     PROPOSAL_CREATED = "proposal_created"
     PROPOSAL_INVALID = "proposal_invalid"
+    ITERATION_SKIPPED = "iteration_skipped"
+    """An iteration that made no proposal to gate: the reflection kept repeating a text already
+    tried (``cause="repeated"``), or the parent was already perfect on its minibatch
+    (``cause="perfect_parent"``). ``reason`` says so in words."""
     PROPOSAL_EVALUATED = "proposal_evaluated"
     AWAITING_DECISION = "awaiting_decision"
     DECISION_APPLIED = "decision_applied"
