@@ -17,6 +17,9 @@ from typing import Any
 import streamlit as st
 
 from studio.critics.agreement import agreement_from_store
+from studio.engine.evidence import evidence_trials
+from studio.engine.history import ProposalRow
+from studio.engine.history import proposal_rows as _proposal_rows
 from studio.engine.holdout import load_holdout, test_problem
 from studio.engine.pool import load_view
 from studio.model.config import EvolutionConfig
@@ -51,7 +54,6 @@ from studio.projects.reviewing import (
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import list_examples, run_effect, stored_project
 from studio.projects.workspace import pending_proposal as _pending_proposal
-from studio.projects.workspace import proposal_evidence as evidence
 from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store, safe_url
 from studio.views.media import Thumbnail, example_thumbnails
@@ -254,14 +256,16 @@ def pending_proposal(run_id: str) -> Proposal | None:
     return _pending_proposal(store(), run_id)
 
 
-def evaluated_payloads(run_id: str) -> dict[int, dict[str, Any]]:
-    return {e.payload["proposal_id"]: e.payload
-            for e in store().events(run_id, kind=EventKind.PROPOSAL_EVALUATED)}
+def proposal_rows(run_id: str) -> list[ProposalRow]:
+    """The run's proposals as history rows, each with its evidence at decision and now (a few
+    queries, whatever the number of proposals)."""
+    return _proposal_rows(store(), run_id)
 
 
 def proposal_evidence(proposal: Proposal) -> Any:
-
-    return evidence(store(), proposal)
+    """The proposal's evidence with the trials behind it
+    (:class:`studio.engine.evidence.EvidenceTrials`)."""
+    return evidence_trials(store(), proposal)
 
 
 def candidate(candidate_id: int) -> Candidate:

@@ -196,13 +196,11 @@ def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | 
 
 
 def history(run_id: str) -> None:
-    proposals = loaders.proposals(run_id)
-    if not proposals:
+    rows = loaders.proposal_rows(run_id)
+    if not rows:
         st.caption("No proposals yet.")
         return
-    index_of = {c.id: c.index for c in loaders.candidates(run_id)}
-    table = proposal_history(proposals, loaders.decisions(run_id),
-                             loaders.evaluated_payloads(run_id), index_of)
+    table = proposal_history(rows)
     if not table["agent"].astype(bool).any():  # a single-agent run: no agent column
         table = table.drop(columns="agent")
     picked = st.dataframe(
@@ -210,17 +208,25 @@ def history(run_id: str) -> None:
         on_select="rerun", selection_mode="single-row", placeholder="—",
         column_config={"parent": st.column_config.NumberColumn(format="#%d"),
                        "child": st.column_config.NumberColumn(format="#%d"),
-                       "parent_sum": st.column_config.NumberColumn("parent sum", format="%.3f"),
-                       "child_sum": st.column_config.NumberColumn("child sum", format="%.3f"),
+                       "parent_sum": st.column_config.NumberColumn("parent sum now",
+                                                                   format="%.3f"),
+                       "child_sum": st.column_config.NumberColumn("child sum now",
+                                                                  format="%.3f"),
+                       "evidence": st.column_config.TextColumn(
+                           "evidence (parent → child)", width="medium"),
                        "reason": st.column_config.TextColumn(width="large")})
-    rows = picked.selection.rows if picked else []
-    if rows:
-        proposal = next(p for p in proposals if p.id == int(table.iloc[rows[0]]["proposal"]))
+    selected = picked.selection.rows if picked else []
+    if selected:
+        chosen = int(table.iloc[selected[0]]["proposal"])
+        row = next(r for r in rows if r.id == chosen)
         with st.container(border=True):
-            st.markdown(f"**Proposal #{proposal.id}** · iteration {proposal.iteration} · "
-                        f"{proposal.status.value}")
-            if proposal.invalid_reason:
-                st.warning(escape_markdown(proposal.invalid_reason))
-            evidence(proposal)
+            st.markdown(f"**Proposal #{row.id}** · iteration {row.iteration} · "
+                        f"{row.status.value}")
+            if row.invalid_reason:
+                st.warning(escape_markdown(row.invalid_reason))
+            if row.changed_since_decision:
+                st.info(escape_markdown(f"Decided on {row.sums_text()}: the sums below are "
+                                        "the ones now."), icon=":material/history:")
+            evidence(next(p for p in loaders.proposals(run_id) if p.id == chosen))
     else:
         st.caption("Select a proposal to see its diff and evidence.")

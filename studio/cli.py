@@ -413,33 +413,32 @@ def cmd_override(args: argparse.Namespace) -> int:
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
-    from studio.projects.workspace import proposal_rows
+    from studio.engine.history import proposal_rows
 
     rows = proposal_rows(_store(args), args.run_id, pending_only=args.pending)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([row.as_dict() for row in rows], indent=2))
         return 0
     if not rows:
         print("no proposal waits for a decision" if args.pending else "no proposals yet")
     for r in rows:
-        decided = (f"{r['decision']} by {r['decided_by']} at {r['decided_at'][:19]}"
-                   if r["decision"] else ("WAITING FOR YOU" if r["waiting_for_you"] else "-"))
-        print(f"{r['id']:>5}  iter {r['iteration']:<3} {_changes(r):<24} {r['status']:<10} "
-              f"parent {r['parent_sum']:.2f} -> child {r['child_sum']:.2f}  {decided}"
-              + (f"  ({r['note']})" if r["note"] else ""))
-        if r["merge"]:
+        decided = (f"{r.decision.value} by {r.decided_by} at {r.decided_at:%Y-%m-%d %H:%M:%S}"
+                   if r.decision else ("WAITING FOR YOU" if r.waiting_for_you else "-"))
+        sums = r.sums_text() or "not scored"
+        print(f"{r.id:>5}  iter {r.iteration:<3} {_changes(r):<24} {r.status.value:<10} "
+              f"{sums}  {decided}" + (f"  ({r.invalid_reason})" if r.invalid_reason else ""))
+        if r.merge:
             print("       " + ", ".join(f"{key} from #{source}"
-                                        for key, source in r["merge"]["sources"].items()))
+                                        for key, source in r.merge.sources.items()))
     return 0
 
 
-def _changes(row: dict[str, Any]) -> str:
+def _changes(row: Any) -> str:
     """What a proposal changes: its component, or which candidates a merge combines (for a
-    merge, ``parent`` is the better parent's sum on the subsample)."""
-    merge = row["merge"]
-    if not merge:
-        return row["component"]
-    a, b = merge["parents"]
+    merge, the parent's sum is the better parent's on the subsample)."""
+    if not row.merge:
+        return row.component
+    a, b = row.merge.parents
     return f"merge #{a} + #{b}"
 
 

@@ -25,8 +25,9 @@ def test_run_then_export(tmp_path, capsys):
     assert main(["--db", db, "export", run_id, "--format", "jsonl",
                  "--out", str(tmp_path / "run.jsonl")]) == 0
     lines = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
-    assert {line["type"] for line in lines} == {"candidate", "provenance", "trial"}
+    assert {line["type"] for line in lines} == {"candidate", "provenance", "proposal", "trial"}
     assert sum(line["type"] == "trial" for line in lines) == summary["metric_calls"]
+    assert [line["iteration"] for line in lines if line["type"] == "proposal"] == [1, 2]
 
     assert main(["--db", db, "export", run_id, "--format", "csv",
                  "--out", str(tmp_path / "run")]) == 0

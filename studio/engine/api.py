@@ -13,10 +13,10 @@ from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.components import check_seed_placeholders
 from studio.engine.context import Listener
 from studio.engine.guard import HoldoutReport
+from studio.engine.history import proposal_rows
 from studio.engine.holdout import check_testable, load_holdout
 from studio.engine.loop import TestScoring
-from studio.engine.merge import stored_evidence
-from studio.engine.pool import Evidence, load_view, minibatch_evidence
+from studio.engine.pool import load_view
 from studio.engine.worker import RunHandle, get_manager
 from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
@@ -24,14 +24,10 @@ from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
     CriticSpec,
-    DecisionAction,
-    EventKind,
-    Proposal,
     ReflectionSpec,
     ReflectionStrategy,
     RunSpec,
     Split,
-    TrialPhase,
     expand_components,
 )
 from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
@@ -62,6 +58,9 @@ class EvolutionResult(BaseModel):
     """The best candidate's components."""
     best_candidate_id: int | None
     iteration_history: list[dict[str, Any]]
+    """One dict per proposal, oldest first (:meth:`studio.engine.history.ProposalRow.as_dict`):
+    gepa-adk's keys (``iteration``, ``proposal_id``, ``parent_sum``, ``child_sum``, ``accepted``
+    ...; the sums are the effective ones now) and the evidence ``now`` and ``at_decision``."""
     stop_reason: str | None
     candidates: list[CandidateSummary]
     metric_calls: int
@@ -124,47 +123,9 @@ def _test_report(store: Store, run_id: str) -> dict[str, Any] | None:
 
 
 def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
-    decisions: dict[int, Any] = {}
-    for decision in store.decisions(run_id):
-        decisions[decision.proposal_id] = decision
-    evaluated = {e.payload["proposal_id"]: e.payload
-                 for e in store.events(run_id, kind=EventKind.PROPOSAL_EVALUATED)}
-    history = []
-    for proposal in store.proposals(run_id):
-        decision = decisions.get(proposal.id)
-        evidence = evaluated.get(proposal.id, {})
-        live = live_evidence(store, proposal)
-        if live is not None:
-            evidence = {"parent_sum": live.parent_sum, "child_sum": live.child_sum}
-        history.append({
-            "iteration": proposal.iteration, "proposal_id": proposal.id,
-            "kind": proposal.kind.value, "parent_id": proposal.parent_id,
-            "parent_ids": list(proposal.merge.parents) if proposal.merge else [proposal.parent_id],
-            "child_id": proposal.child_id, "component": proposal.component,
-            "sources": dict(proposal.merge.sources) if proposal.merge else None,
-            "status": proposal.status.value,
-            "invalid_reason": proposal.invalid_reason,
-            "parent_sum": evidence.get("parent_sum"), "child_sum": evidence.get("child_sum"),
-            "decision": decision.action.value if decision else None,
-            "automatic": decision.automatic if decision else None,
-            "accepted": decision is not None and decision.action is DecisionAction.ACCEPT,
-        })
-    return history
-
-
-def live_evidence(store: Store, proposal: Proposal) -> Evidence | None:
-    """Parent vs child on the proposal's minibatch from the effective scores now (corrections
-    made after scoring included); None when the child was never scored on it. For a merge:
-    the better parent vs the child on its subsample."""
-    if proposal.is_merge:
-        return stored_evidence(store, proposal) if proposal.child_id is not None else None
-    trials = store.trials(proposal.run_id, proposal_id=proposal.id, phase=TrialPhase.CHILD)
-    examples = [trial.example_id for trial in trials]
-    if not examples or proposal.child_id is None:
-        return None
-    parent = store.first_trials(proposal.parent_id, examples)
-    child = store.first_trials(proposal.child_id, examples)
-    return minibatch_evidence(list(parent.values()), list(child.values()))
+    """One dict per proposal (:meth:`ProposalRow.as_dict`): gepa-adk's keys and the evidence at
+    decision and now."""
+    return [row.as_dict() for row in proposal_rows(store, run_id)]
 
 
 def describe_agent(agent: Any) -> AgentSpec | None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext, StopRun, wake_run
+from studio.engine.evidence import proposal_evidence
 from studio.model.errors import ConfigError, ProposalError, RunStateError
 from studio.model.limits import MAX_FEEDBACK_CHARS, too_long
 from studio.model.records import (
@@ -65,7 +66,7 @@ def decide(
         edited_text = _checked_edit(store, proposal, edited_text)
     decision = store.add_decision(Decision(
         proposal_id=proposal_id, action=action, reason=reason.strip(), edited_text=edited_text,
-        author=author or "anonymous"))
+        author=author or "anonymous", evidence=proposal_evidence(store, proposal)))
     if action is DecisionAction.STOP:
         store.update_run(proposal.run_id, control=RunRequest.STOP)
     wake_run(proposal.run_id)

@@ -36,13 +36,15 @@ from studio.engine.events import (
     RunStarted,
     TestUnscored,
 )
+from studio.engine.evidence import proposal_evidence, reason
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
-from studio.engine.pool import Evidence, PoolScores, load_view, pool_scores, score_evidence
+from studio.engine.pool import PoolScores, load_view, pool_scores
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.config import ReviewMode
 from studio.model.errors import LeaseLostError, ScoringError, StudioError
+from studio.model.evidence import Evidence
 from studio.model.records import (
     Candidate,
     Decision,
@@ -100,8 +102,9 @@ class Plan:
     """A merge iteration's :class:`MergeDetail` (drawn once, like the rest of the plan)."""
 
 
-Verdict = Callable[[], tuple[bool, str]]
-"""The acceptance rule, asked at decision time: (accepts, the reason a decision records)."""
+Verdict = Callable[[], Evidence]
+"""The acceptance rule, asked at decision time: the evidence now, with the rule's verdict (the
+decision keeps it as what it was made on)."""
 
 
 class Engine:
@@ -402,21 +405,16 @@ class Engine:
         proposal = ctx.store.get_proposal(proposal.id)  # now with its child
         await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                           iteration=plan.iteration, proposal_id=proposal.id)
-        evidence = merging.stored_evidence(ctx.store, proposal)
+        evidence = self.evidence(proposal, child)
         ctx.emit(ProposalEvaluated(
             run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
             child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
             rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE.value))
         decision = await self.gate(proposal, plan.iteration,
-                                   functools.partial(self.merge_verdict, proposal))
+                                   functools.partial(self.evidence, proposal, child))
         if decision.action is DecisionAction.EDIT:  # refused by decide(); never from a person
             decision = decision.model_copy(update={"action": DecisionAction.REJECT})
         return await self.apply(decision, proposal, child)
-
-    def merge_verdict(self, proposal: Proposal) -> tuple[bool, str]:
-        """GEPA's rule for a merge, from the effective scores now."""
-        evidence = merging.stored_evidence(self.ctx.store, proposal)
-        return evidence.rule_accepts, merging.verdict(evidence)
 
     async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate,
                                 plan: Plan) -> str | None:
@@ -428,36 +426,22 @@ class Engine:
             child = proposer.child_of(ctx, proposal, parent)
             await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                               iteration=plan.iteration, proposal_id=proposal.id)
-            evidence = self.evidence(parent, child, plan)
+            evidence = self.evidence(proposal, child)
             ctx.emit(ProposalEvaluated(
                 run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
                 child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
                 rule_accepts=evidence.rule_accepts))
             decision = await self.gate(proposal, plan.iteration,
-                                       functools.partial(self.verdict, parent, child, plan))
+                                       functools.partial(self.evidence, proposal, child))
             if decision.action is not DecisionAction.EDIT:
                 return await self.apply(decision, proposal, child)
             proposal = self.edited(proposal, decision)
 
-    def evidence(self, parent: Candidate, child: Candidate, plan: Plan) -> Evidence:
-        """Re-read from the store, so overrides made meanwhile count: the first trial's
-        effective score of both candidates on the minibatch, in one query."""
-        scores = self.ctx.store.effective_scores(self.ctx.run_id, example_ids=plan.minibatch,
-                                                 candidate_ids=[parent.id, child.id])
-
-        def on_minibatch(candidate: Candidate) -> list[tuple[int, float | None]]:
-            return [(e, scores[(candidate.id, e)]) for e in plan.minibatch
-                    if (candidate.id, e) in scores]
-
-        return score_evidence(on_minibatch(parent), on_minibatch(child))
-
-    def verdict(self, parent: Candidate, child: Candidate, plan: Plan) -> tuple[bool, str]:
-        """GEPA's rule for a reflection's child, from the effective scores now."""
-        evidence = self.evidence(parent, child, plan)
-        verb = "above" if evidence.rule_accepts else "not above"
-        return evidence.rule_accepts, (
-            f"child minibatch sum {evidence.child_sum:.3f} is {verb} the parent's "
-            f"{evidence.parent_sum:.3f} ({evidence.compared} examples compared)")
+    def evidence(self, proposal: Proposal, child: Candidate) -> Evidence:
+        """The proposal's evidence with its child (:mod:`studio.engine.evidence`), re-read from
+        the store so overrides made meanwhile count; with the rule's verdict."""
+        return proposal_evidence(self.ctx.store,
+                                 proposal.model_copy(update={"child_id": child.id}))
 
     async def gate(self, proposal: Proposal, iteration: int, rule: Verdict) -> Decision:
         """The rule decides in auto mode; in review mode a person does."""
@@ -466,10 +450,11 @@ class Engine:
         if existing:  # replayed after a restart: the decision that was made (there is one)
             return existing[0]
         if ctx.config.review is ReviewMode.AUTO:
-            accepts, reason = rule()
+            evidence = rule()
             return ctx.store.add_decision(Decision(
-                proposal_id=proposal.id, automatic=True, author="rule", reason=reason,
-                action=DecisionAction.ACCEPT if accepts else DecisionAction.REJECT))
+                proposal_id=proposal.id, automatic=True, author="rule", reason=reason(evidence),
+                evidence=evidence,
+                action=DecisionAction.ACCEPT if evidence.rule_accepts else DecisionAction.REJECT))
         if proposal.status is not ProposalStatus.PENDING:
             ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
         # announced on every entry, so a resumed run says it waits at the same gate again
@@ -493,7 +478,7 @@ class Engine:
             component=proposal.component, text=decision.edited_text or "",
             reasoning=f"edited by {decision.author}" + (f": {decision.reason}"
                                                          if decision.reason else ""),
-            edited_from=proposal.id))
+            edited_from=proposal.id, minibatch=proposal.minibatch))
 
     async def apply(self, decision: Decision, proposal: Proposal,
                     child: Candidate) -> str | None:

@@ -4,7 +4,8 @@ Two pool candidates that descend from a common ancestor and each improved a comp
 left as the ancestor had it are combined: the child takes each improved component from the
 candidate that improved it, and the rest from the ancestor (or, where both changed a component,
 from the better of the two). The child is judged on a small validation subsample where the
-parents differ, and the rule accepts it when its sum there is at least the better parent's.
+parents differ, and the rule accepts it when its sum there is at least the better parent's
+(:func:`studio.engine.evidence.compare`).
 
 When (GEPA): a merge is tried at the start of an iteration that follows one whose reflection
 child was accepted, while the run has made fewer than ``max_merge_invocations`` merge proposals.
@@ -19,22 +20,20 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import studio.engine.proposer as proposer
 from studio.engine.context import RunContext
 from studio.engine.events import ProposalCreated
-from studio.engine.pool import Evidence, RunView
+from studio.engine.pool import RunView
 from studio.model.records import (
     Candidate,
     MergeDetail,
     Proposal,
     ProposalKind,
     ProposalStatus,
-    Trial,
     content_hash,
 )
-from studio.store import Store
 
 MERGE_SUBSAMPLE = 5
 """Validation examples a merged child is judged on (GEPA's number)."""
@@ -166,54 +165,6 @@ def merge_subsample(a_scores: Mapping[int, float | None], b_scores: Mapping[int,
     return [e for e in order if e in chosen]
 
 
-# --------------------------------------------------------------------------- evidence (pure)
-
-
-@dataclass
-class MergeEvidence(Evidence):
-    """The merged child against both parents on the subsample. ``parent_sum`` is the better
-    parent's sum (the bar to reach); the rule accepts at or above it (GEPA's ``>=``)."""
-
-    parent_sums: dict[int, float] = field(default_factory=dict)
-    better_parent: int | None = None
-
-
-def merge_evidence(parents: Mapping[int, Mapping[int, Trial]], child: Mapping[int, Trial],
-                   examples: list[int]) -> MergeEvidence:
-    """Sums over the examples where both parents and the child have an effective score.
-    ``parents``: each parent's id -> its trials by example id (first parent first)."""
-    sums = {parent: 0.0 for parent in parents}
-    child_sum, compared = 0.0, 0
-    for example in examples:
-        found = [trials.get(example) for trials in parents.values()] + [child.get(example)]
-        scores = [None if t is None else t.effective_score for t in found]
-        if any(score is None for score in scores):
-            continue
-        for parent, score in zip(parents, scores, strict=False):
-            sums[parent] += score
-        child_sum += scores[-1]
-        compared += 1
-    better = max(sums, key=lambda p: sums[p])  # ties: the first parent
-    return MergeEvidence(sums[better], child_sum, compared,
-                         compared > 0 and child_sum >= sums[better], sums, better)
-
-
-def stored_evidence(store: Store, proposal: Proposal) -> MergeEvidence:
-    """A merge's evidence from the effective scores now (corrections made since count)."""
-    examples = proposal.merge.subsample
-    parents = {p: store.first_trials(p, examples) for p in proposal.merge.parents}
-    child = store.first_trials(proposal.child_id, examples) \
-        if proposal.child_id is not None else {}
-    return merge_evidence(parents, child, examples)
-
-
-def verdict(evidence: MergeEvidence) -> str:
-    """The acceptance rule's reason, as a decision records it."""
-    verb = "at least" if evidence.rule_accepts else "below"
-    return (f"merged child's sum {evidence.child_sum:.3f} is {verb} the better parent's "
-            f"{evidence.parent_sum:.3f} ({evidence.compared} validation examples compared)")
-
-
 # --------------------------------------------------------------------------- in the run
 
 
@@ -267,7 +218,7 @@ def propose_merge(ctx: RunContext, iteration: int, detail: MergeDetail) -> Propo
     proposal = ctx.store.add_proposal(Proposal(
         run_id=ctx.run_id, iteration=iteration, parent_id=detail.parents[0], component="",
         text=summary(detail, index), reasoning=reasoning(detail, index),
-        kind=ProposalKind.MERGE, merge=detail))
+        kind=ProposalKind.MERGE, merge=detail, minibatch=list(detail.subsample)))
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
                              parent_id=detail.parents[0], proposal_kind=ProposalKind.MERGE.value,
                              parent_ids=list(detail.parents), sources=dict(detail.sources)))

@@ -1,17 +1,16 @@
 """Views of a run computed from the store, with human overrides applied.
 
-Everything that depends on scores (the pool's means, the Pareto front, the best candidate, the
-acceptance evidence) is computed here from the trials' *effective* scores at the moment of asking,
-so an override changes it at once, for the engine and the studio alike.
+Everything that depends on the pool's scores (the means, the Pareto front, the best candidate) is
+computed here from the trials' *effective* scores at the moment of asking, so an override changes
+it at once, for the engine and the studio alike (a proposal's evidence: :mod:`.evidence`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from studio.engine.pareto import best_candidate, mean_score, pareto_front
-from studio.model.records import Candidate, Run, Split, Trial
+from studio.model.records import Candidate, Run, Split
 from studio.store import Store
 
 
@@ -84,34 +83,3 @@ def pool_scores(store: Store, run: Run, pooled: list[int] | None = None,
     return PoolScores(val_ids=val_ids, matrix=matrix,
                       means={c: mean_score(row) for c, row in matrix.items()},
                       front=pareto_front(matrix), best_id=best_candidate(matrix, pooled))
-
-
-@dataclass
-class Evidence:
-    """Parent vs child on the minibatch, from effective scores."""
-
-    parent_sum: float
-    child_sum: float
-    compared: int
-    """Examples where both have a score (None on either side is left out)."""
-    rule_accepts: bool
-
-
-def minibatch_evidence(parent: list[Trial], child: list[Trial]) -> Evidence:
-    """GEPA's rule: accept when the child's minibatch sum is strictly above the parent's, over the
-    examples both could be evaluated on."""
-    return score_evidence([(t.example_id, t.effective_score) for t in parent],
-                          [(t.example_id, t.effective_score) for t in child])
-
-
-def score_evidence(parent: list[tuple[int, float | None]],
-                   child: list[tuple[int, float | None]]) -> Evidence:
-    """:func:`minibatch_evidence` over ``(example id, effective score)`` pairs, for callers that
-    read the scores in SQL instead of building trial records."""
-    child_by_example = dict(child)
-    pairs = [(score, child_by_example[example_id]) for example_id, score in parent
-             if score is not None and child_by_example.get(example_id) is not None]
-    # fsum: exact sums, so the verdict never depends on the order the scores were read in
-    parent_sum = math.fsum(p for p, _ in pairs)
-    child_sum = math.fsum(c for _, c in pairs)
-    return Evidence(parent_sum, child_sum, len(pairs), bool(pairs) and child_sum > parent_sum)

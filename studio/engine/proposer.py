@@ -185,7 +185,8 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=parent.id, component=component,
         text=clip(result.text, MAX_COMPONENT_CHARS),
-        reasoning=clip(result.reasoning, MAX_FEEDBACK_CHARS)))
+        reasoning=clip(result.reasoning, MAX_FEEDBACK_CHARS),
+        minibatch=[trial.example_id for trial in parent_trials]))
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
                              parent_id=parent.id, component=component))
     if result.error is not None:

@@ -26,6 +26,7 @@ from pydantic import (
 
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError
+from studio.model.evidence import Evidence
 from studio.model.feedback import Feedback
 from studio.model.limits import (
     MAX_COMPONENT_CHARS,
@@ -625,6 +626,10 @@ class Proposal(BaseModel):
     merge: MergeDetail | None = None
     """For a merge: its two parents and which component comes from which (``parent_id`` is
     the first parent, ``component`` empty and ``text`` a one-line summary)."""
+    minibatch: list[int] = Field(default_factory=list)
+    """The example ids parent and child are compared on: the iteration's minibatch (an edit
+    keeps its original's), a merge's validation subsample. Recorded with the proposal, so its
+    evidence is computed from the proposal alone (:mod:`studio.engine.evidence`)."""
 
     @property
     def is_merge(self) -> bool:
@@ -641,6 +646,10 @@ class Decision(BaseModel):
     automatic: bool = False
     """True when the acceptance rule decided (auto mode)."""
     created_at: datetime = Field(default_factory=utcnow)
+    evidence: Evidence | None = None
+    """The proposal's evidence as it stood when the decision was made: what the person (or the
+    rule) decided on. Corrections made later change the evidence now, never this copy. None
+    for decisions recorded before the studio kept it."""
 
 
 class EventKind(StrEnum):

@@ -1,5 +1,6 @@
-"""Export a run's candidates, the provenance of its best candidate's sentences, and its trials
-(JSONL: one file; CSV: one file each), streamed: trials are read and written a batch at a time,
+"""Export a run's candidates, the provenance of its best candidate's sentences, its proposals
+(each with the evidence it was decided on and the evidence now) and its trials (JSONL: one file;
+CSV: one file each), streamed: trials are read and written a batch at a time,
 so a 100,000-trial run exports in constant memory.
 
 Secrets in the environment are redacted; JSON is strict (NaN and infinities become ``null``); CSV
@@ -17,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from studio.engine.history import proposal_rows
 from studio.engine.holdout import load_holdout, test_means
 from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
@@ -62,9 +64,8 @@ def candidate_records(store: Store, run_id: str) -> list[dict[str, Any]]:
 def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None = None
                            ) -> Iterator[dict[str, Any]]:
     """One record per candidate with its validation mean, front membership and components
-    (from the pool's effective scores, as :func:`studio.engine.api.load_result` has them,
-    without its per-proposal iteration history, which an export does not write); candidates are
-    read a batch at a time."""
+    (from the pool's effective scores, as :func:`studio.engine.api.load_result` has them);
+    candidates are read a batch at a time."""
     scores = scores or pool_scores(store, store.get_run(run_id))
     tested = tested_means(store, run_id)
     for c in store.iter_candidates(run_id):
@@ -114,6 +115,13 @@ def provenance_records(store: Store, run_id: str, scores: PoolScores | None = No
     return list(load_provenance(store, run_id, index).rows())
 
 
+def proposal_records(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """One flat record per proposal (:meth:`studio.engine.history.ProposalRow.flat`): its
+    decision, the evidence it was decided on (``at_decision_*``) and the evidence now
+    (``now_*``), judged and effective."""
+    return [row.flat() for row in proposal_rows(store, run_id)]
+
+
 def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
     """The JSONL export, line by line (redacted, strict JSON): what :func:`export_run` writes,
     for a caller that streams it elsewhere (a download, a socket)."""
@@ -121,6 +129,7 @@ def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
     for kind, rows in (("candidate", iter_candidate_records(store, run_id, scores)),
                        ("test_guard", iter_guard_records(store, run_id)),
                        ("provenance", provenance_records(store, run_id, scores)),
+                       ("proposal", proposal_records(store, run_id)),
                        ("trial", iter_trial_records(store, run_id))):
         for row in rows:
             yield redact(strict_json({"type": kind, **row})) + "\n"
@@ -144,7 +153,7 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
         return [path]
     stem = base.with_suffix("") if base.suffix else base
     paths = [Path(f"{stem}_candidates.csv"), Path(f"{stem}_trials.csv"),
-             Path(f"{stem}_provenance.csv")]
+             Path(f"{stem}_provenance.csv"), Path(f"{stem}_proposals.csv")]
     for path in paths:
         check_target(path)
     scores = pool_scores(store, store.get_run(run_id))
@@ -155,6 +164,8 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
         handle.writelines(csv_lines(iter_candidate_records(store, run_id, scores), columns))
     with paths[2].open("w", newline="", encoding="utf-8") as handle:
         handle.writelines(csv_lines(provenance_records(store, run_id, scores)))
+    with paths[3].open("w", newline="", encoding="utf-8") as handle:
+        handle.writelines(csv_lines(proposal_records(store, run_id)))
     del scores, columns  # the pool's scores grow with the pool: not kept while trials stream
     with paths[1].open("w", newline="", encoding="utf-8") as handle:
         handle.writelines(csv_lines(iter_trial_records(store, run_id)))

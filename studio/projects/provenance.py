@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from studio.engine.api import live_evidence
+from studio.engine.evidence import evidence_for
 from studio.engine.pool import pool_scores
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import Candidate, DecisionAction, Proposal, ProposalStatus
@@ -345,14 +345,16 @@ def _run_of(store: Store, candidate_id: int) -> str | None:
 
 def add_scores(store: Store, lineage: RunLineage, candidate_id: int) -> None:
     """The minibatch evidence of every proposal on the candidate's lineage (edits included)."""
-    for proposal in _lineage_proposals(lineage, candidate_id):
-        if proposal.id in lineage.scores or proposal.status is ProposalStatus.INVALID:
-            continue
-        evidence = live_evidence(store, proposal)
-        if evidence is not None and evidence.compared:
-            lineage.scores[proposal.id] = StepScore(evidence.parent_sum / evidence.compared,
-                                                    evidence.child_sum / evidence.compared,
-                                                    evidence.compared)
+    proposals = [p for p in _lineage_proposals(lineage, candidate_id)
+                 if p.id not in lineage.scores and p.status is not ProposalStatus.INVALID
+                 and p.child_id is not None]
+    for run_id in {p.run_id for p in proposals}:  # a fork's lineage spans runs
+        found = evidence_for(store, run_id, [p for p in proposals if p.run_id == run_id])
+        for proposal_id, evidence in found.items():
+            if evidence.compared:
+                lineage.scores[proposal_id] = StepScore(evidence.parent_sum / evidence.compared,
+                                                        evidence.child_sum / evidence.compared,
+                                                        evidence.compared)
 
 
 def _lineage_proposals(lineage: RunLineage, candidate_id: int) -> list[Proposal]:

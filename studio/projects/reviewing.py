@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from studio.engine.evidence import EvidenceTrials, evidence_trials
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import EventKind, RunEvent, Trial
-from studio.projects.workspace import ProposalEvidence, pending_proposal, proposal_evidence
+from studio.projects.workspace import pending_proposal
 from studio.store import Store
 
 REVIEW_ACTIONS = ("corrected", "confirmed", "skipped")
@@ -80,7 +81,7 @@ class QueueInputs:
     trials: list[Trial]
     reviewed_ids: set[int]
     reviewed_example_ids: set[int]
-    evidence: ProposalEvidence | None = None
+    evidence: EvidenceTrials | None = None
     records: list[ReviewRecord] = field(default_factory=list)
 
 
@@ -96,6 +97,6 @@ def queue_inputs(store: Store, run_id: str, *, window: int = QUEUE_WINDOW) -> Qu
         known |= {t.id: t.example_id for t in store.trials(run_id, ids=unknown,
                                                            with_trace=False)}
     proposal = pending_proposal(store, run_id)
-    evidence = proposal_evidence(store, proposal) if proposal is not None else None
+    evidence = evidence_trials(store, proposal) if proposal is not None else None
     return QueueInputs(trials, reviewed, {known[i] for i in reviewed if i in known}, evidence,
                        records)

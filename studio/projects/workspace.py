@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from studio.engine.build import build_engine
+from studio.engine.evidence import proposal_evidence
 from studio.engine.gates import latest_pending
-from studio.engine.merge import stored_evidence
-from studio.engine.pool import Evidence, load_view, minibatch_evidence, score_evidence
+from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, ProjectFileError
 from studio.model.records import (
-    EventKind,
     Project,
     Proposal,
     ProposalStatus,
@@ -243,62 +242,6 @@ def recover_orphans(store: Store) -> list[str]:
 # --------------------------------------------------------------------------- proposals & effect
 
 
-@dataclass
-class ProposalEvidence:
-    """A proposal's minibatch: the parent's and the child's trials, and the rule's live verdict
-    (effective scores, so overrides made since the proposal was scored count)."""
-
-    proposal: Proposal
-    parent: list[Trial]
-    child: list[Trial]
-    parent_sum: float
-    child_sum: float
-    compared: int
-    rule_accepts: bool
-    parent_sums: dict[int, float] = field(default_factory=dict)
-    """A merge's two parents' sums (``parent`` holds the better one's trials)."""
-
-
-def proposal_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
-    """The evidence a person decides on; for a merge, the better parent against the child on
-    the merge's validation subsample."""
-    if proposal.is_merge:
-        return _merge_evidence(store, proposal)
-
-    child = [t for t in store.trials(proposal.run_id, proposal_id=proposal.id)
-             if t.phase is TrialPhase.CHILD]
-    minibatch = _minibatch(store, proposal) or [t.example_id for t in child]
-    parents = store.first_trials(proposal.parent_id, minibatch)
-    parent = [parents[e] for e in minibatch if e in parents]
-    if proposal.child_id is not None:
-        found = {t.example_id for t in child}
-        missing = [e for e in minibatch if e not in found]
-        if missing:
-            extra = store.first_trials(proposal.child_id, missing)
-            child += [extra[e] for e in missing if e in extra]
-    evidence = minibatch_evidence(parent, child)
-    return ProposalEvidence(proposal, parent, child, evidence.parent_sum, evidence.child_sum,
-                            evidence.compared, evidence.rule_accepts)
-
-
-def _merge_evidence(store: Store, proposal: Proposal) -> ProposalEvidence:
-    examples = proposal.merge.subsample
-    found = stored_evidence(store, proposal)
-    better = store.first_trials(found.better_parent, examples)
-    child = store.first_trials(proposal.child_id, examples) if proposal.child_id else {}
-    return ProposalEvidence(proposal, [better[e] for e in examples if e in better],
-                            [child[e] for e in examples if e in child], found.parent_sum,
-                            found.child_sum, found.compared, found.rule_accepts,
-                            found.parent_sums)
-
-
-def _minibatch(store: Store, proposal: Proposal) -> list[int]:
-    for event in reversed(store.events(proposal.run_id, kind=EventKind.ITERATION_STARTED)):
-        if event.iteration == proposal.iteration:
-            return list(event.payload.get("minibatch") or [])
-    return []
-
-
 def pending_proposal(store: Store, run_id: str) -> Proposal | None:
     """The run's proposal waiting for a person's decision, or None."""
     return latest_pending(store.proposals(run_id, status=ProposalStatus.PENDING))
@@ -335,89 +278,6 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
 
 
 # --------------------------------------------------------------------------- listings (CLI)
-
-
-def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False) -> list[dict]:
-    """What waits for a person and what was decided, one row per proposal: the live evidence
-    sums (effective scores) and the decision that was applied, with who made it and when.
-    A fixed number of queries however many reflection proposals the run has (plus a few per
-    merge, of which a run has at most ``max_merge_invocations``)."""
-    store.get_run(run_id)  # a clear error for an unknown run
-    proposals = store.proposals(run_id)
-    waiting = latest_pending(proposals)
-    if pending_only:
-        proposals = [waiting] if waiting is not None else []
-    decisions = {d.proposal_id: d for d in reversed(store.decisions(run_id))}
-    index = store.candidate_indexes(run_id)
-    verdicts = proposal_verdicts(store, run_id, [p for p in proposals if p.merge is None])
-    rows = []
-    for proposal in proposals:
-        evidence = verdicts.get(proposal.id) or proposal_evidence(store, proposal)  # a merge
-        decision = decisions.get(proposal.id)
-        rows.append({
-            "id": proposal.id, "iteration": proposal.iteration, "kind": proposal.kind.value,
-            "component": proposal.component, "merge": _merge_row(proposal, index),
-            "status": proposal.status.value, "waiting_for_you": proposal is waiting,
-            "parent_sum": round(evidence.parent_sum, 4),
-            "child_sum": round(evidence.child_sum, 4), "rule_accepts": evidence.rule_accepts,
-            "decision": decision.action.value if decision else None,
-            "decided_by": ("rule" if decision.automatic else decision.author) if decision
-            else None,
-            "decided_at": decision.created_at.isoformat() if decision else None,
-            "note": proposal.invalid_reason})
-    return rows
-
-
-def _merge_row(proposal: Proposal, index: dict[int, int]) -> dict | None:
-    """A merge's parents and each component's source, as candidate indexes (``#n`` in the
-    studio)."""
-    if proposal.merge is None:
-        return None
-    return {"parents": [index.get(p) for p in proposal.merge.parents],
-            "ancestor": index.get(proposal.merge.ancestor),
-            "sources": {key: index.get(source)
-                        for key, source in proposal.merge.sources.items()}}
-
-
-# Few proposals (--pending) read only their own candidates' pairs; a whole run's listing
-# involves nearly every candidate, so its pairs are narrowed by example only.
-_FEW_CANDIDATES = 500
-
-
-def proposal_verdicts(store: Store, run_id: str, proposals: list[Proposal]
-                      ) -> dict[int, Evidence]:
-    """:func:`proposal_evidence`'s sums and verdict for many proposals in three queries (the
-    minibatches, the children's trials, the first trial of each pair involved), not per
-    proposal. Same rules: the iteration's minibatch (else the child's examples), the parent's
-    first trial per example, the child's own trials completed by its first trial elsewhere."""
-    if not proposals:
-        return {}
-    minibatches = _minibatches(store, run_id)
-    children = store.child_scores(run_id, [p.id for p in proposals]
-                                  if len(proposals) <= _FEW_CANDIDATES else None)
-    batches = {p.id: minibatches.get(p.iteration) or [e for e, _ in children.get(p.id, [])]
-               for p in proposals}
-    involved = {c for p in proposals for c in (p.parent_id, p.child_id) if c is not None}
-    firsts = store.effective_scores(
-        run_id, example_ids={e for batch in batches.values() for e in batch},
-        candidate_ids=involved if len(involved) <= _FEW_CANDIDATES else None)
-    verdicts = {}
-    for p in proposals:
-        child = list(children.get(p.id, []))
-        parent = [(e, firsts[(p.parent_id, e)]) for e in batches[p.id]
-                  if (p.parent_id, e) in firsts]
-        if p.child_id is not None:
-            found = {e for e, _ in child}
-            child += [(e, firsts[(p.child_id, e)]) for e in batches[p.id]
-                      if e not in found and (p.child_id, e) in firsts]
-        verdicts[p.id] = score_evidence(parent, child)
-    return verdicts
-
-
-def _minibatches(store: Store, run_id: str) -> dict[int, list[int]]:
-    """Iteration -> its minibatch's example ids, from the latest "iteration started" event."""
-    return {event.iteration: list(event.payload.get("minibatch") or [])
-            for event in store.events(run_id, kind=EventKind.ITERATION_STARTED)}
 
 
 def trial_rows(store: Store, run_id: str, *, candidate_id: int | None = None,

@@ -591,21 +591,21 @@ class Store:
             return {(row[0], row[1]): row[2] for row in c.execute(query)}
 
     @_guard
-    def child_scores(self, run_id: str, proposal_ids: Iterable[int] | None = None
-                     ) -> dict[int, list[tuple[int, float | None]]]:
-        """Per proposal, its child's minibatch trials as ``(example_id, effective score)``,
-        oldest first: one SQL query for every proposal of a run (or those of ``proposal_ids``)."""
-        c = t.trials.c
-        query = (select(c.proposal_id, c.example_id, _effective_score())
-                 .where(c.run_id == run_id, c.phase == "child", c.proposal_id.is_not(None))
-                 .order_by(c.id))
-        if proposal_ids is not None:
-            query = query.where(c.proposal_id.in_(list(proposal_ids)))
-        found: dict[int, list[tuple[int, float | None]]] = {}
-        with self.engine.connect() as connection:
-            for proposal_id, example_id, score in connection.execute(query):
-                found.setdefault(proposal_id, []).append((example_id, score))
-        return found
+    def first_scores(self, run_id: str, *, example_ids: Iterable[int],
+                     candidate_ids: Iterable[int] | None = None
+                     ) -> dict[tuple[int, int], tuple[float | None, float | None]]:
+        """``(candidate_id, example_id) -> (judge's score, effective score)`` of the first
+        trial of each pair, in one query: what a proposal's evidence is computed from
+        (:mod:`studio.engine.evidence`). ``candidate_ids`` narrows the pairs in SQL."""
+        where = [t.trials.c.run_id == run_id, t.trials.c.example_id.in_(list(example_ids))]
+        if candidate_ids is not None:
+            where.append(t.trials.c.candidate_id.in_(list(candidate_ids)))
+        first = (select(func.min(t.trials.c.id)).where(*where)
+                 .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
+        query = select(t.trials.c.candidate_id, t.trials.c.example_id, t.trials.c.score,
+                       _effective_score()).where(t.trials.c.id.in_(first))
+        with self.engine.connect() as c:
+            return {(row[0], row[1]): (row[2], row[3]) for row in c.execute(query)}
 
     @_guard
     def child_means(self, run_id: str) -> dict[int, float]:

@@ -3,8 +3,10 @@ older database step by step, inside one transaction per step."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -22,11 +24,13 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     inspect,
+    select,
     text,
+    update,
 )
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class UTCDateTime(TypeDecorator):
@@ -171,6 +175,7 @@ proposals = Table(
     Column("kind", String(12), nullable=False, default="reflection",
            server_default="reflection"),  # added in version 5
     Column("merge", JSON),  # added in version 5
+    Column("minibatch", JSON),  # added in version 6
     Index("ix_proposals_run", "run_id", "iteration"),
 )
 
@@ -186,6 +191,7 @@ decisions = Table(
     Column("author", String(200), nullable=False),
     Column("automatic", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("evidence", JSON),  # added in version 6
     Index("ix_decisions_run", "run_id"),  # version 4
     Index("ix_decisions_proposal", "proposal_id"),  # version 4
 )
@@ -278,11 +284,64 @@ def _v4_to_v5(connection: Connection) -> None:
         connection.execute(text("ALTER TABLE proposals ALTER COLUMN component TYPE VARCHAR(200)"))
 
 
+def _v5_to_v6(connection: Connection) -> None:
+    """Version 6 records what the evidence is computed from and what a decision saw:
+    ``proposals.minibatch`` (the example ids parent and child are compared on) and
+    ``decisions.evidence`` (the sums and verdict when the decision was made; NULL for older
+    decisions, which did not keep them). Older proposals get their minibatch here, once: a
+    merge's subsample, else the latest "iteration started" event's minibatch of the proposal's
+    iteration, else the examples its child was scored on. Idempotent."""
+    _add_column(connection, "proposals", "minibatch", "JSON")
+    _add_column(connection, "decisions", "evidence", "JSON")
+    p = proposals.c
+    missing = connection.execute(select(p.id, p.run_id, p.iteration, p.merge)
+                                 .where(p.minibatch.is_(None))).all()
+    if not missing:
+        return
+    started = _started_minibatches(connection)
+    scored = _child_examples(connection)
+    for row in missing:
+        merge = _json(row.merge)
+        batch = (list(merge.get("subsample") or []) if merge
+                 else started.get((row.run_id, row.iteration)) or scored.get(row.id, []))
+        connection.execute(update(proposals).where(p.id == row.id).values(minibatch=batch))
+
+
+def _started_minibatches(connection: Connection) -> dict[tuple[str, int], list[int]]:
+    """(run id, iteration) -> the minibatch of its latest "iteration started" event."""
+    e = run_events.c
+    found: dict[tuple[str, int], list[int]] = {}
+    for run_id, iteration, payload in connection.execute(
+            select(e.run_id, e.iteration, e.payload).where(e.kind == "iteration_started")
+            .order_by(e.id)):
+        found[(run_id, iteration)] = list(_json(payload).get("minibatch") or [])
+    return found
+
+
+def _child_examples(connection: Connection) -> dict[int, list[int]]:
+    """Proposal id -> the examples its child was scored on in the iteration, oldest first."""
+    t = trials.c
+    found: dict[int, list[int]] = {}
+    for proposal_id, example_id in connection.execute(
+            select(t.proposal_id, t.example_id)
+            .where(t.phase == "child", t.proposal_id.is_not(None)).order_by(t.id)):
+        found.setdefault(proposal_id, []).append(example_id)
+    return found
+
+
+def _json(value: Any) -> dict[str, Any]:
+    """A JSON column's value as a dict (a driver may hand back the text)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value if isinstance(value, dict) else {}
+
+
 def _add_column(connection: Connection, table: str, column: str, sql_type: str) -> None:
     if column not in {c["name"] for c in inspect(connection).get_columns(table)}:
         connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                        3: _v3_to_v4, 4: _v4_to_v5}
+                                                        3: _v3_to_v4, 4: _v4_to_v5,
+                                                        5: _v5_to_v6}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

@@ -16,10 +16,10 @@ from typing import Any
 
 import pandas as pd
 
+from studio.engine.history import ProposalRow, agent_of
 from studio.model.feedback import Feedback
 from studio.model.records import (
     Candidate,
-    Decision,
     Example,
     Proposal,
     Run,
@@ -539,37 +539,32 @@ def _index(candidates: Mapping[int, Candidate], candidate_id: int) -> int | None
     return found.index if found is not None else None
 
 
-def proposal_history(proposals: Sequence[Proposal], decisions: Sequence[Decision],
-                     evaluated: dict[int, dict[str, Any]], candidate_index: dict[int, int]
-                     ) -> pd.DataFrame:
-    """Every proposal with its evidence sums and the decision taken, newest first."""
-    last_decision: dict[int, Decision] = {}
-    for decision in decisions:
-        last_decision[decision.proposal_id] = decision
-    rows = []
-    for p in reversed(list(proposals)):
-        d = last_decision.get(p.id)
-        ev = evaluated.get(p.id, {})
-        rows.append({
-            "proposal": p.id, "iteration": p.iteration,
-            "agent": "" if p.merge is not None else (split_component(p.component)[0] or ""),
-            "component": (proposal_label(p, candidate_index) if p.merge is not None
-                          else split_component(p.component)[1]),
-            "status": p.status.value,
-            "parent": candidate_index.get(p.parent_id, -1),
-            "child": candidate_index.get(p.child_id) if p.child_id is not None else None,
-            "parent_sum": ev.get("parent_sum", math.nan),
-            "child_sum": ev.get("child_sum", math.nan),
-            "decision": d.action.value if d else "",
-            "by": ("rule" if d.automatic else d.author) if d else "",
-            "reason": one_line(d.reason if d else (p.invalid_reason or ""), 200),
-            "when": _local(d.created_at) if d else "",
-            "edited_from": p.edited_from,
+def proposal_history(rows: Sequence[ProposalRow]) -> pd.DataFrame:
+    """Every proposal, newest first: what it changed, how it ended, the effective sums now, the
+    evidence in words (what the decision saw and what holds now, labelled where they differ),
+    and the decision taken."""
+    records = []
+    for r in reversed(list(rows)):
+        now = r.now
+        records.append({
+            "proposal": r.id, "iteration": r.iteration, "agent": agent_of(r),
+            "component": r.label if r.merge is not None else split_component(r.component)[1],
+            "status": r.status.value,
+            "parent": r.parent_index if r.parent_index is not None else -1,
+            "child": r.child_index,
+            "parent_sum": now.parent_sum if now else math.nan,
+            "child_sum": now.child_sum if now else math.nan,
+            "evidence": r.sums_text(),
+            "decision": r.decision.value if r.decision else "",
+            "by": r.decided_by or "",
+            "reason": one_line(r.reason, 200),
+            "when": _local(r.decided_at) if r.decided_at else "",
+            "edited_from": r.edited_from,
         })
-    frame = pd.DataFrame(rows, columns=["proposal", "iteration", "agent", "component", "status",
-                                        "parent",
-                                        "child", "parent_sum", "child_sum", "decision", "by",
-                                        "reason", "when", "edited_from"])
+    frame = pd.DataFrame(records, columns=["proposal", "iteration", "agent", "component",
+                                           "status", "parent", "child", "parent_sum",
+                                           "child_sum", "evidence", "decision", "by", "reason",
+                                           "when", "edited_from"])
     return frame.astype({"child": "Int64", "edited_from": "Int64", "parent_sum": "float64",
                          "child_sum": "float64"})
 

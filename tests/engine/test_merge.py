@@ -19,7 +19,6 @@ from studio.engine import decide, load_result, worker
 from studio.engine.merge import (
     find_merge,
     merge_due,
-    merge_evidence,
     merge_subsample,
     merged_components,
 )
@@ -40,7 +39,7 @@ from studio.model.records import (
     TrialPhase,
     content_hash,
 )
-from studio.projects.workspace import proposal_evidence
+from studio.engine.evidence import proposal_evidence
 from studio.views.tables import merge_source_frame, proposal_label
 from tests.engine import merge_world as world
 from tests.helpers import wait_until
@@ -123,22 +122,6 @@ def test_the_subsample_takes_examples_where_each_parent_is_better_and_where_they
     assert len(chosen) == 5 and chosen == sorted(chosen)
     assert {1, 2} & set(chosen) and {3, 4} & set(chosen) and {5, 6} & set(chosen)
     assert 7 not in chosen and 8 not in chosen  # not scored for both parents
-
-
-def trial(candidate_id: int, example_id: int, score: float | None) -> Trial:
-    return Trial(run_id="r", candidate_id=candidate_id, example_id=example_id,
-                 split=Split.VAL, example_index=example_id, phase=TrialPhase.VALSET, score=score)
-
-
-def test_the_rule_accepts_a_child_that_reaches_the_better_parent():
-    parents = {1: {1: trial(1, 1, 1.0), 2: trial(1, 2, 0.0), 3: trial(1, 3, 0.2)},
-               2: {1: trial(2, 1, 0.0), 2: trial(2, 2, 1.0), 3: trial(2, 3, 0.4)}}
-    child = {1: trial(3, 1, 1.0), 2: trial(3, 2, 0.4), 3: trial(3, 3, None)}
-    evidence = merge_evidence(parents, child, [1, 2, 3])
-    assert evidence.compared == 2 and evidence.parent_sums == {1: 1.0, 2: 1.0}
-    assert evidence.child_sum == 1.4 and evidence.rule_accepts  # example 3: not evaluable
-    child[1] = trial(3, 1, 0.5)
-    assert not merge_evidence(parents, child, [1, 2, 3]).rule_accepts
 
 
 def test_merges_are_due_after_an_accepted_reflection_and_up_to_the_limit(store):

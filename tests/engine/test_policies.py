@@ -8,7 +8,7 @@ import pytest
 
 from studio.engine.components import check_components, validate_proposal
 from studio.engine.pareto import best_candidate, mean_score, pareto_front, winners_per_example
-from studio.engine.pool import minibatch_evidence, score_evidence
+from studio.engine.evidence import compare
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.errors import ConfigError, ProposalError
@@ -61,29 +61,12 @@ def test_sampler_covers_an_epoch_before_repeating_and_round_trips():
     assert len(EpochSampler([1, 2], 5).sample(rng)) == 2
 
 
-def test_evidence_uses_effective_scores_and_skips_none():
-    from studio.model.records import Override, Trial
-
-    def trial(example, score, override=None):
-        return Trial(run_id="r", candidate_id=1, example_id=example, split="train",
-                     example_index=example, phase="parent", score=score,
-                     override=None if override is None else Override(trial_id=1,
-                                                                     score=override))
-
-    parent = [trial(1, 0.5), trial(2, 0.5), trial(3, None)]
-    child = [trial(1, 0.5), trial(2, 0.4, override=0.9), trial(3, 1.0)]
-    evidence = minibatch_evidence(parent, child)
-    assert (evidence.parent_sum, evidence.child_sum, evidence.compared) == (1.0, 1.4, 2)
-    assert evidence.rule_accepts
-    assert not minibatch_evidence(parent, parent).rule_accepts  # equal is not strictly better
-
-
 def test_the_rule_does_not_depend_on_the_order_scores_are_summed_in():
     # the same scores on other examples: summed left to right the child's would be
     # 0.1 + 0.2 + 0.3 = 0.6000000000000001, above the parent's 0.3 + 0.2 + 0.1 = 0.6
-    parent = [(1, 0.3), (2, 0.2), (3, 0.1)]
-    child = [(1, 0.1), (2, 0.2), (3, 0.3)]
-    for evidence in (score_evidence(parent, child), score_evidence(child, parent)):
+    parent = {1: (0.3, 0.3), 2: (0.2, 0.2), 3: (0.1, 0.1)}
+    child = {1: (0.1, 0.1), 2: (0.2, 0.2), 3: (0.3, 0.3)}
+    for evidence in (compare([parent], child, [1, 2, 3]), compare([child], parent, [1, 2, 3])):
         assert evidence.parent_sum == evidence.child_sum == 0.6
         assert evidence.compared == 3 and not evidence.rule_accepts
 
