@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from studio.cli import main
 from studio.engine import decide, load_result, worker
+from studio.engine.evidence import proposal_evidence
 from studio.engine.merge import (
     find_merge,
     merge_due,
@@ -34,12 +35,8 @@ from studio.model.records import (
     ProposalKind,
     ProposalStatus,
     Run,
-    Split,
-    Trial,
-    TrialPhase,
     content_hash,
 )
-from studio.engine.evidence import proposal_evidence
 from studio.views.tables import merge_source_frame, proposal_label
 from tests.engine import merge_world as world
 from tests.helpers import wait_until

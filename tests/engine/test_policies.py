@@ -7,8 +7,8 @@ import random
 import pytest
 
 from studio.engine.components import check_components, validate_proposal
-from studio.engine.pareto import best_candidate, mean_score, pareto_front, winners_per_example
 from studio.engine.evidence import compare
+from studio.engine.pareto import best_candidate, mean_score, pareto_front, winners_per_example
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.errors import ConfigError, ProposalError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.engine import EvolutionConfig, decide, override
+from studio.engine.evidence import evidence_trials
 from studio.engine.worker import get_manager
 from studio.model.errors import ConfigError, ProjectFileError
 from studio.model.records import ProposalStatus, RunStatus
@@ -17,7 +18,6 @@ from studio.projects.workspace import (
     list_examples,
     new_project,
     pending_proposal,
-    proposal_evidence,
     require_reason,
     run_effect,
     start_project_run,
@@ -64,7 +64,7 @@ def test_review_run_evidence_and_effect(store):
         max_iterations=3, minibatch_size=3, review="review", seed=7))
     try:
         proposal = wait_until(lambda: pending_proposal(store, run.id))
-        evidence = proposal_evidence(store, proposal)
+        evidence = evidence_trials(store, proposal)
         assert len(evidence.parent) == len(evidence.child) == 3 == evidence.compared
         effect = run_effect(store, run.id)
         assert effect.pending_id == proposal.id

@@ -17,12 +17,13 @@ from sqlalchemy import event, inspect, text
 
 from studio.engine import create_run
 from studio.engine.api import load_result
+from studio.engine.evidence import evidence_trials
+from studio.engine.history import proposal_rows
 from studio.engine.pool import load_view
 from studio.model.records import (
     Candidate,
     Decision,
     DecisionAction,
-    EventKind,
     Proposal,
     Split,
     Trial,
@@ -31,7 +32,6 @@ from studio.model.records import (
 )
 from studio.model.redaction import redact
 from studio.projects import export
-from studio.projects.workspace import proposal_evidence, proposal_rows
 from studio.store import open_store
 from studio.store import schema as tables
 from studio.views.charts import minibatch_means
@@ -188,10 +188,10 @@ def test_batched_reads_filter_and_page_like_the_list(any_store):
     assert list(any_store.iter_trials(run_id, offset=len(everything))) == []
 
 
-def _with_minibatch_events(store, run_id: str) -> None:
-    """The engine's "iteration started" events and children on the seeded run's proposals;
-    every third minibatch also names a validation example the child was scored on elsewhere
-    (its valset trial), which the evidence completes from the child's first trial."""
+def _with_minibatches(store, run_id: str) -> None:
+    """The seeded run's proposals with their minibatches and children, as the engine records
+    them; every third minibatch also names a validation example the child was scored on
+    elsewhere (its valset trial), which the evidence reads from the child's first trial."""
     val = [e.id for e in store.examples(run_id, Split.VAL)]
     children = {c.proposal_id: c.id for c in store.candidates(run_id) if c.proposal_id}
     for proposal in store.proposals(run_id):
@@ -199,9 +199,7 @@ def _with_minibatch_events(store, run_id: str) -> None:
                                                     iteration=proposal.iteration)]
         if proposal.iteration % 3 == 0:
             batch.append(val[0])
-        store.update_proposal(proposal.id, child_id=children[proposal.id])
-        store.add_event(run_id, EventKind.ITERATION_STARTED, proposal.iteration,
-                        {"parent_id": proposal.parent_id, "minibatch": batch})
+        store.update_proposal(proposal.id, child_id=children[proposal.id], minibatch=batch)
 
 
 def _queries(store, call) -> tuple[object, int]:
@@ -220,20 +218,20 @@ def test_proposal_listing_takes_the_same_queries_for_any_number_of_proposals(any
     small, large = seeded_run(any_store, iterations=3), seeded_run(any_store, iterations=15,
                                                                    seed=5)
     for run_id in (small, large):
-        _with_minibatch_events(any_store, run_id)
+        _with_minibatches(any_store, run_id)
     proposal_rows(any_store, small)  # connections opened, dialect warmed up
     rows, few = _queries(any_store, lambda: proposal_rows(any_store, small))
     many_rows, many = _queries(any_store, lambda: proposal_rows(any_store, large))
     assert (len(rows), len(many_rows)) == (3, 15)
-    assert few == many <= 8
-    for row in many_rows:  # the batched sums are the per-proposal evidence's
-        evidence = proposal_evidence(any_store, any_store.get_proposal(row["id"]))
-        assert (row["parent_sum"], row["child_sum"], row["rule_accepts"]) == (
-            round(evidence.parent_sum, 4), round(evidence.child_sum, 4), evidence.rule_accepts)
-    assert any(row["parent_sum"] != row["child_sum"] for row in many_rows)
-    completed = [r for r in many_rows if r["iteration"] % 3 == 0]
-    evidence = proposal_evidence(any_store, any_store.get_proposal(completed[0]["id"]))
-    assert len(evidence.child) == 4  # 3 minibatch trials + the valset trial found elsewhere
+    assert few == many <= 6
+    for row in many_rows:  # the batched evidence is the one read from the trials themselves
+        detail = evidence_trials(any_store, any_store.get_proposal(row.id))
+        assert row.now == detail.evidence
+    assert any(row.now.parent_sum != row.now.child_sum for row in many_rows)
+    assert any(row.now.corrected for row in many_rows)  # the seeded corrections count
+    completed = [r for r in many_rows if r.iteration % 3 == 0]
+    detail = evidence_trials(any_store, any_store.get_proposal(completed[0].id))
+    assert len(detail.child) == 4  # 3 minibatch trials + the valset trial found elsewhere
 
 
 def test_run_marker_changes_with_trials_overrides_and_decisions(any_store):
@@ -293,17 +291,18 @@ def _export_before(store, run_id, fmt, base):
     } for c in result.candidates]
     trials = [export.trial_record(t) for t in store.trials(run_id)]
     provenance = export.provenance_records(store, run_id)
+    proposals = [row.flat() for row in proposal_rows(store, run_id)]
     if fmt == "jsonl":
         path = base.with_suffix(".jsonl")
         with path.open("w", encoding="utf-8") as handle:
             for kind, rows in (("candidate", candidates), ("provenance", provenance),
-                               ("trial", trials)):
+                               ("proposal", proposals), ("trial", trials)):
                 for row in rows:
                     handle.write(redact(export.strict_json({"type": kind, **row})) + "\n")
         return [path]
     paths = [base.parent / f"{base.name}_{name}.csv"
-             for name in ("candidates", "trials", "provenance")]
-    for path, rows in zip(paths, (candidates, trials, provenance), strict=True):
+             for name in ("candidates", "trials", "provenance", "proposals")]
+    for path, rows in zip(paths, (candidates, trials, provenance, proposals), strict=True):
         columns: list[str] = []
         for row in rows:
             columns += [k for k in row if k not in columns]

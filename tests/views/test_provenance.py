@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from studio.engine import decide
-from studio.engine.api import live_evidence
+from studio.engine.evidence import proposal_evidence
 from studio.model.errors import ConfigError
 from studio.model.records import Candidate, Proposal, ProposalStatus, content_hash
 from studio.projects.provenance import (
@@ -60,7 +60,7 @@ def test_each_rule_is_attributed_to_the_iteration_that_added_it(runner, store):
         assert added.startswith("Rule:")
         assert (origin.kind, origin.iteration, origin.proposal_id) == \
             (REFLECTION, proposal.iteration, proposal.id)
-        evidence = live_evidence(store, proposal)
+        evidence = proposal_evidence(store, proposal)
         assert origin.score.change == pytest.approx(
             (evidence.child_sum - evidence.parent_sum) / evidence.compared)
         assert origin.score.change > 0

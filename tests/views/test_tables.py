@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
+from studio.engine.history import proposal_row
+from studio.model.evidence import Evidence, Sums
 from studio.model.feedback import Feedback
 from studio.model.records import (
     Decision,
@@ -182,13 +184,26 @@ def test_evidence_and_history_frames():
     frame = evidence_frame(parent, child)
     assert frame.loc[0, "delta"] == 0.25 and math.isnan(frame.loc[1, "delta"])
     assert frame.loc[1, "child_feedback"] == "(not scored yet)"
-    proposals = [Proposal(id=1, run_id="r", iteration=1, parent_id=1, component="instruction",
-                          text="t", status=ProposalStatus.REJECTED, child_id=2)]
-    decisions = [Decision(proposal_id=1, action=DecisionAction.REJECT, reason="too long",
-                          author="ana")]
-    history = proposal_history(proposals, decisions, {1: {"parent_sum": 1.0, "child_sum": 0.5}},
-                               {1: 0, 2: 1})
-    row = history.iloc[0]
+    proposal = Proposal(id=1, run_id="r", iteration=1, parent_id=1, component="instruction",
+                        text="t", status=ProposalStatus.REJECTED, child_id=2)
+    seen = Evidence(judged=Sums(parent_sum=0.0, child_sum=0.75, compared=3),
+                    effective=Sums(parent_sum=0.0, child_sum=0.75, compared=3), rule_accepts=True)
+    now = seen.model_copy(update={"effective": Sums(parent_sum=0.8, child_sum=0.75, compared=3),
+                                  "rule_accepts": False})
+    decision = Decision(proposal_id=1, action=DecisionAction.REJECT, reason="too long",
+                        author="ana", evidence=seen)
+    invalid = Proposal(id=2, run_id="r", iteration=2, parent_id=1, component="instruction",
+                       text="t", status=ProposalStatus.INVALID,
+                       invalid_reason="duplicate of candidate #1")
+    rows = [proposal_row(proposal, decision, now, {1: 0, 2: 1}),
+            proposal_row(invalid, None, None, {1: 0, 2: 1})]
+    history = proposal_history(rows)
+    row, attempt = history.iloc[1], history.iloc[0]  # newest first
     assert (row["status"], row["decision"], row["by"], row["reason"], row["child"]) == (
         "rejected", "reject", "ana", "too long", 1)
-    assert isinstance(history, pd.DataFrame)
+    assert (row["parent_sum"], row["child_sum"]) == (0.8, 0.75)  # the sums now
+    assert row["evidence"] == ("at decision 0.000 → 0.750 · now 0.800 → 0.750 "
+                               "(corrected since)")
+    assert (attempt["status"], attempt["reason"], attempt["evidence"]) == (
+        "invalid", "duplicate of candidate #1", "")
+    assert math.isnan(attempt["parent_sum"]) and pd.isna(attempt["child"])
