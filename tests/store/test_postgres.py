@@ -74,6 +74,7 @@ def test_migration_to_version_5_on_postgres():
     store = _v4_store_with_one_proposal()
     old = store.get_proposal(1)
     assert old.kind is ProposalKind.REFLECTION and old.merge is None and old.text == "be brief"
+    assert old.minibatch == []  # version 6: no event, no child trial to read it from
     long_key = "a_rather_long_agent_name_in_a_workflow.generate_content_config"
     merge = store.add_proposal(Proposal(
         run_id="old", iteration=2, parent_id=8, component=long_key, text="merged",

@@ -14,6 +14,7 @@ from studio.model.records import (
     Candidate,
     Decision,
     DecisionAction,
+    EventKind,
     MergeDetail,
     Proposal,
     ProposalKind,
@@ -202,6 +203,53 @@ def test_migration_to_version_5_keeps_old_proposals_readable_as_reflections(tmp_
     assert [p.id for p in store.proposals("old", kind=ProposalKind.MERGE)] == [merge.id]
     with store.engine.begin() as c:  # a step that ran half-way (or twice) is harmless
         tables.MIGRATIONS[4](c)
+    store.close()
+
+
+def test_migration_to_version_6_gives_older_proposals_their_minibatch(tmp_path):
+    """A version 5 database: no ``proposals.minibatch``, no ``decisions.evidence``. Its
+    proposals get their minibatch once: a merge's subsample, the iteration's "iteration
+    started" event (the latest), or else the examples the child was scored on."""
+    path = tmp_path / "v5.db"
+    store = open_store(f"sqlite:///{path}", cached=False)
+    run, examples, candidate = seed_run(store)
+    a, b = (e.id for e in examples)
+    store.add_event(run.id, EventKind.ITERATION_STARTED, 1, {"minibatch": [b]})
+    store.add_event(run.id, EventKind.ITERATION_STARTED, 1, {"minibatch": [a, b]})  # resumed
+    started = store.add_proposal(Proposal(run_id=run.id, iteration=1, parent_id=candidate.id,
+                                          component="instruction", text="y"))
+    scored = store.add_proposal(Proposal(run_id=run.id, iteration=2, parent_id=candidate.id,
+                                         component="instruction", text="z"))
+    store.add_trial(Trial(run_id=run.id, candidate_id=candidate.id, example_id=b,
+                          split=Split.TRAIN, example_index=1, phase=TrialPhase.CHILD,
+                          proposal_id=scored.id, score=0.5))
+    merge = store.add_proposal(Proposal(
+        run_id=run.id, iteration=3, parent_id=candidate.id, component="", text="m",
+        kind=ProposalKind.MERGE, merge=MergeDetail(parents=[1, 2], ancestor=candidate.id,
+                                                   sources={}, subsample=[b, a])))
+    decision = store.add_decision(Decision(proposal_id=scored.id, author="ana",
+                                           action=DecisionAction.REJECT))
+    store.close()
+    db = sqlite3.connect(path)
+    db.executescript("""ALTER TABLE proposals DROP COLUMN minibatch;
+        ALTER TABLE decisions DROP COLUMN evidence;
+        UPDATE meta SET value = '5' WHERE key = 'schema_version';""")
+    db.commit()
+    db.close()
+    for _ in range(2):  # the second open finds version 6 and changes nothing
+        store = open_store(f"sqlite:///{path}", cached=False)
+        assert [store.get_proposal(p.id).minibatch for p in (started, scored, merge)] == [
+            [a, b], [b], [b, a]]
+        assert store.decisions(proposal_id=scored.id)[0].evidence is None
+        assert store.decisions(proposal_id=scored.id)[0].id == decision.id
+        with store.engine.connect() as c:
+            assert c.execute(text("SELECT value FROM meta")).scalar() == str(SCHEMA_VERSION)
+        store.close()
+    store = open_store(f"sqlite:///{path}", cached=False)
+    with store.engine.begin() as c:  # a step that ran half-way (or twice) is harmless
+        tables.MIGRATIONS[5](c)
+        tables.MIGRATIONS[5](c)
+    assert store.get_proposal(started.id).minibatch == [a, b]
     store.close()
 
 
