@@ -6,7 +6,7 @@ import pytest
 
 from studio.engine import EvolutionConfig, decide, override
 from studio.engine.worker import get_manager
-from studio.model.records import ProposalStatus, RunStatus
+from studio.model.records import ProposalStatus, RunStatus, TrialPhase
 from studio.projects.files import parse_project
 from studio.projects.workspace import (
     EXAMPLES_DIR,
@@ -369,6 +369,20 @@ def test_proposals_edit_is_rescored(app, studio_db):
                                     and p.status is ProposalStatus.PENDING), None))
     at.run()
     assert any(f"Proposal #{edited.id}" in s for s in texts(at.subheader))
+
+
+def test_proposals_history_shows_the_sums_at_decision_and_now(app, studio_db):
+    run = finished_run(studio_db, max_iterations=1)
+    [proposal] = studio_db.proposals(run.id)
+    seen = studio_db.decisions(proposal_id=proposal.id)[0].evidence
+    parent = studio_db.trials(run.id, phase=TrialPhase.PARENT, iteration=1)[0]
+    override(parent.id, score=0.0 if parent.score else 1.0, author="ana", store=studio_db)
+    at = app("proposals", run_id=run.id)
+    history = next(d.value for d in at.dataframe if "evidence" in d.value.columns)
+    evidence = history.loc[0, "evidence"]
+    assert evidence.startswith(f"at decision {seen.parent_sum:.3f} → {seen.child_sum:.3f} · now ")
+    assert evidence.endswith("(corrected since)")
+    assert history.loc[0, "parent_sum"] != seen.parent_sum  # the sums now
 
 
 def test_model_written_html_is_shown_escaped(app, studio_db, script):
