@@ -73,7 +73,7 @@ def _better(sums: list[float]) -> int:
     return max(range(len(sums)), key=lambda i: (sums[i], -i))
 
 
-def reason(evidence: Evidence) -> str:
+def verdict_reason(evidence: Evidence) -> str:
     """The rule's verdict in words, as an automatic decision records it."""
     sums = evidence.effective
     if evidence.merge:

@@ -36,7 +36,7 @@ from studio.engine.events import (
     RunStarted,
     TestUnscored,
 )
-from studio.engine.evidence import proposal_evidence, reason
+from studio.engine.evidence import proposal_evidence, verdict_reason
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
 from studio.engine.pool import PoolScores, load_view, pool_scores
@@ -452,8 +452,8 @@ class Engine:
         if ctx.config.review is ReviewMode.AUTO:
             evidence = rule()
             return ctx.store.add_decision(Decision(
-                proposal_id=proposal.id, automatic=True, author="rule", reason=reason(evidence),
-                evidence=evidence,
+                proposal_id=proposal.id, automatic=True, author="rule",
+                reason=verdict_reason(evidence), evidence=evidence,
                 action=DecisionAction.ACCEPT if evidence.rule_accepts else DecisionAction.REJECT))
         if proposal.status is not ProposalStatus.PENDING:
             ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)

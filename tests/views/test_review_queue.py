@@ -89,11 +89,10 @@ class ConstructedRun:
                                     dimensions={"imagery": 0.1, "form": 0.2})
         self.contradicting = self.add(self.parent, self.val[1], 0.95, TrialPhase.VALSET,
                                       feedback="Missing: a season word, the topic")
-        store.add_event(run.id, EventKind.ITERATION_STARTED, 1,
-                        {"minibatch": self.train[:3], "parent_id": self.parent.id})
         self.proposal = store.add_proposal(Proposal(
             run_id=run.id, iteration=1, parent_id=self.parent.id, component="instruction",
-            text="Write well.", status=ProposalStatus.PENDING, child_id=self.child.id))
+            text="Write well.", status=ProposalStatus.PENDING, child_id=self.child.id,
+            minibatch=self.train[:3]))
         self.parents = [self.add(self.parent, self.train[0], 0.3),
                         self.add(self.parent, self.train[1], 0.3,
                                  feedback="Excellent, a perfect haiku."),
