@@ -243,10 +243,6 @@ def proposals(run_id: str) -> list[Proposal]:
     return store().proposals(run_id)
 
 
-def decisions(run_id: str) -> list[Decision]:
-    return store().decisions(run_id)
-
-
 def proposal_decisions(proposal_id: int) -> list[Decision]:
     return store().decisions(proposal_id=proposal_id)
 

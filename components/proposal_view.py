@@ -65,6 +65,10 @@ def current(run: Any) -> Any | None:
 def evidence(proposal: Any) -> None:
     """Diff (or a merge's sources), reasoning and per-example evidence of one proposal."""
     ev = _merge_header(proposal) if proposal.is_merge else _reflection_header(proposal)
+    if ev.evidence.corrected:
+        judged = ev.evidence.judged
+        st.caption(f"These sums count people's corrections; the judge's scores alone give "
+                   f"{judged.arrow()} ({judged.compared} examples compared).")
     _per_example(ev)
 
 

@@ -424,7 +424,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     for r in rows:
         decided = (f"{r.decision.value} by {r.decided_by} at {r.decided_at:%Y-%m-%d %H:%M:%S}"
                    if r.decision else ("WAITING FOR YOU" if r.waiting_for_you else "-"))
-        sums = r.sums_text() or "not scored"
+        sums = r.sums_text() or "-"
         print(f"{r.id:>5}  iter {r.iteration:<3} {_changes(r):<24} {r.status.value:<10} "
               f"{sums}  {decided}" + (f"  ({r.invalid_reason})" if r.invalid_reason else ""))
         if r.merge:

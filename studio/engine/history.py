@@ -92,6 +92,8 @@ class ProposalRow(BaseModel):
         ``at decision 0.000 → 0.750 · now 0.800 → 0.750 (corrected since)``."""
         if self.now is None:
             return ""
+        if self.now.compared == 0 and not self.changed_since_decision:
+            return "no example compared"  # nothing scored yet, or nothing could be evaluated
         now = self.now.effective.arrow()
         if self.changed_since_decision:
             return (f"at decision {self.at_decision.effective.arrow()} · now {now} "

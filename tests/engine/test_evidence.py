@@ -29,7 +29,7 @@ from studio.model.records import (
 )
 from studio.projects.export import export_run
 from studio.views.tables import proposal_history
-from tests.helpers import demo_spec, trainset, wait_until
+from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset, wait_until
 
 # --------------------------------------------------------------------------- the rule (pure)
 
@@ -197,3 +197,23 @@ def test_a_person_s_decision_keeps_the_evidence_they_saw(runner, store):
     assert row.now.child_sum == pytest.approx(shown.child_sum - trials[1].score)
     assert (row.decided_by, row.reason, row.changed_since_decision) == ("ana", "too plain",
                                                                         True)
+
+
+def test_an_invalid_attempt_reads_plainly_with_no_evidence(runner, store, script, capsys):
+    from studio.runtime.providers import demo
+
+    def repeats_the_parent(request):
+        if demo.REFLECTION_MARKER in request.prompt_text:
+            return BASE_INSTRUCTION
+        return demo.reply(request)
+
+    spec = demo_spec()
+    spec.reflection.model = script(repeats_the_parent)
+    run_id, _ = runner.run(spec, trainset(3), max_iterations=1, minibatch_size=3)
+    [row] = proposal_rows(store, run_id)
+    assert row.status is ProposalStatus.INVALID and row.now is None and row.decision is None
+    assert row.invalid_reason and row.reason == row.invalid_reason
+    assert row.minibatch and row.as_dict()["parent_sum"] is None
+    assert main(["--db", store.url, "proposals", run_id]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "invalid" in line and f"({row.invalid_reason})" in line
