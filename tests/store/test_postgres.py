@@ -13,7 +13,15 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from studio.engine import EvolutionConfig, build_engine, create_run, load_result, override
-from studio.model.records import MergeDetail, Proposal, ProposalKind, RunStatus
+from studio.model.records import (
+    Decision,
+    DecisionAction,
+    EventKind,
+    MergeDetail,
+    Proposal,
+    ProposalKind,
+    RunStatus,
+)
 from studio.store import open_store
 from studio.store import schema as tables
 from studio.store.connection import resolve_url
@@ -85,6 +93,33 @@ def test_migration_to_version_5_on_postgres():
         assert c.execute(text("SELECT value FROM meta")).scalar() == str(tables.SCHEMA_VERSION)
         tables.MIGRATIONS[4](c)  # idempotent
     store.close()
+
+
+def test_migration_to_version_6_on_postgres(pg_store):
+    """Version 5 rows get their minibatch from the latest "iteration started" event or the
+    merge's subsample; decisions made then keep no evidence."""
+    run = create_run(pg_store, spec=demo_spec(), trainset=trainset(2))
+    a, b = (e.id for e in pg_store.examples(run.id))
+    pg_store.add_event(run.id, EventKind.ITERATION_STARTED, 1, {"minibatch": [b, a]})
+    reflection = pg_store.add_proposal(Proposal(run_id=run.id, iteration=1, parent_id=1,
+                                                component="instruction", text="y"))
+    merge = pg_store.add_proposal(Proposal(
+        run_id=run.id, iteration=2, parent_id=1, component="", text="m",
+        kind=ProposalKind.MERGE, merge=MergeDetail(parents=[1, 2], ancestor=1, sources={},
+                                                   subsample=[a])))
+    pg_store.add_decision(Decision(proposal_id=reflection.id, action=DecisionAction.REJECT))
+    with pg_store.engine.begin() as c:
+        c.execute(text("ALTER TABLE proposals DROP COLUMN minibatch"))
+        c.execute(text("ALTER TABLE decisions DROP COLUMN evidence"))
+        c.execute(text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))
+    for _ in range(2):  # migrated once, then found current
+        store = open_store(PG_URL, cached=False)
+        assert store.get_proposal(reflection.id).minibatch == [b, a]
+        assert store.get_proposal(merge.id).minibatch == [a]
+        assert store.decisions(proposal_id=reflection.id)[0].evidence is None
+        with store.engine.begin() as c:
+            tables.MIGRATIONS[5](c)  # idempotent
+        store.close()
 
 
 def _v4_store_with_one_proposal():
