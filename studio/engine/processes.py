@@ -22,7 +22,8 @@ one pool per process count, started by the first run that asks for it and reused
 ones (a studio server or a ``studio worker`` runs many). Each run sends its setup (spec, config)
 with its shards; a process builds a run's agent and critic once and keeps the last few runs'.
 The processes stay up until this process exits (each holds ADK, LiteLLM and, once a run used
-it, the embedded model). While a new pool starts, the engine judges in its own process until
+it, the embedded model), and exit on their own when it is killed (:func:`die_with_parent`).
+While a new pool starts, the engine judges in its own process until
 the first worker is ready: a short run never waits for processes it does not need.
 """
 
