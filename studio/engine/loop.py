@@ -27,6 +27,7 @@ from studio.engine.events import (
     BaselineScored,
     CandidateAccepted,
     DecisionApplied,
+    IterationSkipped,
     IterationStarted,
     Progress,
     ProposalEvaluated,
@@ -34,6 +35,7 @@ from studio.engine.events import (
     RunPaused,
     RunResumed,
     RunStarted,
+    SkipCause,
     TestUnscored,
 )
 from studio.engine.evidence import proposal_evidence, verdict_reason
@@ -55,6 +57,7 @@ from studio.model.records import (
     ProposalStatus,
     RunRequest,
     RunStatus,
+    Trial,
     TrialPhase,
     content_hash,
     utcnow,
@@ -353,11 +356,26 @@ class Engine:
         parent = self.ctx.store.get_candidate(plan.parent_id)
         parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
                                           phase=TrialPhase.PARENT, iteration=plan.iteration)
+        if self.perfect_on_minibatch(parent_trials):
+            self.ctx.emit(IterationSkipped(
+                run_id=self.ctx.run_id, iteration=plan.iteration,
+                cause=SkipCause.PERFECT_PARENT.value,
+                reason=f"candidate #{parent.id} scored at least {self.ctx.config.perfect_score:g} "
+                       f"on every minibatch example: no child could beat it; no reflection"))
+            return None
         proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
                                           parent_trials)
         if proposal.status is ProposalStatus.INVALID:
             return None
         return await self.evaluate_and_gate(proposal, parent, plan)
+
+    def perfect_on_minibatch(self, parent_trials: list[Trial]) -> bool:
+        """GEPA's ``skip_perfect_score``, on the effective scores as stored now ("could not
+        evaluate" is not perfect)."""
+        config = self.ctx.config
+        scores = [t.effective_score for t in proposer.current_trials(self.ctx, parent_trials)]
+        return config.skip_perfect_score and bool(scores) and all(
+            s is not None and s >= config.perfect_score for s in scores)
 
     def plan(self, iteration: int) -> Plan:
         """A merge when one is due and a pair qualifies; else select the parent, sample the

@@ -29,19 +29,47 @@ def winners_per_example(matrix: ScoreMatrix) -> dict[int, set[int]]:
     return winners
 
 
-def pareto_front(matrix: ScoreMatrix) -> dict[int, int]:
-    """Non-dominated candidates that are best on at least one example, with the number of
-    examples each wins (the weight GEPA samples parents by)."""
-    wins: dict[int, set[int]] = {}
-    for example, candidates in winners_per_example(matrix).items():
-        for candidate in candidates:
-            wins.setdefault(candidate, set()).add(example)
-    front = {
-        c: examples for c, examples in wins.items()
-        if not any(other != c and examples < other_examples
-                   for other, other_examples in wins.items())
-    }
-    return {c: len(examples) for c, examples in front.items()}
+def pareto_front(matrix: ScoreMatrix, order: list[int] | None = None) -> dict[int, int]:
+    """The candidates GEPA samples parents from, each with its weight: the number of examples
+    it is best on.
+
+    GEPA's ``remove_dominated_programs``: among the candidates best on some example, the one
+    with the lowest mean is dropped if every example it wins is also won by another candidate
+    still in the front; repeat until none can be dropped. Of two identical rows one stays (the
+    later one, as in GEPA), and of three candidates tied pairwise, two stay.
+
+    ``None`` ("could not evaluate") is GEPA's example left out of a program's sparse validation
+    scores: it is not in the mean and never wins the example. Ties go as GEPA's do: candidates
+    in ``order`` (the pool's, else by id; GEPA's program indices), examples in the order they
+    were first scored (GEPA's front lists them so); the result lists candidates in the order
+    they first win an example, the order of GEPA's sampling list. (Past 8 candidates GEPA's own
+    tie order follows Python's set layout of its indices, which is not always index order.)
+    """
+    ranked = order if order is not None else sorted(matrix)
+    winners = winners_per_example(matrix)
+    examples = dict.fromkeys(e for c in ranked for e, s in matrix[c].items() if s is not None)
+    fronts = [[c for c in ranked if c in winners[example]] for example in examples]
+    appearance = list(dict.fromkeys(c for front in fronts for c in front))
+    kept = set(_drop_dominated(appearance, fronts, matrix))
+    return {c: sum(c in front for front in fronts) for c in appearance if c in kept}
+
+
+def _drop_dominated(candidates: list[int], fronts: list[list[int]],
+                    matrix: ScoreMatrix) -> list[int]:
+    """``candidates`` without those whose every winning example another kept candidate also
+    wins, dropped lowest mean first (ties: earliest first), one at a time."""
+    by_mean = sorted(candidates, key=lambda c: mean_score(matrix[c]))  # stable: ties keep order
+    kept = list(by_mean)
+    dropped = True
+    while dropped:
+        dropped = False
+        for candidate in kept:
+            others = set(kept) - {candidate}
+            if all(others.intersection(front) for front in fronts if candidate in front):
+                kept.remove(candidate)
+                dropped = True
+                break
+    return kept
 
 
 def coverage(scores: Mapping[int, float | None]) -> int:

@@ -82,4 +82,4 @@ def pool_scores(store: Store, run: Run, pooled: list[int] | None = None,
     matrix = {c: {e: scores.get((c, e)) for e in val_ids} for c in pooled}
     return PoolScores(val_ids=val_ids, matrix=matrix,
                       means={c: mean_score(row) for c, row in matrix.items()},
-                      front=pareto_front(matrix), best_id=best_candidate(matrix, pooled))
+                      front=pareto_front(matrix, pooled), best_id=best_candidate(matrix, pooled))

@@ -22,7 +22,8 @@ one pool per process count, started by the first run that asks for it and reused
 ones (a studio server or a ``studio worker`` runs many). Each run sends its setup (spec, config)
 with its shards; a process builds a run's agent and critic once and keeps the last few runs'.
 The processes stay up until this process exits (each holds ADK, LiteLLM and, once a run used
-it, the embedded model). While a new pool starts, the engine judges in its own process until
+it, the embedded model), and exit on their own when it is killed (:func:`die_with_parent`).
+While a new pool starts, the engine judges in its own process until
 the first worker is ready: a short run never waits for processes it does not need.
 """
 
@@ -34,6 +35,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -129,7 +131,8 @@ def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None
         if pool is None or (broken is not None and pool is broken):
             # spawn: a clean interpreter, never a fork of a process holding threads and locks
             pool = ProcessPoolExecutor(max_workers=processes,
-                                       mp_context=multiprocessing.get_context("spawn"))
+                                       mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=die_with_parent, initargs=(os.getpid(),))
             _POOLS[processes] = pool
             if broken is not None:
                 broken.shutdown(wait=False, cancel_futures=True)  # its live processes exit
@@ -249,6 +252,31 @@ def _main_not_rerun() -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- in the process
+
+PARENT_CHECK_SECONDS = 0.5
+"""How often a worker process checks that the process that started it is alive."""
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Exit this worker process soon after ``parent_pid`` dies, however it died.
+
+    A SIGKILLed engine cannot shut its pool down, and each orphan holds ADK, LiteLLM and maybe
+    the embedded model (~300 MB). Linux's parent-death signal (``PR_SET_PDEATHSIG``) is no use
+    here: it fires when the *thread* that started the process ends, and pools are shared by
+    runs started from short-lived threads (Streamlit script runs, ``asyncio.to_thread``). So a
+    daemon thread watches for this process being handed to another parent instead.
+    """
+    if os.getppid() != parent_pid:  # the parent died while this process was starting
+        os._exit(0)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
+                     name="die-with-parent").start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)  # no cleanup to wait for: the parent held every store write
+
 
 KEPT_RUNS = 4
 """Runs whose agent and critic a process keeps built (runs in progress at once, in practice)."""

@@ -1,5 +1,6 @@
-"""Minibatch sampling: the trainset is shuffled once per epoch with the run's RNG and consumed
-in order, so every example is seen before any repeats."""
+"""Minibatch sampling as GEPA's ``EpochShuffledBatchSampler`` does it: the trainset is shuffled
+once per epoch with the run's RNG, padded to a whole number of minibatches, and consumed one
+minibatch at a time, so every example is seen each epoch and no minibatch straddles two."""
 
 from __future__ import annotations
 
@@ -12,25 +13,29 @@ class EpochSampler:
     example_ids: list[int]
     size: int
     epoch: int = 0
+    """Epochs started (the first shuffle makes it 1)."""
     order: list[int] = field(default_factory=list)
+    """This epoch's shuffled ids and their padding."""
     position: int = 0
 
     def sample(self, rng: random.Random) -> list[int]:
-        """The next ``size`` examples (fewer only when the trainset is smaller)."""
-        size = min(self.size, len(self.example_ids))
-        batch: list[int] = []
-        while len(batch) < size:
-            if self.position >= len(self.order):
-                self._new_epoch(rng)
-            candidate = self.order[self.position]
-            self.position += 1
-            if candidate not in batch:
-                batch.append(candidate)
-        return batch
+        """The next minibatch of this epoch's order, each example once.
+
+        GEPA's padding repeats the epoch's last example in its last minibatch (``[d, d, c]``);
+        the studio judges each (candidate, example) pair once, so that minibatch is ``[d, c]``.
+        A checkpoint from before padding resumes with a shorter last minibatch, never one that
+        runs into the next epoch.
+        """
+        if self.position >= len(self.order):
+            self._new_epoch(rng)
+        batch = self.order[self.position:self.position + self.size]
+        self.position += self.size
+        return list(dict.fromkeys(batch))
 
     def _new_epoch(self, rng: random.Random) -> None:
-        self.order = list(self.example_ids)
-        rng.shuffle(self.order)
+        shuffled = list(self.example_ids)
+        rng.shuffle(shuffled)
+        self.order = padded(shuffled, self.size)
         self.position = 0
         self.epoch += 1
 
@@ -40,3 +45,18 @@ class EpochSampler:
     @classmethod
     def from_state(cls, state: dict) -> EpochSampler:
         return cls(**state)
+
+
+def padded(shuffled: list[int], size: int) -> list[int]:
+    """``shuffled`` extended to a multiple of ``size`` with the least-used ids, ties going to the
+    latest in ``shuffled`` (the order GEPA's ``Counter.most_common()[::-1]`` gives)."""
+    uses = dict.fromkeys(shuffled, 0)
+    for example in shuffled:
+        uses[example] += 1
+    order = list(shuffled)
+    for _ in range(-len(order) % size if order else 0):
+        fewest = min(uses.values())
+        pick = [example for example, n in uses.items() if n == fewest][-1]
+        order.append(pick)
+        uses[pick] += 1
+    return order

@@ -9,12 +9,15 @@ from studio.model.config import Selection
 
 
 def select_pareto(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) -> int:
-    """Sample among the Pareto front, weighted by the number of examples each candidate wins."""
-    front = pareto_front(matrix)
+    """Sample among the Pareto front, weighted by the number of examples each candidate wins.
+
+    Drawn as GEPA draws (``rng.choice`` over each candidate repeated by its weight, in the
+    front's order), so one seed picks the same parents here and there.
+    """
+    front = pareto_front(matrix, order)
     if not front:
         return best_candidate(matrix, order)
-    candidates = [c for c in order if c in front]
-    return rng.choices(candidates, weights=[front[c] for c in candidates], k=1)[0]
+    return rng.choice([c for c, weight in front.items() for _ in range(weight)])
 
 
 def select_greedy(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) -> int:

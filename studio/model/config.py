@@ -67,6 +67,14 @@ class EvolutionConfig(BaseModel):
     different components since a common ancestor. Off by default, as in GEPA."""
     max_merge_invocations: int = Field(default=5, ge=0, le=1000)
     """Most merge proposals a run makes (accepted or not)."""
+    skip_perfect_score: bool = True
+    """Skip the reflection when the parent scores at least ``perfect_score`` on every example of
+    its minibatch: no child could beat it under the rule, so GEPA (same name, same default)
+    spends no reflection and no child trials there. The iteration still counts (toward
+    ``max_iterations``, as one without improvement for ``patience``), and so do the parent's
+    trials, against ``max_metric_calls``. A trial that could not be evaluated is not perfect."""
+    perfect_score: float = Field(default=1.0, ge=0.0, le=1.0)
+    """The score that counts as perfect for ``skip_perfect_score`` (GEPA's ``perfect_score``)."""
 
     @model_validator(mode="before")
     @classmethod

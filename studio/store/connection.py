@@ -154,31 +154,73 @@ def migrate(engine: Engine, url: str) -> int:
     """Create missing tables and upgrade the schema to :data:`schema.SCHEMA_VERSION`.
 
     Each step (creating the tables with their version, or one migration with its version bump)
-    commits as a whole or not at all, so an interrupted upgrade reopens and continues.
+    commits as a whole or not at all, so an interrupted upgrade reopens and continues. A store
+    already up to date is only read. A step that writes holds the write lock from its start and
+    reads the version again under it: processes opening a new file at once then wait for each
+    other (SQLite refuses at once a reader that turns writer after another process wrote) and
+    none repeats what another did.
+
+    Raises:
+        StoreError: the store is newer than this studio, its version is unreadable, or the
+            database cannot be opened or written.
     """
     try:
         with transaction(engine) as connection:
-            fresh = not engine.dialect.has_table(connection, "runs")
-            schema.metadata.create_all(connection)
-            version = _read_version(connection)
-            if version is None:
-                version = schema.SCHEMA_VERSION if fresh else 1
-                connection.execute(insert(schema.meta).values(key="schema_version",
-                                                              value=str(version)))
+            version = _current_version(connection, url)
+        if version is None or version < schema.SCHEMA_VERSION:  # migrations may need new tables
+            with write_transaction(engine) as connection:
+                version = _create_tables(connection, url)
         while version < schema.SCHEMA_VERSION:
-            with transaction(engine) as connection:
-                schema.MIGRATIONS[version](connection)
-                version += 1
-                connection.execute(update(schema.meta)
-                                   .where(schema.meta.c.key == "schema_version")
-                                   .values(value=str(version)))
+            with write_transaction(engine) as connection:
+                version = _current_version(connection, url)
+                if version < schema.SCHEMA_VERSION:
+                    schema.MIGRATIONS[version](connection)
+                    version += 1
+                    connection.execute(update(schema.meta)
+                                       .where(schema.meta.c.key == "schema_version")
+                                       .values(value=str(version)))
         return version
     except DatabaseError as exc:
         raise explain_database_error(exc, url) from exc
 
 
-def _read_version(connection) -> int | None:
+def _current_version(connection: Connection, url: str) -> int | None:
+    """The stored schema version; None when the tables or the version are still to be made."""
+    if not (connection.dialect.has_table(connection, "runs")
+            and connection.dialect.has_table(connection, "meta")):
+        return None
+    return _read_version(connection, url)
+
+
+def _create_tables(connection: Connection, url: str) -> int:
+    """Missing tables created and the version recorded: the current one for a new store, 1 for
+    a store from before versions were recorded."""
+    fresh = not connection.dialect.has_table(connection, "runs")
+    schema.metadata.create_all(connection)
+    version = _read_version(connection, url)
+    if version is None:
+        version = schema.SCHEMA_VERSION if fresh else 1
+        connection.execute(insert(schema.meta).values(key="schema_version", value=str(version)))
+    return version
+
+
+def _read_version(connection: Connection, url: str) -> int | None:
     row = connection.execute(
         select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")
     ).first()
-    return int(row[0]) if row else None
+    if row is None:
+        return None
+    try:
+        version = int(row[0])
+    except ValueError:
+        raise StoreError(
+            f"database {safe_url(url)}: its schema version {row[0]!r} (table meta, key "
+            f"schema_version) is not a number, so the studio cannot tell how to read it. Open "
+            f"another database (set {DB_URL_ENV}), or restore this one from a backup.") from None
+    if version > schema.SCHEMA_VERSION:
+        raise StoreError(
+            f"database {safe_url(url)} has schema version {version}, newer than this studio's "
+            f"{schema.SCHEMA_VERSION}: a newer Evolution Studio wrote it. Upgrade the studio "
+            f"(pip install -U evolution-studio) to open it, or set {DB_URL_ENV} to another "
+            f"database; this studio changed nothing in it.")
+    return version

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +186,37 @@ def pid_alive(pid: int) -> bool:
             return stat.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+PARENT_WITH_A_POOL = """
+import os, sys, time
+from studio.engine import processes
+pool = processes.shared_pool(2)
+with processes._main_not_rerun():
+    pids = set()
+    while len(pids) < 2:
+        pids |= {f.result(timeout=120) for f in [pool.submit(os.getpid) for _ in range(4)]}
+print(*sorted(pids), flush=True)
+time.sleep(600)
+"""
+
+
+def test_worker_processes_die_with_a_sigkilled_parent(tmp_path):
+    """A SIGKILLed run cannot shut its pool down; its processes must not linger (~300 MB
+    each), however the parent died."""
+    import signal
+    import subprocess
+    import sys
+
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_WITH_A_POOL], cwd=tmp_path,
+                              stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    try:
+        children = {int(pid) for pid in parent.stdout.readline().split()}
+        assert len(children) == 2 and all(pid_alive(pid) for pid in children)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        wait_until(lambda: not any(pid_alive(pid) for pid in children), timeout=30)
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)

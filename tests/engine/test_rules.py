@@ -191,7 +191,8 @@ def test_rules_with_nothing_to_add_is_an_invalid_proposal(runner, store, script)
     writer, reflector = script(lambda r: capital_writer(r).split()[-1].rstrip(".")), \
         script("Ignored.")
     run_id, reason = runner.run(rules_spec(writer, reflector, "rules"), CAPITALS,
-                                max_iterations=1, minibatch_size=2)
+                                max_iterations=1, minibatch_size=2,
+                                skip_perfect_score=False)  # the parent passes every check
     [proposal] = store.proposals(run_id)
     assert proposal.status is ProposalStatus.INVALID
     assert proposal.invalid_reason == f"the rules operator had {NOTHING_TO_ADD}"
@@ -202,7 +203,8 @@ def test_rules_plus_llm_asks_the_agent_when_rules_have_nothing_to_add(runner, st
     writer = script(lambda r: capital_writer(r).split()[-1].rstrip("."))
     reflector = script("Answer the question in one word.")
     run_id, _ = runner.run(rules_spec(writer, reflector, "rules+llm"), CAPITALS,
-                           max_iterations=1, minibatch_size=2)
+                           max_iterations=1, minibatch_size=2,
+                           skip_perfect_score=False)  # the parent passes every check
     [proposal] = store.proposals(run_id)
     assert proposal.text == "Answer the question in one word."
     assert len(script.requests(reflector)) == 1
