@@ -307,6 +307,7 @@ def build_engine(
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
                  if config.processes > 1 else None),
         **flow)
+    ctx.refresh_labels()  # an align run resumes on the corrections as they are now
     return Engine(ctx)
 
 

@@ -90,14 +90,20 @@ def current_labels(store: Store, origin: AlignOrigin, sources: dict[int, int]
                    ) -> dict[int, str]:
     """Example id -> its label now: the source trial's active correction with a score, else
     an :func:`~studio.critics.alignment.undone_label`."""
-    active = {p.trial_id: p for p in store.override_pairs(origin.run_id)
-              if p.human_score is not None}
+    active = active_corrections(store, origin)
     labels = {}
     for example_id, trial_id in sources.items():
         pair = active.get(trial_id)
         labels[example_id] = (undone_label(trial_id) if pair is None else label_text(
             pair.human_score, pair.human_feedback, pair.judge_score, pair.judge_feedback))
     return labels
+
+
+def active_corrections(store: Store, origin: AlignOrigin) -> dict[int, Any]:
+    """Source trial id -> its active correction with a score (an ``OverridePair``): what makes
+    a label now."""
+    return {p.trial_id: p for p in store.override_pairs(origin.run_id)
+            if p.human_score is not None}
 
 
 def agreement_metric(spec: RunSpec) -> CriticAgreement:
@@ -141,3 +147,23 @@ def relabel_run(store: Store, run_id: str) -> bool:
     book = LabelBook.for_run(run.spec, examples)
     return book is not None and book.refresh(store, run_id, examples)
 
+
+ALIGN_RUN_SCAN = 200
+"""How many of a project's newest runs :func:`relabel_align_runs` looks through."""
+
+
+def relabel_align_runs(store: Store, trial_id: int) -> list[str]:
+    """Bring at once the align runs that learn from ``trial_id``'s correction up to date (a
+    person corrected or undid it): a proposal waiting at an align run's gate then shows its
+    evidence against the label as it is now, without waiting for the engine's next batch.
+    The engine refreshes again at its next step, so a run missed here is never left stale.
+    Returns the align runs brought up to date."""
+    source = store.get_run(store.get_trial(trial_id).run_id)
+    done = []
+    for run in store.list_runs(limit=ALIGN_RUN_SCAN, project_id=source.project_id):
+        origin = run.spec.aligns
+        if origin is not None and origin.run_id == source.id and (
+                trial_id in origin.label_trial_ids):
+            relabel_run(store, run.id)
+            done.append(run.id)
+    return done

@@ -41,7 +41,7 @@ from studio.engine.build import (
     spec_model,
     workflow_context,
 )
-from studio.engine.labels import label_sources, relabel_run
+from studio.engine.labels import active_corrections, label_sources, relabel_run
 from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.model.config import EvolutionConfig
@@ -515,6 +515,14 @@ def current_align_labels(store: Store, align_run_id: str) -> list[ActiveLabel]:
             found.append(ActiveLabel(example.id, sources[example.id], float(label["score"]),
                                      label.get("critic_score")))
     return found
+
+
+def active_label_count(store: Store, align_run_id: str) -> tuple[int, int]:
+    """(labels active now, labels the align run started with), read without re-scoring
+    anything: for a panel watching a live align run."""
+    origin = align_origin(store, align_run_id)
+    active = active_corrections(store, origin)
+    return sum(1 for t in origin.label_trial_ids if t in active), len(origin.label_trial_ids)
 
 
 def held_out_labels(origin: AlignOrigin, labels: list[ActiveLabel]) -> list[ActiveLabel]:
