@@ -92,7 +92,8 @@ def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidat
 def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
             proposal_id: int | None, metered: bool, unscored: list[str] | None,
             example: Example, result: ChainResult) -> Trial | None:
-    if unscored is not None and result.feedback.score is None:
+    if unscored is not None and result.feedback.score is None and not (
+            ctx.labels is not None and ctx.labels.undone(example.id)):  # undone: not a failure
         unscored.append(f"example {example.index}: {result.error or 'no score'}")
         return None
     trial = ctx.store.add_trial(Trial(

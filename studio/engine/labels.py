@@ -32,7 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.critics.adapters import result_metadata
-from studio.critics.alignment import KEY, CriticAgreement, label_text, undone_label
+from studio.critics.alignment import (
+    KEY,
+    CriticAgreement,
+    is_undone,
+    label_text,
+    read_label,
+    undone_label,
+)
 from studio.critics.feedback import parse_feedback
 from studio.model.feedback import Feedback
 from studio.model.records import AlignOrigin, Example, RunSpec, Split
@@ -57,6 +64,12 @@ class LabelBook:
             return None
         return cls(spec.aligns, label_sources(spec.aligns, examples.values()),
                    agreement_metric(spec))
+
+    def undone(self, example_id: int) -> bool:
+        """The example's correction was undone when the labels were last read: a reply on it
+        is recorded as could not evaluate, not left to be judged again."""
+        text = (self.applied or {}).get(example_id)
+        return text is not None and is_undone(read_label(text))
 
     def refresh(self, store: Store, run_id: str, examples: dict[int, Example]) -> bool:
         """Apply the active corrections: labels into ``examples`` and the store, changed

@@ -14,6 +14,7 @@ from studio.cli import main
 from studio.critics.alignment import CriticAgreement, reply_score, undone_label
 from studio.engine import build_engine, decide
 from studio.engine.gates import override, undo_override
+from studio.engine.holdout import test_problem as held_out_problem
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.records import ProposalStatus, RunStatus, Split
@@ -110,6 +111,7 @@ def test_corrections_undone_or_changed_before_the_align_run_starts(store):
     assert (report.held_out, report.active_held_out) == (6, 5)
     assert report.before.count == report.after.count == 5
     assert report.recorded.count == 5
+    assert held_out_problem(store, run.id) is None  # an undone held-out label is no failure
 
 
 def test_a_correction_made_again_rescores_the_kept_reply_without_a_new_call(store):
