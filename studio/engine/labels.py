@@ -28,6 +28,7 @@ for the day the trial is corrected again).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +42,12 @@ from studio.critics.alignment import (
     undone_label,
 )
 from studio.critics.feedback import parse_feedback
+from studio.model.errors import StudioError
 from studio.model.feedback import Feedback
 from studio.model.records import AlignOrigin, Example, RunSpec, Split
 from studio.store import Store
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -177,6 +181,11 @@ def relabel_align_runs(store: Store, trial_id: int) -> list[str]:
         origin = run.spec.aligns
         if origin is not None and origin.run_id == source.id and (
                 trial_id in origin.label_trial_ids):
-            relabel_run(store, run.id)
+            try:
+                relabel_run(store, run.id)
+            except StudioError:  # the correction is stored; the engine's next step retries
+                logger.exception("align run %s could not read trial %s's correction", run.id,
+                                 trial_id)
+                continue
             done.append(run.id)
     return done

@@ -13,6 +13,7 @@ import json
 from studio.cli import main
 from studio.critics.alignment import CriticAgreement, reply_score, undone_label
 from studio.engine import build_engine, decide
+from studio.engine.events import TrialCommitted
 from studio.engine.gates import override, undo_override
 from studio.engine.holdout import test_problem as held_out_problem
 from studio.engine.worker import get_manager
@@ -130,6 +131,30 @@ def test_a_correction_made_again_rescores_the_kept_reply_without_a_new_call(stor
     example = next(e for e, t in source_of(store, run.id).items() if t == undone[0])
     data = next(e.data for e in store.examples(run.id) if e.id == example)
     assert json.loads(data["expected"])["score"] == 0.5
+
+
+def test_corrections_changed_while_the_align_run_is_judging_a_batch(store):
+    source = corrected_run(store)
+    run = create_align_run(store, source, config=EvolutionConfig(max_iterations=2, seed=3))
+    sources = source_of(store, run.id)
+    changed: list[int] = []
+
+    def correct_mid_batch(event) -> None:
+        """At the first reply judged after the baseline: the person undoes that label and
+        changes another one, while the batch is still being judged."""
+        if isinstance(event, TrialCommitted) and event.iteration >= 1 and not changed:
+            trial = store.get_trial(event.trial_id)
+            changed.append(sources[trial.example_id])
+            for correction in store.overrides(trial_id=changed[0], include_undone=False):
+                store.undo_override(correction.id)  # the store: only the engine reads it
+            other = next(t for t in sources.values() if t != changed[0])
+            store.add_override(other, score=CHANGED_SCORE, feedback=None, author="ana")
+
+    engine = build_engine(store, run.id, listeners=[correct_mid_batch])
+    assert get_manager(store).start(engine).wait(90) == "max_iterations"
+    assert changed, "the run judged no reply after its baseline"
+    assert assert_follows_the_corrections(store, run.id) > 0
+    assert align_report(store, run.id).active_labels == 19
 
 
 def test_corrections_changed_while_the_align_run_waits_at_its_gate(store):
