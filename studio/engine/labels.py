@@ -15,6 +15,12 @@ source trial's active correction (the store's override query, merged by
   front, the best candidate and the reflection read agreement with the current label, as
   effective scores follow overrides in any other run.
 
+The same refresh runs when the engine is built (a resumed align run starts from the
+corrections as they are), when a person corrects or undoes a labelled trial
+(:func:`relabel_align_runs`, from :func:`studio.engine.gates.override`: a proposal waiting at
+the gate shows its evidence against the current labels) and before a report
+(:func:`relabel_run`). It is idempotent, so the engine and a page may both run it.
+
 An undone correction (or one left without a score) keeps its example in the run, recorded as
 "could not evaluate" with the reason (:func:`~studio.critics.alignment.undone_label`), rather
 than taken out of sampling and validation. That keeps the engine's guarantees: the training,
@@ -45,7 +51,7 @@ from studio.critics.feedback import parse_feedback
 from studio.model.errors import StudioError
 from studio.model.feedback import Feedback
 from studio.model.records import AlignOrigin, Example, RunSpec, Split
-from studio.store import Store
+from studio.store import OverridePair, Store
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +122,8 @@ def current_labels(store: Store, origin: AlignOrigin, sources: dict[int, int]
     return labels
 
 
-def active_corrections(store: Store, origin: AlignOrigin) -> dict[int, Any]:
-    """Source trial id -> its active correction with a score (an ``OverridePair``): what makes
+def active_corrections(store: Store, origin: AlignOrigin) -> dict[int, OverridePair]:
+    """Source trial id -> its active correction with a score: what makes
     a label now."""
     return {p.trial_id: p for p in store.override_pairs(origin.run_id)
             if p.human_score is not None}
