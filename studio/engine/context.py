@@ -130,6 +130,9 @@ class RunContext:
     state_keys: dict[str, set[str]] = field(default_factory=dict)
     """In a workflow run: per agent, the state keys earlier agents have written when it starts
     (:func:`studio.model.workflow.state_before`)."""
+    labels: Any = None
+    """An align run's :class:`studio.engine.labels.LabelBook`: its labels are read from the
+    person's active corrections before and after every batch (None in other runs)."""
     control: RunControl = field(default_factory=RunControl)
     started_monotonic: float = field(default_factory=time.monotonic)
     active_seconds_before: float = 0.0
@@ -191,6 +194,12 @@ class RunContext:
                 listener(event)
             except Exception:  # a broken listener must not end the run
                 logger.exception("event listener failed on %s", event.kind)
+
+    def refresh_labels(self) -> bool:
+        """An align run: apply the person's corrections as they are now (True when a judged
+        trial's verdict changed); any other run: nothing to do."""
+        return self.labels is not None and self.labels.refresh(self.store, self.run_id,
+                                                               self.examples)
 
     def check_stop(self) -> None:
         """Raise StopRun if a person asked to stop or the wall-clock limit has passed."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext, StopRun, wake_run
+from studio.engine.labels import relabel_align_runs
 from studio.model.errors import ConfigError, ProposalError, RunStateError
 from studio.model.limits import MAX_FEEDBACK_CHARS, too_long
 from studio.model.records import (
@@ -131,8 +132,10 @@ def override(
     oversize = too_long(feedback or "", MAX_FEEDBACK_CHARS, "the feedback")
     if oversize:
         raise ConfigError(oversize, where="override.feedback")
-    return store.add_override(trial_id, score=None if score is None else float(score),
-                              feedback=feedback, author=author)
+    record = store.add_override(trial_id, score=None if score is None else float(score),
+                                feedback=feedback, author=author)
+    relabel_align_runs(store, trial_id)  # an align run's label is this correction as it is now
+    return record
 
 
 def merge_correction(active: Override | None, score: float | None,
@@ -155,7 +158,10 @@ def latest_pending(proposals: Iterable[Proposal]) -> Proposal | None:
 
 def undo_override(override_id: int, *, store: Store | None = None) -> Override:
     """Withdraw an override; the previous one (or the judge's value) applies again."""
-    return (store or open_store()).undo_override(override_id)
+    store = store or open_store()
+    record = store.undo_override(override_id)
+    relabel_align_runs(store, record.trial_id)
+    return record
 
 
 async def await_decision(ctx: RunContext, proposal_id: int) -> Decision:
