@@ -156,6 +156,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
     if oversize:
         raise CriticOutputParseError(oversize, raw_output=clip(text, 2_000))
     candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
+    other: Any = None  # JSON that parsed but is not an object ([1, 2], "x", 3)
     try:
         for candidate in candidates:
             try:
@@ -165,6 +166,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
                 continue
             if isinstance(value, dict):
                 return value
+            other = value if other is None else other
         found = first_json_object(text, strict_keys=True)
     except DuplicateKeyError as exc:
         raise CriticOutputParseError(f"critic reply is ambiguous: {exc}",
@@ -175,7 +177,22 @@ def _find_json_object(text: str) -> dict[str, Any]:
     if found is not None:
         return found
     excerpt = text.strip().replace("\n", " ")[:160]
+    if other is not None:
+        raise CriticOutputParseError(
+            f"critic reply is JSON but not an object (it is {_json_kind(other)}): {excerpt!r}; "
+            f"the critic must return an object such as {{\"score\": 0.8, \"feedback\": \"...\"}}",
+            raw_output=text, parse_error=f"the JSON value is {_json_kind(other)}, not an object")
     raise CriticOutputParseError(f"critic reply is not JSON: {excerpt!r}", raw_output=text)
+
+
+def _json_kind(value: Any) -> str:
+    """A JSON value's kind in words: "a list", "a string", "a number", "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {list: "a list", str: "a string", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _coerce_score(raw: Any, text: str) -> float:

@@ -39,6 +39,10 @@ from studio.runtime.workflows import describe_workflow, is_workflow, primary_for
 from studio.store import Store, open_store
 
 
+RESULT_SCHEMA_VERSION = 1
+"""gepa-adk's ``CURRENT_SCHEMA_VERSION`` for results; the studio's result starts at the same."""
+
+
 class CandidateSummary(BaseModel):
     id: int
     index: int
@@ -73,6 +77,8 @@ class EvolutionResult(BaseModel):
 
     primary_agent: str | None = None
     """In a workflow run: the agent whose output was scored."""
+    schema_version: int = RESULT_SCHEMA_VERSION
+    """Version of this result's serialized shape (gepa-adk's ``schema_version``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -91,6 +97,13 @@ class EvolutionResult(BaseModel):
         if self.final_score is None or self.original_score is None:
             return None
         return self.final_score - self.original_score
+
+    @property
+    def improved(self) -> bool:
+        """gepa-adk's: the final score is strictly above the original (False when either could
+        not be evaluated)."""
+        improvement = self.improvement
+        return improvement is not None and improvement > 0
 
 
 def load_result(store: Store, run_id: str) -> EvolutionResult:
