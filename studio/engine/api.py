@@ -38,7 +38,6 @@ from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
 from studio.runtime.workflows import describe_workflow, is_workflow, primary_for
 from studio.store import Store, open_store
 
-
 RESULT_SCHEMA_VERSION = 1
 """gepa-adk's ``CURRENT_SCHEMA_VERSION`` for results; the studio's result starts at the same."""
 

@@ -103,13 +103,14 @@ class Judge:
     """
 
     def __init__(self, *, name: str, model: str, system: str, schema: dict[str, Any],
-                 executor: Any = None) -> None:
+                 executor: Any = None, agent: Any = None) -> None:
         self.name = name
         self.model = model
         self.system = system
         self.schema = schema
         self.executor = executor
-        self._agent: Any = None
+        self._agent: Any = agent
+        """A caller's own ADK judge agent (its instruction kept), or the one built on use."""
 
     def agent(self) -> Any:
         """The ADK agent, built on first use."""
@@ -155,17 +156,59 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def resolve_model(model: str | None, config: Mapping[str, Any] | None) -> str:
-    """``model``, else ``config["model"]``, else the embedded model.
+def resolve_model(model: Any, config: Mapping[str, Any] | None) -> str:
+    """``model``, else ``config["model"]``, else the embedded model, as a LiteLLM string.
+
+    ``model`` may also be an Agno-style model object (anything with an ``id``, such as
+    ``OpenAIChat(id="gpt-4o")``): see :func:`litellm_string`.
 
     Raises:
-        ConfigError: the chosen model is not a non-empty string.
+        ConfigError: the chosen model is neither a non-empty string nor a mappable object.
     """
     chosen = model if model is not None else (config or {}).get("model", LOCAL_MODEL)
+    if not isinstance(chosen, str) and getattr(chosen, "id", None) is not None:
+        chosen = litellm_string(chosen)
     if not isinstance(chosen, str) or not chosen.strip():
-        raise ConfigError("model must be a LiteLLM model string such as 'local/smollm2'",
-                          where="model", value=chosen)
+        raise ConfigError("model must be a LiteLLM model string such as 'local/smollm2' or "
+                          f"'openai/gpt-4o', or a model object with an id; got "
+                          f"{type(chosen).__name__}", where="model", value=chosen)
     return chosen
+
+
+LITELLM_PREFIXES = {
+    "openai": "openai", "anthropic": "anthropic", "claude": "anthropic", "google": "gemini",
+    "gemini": "gemini", "ollama": "ollama_chat", "groq": "groq", "mistral": "mistral",
+    "deepseek": "deepseek", "xai": "xai", "openrouter": "openrouter", "azure": "azure",
+    "azureopenai": "azure", "awsbedrock": "bedrock", "bedrock": "bedrock", "cohere": "cohere",
+    "together": "together_ai", "fireworks": "fireworks_ai", "perplexity": "perplexity",
+    "cerebras": "cerebras", "huggingface": "huggingface", "vllm": "hosted_vllm",
+}
+"""An Agno model's ``provider`` (or class name), lower-cased, -> LiteLLM's provider prefix."""
+
+
+def litellm_string(model: Any) -> str:
+    """The LiteLLM string for an Agno-style model object: ``OpenAIChat(id="gpt-4o")`` ->
+    ``"openai/gpt-4o"``; an ``id`` that already names a provider (``"anthropic/claude-..."``,
+    ``"scripted/x"``) or a ``LiteLLM`` model is used as it is.
+
+    Raises:
+        ConfigError: the provider is not one LiteLLM knows under a prefix listed in
+            :data:`LITELLM_PREFIXES`; the message says what string to pass instead.
+    """
+    model_id = str(model.id).strip()
+    provider = str(getattr(model, "provider", None) or type(model).__name__)
+    key = "".join(ch for ch in provider.lower() if ch.isalnum())
+    if key in ("litellm", "litellmopenai") or (model_id.count("/") and key not in
+                                                 LITELLM_PREFIXES):
+        return model_id
+    prefix = LITELLM_PREFIXES.get(key) or next(
+        (value for name, value in LITELLM_PREFIXES.items() if key.startswith(name)), None)
+    if prefix is None or not model_id:
+        raise ConfigError(f"cannot map the model object {type(model).__name__}(id={model_id!r}, "
+                          f"provider={provider!r}) to a LiteLLM model; pass the LiteLLM string "
+                          f"instead, e.g. model='<provider>/{model_id or 'model-id'}'", where="model",
+                          value=model_id)
+    return model_id if model_id.startswith(f"{prefix}/") else f"{prefix}/{model_id}"
 
 
 class JudgeEvaluator(Evaluator):
