@@ -51,10 +51,11 @@ class _RagEvaluator(JudgeEvaluator):
     _system: ClassVar[str] = ""
     _schema: ClassVar[dict[str, Any]] = _SCORE_SCHEMA
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *, model: str | None = None,
+    def __init__(self, config: Mapping[str, Any] | None = None, *, model: Any = None,
                  executor: Any = None, question_key: str = "question",
-                 context_key: str = "context", key: str | None = None) -> None:
-        super().__init__(config, model=model, executor=executor)
+                 context_key: str = "context", key: str | None = None,
+                 endpoint: Any = None) -> None:
+        super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.question_key = question_key
         self.context_key = context_key
         self.key = key or type(self).key
