@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -144,21 +144,34 @@ class AgentAsJudgeResult(BaseModel):
     @classmethod
     def from_results(cls, run_id: str, name: str | None,
                      results: list[AgentAsJudgeEvaluation]) -> AgentAsJudgeResult:
-        judged = [r for r in results if r.passed is not None]
+        return cls(run_id=run_id, name=name, results=results)
+
+    @model_validator(mode="after")
+    def _derive_stats(self) -> AgentAsJudgeResult:
+        """Statistics follow the cases, as Agno's ``__post_init__`` computes them:
+        ``AgentAsJudgeResult(run_id=..., results=[...])`` is complete."""
+        if self.results:
+            self.compute_stats()
+        return self
+
+    def compute_stats(self) -> None:
+        """Recompute the statistics from ``results`` (Agno's method; call it after appending)."""
+        judged = [r for r in self.results if r.passed is not None]
         scores = [float(r.score) for r in judged if r.score is not None]
         passed = sum(1 for r in judged if r.passed)
-        return cls(
-            run_id=run_id, name=name, results=results,
-            avg_score=statistics.fmean(scores) if scores else None,
-            min_score=min(scores) if scores else None,
-            max_score=max(scores) if scores else None,
-            std_dev_score=(statistics.stdev(scores) if len(scores) > 1 else 0.0)
+        values = {
+            "avg_score": statistics.fmean(scores) if scores else None,
+            "min_score": min(scores) if scores else None,
+            "max_score": max(scores) if scores else None,
+            "std_dev_score": (statistics.stdev(scores) if len(scores) > 1 else 0.0)
             if scores else None,
-            pass_rate=100 * passed / len(judged) if judged else None,
-            pass_fraction=passed / len(judged) if judged else None,
-            passed_count=passed, failed_count=len(judged) - passed,
-            error_count=len(results) - len(judged),
-        )
+            "pass_rate": 100 * passed / len(judged) if judged else None,
+            "pass_fraction": passed / len(judged) if judged else None,
+            "passed_count": passed, "failed_count": len(judged) - passed,
+            "error_count": len(self.results) - len(judged),
+        }
+        for field, value in values.items():  # no validate_assignment: no re-entry
+            object.__setattr__(self, field, value)
 
     def summary(self) -> dict[str, Any]:
         """The aggregate numbers (what the store keeps as the run's summary)."""

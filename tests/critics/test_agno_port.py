@@ -196,3 +196,15 @@ def test_telemetry_is_accepted_and_nothing_is_sent(script):
         judge = AgentAsJudgeEval(criteria=CRITERIA, model=model, telemetry=telemetry)
         assert judge.telemetry is telemetry
         assert judge.run(input="q", output="a").pass_rate == 100.0
+
+
+def test_a_result_built_from_cases_computes_its_statistics_as_agnos_does():
+    cases = [AgentAsJudgeEvaluation(input="q", output=o, criteria=CRITERIA, score=s,
+                                    reason="r", passed=s >= 7) for o, s in (("a", 9), ("b", 5))]
+    result = AgentAsJudgeResult(run_id="run-1", results=cases)
+    assert (result.avg_score, result.min_score, result.max_score) == (7.0, 5.0, 9.0)
+    assert result.pass_rate == 50.0 and result.passed_count == 1
+    result.results.append(AgentAsJudgeEvaluation(input="q", output="c", criteria=CRITERIA,
+                                                 score=10, reason="r", passed=True))
+    result.compute_stats()
+    assert result.max_score == 10.0 and result.pass_rate == pytest.approx(200 / 3)
