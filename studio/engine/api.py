@@ -366,7 +366,8 @@ async def evolve_workflow(
     plain list of names means those components of every agent). Without it, ``round_robin``
     decides as in gepa-adk: False evolves the first agent's instruction only, True every
     agent's. Each iteration mutates one (agent, component) pair, in turn. The result's
-    ``evolved_components`` is flat, keyed ``agent.component``.
+    ``evolved_components`` is flat, keyed ``agent.component``. With no ``critic``, as in
+    gepa-adk, the primary agent's own ``output_schema`` scores it (refused when it has none).
     """
     shape, agents = describe_workflow(workflow, max_depth=max_depth)
     keys = qualified_components(components, shape, round_robin=round_robin)
@@ -374,6 +375,8 @@ async def evolve_workflow(
     if resume is None:
         check_seed_placeholders(workflow, {k for row in trainset if isinstance(row, dict)
                                            for k in row if k != EXPECTED_KEY})
+    critic = critic if critic is not None else own_schema_critic(agents[chosen])  # gepa-adk
+    if resume is None:
         spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
                        reflection=reflection_spec(reflection_model
                                                   or _agent_model(agents[chosen]),

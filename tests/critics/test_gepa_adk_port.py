@@ -489,3 +489,15 @@ def test_trial_builder_follows_the_seeds_documentation():
                                      "actionable_guidance": "Add I statements"}) == {
         "score": 0.45, "feedback_text": "Too clinical", "dimensions": {"voice": 0.2},
         "guidance": "Add I statements"}
+
+
+def test_a_workflow_without_critic_needs_an_output_schema_on_its_primary(script, port_store):
+    from studio import ConfigError, evolve
+
+    model = script("text")
+    flow = SequentialAgent(name="flow", sub_agents=[
+        LlmAgent(name="outliner", model=litellm_model(model), instruction="Outline."),
+        LlmAgent(name="writer", model=litellm_model(model), instruction="Write.")])
+    with pytest.raises(ConfigError, match="no critic for agent 'writer'"):
+        asyncio.run(evolve(flow, [{"topic": "rain"}], store=port_store))
+    assert script.requests(model) == [] and port_store.list_runs() == []
