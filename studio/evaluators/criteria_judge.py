@@ -519,16 +519,18 @@ def _emit(console: Any, title: str, rows: list[tuple[str, str]]) -> None:
                        for label, value in rows]
     text = "\n".join(lines)
     if console is not None and callable(getattr(console, "print", None)):
-        console.print(text, markup=False) if _takes_markup(console) else console.print(text)
+        console.print(text, **_plain_text_options(console))
     else:
         print(text)
 
 
-def _takes_markup(console: Any) -> bool:
+def _plain_text_options(console: Any) -> dict[str, bool]:
+    """For a rich Console: no markup, emoji codes or highlighting in model text."""
     try:
-        return "markup" in inspect.signature(console.print).parameters
+        accepted = inspect.signature(console.print).parameters
     except (TypeError, ValueError):
-        return False
+        return {}
+    return {name: False for name in ("markup", "emoji", "highlight") if name in accepted}
 
 
 def _check_db(db: Any) -> Any:

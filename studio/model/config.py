@@ -119,7 +119,11 @@ class InvalidConfigError(ConfigError):
     """``EvolutionConfig(...)`` refused its arguments: pydantic's messages, one line per problem,
     with the first field in ``where``/``field``; ``errors()`` lists them all as pydantic does."""
 
-    def __init__(self, exc: ValidationError) -> None:
+    def __init__(self, exc: ValidationError | str) -> None:
+        if not isinstance(exc, ValidationError):  # unpickled: only the message survives
+            self.validation_error = None
+            super().__init__(str(exc))
+            return
         self.validation_error = exc
         problems = exc.errors()
         first = problems[0] if problems else {}
@@ -130,7 +134,7 @@ class InvalidConfigError(ConfigError):
                          value=first.get("input") if field else None, field=field)
 
     def errors(self) -> list[Any]:
-        return self.validation_error.errors()
+        return self.validation_error.errors() if self.validation_error is not None else []
 
 
 def _problem_line(problem: Any, *, with_field: bool) -> str:

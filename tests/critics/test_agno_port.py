@@ -92,11 +92,11 @@ def test_printing_goes_to_a_rich_console_when_given(script):
 
     from rich.console import Console
 
-    model = script({"passed": True, "reason": "[bold]markup stays text[/bold]"})
+    model = script({"passed": True, "reason": "[bold]markup stays text[/bold] :smile:"})
     result = AgentAsJudgeEval(criteria=CRITERIA, model=model).run(input="q", output="a")
     sink = StringIO()
     result.print_results(Console(file=sink, width=120))
-    assert "[bold]markup stays text[/bold]" in sink.getvalue()
+    assert "[bold]markup stays text[/bold] :smile:" in sink.getvalue()
 
 
 # --------------------------------------------------------------------------- the judge's model
