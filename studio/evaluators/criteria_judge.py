@@ -263,10 +263,10 @@ class AgentAsJudgeEval:
         self.print_results = print_results
         self.print_summary = print_summary
         self.telemetry = telemetry  # nothing is sent: kept so Agno's code reads it back
-        self.evaluator_agent = _judge_agent(evaluator_agent, self._response_model())
+        self._custom_agent = _judge_agent(evaluator_agent, self._response_model())
         self._judge = Judge(name="criteria_judge", model=self.model, system=self._system(),
                             schema=self._response_model().model_json_schema(), executor=executor,
-                            agent=self.evaluator_agent)
+                            agent=self._custom_agent)
 
     # ------------------------------------------------------------------ public API
 
@@ -304,6 +304,20 @@ class AgentAsJudgeEval:
             result.print_summary()
         return result
 
+    @property
+    def evaluator_agent(self) -> Any:
+        """The caller's ADK judge agent, or None when the built one judges."""
+        return self._custom_agent
+
+    @evaluator_agent.setter
+    def evaluator_agent(self, agent: Any) -> None:
+        """Assignable after construction, as in Agno; the built agent assigned back (from
+        :meth:`get_evaluator_agent`) stays the built one."""
+        if agent is not None and agent is self._judge.agent():
+            return
+        self._custom_agent = _judge_agent(agent, self._response_model())
+        self._judge._agent = self._custom_agent
+
     def get_evaluator_agent(self) -> Any:
         """The ADK agent that judges (Agno's name): ``evaluator_agent`` when one was given,
         else the one built from the criteria, strategy and model."""
@@ -319,7 +333,7 @@ class AgentAsJudgeEval:
                                           error="no output to judge (it is None)")
         fence = Fence()
         prompt = f"<input>\n{input}\n</input>\n\n{fence.wrap(output, 'output')}\n"
-        if self.evaluator_agent is not None:  # its own instruction lacks the rules: say them
+        if self._custom_agent is not None:  # its own instruction lacks the rules: say them
             prompt += f"\n## Criteria\n{self.criteria}\n\n{DATA_NOTE}\n{self._answer_line()}"
         reply = await self._judge.ask(prompt)
         return self._evaluation(input, output, reply)

@@ -208,3 +208,15 @@ def test_a_result_built_from_cases_computes_its_statistics_as_agnos_does():
                                                  score=10, reason="r", passed=True))
     result.compute_stats()
     assert result.max_score == 10.0 and result.pass_rate == pytest.approx(200 / 3)
+
+
+def test_evaluator_agent_can_be_assigned_after_construction_as_in_agno(script):
+    built = script({"passed": False, "reason": "built judge"})
+    own_model = script({"passed": True, "reason": "own judge"})
+    judge = AgentAsJudgeEval(criteria=CRITERIA, model=built)
+    judge.evaluator_agent = judge.get_evaluator_agent()  # Agno's tests do this: a no-op
+    assert judge.evaluator_agent is None
+    judge.evaluator_agent = LlmAgent(name="own", model=litellm_model(own_model),
+                                     instruction="Judge kindly.")
+    assert judge.run(input="q", output="a").results[0].reason == "own judge"
+    assert script.requests(built) == [] and len(script.requests(own_model)) == 1
