@@ -210,3 +210,33 @@ def test_evaluation_result_and_get_supported_evaluators_exist_under_potatos_name
     assert names == sorted(names) == [e["name"] for e in list_evaluators()]
     assert {"trajectory_match", "rubric_dag", "agent_as_judge"} <= set(names)
     assert json.dumps(names)
+
+
+class PayloadEndpoint:
+    """Potato's own tests' endpoint shape: ``query(prompt, model=None)`` returns a dict."""
+
+    def __init__(self, payload: dict) -> None:
+        self.payload = payload
+        self.prompts: list[str] = []
+
+    def query(self, prompt, model=None):
+        self.prompts.append(prompt)
+        return self.payload
+
+
+def test_potatos_own_endpoint_examples_give_potatos_results():
+    passing = LLMTrajectoryJudge(endpoint=PayloadEndpoint({"pass": True,
+                                                           "reasoning": "looks good"}))
+    r = passing.evaluate(outputs=[{"role": "assistant", "content": "answer"}])
+    assert (r.score, r.value, r.comment) == (1.0, True, "looks good")
+    failing = PayloadEndpoint({"pass": False, "reasoning": "wrong tool"})
+    assert LLMTrajectoryJudge(endpoint=failing).evaluate(outputs="bad").score == 0.0
+    clamped = PayloadEndpoint({"score": 5.0})
+    assert LLMTrajectoryJudge(endpoint=clamped, continuous=True).evaluate(
+        outputs="x").score == 1.0
+    seen = PayloadEndpoint({"pass": True})
+    LLMTrajectoryJudge(endpoint=seen).evaluate(
+        outputs={"conversation": [{"speaker": "Agent (Action)",
+                                   "text": 'get_weather({"loc": "NYC"})'}]},
+        inputs="what's the weather")
+    assert "get_weather" in seen.prompts[0] and "what's the weather" in seen.prompts[0]
