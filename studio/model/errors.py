@@ -18,19 +18,25 @@ class ConfigError(StudioError, ValueError):
     """A configuration value is wrong. ``where`` names the file/field, ``value`` the bad value.
 
     gepa-adk's ``ConfigurationError(message, field=..., value=..., constraint=...)`` keywords are
-    accepted too: ``field`` is read as ``where`` when ``where`` is not given, and both it and
-    ``constraint`` are kept as attributes.
+    accepted too: ``field`` is read as ``where`` when ``where`` is not given, both it and
+    ``constraint`` are kept as attributes, and the message reads as gepa-adk's
+    (``"message [field='x', value=-1]"``).
     """
 
     def __init__(self, message: str, *, where: str | None = None, value: Any = None,
                  field: str | None = None, constraint: str | None = None) -> None:
+        gepa_style = where is None and field is not None
         where = where if where is not None else field
         self.where = where
         self.field = field if field is not None else where
         self.value = value
         self.constraint = constraint
         self.message = message
-        super().__init__(f"{where}: {message}" if where else message)
+        if gepa_style:
+            context = [f"field={field!r}"] + ([f"value={value!r}"] if value is not None else [])
+            super().__init__(f"{message} [{', '.join(context)}]")
+        else:
+            super().__init__(f"{where}: {message}" if where else message)
 
 
 class ModelConfigError(ConfigError):
