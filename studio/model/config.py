@@ -41,7 +41,7 @@ class _RefusesWithConfigError(type(BaseModel)):  # type: ignore[misc]
         try:
             return super().__call__(*args, **kwargs)
         except ValidationError as exc:
-            raise config_error(exc) from exc
+            raise config_error(exc, given=set(kwargs)) from exc
 
 
 class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
@@ -119,7 +119,7 @@ class InvalidConfigError(ConfigError):
     """``EvolutionConfig(...)`` refused its arguments: pydantic's messages, one line per problem,
     with the first field in ``where``/``field``; ``errors()`` lists them all as pydantic does."""
 
-    def __init__(self, exc: ValidationError | str) -> None:
+    def __init__(self, exc: ValidationError | str, given: set[str] | None = None) -> None:
         if not isinstance(exc, ValidationError):  # unpickled: only the message survives
             self.validation_error = None
             super().__init__(str(exc))
@@ -128,6 +128,7 @@ class InvalidConfigError(ConfigError):
         problems = exc.errors()
         first = problems[0] if problems else {}
         field = ".".join(str(part) for part in first.get("loc", ())) or None
+        field = _name_given(field, given or set())
         lines = [_problem_line(problem, with_field=len(problems) > 1) for problem in problems]
         super().__init__("\n".join(lines) or str(exc),
                          where=f"EvolutionConfig.{field}" if field else "EvolutionConfig",
@@ -147,14 +148,24 @@ def _problem_line(problem: Any, *, with_field: bool) -> str:
         else f"{line} (got {shown})"
 
 
-def config_error(exc: ValidationError) -> ConfigError:
+def _name_given(field: str | None, given: set[str]) -> str | None:
+    """The field as the caller spelled it: gepa-adk's ``max_concurrent_evals=0`` is refused as
+    ``max_concurrent_evals``, not as the studio's ``max_concurrency`` it was renamed to."""
+    for old, new in GEPA_ADK_RENAMED.items():
+        if field == new and old in given and new not in given:
+            return old
+    return field
+
+
+def config_error(exc: ValidationError, given: set[str] | None = None) -> ConfigError:
     """The ConfigError for a refused ``EvolutionConfig``: the one a validator raised (it already
-    names the gepa-adk field), else pydantic's messages as an :class:`InvalidConfigError`."""
+    names the gepa-adk field), else pydantic's messages as an :class:`InvalidConfigError`
+    (``given``: the argument names, to name a renamed field as the caller spelled it)."""
     for problem in exc.errors():
         inner = (problem.get("ctx") or {}).get("error")
         if isinstance(inner, ConfigError):
             return inner
-    return InvalidConfigError(exc)
+    return InvalidConfigError(exc, given)
 
 
 # --------------------------------------------------------------------------- gepa-adk's names

@@ -102,3 +102,13 @@ def test_a_nested_config_is_still_validated_by_pydantic_with_its_path():
     with pytest.raises(ValidationError) as info:
         Holder.model_validate({"config": {"max_iterations": -1}})
     assert info.value.errors()[0]["loc"] == ("config", "max_iterations")
+
+
+def test_a_refused_renamed_field_is_named_as_the_caller_spelled_it():
+    """gepa-adk's tests expect ``field == "max_concurrent_evals"`` for its own spelling."""
+    with pytest.raises(ConfigError) as info:
+        EvolutionConfig(max_concurrent_evals=0)
+    assert (info.value.field, info.value.value) == ("max_concurrent_evals", 0)
+    with pytest.raises(ConfigError) as info:
+        EvolutionConfig(max_concurrency=0)
+    assert info.value.field == "max_concurrency"
