@@ -58,10 +58,10 @@ class LLMTrajectoryJudge(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *,
+    def __init__(self, config: Mapping[str, Any] | None = None,
                  prompt: str = DEFAULT_TRAJECTORY_PROMPT, continuous: bool = False,
-                 model: Any = None, executor: Any = None, endpoint: Any = None,
-                 key: str = "trajectory_accuracy") -> None:
+                 endpoint: Any = None, key: str = "trajectory_accuracy", *,
+                 model: Any = None, executor: Any = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.prompt = prompt
         self.continuous = continuous

@@ -97,11 +97,11 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None,
-                 requirements: Sequence[str] | str | None = None, *, model: Any = None,
-                 executor: Any = None, requirements_key: str = "requirements",
-                 question_key: str = "question", key: str = "agent_as_judge",
-                 endpoint: Any = None) -> None:
+    def __init__(self, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+                 requirements: Sequence[str] | str | None = None,
+                 requirements_key: str = "requirements", *, model: Any = None,
+                 executor: Any = None, question_key: str = "question",
+                 key: str = "agent_as_judge") -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.requirements = None if requirements is None else check_requirements(requirements)
         self.requirements_key = requirements_key

@@ -250,9 +250,8 @@ class RubricDagEvaluator(JudgeEvaluator):
         RubricDagError: the DAG is malformed (naming the node).
     """
 
-    def __init__(self, dag: Any, config: Mapping[str, Any] | None = None, *,
-                 model: Any = None, executor: Any = None, key: str | None = None,
-                 endpoint: Any = None) -> None:
+    def __init__(self, dag: Any, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+                 key: str | None = None, *, model: Any = None, executor: Any = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.dag = validate_rubric_dag(dag)
         self.key = key or self.dag.key
@@ -385,9 +384,8 @@ def _leading_option(text: str, by_length: list[str]) -> str | None:
 
 
 def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: Any = None,
-                    preset: str | None = None, *, model: Any = None,
-                    executor: Any = None, key: str | None = None,
-                    endpoint: Any = None) -> RubricDagEvaluator:
+                    preset: str | None = None, endpoint: Any = None, *, model: Any = None,
+                    executor: Any = None, key: str | None = None) -> RubricDagEvaluator:
     """Build a rubric-DAG evaluator from an explicit ``dag`` or a named ``preset``.
 
     An explicit ``dag`` wins over ``preset``.

@@ -240,3 +240,25 @@ def test_potatos_own_endpoint_examples_give_potatos_results():
                                    "text": 'get_weather({"loc": "NYC"})'}]},
         inputs="what's the weather")
     assert "get_weather" in seen.prompts[0] and "what's the weather" in seen.prompts[0]
+
+
+def test_potatos_positional_arguments_land_where_potato_puts_them():
+    from studio.evaluators import GroundednessEvaluator, RubricDagEvaluator
+    from studio.evaluators.rubric_dag import RUBRIC_PRESETS
+
+    endpoint = PayloadEndpoint({"verdicts": [{"id": 1, "satisfied": True}], "reasoning": ""})
+    judge = AgentAsJudgeEvaluator({}, endpoint, ["The flight is under $400"])
+    assert judge.evaluate(outputs=TRACE).score == 1.0
+    trajectory = LLMTrajectoryJudge({}, "Judge it.", True, PayloadEndpoint({"score": 0.4}))
+    assert trajectory.evaluate(outputs=TRACE).score == 0.4
+    rubric = RubricDagEvaluator(RUBRIC_PRESETS["answer_quality"], {},
+                                PayloadEndpoint({"choice": "no"}))
+    assert rubric.evaluate(outputs="Lyon.").score == 0.0
+    assert make_rubric_dag({}, None, "answer_quality", PayloadEndpoint({"choice": "partially"})
+                           ).evaluate(outputs="Paris?").score == 0.5
+    grounded = GroundednessEvaluator({}, PayloadEndpoint({"claims": [
+        {"claim": "Paris is the capital", "supported": True}]}))
+    result = grounded.evaluate(inputs={"question": "Capital?", "context": "Paris is the capital"},
+                               outputs="Paris is the capital")
+    assert result.score == 1.0
+    assert rag_triad({}, PayloadEndpoint({"score": 1.0}))["context_relevance"].endpoint
