@@ -14,9 +14,9 @@ Differences, on purpose:
   as a case with ``error`` set and ``passed=None``; it is not dropped, and it is not counted as a
   failure: pass rate and score statistics cover judged cases only (``error_count`` says how many
   were not). ``on_fail`` is not called for it.
-- ``pass_rate`` is a percentage (0-100) as in Agno; ``pass_fraction`` is the same in [0, 1].
-  (Before this release ``pass_rate`` was the fraction: code that read it as one reads
-  ``pass_fraction`` now.) With no judged case both are None, where Agno reports 0.0.
+- ``pass_rate`` is a percentage (0-100) as in Agno; ``pass_fraction`` is the same in [0, 1]
+  (code that read ``pass_rate`` as a fraction reads ``pass_fraction``: see the README's Agno
+  table). With no judged case both are None, where Agno reports 0.0.
 - The judge is an ADK agent reached through LiteLLM: ``model`` is a LiteLLM string or an
   Agno-style model object (``OpenAIChat(id="gpt-4o")`` -> ``"openai/gpt-4o"``), and
   ``evaluator_agent`` an ADK ``LlmAgent`` (an Agno ``Agent`` is refused, naming what to pass).
@@ -131,7 +131,7 @@ class AgentAsJudgeResult(BaseModel):
     """Passed / judged cases as a percentage (0-100), as Agno reports it; None when no case
     was judged."""
     pass_fraction: float | None = None
-    """The same in [0, 1] (what ``pass_rate`` held before it followed Agno)."""
+    """The same in [0, 1]."""
     passed_count: int = 0
     failed_count: int = 0
     error_count: int = 0
@@ -171,7 +171,7 @@ class AgentAsJudgeResult(BaseModel):
             "error_count": len(self.results) - len(judged),
         }
         for field, value in values.items():  # no validate_assignment: no re-entry
-            object.__setattr__(self, field, value)
+            setattr(self, field, value)
 
     def summary(self) -> dict[str, Any]:
         """The aggregate numbers (what the store keeps as the run's summary)."""
