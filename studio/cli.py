@@ -1,7 +1,7 @@
 """``studio``: run projects headless into the same store the studio watches, and export runs.
 
     studio run project.yaml [--review review] [--max-iterations N] [--db URL]
-    studio resume RUN_ID
+    studio resume RUN_ID [--max-metric-calls N]
     studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
     studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
     studio workers
@@ -20,6 +20,7 @@
     studio rescore RUN_ID --critic-from ALIGN_RUN_ID [--json]
     studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
+                                                   (stop ends the run; the proposal waits again)
     studio override TRIAL_ID [--score X] [--feedback TEXT]
     studio validate project.yaml
     studio schema
