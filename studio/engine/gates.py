@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from studio.engine.components import validate_proposal
@@ -33,6 +34,8 @@ from studio.model.workflow import split_component, state_before
 from studio.runtime.agents import load_agent
 from studio.runtime.workflows import is_workflow, state_keys
 from studio.store import Store, open_store
+
+logger = logging.getLogger(__name__)
 
 
 def decide(
@@ -85,6 +88,9 @@ def decide(
         proposal_id=proposal_id, action=action, reason=reason.strip(), edited_text=edited_text,
         author=author or "anonymous"))
     wake_run(proposal.run_id)
+    later = applied_later(run)
+    if later:  # the CLI prints it too; a library caller sees it in the log
+        logger.warning(later)
     return decision
 
 
@@ -98,7 +104,12 @@ def request_stop(store: Store, run: Run) -> None:
 def when_applied(store: Store, run_id: str) -> str | None:
     """When a decision on ``run_id``'s gate takes effect, if not at once: a run that is not
     live applies it when it resumes (its iteration replays and finds the decision)."""
-    run = store.get_run(run_id)
+    return applied_later(store.get_run(run_id))
+
+
+def applied_later(run: Run) -> str | None:
+    """:func:`when_applied` for a run already read."""
+    run_id = run.id
     if run.status is RunStatus.QUEUED:
         return f"run {run_id} is queued: the decision is applied when a worker takes it"
     if run.status.is_active:

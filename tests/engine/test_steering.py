@@ -456,3 +456,26 @@ def test_time_at_the_gate_is_not_timed(runner, store):
     handle.wait(30)
     assert store.get_candidate(store.get_proposal(pending.id).child_id).pooled
     nothing_stranded(store, run_id)
+
+
+def test_a_decision_on_a_killed_runs_gate_is_applied_when_it_resumes(tmp_path, store, capsys):
+    """SIGKILLed at a gate: the proposal stays pending; a rejection made while the run is
+    orphaned is recorded, said to apply on resume, and applied by the resumed worker."""
+    from tests.engine.test_claims import review_project
+
+    worker = CliWorker(store.url, review_project(tmp_path))
+    try:
+        run_id = worker.start()
+        pending = wait_until(lambda: store.proposals(run_id, status=ProposalStatus.PENDING),
+                             timeout=60, message="a proposal at the gate")[0]
+        worker.kill()
+        wait_until(lambda: store.mark_orphans(1.0), timeout=30, message="the run is orphaned")
+        assert studio_cli(store, "decide", str(pending.id), "reject", "--reason",
+                          "too plain") == 0
+        assert f"run {run_id} is orphaned: the decision is applied when it resumes" in \
+            capsys.readouterr().out
+        worker.resume()
+        wait_until(lambda: store.get_proposal(pending.id).status is ProposalStatus.REJECTED,
+                   timeout=60, message="the resumed run applies the rejection")
+    finally:
+        worker.kill()
