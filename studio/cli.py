@@ -403,8 +403,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
                       edited_text=args.text, author=args.author, store=store)
     run_id = store.get_proposal(args.proposal_id).run_id
     if decision is None:  # a stop: no decision, the proposal waits again on resume
-        print(f"run {run_id} stops; proposal {args.proposal_id} stays pending and comes back "
-              f"to the gate when the run resumes (`studio resume {run_id}`)")
+        live = store.get_run(run_id).status.is_active
+        print(f"run {run_id} {'stops' if live else 'is not running'}; proposal "
+              f"{args.proposal_id} stays pending and comes back to the gate when the run "
+              f"resumes (`studio resume {run_id}`)")
         return 0
     print(f"decision {decision.id}: {decision.action.value} proposal {decision.proposal_id}")
     later = when_applied(store, run_id)
