@@ -268,6 +268,9 @@ class Engine:
         seed = candidates[0] if candidates else self._add_seed()
         if seed.pooled:
             return
+        budget = ctx.config.max_metric_calls
+        if budget is not None and len(ctx.val_ids) > budget:  # never a baseline half-scored
+            raise StopRun("max_metric_calls")
         trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
         if all(t.effective_score is None for t in trials):
             first_error = next((t.error for t in trials if t.error), "no score")

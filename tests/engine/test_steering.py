@@ -291,6 +291,11 @@ def test_every_budget_ends_between_iterations(runner, store):
         nothing_stranded(store, run_id, f"(max_metric_calls {budget})")
 
 
+def test_a_budget_below_the_baseline_is_never_spent(runner, store):
+    run_id, reason = runner.run(demo_spec(), trainset(3), valset=VALSET, max_metric_calls=1)
+    assert reason == "max_metric_calls" and store.count_trials(run_id) == 0
+
+
 def test_a_timeout_at_an_align_runs_gate_waits_for_the_person(store):
     """An align run's gate, past its timeout: the proposal still waits; stopped, it stays
     pending and comes back on resume, where accepting it pools its child."""
