@@ -291,6 +291,19 @@ def test_every_budget_ends_between_iterations(runner, store):
         nothing_stranded(store, run_id, f"(max_metric_calls {budget})")
 
 
+def test_budgets_around_a_merge_end_between_iterations(runner, store, merge_world):
+    """The merge world (baseline 4, a reflection iteration up to 12, a merge up to 4): budgets
+    that end in and around the merge iterations strand nothing."""
+    merged = False
+    for budget in range(16, 41, 3):
+        run_id, reason = runner.run(world.spec(), world.TRAINSET,
+                                    **world.config(max_iterations=5, max_metric_calls=budget))
+        assert store.count_trials(run_id) <= budget
+        merged = merged or any(p.is_merge for p in store.proposals(run_id))
+        nothing_stranded(store, run_id, f"(merge world, max_metric_calls {budget})")
+    assert merged, "no budget let a merge be proposed: the sweep tested nothing about merges"
+
+
 def test_a_budget_below_the_baseline_is_never_spent(runner, store):
     run_id, reason = runner.run(demo_spec(), trainset(3), valset=VALSET, max_metric_calls=1)
     assert reason == "max_metric_calls" and store.count_trials(run_id) == 0
