@@ -9,7 +9,7 @@ import streamlit as st
 
 from components import diff_view, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import decide, latest_pending
+from studio.engine.gates import decide, latest_pending, when_applied
 from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
@@ -190,8 +190,9 @@ def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | 
     words = {"accept": "Accepted; the child is now scored on the validation set.",
              "reject": "Rejected; the next reflection reads your reason.",
              "edit": "Your edit is being scored on the same minibatch; it comes back here.",
-             "stop": "The run stops."}
-    session.flash(f"Proposal #{proposal.id}: {words[action]}")
+             "stop": "The run stops; this proposal waits here again when it resumes."}
+    later = when_applied(loaders.store(), proposal.run_id) if action != "stop" else None
+    session.flash(f"Proposal #{proposal.id}: {words[action]}" + (f" ({later})" if later else ""))
     st.rerun()
 
 

@@ -24,9 +24,9 @@ from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
     CriticSpec,
-    DecisionAction,
     EventKind,
     Proposal,
+    ProposalStatus,
     ReflectionSpec,
     ReflectionStrategy,
     RunSpec,
@@ -159,7 +159,7 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
             "parent_sum": evidence.get("parent_sum"), "child_sum": evidence.get("child_sum"),
             "decision": decision.action.value if decision else None,
             "automatic": decision.automatic if decision else None,
-            "accepted": decision is not None and decision.action is DecisionAction.ACCEPT,
+            "accepted": proposal.status is ProposalStatus.ACCEPTED,  # applied, not just asked
         })
     return history
 

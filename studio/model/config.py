@@ -57,13 +57,15 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     max_iterations: int = Field(default=10, ge=0, le=100_000)
     """Reflection iterations after the baseline."""
     max_metric_calls: int | None = Field(default=None, ge=1)
-    """Budget of critic evaluations (trials). A batch that would exceed it is not started."""
+    """Budget of critic evaluations (trials). An iteration it cannot pay for whole (parent,
+    child, validation) is not started; an edit it cannot pay for is refused at the gate."""
     patience: int | None = Field(default=None, ge=1)
     """Stop after this many iterations in a row without a better best validation score."""
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """Stop once the best validation mean reaches this."""
     timeout_seconds: float | None = Field(default=None, gt=0)
-    """Wall-clock limit on the run's active time."""
+    """Limit on the run's machine time, checked between iterations: time paused or waiting at
+    a gate for a person does not count."""
     minibatch_size: int = Field(default=3, ge=1, le=1000)
     candidate_selection: Selection = Selection.PARETO
     epsilon: float = Field(default=0.1, ge=0.0, le=1.0)

@@ -220,6 +220,16 @@ class Store:
             c.execute(update(t.runs).where(t.runs.c.id == run_id).values(**fields))
 
     @_guard
+    def clear_control(self, run_id: str, seen: RunRequest | None) -> bool:
+        """Withdraw the run's request ``seen`` (read before a resume claimed the run); a request
+        made since, e.g. a Stop that arrived while the run was being resumed, is kept."""
+        current = t.runs.c.control.is_(None) if seen is None else \
+            t.runs.c.control == RunRequest(seen).value
+        with self.engine.begin() as c:
+            return bool(c.execute(update(t.runs).where(t.runs.c.id == run_id, current)
+                                  .values(control=None)).rowcount)
+
+    @_guard
     def claim_run(self, run_id: str, worker: str, *, stale_after_s: float) -> bool:
         """Make ``worker`` the owner of a run unless another worker holds a live lease on it.
 
