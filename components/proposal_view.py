@@ -17,6 +17,7 @@ from studio.model.records import ProposalStatus
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.diffing import escape_markdown
+from studio.views.skips import skipped_note
 from studio.views.tables import evidence_frame, format_score, merge_source_frame, proposal_history
 from studio.views.workflows import describe_component
 
@@ -200,6 +201,9 @@ def history(run_id: str) -> None:
     if not proposals:
         st.caption("No proposals yet.")
         return
+    skipped = skipped_note(loaders.skipped_iterations(run_id))
+    if skipped:
+        st.info(escape_markdown(skipped), icon=":material/skip_next:")
     index_of = {c.id: c.index for c in loaders.candidates(run_id)}
     table = proposal_history(proposals, loaders.decisions(run_id),
                              loaders.evaluated_payloads(run_id), index_of)
