@@ -189,7 +189,8 @@ def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | 
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
     words = {"accept": "Accepted; the child is now scored on the validation set.",
-             "reject": "Rejected; the next reflection reads your reason.",
+             "reject": "Rejected; the next reflections of this component read the text and "
+                       "your reason, and are asked again should they repeat it.",
              "edit": "Your edit is being scored on the same minibatch; it comes back here.",
              "stop": "The run stops."}
     session.flash(f"Proposal #{proposal.id}: {words[action]}")

@@ -123,7 +123,7 @@ def reflection_trials(trials: list[Trial], tried: list[TriedText],
     records = [retry_record(n, proposal) for n, proposal in enumerate(refused, 1)]
     records += [entry.record() for entry in tried]
     for trial in trials:
-        metadata = effective_feedback(trial)
+        metadata = reflected_feedback(trial)
         metadata = metadata.model_copy(update={"text": _clip(metadata.text),
                                                "guidance": _clip(metadata.guidance)})
         record = builder.build_trial(
@@ -140,7 +140,7 @@ def reflection_trials(trials: list[Trial], tried: list[TriedText],
     return within_budget(records)
 
 
-def effective_feedback(trial: Trial) -> Feedback:
+def reflected_feedback(trial: Trial) -> Feedback:
     """What the reflection and the rules operator read of a trial's verdict: the judge's, or on
     a trial a person corrected only the person's correction. The judge's guidance, dimension
     scores and per-check details no longer apply there (the person is heard over the judge);

@@ -148,6 +148,8 @@ def describe_candidate(store: Store, candidate: Candidate) -> str:
         return f"{name} (in the pool)"
     decisions = store.decisions(proposal_id=candidate.proposal_id)
     proposal = store.get_proposal(candidate.proposal_id)
+    if proposal.is_merge:  # a merge's reason is about two parents, not about any one text
+        return f"{name} (a merge, {proposal.status.value})"
     tried = _tried(proposal, decisions[-1] if decisions else None, {})
     if tried is None:
         return name

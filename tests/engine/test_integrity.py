@@ -23,6 +23,11 @@ def test_a_run_stopped_at_the_gate_resumes_with_the_next_iteration(runner, store
     assert stopped.status is ProposalStatus.REJECTED and stopped.invalid_reason == "run stopped"
 
     resumed = get_manager(store).resume(run_id)
+    seen = {pending.id}
+    for _ in range(2):  # iterations 2 and 3 propose texts other than the one stopped
+        later = runner.wait_for_pending(run_id, seen)
+        assert later.text != pending.text
+        decide(later.id, "reject", store=store)
     assert resumed.wait(30) == "max_iterations"  # it went on, and did not stop again
     later = [p.iteration for p in store.proposals(run_id) if p.id != pending.id]
     assert later and min(later) == pending.iteration + 1  # the next iteration, not a replay
