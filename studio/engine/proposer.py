@@ -245,16 +245,17 @@ async def reflect(ctx: RunContext, parent: Candidate, component: str,
     model-free operators never propose a text already tried; the agent reads them, fenced."""
     if split_component(component)[1] == "few_shot":
         return select_demos(ctx, parent, component, trials, iteration)
-    tried = tried_texts(ctx.store, ctx.run_id, parent.id, component)
     strategy = ctx.reflection_strategy
     if strategy != "llm" and split_component(component)[1] == "instruction":
         found = propose_rules(parent.components[component], trials, ctx.examples)
-        if found is not None and not already_tried(ctx, parent, component, found.text, tried):
+        every = tried_texts(ctx.store, ctx.run_id, parent.id, component, limit=None)
+        if found is not None and not already_tried(ctx, parent, component, found.text, every):
             return ReflectionResult(text=found.text, reasoning=found.reasoning,
                                     author=RULES_AUTHOR)
         if strategy == "rules":
             return ReflectionResult(text="", author=RULES_AUTHOR,
                                     error=NOTHING_TO_ADD if found is None else NOTHING_NEW)
+    tried = tried_texts(ctx.store, ctx.run_id, parent.id, component)
     records = reflection_trials(trials, tried, pipeline_view(ctx, component), refused=refused)
     return await run_reflection(ctx.reflection_agents[component],
                                 parent.components[component], records, ctx.executor)
@@ -264,7 +265,7 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
                  iteration: int) -> ReflectionResult:
     """The demo selector's proposal; a window that makes an already tried candidate is
     skipped here rather than refused as a duplicate afterwards."""
-    earlier = tried_texts(ctx.store, ctx.run_id, parent.id, component)
+    earlier = tried_texts(ctx.store, ctx.run_id, parent.id, component, limit=None)
 
     def tried(text: str) -> bool:
         return already_tried(ctx, parent, component, text, earlier)

@@ -65,10 +65,11 @@ class TriedText:
         return {"already_tried": entry}
 
 
-def tried_texts(store: Store, run_id: str, parent_id: int, component: str) -> list[TriedText]:
+def tried_texts(store: Store, run_id: str, parent_id: int, component: str, *,
+                limit: int | None = TRIED_SHOWN) -> list[TriedText]:
     """Texts tried for ``component`` of this parent, and the ones a person rejected for the
-    same component on other parents; newest first, one entry per text, at most
-    ``TRIED_SHOWN``."""
+    same component on other parents; newest first, one entry per text, at most ``limit``
+    (None: all, for the model-free operators' exact check)."""
     decisions = _last_decisions(store.decisions(run_id))
     indexes = store.candidate_indexes(run_id)
     found: list[TriedText] = []
@@ -83,7 +84,7 @@ def tried_texts(store: Store, run_id: str, parent_id: int, component: str) -> li
             continue
         seen.add(proposal.text.strip())
         found.append(tried)
-        if len(found) >= TRIED_SHOWN:
+        if limit is not None and len(found) >= limit:
             break
     return found
 

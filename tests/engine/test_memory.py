@@ -299,3 +299,34 @@ def test_an_edit_back_to_a_text_the_run_has_is_refused(store):
     decision = decide(pending.id, "edit", edited_text=BASE_INSTRUCTION + " Be brief.",
                       author="bo", store=store)
     assert decision.edited_text == BASE_INSTRUCTION + " Be brief."
+
+
+def test_the_tried_texts_are_bounded_in_count_and_size_and_newest_first(store):
+    from studio.engine import EvolutionConfig, create_run
+    from studio.engine.tried import TRIED_SHOWN, tried_texts
+    from studio.model.limits import REFLECTION_FIELD_CHARS
+    from studio.model.records import Decision, DecisionAction
+
+    run = create_run(store, spec=demo_spec(), trainset=trainset(2),
+                     config=EvolutionConfig(review="review"))
+    components = {"instruction": BASE_INSTRUCTION}
+    seed = store.add_candidate(Candidate(run_id=run.id, index=0, components=components,
+                                         content_hash=content_hash(components)))
+    texts = [f"Text {n}. " + "long " * 1000 for n in range(TRIED_SHOWN + 3)]
+    for n, text in enumerate(texts, 1):
+        proposal = store.add_proposal(Proposal(run_id=run.id, iteration=n, parent_id=seed.id,
+                                               component="instruction", text=text))
+        store.add_decision(Decision(proposal_id=proposal.id, action=DecisionAction.REJECT,
+                                    reason=f"reason {n}", author="alice"))
+        store.update_proposal(proposal.id, status=ProposalStatus.REJECTED)
+    other = store.add_proposal(Proposal(run_id=run.id, iteration=99, parent_id=seed.id,
+                                        component="few_shot", text="another component",
+                                        status=ProposalStatus.INVALID, invalid_reason="bad"))
+    tried = tried_texts(store, run.id, seed.id, "instruction")
+    assert len(tried) == TRIED_SHOWN and other.id not in {t.proposal_id for t in tried}
+    assert [t.why for t in tried[:2]] == [
+        f"A reviewer rejected the proposed text: reason {len(texts)}",
+        f"A reviewer rejected the proposed text: reason {len(texts) - 1}"]
+    record = tried[0].record()["already_tried"]
+    assert len(record["text"]) < REFLECTION_FIELD_CHARS + 60 and "characters cut" in record["text"]
+    assert len(tried_texts(store, run.id, seed.id, "instruction", limit=None)) == len(texts)
