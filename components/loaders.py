@@ -255,6 +255,11 @@ def pending_proposal(run_id: str) -> Proposal | None:
     return _pending_proposal(store(), run_id)
 
 
+def skipped_iterations(run_id: str) -> list[RunEvent]:
+    """The run's iterations that ended without a proposal to decide on, with why."""
+    return store().events(run_id, kind=EventKind.ITERATION_SKIPPED)
+
+
 def evaluated_payloads(run_id: str) -> dict[int, dict[str, Any]]:
     return {e.payload["proposal_id"]: e.payload
             for e in store().events(run_id, kind=EventKind.PROPOSAL_EVALUATED)}

@@ -17,6 +17,7 @@ from studio.model.records import ProposalStatus
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.diffing import escape_markdown
+from studio.views.skips import skipped_note
 from studio.views.tables import evidence_frame, format_score, merge_source_frame, proposal_history
 from studio.views.workflows import describe_component
 
@@ -188,7 +189,8 @@ def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | 
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
     words = {"accept": "Accepted; the child is now scored on the validation set.",
-             "reject": "Rejected; the next reflection reads your reason.",
+             "reject": "Rejected; the next reflections of this component read the text and "
+                       "your reason, and are asked again should they repeat it.",
              "edit": "Your edit is being scored on the same minibatch; it comes back here.",
              "stop": "The run stops; this proposal waits here again when it resumes."}
     later = when_applied(loaders.store(), proposal.run_id) if action != "stop" else None
@@ -201,6 +203,9 @@ def history(run_id: str) -> None:
     if not proposals:
         st.caption("No proposals yet.")
         return
+    skipped = skipped_note(loaders.skipped_iterations(run_id))
+    if skipped:
+        st.info(escape_markdown(skipped), icon=":material/skip_next:")
     index_of = {c.id: c.index for c in loaders.candidates(run_id)}
     table = proposal_history(proposals, loaders.decisions(run_id),
                              loaders.evaluated_payloads(run_id), index_of)

@@ -79,6 +79,8 @@ class ProgressBar:
             self.note(f"proposal {event.payload()['proposal_id']} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
                       f"{event.payload()['proposal_id']} accept|reject|edit`")
+        elif kind is EventKind.ITERATION_SKIPPED:
+            self.note(f"iteration {event.iteration} skipped: {event.payload()['reason']}")
         elif kind is EventKind.RUN_FINISHED:
             self.note(f"run finished: {event.payload()['stop_reason']}")
 
@@ -443,7 +445,17 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         if r["merge"]:
             print("       " + ", ".join(f"{key} from #{source}"
                                         for key, source in r["merge"]["sources"].items()))
+    if not args.pending:
+        _print_skipped(_store(args), args.run_id)
     return 0
+
+
+def _print_skipped(store: Any, run_id: str) -> None:
+    """Iterations that ended without a proposal to decide on, said plainly under the list."""
+    from studio.views.skips import skip_text
+
+    for event in store.events(run_id, kind=EventKind.ITERATION_SKIPPED):
+        print(f"iteration {event.iteration} skipped: {skip_text(event.payload)}")
 
 
 def _changes(row: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ from studio.model.records import (
     RunRequest,
     RunStatus,
     TrialPhase,
+    content_hash,
     instruction_placeholders,
 )
 from studio.model.workflow import split_component, state_before
@@ -58,7 +59,8 @@ def decide(
         RunStateError: the proposal is not waiting for a decision, its run completed (no
             decision on it could ever be applied), or the budget cannot pay for an edit.
         ConfigError: unknown action, an edit without text, or an edit of a merge.
-        ProposalError: the edited text is invalid (empty, unchanged, bad schema or YAML).
+        ProposalError: the edited text is invalid (empty, unchanged, bad schema or YAML) or
+            makes a candidate the run already has.
     """
     store = store or open_store()
     try:
@@ -157,7 +159,14 @@ def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
                             reason="unchanged")
     parent_text = parent.components[proposal.component]
     keys = _readable_keys(store, proposal.run_id, proposal.component, parent_text)
-    return validate_proposal(proposal.component, edited_text, parent_text, keys)
+    text = validate_proposal(proposal.component, edited_text, parent_text, keys)
+    components = {**parent.components, proposal.component: text}
+    duplicate = store.find_candidate(proposal.run_id, content_hash(components))
+    if duplicate is not None:  # it would be pooled twice and judged again
+        raise ProposalError(f"candidate #{duplicate.index} already has this text: edit it into "
+                            "a text the run has not tried, or accept or reject the proposal",
+                            reason="duplicate")
+    return text
 
 
 def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) -> set[str]:
