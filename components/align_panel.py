@@ -30,7 +30,7 @@ from studio.projects.aligning import (
     unalignable_reason,
     use_for_next_run,
 )
-from studio.views.aligning import agreement_frame, align_summary
+from studio.views.aligning import active_line, agreement_frame, align_summary
 from studio.views.diffing import escape_markdown
 from studio.views.tables import confusion_frame
 
@@ -112,13 +112,21 @@ def result(run: Run) -> None:
                      icon=":material/monitoring:"):
             session.set_current_run(run.id)
             frame.go(frame.RUN)
+        active, labels = loaders.align_active_labels(run.id)
+        st.caption(f"{active} of {labels} labels active now: it reads the corrections as they "
+                   "are at every step (an undone one is not scored, a changed one counts at "
+                   "its new value).")
         watch(run.id)
         return
-    report = loaders.align_report(run.id, (loaders.run_version(run.id), run.status.value))
+    # the source run's corrections are the labels: a change there is a new report
+    report = loaders.align_report(run.id, (loaders.run_version(run.id),
+                                           loaders.run_version(run.spec.aligns.run_id),
+                                           run.status.value))
     if report.measure_pending:
         measuring(run.id)
         return
     st.markdown(escape_markdown(align_summary(report)))
+    st.caption(escape_markdown(active_line(report) + "."))
     if report.before is None or report.after is None:
         score_held_out_button(run.id)
         return

@@ -37,6 +37,7 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.projects.aligning import active_label_count as _active_label_count
 from studio.projects.aligning import align_report as _align_report
 from studio.projects.aligning import align_runs as _align_runs
 from studio.projects.aligning import label_status as _label_status
@@ -258,6 +259,11 @@ def proposal_rows(run_id: str) -> list[ProposalRow]:
     return _proposal_rows(store(), run_id)
 
 
+def skipped_iterations(run_id: str) -> list[RunEvent]:
+    """The run's iterations that ended without a proposal to decide on, with why."""
+    return store().events(run_id, kind=EventKind.ITERATION_SKIPPED)
+
+
 def proposal_evidence(proposal: Proposal) -> Any:
     """The proposal's evidence with the trials behind it
     (:class:`studio.engine.evidence.EvidenceTrials`)."""
@@ -354,6 +360,12 @@ def _label_status_cached(run_id: str, version: Any) -> Any:
 @st.cache_data(ttl=2, show_spinner=False)
 def align_runs(run_id: str) -> list[Run]:
     return _align_runs(store(), run_id)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def align_active_labels(align_run_id: str) -> tuple[int, int]:
+    """(labels active now, labels the align run started with)."""
+    return _active_label_count(store(), align_run_id)
 
 
 def align_report(align_run_id: str, version: Any) -> Any:

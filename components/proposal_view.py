@@ -9,7 +9,7 @@ import streamlit as st
 
 from components import diff_view, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import decide, latest_pending
+from studio.engine.gates import decide, latest_pending, when_applied
 from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
@@ -17,6 +17,7 @@ from studio.model.records import ProposalStatus
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.diffing import escape_markdown
+from studio.views.skips import skipped_note
 from studio.views.tables import evidence_frame, format_score, merge_source_frame, proposal_history
 from studio.views.workflows import describe_component
 
@@ -192,10 +193,12 @@ def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | 
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
     words = {"accept": "Accepted; the child is now scored on the validation set.",
-             "reject": "Rejected; the next reflection reads your reason.",
+             "reject": "Rejected; the next reflections of this component read the text and "
+                       "your reason, and are asked again should they repeat it.",
              "edit": "Your edit is being scored on the same minibatch; it comes back here.",
-             "stop": "The run stops."}
-    session.flash(f"Proposal #{proposal.id}: {words[action]}")
+             "stop": "The run stops; this proposal waits here again when it resumes."}
+    later = when_applied(loaders.store(), proposal.run_id) if action != "stop" else None
+    session.flash(f"Proposal #{proposal.id}: {words[action]}" + (f" ({later})" if later else ""))
     st.rerun()
 
 
@@ -204,6 +207,9 @@ def history(run_id: str) -> None:
     if not rows:
         st.caption("No proposals yet.")
         return
+    skipped = skipped_note(loaders.skipped_iterations(run_id))
+    if skipped:
+        st.info(escape_markdown(skipped), icon=":material/skip_next:")
     table = proposal_history(rows)
     if not table["agent"].astype(bool).any():  # a single-agent run: no agent column
         table = table.drop(columns="agent")

@@ -51,11 +51,13 @@ def show_trial(trial: Any, *, candidate: int | None = None, scored: str | None =
             f"{format_score(o.score, missing='(score unchanged)')}."))
     show_result(trial.input_text, trial.output, trial.feedback, trial.error, trial.trace,
                 human_feedback=trial.override.feedback if trial.override else None,
+                corrected=trial.override is not None,
                 thumbnails=loaders.thumbnails(trial.example_id), scored=scored)
 
 
 def show_result(input_text: str, output: str, feedback: Feedback, error: str | None,
                 trace: dict[str, Any] | None, *, human_feedback: str | None = None,
+                corrected: bool = False,
                 thumbnails: list[Thumbnail] | None = None, scored: str | None = None) -> None:
     if error:
         st.error(escape_markdown(error), icon=":material/error:")
@@ -75,11 +77,14 @@ def show_result(input_text: str, output: str, feedback: Feedback, error: str | N
         if human_feedback:
             text_block("Human feedback (overrides the critic's)", human_feedback)
         if feedback.guidance:
-            text_block("Actionable guidance", feedback.guidance)
+            text_block("Critic's actionable guidance", feedback.guidance)
+        if corrected:
+            st.caption("A person corrected this trial: the reflection reads their correction, "
+                       "not the critic's feedback, guidance, dimension scores or checks.")
     with right:
         dims = dimension_scores(feedback)
         if not dims.empty:
-            st.caption("Dimension scores")
+            st.caption("Critic's dimension scores")
             st.dataframe(dims, hide_index=True, width="stretch", placeholder="n/a",
                          column_config={"score": st.column_config.ProgressColumn(
                              "score", min_value=0.0, max_value=1.0, format="%.2f")})

@@ -25,6 +25,8 @@ from components import frame, loaders, session
 from components.trial_detail import show_trial
 from studio.model.config import ReviewMode
 from studio.model.records import RunStatus, TrialPhase
+from studio.views.diffing import escape_markdown
+from studio.views.skips import skipped_note
 from studio.views.tables import (
     ERROR_CHOICES,
     OVERRIDE_CHOICES,
@@ -215,6 +217,9 @@ def progress(run, cache: TableCache, event) -> None:
     with st.container():  # one slot, so the tables below keep their place
         if review is not None:
             st.caption(f"Review mode: the ETA counts {review.text()}.")
+        skipped = skipped_note(loaders.skipped_iterations(run.id))
+        if skipped:
+            st.caption(escape_markdown(skipped))
 
 
 def awaiting(run) -> None:

@@ -48,6 +48,11 @@ _LAZY_EXPORTS = {
     "CriticOutputParseError": "studio.model.errors",
     "MissingScoreFieldError": "studio.model.errors",
     "image_file": "studio.model.media",
+    "ConfigError": "studio.model.errors",
+    "SchemaBasedScorer": "studio.critics.agent",
+    "AgentAsJudgeEval": "studio.evaluators.criteria_judge",
+    "AgentAsJudgeEvaluation": "studio.evaluators.criteria_judge",
+    "AgentAsJudgeResult": "studio.evaluators.criteria_judge",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

@@ -1,7 +1,7 @@
 """``studio``: run projects headless into the same store the studio watches, and export runs.
 
     studio run project.yaml [--review review] [--max-iterations N] [--db URL]
-    studio resume RUN_ID
+    studio resume RUN_ID [--max-metric-calls N]
     studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
     studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
     studio workers
@@ -20,6 +20,7 @@
     studio rescore RUN_ID --critic-from ALIGN_RUN_ID [--json]
     studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
+                                                   (stop ends the run; the proposal waits again)
     studio override TRIAL_ID [--score X] [--feedback TEXT]
     studio validate project.yaml
     studio schema
@@ -78,6 +79,8 @@ class ProgressBar:
             self.note(f"proposal {event.payload()['proposal_id']} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
                       f"{event.payload()['proposal_id']} accept|reject|edit`")
+        elif kind is EventKind.ITERATION_SKIPPED:
+            self.note(f"iteration {event.iteration} skipped: {event.payload()['reason']}")
         elif kind is EventKind.RUN_FINISHED:
             self.note(f"run finished: {event.payload()['stop_reason']}")
 
@@ -210,7 +213,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     store = _store(args)
     manager = get_manager(store)
-    handle = manager.resume(args.run_id, listeners=[ProgressBar()])
+    handle = manager.resume(args.run_id, listeners=[ProgressBar()],
+                            max_metric_calls=args.max_metric_calls)
     print(f"run {args.run_id} resumed", file=sys.stderr)
     return _wait(handle, store, args.run_id)
 
@@ -392,13 +396,24 @@ def cmd_blame(args: argparse.Namespace) -> int:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from studio.engine.gates import decide
+    from studio.engine.gates import decide, when_applied
     from studio.projects.workspace import require_reason
 
     require_reason(args.action, args.reason or "")
+    store = _store(args)
     decision = decide(args.proposal_id, args.action, reason=args.reason or "",
-                      edited_text=args.text, author=args.author, store=_store(args))
+                      edited_text=args.text, author=args.author, store=store)
+    run_id = store.get_proposal(args.proposal_id).run_id
+    if decision is None:  # a stop: no decision, the proposal waits again on resume
+        live = store.get_run(run_id).status.is_active
+        print(f"run {run_id} {'stops' if live else 'is not running'}; proposal "
+              f"{args.proposal_id} stays pending and comes back to the gate when the run "
+              f"resumes (`studio resume {run_id}`)")
+        return 0
     print(f"decision {decision.id}: {decision.action.value} proposal {decision.proposal_id}")
+    later = when_applied(store, run_id)
+    if later:
+        print(later)
     return 0
 
 
@@ -430,7 +445,17 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         if r.merge:
             print("       " + ", ".join(f"{key} from #{source}"
                                         for key, source in r.merge.sources.items()))
+    if not args.pending:
+        _print_skipped(_store(args), args.run_id)
     return 0
+
+
+def _print_skipped(store: Any, run_id: str) -> None:
+    """Iterations that ended without a proposal to decide on, said plainly under the list."""
+    from studio.views.skips import skip_text
+
+    for event in store.events(run_id, kind=EventKind.ITERATION_SKIPPED):
+        print(f"iteration {event.iteration} skipped: {skip_text(event.payload)}")
 
 
 def _changes(row: Any) -> str:
@@ -548,6 +573,8 @@ def parser() -> argparse.ArgumentParser:
     workers.set_defaults(func=cmd_workers)
     resume = sub.add_parser("resume", help="continue a stopped or orphaned run")
     resume.add_argument("run_id")
+    resume.add_argument("--max-metric-calls", type=whole_number(1),
+                        help="raise the run's budget (e.g. to pay for an edit at its gate)")
     resume.set_defaults(func=cmd_resume)
     runs = sub.add_parser("runs", help="list runs")
     runs.add_argument("--limit", type=whole_number(1), default=20)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from studio.critics.feedback import parse_feedback
 from studio.critics.protocol import Sample
 from studio.model.errors import (
+    ConfigError,
     CriticOutputParseError,
     MissingScoreFieldError,
     ScoreOutOfRangeError,
@@ -45,6 +46,7 @@ __all__ = [
     "CriticScorer",
     "MissingScoreFieldError",
     "ScoreOutOfRangeError",
+    "SchemaBasedScorer",
     "ScoringError",
     "SimpleCriticOutput",
     "normalize_feedback",
@@ -156,6 +158,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
     if oversize:
         raise CriticOutputParseError(oversize, raw_output=clip(text, 2_000))
     candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
+    other: Any = None  # JSON that parsed but is not an object ([1, 2], "x", 3)
     try:
         for candidate in candidates:
             try:
@@ -165,6 +168,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
                 continue
             if isinstance(value, dict):
                 return value
+            other = value if other is None else other
         found = first_json_object(text, strict_keys=True)
     except DuplicateKeyError as exc:
         raise CriticOutputParseError(f"critic reply is ambiguous: {exc}",
@@ -175,7 +179,22 @@ def _find_json_object(text: str) -> dict[str, Any]:
     if found is not None:
         return found
     excerpt = text.strip().replace("\n", " ")[:160]
+    if other is not None:
+        raise CriticOutputParseError(
+            f"critic reply is JSON but not an object (it is {_json_kind(other)}): {excerpt!r}; "
+            f"the critic must return an object such as {{\"score\": 0.8, \"feedback\": \"...\"}}",
+            raw_output=text, parse_error=f"the JSON value is {_json_kind(other)}, not an object")
     raise CriticOutputParseError(f"critic reply is not JSON: {excerpt!r}", raw_output=text)
+
+
+def _json_kind(value: Any) -> str:
+    """A JSON value's kind in words: "a list", "a string", "a number", "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {list: "a list", str: "a string", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _coerce_score(raw: Any, text: str) -> float:
@@ -323,6 +342,71 @@ class CriticScorer:
         result = await self._executor.execute_agent(
             self.critic_agent, text, existing_session_id=session_id, **extra)
         return _as_result(result)
+
+
+class SchemaBasedScorer:
+    """Scores an agent by its own structured output: the ``score`` field of its reply.
+
+    gepa-adk's default when ``evolve`` gets no critic and the agent has an ``output_schema``:
+    the agent grades itself through its schema, with no critic model. Replies are read as
+    leniently as a critic's (:func:`parse_critic_output`); the other fields become metadata.
+
+    Args:
+        output_schema: the agent's ``output_schema`` (a pydantic model class, or a JSON Schema
+            dict); it must declare a ``score`` field.
+
+    Raises:
+        ConfigError: the schema has no ``score`` field (``field="output_schema"``).
+    """
+
+    def __init__(self, output_schema: Any, *, name: str = "schema_score") -> None:
+        fields = _schema_fields(output_schema)
+        if "score" not in fields:
+            shown = getattr(output_schema, "__name__", type(output_schema).__name__)
+            raise ConfigError(f"output_schema {shown} must have a 'score' field to score the "
+                              f"agent by its own output (fields: {sorted(fields) or 'none'}); "
+                              "add one or pass critic=...", field="output_schema", value=shown,
+                              constraint="must have 'score' field")
+        self.output_schema = output_schema
+        self.name = name
+
+    async def async_score(self, input_text: str, output: str, expected: str | None = None,
+                          ) -> tuple[float, dict[str, Any]]:
+        """``(score, other fields)`` from the agent's reply; raises the ScoringError family."""
+        return parse_critic_output(output)
+
+    def score(self, input_text: str, output: str, expected: str | None = None,
+              ) -> tuple[float, dict[str, Any]]:
+        return parse_critic_output(output)
+
+    async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
+        """The Critic protocol; an unreadable reply raises and is recorded as not evaluated."""
+        return parse_critic_output(sample.output)
+
+
+def _schema_fields(schema: Any) -> set[str]:
+    if isinstance(schema, dict):
+        return set(schema.get("properties") or {})
+    return set(getattr(schema, "model_fields", None) or {})
+
+
+def own_schema_critic(agent: Any) -> SchemaBasedScorer:
+    """The critic ``evolve`` uses when none is given, as gepa-adk does: the agent's own
+    ``output_schema`` score.
+
+    Raises:
+        ConfigError: the agent has no ``output_schema`` (``field="critic"``), or its schema has
+            no ``score`` field.
+    """
+    schema = getattr(agent, "output_schema", None)
+    if schema is None:
+        name = getattr(agent, "name", type(agent).__name__)
+        raise ConfigError(f"no critic for agent {name!r}: pass critic=... (an ADK critic agent "
+                          "with output_schema=SimpleCriticOutput, or an evaluator), or give the "
+                          "agent an output_schema with a 'score' field to score it by its own "
+                          "output", field="critic", value=None,
+                          constraint="must provide critic or agent.output_schema")
+    return SchemaBasedScorer(schema)
 
 
 _VERB = {ExecutionStatus.FAILED: "failed", ExecutionStatus.TIMEOUT: "timed out"}

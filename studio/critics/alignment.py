@@ -7,6 +7,10 @@ reply and scores how close it lands to the person: ``1 - |critic - human|`` (``m
 or 1/0 for the same pass/fail verdict at ``threshold`` (``mode="pass_fail"``). Its comment is
 what the reflection reads: the two scores, which way the critic was off, and the person's words,
 fenced as untrusted and bounded.
+
+A label is read from the person's correction as it is now (:mod:`studio.engine.labels`): a
+correction undone since the align run was created leaves its example an :func:`undone_label`,
+which this metric does not score ("could not evaluate", with the reason).
 """
 
 from __future__ import annotations
@@ -39,8 +43,26 @@ def label_text(human_score: float, human_feedback: str | None, critic_score: flo
                       ensure_ascii=False)
 
 
+def undone_label(trial_id: int) -> str:
+    """The ``expected`` of an align example whose correction was undone (or no longer has a
+    score): not a label now. ``trial_id`` is the corrected trial it came from."""
+    return json.dumps({"score": None, "undone": True, "trial_id": trial_id})
+
+
+def is_undone(label: dict[str, Any]) -> bool:
+    """True for an :func:`undone_label` (read by :func:`read_label`)."""
+    return label.get("undone") is True
+
+
+def undone_reason(label: dict[str, Any]) -> str:
+    return (f"could not evaluate: the person's correction of trial {label.get('trial_id')} was "
+            "undone, so this example is not a label now (it is scored again, from the reply "
+            "kept here, if the trial is corrected again)")
+
+
 def read_label(text: Any) -> dict[str, Any]:
-    """The label of an align example (its ``expected``).
+    """The label of an align example (its ``expected``): a :func:`label_text`, or an
+    :func:`undone_label` (check :func:`is_undone` before reading its score).
 
     Raises:
         ConfigError: not a label written by :func:`label_text` (where: ``expected``).
@@ -49,6 +71,8 @@ def read_label(text: Any) -> dict[str, Any]:
         label = json.loads(text) if isinstance(text, str) else text
     except json.JSONDecodeError:
         label = None
+    if isinstance(label, dict) and is_undone(label):
+        return label
     score = label.get("score") if isinstance(label, dict) else None
     if isinstance(score, bool) or not isinstance(score, int | float) or not (
             math.isfinite(score) and 0.0 <= score <= 1.0):
@@ -95,6 +119,9 @@ class CriticAgreement(Evaluator):
     def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
                  **kwargs: Any) -> EvaluatorResult:
         label = read_label(reference_outputs)
+        if is_undone(label):
+            return EvaluatorResult.not_evaluated(KEY, undone_reason(label),
+                                                 error_kind="label_undone")
         human = float(label["score"])
         try:
             critic, _ = parse_critic_output(outputs if isinstance(outputs, str) else "")

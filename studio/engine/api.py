@@ -8,7 +8,7 @@ from typing import Any, get_args
 from google.adk.agents import BaseAgent
 from pydantic import BaseModel, Field, ValidationError
 
-from studio.critics.agent import CriticScorer
+from studio.critics.agent import CriticScorer, own_schema_critic
 from studio.engine.build import agent_model_string, build_engine, create_run
 from studio.engine.components import check_seed_placeholders
 from studio.engine.context import Listener
@@ -33,6 +33,9 @@ from studio.model.records import (
 from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
 from studio.runtime.workflows import describe_workflow, is_workflow, primary_for
 from studio.store import Store, open_store
+
+RESULT_SCHEMA_VERSION = 1
+"""gepa-adk's ``CURRENT_SCHEMA_VERSION`` for results; the studio's result starts at the same."""
 
 
 class CandidateSummary(BaseModel):
@@ -72,6 +75,8 @@ class EvolutionResult(BaseModel):
 
     primary_agent: str | None = None
     """In a workflow run: the agent whose output was scored."""
+    schema_version: int = RESULT_SCHEMA_VERSION
+    """Version of this result's serialized shape (gepa-adk's ``schema_version``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -90,6 +95,13 @@ class EvolutionResult(BaseModel):
         if self.final_score is None or self.original_score is None:
             return None
         return self.final_score - self.original_score
+
+    @property
+    def improved(self) -> bool:
+        """gepa-adk's: the final score is strictly above the original (False when either could
+        not be evaluated)."""
+        improvement = self.improvement
+        return improvement is not None and improvement > 0
 
 
 def load_result(store: Store, run_id: str) -> EvolutionResult:
@@ -182,7 +194,8 @@ async def evolve(
             optional reference.
         critic: an ADK critic agent (``output_schema=SimpleCriticOutput``), an evaluator from
             :mod:`studio.evaluators`, or any :class:`studio.critics.protocol.Critic`.
-            Default: a simple critic on the agent's model.
+            Default, as in gepa-adk: the ``score`` field of the agent's own ``output_schema``
+            (:class:`studio.critics.agent.SchemaBasedScorer`); an agent without one is refused.
         valset: validation examples (the trainset when None).
         testset: held-out examples the loop never sees; when the run completes the baseline
             and the best candidate are scored on them (``result.test``: the overfitting guard).
@@ -198,6 +211,7 @@ async def evolve(
             ``executor`` (any :class:`studio.AgentExecutorProtocol`) runs an ADK critic agent;
             ``candidate_selector`` sets ``config.candidate_selection``.
     """
+    check_agent(agent, components)
     if scorer is not None:
         if critic is not None:
             raise ConfigError("give critic or scorer, not both", where="scorer")
@@ -217,13 +231,14 @@ async def evolve(
             reflection_agent=reflection_agent, config=config, store=store, name=name,
             input_key=input_key, reflection_model=reflection_model, on_event=on_event,
             resume=resume, testset=testset, reflection_strategy=reflection_strategy)
-    store = store or open_store()
     config = config or EvolutionConfig()
     model = agent_model_string(agent) or "local/smollm2"
+    reflection = reflection_spec(reflection_model or model, reflection_strategy)
+    critic = critic if critic is not None else own_schema_critic(agent)  # as gepa-adk
+    store = store or open_store()
     if resume is None:
         spec = RunSpec(agent=describe_agent(agent), critic=CriticSpec(name=_critic_name(critic)),
-                       reflection=reflection_spec(reflection_model or model,
-                                                  reflection_strategy),
+                       reflection=reflection,
                        components=list(components), input_key=input_key, resumable=False)
         run_id = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
                             name=name or f"evolve {getattr(agent, 'name', 'agent')}",
@@ -231,6 +246,28 @@ async def evolve(
     else:
         run_id = resume
     return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event)
+
+
+def check_agent(agent: Any, components: Any) -> None:
+    """What gepa-adk checks before a run starts: ``agent`` is an ADK agent, and a single agent
+    has every component asked for (``output_schema`` needs one). Nothing is stored before.
+
+    Raises:
+        ConfigError: naming the argument and what to pass instead.
+    """
+    if not isinstance(agent, BaseAgent):
+        shown = repr(agent) if len(repr(agent)) <= 60 else repr(agent)[:57] + "..."
+        raise ConfigError(f"agent must be an ADK agent (an LlmAgent, or a SequentialAgent, "
+                          f"LoopAgent or ParallelAgent), got {type(agent).__name__} {shown}",
+                          field="agent", value=type(agent).__name__,
+                          constraint="must be an ADK BaseAgent")
+    wanted = [components] if isinstance(components, str) else list(components or [])
+    if ("output_schema" in wanted and not is_workflow(agent)
+            and getattr(agent, "output_schema", None) is None):
+        raise ConfigError(f"cannot evolve 'output_schema': agent {agent.name!r} has no "
+                          "output_schema; give it one, or leave 'output_schema' out of "
+                          "components", field="components", value="output_schema",
+                          constraint="agent must have output_schema to evolve it")
 
 
 def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
@@ -290,7 +327,8 @@ async def evolve_workflow(
     plain list of names means those components of every agent). Without it, ``round_robin``
     decides as in gepa-adk: False evolves the first agent's instruction only, True every
     agent's. Each iteration mutates one (agent, component) pair, in turn. The result's
-    ``evolved_components`` is flat, keyed ``agent.component``.
+    ``evolved_components`` is flat, keyed ``agent.component``. With no ``critic``, as in
+    gepa-adk, the primary agent's own ``output_schema`` scores it (refused when it has none).
     """
     shape, agents = describe_workflow(workflow, max_depth=max_depth)
     keys = qualified_components(components, shape, round_robin=round_robin)
@@ -298,6 +336,8 @@ async def evolve_workflow(
     if resume is None:
         check_seed_placeholders(workflow, {k for row in trainset if isinstance(row, dict)
                                            for k in row if k != EXPECTED_KEY})
+    critic = critic if critic is not None else own_schema_critic(agents[chosen])  # gepa-adk
+    if resume is None:
         spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
                        reflection=reflection_spec(reflection_model
                                                   or _agent_model(agents[chosen]),

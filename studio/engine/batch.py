@@ -37,15 +37,15 @@ async def score_batch(
     """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused).
 
     ``metered=False`` (the held-out test set, scored after the loop): outside the loop's
-    metric-call budget and time limit, so a run that ended on either still gets its test
+    metric-call budget and uncounted by it, so a run that ended on either still gets its test
     scores. ``unscored``: a result without a score is not committed but its error appended
     there (the test set: a later ``studio test`` judges it again); the trials returned are then
     those committed."""
+    ctx.refresh_labels()  # an align run scores against the corrections as they are now
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
-    if metered:
+    if metered:  # the budget was reserved when the iteration started (Engine.check_limits)
         ctx.check_stop()
-        ctx.reserve(len(missing))
     commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered,
                                unscored)
     judge = _in_processes if ctx.fan_out is not None and ctx.fan_out.ready else _in_this_process
@@ -58,6 +58,8 @@ async def score_batch(
         raise failed.exceptions[0] from None  # the first error, as the loop reports it
     for task in tasks:
         cached.update({trial.example_id: trial for trial in task.result() if trial is not None})
+    if ctx.refresh_labels():  # a correction changed while the batch was judged
+        cached = ctx.store.first_trials(candidate.id, example_ids)
     return [cached[e] for e in example_ids if e in cached]
 
 
@@ -89,7 +91,8 @@ def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidat
 def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
             proposal_id: int | None, metered: bool, unscored: list[str] | None,
             example: Example, result: ChainResult) -> Trial | None:
-    if unscored is not None and result.feedback.score is None:
+    if unscored is not None and result.feedback.score is None and not (
+            ctx.labels is not None and ctx.labels.undone(example.id)):  # undone: not a failure
         unscored.append(f"example {example.index}: {result.error or 'no score'}")
         return None
     trial = ctx.store.add_trial(Trial(

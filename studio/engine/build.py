@@ -20,6 +20,7 @@ from studio.critics.agent import (
 from studio.critics.protocol import Critic
 from studio.engine.components import apply_components, check_components, check_seed_placeholders
 from studio.engine.context import Listener, RunContext
+from studio.engine.labels import LabelBook
 from studio.engine.loop import Engine
 from studio.engine.processes import ProcessFanOut, check_processes
 from studio.engine.reflection import check_reflection_instruction, create_reflection_agent
@@ -302,9 +303,11 @@ def build_engine(
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
         test_ids=test, examples=examples, input_key=spec.input_key,
         reflection_strategy=spec.reflection.strategy, listeners=list(listeners or []),
+        labels=LabelBook.for_run(spec, examples),
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
                  if config.processes > 1 else None),
         **flow)
+    ctx.refresh_labels()  # an align run resumes on the corrections as they are now
     return Engine(ctx)
 
 

@@ -130,10 +130,16 @@ class RunContext:
     state_keys: dict[str, set[str]] = field(default_factory=dict)
     """In a workflow run: per agent, the state keys earlier agents have written when it starts
     (:func:`studio.model.workflow.state_before`)."""
+    labels: Any = None
+    """An align run's :class:`studio.engine.labels.LabelBook`: its labels are read from the
+    person's active corrections before and after every batch (None in other runs)."""
     control: RunControl = field(default_factory=RunControl)
     started_monotonic: float = field(default_factory=time.monotonic)
     active_seconds_before: float = 0.0
     """Active time of earlier sessions of this run (resume after a crash)."""
+    held_seconds: float = 0.0
+    """Of the active time (all sessions), how long the run was paused or waited at a gate for a
+    person: not the machine's time, so not counted toward ``timeout_seconds``."""
     _agents: dict[int, Any] = field(default_factory=dict)
     _metric_calls: int | None = None
 
@@ -142,7 +148,13 @@ class RunContext:
         return self.run.id
 
     def active_seconds(self) -> float:
+        """Machine time this run has been live (all sessions), pauses and gates included: the
+        elapsed time people see."""
         return self.active_seconds_before + (time.monotonic() - self.started_monotonic)
+
+    def timed_seconds(self) -> float:
+        """What ``timeout_seconds`` limits: active time less the time paused or at a gate."""
+        return self.active_seconds() - self.held_seconds
 
     def agent_for(self, candidate: Candidate) -> Any:
         agent = self._agents.get(candidate.id)
@@ -175,12 +187,6 @@ class RunContext:
         else:
             self._metric_calls += 1
 
-    def reserve(self, calls: int) -> None:
-        """Never start a batch the budget cannot finish."""
-        budget = self.config.max_metric_calls
-        if budget is not None and self.metric_calls() + calls > budget:
-            raise StopRun("max_metric_calls")
-
     # ------------------------------------------------------------------ events
 
     def emit(self, event: EngineEvent) -> None:
@@ -192,10 +198,21 @@ class RunContext:
             except Exception:  # a broken listener must not end the run
                 logger.exception("event listener failed on %s", event.kind)
 
+    def refresh_labels(self) -> bool:
+        """An align run: apply the person's corrections as they are now (True when a judged
+        trial's verdict changed); any other run: nothing to do."""
+        return self.labels is not None and self.labels.refresh(self.store, self.run_id,
+                                                               self.examples)
+
     def check_stop(self) -> None:
-        """Raise StopRun if a person asked to stop or the wall-clock limit has passed."""
+        """Raise StopRun if a person asked to stop or the worker shuts down: the only stops
+        honoured inside an iteration (limits are checked between iterations, see
+        :meth:`check_timeout`)."""
         if self.control.stop_reason is not None:
             raise StopRun(self.control.stop_reason)
+
+    def check_timeout(self) -> None:
+        """Raise StopRun once ``timeout_seconds`` of timed (not paused, not gated) time passed."""
         timeout = self.config.timeout_seconds
-        if timeout is not None and self.active_seconds() >= timeout:
+        if timeout is not None and self.timed_seconds() >= timeout:
             raise StopRun("timeout")

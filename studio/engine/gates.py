@@ -1,18 +1,23 @@
 """Human gates and overrides: the library API the studio's pages call.
 
 - :func:`decide` answers a pending proposal: accept, reject (with a reason the next reflection
-  reads), edit (the edited text is scored on the same minibatch and comes back), or stop the run.
+  reads) or edit (the edited text is scored on the same minibatch and comes back). ``stop`` is
+  no decision: it ends the run and the proposal waits again when the run resumes. A decision on
+  a run that is not live is applied when it resumes (:func:`when_applied` says so).
 - :func:`override` corrects a trial's score and/or feedback at any time; the judge's values are
   kept, and the effective score changes acceptance evidence, the front and the next reflection.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext, StopRun, wake_run
 from studio.engine.evidence import proposal_evidence
+from studio.engine.labels import relabel_align_runs
+from studio.engine.pool import val_example_ids
 from studio.model.errors import ConfigError, ProposalError, RunStateError
 from studio.model.limits import MAX_FEEDBACK_CHARS, too_long
 from studio.model.records import (
@@ -21,13 +26,19 @@ from studio.model.records import (
     Override,
     Proposal,
     ProposalStatus,
+    Run,
     RunRequest,
+    RunStatus,
+    TrialPhase,
+    content_hash,
     instruction_placeholders,
 )
 from studio.model.workflow import split_component, state_before
 from studio.runtime.agents import load_agent
 from studio.runtime.workflows import is_workflow, state_keys
 from studio.store import Store, open_store
+
+logger = logging.getLogger(__name__)
 
 
 def decide(
@@ -38,13 +49,19 @@ def decide(
     edited_text: str | None = None,
     author: str = "anonymous",
     store: Store | None = None,
-) -> Decision:
-    """Record a person's decision on a pending proposal; the running engine acts on it.
+) -> Decision | None:
+    """Record a person's decision on a pending proposal; the engine acts on it, at once when
+    the run is live, else when it resumes (:func:`when_applied` says which).
+
+    ``stop`` records nothing and returns None: it asks the run to stop, and the proposal stays
+    pending and comes back to the gate, with its evidence, when the run resumes.
 
     Raises:
-        RunStateError: the proposal is not waiting for a decision.
+        RunStateError: the proposal is not waiting for a decision, its run completed (no
+            decision on it could ever be applied), or the budget cannot pay for an edit.
         ConfigError: unknown action, an edit without text, or an edit of a merge.
-        ProposalError: the edited text is invalid (empty, unchanged, bad schema or YAML).
+        ProposalError: the edited text is invalid (empty, unchanged, bad schema or YAML) or
+            makes a candidate the run already has.
     """
     store = store or open_store()
     try:
@@ -58,19 +75,80 @@ def decide(
     if proposal.status is not ProposalStatus.PENDING:
         raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}, not pending: "
                             "only a proposal waiting at the gate can be decided")
+    run = store.get_run(proposal.run_id)
+    if action is DecisionAction.STOP:
+        request_stop(store, run)
+        return None
+    if run.status is RunStatus.COMPLETED:
+        raise RunStateError(never_applied(run, proposal))
     if action is DecisionAction.EDIT and proposal.is_merge:
         raise ConfigError(f"proposal {proposal_id} is a merge: it takes whole components from "
                           "its two parents, so there is no text to edit; accept or reject it",
                           where="action")
     if action is DecisionAction.EDIT:
         edited_text = _checked_edit(store, proposal, edited_text)
+        check_edit_budget(store, run, proposal)
     decision = store.add_decision(Decision(
         proposal_id=proposal_id, action=action, reason=reason.strip(), edited_text=edited_text,
         author=author or "anonymous", evidence=proposal_evidence(store, proposal)))
-    if action is DecisionAction.STOP:
-        store.update_run(proposal.run_id, control=RunRequest.STOP)
     wake_run(proposal.run_id)
+    later = applied_later(run)
+    if later:  # the CLI prints it too; a library caller sees it in the log
+        logger.warning(later)
     return decision
+
+
+def request_stop(store: Store, run: Run) -> None:
+    """Ask the run to stop at its next step: also an orphaned one, which a worker may be
+    resuming right now (a later `studio resume` withdraws the request it finds)."""
+    store.update_run(run.id, control=RunRequest.STOP)
+    wake_run(run.id)
+
+
+def when_applied(store: Store, run_id: str) -> str | None:
+    """When a decision on ``run_id``'s gate takes effect, if not at once: a run that is not
+    live applies it when it resumes (its iteration replays and finds the decision)."""
+    return applied_later(store.get_run(run_id))
+
+
+def applied_later(run: Run) -> str | None:
+    """:func:`when_applied` for a run already read."""
+    run_id = run.id
+    if run.status is RunStatus.QUEUED:
+        return f"run {run_id} is queued: the decision is applied when a worker takes it"
+    if run.status.is_active:
+        return None
+    return (f"run {run_id} is {run.status.value}: the decision is applied when it resumes: "
+            f"`studio resume {run_id}`")
+
+
+def never_applied(run: Run, proposal: Proposal) -> str:
+    """Why a decision on a completed run's proposal is refused (only an older studio completed
+    a run while a proposal waited: a completed run is never resumed)."""
+    return (f"proposal {proposal.id} still waits, but run {run.id} completed "
+            f"({run.stop_reason}) and a completed run is not resumed, so no decision on it "
+            f"could be applied. Start a new run, or fork this one (`studio fork {run.id}`)")
+
+
+def check_edit_budget(store: Store, run: Run, proposal: Proposal) -> None:
+    """An edit is charged before it is scored: the edited text on the proposal's minibatch, and
+    the validation set should it be accepted. Refused when the budget cannot pay for both, so
+    an edited proposal is never left unscored and an accepted child never unvalidated."""
+    budget = run.config.max_metric_calls
+    if budget is None:
+        return
+    minibatch = len({t.example_id for t in store.trials(
+        run.id, proposal_id=proposal.id, phase=TrialPhase.CHILD)}) or run.config.minibatch_size
+    validation = len(val_example_ids(store, run))
+    left = budget - store.count_trials(run.id, loop_only=True)
+    if minibatch + validation > left:
+        raise RunStateError(
+            f"an edit of proposal {proposal.id} costs up to {minibatch + validation} metric calls "
+            f"(the edited text on its minibatch of {minibatch}, then the validation set of "
+            f"{validation} should it be accepted), and run {run.id} has {max(left, 0)} of its "
+            f"max_metric_calls {budget} left. Accept or reject the proposal as it stands, or "
+            f"stop the run and resume it with a larger budget: "
+            f"`studio resume {run.id} --max-metric-calls N`")
 
 
 def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
@@ -82,7 +160,14 @@ def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
                             reason="unchanged")
     parent_text = parent.components[proposal.component]
     keys = _readable_keys(store, proposal.run_id, proposal.component, parent_text)
-    return validate_proposal(proposal.component, edited_text, parent_text, keys)
+    text = validate_proposal(proposal.component, edited_text, parent_text, keys)
+    components = {**parent.components, proposal.component: text}
+    duplicate = store.find_candidate(proposal.run_id, content_hash(components))
+    if duplicate is not None:  # it would be pooled twice and judged again
+        raise ProposalError(f"candidate #{duplicate.index} already has this text: edit it into "
+                            "a text the run has not tried, or accept or reject the proposal",
+                            reason="duplicate")
+    return text
 
 
 def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) -> set[str]:
@@ -132,8 +217,10 @@ def override(
     oversize = too_long(feedback or "", MAX_FEEDBACK_CHARS, "the feedback")
     if oversize:
         raise ConfigError(oversize, where="override.feedback")
-    return store.add_override(trial_id, score=None if score is None else float(score),
-                              feedback=feedback, author=author)
+    record = store.add_override(trial_id, score=None if score is None else float(score),
+                                feedback=feedback, author=author)
+    relabel_align_runs(store, trial_id)  # an align run's label is this correction as it is now
+    return record
 
 
 def merge_correction(active: Override | None, score: float | None,
@@ -156,22 +243,32 @@ def latest_pending(proposals: Iterable[Proposal]) -> Proposal | None:
 
 def undo_override(override_id: int, *, store: Store | None = None) -> Override:
     """Withdraw an override; the previous one (or the judge's value) applies again."""
-    return (store or open_store()).undo_override(override_id)
+    store = store or open_store()
+    record = store.undo_override(override_id)
+    relabel_align_runs(store, record.trial_id)
+    return record
 
 
 async def await_decision(ctx: RunContext, proposal_id: int) -> Decision:
-    """Wait for a person's decision, while honouring stop requests and the run's timeout.
+    """Wait for a person's decision, honouring a person's stop and a worker's shutdown (the
+    run's limits are checked between iterations; the time waited here is not timed).
 
     Woken at once by a decision made in this process and by each heartbeat; a decision from
     another process is seen within a heartbeat (or the control's fallback timeout)."""
     while True:
         ctx.control.changed.clear()
-        decisions = ctx.store.decisions(proposal_id=proposal_id)
+        decisions = deciding(ctx.store.decisions(proposal_id=proposal_id))
         if decisions:  # the first decision wins (the store refuses a second one)
             return decisions[0]
         ctx.check_stop()
         await ctx.control.wait()
 
 
+def deciding(decisions: list[Decision]) -> list[Decision]:
+    """The decisions that decide (accept, edit, reject): an older store's ``stop`` rows are
+    not one, since a stop only ends the run."""
+    return [d for d in decisions if d.action is not DecisionAction.STOP]
+
+
 __all__ = ["await_decision", "decide", "latest_pending", "merge_correction", "override",
-           "undo_override", "StopRun"]
+           "undo_override", "when_applied", "StopRun"]

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from studio.engine.evidence import evidence_for
-from studio.engine.gates import latest_pending
+from studio.engine.gates import deciding, latest_pending
 from studio.model.evidence import Evidence
 from studio.model.records import (
     Decision,
@@ -79,7 +79,8 @@ class ProposalRow(BaseModel):
 
     @property
     def accepted(self) -> bool:
-        return self.decision is DecisionAction.ACCEPT
+        """Accepted and applied (its child pooled), not just asked for."""
+        return self.status is ProposalStatus.ACCEPTED
 
     @property
     def changed_since_decision(self) -> bool:
@@ -151,7 +152,8 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False
     waiting = latest_pending(proposals)
     if pending_only:
         proposals = [waiting] if waiting is not None else []
-    decisions = {d.proposal_id: d for d in reversed(store.decisions(run_id))}  # the first
+    # the first decision that decides (an older store's "stop" rows decide nothing)
+    decisions = {d.proposal_id: d for d in reversed(deciding(store.decisions(run_id)))}
     index = store.candidate_indexes(run_id)
     evidence = evidence_for(store, run_id, [p for p in proposals if p.child_id is not None])
     return [proposal_row(p, decisions.get(p.id), evidence.get(p.id), index,

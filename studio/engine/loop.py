@@ -39,7 +39,7 @@ from studio.engine.events import (
     TestUnscored,
 )
 from studio.engine.evidence import proposal_evidence, verdict_reason
-from studio.engine.gates import await_decision
+from studio.engine.gates import await_decision, deciding
 from studio.engine.holdout import score_holdout
 from studio.engine.pool import PoolScores, load_view, pool_scores
 from studio.engine.sampling import EpochSampler
@@ -89,6 +89,8 @@ class LoopState:
     best_score: float | None = None
     stale_iterations: int = 0
     active_seconds: float = 0.0
+    held_seconds: float = 0.0
+    """Of ``active_seconds``, the time paused or waiting at a gate (not toward the timeout)."""
     plan: dict[str, Any] | None = None
     """The in-progress iteration: parent, minibatch and component (drawn once, then replayed)."""
 
@@ -251,12 +253,14 @@ class Engine:
         if self.state.sampler:
             self.sampler = EpochSampler.from_state(self.state.sampler)
         self.ctx.active_seconds_before = self.state.active_seconds
+        self.ctx.held_seconds = self.state.held_seconds
         return True
 
     def _checkpoint(self) -> None:
         self.state.rng = list(self.rng.getstate())
         self.state.sampler = self.sampler.state()
         self.state.active_seconds = self.ctx.active_seconds()
+        self.state.held_seconds = self.ctx.held_seconds
         # a shallow copy: asdict() would deep-copy the random state's 625 numbers each time
         self.ctx.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
                                        dict(vars(self.state)))
@@ -270,6 +274,9 @@ class Engine:
         seed = candidates[0] if candidates else self._add_seed()
         if seed.pooled:
             return
+        budget = ctx.config.max_metric_calls
+        if budget is not None and len(ctx.val_ids) > budget:  # never a baseline half-scored
+            raise StopRun("max_metric_calls")
         trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
         if all(t.effective_score is None for t in trials):
             first_error = next((t.error for t in trials if t.error), "no score")
@@ -295,8 +302,14 @@ class Engine:
     # ------------------------------------------------------------------ limits & pause
 
     def check_limits(self) -> None:
+        """The stop conditions, checked between iterations only (as GEPA does): an iteration
+        once started (its plan drawn) finishes whole, on resume too; inside it only a person's
+        stop and a worker's shutdown are honoured."""
         config, state = self.ctx.config, self.state
         self.ctx.check_stop()
+        if self.iteration_started():
+            return
+        self.ctx.check_timeout()
         if state.iteration >= config.max_iterations:
             raise StopRun("max_iterations")
         if config.score_threshold is not None and state.best_score is not None \
@@ -320,10 +333,23 @@ class Engine:
         if self.ctx.metric_calls() + worst_case > config.max_metric_calls:
             raise StopRun("max_metric_calls")
 
+    def iteration_started(self) -> bool:
+        """Whether the next iteration was planned before a stop, a kill or a shutdown: its
+        limits were checked then, and it replays whole."""
+        plan = self.state.plan
+        return plan is not None and plan["iteration"] == self.state.iteration + 1
+
     async def pause_point(self) -> None:
-        ctx = self.ctx
-        if not ctx.control.pause_requested:
+        if not self.ctx.control.pause_requested:
             return
+        paused = time.monotonic()
+        try:
+            await self._paused()
+        finally:  # a person's time: never toward timeout_seconds
+            self.ctx.held_seconds += time.monotonic() - paused
+
+    async def _paused(self) -> None:
+        ctx = self.ctx
         self._last_pool = None  # a person may correct scores while the run waits
         ctx.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
         ctx.emit(RunPaused(run_id=ctx.run_id, iteration=self.state.iteration))
@@ -462,11 +488,14 @@ class Engine:
                                  proposal.model_copy(update={"child_id": child.id}))
 
     async def gate(self, proposal: Proposal, iteration: int, rule: Verdict) -> Decision:
-        """The rule decides in auto mode; in review mode a person does."""
+        """The rule decides in auto mode; in review mode a person does. A stop is no decision:
+        the proposal waits again when the run resumes."""
         ctx = self.ctx
-        existing = ctx.store.decisions(proposal_id=proposal.id)
+        existing = deciding(ctx.store.decisions(proposal_id=proposal.id))
         if existing:  # replayed after a restart: the decision that was made (there is one)
             return existing[0]
+        if proposal.decided_at is not None:  # an older store's stop: the proposal is open again
+            proposal = ctx.store.update_proposal(proposal.id, decided_at=None)
         if ctx.config.review is ReviewMode.AUTO:
             evidence = rule()
             return ctx.store.add_decision(Decision(
@@ -481,8 +510,10 @@ class Engine:
         waiting = time.monotonic()
         try:
             return await await_decision(ctx, proposal.id)
-        finally:
-            self._gate_seconds += time.monotonic() - waiting
+        finally:  # a person's time: not in the ETA, never toward timeout_seconds
+            held = time.monotonic() - waiting
+            self._gate_seconds += held
+            ctx.held_seconds += held
 
     def edited(self, proposal: Proposal, decision: Decision) -> Proposal:
         """A person's edit becomes a new proposal in the same iteration, scored like any other."""
@@ -498,23 +529,17 @@ class Engine:
                                                          if decision.reason else ""),
             edited_from=proposal.id, minibatch=proposal.minibatch))
 
-    async def apply(self, decision: Decision, proposal: Proposal,
-                    child: Candidate) -> str | None:
-        """Act on the decision; returns the reason to stop after this iteration, if any."""
+    async def apply(self, decision: Decision, proposal: Proposal, child: Candidate) -> None:
+        """Act on the decision. An accepted child is always validated: the iteration's start
+        reserved its validation, and :func:`studio.engine.gates.decide` refuses an edit the
+        budget cannot pay for."""
         ctx = self.ctx
         ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
                                  proposal_id=proposal.id, action=decision.action.value,
                                  automatic=decision.automatic, reason=decision.reason))
-        if decision.action is DecisionAction.STOP:
-            self.settle(proposal, ProposalStatus.REJECTED, "run stopped")
-            return "user"
         if decision.action is DecisionAction.REJECT:
             self.settle(proposal, ProposalStatus.REJECTED)
-            return None
-        if not self.can_validate():
-            self.settle(proposal, ProposalStatus.REJECTED,
-                        "accepted, but the metric-call budget cannot pay for its validation")
-            return "max_metric_calls"
+            return
         await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
                           iteration=proposal.iteration, proposal_id=proposal.id)
         ctx.store.set_pooled(child.id)
@@ -524,19 +549,12 @@ class Engine:
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
                                    candidate_id=child.id,
                                    score=self._last_pool.means.get(child.id)))
-        return None
 
     def settle(self, proposal: Proposal, status: ProposalStatus, reason: str | None = None
                ) -> None:
         """Give a proposal its final status (with the reason when it is not the decision's)."""
         fields = {"invalid_reason": reason} if reason else {}
         self.ctx.store.update_proposal(proposal.id, status=status, decided_at=utcnow(), **fields)
-
-    def can_validate(self) -> bool:
-        """Whether the budget still pays for a validation (edits cost minibatch calls too)."""
-        budget = self.ctx.config.max_metric_calls
-        return budget is None or \
-            self.ctx.metric_calls() + len(self.ctx.val_ids) <= budget
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
         pool = self._last_pool = self.recent_pool()

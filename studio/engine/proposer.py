@@ -1,5 +1,6 @@
-"""Reflection step: show the reflection agent what happened (with human corrections and
-rejection reasons), record what it proposes, and validate it before it costs any metric calls."""
+"""Reflection step: show the reflection agent what happened (with human corrections and the
+texts already tried, with why), record what it proposes, validate it before it costs any metric
+calls, and ask again (a bounded number of times) while it repeats a text already tried."""
 
 from __future__ import annotations
 
@@ -10,11 +11,22 @@ from typing import Any
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext
 from studio.engine.demos import propose_demos
-from studio.engine.events import ProposalCreated, ProposalInvalid
+from studio.engine.events import IterationSkipped, ProposalCreated, ProposalInvalid, SkipCause
 from studio.engine.reflection import ReflectionResult, run_reflection
 from studio.engine.rules import propose_rules
 from studio.engine.trials import TrialBuilder
+from studio.engine.tried import (
+    DUPLICATE_PREFIX,
+    MAX_ATTEMPTS,
+    TriedText,
+    describe_candidate,
+    is_repeat,
+    retry_record,
+    skip_reason,
+    tried_texts,
+)
 from studio.model.errors import ProposalError
+from studio.model.feedback import Feedback
 from studio.model.limits import (
     MAX_COMPONENT_CHARS,
     MAX_FEEDBACK_CHARS,
@@ -25,7 +37,7 @@ from studio.model.limits import (
 )
 from studio.model.records import (
     Candidate,
-    DecisionAction,
+    EventKind,
     Proposal,
     ProposalStatus,
     Trial,
@@ -34,10 +46,10 @@ from studio.model.records import (
 )
 from studio.model.workflow import role_of, split_component
 
-REJECTIONS_SHOWN = 3
 RULES_AUTHOR = "the rules operator"
 NOTHING_TO_ADD = ("nothing to add: no check failed on the minibatch (or each already has its "
                   "rule) and its training examples are already shown")
+NOTHING_NEW = "nothing new to add: the text it writes for this parent was already tried"
 DEMO_AUTHOR = "the demo selector"
 NO_DEMOS = ("no new demonstrations: no training example with an expected reply fits (text "
             "only, each field within the demo limit), or every choice was already tried")
@@ -97,19 +109,21 @@ def _small(value: Any, limit: int = 300) -> Any:
     return value if len(text) <= limit else _clip(text, limit)
 
 
-def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]],
-                      pipeline: PipelineView | None = None) -> list[dict[str, Any]]:
-    """Trials in the reflection format (:mod:`studio.engine.trials`), with each human
-    override's score and feedback in place of the judge's, the evaluator's details (verdicts,
-    rubric path, claims, tool-call mismatches) beside its text, then the reviewers' reasons for
-    recent rejections. In a workflow, ``pipeline`` adds what the evolved agent received and
-    produced in each trial."""
+def reflection_trials(trials: list[Trial], tried: list[TriedText],
+                      pipeline: PipelineView | None = None, *,
+                      refused: list[Proposal] | tuple[Proposal, ...] = ()
+                      ) -> list[dict[str, Any]]:
+    """The texts already tried (``already_tried`` records: this iteration's ``refused``
+    answers, then ``tried``, with why), then the trials in the reflection format
+    (:mod:`studio.engine.trials`): the judge's feedback with the evaluator's details (verdicts,
+    rubric path, claims, tool-call mismatches), or on a trial a person corrected only the
+    person's correction. In a workflow, ``pipeline`` adds what the evolved agent received and
+    produced in each trial. The tried texts come first so the size bound never drops them."""
     builder = TrialBuilder()
-    records = []
+    records = [retry_record(n, proposal) for n, proposal in enumerate(refused, 1)]
+    records += [entry.record() for entry in tried]
     for trial in trials:
-        metadata = trial.feedback
-        if trial.override is not None and trial.override.feedback is not None:
-            metadata = metadata.model_copy(update={"text": trial.override.feedback})
+        metadata = reflected_feedback(trial)
         metadata = metadata.model_copy(update={"text": _clip(metadata.text),
                                                "guidance": _clip(metadata.guidance)})
         record = builder.build_trial(
@@ -123,12 +137,24 @@ def reflection_trials(trials: list[Trial], rejections: list[tuple[Proposal, str]
         if pipeline is not None:
             record["trajectory"]["pipeline"] = pipeline.step_of(trial.trace)
         records.append(record)
-    for proposal, reason in rejections:
-        records.append(builder.build_trial(
-            "(a reviewer's decision on a proposed text)", _clip(proposal.text), None,
-            {"feedback": "A reviewer rejected the proposed text: "
-                         + _clip(reason or "no reason given")}))
     return within_budget(records)
+
+
+def reflected_feedback(trial: Trial) -> Feedback:
+    """What the reflection and the rules operator read of a trial's verdict: the judge's, or on
+    a trial a person corrected only the person's correction. The judge's guidance, dimension
+    scores and per-check details no longer apply there (the person is heard over the judge);
+    the UI still shows them, labelled as the judge's."""
+    override = trial.override
+    if override is None:
+        return trial.feedback
+    words = (override.feedback or "").strip()
+    if not words:
+        score = trial.effective_score
+        words = (f"A reviewer corrected the judge's score to "
+                 f"{'unscored' if score is None else f'{score:.2f}'}; the judge's feedback no "
+                 "longer applies.")
+    return Feedback(score=trial.effective_score, text=words)
 
 
 def within_budget(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -148,22 +174,6 @@ def within_budget(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def recent_rejections(ctx: RunContext) -> list[tuple[Proposal, str]]:
-    """Human rejections of reflected texts since the last accepted proposal, newest first."""
-    notes: list[tuple[Proposal, str]] = []
-    decisions = ctx.store.decisions(ctx.run_id)
-    for decision in reversed(decisions):
-        if decision.action is DecisionAction.ACCEPT:
-            break
-        if decision.action is DecisionAction.REJECT and not decision.automatic:
-            proposal = ctx.store.get_proposal(decision.proposal_id)
-            if not proposal.is_merge:  # a merge's reason is not about any one text
-                notes.append((proposal, decision.reason))
-        if len(notes) >= REJECTIONS_SHOWN:
-            break
-    return notes
-
-
 def current_trials(ctx: RunContext, trials: list[Trial]) -> list[Trial]:
     """``trials`` as stored now, with the corrections a person made while the batch was
     still scoring (same order; a trial never stored is kept as it is)."""
@@ -174,13 +184,43 @@ def current_trials(ctx: RunContext, trials: list[Trial]) -> list[Trial]:
 
 async def propose(ctx: RunContext, iteration: int, parent: Candidate, component: str,
                   parent_trials: list[Trial]) -> Proposal:
-    """This iteration's proposal: the stored one when resuming, else a new reflection."""
-    existing = [p for p in ctx.store.proposals(ctx.run_id, iteration=iteration)
-                if p.edited_from is None]
-    if existing:
-        return revalidated(ctx, existing[0], parent)
+    """This iteration's proposal. An answer that repeats a text already tried is refused (kept
+    as an invalid proposal, the audit trail) and the reflection is asked again, naming it, up
+    to ``MAX_ATTEMPTS`` calls in all; then the iteration is skipped (:func:`skipped`). Resuming
+    replays the attempts already stored, so a run killed between attempts asks no more."""
+    stored = [p for p in ctx.store.proposals(ctx.run_id, iteration=iteration)
+              if p.edited_from is None]
+    attempts: list[Proposal] = []
+    for n in range(MAX_ATTEMPTS):
+        proposal = revalidated(ctx, stored[n], parent) if n < len(stored) else \
+            await attempt(ctx, iteration, parent, component, parent_trials, attempts)
+        attempts.append(proposal)
+        if not is_repeat(proposal):
+            return proposal
+    return skipped(ctx, attempts)
+
+
+def skipped(ctx: RunContext, attempts: list[Proposal]) -> Proposal:
+    """End the iteration without a gate: the last refused attempt says so in its reason, and
+    the run's events get an :class:`IterationSkipped` (once, should the run resume here)."""
+    last = attempts[-1]
+    reason = skip_reason(attempts)
+    if not (last.invalid_reason or "").endswith(reason):
+        last = ctx.store.update_proposal(last.id, invalid_reason=f"{last.invalid_reason}; {reason}")
+    if not any(e.iteration == last.iteration
+               for e in ctx.store.events(ctx.run_id, kind=EventKind.ITERATION_SKIPPED)):
+        ctx.emit(IterationSkipped(run_id=ctx.run_id, iteration=last.iteration,
+                                  cause=SkipCause.REPEATED.value, reason=reason,
+                                  proposal_id=last.id))
+    return last
+
+
+async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component: str,
+                  parent_trials: list[Trial], refused: list[Proposal]) -> Proposal:
+    """One reflection call and its proposal, stored and validated; ``refused`` are this
+    iteration's earlier answers, named in the prompt with why they were refused."""
     result = await reflect(ctx, parent, component, current_trials(ctx, parent_trials),
-                           iteration=iteration)
+                           iteration=iteration, refused=refused)
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=parent.id, component=component,
@@ -190,7 +230,7 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
                              parent_id=parent.id, component=component))
     if result.error is not None:
-        verb = "had" if result.error in (NOTHING_TO_ADD, NO_DEMOS) else "failed:"
+        verb = "had" if result.error in (NOTHING_TO_ADD, NOTHING_NEW, NO_DEMOS) else "failed:"
         return invalidate(ctx, proposal, f"{result.author} {verb} {result.error}")
     if oversize:
         return invalidate(ctx, proposal, oversize)
@@ -198,21 +238,26 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
 
 
 async def reflect(ctx: RunContext, parent: Candidate, component: str,
-                  trials: list[Trial], *, iteration: int = 1) -> ReflectionResult:
+                  trials: list[Trial], *, iteration: int = 1,
+                  refused: list[Proposal] | tuple[Proposal, ...] = ()) -> ReflectionResult:
     """The proposal text for ``component`` by the run's ``reflection.strategy``: the rules
     operator (instructions only; no model), the reflection agent, or rules then the agent.
-    ``few_shot`` always comes from the demo selector (:mod:`studio.engine.demos`)."""
+    ``few_shot`` always comes from the demo selector (:mod:`studio.engine.demos`). The
+    model-free operators never propose a text already tried; the agent reads them, fenced."""
     if split_component(component)[1] == "few_shot":
         return select_demos(ctx, parent, component, trials, iteration)
     strategy = ctx.reflection_strategy
     if strategy != "llm" and split_component(component)[1] == "instruction":
         found = propose_rules(parent.components[component], trials, ctx.examples)
-        if found is not None:
+        every = tried_texts(ctx.store, ctx.run_id, parent.id, component, limit=None)
+        if found is not None and not already_tried(ctx, parent, component, found.text, every):
             return ReflectionResult(text=found.text, reasoning=found.reasoning,
                                     author=RULES_AUTHOR)
         if strategy == "rules":
-            return ReflectionResult(text="", author=RULES_AUTHOR, error=NOTHING_TO_ADD)
-    records = reflection_trials(trials, recent_rejections(ctx), pipeline_view(ctx, component))
+            return ReflectionResult(text="", author=RULES_AUTHOR,
+                                    error=NOTHING_TO_ADD if found is None else NOTHING_NEW)
+    tried = tried_texts(ctx.store, ctx.run_id, parent.id, component)
+    records = reflection_trials(trials, tried, pipeline_view(ctx, component), refused=refused)
     return await run_reflection(ctx.reflection_agents[component],
                                 parent.components[component], records, ctx.executor)
 
@@ -221,14 +266,25 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
                  iteration: int) -> ReflectionResult:
     """The demo selector's proposal; a window that makes an already tried candidate is
     skipped here rather than refused as a duplicate afterwards."""
+    earlier = tried_texts(ctx.store, ctx.run_id, parent.id, component, limit=None)
+
     def tried(text: str) -> bool:
-        return find_duplicate(ctx, {**parent.components, component: text}) is not None
+        return already_tried(ctx, parent, component, text, earlier)
 
     found = propose_demos(demos_from_text(parent.components[component]), trials, ctx.examples,
                           input_key=ctx.input_key, iteration=iteration, tried=tried)
     if found is None:
         return ReflectionResult(text="", author=DEMO_AUTHOR, error=NO_DEMOS)
     return ReflectionResult(text=found.text, reasoning=found.reasoning, author=DEMO_AUTHOR)
+
+
+def already_tried(ctx: RunContext, parent: Candidate, component: str, text: str,
+                  tried: list[TriedText]) -> bool:
+    """Whether ``text`` for ``component`` of ``parent`` makes a candidate the run has, or is a
+    text already refused for it."""
+    if text.strip() in {entry.text.strip() for entry in tried}:
+        return True
+    return find_duplicate(ctx, {**parent.components, component: text}) is not None
 
 
 def revalidated(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
@@ -249,8 +305,8 @@ def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
         return invalidate(ctx, proposal, str(exc))
     duplicate = find_duplicate(ctx, {**parent.components, proposal.component: text})
     if duplicate is not None:
-        return invalidate(ctx, proposal, f"duplicate of candidate #{duplicate.index}: the same "
-                                         "components were already tried")
+        return invalidate(ctx, proposal, DUPLICATE_PREFIX + describe_candidate(ctx.store, duplicate)
+                          + ": the same components were already tried")
     if text != proposal.text:
         proposal = ctx.store.update_proposal(proposal.id, text=text)
     return proposal

@@ -11,6 +11,9 @@ The instruction it writes is the parent's own text, then two blocks it owns and 
 time (``RULES_HEADING``, ``EXAMPLES_HEADING``): rules accumulate up to ``MAX_RULES``, examples
 rotate up to ``MAX_EXAMPLES``. Deterministic: the same trials give the same text.
 
+A trial a person corrected is read only through the correction: the judge's per-check verdicts
+on it make no rule (the person's score and words do, see ``verdicts`` and ``reviewer_rules``).
+
 Untrusted text: a check's label, training examples' input/expected and a reviewer's corrected
 feedback (quoted, as the reviewer's words) enter the instruction, each clipped to one line, with
 braces turned into parentheses so nothing becomes an ADK ``{placeholder}``; model output and the
@@ -113,10 +116,15 @@ def failed_checks(trials: Iterable[Trial]) -> list[FailedCheck]:
 
 
 def verdicts(trial: Trial) -> list[_Verdict]:
-    """The trial's checks: each component of a weighted critic, else the critic as one."""
+    """The trial's checks: each component of a weighted critic, else the critic as one (with
+    the effective score and feedback). On a trial a person corrected, the judge's per-check
+    verdicts no longer apply: the person is heard over the judge, and their words make a rule
+    of their own (:func:`reviewer_rules`)."""
     extra = trial.feedback.extra
     parts = extra.get("components")
     if isinstance(parts, list) and parts:
+        if trial.overridden:
+            return []
         return [_part_verdict(part) for part in parts if isinstance(part, Mapping)]
     evaluator = str(extra.get("evaluator") or "critic")
     return [_Verdict(evaluator, evaluator, trial.effective_score, trial.effective_feedback)]

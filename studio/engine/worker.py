@@ -130,9 +130,17 @@ class RunManager:
         return handle
 
     def resume(self, run_id: str, *, listeners: list | None = None,
-               **live_objects: Any) -> RunHandle:
-        """Continue a stopped, failed or orphaned run from its last committed trial."""
+               max_metric_calls: int | None = None, **live_objects: Any) -> RunHandle:
+        """Continue a stopped, failed or orphaned run from its last committed trial;
+        ``max_metric_calls`` raises its budget (e.g. to pay for an edit at its gate).
 
+        A refused resume changes nothing: the run is claimed first, and only then are its
+        pending request (pause, stop, as read before the claim) cleared and its budget raised.
+
+        Raises:
+            RunStateError: the run completed, another worker holds it, or the budget is lower
+                than what the run already spent.
+        """
         handle = self.handle(run_id)
         if handle is not None and handle.running:
             return handle
@@ -140,8 +148,18 @@ class RunManager:
         run = self.store.get_run(run_id)
         if run.status is RunStatus.COMPLETED:
             raise RunStateError(completed_message(run))
-        self.store.update_run(run_id, control=None)
-        return self.start(build_engine(self.store, run_id, listeners=listeners, **live_objects))
+        config = raised_budget(self.store, run, max_metric_calls)
+        if not self.store.claim_run(run_id, self.worker_id, stale_after_s=STALE_AFTER_SECONDS):
+            raise RunStateError(held_by(self.store.get_run(run_id)))
+        try:
+            self.store.clear_control(run_id, run.control)
+            if config:
+                self.store.update_run(run_id, **config)
+            engine = build_engine(self.store, run_id, listeners=listeners, **live_objects)
+        except BaseException:
+            self.store.release_lease(run_id, self.worker_id)
+            raise
+        return self.start(engine)
 
     def _work(self, engine: Engine, handle: RunHandle) -> None:
         try:
@@ -253,6 +271,18 @@ def completed_message(run: Any) -> str:
     limit = LIMIT_FOR_REASON.get(run.stop_reason or "", "its limits")
     return (f"run {run.id} completed ({run.stop_reason}): resuming would stop again at once; "
             f"start a new run with a different {limit}")
+
+
+def raised_budget(store: Store, run: Any, max_metric_calls: int | None) -> dict[str, Any]:
+    """The run's stored config with a new ``max_metric_calls`` (empty when none is given)."""
+    if max_metric_calls is None:
+        return {}
+    spent = store.count_trials(run.id, loop_only=True)
+    if max_metric_calls < spent:
+        raise RunStateError(f"run {run.id} already made {spent} metric calls: "
+                            f"max_metric_calls {max_metric_calls} is below that")
+    config = run.config.model_copy(update={"max_metric_calls": max_metric_calls})
+    return {"config": config.model_dump(mode="json")}
 
 
 def held_by(run: Any) -> str:

@@ -21,7 +21,7 @@ Three judge names come from the libraries users know, one concept each:
 
 from __future__ import annotations
 
-from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.evaluators.base import EvaluationResult, Evaluator, EvaluatorResult
 from studio.evaluators.criteria_judge import (
     AgentAsJudgeEval,
     AgentAsJudgeEvaluation,
@@ -40,6 +40,7 @@ from studio.evaluators.rag_triad import (
 from studio.evaluators.registry import (
     build_evaluator,
     build_evaluators,
+    get_supported_evaluators,
     list_evaluators,
     register_evaluator,
     unregister_evaluator,
@@ -83,6 +84,7 @@ __all__ = [
     "ContextRelevanceEvaluator",
     "EditDistance",
     "EmbeddingDistance",
+    "EvaluationResult",
     "Evaluator",
     "EvaluatorResult",
     "ExactMatch",
@@ -105,6 +107,7 @@ __all__ = [
     "build_evaluator",
     "build_evaluators",
     "extract_tool_calls",
+    "get_supported_evaluators",
     "list_evaluators",
     "make_rubric_dag",
     "normalize_trajectory",

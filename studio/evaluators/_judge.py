@@ -103,13 +103,14 @@ class Judge:
     """
 
     def __init__(self, *, name: str, model: str, system: str, schema: dict[str, Any],
-                 executor: Any = None) -> None:
+                 executor: Any = None, agent: Any = None) -> None:
         self.name = name
         self.model = model
         self.system = system
         self.schema = schema
         self.executor = executor
-        self._agent: Any = None
+        self._agent: Any = agent
+        """A caller's own ADK judge agent (its instruction kept), or the one built on use."""
 
     def agent(self) -> Any:
         """The ADK agent, built on first use."""
@@ -129,6 +130,73 @@ class Judge:
         if result.error is not None:
             return JudgeReply(text="", data=None, error=result.error)
         return JudgeReply(text=result.output, data=parse_json_object(result.output))
+
+
+class EndpointJudge(Judge):
+    """A judge asked through a caller's Potato-style endpoint (``endpoint.query(prompt,
+    schema_model)``, sync) instead of ADK: the system text and the user text go as one prompt,
+    as Potato sends them. A failed query is returned as ``error``, never raised."""
+
+    def __init__(self, endpoint: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.endpoint = endpoint
+
+    def agent(self) -> Any:
+        raise ConfigError("this judge asks a caller's endpoint; it has no ADK agent",
+                          where="endpoint")
+
+    async def ask(self, user_text: str) -> JudgeReply:
+        prompt = f"{self.system}\n\n{user_text}"
+        try:
+            reply = await asyncio.to_thread(self.endpoint.query, prompt,
+                                            verdict_model(self.schema))
+        except Exception as exc:  # a caller's endpoint may raise anything: record it
+            return JudgeReply(text="", data=None, error=f"{type(exc).__name__}: {exc}")
+        return endpoint_reply(reply)
+
+
+def endpoint_reply(reply: Any) -> JudgeReply:
+    """What a Potato endpoint returned (text, a pydantic model, a dict) as a JudgeReply;
+    Potato's ``pass_`` field (``pass`` is a Python keyword) is read as ``pass``."""
+    if hasattr(reply, "model_dump"):
+        reply = reply.model_dump()
+    if isinstance(reply, Mapping):
+        data = dict(reply)
+        if "pass_" in data and "pass" not in data:
+            data["pass"] = data.pop("pass_")
+        return JudgeReply(text=json.dumps(data, default=str), data=data)
+    text = "" if reply is None else str(reply)
+    return JudgeReply(text=text, data=parse_json_object(text))
+
+
+_PY_TYPES = {"boolean": bool, "number": float, "integer": int, "string": str, "array": list,
+             "object": dict}
+
+
+def verdict_model(schema: Mapping[str, Any]) -> type:
+    """A pydantic model of a judge's reply schema, as Potato's endpoints expect one
+    (``pass`` is spelled ``pass_``, as Potato spells it)."""
+    from pydantic import create_model
+
+    fields = {("pass_" if name == "pass" else name):
+              (_PY_TYPES.get(str(spec.get("type")), Any) | None, None)
+              for name, spec in (schema.get("properties") or {}).items()
+              if isinstance(spec, Mapping)}
+    return create_model("Verdict", **fields)
+
+
+def check_endpoint(endpoint: Any) -> Any:
+    """A Potato-style endpoint (anything with a callable ``query``), or None.
+
+    Raises:
+        ConfigError: ``endpoint`` has no ``query`` method; names what to pass instead.
+    """
+    if endpoint is None or callable(getattr(endpoint, "query", None)):
+        return endpoint
+    raise ConfigError(f"endpoint must have a query(prompt, schema) method as Potato's "
+                      f"endpoints do, got {type(endpoint).__name__}; or pass model='<litellm "
+                      "model>' (or config={'ai_support': ...}) to use the studio's judge",
+                      where="endpoint", value=type(endpoint).__name__)
 
 
 def default_executor() -> Any:
@@ -155,29 +223,133 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def resolve_model(model: str | None, config: Mapping[str, Any] | None) -> str:
-    """``model``, else ``config["model"]``, else the embedded model.
+def resolve_model(model: Any, config: Mapping[str, Any] | None) -> str:
+    """``model``, else ``config["model"]``, else the embedded model, as a LiteLLM string.
+
+    ``model`` may also be an Agno-style model object (anything with an ``id``, such as
+    ``OpenAIChat(id="gpt-4o")``): see :func:`litellm_string`.
 
     Raises:
-        ConfigError: the chosen model is not a non-empty string.
+        ConfigError: the chosen model is neither a non-empty string nor a mappable object.
     """
-    chosen = model if model is not None else (config or {}).get("model", LOCAL_MODEL)
+    chosen = model if model is not None else config_model(config)
+    if not isinstance(chosen, str) and getattr(chosen, "id", None) is not None:
+        chosen = litellm_string(chosen)
     if not isinstance(chosen, str) or not chosen.strip():
-        raise ConfigError("model must be a LiteLLM model string such as 'local/smollm2'",
-                          where="model", value=chosen)
+        raise ConfigError("model must be a LiteLLM model string such as 'local/smollm2' or "
+                          f"'openai/gpt-4o', or a model object with an id; got "
+                          f"{type(chosen).__name__}", where="model", value=chosen)
     return chosen
+
+
+POTATO_ENDPOINTS = {
+    "openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "ollama": "ollama_chat",
+    "vllm": "hosted_vllm", "openrouter": "openrouter", "open_router": "openrouter",
+    "huggingface": "huggingface",
+}
+"""Potato's ``ai_support.endpoint_type`` -> LiteLLM's provider prefix."""
+
+_ENDPOINT_ENV = {"openai": "OPENAI", "anthropic": "ANTHROPIC", "gemini": "GEMINI",
+                 "ollama": "OLLAMA", "vllm": "HOSTED_VLLM", "openrouter": "OPENROUTER",
+                 "open_router": "OPENROUTER", "huggingface": "HUGGINGFACE"}
+
+
+def config_model(config: Mapping[str, Any] | None) -> str:
+    """The judge model a config names: ``config["model"]``, else Potato's ``ai_support``
+    (``judge_alignment.ai_support`` first, as Potato reads it), else the embedded model.
+
+    Potato's ``{"ai_support": {"endpoint_type": "openai", "ai_config": {"model": "gpt-4o"}}}``
+    becomes ``"openai/gpt-4o"``; ``ai_support.model`` is read too.
+
+    Raises:
+        ConfigError: an endpoint type LiteLLM has no prefix for, or a ``base_url`` /
+            ``api_key`` in the config (the studio reads those from the environment only; the
+            message names the variable).
+    """
+    config = config or {}
+    if config.get("model") is not None:
+        return config["model"]
+    alignment = config.get("judge_alignment")
+    support = (alignment.get("ai_support") if isinstance(alignment, Mapping) else None) \
+        or config.get("ai_support")
+    if not isinstance(support, Mapping):
+        return LOCAL_MODEL
+    settings = support.get("ai_config") if isinstance(support.get("ai_config"), Mapping) else {}
+    model = settings.get("model") or support.get("model")
+    if model is None:
+        return LOCAL_MODEL
+    return _potato_model(str(model), support.get("endpoint_type"), {**support, **settings})
+
+
+def _potato_model(model: str, endpoint_type: Any, settings: Mapping[str, Any]) -> str:
+    where = "config.ai_support"
+    if endpoint_type is None:
+        return model
+    prefix = POTATO_ENDPOINTS.get(str(endpoint_type))
+    if prefix is None:
+        raise ConfigError(f"endpoint_type {endpoint_type!r} has no LiteLLM equivalent here "
+                          f"(known: {', '.join(sorted(POTATO_ENDPOINTS))}); pass model="
+                          "'<litellm-provider>/<model>' instead", where=f"{where}.endpoint_type",
+                          value=endpoint_type)
+    env = _ENDPOINT_ENV[str(endpoint_type)]
+    for field, variable in (("base_url", f"{env}_API_BASE"), ("api_key", f"{env}_API_KEY")):
+        if settings.get(field):
+            raise ConfigError(f"{field} in the evaluator's config is not used by the studio, "
+                              f"which reaches models through LiteLLM: set {variable} in the "
+                              f"environment and remove {field}", where=f"{where}.{field}")
+    return model if model.startswith(f"{prefix}/") else f"{prefix}/{model}"
+
+
+LITELLM_PREFIXES = {
+    "openai": "openai", "anthropic": "anthropic", "claude": "anthropic", "google": "gemini",
+    "gemini": "gemini", "ollama": "ollama_chat", "groq": "groq", "mistral": "mistral",
+    "deepseek": "deepseek", "xai": "xai", "openrouter": "openrouter", "azure": "azure",
+    "azureopenai": "azure", "awsbedrock": "bedrock", "bedrock": "bedrock", "cohere": "cohere",
+    "together": "together_ai", "fireworks": "fireworks_ai", "perplexity": "perplexity",
+    "cerebras": "cerebras", "huggingface": "huggingface", "vllm": "hosted_vllm",
+}
+"""An Agno model's ``provider`` (or class name), lower-cased, -> LiteLLM's provider prefix."""
+
+
+def litellm_string(model: Any) -> str:
+    """The LiteLLM string for an Agno-style model object: ``OpenAIChat(id="gpt-4o")`` ->
+    ``"openai/gpt-4o"``; an ``id`` that already names a provider (``"anthropic/claude-..."``,
+    ``"scripted/x"``) or a ``LiteLLM`` model is used as it is.
+
+    Raises:
+        ConfigError: the provider is not one LiteLLM knows under a prefix listed in
+            :data:`LITELLM_PREFIXES`; the message says what string to pass instead.
+    """
+    model_id = str(model.id).strip()
+    provider = str(getattr(model, "provider", None) or type(model).__name__)
+    key = "".join(ch for ch in provider.lower() if ch.isalnum())
+    if key in ("litellm", "litellmopenai") or (model_id.count("/") and key not in
+                                                 LITELLM_PREFIXES):
+        return model_id
+    prefix = LITELLM_PREFIXES.get(key) or next(
+        (value for name, value in LITELLM_PREFIXES.items() if key.startswith(name)), None)
+    if prefix is None or not model_id:
+        raise ConfigError(f"cannot map the model object {type(model).__name__}(id={model_id!r}, "
+                          f"provider={provider!r}) to a LiteLLM model; pass the LiteLLM string "
+                          f"instead, e.g. model='<provider>/{model_id or 'model-id'}'",
+                          where="model", value=model_id)
+    return model_id if model_id.startswith(f"{prefix}/") else f"{prefix}/{model_id}"
 
 
 class JudgeEvaluator(Evaluator):
     """Base of LLM-backed evaluators: ``evaluate`` runs :meth:`aevaluate` to completion."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *, model: str | None = None,
-                 executor: Any = None) -> None:
+    def __init__(self, config: Mapping[str, Any] | None = None, *, model: Any = None,
+                 executor: Any = None, endpoint: Any = None) -> None:
         self.config = dict(config or {})
-        self.model = resolve_model(model, self.config)
+        self.endpoint = check_endpoint(endpoint)
+        self.model = resolve_model(model, self.config) if endpoint is None else "endpoint"
         self.executor = executor
 
     def judge(self, *, name: str, system: str, schema: dict[str, Any]) -> Judge:
+        if self.endpoint is not None:
+            return EndpointJudge(self.endpoint, name=name, model=self.model, system=system,
+                                 schema=schema, executor=self.executor)
         return Judge(name=name, model=self.model, system=system, schema=schema,
                      executor=self.executor)
 
@@ -285,9 +457,11 @@ def parse_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def unit_score(data: Mapping[str, Any], field: str = "score") -> tuple[float | None, str]:
-    """``data[field]`` as a score in [0, 1], or ``(None, reason)``. Out of range is an error,
-    never clamped: a judge that answers 7 is on the wrong scale, and 1.0 would be a lie."""
+def unit_score(data: Mapping[str, Any], field: str = "score", *,
+               clamp: bool = False) -> tuple[float | None, str]:
+    """``data[field]`` as a score in [0, 1], or ``(None, reason)``. Out of range is an error
+    unless ``clamp`` (Potato's trajectory judge clamps; the caller then says so): a judge that
+    answers 7 is on the wrong scale."""
     raw = data.get(field)
     if raw is None:
         return None, f"judge reply has no {field!r}"
@@ -295,6 +469,8 @@ def unit_score(data: Mapping[str, Any], field: str = "score") -> tuple[float | N
     if number is None:
         return None, f"judge {field} {raw!r} is not a number from 0 to 1"
     if not 0.0 <= number <= 1.0:
+        if clamp:
+            return min(1.0, max(0.0, number)), f"judge {field} {raw!r} was outside [0, 1]"
         return None, f"judge {field} {raw!r} is outside [0, 1]"
     return number, ""
 

@@ -53,6 +53,14 @@ class EvaluatorResult(BaseModel):
     def evaluated(self) -> bool:
         return self.score is not None
 
+    def to_dict(self) -> dict[str, Any]:
+        """``key``, ``score``, ``value``, ``comment``, ``metadata`` as a dict (Potato's)."""
+        return self.model_dump()
+
+
+EvaluationResult = EvaluatorResult
+"""Potato's name for the same record (``from potato.evaluators import EvaluationResult``)."""
+
 
 class Evaluator(abc.ABC):
     """Base class of all evaluators. Instances are callable: ``ev(outputs=...)``.

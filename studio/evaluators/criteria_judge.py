@@ -14,7 +14,13 @@ Differences, on purpose:
   as a case with ``error`` set and ``passed=None``; it is not dropped, and it is not counted as a
   failure: pass rate and score statistics cover judged cases only (``error_count`` says how many
   were not). ``on_fail`` is not called for it.
-- ``pass_rate`` is a fraction in [0, 1], not a percentage.
+- ``pass_rate`` is a percentage (0-100) as in Agno; ``pass_fraction`` is the same in [0, 1]
+  (code that read ``pass_rate`` as a fraction reads ``pass_fraction``: see the README's Agno
+  table). With no judged case both are None, where Agno reports 0.0.
+- The judge is an ADK agent reached through LiteLLM: ``model`` is a LiteLLM string or an
+  Agno-style model object (``OpenAIChat(id="gpt-4o")`` -> ``"openai/gpt-4o"``), and
+  ``evaluator_agent`` an ADK ``LlmAgent`` (an Agno ``Agent`` is refused, naming what to pass).
+  ``telemetry`` is accepted and changes nothing: the studio sends no telemetry.
 - The judged output is fenced between random nonce markers, and the judge is told the fenced
   text is data.
 - Runs are logged to the studio's store (``db=``: a :class:`studio.store.Store` or a database URL)
@@ -27,11 +33,12 @@ import asyncio
 import inspect
 import logging
 import statistics
+import unicodedata
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -96,6 +103,18 @@ class AgentAsJudgeEvaluation(BaseModel):
             return (self.score - 1) / 9
         return 1.0 if self.passed else 0.0
 
+    def print_eval(self, console: Any = None) -> None:
+        """Print this case for a person (Agno's ``print_eval``); model text is made inert."""
+        status = {True: "PASSED", False: "FAILED", None: "NOT EVALUATED"}[self.passed]
+        rows = [("Input", _clip_line(self.input)), ("Output", _clip_line(self.output))]
+        if self.score is not None:
+            rows.append(("Score", f"{self.score}/10"))
+        rows.append(("Status", status))
+        rows.append(("Reason", printable(self.reason) or "-"))
+        if self.error is not None:
+            rows.append(("Error", printable(self.error)))
+        _emit(console, "[ Agent As Judge Evaluation ]", rows)
+
 
 class AgentAsJudgeResult(BaseModel):
     """All cases of one run, every one kept, with statistics over the judged ones."""
@@ -109,7 +128,10 @@ class AgentAsJudgeResult(BaseModel):
     std_dev_score: float | None = None
     """Sample standard deviation (0.0 for a single score)."""
     pass_rate: float | None = None
-    """Passed / judged cases, in [0, 1]; None when no case was judged."""
+    """Passed / judged cases as a percentage (0-100), as Agno reports it; None when no case
+    was judged."""
+    pass_fraction: float | None = None
+    """The same in [0, 1]."""
     passed_count: int = 0
     failed_count: int = 0
     error_count: int = 0
@@ -122,24 +144,56 @@ class AgentAsJudgeResult(BaseModel):
     @classmethod
     def from_results(cls, run_id: str, name: str | None,
                      results: list[AgentAsJudgeEvaluation]) -> AgentAsJudgeResult:
-        judged = [r for r in results if r.passed is not None]
+        return cls(run_id=run_id, name=name, results=results)
+
+    @model_validator(mode="after")
+    def _derive_stats(self) -> AgentAsJudgeResult:
+        """Statistics follow the cases, as Agno's ``__post_init__`` computes them:
+        ``AgentAsJudgeResult(run_id=..., results=[...])`` is complete."""
+        if self.results:
+            self.compute_stats()
+        return self
+
+    def compute_stats(self) -> None:
+        """Recompute the statistics from ``results`` (Agno's method; call it after appending)."""
+        judged = [r for r in self.results if r.passed is not None]
         scores = [float(r.score) for r in judged if r.score is not None]
         passed = sum(1 for r in judged if r.passed)
-        return cls(
-            run_id=run_id, name=name, results=results,
-            avg_score=statistics.fmean(scores) if scores else None,
-            min_score=min(scores) if scores else None,
-            max_score=max(scores) if scores else None,
-            std_dev_score=(statistics.stdev(scores) if len(scores) > 1 else 0.0)
+        values = {
+            "avg_score": statistics.fmean(scores) if scores else None,
+            "min_score": min(scores) if scores else None,
+            "max_score": max(scores) if scores else None,
+            "std_dev_score": (statistics.stdev(scores) if len(scores) > 1 else 0.0)
             if scores else None,
-            pass_rate=passed / len(judged) if judged else None,
-            passed_count=passed, failed_count=len(judged) - passed,
-            error_count=len(results) - len(judged),
-        )
+            "pass_rate": 100 * passed / len(judged) if judged else None,
+            "pass_fraction": passed / len(judged) if judged else None,
+            "passed_count": passed, "failed_count": len(judged) - passed,
+            "error_count": len(self.results) - len(judged),
+        }
+        for field, value in values.items():  # no validate_assignment: no re-entry
+            setattr(self, field, value)
 
     def summary(self) -> dict[str, Any]:
         """The aggregate numbers (what the store keeps as the run's summary)."""
         return self.model_dump(exclude={"results", "eval_run_id", "log_error"})
+
+    def print_results(self, console: Any = None) -> None:
+        """Print every case (Agno's ``print_results``)."""
+        for evaluation in self.results:
+            evaluation.print_eval(console)
+
+    def print_summary(self, console: Any = None) -> None:
+        """Print the aggregate (Agno's ``print_summary``), with the cases not evaluated."""
+        rows = [("Number of Evaluations", str(len(self.results))),
+                ("Pass Rate", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")]
+        if self.avg_score is not None:
+            rows.append(("Average Score", f"{self.avg_score:.2f}/10"))
+            if len(self.results) > 1:
+                rows += [("Min Score", f"{self.min_score:.2f}/10"),
+                         ("Max Score", f"{self.max_score:.2f}/10")]
+        if self.error_count:
+            rows.append(("Not Evaluated", str(self.error_count)))
+        _emit(console, "[ Agent As Judge Evaluation Summary ]", rows)
 
 
 OnFail = Callable[[AgentAsJudgeEvaluation], Any]
@@ -155,13 +209,21 @@ class AgentAsJudgeEval:
         threshold: numeric mode passes when ``score >= threshold`` (1-10).
         additional_guidelines: extra rules, one string or a list.
         on_fail: called with each case that did not pass; may be a coroutine function.
-        model: LiteLLM model string; the embedded model by default.
+        model: LiteLLM model string, or an Agno-style model object with an ``id`` (mapped to
+            LiteLLM's ``provider/id``); the embedded model by default.
+        evaluator_agent: an ADK ``LlmAgent`` to judge with instead of the built one: its own
+            instruction is kept, its reply schema set (on a copy: the agent is not mutated),
+            and the prompt carries the data rule and the answer format.
         executor: an :class:`studio.runtime.execution.AgentExecutor` to share.
         db: a :class:`studio.store.Store`, a database URL, or None (nothing logged).
         name: the eval's name in the store.
+        print_results, print_summary: print every case / the aggregate after each run, as
+            ``run(print_results=True)`` does.
+        telemetry: accepted for Agno's callers; the studio sends no telemetry either way.
 
     Raises:
-        ConfigError: empty criteria, an unusable ``db``.
+        ConfigError: empty criteria, an unusable ``db``, a model that cannot be mapped, an
+            ``evaluator_agent`` that is not an ADK agent.
         ValueError: a strategy or threshold outside the allowed values.
     """
 
@@ -172,10 +234,14 @@ class AgentAsJudgeEval:
         threshold: int = 7,
         additional_guidelines: str | Sequence[str] | None = None,
         on_fail: OnFail | None = None,
-        model: str | None = None,
+        model: Any = None,
         executor: Any = None,
         db: Any = None,
         name: str | None = None,
+        evaluator_agent: Any = None,
+        print_results: bool = False,
+        print_summary: bool = False,
+        telemetry: bool = True,
     ) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ConfigError("criteria is empty: say what a good output does", where="criteria",
@@ -194,22 +260,35 @@ class AgentAsJudgeEval:
         self.model = resolve_model(model, None)
         self.name = name
         self.db = _check_db(db)
+        self.print_results = print_results
+        self.print_summary = print_summary
+        self.telemetry = telemetry  # nothing is sent: kept so Agno's code reads it back
+        self._custom_agent = _judge_agent(evaluator_agent, self._response_model())
         self._judge = Judge(name="criteria_judge", model=self.model, system=self._system(),
-                            schema=self._response_model().model_json_schema(), executor=executor)
+                            schema=self._response_model().model_json_schema(), executor=executor,
+                            agent=self._custom_agent)
 
     # ------------------------------------------------------------------ public API
 
     def run(self, *, input: str | None = None, output: str | None = None,
-            cases: Sequence[Mapping[str, Any]] | None = None) -> AgentAsJudgeResult:
+            cases: Sequence[Mapping[str, Any]] | None = None, print_summary: bool = False,
+            print_results: bool = False, run_metrics: Any = None) -> AgentAsJudgeResult:
         """Judge one ``input``/``output`` pair or a list of ``cases`` (dicts with both keys).
+
+        ``print_results`` / ``print_summary`` print each case / the aggregate to stdout once
+        judged, as in Agno (model text printed inert: control characters escaped).
+        ``run_metrics`` is accepted for Agno's callers and left untouched.
 
         Raises:
             ValueError: both or neither of (input, output) and cases, or a malformed case.
         """
-        return run_sync(self.arun(input=input, output=output, cases=cases))
+        return run_sync(self.arun(input=input, output=output, cases=cases,
+                                  print_summary=print_summary, print_results=print_results,
+                                  run_metrics=run_metrics))
 
     async def arun(self, *, input: str | None = None, output: str | None = None,
-                   cases: Sequence[Mapping[str, Any]] | None = None) -> AgentAsJudgeResult:
+                   cases: Sequence[Mapping[str, Any]] | None = None, print_summary: bool = False,
+                   print_results: bool = False, run_metrics: Any = None) -> AgentAsJudgeResult:
         """Async :meth:`run`; cases are judged concurrently (the executor bounds it)."""
         pairs = _pairs(input, output, cases)
         evaluations = await asyncio.gather(*(self.judge_case(i, o) for i, o in pairs))
@@ -219,7 +298,30 @@ class AgentAsJudgeEval:
         result = AgentAsJudgeResult.from_results(str(uuid.uuid4()), self.name, list(evaluations))
         if self.db is not None:
             await asyncio.to_thread(self._log, result)
+        if print_results or self.print_results:
+            result.print_results()
+        if print_summary or self.print_summary:
+            result.print_summary()
         return result
+
+    @property
+    def evaluator_agent(self) -> Any:
+        """The caller's ADK judge agent, or None when the built one judges."""
+        return self._custom_agent
+
+    @evaluator_agent.setter
+    def evaluator_agent(self, agent: Any) -> None:
+        """Assignable after construction, as in Agno; the built agent assigned back (from
+        :meth:`get_evaluator_agent`) stays the built one."""
+        if agent is not None and agent is self._judge.agent():
+            return
+        self._custom_agent = _judge_agent(agent, self._response_model())
+        self._judge._agent = self._custom_agent
+
+    def get_evaluator_agent(self) -> Any:
+        """The ADK agent that judges (Agno's name): ``evaluator_agent`` when one was given,
+        else the one built from the criteria, strategy and model."""
+        return self._judge.agent()
 
     async def judge_case(self, input: str, output: str | None) -> AgentAsJudgeEvaluation:
         """Judge one case without logging or ``on_fail`` (the critic path uses this).
@@ -231,6 +333,8 @@ class AgentAsJudgeEval:
                                           error="no output to judge (it is None)")
         fence = Fence()
         prompt = f"<input>\n{input}\n</input>\n\n{fence.wrap(output, 'output')}\n"
+        if self._custom_agent is not None:  # its own instruction lacks the rules: say them
+            prompt += f"\n## Criteria\n{self.criteria}\n\n{DATA_NOTE}\n{self._answer_line()}"
         reply = await self._judge.ask(prompt)
         return self._evaluation(input, output, reply)
 
@@ -249,12 +353,15 @@ class AgentAsJudgeEval:
                  "criteria.", "", "## Criteria", self.criteria, ""]
         lines += _NUMERIC_LINES if self.scoring_strategy == "numeric" else _BINARY_LINES
         lines += _guideline_lines(self.additional_guidelines)
+        lines += ["", DATA_NOTE, "", "Be objective and thorough in your evaluation.",
+                  self._answer_line()]
+        return "\n".join(lines)
+
+    def _answer_line(self) -> str:
         answer = ('{"score": <integer 1-10>, "reason": "<reasoning>"}'
                   if self.scoring_strategy == "numeric"
                   else '{"passed": <true or false>, "reason": "<reasoning>"}')
-        lines += ["", DATA_NOTE, "", "Be objective and thorough in your evaluation.",
-                  f"Respond with JSON only: {answer}"]
-        return "\n".join(lines)
+        return f"Respond with JSON only: {answer}"
 
     def _evaluation(self, input: str, output: str, reply: JudgeReply) -> AgentAsJudgeEvaluation:
         base = {"input": input, "output": output, "criteria": self.criteria}
@@ -381,6 +488,63 @@ def _pairs(input: str | None, output: str | None,
 
 def _text_or_none(value: Any) -> str | None:
     return None if value is None else as_text(value)
+
+
+def _judge_agent(agent: Any, schema: type[BaseModel]) -> Any:
+    """A caller's ADK judge agent, copied with the reply schema set (Agno sets it too); None
+    when none was given.
+
+    Raises:
+        ConfigError: not an ADK agent (an Agno ``Agent`` cannot run here).
+    """
+    if agent is None:
+        return None
+    from google.adk.agents import BaseAgent, LlmAgent
+
+    if not isinstance(agent, BaseAgent):
+        raise ConfigError(
+            f"evaluator_agent must be an ADK agent (google.adk.agents.LlmAgent), got "
+            f"{type(agent).__module__}.{type(agent).__name__}; an Agno Agent cannot run in the "
+            "studio: pass model=... (a LiteLLM string or a model object with an id) to use the "
+            "built judge, or an LlmAgent with your instruction", where="evaluator_agent",
+            value=type(agent).__name__)
+    if isinstance(agent, LlmAgent):
+        return agent.model_copy(update={"output_schema": schema})
+    return agent
+
+
+def printable(text: Any) -> str:
+    """``text`` safe for a terminal: control and format characters (escape sequences, bidi
+    overrides) shown as ``\\x1b``-style escapes; newlines and tabs kept."""
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf")
+                   else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+
+
+def _clip_line(text: str, limit: int = 200) -> str:
+    shown = printable(text)
+    return shown if len(shown) <= limit else shown[:limit] + "..."
+
+
+def _emit(console: Any, title: str, rows: list[tuple[str, str]]) -> None:
+    """A titled two-column block, to ``console.print`` when given (a rich Console), else
+    stdout."""
+    width = max(len(label) for label, _ in rows)
+    lines = [title] + [f"{label:<{width}}  " + value.replace("\n", "\n" + " " * (width + 2))
+                       for label, value in rows]
+    text = "\n".join(lines)
+    if console is not None and callable(getattr(console, "print", None)):
+        console.print(text, **_plain_text_options(console))
+    else:
+        print(text)
+
+
+def _plain_text_options(console: Any) -> dict[str, bool]:
+    """For a rich Console: no markup, emoji codes or highlighting in model text."""
+    try:
+        accepted = inspect.signature(console.print).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {name: False for name in ("markup", "emoji", "highlight") if name in accepted}
 
 
 def _check_db(db: Any) -> Any:

@@ -40,11 +40,16 @@ class LLMTrajectoryJudge(JudgeEvaluator):
     """Judge a trajectory without a gold reference (many valid agent paths exist).
 
     Args:
-        config: optional settings; ``config["model"]`` picks the judge model.
+        config: optional settings; the judge model is ``config["model"]``, else Potato's
+            ``ai_support`` (``endpoint_type`` + ``ai_config.model``, e.g. ``openai/gpt-4o``).
         prompt: the rubric the judge applies.
-        continuous: True for a 0.0-1.0 score, False (default) for a pass/fail verdict.
-        model: LiteLLM model string (default: ``config["model"]`` or the embedded model).
+        continuous: True for a 0.0-1.0 score, False (default) for a pass/fail verdict. As in
+            Potato, a continuous score outside [0, 1] is clamped (5.0 -> 1.0); the result's
+            ``metadata["clamped_from"]`` keeps the judge's number and the comment says so.
+        model: LiteLLM model string or model object (default: from ``config``, else the
+            embedded model).
         executor: an :class:`studio.runtime.execution.AgentExecutor` to share.
+        endpoint: a Potato endpoint (``query(prompt, schema_model)``) to ask instead of a model.
         key: metric name.
 
     ``outputs`` is the trajectory (any shape :func:`normalize_trajectory` accepts), ``inputs`` the
@@ -53,11 +58,11 @@ class LLMTrajectoryJudge(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *,
+    def __init__(self, config: Mapping[str, Any] | None = None,
                  prompt: str = DEFAULT_TRAJECTORY_PROMPT, continuous: bool = False,
-                 model: str | None = None, executor: Any = None,
-                 key: str = "trajectory_accuracy") -> None:
-        super().__init__(config, model=model, executor=executor)
+                 endpoint: Any = None, key: str = "trajectory_accuracy", *,
+                 model: Any = None, executor: Any = None) -> None:
+        super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.prompt = prompt
         self.continuous = continuous
         self.key = key
@@ -96,10 +101,15 @@ class LLMTrajectoryJudge(JudgeEvaluator):
     def _verdict(self, data: dict[str, Any]) -> EvaluatorResult:
         reasoning = reasoning_of(data)
         if self.continuous:
-            score, problem = unit_score(data)
+            score, problem = unit_score(data, clamp=True)
             if score is None:
                 return EvaluatorResult.not_evaluated(self.key, problem, error_kind="judge_reply",
                                                      reply=data)
+            if problem:  # clamped, as Potato does: said, and the judge's number kept
+                return EvaluatorResult(
+                    key=self.key, score=score, value=score,
+                    comment=f"{reasoning}\n({problem}; clamped to {score})".lstrip(),
+                    metadata={"clamped_from": data.get("score")})
             return EvaluatorResult(key=self.key, score=score, value=score, comment=reasoning)
         verdict = parse_bool(data.get("pass", data.get("passed")))
         if verdict is None:

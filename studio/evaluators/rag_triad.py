@@ -51,10 +51,10 @@ class _RagEvaluator(JudgeEvaluator):
     _system: ClassVar[str] = ""
     _schema: ClassVar[dict[str, Any]] = _SCORE_SCHEMA
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *, model: str | None = None,
-                 executor: Any = None, question_key: str = "question",
-                 context_key: str = "context", key: str | None = None) -> None:
-        super().__init__(config, model=model, executor=executor)
+    def __init__(self, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+                 question_key: str = "question", context_key: str = "context",
+                 key: str | None = None, *, model: Any = None, executor: Any = None) -> None:
+        super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.question_key = question_key
         self.context_key = context_key
         self.key = key or type(self).key
@@ -187,14 +187,15 @@ def _claim(item: Any) -> dict[str, Any]:
     return {"claim": str(item), "supported": None}
 
 
-def rag_triad(config: Mapping[str, Any] | None = None, *, model: str | None = None,
-              executor: Any = None, **options: Any) -> dict[str, _RagEvaluator]:
+def rag_triad(config: Mapping[str, Any] | None = None, endpoint: Any = None, *,
+              model: Any = None, executor: Any = None,
+              **options: Any) -> dict[str, _RagEvaluator]:
     """The three RAG-triad evaluators sharing one model and executor.
 
     Returns:
         ``{"context_relevance": ..., "groundedness": ..., "answer_relevance": ...}``.
     """
-    shared = {"model": model, "executor": executor, **options}
+    shared = {"model": model, "executor": executor, "endpoint": endpoint, **options}
     return {
         "context_relevance": ContextRelevanceEvaluator(config, **shared),
         "groundedness": GroundednessEvaluator(config, **shared),

@@ -96,6 +96,11 @@ def evaluator_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def get_supported_evaluators() -> list[str]:
+    """The registered evaluator names, sorted (Potato's name for :func:`evaluator_names`)."""
+    return sorted(evaluator_names())
+
+
 def build_evaluator(name: str, params: Mapping[str, Any] | None = None) -> Evaluator:
     """Build the evaluator registered as ``name`` with keyword ``params``.
 

@@ -3,13 +3,15 @@
 Unlike :class:`studio.evaluators.criteria_judge.AgentAsJudgeEval` (one holistic verdict on an
 output), this gives one discrete verdict per requirement, the unit a reviewer can check.
 
-Verdicts are matched to requirements — by the requirement's number, else by its text (exact after
-normalizing, then close) — so the score is satisfied / number of requirements *judged*, not of
-verdicts returned. A requirement the judge skipped could not be evaluated: its ``satisfied`` is
-None, it is flagged (``flag: "missing verdict"``) and left out of satisfied / total. A verdict
-whose ``satisfied`` cannot be read is flagged ``"unreadable verdict"``; verdicts that match no
-requirement, or repeat one, are listed in ``metadata["unmatched_verdicts"]``. A reply with no
-usable verdict at all is ``score=None``.
+Verdicts are matched to requirements — by the requirement's text (exact after normalizing),
+else its number, else a close text — so the score is satisfied / number of *requirements*, not
+of verdicts returned (Potato divides by the verdicts, so a skipped requirement vanishes). A
+requirement the judge skipped counts as not satisfied: nothing shows it was met. It is flagged
+(``flag: "missing verdict"``) and counted in ``metadata["missing"]``. A verdict whose
+``satisfied`` cannot be read is flagged ``"unreadable verdict"`` and not satisfied either;
+verdicts that match no requirement, or repeat one, are listed in
+``metadata["unmatched_verdicts"]``. A reply with no verdict matching any requirement is
+``score=None`` (the judge did not judge).
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
     """Judge a trajectory against a checklist; score = satisfied / number of requirements.
 
     Args:
-        config: optional settings; ``config["model"]`` picks the judge model.
+        config: optional settings; the judge model is ``config["model"]``, else Potato's
+            ``ai_support`` (``endpoint_type`` + ``ai_config.model``).
         requirements: the checklist; when None, ``requirements=`` at evaluate time or
             ``inputs["requirements"]`` is used.
         model: LiteLLM model string (default: ``config["model"]`` or the embedded model).
@@ -94,11 +97,12 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None,
-                 requirements: Sequence[str] | str | None = None, *, model: str | None = None,
-                 executor: Any = None, requirements_key: str = "requirements",
-                 question_key: str = "question", key: str = "agent_as_judge") -> None:
-        super().__init__(config, model=model, executor=executor)
+    def __init__(self, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+                 requirements: Sequence[str] | str | None = None,
+                 requirements_key: str = "requirements", *, model: Any = None,
+                 executor: Any = None, question_key: str = "question",
+                 key: str = "agent_as_judge") -> None:
+        super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.requirements = None if requirements is None else check_requirements(requirements)
         self.requirements_key = requirements_key
         self.question_key = question_key
@@ -143,14 +147,14 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
                 self.key, "the judge returned no verdict that matches a requirement",
                 error_kind="judge_reply", verdicts=verdicts, unmatched_verdicts=unmatched)
         satisfied = sum(1 for v in verdicts if v["satisfied"])
-        total = sum(1 for v in verdicts if v["satisfied"] is not None)
+        total = len(requirements)
         return EvaluatorResult(
             key=self.key, score=satisfied / total,
             value=f"{satisfied}/{total} requirements satisfied",
             comment=_comment(verdicts, satisfied, reasoning_of(data)),
             metadata={"verdicts": verdicts, "satisfied": satisfied, "total": total,
                       "flagged": sum(1 for v in verdicts if v["flag"]),
-                      "not_evaluated": len(requirements) - total,
+                      "missing": sum(1 for v in verdicts if v["flag"] == "missing verdict"),
                       "unmatched_verdicts": unmatched},
         )
 
@@ -169,7 +173,7 @@ def match_verdicts(requirements: list[str],
 
     Returns:
         ``(verdicts, unmatched)``: one verdict per requirement, in order (missing ones flagged
-        and unsatisfied), and the judge's verdicts that matched nothing or repeated one.
+        and not satisfied), and the judge's verdicts that matched nothing or repeated one.
     """
     slots: list[dict[str, Any] | None] = [None] * len(requirements)
     unmatched: list[dict[str, Any]] = []
@@ -216,17 +220,17 @@ def _verdict(requirement: str, verdict: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _missing(requirement: str) -> dict[str, Any]:
-    """A requirement the judge gave no verdict on: could not evaluate, never "unsatisfied"."""
-    return {"requirement": requirement, "satisfied": None, "evidence": "",
+    """A requirement the judge gave no verdict on: not shown to be met, so not satisfied."""
+    return {"requirement": requirement, "satisfied": False, "evidence": "",
             "flag": "missing verdict"}
 
 
 def _comment(verdicts: list[dict[str, Any]], satisfied: int, reasoning: str) -> str:
-    judged = sum(1 for v in verdicts if v["satisfied"] is not None)
-    lines = [f"{satisfied} of {judged} requirements satisfied"]
+    lines = [f"{satisfied} of {len(verdicts)} requirements satisfied"]
     for v in verdicts:
-        if v["satisfied"] is None:
-            lines.append(f"- {v['requirement']}: {v['flag']} (could not evaluate; not counted)")
+        if v["flag"] == "missing verdict":
+            lines.append(f"- {v['requirement']}: the judge gave no verdict (counted as not "
+                         "satisfied)")
         elif v["flag"]:
             lines.append(f"- {v['requirement']}: {v['flag']} (counted as not satisfied)")
         elif not v["satisfied"]:

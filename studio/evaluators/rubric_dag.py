@@ -250,12 +250,22 @@ class RubricDagEvaluator(JudgeEvaluator):
         RubricDagError: the DAG is malformed (naming the node).
     """
 
-    def __init__(self, dag: Any, config: Mapping[str, Any] | None = None, *,
-                 model: str | None = None, executor: Any = None, key: str | None = None) -> None:
-        super().__init__(config, model=model, executor=executor)
+    def __init__(self, dag: Any, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+                 key: str | None = None, *, model: Any = None, executor: Any = None) -> None:
+        super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.dag = validate_rubric_dag(dag)
         self.key = key or self.dag.key
         self._judges: dict[str, Judge] = {}
+
+    @property
+    def root(self) -> str:
+        """The first node's name (Potato's ``evaluator.root``)."""
+        return self.dag.root
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        """The nodes by name (Potato's ``evaluator.nodes``)."""
+        return self.dag.nodes
 
     async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
                         inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
@@ -374,7 +384,7 @@ def _leading_option(text: str, by_length: list[str]) -> str | None:
 
 
 def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: Any = None,
-                    preset: str | None = None, *, model: str | None = None,
+                    preset: str | None = None, endpoint: Any = None, *, model: Any = None,
                     executor: Any = None, key: str | None = None) -> RubricDagEvaluator:
     """Build a rubric-DAG evaluator from an explicit ``dag`` or a named ``preset``.
 
@@ -393,4 +403,5 @@ def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: Any = None,
                               f"{', '.join(sorted(RUBRIC_PRESETS))}", where="preset",
                               value=preset)
         dag = copy.deepcopy(RUBRIC_PRESETS[preset])
-    return RubricDagEvaluator(dag, config, model=model, executor=executor, key=key)
+    return RubricDagEvaluator(dag, config, model=model, executor=executor, key=key,
+                              endpoint=endpoint)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from studio.model.errors import ConfigError
 
@@ -28,7 +28,23 @@ class Selection(StrEnum):
     EPSILON_GREEDY = "epsilon_greedy"
 
 
-class EvolutionConfig(BaseModel):
+class _RefusesWithConfigError(type(BaseModel)):  # type: ignore[misc]
+    """``EvolutionConfig(...)`` refusals raise :class:`ConfigError` (gepa-adk's documented
+    ``ConfigurationError``), not pydantic's ``ValidationError``.
+
+    Done at the call, not in ``__init__``: pydantic calls a custom ``__init__`` for nested
+    models too, and a config nested in a project file or a run must keep pydantic's errors with
+    their path (``run.max_iterations``) for the file's messages.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except ValidationError as exc:
+            raise config_error(exc, given=set(kwargs)) from exc
+
+
+class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     """How long a run goes, how it picks parents, and whether a person gates proposals.
 
     Every stop condition is optional except ``max_iterations``; the first one reached ends the run.
@@ -37,16 +53,19 @@ class EvolutionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     """NaN and infinities are refused: ``call_timeout_seconds: .inf`` is not "no limit"."""
 
+
     max_iterations: int = Field(default=10, ge=0, le=100_000)
     """Reflection iterations after the baseline."""
     max_metric_calls: int | None = Field(default=None, ge=1)
-    """Budget of critic evaluations (trials). A batch that would exceed it is not started."""
+    """Budget of critic evaluations (trials). An iteration it cannot pay for whole (parent,
+    child, validation) is not started; an edit it cannot pay for is refused at the gate."""
     patience: int | None = Field(default=None, ge=1)
     """Stop after this many iterations in a row without a better best validation score."""
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """Stop once the best validation mean reaches this."""
     timeout_seconds: float | None = Field(default=None, gt=0)
-    """Wall-clock limit on the run's active time."""
+    """Limit on the run's machine time, checked between iterations: time paused or waiting at
+    a gate for a person does not count."""
     minibatch_size: int = Field(default=3, ge=1, le=1000)
     candidate_selection: Selection = Selection.PARETO
     epsilon: float = Field(default=0.1, ge=0.0, le=1.0)
@@ -104,6 +123,59 @@ class EvolutionConfig(BaseModel):
                              "ever be proposed: set max_merge_invocations to 1 or more, or turn "
                              "use_merge off")
         return self
+
+
+class InvalidConfigError(ConfigError):
+    """``EvolutionConfig(...)`` refused its arguments: pydantic's messages, one line per problem,
+    with the first field in ``where``/``field``; ``errors()`` lists them all as pydantic does."""
+
+    def __init__(self, exc: ValidationError | str, given: set[str] | None = None) -> None:
+        if not isinstance(exc, ValidationError):  # unpickled: only the message survives
+            self.validation_error = None
+            super().__init__(str(exc))
+            return
+        self.validation_error = exc
+        problems = exc.errors()
+        first = problems[0] if problems else {}
+        field = ".".join(str(part) for part in first.get("loc", ())) or None
+        field = _name_given(field, given or set())
+        lines = [_problem_line(problem, with_field=len(problems) > 1) for problem in problems]
+        super().__init__("\n".join(lines) or str(exc),
+                         where=f"EvolutionConfig.{field}" if field else "EvolutionConfig",
+                         value=first.get("input") if field else None, field=field)
+
+    def errors(self) -> list[Any]:
+        return self.validation_error.errors() if self.validation_error is not None else []
+
+
+def _problem_line(problem: Any, *, with_field: bool) -> str:
+    field = ".".join(str(part) for part in problem.get("loc", ())) if with_field else ""
+    message = str(problem.get("msg", "")).removeprefix("Value error, ")
+    shown = repr(problem.get("input"))
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    line = f"{field}: {message}" if field else message
+    return line if "input" not in problem or problem.get("type") == "value_error" \
+        else f"{line} (got {shown})"
+
+
+def _name_given(field: str | None, given: set[str]) -> str | None:
+    """The field as the caller spelled it: gepa-adk's ``max_concurrent_evals=0`` is refused as
+    ``max_concurrent_evals``, not as the studio's ``max_concurrency`` it was renamed to."""
+    for old, new in GEPA_ADK_RENAMED.items():
+        if field == new and old in given and new not in given:
+            return old
+    return field
+
+
+def config_error(exc: ValidationError, given: set[str] | None = None) -> ConfigError:
+    """The ConfigError for a refused ``EvolutionConfig``: the one a validator raised (it already
+    names the gepa-adk field), else pydantic's messages as an :class:`InvalidConfigError`
+    (``given``: the argument names, to name a renamed field as the caller spelled it)."""
+    for problem in exc.errors():
+        inner = (problem.get("ctx") or {}).get("error")
+        if isinstance(inner, ConfigError):
+            return inner
+    return InvalidConfigError(exc, given)
 
 
 # --------------------------------------------------------------------------- gepa-adk's names

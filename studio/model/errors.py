@@ -15,13 +15,28 @@ class StudioError(Exception):
 
 
 class ConfigError(StudioError, ValueError):
-    """A configuration value is wrong. ``where`` names the file/field, ``value`` the bad value."""
+    """A configuration value is wrong. ``where`` names the file/field, ``value`` the bad value.
 
-    def __init__(self, message: str, *, where: str | None = None, value: Any = None) -> None:
+    gepa-adk's ``ConfigurationError(message, field=..., value=..., constraint=...)`` keywords are
+    accepted too: ``field`` is read as ``where`` when ``where`` is not given, both it and
+    ``constraint`` are kept as attributes, and the message reads as gepa-adk's
+    (``"message [field='x', value=-1]"``).
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, value: Any = None,
+                 field: str | None = None, constraint: str | None = None) -> None:
+        gepa_style = where is None and field is not None
+        where = where if where is not None else field
         self.where = where
+        self.field = field if field is not None else where
         self.value = value
+        self.constraint = constraint
         self.message = message
-        super().__init__(f"{where}: {message}" if where else message)
+        if gepa_style:
+            context = [f"field={field!r}"] + ([f"value={value!r}"] if value is not None else [])
+            super().__init__(f"{message} [{', '.join(context)}]")
+        else:
+            super().__init__(f"{where}: {message}" if where else message)
 
 
 class ModelConfigError(ConfigError):
@@ -46,23 +61,43 @@ class TemplateError(ConfigError):
 
 class ScoringError(StudioError):
     """A critic gave no score: its reply could not be read or its agent did not run (gepa-adk's
-    name for this family, so ``except ScoringError`` ports unchanged)."""
+    name for this family, so ``except ScoringError`` ports unchanged).
+
+    ``cause`` (gepa-adk's keyword) is the underlying exception, kept as an attribute and named
+    in the message as gepa-adk does ("... (caused by: ...)").
+    """
+
+    def __init__(self, message: str = "", *, cause: BaseException | None = None) -> None:
+        self.cause = cause
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base} (caused by: {self.cause})" if self.cause is not None else base
 
 
 class CriticOutputParseError(ScoringError, ValueError):
-    """The critic's reply holds no JSON object that could be parsed."""
+    """The critic's reply holds no JSON object that could be parsed; ``parse_error`` says why
+    (gepa-adk's attribute; the message says it too)."""
 
-    def __init__(self, message: str, *, raw_output: str = "") -> None:
+    def __init__(self, message: str, *, raw_output: str = "", parse_error: str = "",
+                 cause: BaseException | None = None) -> None:
         self.raw_output = raw_output
-        super().__init__(message)
+        self.parse_error = parse_error or message
+        super().__init__(message, cause=cause)
 
 
 class MissingScoreFieldError(CriticOutputParseError):
-    """The critic replied with JSON but without a usable ``score`` field."""
+    """The critic replied with JSON but without a usable ``score`` field.
 
-    def __init__(self, message: str, *, raw_output: str = "", parsed: Any = None) -> None:
-        self.parsed = parsed
-        super().__init__(message, raw_output=raw_output)
+    ``parsed_output`` (gepa-adk's keyword and attribute) and ``parsed`` (the studio's) name the
+    same value: the JSON the critic did return.
+    """
+
+    def __init__(self, message: str, *, raw_output: str = "", parsed: Any = None,
+                 parsed_output: Any = None, cause: BaseException | None = None) -> None:
+        self.parsed = parsed if parsed is not None else parsed_output
+        super().__init__(message, raw_output=raw_output, cause=cause)
 
     @property
     def parsed_output(self) -> Any:

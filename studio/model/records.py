@@ -617,8 +617,9 @@ class Proposal(BaseModel):
     edited_from: int | None = None
     """The proposal this one is an edit of."""
     invalid_reason: str | None = None
-    """Why the proposal was settled other than by its decision's own words: an invalid text, a
-    stop at the gate ("run stopped"), or a budget that could not pay for its validation."""
+    """Why the proposal is invalid (empty, unchanged, a duplicate, a failed reflection...).
+    Older stores also hold "run stopped" and "cannot pay for its validation" here: neither
+    settles a proposal any more (a stop leaves it pending; an accepted child is validated)."""
     created_at: datetime = Field(default_factory=utcnow)
     decided_at: datetime | None = None
     """When the (first and only) decision on it was made."""

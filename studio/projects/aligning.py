@@ -8,6 +8,11 @@ agreement with the person (:mod:`studio.critics.alignment`). :func:`align_report
 original and the aligned critic on the held-out labels; the aligned critic is then used for the
 next run (:func:`use_for_next_run`: a copy of the project) or re-scores a run's trials
 (:func:`rescore_run`: a scoring pass stored beside the old scores, which stay untouched).
+
+The labels are the corrections as they are now, not as they were when the align run was
+created: the engine reads them at every step (:mod:`studio.engine.labels`), and the report
+reads them again (:func:`align_report`): an undone correction is no label (its example is
+"could not evaluate"), a changed one counts at its new value, judged pairs included.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from studio.critics.agent import SimpleCriticOutput, format_critic_input
 from studio.critics.agreement import AgreementReport, agreement
 from studio.critics.alignable import JudgeText, alignable_parts, judge_text, with_judge_text
 from studio.critics.alignment import KEY as AGREEMENT_KEY
-from studio.critics.alignment import label_text, read_label, reply_score, worst_score
+from studio.critics.alignment import is_undone, label_text, read_label, reply_score, worst_score
 from studio.critics.protocol import Sample
 from studio.engine.build import (
     complete_spec,
@@ -36,6 +41,7 @@ from studio.engine.build import (
     spec_model,
     workflow_context,
 )
+from studio.engine.labels import active_corrections, label_sources, relabel_run
 from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.model.config import EvolutionConfig
@@ -49,7 +55,6 @@ from studio.model.records import (
     ReflectionSpec,
     Run,
     RunSpec,
-    Split,
     TrialPhase,
     example_expected,
 )
@@ -121,7 +126,12 @@ class AlignReport(BaseModel):
     status: str
     target: str
     labels: int
+    """Labels the align run was created with (corrections with a score, then)."""
     held_out: int
+    active_labels: int = 0
+    """Of :attr:`labels`, those whose correction is active now (an undone one is no label)."""
+    active_held_out: int = 0
+    """Of the held-out labels, those active now: what before/after are measured on."""
     threshold: float
     before: AgreementReport | None = None
     after: AgreementReport | None = None
@@ -429,26 +439,38 @@ def align_runs(store: Store, run_id: str, limit: int = ALIGN_RUN_SCAN) -> FoundR
 def align_report(store: Store, align_run_id: str) -> AlignReport:
     """Agreement with the person on the held-out labels, before (#0) and after (best).
 
+    The labels are the corrections as they are now: the align run's trials are re-scored
+    against them first (:func:`~studio.engine.labels.relabel_run`, no model call), so the best
+    candidate, the counts and before/after leave out an undone correction and read a changed
+    one at its new value.
+
     A critic agent is measured by the align run's own test set (its agent is the critic). A
     judge (criteria, prompt, rubric, weighted) is measured as it will be applied: the real
     critic with the original and with the aligned text, run on the held-out trials
     (:func:`measure_held_out`, stored once per best candidate)."""
     run = store.get_run(align_run_id)
     origin = align_origin(store, align_run_id)
+    labels = current_align_labels(store, align_run_id)
+    held = held_out_labels(origin, labels)
     view = load_view(store, align_run_id)
     baseline = view.candidates[0] if view.candidates else None
     best = view.candidate(view.best_id) if view.best_id is not None else baseline
     report = AlignReport(
         align_run_id=align_run_id, source_run_id=origin.run_id, status=run.status.value,
         target=origin.target, part_name=origin.part_name, labels=len(origin.label_trial_ids),
-        held_out=len(origin.held_out_trial_ids), threshold=origin.threshold,
+        held_out=len(origin.held_out_trial_ids), active_labels=len(labels),
+        active_held_out=len(held), threshold=origin.threshold,
         best_index=best.index if best else None,
         text_before=baseline.components.get("instruction", "") if baseline else "",
         text_after=best.components.get("instruction", "") if best else "",
-        recorded=_recorded_agreement(store, align_run_id, origin.threshold))
+        recorded=_recorded_agreement(held, origin.threshold))
+    if not held:
+        return report.model_copy(update={"note": (
+            f"None of the {report.held_out} held-out labels is active now: their corrections "
+            "were undone, so there is nothing to measure the critics on.")})
     if measures_real_critic(origin):
-        return _judge_report(store, report, best.id if best else None)
-    pairs = _held_out_pairs(store, align_run_id, [c.id for c in (baseline, best) if c])
+        return _judge_report(store, report, best.id if best else None, held)
+    pairs = _held_out_pairs(store, align_run_id, [c.id for c in (baseline, best) if c], held)
     if baseline is None or best is None or not pairs.get(baseline.id) or not pairs.get(best.id):
         return report.model_copy(update={"note": (
             "The held-out labels are scored when the align run completes (or now with "
@@ -465,19 +487,69 @@ def measures_real_critic(origin: AlignOrigin) -> bool:
     return origin.critic.type == "evaluator"
 
 
-def _judge_report(store: Store, report: AlignReport, best_id: int | None) -> AlignReport:
+@dataclass(frozen=True)
+class ActiveLabel:
+    """An align run's label whose correction is active now."""
+
+    example_id: int
+    """The align run's example."""
+    trial_id: int
+    """The corrected trial of the source run it comes from."""
+    human_score: float
+    critic_score: float | None
+    """The source critic's score, as recorded when the person corrected it."""
+
+
+def current_align_labels(store: Store, align_run_id: str) -> list[ActiveLabel]:
+    """The align run's labels as the active corrections make them now, in example order
+    (training labels first): the run's examples and judged trials are brought up to date
+    first (:func:`~studio.engine.labels.relabel_run`)."""
+    origin = align_origin(store, align_run_id)
+    relabel_run(store, align_run_id)
+    examples = store.examples(align_run_id)
+    sources = label_sources(origin, examples)
+    found = []
+    for example in examples:
+        label = read_label(example.data.get("expected"))
+        if example.id in sources and not is_undone(label):
+            found.append(ActiveLabel(example.id, sources[example.id], float(label["score"]),
+                                     label.get("critic_score")))
+    return found
+
+
+def active_label_count(store: Store, align_run_id: str) -> tuple[int, int]:
+    """(labels active now, labels the align run started with), read without re-scoring
+    anything: for a panel watching a live align run."""
+    origin = align_origin(store, align_run_id)
+    active = active_corrections(store, origin)
+    return sum(1 for t in origin.label_trial_ids if t in active), len(origin.label_trial_ids)
+
+
+def held_out_labels(origin: AlignOrigin, labels: list[ActiveLabel]) -> list[ActiveLabel]:
+    held = set(origin.held_out_trial_ids)
+    return [x for x in labels if x.trial_id in held]
+
+
+def _judge_report(store: Store, report: AlignReport, best_id: int | None,
+                  held: list[ActiveLabel]) -> AlignReport:
+    """Before/after from the stored judge replies, against the labels as they are now; a
+    held-out label the stored measurement did not cover (its correction was undone then)
+    makes it pending again."""
     measured = _stored_measure(store, report.align_run_id, best_id)
-    if measured is None:
+    cases = {c["trial_id"]: c for c in measured.cases} if measured is not None else {}
+    if measured is None or any(x.trial_id not in cases for x in held):
         return report.model_copy(update={"measure_pending": best_id is not None, "note": (
-            f"The real judge has not been run on the {report.held_out} held-out labels yet "
-            f"(`studio align-report {report.align_run_id}` runs it)." if best_id is not None
+            f"The real judge has not been run on the {report.active_held_out} held-out labels "
+            f"yet (`studio align-report {report.align_run_id}` runs it)." if best_id is not None
             else "The align run has no scored candidate yet.")})
     return report.model_copy(update={
         "measured_by": f"the real critic as applied ({report.target}"
                        f"{' of ' + report.part_name if report.part_name else ''}: original vs "
-                       f"aligned), run on the {report.held_out} held-out trials",
-        "before": AgreementReport.model_validate(measured.summary["before"]),
-        "after": AgreementReport.model_validate(measured.summary["after"])})
+                       f"aligned), run on the {report.active_held_out} held-out trials",
+        "before": counted_agreement([(cases[x.trial_id]["before"], x.human_score)
+                                     for x in held], report.threshold),
+        "after": counted_agreement([(cases[x.trial_id]["after"], x.human_score)
+                                    for x in held], report.threshold)})
 
 
 def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> Any:
@@ -487,32 +559,31 @@ def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> Any
     return None
 
 
-def _held_out_labels(store: Store, align_run_id: str) -> list[dict[str, Any]]:
-    """The held-out labels as frozen when the align run was created, in trial order."""
-    return [read_label(e.data.get("expected")) for e in store.examples(align_run_id, Split.TEST)]
-
-
-def _recorded_agreement(store: Store, align_run_id: str, threshold: float
-                        ) -> AgreementReport | None:
-    labels = _held_out_labels(store, align_run_id)
-    pairs = [(x.get("critic_score"), float(x["score"])) for x in labels]
+def _recorded_agreement(held: list[ActiveLabel], threshold: float) -> AgreementReport | None:
+    pairs = [(x.critic_score, x.human_score) for x in held]
     return agreement(pairs, threshold) if pairs else None
 
 
 def measure_held_out(store: Store, align_run_id: str, *, progress: Job | None = None,
                      concurrency: int = 4) -> AlignReport:
-    """Run the real critic, with its original and its aligned text, on the held-out trials,
-    store the agreement of each with the person, and return the report.
+    """Run the real critic, with its original and its aligned text, on the held-out trials
+    whose correction is active now, store the agreement of each with the person, and return
+    the report.
 
     Raises:
-        RunStateError: not an align run, or it has no scored candidate yet.
+        RunStateError: not an align run, it has no scored candidate yet, or none of its
+            held-out corrections is active now.
     """
     origin = align_origin(store, align_run_id)
+    held = held_out_labels(origin, current_align_labels(store, align_run_id))
     view = load_view(store, align_run_id)
     if view.best_id is None:
         raise RunStateError(f"align run {align_run_id} has no scored candidate yet")
-    trials = [store.get_trial(trial_id) for trial_id in origin.held_out_trial_ids]
-    humans = [float(x["score"]) for x in _held_out_labels(store, align_run_id)]
+    if not held:
+        raise RunStateError(f"none of align run {align_run_id}'s held-out corrections is "
+                            "active now: there is nothing to measure the critics on")
+    trials = [store.get_trial(x.trial_id) for x in held]
+    humans = [x.human_score for x in held]
     source = store.get_run(origin.run_id)
     samples = [_sample(store, trial) for trial in trials]
     if progress is not None:
@@ -561,11 +632,11 @@ def measure_marker(store: Store, align_run_id: str) -> int | None:
 
 
 
-def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int]
-                    ) -> dict[int, list[tuple[float | None, float]]]:
-    """Per candidate: (its critic score, the person's) on each held-out label it was run on."""
-    labels = {e.id: float(read_label(e.data.get("expected"))["score"])
-              for e in store.examples(run_id, Split.TEST)}
+def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int],
+                    held: list[ActiveLabel]) -> dict[int, list[tuple[float | None, float]]]:
+    """Per candidate: (its critic score, the person's now) on each active held-out label it
+    was run on, read from the reply its trial keeps."""
+    labels = {x.example_id: x.human_score for x in held}
     pairs: dict[int, dict[int, tuple[float | None, float]]] = {c: {} for c in candidate_ids}
     for trial in store.trials(run_id, phase=TrialPhase.TEST):
         found = pairs.get(trial.candidate_id)

@@ -70,6 +70,10 @@ def _describe(node: Any, agents: dict[str, Any], depth: int, max_depth: int,
         raise ConfigError(f"{node.name!r} is a {type(node).__name__}; a workflow is made of "
                           "SequentialAgent, LoopAgent, ParallelAgent and LlmAgent",
                           where=where, value=node.name)
+    if not node.sub_agents:  # else WorkflowSpec's pydantic "at least 1 item" leaks out
+        raise ConfigError(f"{type(node).__name__} {node.name!r} has no sub_agents: a workflow "
+                          "needs at least one agent to run and evolve; add its agents with "
+                          "sub_agents=[...]", where=where, value=node.name)
     steps: list[str | WorkflowSpec] = []
     for child in node.sub_agents:
         if isinstance(child, LlmAgent):

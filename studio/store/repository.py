@@ -27,6 +27,7 @@ from studio.model.errors import (
     RunStateError,
     StoreError,
 )
+from studio.model.feedback import Feedback
 from studio.model.jsontools import finite_json
 from studio.model.records import (
     Candidate,
@@ -219,6 +220,16 @@ class Store:
             c.execute(update(t.runs).where(t.runs.c.id == run_id).values(**fields))
 
     @_guard
+    def clear_control(self, run_id: str, seen: RunRequest | None) -> bool:
+        """Withdraw the run's request ``seen`` (read before a resume claimed the run); a request
+        made since, e.g. a Stop that arrived while the run was being resumed, is kept."""
+        current = t.runs.c.control.is_(None) if seen is None else \
+            t.runs.c.control == RunRequest(seen).value
+        with self.engine.begin() as c:
+            return bool(c.execute(update(t.runs).where(t.runs.c.id == run_id, current)
+                                  .values(control=None)).rowcount)
+
+    @_guard
     def claim_run(self, run_id: str, worker: str, *, stale_after_s: float) -> bool:
         """Make ``worker`` the owner of a run unless another worker holds a live lease on it.
 
@@ -397,6 +408,14 @@ class Store:
             return [_model(Example, r, **_EXAMPLE_RENAME) for r in c.execute(query)]
 
     @_guard
+    def set_example_data(self, example_id: int, data: dict[str, Any]) -> None:
+        """Replace an example's fields: an align run's label read again from the person's
+        correction as it is now (:mod:`studio.engine.labels`)."""
+        with self.engine.begin() as c:
+            c.execute(update(t.examples).where(t.examples.c.id == example_id)
+                      .values(data=data))
+
+    @_guard
     def get_example(self, example_id: int) -> Example:
         """One example (a trial view reads its images from it)."""
         with self.engine.connect() as c:
@@ -496,6 +515,18 @@ class Store:
                     raise LeaseLostError(f"worker {trial.worker} lost run {trial.run_id}: it "
                                          f"is now held by {holder or 'no worker'}")
         return trial.model_copy(update={"id": new_id})
+
+    @_guard
+    def rejudge_trial(self, trial_id: int, feedback: Feedback, error: str | None) -> None:
+        """Replace a trial's verdict with one recomputed from its stored output, nothing judged
+        again: an align run's trial whose label (the person's correction) changed or was undone
+        (:mod:`studio.engine.labels`). Output, trace and the trial's place stay as they were."""
+        values = {"score": feedback.score, "feedback": feedback.model_dump(),
+                  "error": error, "trace": {}}
+        values = _finite_trial(redact_data(values))
+        values.pop("trace")
+        with self.engine.begin() as c:
+            c.execute(update(t.trials).where(t.trials.c.id == trial_id).values(**values))
 
     @_guard
     def trials(

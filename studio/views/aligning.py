@@ -65,11 +65,21 @@ def unusable_note(before: Any, after: Any) -> str:
             f"{before.unusable}, aligned {after.unusable}.")
 
 
+def active_line(report: Any) -> str:
+    """How many labels the corrections make now, of those the align run started with."""
+    if report.active_labels == report.labels:
+        return (f"{report.labels} labels, all active now ({report.held_out} held out)")
+    undone = report.labels - report.active_labels
+    return (f"{report.active_labels} of {report.labels} labels active now ({undone} "
+            f"correction{'s' if undone != 1 else ''} undone since it started); "
+            f"{report.active_held_out} of {report.held_out} held out")
+
+
 def align_lines(report: Any) -> str:
     """The report as a person reads it in a terminal."""
     lines = [f"align run {report.align_run_id} ({report.status}) of run "
-             f"{report.source_run_id}'s critic {report.target}: {report.labels} labels, "
-             f"{report.held_out} held out", align_summary(report)]
+             f"{report.source_run_id}'s critic {report.target}: {active_line(report)}",
+             align_summary(report)]
     if report.before is not None and report.after is not None:
         lines.append(f"measured by {report.measured_by}")
         lines.append(f"{'':<22} {'before':>8} {'after':>8} {'recorded':>9}")

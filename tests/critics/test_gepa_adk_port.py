@@ -176,7 +176,7 @@ def test_reply_that_is_not_json_is_a_parse_error_with_the_raw_text():
 
 def test_json_that_is_not_an_object_is_a_parse_error():
     scorer, _ = scorer_replying(success('["not", "a", "dict"]'))
-    with pytest.raises(CriticOutputParseError, match="not JSON"):
+    with pytest.raises(CriticOutputParseError, match="is JSON but not an object"):
         score(scorer)
 
 
@@ -320,3 +320,186 @@ def test_evolve_takes_gepa_adks_scorer_executor_and_selector_names(tmp_path):
         asyncio.run(evolve(writer(), trainset(3), critic=critic(), scorer=critic(),
                            store=store))
     store.close()
+
+
+# --------------------------------------------------------------------------- gepa-adk's errors
+
+
+def test_gepa_adks_error_keywords_are_accepted_and_kept():
+    from studio import ConfigError
+
+    cause = TimeoutError("critic took 300 s")
+    error = ScoringError("Scoring failed", cause=cause)
+    assert error.cause is cause and str(error) == "Scoring failed (caused by: critic took 300 s)"
+    missing = MissingScoreFieldError("Score field missing", parsed_output={"feedback": "ok"})
+    assert missing.parsed_output == {"feedback": "ok"} and missing.available_fields == [
+        "feedback"]
+    assert isinstance(missing, ScoringError)
+    parse = CriticOutputParseError("Invalid JSON", raw_output="{oops", parse_error="line 1")
+    assert (parse.raw_output, parse.parse_error) == ("{oops", "line 1")
+    config = ConfigError("max_iterations must be non-negative", field="max_iterations",
+                         value=-5, constraint=">= 0")
+    assert (config.field, config.value, config.constraint) == ("max_iterations", -5, ">= 0")
+    assert config.where == "max_iterations"
+    assert str(config) == "max_iterations must be non-negative [field='max_iterations', value=-5]"
+    assert str(ConfigError("Error", field=None, value=None)) == "Error"
+
+
+def test_evolution_config_refuses_with_the_documented_configuration_error():
+    from pydantic import ValidationError
+
+    from studio import ConfigError, EvolutionConfig
+    from studio.model.errors import StudioError
+
+    with pytest.raises(ConfigError) as info:
+        EvolutionConfig(max_iterations=-1)
+    assert isinstance(info.value, StudioError) and not isinstance(info.value, ValidationError)
+    assert info.value.field == "max_iterations" and info.value.value == -1
+    assert "greater than or equal to 0" in str(info.value)
+
+
+def test_a_critic_reply_that_is_json_but_not_an_object_says_so():
+    from studio.critics.agent import parse_critic_output
+
+    with pytest.raises(CriticOutputParseError) as info:
+        parse_critic_output("[1, 2]")
+    assert "is JSON but not an object (it is a list)" in str(info.value)
+    assert "not JSON:" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- evolve()'s checks
+
+
+@pytest.fixture
+def port_store(tmp_path):
+    from studio.store import open_store
+
+    store = open_store(f"sqlite:///{tmp_path}/checks.db", cached=False)
+    yield store
+    store.close()
+
+
+def test_evolve_refuses_what_is_not_an_agent_before_storing_a_run(port_store):
+    from studio import ConfigError, evolve
+
+    with pytest.raises(ConfigError) as info:
+        asyncio.run(evolve("not an agent", [{"topic": "rain"}], store=port_store))
+    assert info.value.field == "agent" and "got str 'not an agent'" in str(info.value)
+    assert port_store.list_runs() == []
+
+
+def test_no_critic_and_no_output_schema_is_refused_before_any_model_call(script, port_store):
+    from studio import ConfigError, evolve
+
+    model = script("a haiku")
+    writer = LlmAgent(name="writer", model=litellm_model(model), instruction="Write a haiku.")
+    with pytest.raises(ConfigError) as info:
+        asyncio.run(evolve(writer, [{"topic": "rain"}], store=port_store))
+    assert info.value.field == "critic" and "pass critic=..." in str(info.value)
+    assert script.requests(model) == [] and port_store.list_runs() == []
+
+
+def test_no_critic_scores_the_agent_by_its_own_output_schema(script, port_store):
+    from pydantic import BaseModel, Field
+
+    from studio import EvolutionConfig, evolve
+
+    class HaikuWithScore(BaseModel):
+        haiku: str
+        score: float = Field(ge=0.0, le=1.0)
+
+    model = script(lambda request: {"haiku": "rain on the roof", "score": 0.6})
+    writer = LlmAgent(name="writer", model=litellm_model(model), instruction="Write a haiku.",
+                      output_schema=HaikuWithScore)
+    result = asyncio.run(evolve(writer, [{"topic": "rain"}, {"topic": "snow"}],
+                                config=EvolutionConfig(max_iterations=0), store=port_store))
+    assert result.status == "completed" and result.original_score == 0.6
+    trials = port_store.trials(result.run_id)
+    assert [t.score for t in trials] == [0.6, 0.6]
+    assert len(script.requests(model)) == 2  # the agent alone: no critic model was called
+
+
+def test_an_output_schema_without_score_is_refused_naming_the_field(script, port_store):
+    from pydantic import BaseModel
+
+    from studio import ConfigError, evolve
+
+    class JustHaiku(BaseModel):
+        haiku: str
+
+    writer = LlmAgent(name="writer", model=litellm_model(script("x")), instruction="Write.",
+                      output_schema=JustHaiku)
+    with pytest.raises(ConfigError, match="must have a 'score' field") as info:
+        asyncio.run(evolve(writer, [{"topic": "rain"}], store=port_store))
+    assert info.value.field == "output_schema" and port_store.list_runs() == []
+
+
+def test_evolving_an_output_schema_the_agent_lacks_is_refused_up_front(script, port_store):
+    from studio import ConfigError, evolve
+    from tests.helpers import critic, writer
+
+    with pytest.raises(ConfigError) as info:
+        asyncio.run(evolve(writer(), [{"topic": "rain"}], critic=critic(),
+                           components=["instruction", "output_schema"], store=port_store))
+    assert info.value.field == "components" and info.value.value == "output_schema"
+    assert "cannot evolve 'output_schema': agent 'writer' has no output_schema" in str(
+        info.value)
+    assert port_store.list_runs() == []
+
+
+def test_an_empty_sequential_agent_is_a_studio_error(port_store):
+    from pydantic import ValidationError
+
+    from studio import ConfigError, evolve
+    from tests.helpers import critic
+
+    with pytest.raises(ConfigError) as info:
+        asyncio.run(evolve(SequentialAgent(name="flow", sub_agents=[]), [{"topic": "rain"}],
+                           critic=critic(), store=port_store))
+    assert not isinstance(info.value, ValidationError)
+    assert "SequentialAgent 'flow' has no sub_agents" in str(info.value)
+    assert port_store.list_runs() == []
+
+
+def test_the_result_has_gepa_adks_improved_and_schema_version(port_store):
+    from studio import EvolutionConfig, evolve
+    from tests.helpers import critic, trainset, writer
+
+    result = asyncio.run(evolve(writer(), trainset(3), critic=critic(),
+                                config=EvolutionConfig(max_iterations=2), store=port_store))
+    assert result.improved is (result.final_score > result.original_score) is True
+    assert result.schema_version == 1 and result.to_dict()["schema_version"] == 1
+
+
+# --------------------------------------------------------------------------- TrialBuilder
+
+
+def test_trial_builder_follows_the_seeds_documentation():
+    """Seed 002 documents ``build_feedback(0.75) == {"score": 0.75}`` and
+    ``feedback_dimensions``; gepa-adk 2.8's code adds ``feedback_text: ""`` and spells the
+    dimensions ``dimensions``. The studio follows the documentation (see the README)."""
+    from studio.engine.trials import TrialBuilder, normalize_feedback
+
+    builder = TrialBuilder()
+    assert builder.build_feedback(0.75) == {"score": 0.75}
+    feedback = builder.build_feedback(0.85, metadata={
+        "feedback": "Good work", "dimension_scores": {"accuracy": 0.9}})
+    assert feedback == {"score": 0.85, "feedback_text": "Good work",
+                        "feedback_dimensions": {"accuracy": 0.9}}
+    assert normalize_feedback(0.45, {"feedback_text": "Too clinical",
+                                     "dimension_scores": {"voice": 0.2},
+                                     "actionable_guidance": "Add I statements"}) == {
+        "score": 0.45, "feedback_text": "Too clinical", "dimensions": {"voice": 0.2},
+        "guidance": "Add I statements"}
+
+
+def test_a_workflow_without_critic_needs_an_output_schema_on_its_primary(script, port_store):
+    from studio import ConfigError, evolve
+
+    model = script("text")
+    flow = SequentialAgent(name="flow", sub_agents=[
+        LlmAgent(name="outliner", model=litellm_model(model), instruction="Outline."),
+        LlmAgent(name="writer", model=litellm_model(model), instruction="Write.")])
+    with pytest.raises(ConfigError, match="no critic for agent 'writer'"):
+        asyncio.run(evolve(flow, [{"topic": "rain"}], store=port_store))
+    assert script.requests(model) == [] and port_store.list_runs() == []

@@ -172,7 +172,7 @@ def test_a_killed_group_run_resumes_without_judging_anything_twice(tmp_path, dat
         assert store.get_trial(first.id).effective_score == 1.0
         result = load_result(store, run_id)
         assert set(result.evolved_components) == {"writer.instruction"}
-        assert len(result.iteration_history) == 4
+        assert {row["iteration"] for row in result.iteration_history} == {1, 2, 3, 4}
         assert all([e["author"] for e in t.trace["events"]] == list(PIPELINE) for t in after)
     finally:
         worker.kill()

@@ -10,23 +10,33 @@ import pytest
 from studio.engine import decide
 from studio.engine.worker import get_manager
 from studio.model.errors import RunStateError
-from studio.model.records import DecisionAction, ProposalStatus, RunStatus
-from tests.helpers import demo_spec, trainset
+from studio.model.records import DecisionAction, EventKind, ProposalStatus, RunStatus
+from tests.helpers import demo_spec, trainset, wait_until
 
 
-def test_a_run_stopped_at_the_gate_resumes_with_the_next_iteration(runner, store):
+def test_a_run_stopped_at_the_gate_brings_the_same_proposal_back_on_resume(runner, store):
+    """Stop is no decision: the proposal stays pending, and the resumed run replays its
+    iteration and waits at the same gate again (announced again), where the person decides."""
     run_id, handle = runner.start(demo_spec(), trainset(3), max_iterations=3, review="review")
     pending = runner.wait_for_pending(run_id, set())
-    decide(pending.id, "stop", store=store)
+    assert decide(pending.id, "stop", store=store) is None
     assert handle.wait(30) == "user"
     stopped = store.get_proposal(pending.id)
-    assert stopped.status is ProposalStatus.REJECTED and stopped.invalid_reason == "run stopped"
+    assert stopped.status is ProposalStatus.PENDING and stopped.decided_at is None
+    assert store.decisions(proposal_id=pending.id) == []
+    announced = len(store.events(run_id, kind=EventKind.AWAITING_DECISION))
 
-    resumed = get_manager(store).resume(run_id)
-    assert resumed.wait(30) == "max_iterations"  # it went on, and did not stop again
-    later = [p.iteration for p in store.proposals(run_id) if p.id != pending.id]
-    assert later and min(later) == pending.iteration + 1  # the next iteration, not a replay
-    assert store.get_proposal(pending.id).status is ProposalStatus.REJECTED
+    get_manager(store).resume(run_id)
+    wait_until(lambda: len(store.events(run_id, kind=EventKind.AWAITING_DECISION)) > announced,
+               timeout=30, message="the stopped proposal is announced at the gate again")
+    assert [p.id for p in store.proposals(run_id, status=ProposalStatus.PENDING)] == [pending.id]
+    decide(pending.id, "accept", store=store)
+    waiting = runner.wait_for_pending(run_id, {pending.id})  # the next iteration's
+    assert waiting.iteration == pending.iteration + 1
+    accepted = store.get_proposal(pending.id)
+    assert accepted.status is ProposalStatus.ACCEPTED
+    assert store.get_candidate(accepted.child_id).pooled
+    get_manager(store).stop(run_id)
 
 
 def test_the_first_of_two_simultaneous_decisions_wins(runner, store):

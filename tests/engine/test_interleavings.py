@@ -1,13 +1,17 @@
 """Random interleavings of a person and the engine end in a consistent store.
 
-A seeded driver runs a review-mode run in a real worker process (the CLI) and, step by step,
-picks what a person (or the machine) does next: decide a pending proposal (accept, reject, edit,
+A seeded driver runs a review-mode run in a real worker process (the CLI), under a timeout and a
+metric-call budget drawn by the seed (or none), and, step by step, picks what a person (or the
+machine) does next: decide a pending proposal (accept, reject with a reason, edit, edit it again,
 stop), decide it a second time, correct or un-correct a trial, pause, unpause, stop, resume, or
-SIGKILL the worker. At the end the run is resumed and stopped cleanly, and the store must hold:
+SIGKILL the worker. At the end the run is resumed and run to its end (the pending proposals
+decided), and the store must hold:
 
 - every (candidate, example) pair judged at most once;
-- every proposal settled or pending, never left evaluating;
-- at most one decision per proposal;
+- every proposal settled or pending, never left evaluating; in the completed run, none pending;
+- at most one decision per proposal, and every decision recorded applied (accepted: the proposal
+  accepted and its child pooled; rejected: rejected; edited: edited, with a successor);
+- no pooled candidate repeating another's components;
 - the pool and the Pareto front equal to a recomputation from the stored trials' effective scores.
 """
 
@@ -31,6 +35,7 @@ from studio.engine.worker import get_manager
 from studio.model.errors import StudioError
 from studio.model.records import DecisionAction, ProposalStatus, RunStatus
 from studio.store import open_store
+from tests.engine.invariants import nothing_stranded
 from tests.helpers import CliWorker, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,11 +45,15 @@ SETTLED = {ProposalStatus.ACCEPTED, ProposalStatus.REJECTED, ProposalStatus.EDIT
            ProposalStatus.INVALID, ProposalStatus.PENDING}
 
 
-def project_file(folder: Path) -> Path:
+def project_file(folder: Path, rng: random.Random) -> Path:
+    """The review run, with a timeout and a budget drawn by the seed: the timeout may fall in
+    any phase of an iteration (only machine time counts), the budget may refuse an edit."""
     data = yaml.safe_load((ROOT / "examples" / "haiku_scripted.yaml").read_text())
     for part in ("agent", "critic", "reflection"):
         data[part]["model"] = "scripted/demo@30ms"
-    data["run"].update(review="review", max_iterations=8, max_concurrency=3)
+    data["run"].update(review="review", max_iterations=8, max_concurrency=3,
+                       timeout_seconds=rng.choice([3.0, None, 6.0]),
+                       max_metric_calls=rng.choice([40, None, 60]))
     path = folder / "project.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -66,7 +75,8 @@ def person_step(rng: random.Random, store, worker: CliWorker) -> str:
     if choice in ("decide", "decide_again") and waiting:
         proposal = waiting[0]
         action = rng.choice([DecisionAction.ACCEPT, DecisionAction.REJECT, DecisionAction.EDIT,
-                             DecisionAction.ACCEPT, DecisionAction.STOP])
+                             DecisionAction.ACCEPT, DecisionAction.STOP, DecisionAction.REJECT,
+                             DecisionAction.EDIT])
         text = proposal.text + f" Keep it vivid ({rng.randrange(10**6)})."
         for _ in range(2 if choice == "decide_again" else 1):
             with refused_is_fine():
@@ -108,23 +118,28 @@ def _resumable(store, run_id) -> bool:
     return store.get_run(run_id).status is not RunStatus.COMPLETED
 
 
-def finish(store, worker: CliWorker) -> None:
-    """Resume once more and stop the run cleanly (at a gate if one is waiting)."""
+def finish(store, worker: CliWorker, rng: random.Random) -> None:
+    """Resume once more and run to the end, accepting or rejecting each proposal that waits."""
     run_id = worker.run_id
     worker.kill()
     if _resumable(store, run_id):
         worker.resume()
         with refused_is_fine():
             get_manager(store).unpause(run_id)
-        wait_until(lambda: pending(store, run_id) or not worker.alive, timeout=60,
-                   message="the resumed run to reach a gate or its end")
-        if worker.alive:
+        while worker.alive:
+            wait_until(lambda: pending(store, run_id) or not worker.alive, timeout=60,
+                       message="the resumed run to reach a gate or its end")
             waiting = pending(store, run_id)
-            if waiting:
-                decide(waiting[0].id, DecisionAction.STOP, reason="driver done", store=store)
-            else:
-                get_manager(store).stop(run_id)
+            if waiting and worker.alive:
+                decide_and_wait(store, worker, waiting[0].id, rng.choice(["accept", "reject"]))
     worker.wait_exit(60)
+
+
+def decide_and_wait(store, worker: CliWorker, proposal_id: int, action: str) -> None:
+    with refused_is_fine():  # decided by the driver's doubled decision already
+        decide(proposal_id, action, reason="driver done", store=store)
+    wait_until(lambda: proposal_id not in {p.id for p in pending(store, worker.run_id)}
+               or not worker.alive, timeout=60, message="the gate to move on")
 
 
 def check_invariants(store, run_id: str, history: list[str]) -> None:
@@ -136,6 +151,8 @@ def check_invariants(store, run_id: str, history: list[str]) -> None:
     proposals = store.proposals(run_id)
     stuck = [p.id for p in proposals if p.status not in SETTLED]
     assert not stuck, f"proposals {stuck} were left evaluating {where}"
+    assert store.get_run(run_id).status is RunStatus.COMPLETED, f"the run did not end {where}"
+    nothing_stranded(store, run_id, where)
 
     per_proposal = Counter(d.proposal_id for d in store.decisions(run_id))
     doubled = [p for p, n in per_proposal.items() if n > 1]
@@ -159,15 +176,15 @@ def check_invariants(store, run_id: str, history: list[str]) -> None:
 def test_random_interleavings_keep_the_store_consistent(tmp_path, seed, database_url):
     url = database_url
     store = open_store(url, cached=False)
-    worker = CliWorker(url, project_file(tmp_path))
     rng = random.Random(seed)
+    worker = CliWorker(url, project_file(tmp_path, rng))
     history: list[str] = []
     try:
         run_id = worker.start()
         deadline = time.monotonic() + 120
         while len(history) < STEPS and time.monotonic() < deadline:
             history.append(person_step(rng, store, worker))
-        finish(store, worker)
+        finish(store, worker, rng)
         check_invariants(store, run_id, history)
         assert store.count_trials(run_id) > 0 and store.decisions(run_id), \
             f"the driver never reached the engine {history}"

@@ -66,12 +66,14 @@ def test_a_worse_instruction_is_rejected(runner, store, script):
 
 def test_a_proposal_already_tried_is_invalid_and_costs_no_call(runner, store, script):
     run_id, _ = runner.run(demo_spec(worse_world(script, "same")), trainset(3), max_iterations=2)
-    first, second = store.proposals(run_id)
-    assert first.status is ProposalStatus.REJECTED and second.text == first.text
-    assert second.status is ProposalStatus.INVALID
-    assert second.invalid_reason.startswith("duplicate of candidate #1")
+    first, *repeats = store.proposals(run_id)
+    assert first.status is ProposalStatus.REJECTED and len(repeats) == 3  # asked three times
+    for second in repeats:
+        assert second.text == first.text and second.status is ProposalStatus.INVALID
+        assert second.invalid_reason.startswith("duplicate of candidate #1 (rejected by the "
+                                                "acceptance rule")
+        assert not store.trials(run_id, proposal_id=second.id)
     assert len(store.candidates(run_id)) == 2  # no child for the duplicate
-    assert not store.trials(run_id, proposal_id=second.id)
 
 
 def test_an_override_flips_an_acceptance_and_reorders_the_front(runner, store, script):
@@ -183,7 +185,8 @@ def test_stop_conditions(runner, store, config, reason):
 def test_patience_stops_a_run_that_no_longer_improves(runner, store, script):
     run_id, reason = runner.run(demo_spec(worse_world(script, "stuck")), trainset(3),
                                 max_iterations=20, patience=2)
-    assert reason == "patience" and len(store.proposals(run_id)) == 2
+    assert reason == "patience"  # the second iteration, skipped (it repeats), is not a gain
+    assert [p.iteration for p in store.proposals(run_id)] == [1, 2, 2, 2]
 
 
 def test_user_stop(runner, store):

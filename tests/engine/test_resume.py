@@ -68,7 +68,8 @@ def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
     assert all(a >= b for a, b in zip(after, before, strict=True)), (before, after)
     assert store.get_trial(first_trial.id).effective_score == 1.0
     result = load_result(store, run_id)
-    assert result.status == "completed" and len(result.iteration_history) == 5
+    assert result.status == "completed"
+    assert {row["iteration"] for row in result.iteration_history} == {1, 2, 3, 4, 5}
 
 
 def test_a_pending_proposal_survives_a_restart(store):

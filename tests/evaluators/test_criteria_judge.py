@@ -40,7 +40,7 @@ def test_seed_example_numeric_with_threshold_and_on_fail(script):
     assert [r.score for r in result.results] == [8]
     assert result.results[0].passed is True
     assert result.results[0].reason == "The explanation is clear and beginner-friendly."
-    assert result.avg_score == 8.0 and result.pass_rate == 1.0
+    assert result.avg_score == 8.0 and result.pass_rate == 100.0
     assert failures == []
     request = script.requests(model)[-1]
     assert "## Criteria\n" + CRITERIA in request.system
@@ -94,7 +94,7 @@ def test_batch_statistics_and_async_on_fail(script):
     assert result.avg_score == 7.5
     assert (result.min_score, result.max_score) == (4.0, 10.0)
     assert result.std_dev_score == pytest.approx(2.6458, abs=1e-4)
-    assert result.pass_rate == 0.75
+    assert result.pass_rate == 75.0
     assert (result.passed_count, result.failed_count, result.error_count) == (3, 1, 0)
     assert failed == ["out-b"]
 
@@ -103,7 +103,7 @@ def test_arun(script):
     model = script({"passed": True, "reason": "fine"})
     judge = AgentAsJudgeEval(criteria=CRITERIA, model=model)
     result = asyncio.run(judge.arun(cases=[{"input": "q", "output": "a"}] * 3))
-    assert result.pass_rate == 1.0
+    assert result.pass_rate == 100.0
     assert len(result.results) == 3
 
 
@@ -151,7 +151,7 @@ def test_failed_call_among_good_ones_is_kept_and_excluded_from_stats(script):
     assert len(result.results) == 3
     assert result.results[1].error.startswith("judge call failed:")
     assert "model overloaded" in result.results[1].error
-    assert result.avg_score == 8.0 and result.pass_rate == 1.0 and result.error_count == 1
+    assert result.avg_score == 8.0 and result.pass_rate == 100.0 and result.error_count == 1
 
 
 def test_none_output_is_recorded_without_calling_the_judge(script):
@@ -239,7 +239,7 @@ def test_runs_are_logged_to_a_sqlite_store_and_listable(script, tmp_path):
     assert [r.id for r in runs] == [result.eval_run_id]
     logged = runs[0]
     assert logged.kind == "agent_as_judge"
-    assert logged.summary["pass_rate"] == 0.5
+    assert logged.summary["pass_rate"] == 50.0
     assert logged.summary["threshold"] == 7
     assert logged.summary["criteria"] == CRITERIA
     assert [c["score"] for c in logged.cases] == [9, 3]
@@ -274,7 +274,7 @@ def test_a_store_failure_keeps_the_results(script):
     judge = AgentAsJudgeEval(criteria=CRITERIA, model=script({"passed": True, "reason": ""}),
                              db=ReadOnlyStore())
     result = judge.run(input="q", output="a")
-    assert result.pass_rate == 1.0
+    assert result.pass_rate == 100.0
     assert result.log_error == "database is read-only"
 
 

@@ -60,11 +60,14 @@ def test_reference_trajectory_is_shown_for_comparison(script):
         model)[-1].last_user
 
 
-def test_score_outside_the_unit_interval_is_not_clamped(script):
+def test_score_outside_the_unit_interval_is_clamped_as_potato_does_and_said(script):
     model = script({"score": 7, "reasoning": "good"})
     result = LLMTrajectoryJudge(model=model, continuous=True).evaluate(outputs=AGENT_TRACE)
-    assert result.score is None
-    assert result.comment == "judge score 7 is outside [0, 1]"
+    assert result.score == 1.0 and result.metadata["clamped_from"] == 7
+    assert result.comment == "good\n(judge score 7 was outside [0, 1]; clamped to 1.0)"
+    unreadable = script({"score": "high", "reasoning": "good"})
+    result = LLMTrajectoryJudge(model=unreadable, continuous=True).evaluate(outputs=AGENT_TRACE)
+    assert result.score is None  # not a number: nothing to clamp
 
 
 def test_unreadable_verdict_and_reply_without_json(script):

@@ -16,7 +16,7 @@ def test_binary_criteria_judge_on_the_embedded_model():
     # with its reasoning, or a recorded error (never a dropped case).
     if case.error is None:
         assert case.passed in (True, False)
-        assert result.pass_rate in (0.0, 1.0)
+        assert result.pass_rate in (0.0, 100.0)
         assert case.normalized_score in (0.0, 1.0)
     else:
         assert case.passed is None and result.error_count == 1 and result.pass_rate is None

@@ -48,18 +48,18 @@ def test_seed_example_per_requirement_verdicts(script):
     assert 'calls tool book({"flight": "AF1", "refundable": true})' in request.last_user
 
 
-def test_a_requirement_without_a_verdict_could_not_be_evaluated_and_is_flagged(script):
-    # Potato divides by the verdicts returned; a skipped requirement is not a failed one either.
-    model = script({"verdicts": [verdict(1, True), verdict(2, False)], "reasoning": ""})
+def test_a_requirement_without_a_verdict_counts_as_not_satisfied_and_is_flagged(script):
+    # Potato divides by the verdicts returned, so a skipped requirement vanishes (2 of 2 -> 1.0).
+    model = script({"verdicts": [verdict(1, True), verdict(2, True)], "reasoning": ""})
     r = AgentAsJudgeEvaluator(model=model, requirements=REQUIREMENTS).evaluate(
         outputs=TRAJECTORY)
-    assert r.metadata["verdicts"][2]["flag"] == "missing verdict"
-    assert r.metadata["verdicts"][2]["satisfied"] is None
-    assert r.score == pytest.approx(1 / 2) and r.value == "1/2 requirements satisfied"
+    assert r.score == pytest.approx(2 / 3) and r.value == "2/3 requirements satisfied"
+    assert r.metadata["verdicts"][2] == {"requirement": REQUIREMENTS[2], "satisfied": False,
+                                         "evidence": "", "flag": "missing verdict"}
     assert (r.metadata["satisfied"], r.metadata["total"], r.metadata["flagged"],
-            r.metadata["not_evaluated"]) == (1, 2, 1, 1)
-    assert ("The itinerary was emailed to the user: missing verdict (could not evaluate; "
-            "not counted)") in r.comment
+            r.metadata["missing"]) == (2, 3, 1, 1)
+    assert ("The itinerary was emailed to the user: the judge gave no verdict (counted as not "
+            "satisfied)") in r.comment
 
 
 def test_verdicts_are_matched_by_text_not_position(script):

@@ -10,21 +10,19 @@ from pydantic import ValidationError
 
 from studio import EvolutionConfig
 from studio.model.config import GEPA_ADK_ELSEWHERE
-from studio.model.errors import ConfigError
+from studio.model.errors import ConfigError, StudioError
 
 
 def refusal(**kwargs) -> ConfigError:
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(ConfigError) as info:
         EvolutionConfig(**kwargs)
-    error = info.value.errors()[0]["ctx"]["error"]
-    assert isinstance(error, ConfigError)
-    return error
+    return info.value
 
 
 def test_patience_zero_means_no_patience_limit():
     assert EvolutionConfig(patience=0).patience is None
     assert EvolutionConfig(patience=5).patience == 5
-    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+    with pytest.raises(ConfigError, match="greater than or equal to 1"):
         EvolutionConfig(patience=-1)
 
 
@@ -79,5 +77,38 @@ def test_reflection_model_points_at_evolve():
 
 
 def test_names_foreign_to_both_are_still_refused():
-    with pytest.raises(ValidationError, match="max_iteration\n.*Extra inputs are not permitted"):
+    with pytest.raises(ConfigError, match="max_iteration: Extra inputs are not permitted"):
         EvolutionConfig(max_iteration=3)
+
+
+def test_a_refused_value_is_gepa_adks_configuration_error_with_pydantics_words():
+    """gepa-adk documents ``ConfigurationError`` for ``EvolutionConfig(max_iterations=-1)``."""
+    with pytest.raises(ConfigError) as info:
+        EvolutionConfig(max_iterations=-1)
+    error = info.value
+    assert not isinstance(error, ValidationError) and isinstance(error, StudioError)
+    assert (error.field, error.value) == ("max_iterations", -1)
+    assert "Input should be greater than or equal to 0" in str(error)
+    assert error.errors()[0]["loc"] == ("max_iterations",)  # pydantic's detail is kept
+
+
+def test_a_nested_config_is_still_validated_by_pydantic_with_its_path():
+    """Project files and run specs report a bad ``run:`` value with pydantic's location."""
+    from pydantic import BaseModel
+
+    class Holder(BaseModel):  # as ProjectFile.run and Run.config hold it
+        config: EvolutionConfig
+
+    with pytest.raises(ValidationError) as info:
+        Holder.model_validate({"config": {"max_iterations": -1}})
+    assert info.value.errors()[0]["loc"] == ("config", "max_iterations")
+
+
+def test_a_refused_renamed_field_is_named_as_the_caller_spelled_it():
+    """gepa-adk's tests expect ``field == "max_concurrent_evals"`` for its own spelling."""
+    with pytest.raises(ConfigError) as info:
+        EvolutionConfig(max_concurrent_evals=0)
+    assert (info.value.field, info.value.value) == ("max_concurrent_evals", 0)
+    with pytest.raises(ConfigError) as info:
+        EvolutionConfig(max_concurrency=0)
+    assert info.value.field == "max_concurrency"

@@ -85,3 +85,20 @@ def test_a_programmatic_critic_is_refused_before_any_correction_is_asked_for(app
     refusals = [t for t in texts(at.info) if "critic cannot be aligned" in t]
     assert refusals and "regex_match is programmatic" in refusals[0]
     assert not any("more corrections" in t for t in texts(at.info))
+
+
+def test_the_panel_shows_how_many_labels_are_active_now(app, studio_db):
+    from studio.engine.gates import undo_override
+
+    run_id = corrected(studio_db, 12)
+    align = create_align_run(studio_db, run_id, config=EvolutionConfig(max_iterations=2, seed=3))
+    get_manager(studio_db).start(build_engine(studio_db, align.id)).wait(60)
+    at = app("agreement", run_id=run_id)
+    assert any("12 labels, all active now" in t for t in texts(at.caption))
+    for trial_id in align.spec.aligns.label_trial_ids[:2]:  # the person undoes two corrections
+        for correction in studio_db.overrides(trial_id=trial_id, include_undone=False):
+            undo_override(correction.id, store=studio_db)
+    at.run()
+    assert_ok(at)
+    assert any("10 of 12 labels active now (2 corrections undone since it started)" in t
+               for t in texts(at.caption))

@@ -1,8 +1,10 @@
 """The ``scripted/demo`` world: a deterministic writer, critic and reflector for haiku.
 
 The writer follows only the rules its instruction states; the critic checks four rules; the
-reflector adds the rule the critic's feedback names most often. So a run starts low and climbs one
-rule per accepted proposal, which makes the loop, the gates and the charts easy to see and test.
+reflector adds the rule the critic's feedback names most often (skipping a text its prompt lists
+as already tried, and a rule a reviewer's rejection reason names). So a run starts low and climbs
+one rule per accepted proposal, which makes the loop, the gates and the charts easy to see and
+test.
 """
 
 from __future__ import annotations
@@ -102,11 +104,29 @@ def reflect(prompt: str) -> str:
         hint for _, phrase, hint in RULES if hint in trials_text and phrase not in stripped.lower()
     )
     rejected = _rejected_hints(trials_text)
+    tried = tried_texts(trials_text)
     for hint, _count in wanted.most_common():
         if hint not in rejected:
             phrase = next(p for _, p, h in RULES if h == hint)
-            return f"{stripped}\nRule: {hint[:-1]} ({phrase})."
+            text = f"{stripped}\nRule: {hint[:-1]} ({phrase})."
+            if text not in tried:
+                return text
     return stripped
+
+
+_TRIALS_FENCE = re.compile(r"<trials-([0-9a-f]+)>\n(.*?)\n</trials-\1>", re.S)
+
+
+def tried_texts(trials_text: str) -> set[str]:
+    """The texts the prompt's fenced trials list as already tried: the demo reflector would
+    repeat a rejected text, as a model does, unless its prompt names it."""
+    fenced = _TRIALS_FENCE.search(trials_text)
+    try:
+        records = json.loads(fenced.group(2)) if fenced else []
+    except json.JSONDecodeError:
+        return set()
+    return {str(r["already_tried"].get("text", "")).strip() for r in records
+            if isinstance(r, dict) and isinstance(r.get("already_tried"), dict)}
 
 
 def _described_schema(text: str) -> str:

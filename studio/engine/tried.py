@@ -1,0 +1,179 @@
+"""What the loop remembers it tried: the texts already proposed for a parent's component and
+refused (rejected, edited away by a person, found invalid), with why.
+
+GEPA forgets a rejected proposal (its issue #379); a studio where a person says "no" must not.
+The reflection reads these texts, fenced as data inside ``{trials}`` (records with an
+``already_tried`` key, so a custom reflection template gets them too), and a proposal that
+still repeats one is refused with the text's history named (see :func:`describe_candidate`).
+
+Scope: the texts tried on this parent for this component, and a person's rejections of this
+component on other parents (their reasons are about the idea, not the parent). Nothing from
+another component or agent: in a workflow the writer never hears the outliner's rejections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from studio.model.limits import REFLECTION_FIELD_CHARS, clip
+from studio.model.records import Candidate, Decision, DecisionAction, Proposal, ProposalStatus
+from studio.store import Store
+
+TRIED_SHOWN = 6
+"""At most this many tried texts reach one reflection prompt (newest first)."""
+MAX_ATTEMPTS = 3
+"""Reflection calls per iteration when the answers repeat a tried text (the first and two
+retries); then the iteration is skipped."""
+DUPLICATE_PREFIX = "duplicate of "
+"""How the reason of a proposal refused as a repeat begins (read back on resume)."""
+UNCHANGED_PREFIX = "the reflection returned the parent's text unchanged"
+
+
+class TriedOutcome(StrEnum):
+    """How a tried text was refused."""
+
+    REJECTED = "rejected"
+    EDITED_AWAY = "edited away"
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class TriedText:
+    """One text already tried for a component, and why it is not wanted again."""
+
+    proposal_id: int
+    text: str
+    outcome: TriedOutcome
+    why: str
+    """In words, e.g. "A reviewer rejected the proposed text: too long"."""
+    by: str = ""
+    """Who refused it: a reviewer's name, "the acceptance rule", or empty for an invalid text."""
+    candidate_index: int | None = None
+    """The candidate it made (a rejected or edited text was scored), when there is one."""
+
+    def record(self) -> dict[str, Any]:
+        """The fenced trials record the reflection reads."""
+        entry: dict[str, Any] = {"text": clip(self.text, REFLECTION_FIELD_CHARS),
+                                 "outcome": self.outcome.value,
+                                 "why": clip(self.why, REFLECTION_FIELD_CHARS)}
+        if self.by:
+            entry["by"] = self.by
+        if self.candidate_index is not None:
+            entry["candidate"] = self.candidate_index
+        return {"already_tried": entry}
+
+
+def tried_texts(store: Store, run_id: str, parent_id: int, component: str, *,
+                limit: int | None = TRIED_SHOWN) -> list[TriedText]:
+    """Texts tried for ``component`` of this parent, and the ones a person rejected for the
+    same component on other parents; newest first, one entry per text, at most ``limit``
+    (None: all, for the model-free operators' exact check)."""
+    decisions = _last_decisions(store.decisions(run_id))
+    indexes = store.candidate_indexes(run_id)
+    found: list[TriedText] = []
+    seen: set[str] = set()
+    for proposal in reversed(store.proposals(run_id)):
+        if proposal.component != component or proposal.is_merge or not proposal.text.strip():
+            continue
+        tried = _tried(proposal, decisions.get(proposal.id), indexes)
+        if tried is None or proposal.text.strip() in seen:
+            continue
+        if proposal.parent_id != parent_id and not _a_persons_rejection(tried):
+            continue
+        seen.add(proposal.text.strip())
+        found.append(tried)
+        if limit is not None and len(found) >= limit:
+            break
+    return found
+
+
+def _last_decisions(decisions: list[Decision]) -> dict[int, Decision]:
+    return {decision.proposal_id: decision for decision in decisions}
+
+
+def _a_persons_rejection(tried: TriedText) -> bool:
+    return tried.outcome is TriedOutcome.REJECTED and tried.by != RULE
+
+
+RULE = "the acceptance rule"
+
+
+def _tried(proposal: Proposal, decision: Decision | None,
+           indexes: dict[int, int]) -> TriedText | None:
+    index = indexes.get(proposal.child_id) if proposal.child_id is not None else None
+    if proposal.status is ProposalStatus.REJECTED:
+        return _rejected(proposal, decision, index)
+    if proposal.status is ProposalStatus.EDITED:
+        author = decision.author if decision is not None else "a reviewer"
+        note = f": {decision.reason}" if decision is not None and decision.reason else ""
+        return TriedText(proposal.id, proposal.text, TriedOutcome.EDITED_AWAY,
+                         f"A reviewer replaced this text with an edit of their own{note}",
+                         author, index)
+    if proposal.status is ProposalStatus.INVALID and not is_repeat(proposal):
+        return TriedText(proposal.id, proposal.text, TriedOutcome.INVALID,
+                         f"It was found invalid: {proposal.invalid_reason or 'no reason kept'}")
+    return None
+
+
+def _rejected(proposal: Proposal, decision: Decision | None,
+              index: int | None) -> TriedText:
+    if decision is None or decision.action is not DecisionAction.REJECT:  # settled otherwise
+        why = proposal.invalid_reason or "it was not accepted"
+        return TriedText(proposal.id, proposal.text, TriedOutcome.REJECTED,
+                         f"It was not accepted: {why}", "", index)
+    if decision.automatic:
+        return TriedText(proposal.id, proposal.text, TriedOutcome.REJECTED,
+                         f"The acceptance rule rejected it: {decision.reason}", RULE, index)
+    return TriedText(proposal.id, proposal.text, TriedOutcome.REJECTED,
+                     "A reviewer rejected the proposed text: "
+                     + (decision.reason or "no reason given"), decision.author, index)
+
+
+def is_repeat(proposal: Proposal) -> bool:
+    """Whether an invalid proposal was refused for repeating a text already tried (the
+    reflection is asked again), rather than for being unusable."""
+    reason = proposal.invalid_reason or ""
+    return proposal.status is ProposalStatus.INVALID and (
+        reason.startswith(DUPLICATE_PREFIX) or reason.startswith(UNCHANGED_PREFIX))
+
+
+def describe_candidate(store: Store, candidate: Candidate) -> str:
+    """A candidate's history in a few words, as a refused duplicate names it: "candidate #4
+    (rejected by alice: too long)", "candidate #0 (the seed)", "candidate #2 (in the pool)"."""
+    name = f"candidate #{candidate.index}"
+    if candidate.proposal_id is None:
+        return f"{name} (the seed)" if candidate.index == 0 else name
+    if candidate.pooled:
+        return f"{name} (in the pool)"
+    decisions = store.decisions(proposal_id=candidate.proposal_id)
+    proposal = store.get_proposal(candidate.proposal_id)
+    if proposal.is_merge:  # a merge's reason is about two parents, not about any one text
+        return f"{name} (a merge, {proposal.status.value})"
+    tried = _tried(proposal, decisions[-1] if decisions else None, {})
+    if tried is None:
+        return name
+    who = f" by {tried.by}" if tried.by else ""
+    return f"{name} ({tried.outcome.value}{who}: {_reason_of(tried)})"
+
+
+def _reason_of(tried: TriedText) -> str:
+    """The words after the sentence's lead-in ("... rejected the proposed text: <reason>")."""
+    return tried.why.split(": ", 1)[-1] if ": " in tried.why else tried.why
+
+
+def retry_record(attempt: int, refused: Proposal) -> dict[str, Any]:
+    """What a retry's prompt says about the answer just refused."""
+    return {"already_tried": {
+        "text": clip(refused.text, REFLECTION_FIELD_CHARS), "outcome": "refused just now",
+        "why": clip(f"Your previous answer (attempt {attempt} of {MAX_ATTEMPTS}) was refused: "
+                    f"{refused.invalid_reason}. Propose a different text.",
+                    REFLECTION_FIELD_CHARS)}}
+
+
+def skip_reason(attempts: list[Proposal]) -> str:
+    """The skipped iteration's reason, in words."""
+    rejected = any("(rejected" in (p.invalid_reason or "") for p in attempts)
+    what = "a rejected text" if rejected else "a text already tried"
+    return f"the reflection repeated {what} {len(attempts)} times; iteration skipped"
