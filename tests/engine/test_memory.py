@@ -219,6 +219,7 @@ def test_the_reflection_reads_the_persons_correction_not_the_judges_guidance(
     spec = demo_spec(model, critic=demo_spec(model).critic.model_copy(
         update={"schema_kind": "advanced"}))
     runner.run(spec, trainset(3), valset=VALSET, max_iterations=1, minibatch_size=3,
+               skip_perfect_score=False,  # every parent trial is corrected to 1.0
                listeners=[correct_the_parent])
     prompt = reflections(script, model)[0]
     records = fenced_records(prompt)
