@@ -134,6 +134,7 @@ def test_the_next_run_reuses_the_worker_processes(tmp_path):
     assert first and second == first
 
 
+@pytest.mark.slow
 def test_a_killed_worker_process_is_replaced_and_the_run_still_completes(tmp_path):
     import signal
 
