@@ -36,7 +36,7 @@ def script():
 SLOW_MARKERS = ("local_model", "browser", "slow")
 """The tests the default ``pytest`` skips: the embedded SmolLM2 model, Chromium, and real
 processes that take seconds each. ``pytest --all`` runs them; CI always does."""
-SLOW_REASON = "slow ({marker}): pytest --all runs it"
+SLOW_REASON = "slow, marked {marker}: pytest --all runs it"
 
 
 def pytest_addoption(parser):

@@ -74,6 +74,7 @@ def test_a_run_given_python_objects_cannot_use_processes(store):
         build_engine(store, run_id, agent=writer())
 
 
+@pytest.mark.slow
 def test_worker_processes_never_run_the_parent_s_main_script(tmp_path, monkeypatch):
     """Under Streamlit the parent's ``__main__`` is the studio's page script; spawn would run it
     again in every worker process (drawing pages, opening the default store)."""
