@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from pathlib import Path
 
 # Before anything imports the studio: keep the default database out of the home folder.
 os.environ.setdefault("STUDIO_HOME", tempfile.mkdtemp(prefix="studio-home-"))
@@ -31,14 +33,56 @@ def script():
     models.remove_all()
 
 
-def pytest_collection_modifyitems(config, items):
-    """Browser tests need Debian's chromium; CI (STUDIO_REQUIRE_BROWSER=1) must never skip them."""
-    from pathlib import Path
+SLOW_MARKERS = ("local_model", "browser", "slow")
+"""The tests the default ``pytest`` skips: the embedded SmolLM2 model, Chromium, and real
+processes that take seconds each. ``pytest --all`` runs them; CI always does."""
+SLOW_REASON = "slow, marked {marker}: pytest --all runs it"
 
+
+def pytest_addoption(parser):
+    parser.addoption("--all", action="store_true", dest="run_all",
+                     help="also run the slow tests a plain pytest skips (markers "
+                          f"{', '.join(SLOW_MARKERS)}), as CI does; a -m expression that "
+                          "names one of these markers runs that group too")
+
+
+def markers_skipped_as_slow(config) -> set[str]:
+    """The slow markers this run skips: all, unless ``--all``, or a ``-m`` that names the marker
+    (``-m browser`` asks for those tests; ``-m "not browser"`` deselects them anyway). Under
+    ``STUDIO_REQUIRE_BROWSER=1`` (CI) the browser tests are never skipped."""
+    if config.getoption("run_all"):
+        return set()
+    expression = config.option.markexpr or ""
+    required = {"browser"} if os.environ.get("STUDIO_REQUIRE_BROWSER") == "1" else set()
+    return {m for m in SLOW_MARKERS if not re.search(rf"\b{m}\b", expression)} - required
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the slow groups unless asked; browser tests also need Debian's chromium, and CI
+    (STUDIO_REQUIRE_BROWSER=1) must never skip them."""
+    skipped = markers_skipped_as_slow(config)
+    for item in items:
+        marker = next((m for m in SLOW_MARKERS
+                       if m in skipped and item.get_closest_marker(m) is not None), None)
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=SLOW_REASON.format(marker=marker)))
     if Path("/usr/bin/chromium").exists() or os.environ.get("STUDIO_REQUIRE_BROWSER") == "1":
         return
     skip = pytest.mark.skip(reason="Debian's chromium is not installed "
                                    "(apt-get install chromium chromium-driver)")
     for item in items:
-        if "browser" in item.keywords:
+        if item.get_closest_marker("browser") is not None and "browser" not in skipped:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the short summary
+def pytest_terminal_summary(terminalreporter):
+    """After pytest's short summary: how many tests were skipped as slow, and how to run them."""
+    result = yield
+    prefix = "Skipped: " + SLOW_REASON.split("{")[0]
+    count = sum(1 for report in terminalreporter.stats.get("skipped", [])
+                if isinstance(report.longrepr, tuple) and report.longrepr[2].startswith(prefix))
+    if count:
+        terminalreporter.write_line(f"{count} tests skipped as slow ({', '.join(SLOW_MARKERS)}):"
+                                    " pytest --all runs them (CI does)")
+    return result

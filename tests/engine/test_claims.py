@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 
 from studio.engine import decide
@@ -26,6 +27,7 @@ def waiting(store, run_id):
     return latest_pending(store.proposals(run_id))
 
 
+@pytest.mark.slow
 def test_a_second_worker_is_refused_while_the_first_holds_the_run(tmp_path, database_url):
     store = open_store(database_url, cached=False)
     first = CliWorker(database_url, review_project(tmp_path))
@@ -48,6 +50,7 @@ def test_a_second_worker_is_refused_while_the_first_holds_the_run(tmp_path, data
         store.close()
 
 
+@pytest.mark.slow
 def test_two_workers_resuming_one_run_at_once_start_one_engine(tmp_path, database_url):
     store = open_store(database_url, cached=False)
     starter = CliWorker(database_url, review_project(tmp_path))

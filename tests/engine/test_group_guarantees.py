@@ -148,6 +148,7 @@ def group_project(folder) -> object:
     return path
 
 
+@pytest.mark.slow
 def test_a_killed_group_run_resumes_without_judging_anything_twice(tmp_path, database_url):
     store = open_store(database_url, cached=False)
     worker = CliWorker(database_url, group_project(tmp_path))

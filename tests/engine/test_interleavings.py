@@ -172,6 +172,7 @@ def check_invariants(store, run_id: str, history: list[str]) -> None:
     assert view.front == pareto_front(matrix), f"front differs from a recomputation {where}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_interleavings_keep_the_store_consistent(tmp_path, seed, database_url):
     url = database_url

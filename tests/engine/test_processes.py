@@ -75,6 +75,7 @@ def test_a_run_given_python_objects_cannot_use_processes(store):
         build_engine(store, run_id, agent=writer())
 
 
+@pytest.mark.slow
 def test_worker_processes_never_run_the_parent_s_main_script(tmp_path, monkeypatch):
     """Under Streamlit the parent's ``__main__`` is the studio's page script; spawn would run it
     again in every worker process (drawing pages, opening the default store)."""
@@ -135,6 +136,7 @@ def test_the_next_run_reuses_the_worker_processes(tmp_path):
     assert first and second == first
 
 
+@pytest.mark.slow
 def test_a_killed_worker_process_is_replaced_and_the_run_still_completes(tmp_path):
     import signal
 

@@ -123,6 +123,7 @@ def test_workers_are_live_while_they_beat(db, queue):
 # ---------------------------------------------------------------------------- worker processes
 
 
+@pytest.mark.slow
 def test_two_workers_never_run_the_same_run(db, queue, database_url, tmp_path):
     runs = [queued_run(db, queue, seed=i) for i in range(4)]
     workers = [QueueWorkerProcess(database_url, queue, tmp_path) for _ in range(2)]
@@ -143,6 +144,7 @@ def test_two_workers_never_run_the_same_run(db, queue, database_url, tmp_path):
         stop_all(workers)
 
 
+@pytest.mark.slow
 def test_a_killed_workers_run_is_resumed_by_another_with_nothing_judged_twice(
         db, queue, database_url, tmp_path):
     run_id = queued_run(db, queue, latency_ms=100, iterations=3)
@@ -170,6 +172,7 @@ def test_a_killed_workers_run_is_resumed_by_another_with_nothing_judged_twice(
         stop_all(workers)
 
 
+@pytest.mark.slow
 def test_sigterm_checkpoints_releases_the_run_and_exits_0(db, queue, database_url, tmp_path):
     run_id = queued_run(db, queue, latency_ms=100, iterations=3)
     first = QueueWorkerProcess(database_url, queue, tmp_path)
@@ -206,6 +209,7 @@ def test_max_runs_stops_the_worker_after_n_runs(db, queue, database_url, tmp_pat
         stop_all([worker])
 
 
+@pytest.mark.slow
 def test_a_run_waiting_at_a_gate_moves_to_another_worker_on_sigterm(
         db, queue, database_url, tmp_path):
     run_id = enqueue(spec=demo_spec("scripted/demo@20ms"), trainset=trainset(5), valset=VALSET,

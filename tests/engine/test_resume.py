@@ -41,6 +41,7 @@ def counts(store, run_id):
             len(store.decisions(run_id)), len(store.proposals(run_id)))
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
     process, run_id = start_worker(store.url, "auto")
     try:

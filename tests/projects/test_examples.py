@@ -118,7 +118,11 @@ def test_the_scripted_pipeline_improves_by_evolving_only_the_writer(tmp_path, ca
 def test_the_embedded_pipeline_runs_one_iteration_offline(store):
     project, base = load_project(EXAMPLES_DIR / "pipeline.yaml")
     smaller = project.dataset.model_copy(update={"val": project.dataset.val[:1]})
-    project = project.model_copy(update={"dataset": smaller})  # 4 trials: 13 model calls
+    # 4 trials: 13 model calls; 12 tokens a reply (not 40) is enough to pass text on and be scored
+    agents = [a.model_copy(update={"generate_content_config": a.generate_content_config
+                                   .model_copy(update={"max_output_tokens": 12})})
+              for a in project.agents]
+    project = project.model_copy(update={"dataset": smaller, "agents": agents})
     config = project.run.model_copy(update={"max_iterations": 1, "minibatch_size": 1})
     run = start_run(store, project, base, config=config)
     assert asyncio.run(build_engine(store, run.id).run()) == "max_iterations"

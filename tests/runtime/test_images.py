@@ -266,6 +266,7 @@ def test_an_export_leaves_images_out_and_keeps_their_labels(script, store):
     assert "base64" not in exported and len(exported) < 20_000
 
 
+@pytest.mark.slow
 def test_images_cross_to_worker_processes(tmp_path, monkeypatch):
     """With ``processes=2`` the examples (data URIs) go to the worker processes, whose scripted
     echo model answers with the marker of the image it received."""

@@ -74,7 +74,7 @@ def test_writer_and_simple_critic_on_the_embedded_model():
     executor = AgentExecutor(timeout_s=300)
     writer = build_agent(AgentSpec(name="writer", model=LOCAL_MODEL,
                        instruction="Write a haiku about the given topic.",
-                       generate_content_config={"max_output_tokens": 48}))
+                       generate_content_config={"max_output_tokens": 16}))
     critic = build_agent(AgentSpec(name="critic", model=LOCAL_MODEL,
                        instruction="Evaluate this haiku. Score 0.0-1.0 and explain.",
                        output_schema=SimpleCriticOutput.model_json_schema()))
