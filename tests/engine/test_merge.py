@@ -12,7 +12,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from pydantic import ValidationError
 
 from studio.cli import main
 from studio.engine import decide, load_result, worker
@@ -160,7 +159,9 @@ def test_the_page_says_which_component_comes_from_which_candidate_and_why():
     ({"max_merge_invocations": -1}, "greater than or equal to 0"),
 ])
 def test_merge_settings_are_validated(settings, message):
-    with pytest.raises(ValidationError, match=message):
+    """A direct ``EvolutionConfig(...)`` refuses with the studio's ConfigError (gepa-adk's
+    documented error), pydantic's message kept."""
+    with pytest.raises(ConfigError, match=message):
         EvolutionConfig(**settings)
 
 
