@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import studio.runtime.providers.demo as demo
 from studio.engine import EvolutionConfig, evolve, evolve_group, evolve_workflow, load_result
 from studio.engine.components import apply_components, extract_components, validate_proposal
 from studio.model.errors import ConfigError, ProposalError
@@ -51,9 +52,11 @@ def test_the_trial_output_is_the_primary_agents_and_the_trace_shows_each_step(ru
     assert trial.output == writer_text
 
 
-def test_reflection_on_an_agent_sees_its_role_input_and_output(runner, store):
-    runner.run(pipeline_spec(), TOPICS[:3], max_iterations=2)
-    prompts = [r.prompt_text for r in recorded_requests("pipeline")
+def test_reflection_on_an_agent_sees_its_role_input_and_output(runner, store, script):
+    # a model of its own: the shared "pipeline" script's history holds other tests' prompts
+    model = script("pipeline_roles", demo.pipeline_reply)
+    runner.run(pipeline_spec(model), TOPICS[:3], max_iterations=2)
+    prompts = [r.prompt_text for r in recorded_requests("pipeline_roles")
                if "## Component Text to Improve" in r.prompt_text]
     writer_prompt = next(p for p in prompts if "Write a haiku from this outline" in
                          p.split("## Trials")[0])
