@@ -370,30 +370,30 @@ class Engine:
         plan = self.plan(iteration)
         self._last_pool = None  # read before the plan's first await: stale after it
         if plan.merge is not None:
-            stop_reason = await self.merge_step(plan)
+            await self.merge_step(plan)
         else:
-            stop_reason = await self.reflection_step(plan)
+            await self.reflection_step(plan)
         self._end_iteration(iteration, time.monotonic() - started - self._gate_seconds)
-        if stop_reason is not None:  # stopped at the gate: the iteration is settled first
-            raise StopRun(stop_reason)
 
-    async def reflection_step(self, plan: Plan) -> str | None:
+    async def reflection_step(self, plan: Plan) -> None:
         """Score the parent, reflect, then score and gate the child (unless it is invalid)."""
         parent = self.ctx.store.get_candidate(plan.parent_id)
         parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
                                           phase=TrialPhase.PARENT, iteration=plan.iteration)
         if self.perfect_on_minibatch(parent_trials):
-            self.ctx.emit(IterationSkipped(
-                run_id=self.ctx.run_id, iteration=plan.iteration,
-                cause=SkipCause.PERFECT_PARENT.value,
-                reason=f"candidate #{parent.id} scored at least {self.ctx.config.perfect_score:g} "
-                       f"on every minibatch example: no child could beat it; no reflection"))
-            return None
+            self.skip_perfect(parent, plan.iteration)
+            return
         proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
                                           parent_trials)
-        if proposal.status is ProposalStatus.INVALID:
-            return None
-        return await self.evaluate_and_gate(proposal, parent, plan)
+        if proposal.status is not ProposalStatus.INVALID:
+            await self.evaluate_and_gate(proposal, parent, plan)
+
+    def skip_perfect(self, parent: Candidate, iteration: int) -> None:
+        perfect = self.ctx.config.perfect_score
+        self.ctx.emit(IterationSkipped(
+            run_id=self.ctx.run_id, iteration=iteration, cause=SkipCause.PERFECT_PARENT.value,
+            reason=f"candidate #{parent.index} scored at least {perfect:g} on every minibatch "
+                   "example: no child could beat it; no reflection"))
 
     def perfect_on_minibatch(self, parent_trials: list[Trial]) -> bool:
         """GEPA's ``skip_perfect_score``, on the effective scores as stored now ("could not
@@ -438,13 +438,13 @@ class Engine:
         return Plan(iteration, merge.parents[0], list(merge.subsample), "",
                     merge=merge.model_dump())
 
-    async def merge_step(self, plan: Plan) -> str | None:
+    async def merge_step(self, plan: Plan) -> None:
         """Propose the planned merge (or replay the stored one), judge the child on the
         subsample, and pass the gate like any proposal. A merge cannot be edited."""
         ctx = self.ctx
         proposal = merging.propose_merge(ctx, plan.iteration, MergeDetail(**plan.merge))
         if proposal.status is ProposalStatus.INVALID:
-            return None
+            return
         child = merging.merged_child(ctx, proposal)
         proposal = ctx.store.get_proposal(proposal.id)  # now with its child
         await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
@@ -458,12 +458,10 @@ class Engine:
                                    functools.partial(self.evidence, proposal, child))
         if decision.action is DecisionAction.EDIT:  # refused by decide(); never from a person
             decision = decision.model_copy(update={"action": DecisionAction.REJECT})
-        return await self.apply(decision, proposal, child)
+        await self.apply(decision, proposal, child)
 
-    async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate,
-                                plan: Plan) -> str | None:
-        """Score the child on the minibatch and pass the gate; edits loop back here. Returns
-        the reason to stop the run after this iteration, if the decision ends it."""
+    async def evaluate_and_gate(self, proposal: Proposal, parent: Candidate, plan: Plan) -> None:
+        """Score the child on the minibatch and pass the gate; edits loop back here."""
         ctx = self.ctx
         proposal = proposer.latest_in_chain(ctx, proposal)
         while True:
@@ -478,7 +476,8 @@ class Engine:
             decision = await self.gate(proposal, plan.iteration,
                                        functools.partial(self.evidence, proposal, child))
             if decision.action is not DecisionAction.EDIT:
-                return await self.apply(decision, proposal, child)
+                await self.apply(decision, proposal, child)
+                return
             proposal = self.edited(proposal, decision)
 
     def evidence(self, proposal: Proposal, child: Candidate) -> Evidence:
