@@ -37,7 +37,7 @@ from studio.model.records import CriticSpec, EventKind, RunStatus, Split, TrialP
 from studio.projects.export import export_run
 from studio.projects.files import check_project_datasets, parse_project, start_run
 from studio.projects.workspace import check_browser_project
-from studio.runtime.providers.scripted import recorded_requests
+from studio.runtime.providers.scripted import recorded_requests, request_mark
 from tests.helpers import demo_spec, trainset, wait_until
 from tests.ui.conftest import app, assert_ok, studio_db, texts  # noqa: F401 (fixtures)
 
@@ -61,14 +61,14 @@ def pairs(store, run_id):
 
 
 def test_the_loop_never_sees_the_test_set_and_a_completed_run_scores_baseline_and_best(store):
-    before = len(recorded_requests("demo"))
+    before = request_mark()
     run_id, reason = run_demo(store)
     assert reason == "max_iterations"
     test_ids = {e.id for e in store.examples(run_id, Split.TEST)}
     trials = store.trials(run_id, with_trace=False)
     loop = [t for t in trials if t.phase is not TrialPhase.TEST]
     assert loop and not [t for t in loop if t.example_id in test_ids]
-    prompts = [r.prompt_text for r in list(recorded_requests("demo"))[before:]
+    prompts = [r.prompt_text for r in recorded_requests("demo", since=before)
                if "## Component Text to Improve" in r.prompt_text]
     assert prompts and not [p for p in prompts if any(topic in p for topic in TEST_TOPICS)]
 

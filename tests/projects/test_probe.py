@@ -68,16 +68,16 @@ def test_try_it_on_a_workflow_loaded_by_reference_scores_as_its_run_does(store):
 
     from studio.engine import build_engine
     from studio.projects.files import Origin, parse_project, start_run
-    from studio.runtime.providers.scripted import recorded_requests
+    from studio.runtime.providers.scripted import recorded_requests, request_mark
 
     project = parse_project(REF_PROJECT)
-    before = len(recorded_requests("pipeline"))
+    before = request_mark()
     result = probe_sync(project, {"topic": "city rain"}, origin=Origin.LOCAL)
     authors = [e["author"] for e in result.trace["events"] if e["type"] == "text"]
     assert authors == ["outliner", "writer", "polisher"] and result.error is None
     writer = [e["text"] for e in result.trace["events"] if e["author"] == "writer"][-1]
     assert result.output == writer  # the primary's reply is judged
-    critic_calls = [r for r in list(recorded_requests("pipeline"))[before:] if r.json_schema]
+    critic_calls = [r for r in recorded_requests("pipeline", since=before) if r.json_schema]
     assert len(critic_calls) == 1  # judged by the primary's model, the critic's default
     run = start_run(store, project)
     asyncio.run(build_engine(store, run.id).run())
@@ -89,13 +89,13 @@ def test_try_it_on_a_workflow_loaded_by_reference_scores_as_its_run_does(store):
 def test_try_it_on_a_referenced_workflow_spec_judges_with_the_primarys_model():
     from studio.model.records import CriticSpec, ReflectionSpec, RunSpec
     from studio.projects.files import Origin
-    from studio.runtime.providers.scripted import recorded_requests
+    from studio.runtime.providers.scripted import recorded_requests, request_mark
 
     spec = RunSpec(agent_ref="tests.engine.ref_pipeline:pipeline", primary="writer",
                    critic=CriticSpec(name="rule_critic"),  # no model: the run's default
                    reflection=ReflectionSpec(model="scripted/pipeline"))
-    before = len(recorded_requests("pipeline"))
+    before = request_mark()
     result = probe_sync(spec, {"topic": "snow owl"}, origin=Origin.LOCAL, timeout_s=30)
     assert result.error is None and result.score is not None
-    judged = [r for r in list(recorded_requests("pipeline"))[before:] if r.json_schema]
+    judged = [r for r in recorded_requests("pipeline", since=before) if r.json_schema]
     assert len(judged) == 1 and "snow owl" in judged[0].prompt_text

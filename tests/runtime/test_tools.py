@@ -217,7 +217,9 @@ def test_evolution_with_a_tool_and_a_trajectory_critic(store, script):
                           evaluator={"evaluator": "tool_use",
                                      "params": {"expected_tool": "isleap"}}),
         reflection=ReflectionSpec(model=reflector), input_key="year")
-    run_id, stop = runner.run(spec, YEARS, max_iterations=2, minibatch_size=3)
+    # the second reflection reads the child's perfect trials: GEPA's skip is off to see it
+    run_id, stop = runner.run(spec, YEARS, max_iterations=2, minibatch_size=3,
+                              skip_perfect_score=False)
     store = runner.store
 
     best = max((c for c in store.candidates(run_id) if c.pooled), key=lambda c: c.index)

@@ -66,7 +66,9 @@ class Script:
 
 
 _scripts: dict[str, Script] = {}
-_history: deque[ChatRequest] = deque(maxlen=2000)
+_history: deque[tuple[int, ChatRequest]] = deque(maxlen=2000)
+"""The latest requests, each with its number in the order received (see :func:`request_mark`)."""
+_received = 0
 _lock = threading.Lock()
 
 
@@ -86,11 +88,20 @@ def unregister_script(name: str) -> None:
         _scripts.pop(name, None)
 
 
-def recorded_requests(name: str | None = None) -> list[ChatRequest]:
-    """Requests the scripted provider received (newest last), optionally for one script."""
+def recorded_requests(name: str | None = None, *, since: int = 0) -> list[ChatRequest]:
+    """Requests the scripted provider received (newest last), optionally for one script, and
+    only those after ``since`` (a :func:`request_mark`): the history keeps the latest 2,000, so
+    counting items would break once it is full."""
     with _lock:
         items = list(_history)
-    return [r for r in items if name is None or _split(r.model)[0] == name]
+    return [r for number, r in items
+            if number > since and (name is None or _split(r.model)[0] == name)]
+
+
+def request_mark() -> int:
+    """How many requests the provider has received so far: pass it as ``since``."""
+    with _lock:
+        return _received
 
 
 def _split(model: str) -> tuple[str, float | None]:
@@ -137,13 +148,14 @@ def _run(model: str, messages: list, optional_params: dict
 
 
 def _run_script(model: str, messages: list, optional_params: dict):
-
+    global _received
     script = check_script(model.split("/", 1)[-1])
     register_free_model(f"scripted/{model.split('/', 1)[-1]}")
     _, latency_override = _split(model)
     request = build_request(f"scripted/{model.split('/', 1)[-1]}", messages, optional_params)
     with _lock:
-        _history.append(request)
+        _received += 1
+        _history.append((_received, request))
     reply = script.reply(request)
     if isinstance(reply, str):
         reply = ScriptedReply(text=reply)
