@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, insert, select, update
+from sqlalchemy import create_engine, event, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
@@ -139,6 +139,22 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
         yield connection
 
 
+MIGRATION_LOCK_KEY = 0x5757_0001
+"""PostgreSQL advisory lock held by a process creating or upgrading the schema."""
+
+
+@contextmanager
+def migration_transaction(engine: Engine) -> Iterator[Connection]:
+    """:func:`write_transaction` that also serialises schema changes on PostgreSQL: an advisory
+    lock, released at commit, so workers starting together on a new or older database wait for
+    each other instead of racing ``CREATE TABLE`` (a deadlock or a table missing mid-create)."""
+    with write_transaction(engine) as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                               {"key": MIGRATION_LOCK_KEY})
+        yield connection
+
+
 @contextmanager
 def _explicit(engine: Engine, sqlite_begin: str) -> Iterator[Connection]:
     with engine.connect() as connection:
@@ -168,10 +184,10 @@ def migrate(engine: Engine, url: str) -> int:
         with transaction(engine) as connection:
             version = _current_version(connection, url)
         if version is None or version < schema.SCHEMA_VERSION:  # migrations may need new tables
-            with write_transaction(engine) as connection:
+            with migration_transaction(engine) as connection:
                 version = _create_tables(connection, url)
         while version < schema.SCHEMA_VERSION:
-            with write_transaction(engine) as connection:
+            with migration_transaction(engine) as connection:
                 version = _current_version(connection, url)
                 if version < schema.SCHEMA_VERSION:
                     schema.MIGRATIONS[version](connection)
