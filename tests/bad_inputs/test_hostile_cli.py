@@ -201,3 +201,34 @@ def test_unknown_run_ids_and_empty_strings_are_named(finished, capsys):
         code = main(["--db", db, *argv])
         err = capsys.readouterr().err
         assert code == 2 and "does not exist" in err and "Traceback" not in err, (argv, err)
+
+
+MORE_ARGUMENTS = [
+    (["override", "2", "--score", "nan"], "score nan is outside [0, 1]"),
+    (["override", "2", "--score", "5"], "score 5.0 is outside [0, 1]"),
+    (["override", "2"], "an override needs a score, a feedback text, or both"),
+    (["align", "{run}", "--threshold", "nan"], "threshold: the pass threshold must be"),
+    (["decide", "1", "reject"], "say why you reject it"),
+    (["decide", "1", "edit", "--text", "x"], "proposal 1 was already decided by"),
+    (["trials", "{run}", "--phase", "bogus"], "--phase: phase 'bogus' is not one of"),
+    (["export", "{run}", "--out", "{folder}"], "is not a regular file (a folder or a device)"),
+    (["resume", "{run}", "--max-metric-calls", "1"], "resuming would stop again at once"),
+    (["blame", "{run}", "--candidate", "99"], "has no candidate #99"),
+    (["fork", "{run}", "--candidate", "0", "--config", "max_iterations=-1"],
+     "config.max_iterations"),
+    (["fork", "{run}", "--candidate", "0", "--config", "nonsense"], "'nonsense' is not key=value"),
+    (["fork", "{run}", "--candidate", "0", "--dataset", "/nonexistent.csv"],
+     "/nonexistent.csv: file not found"),
+    (["test", "{run}"], "has no test set"),
+]
+
+
+@pytest.mark.parametrize("argv, message", MORE_ARGUMENTS,
+                         ids=[" ".join(a[:1] + a[2:4]) for a, _ in MORE_ARGUMENTS])
+def test_more_hostile_arguments_are_one_clear_line(finished, capsys, argv, message):
+    db, run_id, folder = finished
+    before = open_store(db).count_trials(run_id)
+    code = main(["--db", db, *[a.format(run=run_id, folder=folder) for a in argv]])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err, err
+    assert open_store(db).count_trials(run_id) == before
