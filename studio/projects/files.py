@@ -59,6 +59,7 @@ from studio.engine.components import check_components, check_seed_placeholders
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
+from studio.model.jsontools import unique_keys
 from studio.model.limits import MAX_DEMOS
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
@@ -756,7 +757,7 @@ def _json_line(line: str, line_number: int, where: str, label: str = "") -> Any:
         raise DatasetError(f"{label} nests more than {MAX_JSON_DEPTH} levels deep",
                            where=where)
     try:
-        return json.loads(line, parse_constant=_refuse_constant)
+        return json.loads(line, parse_constant=_refuse_constant, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         where = where if label.startswith("line") else f"{where}, line {exc.lineno}"
         raise DatasetError(f"{label} is not JSON: {exc.msg}", where=where) from exc

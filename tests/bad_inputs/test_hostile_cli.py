@@ -232,3 +232,13 @@ def test_more_hostile_arguments_are_one_clear_line(finished, capsys, argv, messa
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err, err
     assert open_store(db).count_trials(run_id) == before
+
+
+def test_a_run_name_with_escapes_is_listed_inert(finished):
+    db, run_id, _ = finished
+    name = "\x1b]0;owned\x07\x1b[2Jfork"
+    forked = studio("--db", db, "fork", run_id, "--candidate", "0", "--queue", "nobody",
+                    "--name", name)
+    assert forked.returncode == 0, forked.stderr
+    listed = studio("--db", db, "runs")
+    assert "\x1b" not in listed.stdout and "\\x1b]0;owned\\x07\\x1b[2Jfork" in listed.stdout

@@ -122,6 +122,11 @@ BAD_DATASETS = [
     ("latin1.csv", "topic\ncafé\n".encode("latin-1"), ["line 2", "not UTF-8", "0xe9"]),
     ("utf16.jsonl", '{"topic": "a"}\n'.encode("utf-16"), ["UTF-16"]),
     ("array.jsonl", b'[{"topic": "a"}]\n', ["line 1 is not a JSON object"]),
+    ("ragged.csv", b"topic,notes\na\n", ["line 2 has 1 cells but the header has 2", "notes"]),
+    ("duplicate-key.jsonl", b'{"topic": "a", "topic": "b"}\n',
+     ["line 1", "the key 'topic' appears twice"]),
+    ("nan.jsonl", b'{"topic": NaN}\n', ["line 1", "NaN is not a number JSON can hold"]),
+    ("unnamed-column.csv", b"topic,\na,b\n", ["column 2 of the header has no name"]),
 ]
 
 
@@ -192,3 +197,17 @@ def test_fork_with_an_unknown_run_or_candidate_is_named(corrected_run, capsys):
     assert main(["--db", db, "fork", run_id, "--candidate", "999"]) == 2
     err = capsys.readouterr().err
     assert "999" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name, data", [
+    ("bom-crlf.csv", b"\xef\xbb\xbftopic\r\nautumn\r\nrain\r\n"),
+    ("bom-crlf.jsonl", b'\xef\xbb\xbf{"topic": "autumn"}\r\n{"topic": "rain"}\r\n'),
+], ids=["csv", "jsonl"])
+def test_datasets_with_a_bom_and_crlf_are_read_exactly(tmp_path, capsys, name, data):
+    (tmp_path / name).write_bytes(data)
+    path = write_project(tmp_path, project(dataset={"train": {"path": name},
+                                                    "input_column": "topic"}))
+    assert main(["validate", str(path)]) == 0
+    loaded, base = load_project(path)
+    train = check_project_datasets(loaded, base, source=str(path)).train
+    assert [row["topic"] for row in train] == ["autumn", "rain"]
