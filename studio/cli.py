@@ -247,13 +247,15 @@ def _stop_on_interrupt(handle: Any, store: Any, run_id: str) -> int:
     from studio.engine.worker import get_manager
 
     manager = get_manager(store)
-    print(f"\nstopping run {run_id} at its next step (Ctrl-C again to stop now)...",
-          file=sys.stderr, flush=True)
     try:
+        print(f"\nstopping run {run_id} at its next step (Ctrl-C again to stop now)...",
+              file=sys.stderr, flush=True)
         manager.stop(run_id)
-        handle.wait(timeout=30)
+        handle.join(30)
     except KeyboardInterrupt:
         pass
+    except StudioError:  # the run ended meanwhile: nothing to stop
+        handle.join(30)
     if handle.running:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's state is written first
         handle.cancel()  # the engine writes "stopped" as its task ends
