@@ -29,10 +29,16 @@ def printable(text: Any, keep: str = KEPT) -> str:
     """``text`` with every control, format and surrogate character but those in ``keep``
     shown as an escape; everything else (any script, emoji) unchanged."""
     text = str(text)
-    if text.isprintable():  # the common case, without a per-character loop
+    if _without(text, keep).isprintable():  # the common case, without a per-character loop
         return text
     return "".join(ch if ch in keep or unicodedata.category(ch) not in _INERT else escaped(ch)
                    for ch in text)
+
+
+def _without(text: str, chars: str) -> str:
+    for ch in chars:
+        text = text.replace(ch, "")
+    return text
 
 
 def json_escaped_controls(line: str) -> str:
