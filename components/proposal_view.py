@@ -154,20 +154,20 @@ def decision_form(proposal: Any) -> None:
         return
     st.markdown("**Your decision**")
     accept, reject, stop = st.columns([1, 3, 1], vertical_alignment="bottom")
-    if accept.button("Accept", type="primary", icon=":material/check:", width="stretch",
-                     key=f"proposals.accept.{proposal.id}"):
-        _decide(proposal, "accept")
+    accept.button("Accept", type="primary", icon=":material/check:", width="stretch",
+                  key=f"proposals.accept.{proposal.id}", on_click=_decide,
+                  args=(proposal, "accept"))
     reason_key = f"{session.PROPOSALS_REASON}.{proposal.id}"
     with reject:
         cols = st.columns([3, 1], vertical_alignment="bottom")
         cols[0].text_input("Reason for rejecting (the next reflection reads it)", key=reason_key,
                            placeholder="e.g. too long; do not mention the season")
-        if cols[1].button("Reject", icon=":material/close:", width="stretch",
-                          key=f"proposals.reject.{proposal.id}"):
-            _decide(proposal, "reject", reason=st.session_state.get(reason_key, ""))
-    if stop.button("Stop the run", icon=":material/stop:", width="stretch",
-                   key=f"proposals.stop.{proposal.id}"):
-        _decide(proposal, "stop", reason="stopped from the Proposals page")
+        cols[1].button("Reject", icon=":material/close:", width="stretch",
+                       key=f"proposals.reject.{proposal.id}", on_click=_decide,
+                       args=(proposal, "reject"), kwargs={"reason_key": reason_key})
+    stop.button("Stop the run", icon=":material/stop:", width="stretch",
+                key=f"proposals.stop.{proposal.id}", on_click=_decide, args=(proposal, "stop"),
+                kwargs={"reason": "stopped from the Proposals page"})
     if proposal.is_merge:
         st.caption("A merge takes whole components from its parents: accept or reject it "
                    "(there is no text to edit).")
@@ -177,20 +177,24 @@ def decision_form(proposal: Any) -> None:
     with st.expander("Edit the text, then re-score it on the same minibatch"):
         st.text_area("Edited text", key=edit_key, height=200, label_visibility="collapsed",
                      max_chars=MAX_COMPONENT_CHARS)
-        if st.button("Save the edit and re-score", icon=":material/edit:",
-                     key=f"proposals.edit_go.{proposal.id}"):
-            _decide(proposal, "edit", edited_text=st.session_state.get(edit_key, ""))
+        st.button("Save the edit and re-score", icon=":material/edit:",
+                  key=f"proposals.edit_go.{proposal.id}", on_click=_decide,
+                  args=(proposal, "edit"), kwargs={"edit_key": edit_key})
 
 
-def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | None = None
-            ) -> None:
-
+def _decide(proposal: Any, action: str, *, reason: str = "", reason_key: str = "",
+            edit_key: str = "") -> None:
+    """A decision button's callback: it runs before the page is drawn again, so a click in a
+    tab whose proposal another tab decided meanwhile is answered ("already decided by ...")
+    instead of vanishing with the form. The outcome is said by the flash at the page's top."""
+    reason = st.session_state.get(reason_key, "") if reason_key else reason
+    edited_text = st.session_state.get(edit_key, "") if edit_key else None
     try:
         require_reason(action, reason)
         decide(proposal.id, action, reason=reason, edited_text=edited_text,
                author=session.author(), store=loaders.store())
     except StudioError as exc:
-        st.error(escape_markdown(str(exc)), icon=":material/error:")
+        session.flash(f"Proposal #{proposal.id}: {escape_markdown(str(exc))}", kind="error")
         return
     words = {"accept": "Accepted; the child is now scored on the validation set.",
              "reject": "Rejected; the next reflections of this component read the text and "
@@ -199,7 +203,6 @@ def _decide(proposal: Any, action: str, *, reason: str = "", edited_text: str | 
              "stop": "The run stops; this proposal waits here again when it resumes."}
     later = when_applied(loaders.store(), proposal.run_id) if action != "stop" else None
     session.flash(f"Proposal #{proposal.id}: {words[action]}" + (f" ({later})" if later else ""))
-    st.rerun()
 
 
 def history(run_id: str) -> None:

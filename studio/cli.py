@@ -39,7 +39,7 @@ from typing import Any
 
 import studio  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP first)
 from studio.model.errors import StudioError
-from studio.model.records import EventKind
+from studio.model.records import EventKind, RunStatus
 
 # The engine, store and ADK are imported inside the commands that use them: `studio --help`,
 # `studio schema` and `studio validate` do not pay for loading ADK and LiteLLM.
@@ -227,13 +227,7 @@ def _wait(handle: Any, store: Any, run_id: str) -> int:
             time.sleep(0.2)
         handle.wait()
     except KeyboardInterrupt:
-        from studio.engine.worker import get_manager
-
-        print("\nstopping (the run can be resumed with `studio resume "
-              f"{run_id}`)...", file=sys.stderr)
-        get_manager(store).stop(run_id)
-        handle.wait(timeout=30)
-        return 130
+        return _stop_on_interrupt(handle, store, run_id)
     result = load_result(store, run_id)
     print(json.dumps({"run_id": run_id, "status": result.status,
                       "stop_reason": result.stop_reason,
@@ -242,6 +236,34 @@ def _wait(handle: Any, store: Any, run_id: str) -> int:
                       "metric_calls": result.metric_calls,
                       "evolved_components": result.evolved_components}, indent=2))
     return 0 if result.status in ("completed", "stopped") else 1
+
+
+def _stop_on_interrupt(handle: Any, store: Any, run_id: str) -> int:
+    """Ctrl-C: ask the run to stop at its next step and wait for it; a second Ctrl-C (or a step
+    that outlasts 30 s) stops it now. Either way the run is left ``stopped`` and resumable, and
+    what it committed is kept (a trial in flight is redone by ``studio resume``)."""
+    import signal
+
+    from studio.engine.worker import get_manager
+
+    manager = get_manager(store)
+    try:
+        print(f"\nstopping run {run_id} at its next step (Ctrl-C again to stop now)...",
+              file=sys.stderr, flush=True)
+        manager.stop(run_id)
+        handle.join(30)
+    except KeyboardInterrupt:
+        pass
+    except StudioError:  # the run ended meanwhile: nothing to stop
+        handle.join(30)
+    if handle.running:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's state is written first
+        handle.cancel()  # the engine writes "stopped" as its task ends
+        if not handle.join(10) and store.get_run(run_id).status.is_active:
+            store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")
+            store.release_lease(run_id, manager.worker_id)
+    print(f"run {run_id} stopped; resume it with `studio resume {run_id}`", file=sys.stderr)
+    return 130
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -374,8 +396,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from studio.projects.export import export_run
+    from studio.projects.export import export_run, jsonl_lines
 
+    if args.out == "-":  # the JSONL stream on stdout (CSV is three files: it needs a path)
+        if args.format != "jsonl":
+            raise StudioError("--out -: writing to stdout works with --format jsonl only (CSV "
+                              "is three files): give a path")
+        store = _store(args)
+        store.get_run(args.run_id)
+        sys.stdout.writelines(jsonl_lines(store, args.run_id))
+        return 0
     for path in export_run(_store(args), args.run_id, args.format, args.out):
         print(path)
     return 0
@@ -639,14 +669,14 @@ def parser() -> argparse.ArgumentParser:
     blame.add_argument("--json", action="store_true")
     blame.set_defaults(func=cmd_blame)
     decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
-    decide.add_argument("proposal_id", type=int)
+    decide.add_argument("proposal_id", type=whole_number(1))
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
     decide.add_argument("--reason")
     decide.add_argument("--text", help="the edited text (for edit)")
     decide.add_argument("--author", default="cli")
     decide.set_defaults(func=cmd_decide)
     override = sub.add_parser("override", help="correct a trial's score and/or feedback")
-    override.add_argument("trial_id", type=int)
+    override.add_argument("trial_id", type=whole_number(1))
     override.add_argument("--score", type=float)
     override.add_argument("--feedback")
     override.add_argument("--author", default="cli")
@@ -686,16 +716,22 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def whole_number(minimum: int, maximum: int | None = None):
-    """An argparse type: an integer in ``[minimum, maximum]``, refused with the value named."""
+STORE_INTEGER_MAX = 2**63 - 1
+"""The largest id or count a store holds (SQLite and PostgreSQL integers are 64-bit signed):
+beyond it a query raises ``OverflowError`` instead of finding nothing."""
+
+
+def whole_number(minimum: int, maximum: int = STORE_INTEGER_MAX):
+    """An argparse type for ids and counts: an integer in ``[minimum, maximum]``, refused with
+    the value and the range named (argparse names the argument)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum or (maximum is not None and value > maximum):
-            bound = f"between {minimum} and {maximum}" if maximum is not None else \
-                f"at least {minimum}"
+        if value < minimum or value > maximum:
+            bound = f"between {minimum} and {maximum}" if maximum != STORE_INTEGER_MAX else \
+                f"at least {minimum} (and at most 2**63-1)"
             raise argparse.ArgumentTypeError(f"{value} is not allowed: give a number {bound}")
         return value
     return parse
@@ -715,15 +751,39 @@ def positive_seconds(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; model-written text reaches the terminal inert (:class:`PrintableStream`)
+    and every refusal is one line (exit 2), never a traceback."""
+    from studio.model.printable import PrintableStream
+
     args = parser().parse_args(argv)
-    quiet_library_logs()
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(sys.stderr)
     try:
+        quiet_library_logs()
         return args.func(args)
     except StudioError as exc:
         from studio.model.redaction import redact
 
         print(f"error: {redact(str(exc))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `studio trials RUN | head`: the reader has what it wanted
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:  # before a run started, or in a command that is not a run
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so Python's flush at exit does not raise a second
+    BrokenPipeError (the documented idiom of the ``signal`` module's notes)."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real stdout (a test)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
 
 
 if __name__ == "__main__":

@@ -68,7 +68,34 @@ def check_reflection_instruction(instruction: str, *, where: str = "reflection.i
             "trials are inserted there",
             where=where,
         )
+    unknown = unknown_placeholders(instruction)
+    if unknown:
+        raise TemplateError(
+            f"the reflection instruction uses {', '.join('{' + n + '}' for n in unknown)}, which "
+            "nothing fills: the placeholders are {component_text} and {trials} (write "
+            "{name?} for one that may be empty)",
+            where=where, value=unknown[0])
     return instruction
+
+
+_TEMPLATE_VAR = re.compile(r"(?<![\$\{\\]){+[^{}]*}+")
+"""ADK's instruction placeholder pattern (``google.adk.flows.llm_flows.prompt``)."""
+
+
+def unknown_placeholders(instruction: str) -> list[str]:
+    """Placeholders ADK would look up in session state and fail on at every reflection: names
+    (state-prefixed or ``artifact.``) other than :data:`PLACEHOLDERS`, not marked optional."""
+    unknown = []
+    for match in _TEMPLATE_VAR.finditer(instruction):
+        name = match.group().lstrip("{").rstrip("}").strip()
+        if name.endswith("?") or name in PLACEHOLDERS:
+            continue
+        bare = name.removeprefix("artifact.")
+        bare = bare.split(":", 1)[1] if bare.split(":", 1)[0] in ("app", "user", "temp") \
+            and ":" in bare else bare
+        if bare.isidentifier() and name not in unknown:
+            unknown.append(name)
+    return unknown
 
 
 def validate_output_schema(schema_text: str) -> dict[str, Any]:

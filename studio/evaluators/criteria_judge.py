@@ -33,7 +33,6 @@ import asyncio
 import inspect
 import logging
 import statistics
-import unicodedata
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -52,6 +51,7 @@ from studio.evaluators._judge import (
 )
 from studio.evaluators.base import as_text
 from studio.model.errors import ConfigError, StudioError
+from studio.model.printable import printable as _printable
 from studio.store import open_store
 
 logger = logging.getLogger(__name__)
@@ -516,8 +516,7 @@ def _judge_agent(agent: Any, schema: type[BaseModel]) -> Any:
 def printable(text: Any) -> str:
     """``text`` safe for a terminal: control and format characters (escape sequences, bidi
     overrides) shown as ``\\x1b``-style escapes; newlines and tabs kept."""
-    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf")
-                   else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+    return _printable(text)
 
 
 def _clip_line(text: str, limit: int = 200) -> str:

@@ -249,8 +249,17 @@ def split_labels(labels: list[Label], held_out: float, seed: int
     while taken < len(order) - 1 and held < wanted:
         held += len(order[taken])
         taken += 1
-    return ([x for group in order[taken:] for x in group],
-            [x for group in order[:taken] for x in group])
+    train = [x for group in order[taken:] for x in group]
+    if len(train) < MIN_TRAIN_LABELS and held_out > 0.5:
+        raise ConfigError(f"held_out {held_out} keeps {held} of the {len(labels)} labels out and "
+                          f"leaves {len(train)} to align on: lower --held-out (e.g. 0.3) or "
+                          "correct more trials", where="held_out", value=held_out)
+    return train, [x for group in order[:taken] for x in group]
+
+
+MIN_TRAIN_LABELS = 2
+"""Fewer labels than this to align on (one label: one score to agree with) is refused when the
+person asked to hold most of them out, since the loop would learn nothing they meant it to."""
 
 
 # --------------------------------------------------------------------------- what is evolved

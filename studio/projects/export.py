@@ -5,7 +5,9 @@ so a 100,000-trial run exports in constant memory.
 
 Secrets in the environment are redacted; JSON is strict (NaN and infinities become ``null``); CSV
 cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR) are
-prefixed with a single quote, as OWASP recommends. Targets must be regular files in an existing
+prefixed with a single quote, as OWASP recommends; control characters in CSV cells (terminal
+escape sequences, bidi overrides) are written as ``\x1b``-style escapes, and JSONL escapes them
+JSON-style (the exact text for a parser). Targets must be regular files in an existing
 folder.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from studio.engine.holdout import load_holdout, test_means
 from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
 from studio.model.jsontools import finite_json
+from studio.model.printable import json_escaped_controls, printable
 from studio.model.records import Split
 from studio.model.redaction import redact, secret_values
 from studio.projects.provenance import load_provenance
@@ -132,7 +137,7 @@ def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
                        ("proposal", proposal_records(store, run_id)),
                        ("trial", iter_trial_records(store, run_id))):
         for row in rows:
-            yield redact(strict_json({"type": kind, **row})) + "\n"
+            yield json_escaped_controls(redact(strict_json({"type": kind, **row}))) + "\n"
 
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = None) -> list[Path]:
@@ -148,8 +153,7 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
     if fmt == "jsonl":
         path = base if base.suffix == ".jsonl" else base.with_suffix(".jsonl")
         check_target(path)
-        with path.open("w", encoding="utf-8") as handle:
-            handle.writelines(jsonl_lines(store, run_id))
+        write_atomically(path, jsonl_lines(store, run_id))
         return [path]
     stem = base.with_suffix("") if base.suffix else base
     paths = [Path(f"{stem}_candidates.csv"), Path(f"{stem}_trials.csv"),
@@ -160,16 +164,36 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = Non
     columns: list[str] = []  # every candidate's keys (one column per component), in order
     for row in iter_candidate_records(store, run_id, scores):
         columns += [k for k in row if k not in columns]
-    with paths[0].open("w", newline="", encoding="utf-8") as handle:
-        handle.writelines(csv_lines(iter_candidate_records(store, run_id, scores), columns))
-    with paths[2].open("w", newline="", encoding="utf-8") as handle:
-        handle.writelines(csv_lines(provenance_records(store, run_id, scores)))
-    with paths[3].open("w", newline="", encoding="utf-8") as handle:
-        handle.writelines(csv_lines(proposal_records(store, run_id)))
+    write_atomically(paths[0], csv_lines(iter_candidate_records(store, run_id, scores), columns))
+    write_atomically(paths[2], csv_lines(provenance_records(store, run_id, scores)))
+    write_atomically(paths[3], csv_lines(proposal_records(store, run_id)))
     del scores, columns  # the pool's scores grow with the pool: not kept while trials stream
-    with paths[1].open("w", newline="", encoding="utf-8") as handle:
-        handle.writelines(csv_lines(iter_trial_records(store, run_id)))
+    write_atomically(paths[1], csv_lines(iter_trial_records(store, run_id)))
     return paths
+
+
+def write_atomically(path: Path, lines: Iterable[str]) -> None:
+    """Write ``lines`` to a temporary file beside ``path``, then rename it over ``path``: a
+    failed export (a full disk, a folder without write permission) leaves no truncated file and
+    keeps the file that was at ``path`` before.
+
+    Raises:
+        ConfigError: naming the path and the operating system's reason.
+    """
+    temp = None
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+            handle.writelines(lines)
+        os.chmod(temp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(temp, path)
+    except OSError as exc:
+        if temp is not None:
+            Path(temp).unlink(missing_ok=True)
+        raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror or exc}; nothing was "
+                          "written there (an earlier file at that path is unchanged): free "
+                          "space, fix the folder's permissions or choose another --out",
+                          where="--out", value=str(path)) from None
 
 
 def check_target(path: Path) -> None:
@@ -200,7 +224,7 @@ def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
     writing many cells)."""
     text = strict_json(value) if isinstance(value, list | dict) else "" if value is None else \
         str(value)
-    text = redact(text, secrets)
+    text = printable(redact(text, secrets))  # escape sequences shown, not acted on
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 

@@ -59,6 +59,7 @@ from studio.engine.components import check_components, check_seed_placeholders
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
+from studio.model.jsontools import unique_keys
 from studio.model.limits import MAX_DEMOS
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
@@ -71,6 +72,7 @@ from studio.model.records import (
     ReflectionSpec,
     RunSpec,
     validate_examples,
+    validate_json_schema,
 )
 from studio.model.redaction import redact_data
 from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
@@ -138,6 +140,12 @@ class AgentSection(BaseModel):
     @classmethod
     def _tools_are_refs(cls, value: list[str], info: ValidationInfo) -> list[str]:
         return check_tool_refs(value, agent=str(info.data.get("name", "agent")))
+
+    @field_validator("output_schema")
+    @classmethod
+    def _schema_is_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Checked when the file is read (the UI's import too), not first by *Try it*."""
+        return None if value is None else validate_json_schema(value)
 
     @model_validator(mode="after")
     def _tools_need_a_declared_agent(self) -> AgentSection:
@@ -213,6 +221,9 @@ class DatasetSection(BaseModel):
     def _needs_train(self) -> DatasetSection:
         if self.train is None:
             raise ValueError("dataset.train is required (inline rows or {path: ...})")
+        if self.val is not None and self.split.val_fraction > 0:
+            raise ValueError("split.val_fraction carves a validation set out of train "
+                             "only when dataset.val is not given, and val is given: remove one")
         return self
 
 
@@ -248,9 +259,12 @@ class ProjectFile(BaseModel):
             if agent.ref:
                 raise ValueError(f"agents[{index}] ({agent.name}): ref is only for 'agent:'; "
                                  "to evolve a workflow written in Python use agent: {ref: ...}")
-            if not agent.name.isidentifier():
+            if not (agent.name.isascii() and agent.name.isidentifier()):
                 raise ValueError(f"agents[{index}]: name {agent.name!r} must be an identifier "
-                                 "(letters, digits, _), as ADK requires")
+                                 "(ASCII letters, digits, _), as ADK requires")
+        if self.agent is not None and not self.agent.name.isascii():
+            raise ValueError(f"agent.name {self.agent.name!r}: ADK agent names are ASCII "
+                             "identifiers (letters A-Z, digits, _): e.g. 'writer'")
         if self.agents and self.workflow is None and (self.primary or "") and \
                 self.primary not in [a.name for a in self.agents]:
             raise ValueError(f"primary {self.primary!r} is not one of the agents "
@@ -716,7 +730,9 @@ def read_jsonl(path: Path | str, text: str | None = None) -> list[dict[str, Any]
     if text is None:
         text = decode_text(read_bounded(Path(path), MAX_DATASET_BYTES, DatasetError), str(path))
     rows = []
-    for line_number, line in enumerate(text.splitlines(), start=1):
+    # "\n" only: str.splitlines also splits at U+2028, U+0085 ..., which JSON allows raw in strings
+    for line_number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         where = f"{path}, line {line_number}"
@@ -741,7 +757,7 @@ def _json_line(line: str, line_number: int, where: str, label: str = "") -> Any:
         raise DatasetError(f"{label} nests more than {MAX_JSON_DEPTH} levels deep",
                            where=where)
     try:
-        return json.loads(line, parse_constant=_refuse_constant)
+        return json.loads(line, parse_constant=_refuse_constant, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         where = where if label.startswith("line") else f"{where}, line {exc.lineno}"
         raise DatasetError(f"{label} is not JSON: {exc.msg}", where=where) from exc

@@ -98,6 +98,10 @@ def critic_from_argument(argument: str) -> CriticSpec:
     if path.suffix.lower() in YAML_FILES and path.is_file():
         data = read_bounded(path, MAX_PROJECT_BYTES, ProjectFileError)
         return critic_from_text(decode_text(data, str(path), ProjectFileError), str(path))
+    if path.suffix.lower() in YAML_FILES and "\n" not in argument and ":" not in argument:
+        raise ProjectFileError(f"file {argument!r} does not exist (or is not a file): give the "
+                               "path of a YAML file with a critic section, or the YAML itself",
+                               where="--critic", value=argument)
     return critic_from_text(argument, "--critic")
 
 

@@ -9,12 +9,12 @@ characters made visible so a sentence cannot move the cursor or recolour the ter
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 
 import pandas as pd
 
+from studio.model.printable import printable as _printable
 from studio.projects.provenance import EDIT, REFLECTION, SEED, Provenance, unit_kind
 
 
@@ -60,7 +60,6 @@ def blame_lines(provenance: Provenance) -> Iterator[str]:
 
 
 def printable(text: str) -> str:
-    """``text`` with control and format characters (escape sequences, bidi overrides) shown as
-    ``\\x1b``-style escapes instead of acting on the terminal."""
-    return "".join(ch if unicodedata.category(ch) not in ("Cc", "Cf") else
-                   ch.encode("unicode_escape").decode("ascii") for ch in text)
+    """``text`` with control and format characters (escape sequences, bidi overrides), line
+    breaks included, shown as ``\\x1b``-style escapes instead of acting on the terminal."""
+    return _printable(text, keep="")

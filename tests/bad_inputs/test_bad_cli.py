@@ -25,7 +25,7 @@ BAD_ARGUMENTS = [
     (["runs", "--limit", "0"], "argument --limit: 0 is not allowed"),
     (["ui", "--port", "70000"], "argument --port: 70000 is not allowed: give a number between"),
     (["export", "abc", "--format", "xml"], "argument --format: invalid choice: 'xml'"),
-    (["decide", "one", "accept"], "argument proposal_id: invalid int value: 'one'"),
+    (["decide", "one", "accept"], "argument proposal_id: 'one' is not a whole number"),
 ]
 
 
