@@ -187,7 +187,9 @@ def test_random_interleavings_keep_the_store_consistent(tmp_path, seed, database
             history.append(person_step(rng, store, worker))
         finish(store, worker, rng)
         check_invariants(store, run_id, history)
-        assert store.count_trials(run_id) > 0 and store.decisions(run_id), \
+        # a drawn limit may end a slow run (a loaded machine, PostgreSQL) before its first gate
+        ended_early = store.get_run(run_id).stop_reason in ("timeout", "max_metric_calls")
+        assert store.count_trials(run_id) > 0 and (store.decisions(run_id) or ended_early), \
             f"the driver never reached the engine {history}"
     finally:
         worker.kill()
