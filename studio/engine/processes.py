@@ -63,6 +63,10 @@ from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.workflows import primary_for
 
 
+CRITIC_NOT_CALLED = "the critic was not called"
+"""In a trial's error when the agent failed: the run's failure message blames the agent."""
+
+
 @dataclass
 class ChainResult:
     """One example's agent call and critic verdict, before it is a trial."""
@@ -90,13 +94,26 @@ async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, A
     output = clip(result.output, MAX_OUTPUT_CHARS)  # the critic judges what the store keeps
     if result.error:
         return ChainResult(input_text, output, Feedback(),
-                           f"the agent failed (the critic was not called): {result.error}",
+                           f"the agent failed ({CRITIC_NOT_CALLED}): {result.error}",
+                           result.trace, result.latency_s, result.tokens)
+    if not output.strip():  # nothing to judge: "could not evaluate", never a 0 for ""
+        return ChainResult(input_text, output, Feedback(), _no_content(result, primary),
                            result.trace, result.latency_s, result.tokens)
     sample = Sample(input_text=input_text, output=output, expected=example_expected(data),
                     example=data, trace=result.trace, media=tuple(media))
     feedback, error = await judge_sample(critic, sample)
     return ChainResult(input_text, output, feedback, error, result.trace, result.latency_s,
                        result.tokens)
+
+
+def _no_content(result: Any, primary: str | None) -> str:
+    """The error of a reply with no text: an empty ``choices`` list, ``content: null``, only
+    whitespace, or only tool calls (the critic was not called)."""
+    who = f"the workflow's agent {primary!r}" if primary else "the agent"
+    calls = len((result.trace or {}).get("tool_calls") or [])
+    what = f"only {calls} tool call(s) and no text" if calls else "no text"
+    return (f"{who}'s model returned no content ({what}: an empty reply, e.g. no choices or "
+            f"content null); could not evaluate ({CRITIC_NOT_CALLED})")
 
 
 def check_processes(config: EvolutionConfig, spec: RunSpec, *, from_objects: bool) -> None:
