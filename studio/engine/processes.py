@@ -62,7 +62,6 @@ from studio.model.records import (
 from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.workflows import primary_for
 
-
 CRITIC_NOT_CALLED = "the critic was not called"
 """In a trial's error when the agent failed: the run's failure message blames the agent."""
 
