@@ -175,3 +175,20 @@ def test_an_agent_with_only_a_tool_call_and_no_text_is_could_not_evaluate(store,
         assert trial.score is None and "the critic was not called" in trial.error
         assert "only 1 tool call(s) and no text" in trial.error
     assert "the agent failed on every baseline example" in error
+
+
+def test_studio_run_with_a_silent_agent_prints_the_message_not_a_traceback(
+        tmp_path, hosted, capsys):
+    from studio.cli import main
+    from tests.bad_inputs.conftest import project, write_project
+
+    hosted(agent=lambda body: CHOICES_EMPTY)
+    path = write_project(tmp_path, project(
+        agent={"model": "openai/writer"},
+        critic={"type": "agent", "schema": "advanced", "model": "openai/judge"},
+        run={"max_iterations": 0, "max_retries": 0}))
+    code = main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(path)])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err
+    assert "the agent failed on every baseline example" in err
+    assert "returned no content" in err and "critic's model" not in err

@@ -244,6 +244,7 @@ def test_a_stopped_worker_process_is_replaced_and_its_shard_judged_again(tmp_pat
     outcome: list[str] = []
     thread = threading.Thread(target=lambda: outcome.append(asyncio.run(engine.run())))
     thread.start()
+    stopped = None
     try:
         wait_until(lambda: len(pool._pending_work_items) == 2 and pool._work_ids.empty()
                    and pool._call_queue.empty(), timeout=60)  # each process holds a shard
@@ -258,6 +259,8 @@ def test_a_stopped_worker_process_is_replaced_and_its_shard_judged_again(tmp_pat
         wait_until(lambda: not Path(f"/proc/{stopped}").exists()
                    or "Z" in Path(f"/proc/{stopped}/stat").read_text().split()[2], timeout=30)
     finally:
+        if stopped is not None and Path(f"/proc/{stopped}").exists():
+            os.kill(stopped, signal.SIGKILL)  # never leave a stopped process behind
         thread.join(timeout=120)
         store.close()
         processes.shutdown_pools()
