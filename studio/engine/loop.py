@@ -42,6 +42,7 @@ from studio.engine.evidence import proposal_evidence, verdict_reason
 from studio.engine.gates import await_decision, deciding
 from studio.engine.holdout import score_holdout
 from studio.engine.pool import PoolScores, load_view, pool_scores
+from studio.engine.processes import CRITIC_NOT_CALLED
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.config import ReviewMode
@@ -110,6 +111,23 @@ class Plan:
 Verdict = Callable[[], Evidence]
 """The acceptance rule, asked at decision time: the evidence now, with the rule's verdict (the
 decision keeps it as what it was made on)."""
+
+
+def baseline_failure(trials: list[Trial]) -> str:
+    """Why no baseline example has a score, blaming whoever failed: the agent (its model gave
+    no output, timed out, hit a limit) or the critic; the critic's model is named only when
+    the critic failed."""
+    errors = [t.error or "no score" for t in trials]
+    agent = [e for e in errors if CRITIC_NOT_CALLED in e]
+    if len(agent) == len(errors):
+        return (f"the agent failed on every baseline example ({len(errors)}), so the critic "
+                f"was never called; first error: {errors[0]}. Check the agent's model and "
+                f"instruction (or the workflow's agents).")
+    first = next(e for e in errors if CRITIC_NOT_CALLED not in e)
+    also = (f" (the agent itself failed on {len(agent)} of them; first: {agent[0]})"
+            if agent else "")
+    return (f"the critic could not evaluate any baseline example{also}; first critic error: "
+            f"{first}. Check the critic's model and instruction.")
 
 
 class Engine:
@@ -191,7 +209,9 @@ class Engine:
                 self._finish(RunStatus.STOPPED, "shutdown")
             raise
         except Exception as exc:
-            logger.exception("run %s failed", ctx.run_id)
+            # the message is what a person needs; the traceback is for a developer (debug)
+            logger.error("run %s failed: %s", ctx.run_id, redact(f"{type(exc).__name__}: {exc}"))
+            logger.debug("run %s failed", ctx.run_id, exc_info=True)
             self._finish(RunStatus.FAILED, "error", error=f"{type(exc).__name__}: {exc}")
             raise
 
@@ -279,9 +299,7 @@ class Engine:
             raise StopRun("max_metric_calls")
         trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
         if all(t.effective_score is None for t in trials):
-            first_error = next((t.error for t in trials if t.error), "no score")
-            raise RunFailed(f"the critic could not evaluate any baseline example; first error: "
-                            f"{first_error}. Check the critic's model and instruction.")
+            raise RunFailed(baseline_failure(trials))
         ctx.store.set_pooled(seed.id)
         pool = self._last_pool = self.pool()
         self.state.best_score = pool.best_score

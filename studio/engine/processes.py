@@ -30,6 +30,7 @@ the first worker is ready: a short run never waits for processes it does not nee
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import multiprocessing
 import os
@@ -62,6 +63,9 @@ from studio.model.records import (
 from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.workflows import primary_for
 
+CRITIC_NOT_CALLED = "the critic was not called"
+"""In a trial's error when the agent failed: the run's failure message blames the agent."""
+
 
 @dataclass
 class ChainResult:
@@ -90,13 +94,26 @@ async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, A
     output = clip(result.output, MAX_OUTPUT_CHARS)  # the critic judges what the store keeps
     if result.error:
         return ChainResult(input_text, output, Feedback(),
-                           f"the agent failed (the critic was not called): {result.error}",
+                           f"the agent failed ({CRITIC_NOT_CALLED}): {result.error}",
+                           result.trace, result.latency_s, result.tokens)
+    if not output.strip():  # nothing to judge: "could not evaluate", never a 0 for ""
+        return ChainResult(input_text, output, Feedback(), _no_content(result, primary),
                            result.trace, result.latency_s, result.tokens)
     sample = Sample(input_text=input_text, output=output, expected=example_expected(data),
                     example=data, trace=result.trace, media=tuple(media))
     feedback, error = await judge_sample(critic, sample)
     return ChainResult(input_text, output, feedback, error, result.trace, result.latency_s,
                        result.tokens)
+
+
+def _no_content(result: Any, primary: str | None) -> str:
+    """The error of a reply with no text: an empty ``choices`` list, ``content: null``, only
+    whitespace, or only tool calls (the critic was not called)."""
+    who = f"the workflow's agent {primary!r}" if primary else "the agent"
+    calls = len((result.trace or {}).get("tool_calls") or [])
+    what = f"only {calls} tool call(s) and no text" if calls else "no text"
+    return (f"{who}'s model returned no content ({what}: an empty reply, e.g. no choices or "
+            f"content null); could not evaluate ({CRITIC_NOT_CALLED})")
 
 
 def check_processes(config: EvolutionConfig, spec: RunSpec, *, from_objects: bool) -> None:
@@ -114,6 +131,8 @@ only within a shard, so each shard ends with a tail of empty slots: with one rou
 (trials committed sooner) the 2-core machine measured 1.83-2.05x the latency bound at
 ``processes=2``, concurrency 16, 100 ms; with two, 1.30-1.53x (``bench/bench_engine.py``)."""
 
+
+logger = logging.getLogger(__name__)
 
 _POOLS: dict[int, ProcessPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
@@ -139,6 +158,27 @@ def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None
         return pool
 
 
+STALL_SLACK_SECONDS = 10.0
+"""Added to a shard's deadline: backoff between retries and a process building the run."""
+
+
+def shard_deadline(config: EvolutionConfig) -> float:
+    """How long a shard may take before its process counts as stalled: each of its rounds is
+    an agent call and a critic call, each up to every attempt's ``call_timeout_seconds``."""
+    per_chain = 2 * config.call_timeout_seconds * (config.max_retries + 1)
+    return per_chain * SHARD_ROUNDS + STALL_SLACK_SECONDS
+
+
+def replace_stalled_pool(processes: int, pool: ProcessPoolExecutor | None
+                         ) -> ProcessPoolExecutor:
+    """A new shared pool in place of ``pool``, whose processes are killed first: a stopped or
+    wedged process would never exit on a shutdown request (the pool's other shards break and
+    are judged again by their callers)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()  # SIGKILL ends a SIGSTOPped process too
+    return shared_pool(processes, broken=pool)
+
+
 def shutdown_pools() -> None:
     """Stop every shared worker process (tests; a process exiting stops them itself)."""
     with _POOLS_LOCK:
@@ -159,6 +199,7 @@ class ProcessFanOut:
         self.processes = config.processes
         per_process = max(1, math.ceil(config.max_concurrency / config.processes))
         self.shard_size = per_process * SHARD_ROUNDS
+        self.shard_deadline_s = shard_deadline(config)
         self._setup = (setup, spec.model_dump(mode="json", by_alias=True),
                        config.model_dump(mode="json"), default_model, per_process)
         self._key = uuid.uuid4().hex
@@ -201,17 +242,33 @@ class ProcessFanOut:
     async def run_shard(self, components: dict[str, str],
                         examples: list[dict[str, Any]], input_key: str | None
                         ) -> list[ChainResult]:
+        """The shard's chain results. A process that died, or stopped answering (no result
+        within :attr:`shard_deadline_s`: wedged, SIGSTOPped), is replaced and the shard judged
+        again once: nothing of it was committed.
+
+        Raises:
+            StudioError: the shard failed the same way on the replacement processes too.
+        """
         shard = (_judge_shard, self._key, self._setup, components, examples, input_key)
-        with _main_not_rerun():
-            future = self._submit(*shard)
-        pool = self._pool
-        try:
-            return await asyncio.wrap_future(future)
-        except BrokenProcessPool:  # a process died: nothing of this shard was committed
-            self._pool = shared_pool(self.processes, broken=pool)
+        for attempt in (1, 2):
             with _main_not_rerun():
-                future = self._pool.submit(*shard)
-            return await asyncio.wrap_future(future)
+                future = self._submit(*shard)
+            pool = self._pool
+            try:
+                return await asyncio.wait_for(asyncio.wrap_future(future),
+                                              self.shard_deadline_s)
+            except BrokenProcessPool:  # a process died
+                self._pool = shared_pool(self.processes, broken=pool)
+                what = "a worker process died"
+            except TimeoutError:  # a process stopped answering: the heartbeat cannot tell
+                self._pool = replace_stalled_pool(self.processes, pool)
+                what = (f"a worker process returned no result within "
+                        f"{self.shard_deadline_s:g} s")
+            logger.warning("%s while judging a shard of %d example(s); judging it again on new "
+                           "processes (attempt %d)", what, len(examples), attempt + 1)
+        raise StudioError(f"{what} twice while judging a shard of {len(examples)} example(s) "
+                          f"with processes={self.processes}; check the machine's memory and "
+                          f"the models, or run with processes: 1")
 
     def _submit(self, fn: Callable, *args: Any) -> Future:
         """Submit to the shared pool; a pool that broke (a process died) is replaced once."""

@@ -33,8 +33,21 @@ def secret_values() -> list[str]:
     """Values of environment variables whose names say they are secrets (longest first, so a
     secret that contains another is replaced whole)."""
     values = {value for name, value in os.environ.items()
-              if looks_secret(name) and value and len(value) >= _MIN_SECRET_LENGTH}
+              if looks_secret(name) and value and could_be_secret(value)}
     return sorted(values, key=len, reverse=True)
+
+
+_COMMON_VALUE = re.compile(r"[A-Za-z]+|[0-9]+|true|false|none|null|localhost", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def could_be_secret(value: str) -> bool:
+    """Whether an environment value is worth hiding wherever it appears in text. Too short,
+    with spaces (``ADMIN_PASSWORD="three lines"``), a plain word or number, or only a few
+    distinct characters: such a value also occurs in ordinary text (a critic's feedback, an
+    instruction), and hiding it there changes what people read and what reflection reads."""
+    return (len(value) >= _MIN_SECRET_LENGTH and not any(c.isspace() for c in value)
+            and not _COMMON_VALUE.fullmatch(value) and len(set(value)) >= 5)
 
 
 def redact(text: str, secrets: Sequence[str] | None = None) -> str:

@@ -216,7 +216,7 @@ class AgentExecutor:
     async def _with_retries(self, agent, message, state, session_id, app, output_author=None,
                             *, timeout_s: float) -> ExecutionResult:
         retryable = _retryable_errors()
-        attempt = 0
+        attempt, started, earlier = 0, time.perf_counter(), []
         while True:
             attempt += 1
             try:
@@ -227,7 +227,9 @@ class AgentExecutor:
                 return result
             except retryable as exc:
                 if attempt > self.max_retries or _root_studio_error(exc) is not None:
-                    return _failure(exc, attempt, session_id, timeout_s=timeout_s)
+                    return _failure(exc, attempt, session_id, timeout_s=timeout_s,
+                                    elapsed_s=time.perf_counter() - started, earlier=earlier)
+                earlier.append(describe_error(exc, timeout_s=timeout_s))
                 delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
                 logger.info("retrying %s after %s (attempt %d)", _name(agent), type(exc).__name__,
                             attempt)
@@ -235,7 +237,8 @@ class AgentExecutor:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failure on one example is a result, not a crash
-                return _failure(exc, attempt, session_id, timeout_s=timeout_s)
+                return _failure(exc, attempt, session_id, timeout_s=timeout_s,
+                                elapsed_s=time.perf_counter() - started, earlier=earlier)
 
     async def _run_once(self, agent, message, state, session_id, app,
                         output_author=None) -> ExecutionResult:
@@ -281,16 +284,31 @@ def _name(agent: Any) -> str:
     return str(getattr(agent, "name", type(agent).__name__))
 
 
-def _failure(exc: BaseException, attempts: int, session_id: str | None, *, timeout_s: float):
+def _failure(exc: BaseException, attempts: int, session_id: str | None, *, timeout_s: float,
+             elapsed_s: float = 0.0, earlier: Sequence[str] = ()):
     import litellm
 
-    message = redact(describe_error(exc, timeout_s=timeout_s))[:2000]
+    message = describe_error(exc, timeout_s=timeout_s) + _attempts_said(attempts, elapsed_s,
+                                                                       earlier)
+    message = redact(message)[:2000]
     timed_out = isinstance(exc, TimeoutError | litellm.Timeout)
     return ExecutionResult(
         status=ExecutionStatus.TIMEOUT if timed_out else ExecutionStatus.FAILED,
         session_id=session_id or "", error_message=message, attempts=attempts,
         trace={"error": message, "attempts": attempts},
     )
+
+
+def _attempts_said(attempts: int, elapsed_s: float, earlier: Sequence[str]) -> str:
+    """What the retries were and how long they took in all: a per-attempt timeout alone
+    ("timed out after 20s") hid that three attempts took 68 s and the first ones were resets."""
+    if attempts <= 1:
+        return f" (after {elapsed_s:.1f} s)" if elapsed_s >= 1 else ""
+    before = "; ".join(dict.fromkeys(earlier))
+    retries = "1 retry" if attempts == 2 else f"{attempts - 1} retries"
+    return (f" (on attempt {attempts} of {attempts}, after {retries} and {elapsed_s:.1f} s "
+            "in all" + (f"; earlier attempts: {before}" if before else "")
+            + ")")
 
 
 def _override_update(agent: Any, instruction: str | None, schema: Any) -> dict[str, Any]:
@@ -352,9 +370,36 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
     root = _root_studio_error(exc)
     if root is not None:
         return f"{type(root).__name__}: {root}"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if type(exc).__name__ == "LlmCallsLimitExceededError":
+        return (f"the agent or workflow made more model calls on one example than ADK allows "
+                f"({_first_line(exc)}): fewer agents or fewer tool rounds per example")
+    if _connection_lost(exc):
+        return ("the connection to the model's server was reset or refused by the server "
+                f"({type(exc).__name__}: {_first_line(exc)})")
+    text = _first_line(exc)
     text = re.sub(r"^(litellm\.\w+:\s*)+", "", text)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return re.sub(r"^(litellm\.\w+:\s*)+", "", text)
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """A reset, refused or dropped connection, however LiteLLM wrapped it (the OpenAI client
+    reports it as "Connection error." inside an ``InternalServerError``)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionError) or type(current).__name__ in (
+                "ConnectError", "RemoteProtocolError", "ReadError", "APIConnectionError"):
+            return True
+        if str(current).strip().endswith("Connection error."):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 class _TraceRecorder:

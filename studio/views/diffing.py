@@ -220,7 +220,7 @@ def _words(text: str) -> int:
 def _escape_line(line: str) -> str:
     stripped = line.lstrip(" ")
     indent = "\u00a0" * (len(line) - len(stripped))
-    return indent + "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in stripped)
+    return indent + _escape_inline(stripped)
 
 
 def _styled_line(kind: Kind, line: str) -> str:
@@ -238,4 +238,21 @@ def _styled_line(kind: Kind, line: str) -> str:
 
 
 def _escape_inline(text: str) -> str:
-    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in text)
+    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in defuse_autolinks(text))
+
+
+_AUTOLINK_START = re.compile(r"(://|(?<![^\W_])www(?=\.)|@)", re.IGNORECASE)
+
+
+def defuse_autolinks(text: str) -> str:
+    """``text`` with a word joiner (U+2060, invisible) inside every ``://``, ``www.`` and ``@``.
+
+    GitHub-flavoured Markdown (Streamlit's) turns bare URLs and e-mail addresses into live links
+    *after* backslash escapes are resolved, so escaping cannot stop it: a model could plant a
+    clickable phishing link in an output, a proposal or an error. The joiner breaks the pattern
+    the autolinker looks for and shows nothing."""
+    return _AUTOLINK_START.sub(lambda m: _joined(m.group(0)), text)
+
+
+def _joined(found: str) -> str:
+    return {"://": ":\u2060//", "@": "@\u2060"}.get(found, found + "\u2060")

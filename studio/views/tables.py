@@ -27,6 +27,7 @@ from studio.model.records import (
     RunStatus,
     Trial,
 )
+from studio.model.redaction import redact
 from studio.model.workflow import split_component
 
 NOT_EVALUATED = "could not evaluate"
@@ -104,7 +105,8 @@ def example_label(example: Example, limit: int = 40) -> str:
     fields = {k: v for k, v in example.data.items() if k != "expected"}
     text = fields.get("input") if "input" in fields else ", ".join(
         f"{v}" for v in fields.values())
-    return f"{example.split.value} {example.index}: {one_line(str(text), limit)}"
+    # the row is kept as given (the loop reads it); a secret in it is hidden where shown
+    return f"{example.split.value} {example.index}: {one_line(redact(str(text)), limit)}"
 
 
 # --------------------------------------------------------------------------- runs

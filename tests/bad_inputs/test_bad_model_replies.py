@@ -51,8 +51,10 @@ def test_an_agent_failure_is_not_blamed_on_the_critic(store, script):
     writer = script(broken)
     spec = demo_spec().model_copy(update={"agent": AgentSpec(name="writer", model=writer)})
     run_id = baseline_run(store, spec, max_retries=0)
-    with pytest.raises(Exception, match="could not evaluate any baseline example"):
+    with pytest.raises(Exception, match="the agent failed on every baseline example") as failed:
         asyncio.run(build_engine(store, run_id).run())
+    assert "Check the agent's model" in str(failed.value)
+    assert "critic's model" not in str(failed.value)
     for trial in store.trials(run_id):
         assert trial.error.startswith("the agent failed (the critic was not called)")
         assert "exploded" in trial.error and "critic could not evaluate" not in trial.error

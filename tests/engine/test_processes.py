@@ -222,3 +222,49 @@ def test_worker_processes_die_with_a_sigkilled_parent(tmp_path):
     finally:
         parent.kill()
         parent.wait(timeout=30)
+
+
+def test_stopped_worker_processes_are_replaced_and_their_shards_judged_again(tmp_path):
+    """A SIGSTOPped (wedged) process never answers and never dies, and the run's heartbeat
+    keeps the lease: past the shard's deadline the pool is replaced (the stopped process
+    killed) and its shard judged again, so the run completes with every example scored once."""
+    import signal
+    import threading
+
+    processes.shutdown_pools()
+    store = open_store(f"sqlite:///{tmp_path}/stopped.db", cached=False)
+    config = EvolutionConfig(max_iterations=0, seed=3, max_concurrency=2, processes=2,
+                             call_timeout_seconds=1.5, max_retries=0)
+    run_id = create_run(store, spec=demo_spec("scripted/demo@400ms"), trainset=trainset(4),
+                        config=config).id
+    engine = build_engine(store, run_id)
+    assert engine.ctx.fan_out.shard_deadline_s == processes.shard_deadline(config) < 20
+    engine.ctx.fan_out.start()
+    wait_until(lambda: engine.ctx.fan_out.ready and all(
+        f.done() for f in engine.ctx.fan_out._warming), timeout=120)
+    pool = processes._POOLS[2]
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(asyncio.run(engine.run())))
+    thread.start()
+    stopped: list[int] = []
+    try:
+        wait_until(lambda: len(pool._pending_work_items) == 2, timeout=60)  # both shards sent
+        for pid in list(pool._processes):  # wedged: neither answers nor dies
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        thread.join(timeout=120)
+        assert outcome == ["max_iterations"]
+        trials = store.trials(run_id)
+        assert sorted(t.example_index for t in trials) == [0, 1, 2, 3]
+        assert all(t.score is not None for t in trials)
+        assert processes._POOLS[2] is not pool
+        assert not set(stopped) & set(processes._POOLS[2]._processes)
+        wait_until(lambda: all(not Path(f"/proc/{pid}").exists() or "Z" in Path(
+            f"/proc/{pid}/stat").read_text().split()[2] for pid in stopped), timeout=30)
+    finally:
+        for pid in stopped:  # never leave a stopped process behind
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+        thread.join(timeout=120)
+        store.close()
+        processes.shutdown_pools()

@@ -84,7 +84,8 @@ def test_timeout_becomes_an_error_result(script):
     script("sleepy", lambda request: "late", latency_s=0.5)
     executor = AgentExecutor(timeout_s=0.1, max_retries=1, backoff_s=0.01)
     result = executor.execute_sync(writer("scripted/sleepy"), "x")
-    assert result.error == "timed out after 0.1s" and result.attempts == 2
+    assert result.error.startswith("timed out after 0.1s (on attempt 2 of 2, after 1 retry and ")
+    assert "earlier attempts: timed out after 0.1s" in result.error and result.attempts == 2
 
 
 def test_non_retryable_errors_fail_fast(script):
