@@ -3,8 +3,10 @@ older database step by step, inside one transaction per step."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -50,58 +52,115 @@ class UTCDateTime(TypeDecorator):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
+NUL_MARKER = "\u2400"
+"""What a NUL character becomes in the store: PostgreSQL refuses NUL in text, so ``␀`` (the
+visible SYMBOL FOR NULL) is stored on every backend, the same on SQLite and PostgreSQL."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """``value`` with every string made storable on any backend: a lone surrogate (half of a split
+    emoji, which no database can encode as UTF-8) becomes U+FFFD, the replacement character, and
+    NUL becomes :data:`NUL_MARKER`. One bad character in a model's reply or a dataset cell then
+    costs that character, never the trial or the run."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", NUL_MARKER)
+        return _LONE_SURROGATE.sub("\ufffd", value) if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(v) for v in value]
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+class SafeText(TypeDecorator):
+    """Text made :func:`storable` on the way in."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return storable(value)
+
+
+class SafeString(SafeText):
+    """A bounded string made :func:`storable` on the way in."""
+
+    impl = String
+    cache_ok = True
+
+
+class SafeJSON(TypeDecorator):
+    """JSON whose strings (keys and values) are made :func:`storable` on the way in."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return storable(value)
+
+
 metadata = MetaData()
 
-meta = Table("meta", metadata, Column("key", String(64), primary_key=True),
-             Column("value", Text, nullable=False))
+meta = Table("meta", metadata, Column("key", SafeString(64), primary_key=True),
+             Column("value", SafeText, nullable=False))
 
 projects = Table(
     "projects", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", String(200), nullable=False, unique=True),
-    Column("yaml", Text, nullable=False),
+    Column("name", SafeString(200), nullable=False, unique=True),
+    Column("yaml", SafeText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
 runs = Table(
     "runs", metadata,
-    Column("id", String(40), primary_key=True),
+    Column("id", SafeString(40), primary_key=True),
     Column("project_id", Integer, ForeignKey("projects.id", ondelete="SET NULL"), nullable=True),
-    Column("name", String(200), nullable=False, default=""),
-    Column("status", String(20), nullable=False),
-    Column("config", JSON, nullable=False),
-    Column("spec", JSON, nullable=False),
+    Column("name", SafeString(200), nullable=False, default=""),
+    Column("status", SafeString(20), nullable=False),
+    Column("config", SafeJSON, nullable=False),
+    Column("spec", SafeJSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("started_at", UTCDateTime),
     Column("finished_at", UTCDateTime),
     Column("heartbeat_at", UTCDateTime),
-    Column("worker", String(200)),
-    Column("stop_reason", Text),
-    Column("error", Text),
-    Column("control", String(20)),  # added in version 2
-    Column("queue", String(64)),  # added in version 3
+    Column("worker", SafeString(200)),
+    Column("stop_reason", SafeText),
+    Column("error", SafeText),
+    Column("control", SafeString(20)),  # added in version 2
+    Column("queue", SafeString(64)),  # added in version 3
     Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
 )
 
 examples = Table(
     "examples", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("split", String(8), nullable=False),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("split", SafeString(8), nullable=False),
     Column("idx", Integer, nullable=False),
-    Column("data", JSON, nullable=False),
+    Column("data", SafeJSON, nullable=False),
     UniqueConstraint("run_id", "split", "idx"),
 )
 
 candidates = Table(
     "candidates", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("idx", Integer, nullable=False),
-    Column("parent_ids", JSON, nullable=False),
-    Column("components", JSON, nullable=False),
-    Column("content_hash", String(64), nullable=False),
+    Column("parent_ids", SafeJSON, nullable=False),
+    Column("components", SafeJSON, nullable=False),
+    Column("content_hash", SafeString(64), nullable=False),
     Column("iteration", Integer, nullable=False, default=0),
     Column("proposal_id", Integer),
     Column("pooled", Boolean, nullable=False, default=False),
@@ -112,25 +171,25 @@ candidates = Table(
 trials = Table(
     "trials", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("candidate_id", Integer, ForeignKey("candidates.id", ondelete="CASCADE"),
            nullable=False),
     Column("example_id", Integer, ForeignKey("examples.id", ondelete="CASCADE"), nullable=False),
-    Column("split", String(8), nullable=False),
+    Column("split", SafeString(8), nullable=False),
     Column("example_index", Integer, nullable=False),
     Column("iteration", Integer, nullable=False),
-    Column("phase", String(12), nullable=False),
+    Column("phase", SafeString(12), nullable=False),
     Column("proposal_id", Integer),
-    Column("input_text", Text, nullable=False),
-    Column("output", Text, nullable=False),
+    Column("input_text", SafeText, nullable=False),
+    Column("output", SafeText, nullable=False),
     Column("score", Float),
-    Column("feedback", JSON, nullable=False),
-    Column("error", Text),
-    Column("trace", JSON, nullable=False),
+    Column("feedback", SafeJSON, nullable=False),
+    Column("error", SafeText),
+    Column("trace", SafeJSON, nullable=False),
     Column("latency_s", Float, nullable=False, default=0.0),
     Column("tokens", Integer, nullable=False, default=0),
     Column("created_at", UTCDateTime, nullable=False),
-    Column("worker", String(200)),  # added in version 3
+    Column("worker", SafeString(200)),  # added in version 3
     Index("ix_trials_run_id_id", "run_id", "id"),
     Index("ix_trials_candidate_example", "candidate_id", "example_id"),
     Index("ix_trials_run_phase_proposal", "run_id", "phase", "proposal_id"),  # version 4
@@ -141,12 +200,12 @@ overrides = Table(
     "overrides", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("score", Float),
-    Column("feedback", Text),
+    Column("feedback", SafeText),
     Column("judge_score", Float),
-    Column("judge_feedback", Text),
-    Column("author", String(200), nullable=False),
+    Column("judge_feedback", SafeText),
+    Column("author", SafeString(200), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("undone_at", UTCDateTime),
     Index("ix_overrides_trial", "trial_id"),
@@ -156,21 +215,21 @@ overrides = Table(
 proposals = Table(
     "proposals", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("iteration", Integer, nullable=False),
     Column("parent_id", Integer, nullable=False),
-    Column("component", String(200), nullable=False),  # 40 before version 5
-    Column("text", Text, nullable=False),
-    Column("reasoning", Text, nullable=False, default=""),
-    Column("status", String(12), nullable=False),
+    Column("component", SafeString(200), nullable=False),  # 40 before version 5
+    Column("text", SafeText, nullable=False),
+    Column("reasoning", SafeText, nullable=False, default=""),
+    Column("status", SafeString(12), nullable=False),
     Column("child_id", Integer),
     Column("edited_from", Integer),
-    Column("invalid_reason", Text),
+    Column("invalid_reason", SafeText),
     Column("created_at", UTCDateTime, nullable=False),
     Column("decided_at", UTCDateTime),
-    Column("kind", String(12), nullable=False, default="reflection",
+    Column("kind", SafeString(12), nullable=False, default="reflection",
            server_default="reflection"),  # added in version 5
-    Column("merge", JSON),  # added in version 5
+    Column("merge", SafeJSON),  # added in version 5
     Index("ix_proposals_run", "run_id", "iteration"),
 )
 
@@ -179,11 +238,11 @@ decisions = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("proposal_id", Integer, ForeignKey("proposals.id", ondelete="CASCADE"),
            nullable=False),
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("action", String(12), nullable=False),
-    Column("reason", Text, nullable=False, default=""),
-    Column("edited_text", Text),
-    Column("author", String(200), nullable=False),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("action", SafeString(12), nullable=False),
+    Column("reason", SafeText, nullable=False, default=""),
+    Column("edited_text", SafeText),
+    Column("author", SafeString(200), nullable=False),
     Column("automatic", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_decisions_run", "run_id"),  # version 4
@@ -193,40 +252,40 @@ decisions = Table(
 run_events = Table(
     "run_events", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("kind", String(40), nullable=False),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", SafeString(40), nullable=False),
     Column("iteration", Integer, nullable=False, default=0),
-    Column("payload", JSON, nullable=False),
+    Column("payload", SafeJSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_run_events_run_id_id", "run_id", "id"),
 )
 
 checkpoints = Table(
     "checkpoints", metadata,
-    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     Column("iteration", Integer, nullable=False),
-    Column("state", JSON, nullable=False),
+    Column("state", SafeJSON, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
 workers = Table(
     "workers", metadata,  # added in version 3
-    Column("id", String(200), primary_key=True),
-    Column("queue", String(64), nullable=False),
-    Column("host", String(200), nullable=False),
+    Column("id", SafeString(200), primary_key=True),
+    Column("queue", SafeString(64), nullable=False),
+    Column("host", SafeString(200), nullable=False),
     Column("pid", Integer, nullable=False),
     Column("started_at", UTCDateTime, nullable=False),
     Column("last_seen", UTCDateTime, nullable=False),
-    Column("run_id", String(40)),
+    Column("run_id", SafeString(40)),
 )
 
 eval_runs = Table(
     "eval_runs", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", String(200), nullable=False),
-    Column("kind", String(60), nullable=False),
-    Column("summary", JSON, nullable=False),
-    Column("cases", JSON, nullable=False),
+    Column("name", SafeString(200), nullable=False),
+    Column("kind", SafeString(60), nullable=False),
+    Column("summary", SafeJSON, nullable=False),
+    Column("cases", SafeJSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_eval_runs_name", "name"),
 )
