@@ -59,7 +59,7 @@ from studio.engine.components import check_components, check_seed_placeholders
 from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
-from studio.model.limits import MAX_DEMOS
+from studio.model.limits import MAX_DEMOS, MAX_NAME_CHARS
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     COMPONENTS,
@@ -221,7 +221,7 @@ class ProjectFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    name: str
+    name: str = Field(max_length=MAX_NAME_CHARS)
     description: str = ""
     agent: AgentSection | None = None
     """One agent (or ``ref:`` to an agent or workflow in Python code)."""

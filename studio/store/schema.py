@@ -28,6 +28,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
+from studio.model.limits import (
+    MAX_COMPONENT_NAME_CHARS,
+    MAX_NAME_CHARS,
+    MAX_QUEUE_CHARS,
+    check_length,
+)
+
 SCHEMA_VERSION = 5
 
 
@@ -93,10 +100,24 @@ class SafeText(TypeDecorator):
 
 
 class SafeString(SafeText):
-    """A bounded string made :func:`storable` on the way in."""
+    """A bounded string made :func:`storable`, refused past its width on every backend.
+
+    SQLite ignores column widths and PostgreSQL refuses past them with a message that names no
+    field, so the width is checked here, the one place every write passes, with the field's
+    name (:data:`FIELD_NAMES`): both backends then accept and refuse the same values."""
 
     impl = String
     cache_ok = True
+
+    def __init__(self, length: int, field: str = "") -> None:
+        super().__init__(length)
+        self.field = field
+
+    def process_bind_param(self, value, dialect):
+        value = storable(value)
+        if isinstance(value, str) and self.impl.length is not None:
+            check_length(value, self.impl.length, FIELD_NAMES.get(self.field, self.field))
+        return value
 
 
 class SafeJSON(TypeDecorator):
@@ -117,7 +138,7 @@ meta = Table("meta", metadata, Column("key", SafeString(64), primary_key=True),
 projects = Table(
     "projects", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", SafeString(200), nullable=False, unique=True),
+    Column("name", SafeString(MAX_NAME_CHARS), nullable=False, unique=True),
     Column("yaml", SafeText, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
@@ -127,7 +148,7 @@ runs = Table(
     "runs", metadata,
     Column("id", SafeString(40), primary_key=True),
     Column("project_id", Integer, ForeignKey("projects.id", ondelete="SET NULL"), nullable=True),
-    Column("name", SafeString(200), nullable=False, default=""),
+    Column("name", SafeString(MAX_NAME_CHARS), nullable=False, default=""),
     Column("status", SafeString(20), nullable=False),
     Column("config", SafeJSON, nullable=False),
     Column("spec", SafeJSON, nullable=False),
@@ -135,11 +156,11 @@ runs = Table(
     Column("started_at", UTCDateTime),
     Column("finished_at", UTCDateTime),
     Column("heartbeat_at", UTCDateTime),
-    Column("worker", SafeString(200)),
+    Column("worker", SafeString(MAX_NAME_CHARS)),
     Column("stop_reason", SafeText),
     Column("error", SafeText),
     Column("control", SafeString(20)),  # added in version 2
-    Column("queue", SafeString(64)),  # added in version 3
+    Column("queue", SafeString(MAX_QUEUE_CHARS)),  # added in version 3
     Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
 )
 
@@ -189,7 +210,7 @@ trials = Table(
     Column("latency_s", Float, nullable=False, default=0.0),
     Column("tokens", Integer, nullable=False, default=0),
     Column("created_at", UTCDateTime, nullable=False),
-    Column("worker", SafeString(200)),  # added in version 3
+    Column("worker", SafeString(MAX_NAME_CHARS)),  # added in version 3
     Index("ix_trials_run_id_id", "run_id", "id"),
     Index("ix_trials_candidate_example", "candidate_id", "example_id"),
     Index("ix_trials_run_phase_proposal", "run_id", "phase", "proposal_id"),  # version 4
@@ -205,7 +226,7 @@ overrides = Table(
     Column("feedback", SafeText),
     Column("judge_score", Float),
     Column("judge_feedback", SafeText),
-    Column("author", SafeString(200), nullable=False),
+    Column("author", SafeString(MAX_NAME_CHARS), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("undone_at", UTCDateTime),
     Index("ix_overrides_trial", "trial_id"),
@@ -218,7 +239,8 @@ proposals = Table(
     Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("iteration", Integer, nullable=False),
     Column("parent_id", Integer, nullable=False),
-    Column("component", SafeString(200), nullable=False),  # 40 before version 5
+    # 40 characters before version 5
+    Column("component", SafeString(MAX_COMPONENT_NAME_CHARS), nullable=False),
     Column("text", SafeText, nullable=False),
     Column("reasoning", SafeText, nullable=False, default=""),
     Column("status", SafeString(12), nullable=False),
@@ -242,7 +264,7 @@ decisions = Table(
     Column("action", SafeString(12), nullable=False),
     Column("reason", SafeText, nullable=False, default=""),
     Column("edited_text", SafeText),
-    Column("author", SafeString(200), nullable=False),
+    Column("author", SafeString(MAX_NAME_CHARS), nullable=False),
     Column("automatic", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_decisions_run", "run_id"),  # version 4
@@ -271,7 +293,7 @@ checkpoints = Table(
 workers = Table(
     "workers", metadata,  # added in version 3
     Column("id", SafeString(200), primary_key=True),
-    Column("queue", SafeString(64), nullable=False),
+    Column("queue", SafeString(MAX_QUEUE_CHARS), nullable=False),
     Column("host", SafeString(200), nullable=False),
     Column("pid", Integer, nullable=False),
     Column("started_at", UTCDateTime, nullable=False),
@@ -282,7 +304,7 @@ workers = Table(
 eval_runs = Table(
     "eval_runs", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", SafeString(200), nullable=False),
+    Column("name", SafeString(MAX_NAME_CHARS), nullable=False),
     Column("kind", SafeString(60), nullable=False),
     Column("summary", SafeJSON, nullable=False),
     Column("cases", SafeJSON, nullable=False),
@@ -290,6 +312,21 @@ eval_runs = Table(
     Index("ix_eval_runs_name", "name"),
 )
 
+
+FIELD_NAMES = {
+    "projects.name": "project name", "runs.name": "run name (--name)",
+    "runs.queue": "queue name (--queue)", "workers.queue": "queue name (--queue)",
+    "overrides.author": "author (--author)", "decisions.author": "author (--author)",
+    "runs.worker": "worker id", "trials.worker": "worker id", "workers.id": "worker id",
+    "workers.host": "host name", "proposals.component": "component name",
+    "eval_runs.name": "evaluation name", "runs.id": "run id",
+}
+"""What a person calls each bounded column, for the message that refuses a value too long."""
+
+for _table in metadata.tables.values():
+    for _column in _table.columns:
+        if isinstance(_column.type, SafeString):
+            _column.type.field = f"{_table.name}.{_column.name}"
 
 def _v1_to_v2(connection: Connection) -> None:
     """Version 2 adds ``runs.control`` (pause/stop requests from the studio to the worker).
