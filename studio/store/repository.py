@@ -51,7 +51,12 @@ from studio.model.records import (
     utcnow,
 )
 from studio.model.redaction import redact, redact_data
-from studio.store.connection import explain_database_error, sqlite_file, write_transaction
+from studio.store.connection import (
+    explain_database_error,
+    sqlite_file,
+    with_retry,
+    write_transaction,
+)
 
 
 class EvalRun(BaseModel):
@@ -90,7 +95,7 @@ def _guard(method):
     def wrapper(self, *args, **kwargs):
         self.check_file()
         try:
-            return method(self, *args, **kwargs)
+            return with_retry(lambda: method(self, *args, **kwargs), self.url)
         except DatabaseError as exc:
             raise explain_database_error(exc, self.url) from exc
         except StatementError as exc:  # a value refused before it reached the database
