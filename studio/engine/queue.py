@@ -30,7 +30,7 @@ from studio.engine.worker import (
     get_manager,
 )
 from studio.model.config import EvolutionConfig
-from studio.model.errors import RunStateError
+from studio.model.errors import RunStateError, StoreUnavailableError
 from studio.model.limits import MAX_QUEUE_CHARS, check_length
 from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, Split, WorkerInfo, utcnow
 from studio.model.redaction import redact
@@ -176,8 +176,12 @@ class QueueWorker:
         beat.start()
         try:
             while not self.stopping and not self._enough():
-                run = self.store.claim_next_run(self.id, self.info.queue,
-                                                stale_after_s=STALE_AFTER_SECONDS)
+                try:
+                    run = self.store.claim_next_run(self.id, self.info.queue,
+                                                    stale_after_s=STALE_AFTER_SECONDS)
+                except StoreUnavailableError as exc:  # a restart: wait, never exit
+                    self.say(f"waiting for the database: {exc}")
+                    run = None
                 if run is None:
                     self._sleep(self.poll_seconds)
                 else:
