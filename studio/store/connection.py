@@ -84,6 +84,7 @@ def check_sqlite_url(url: str) -> None:
 
 def create_db_engine(url: str) -> Engine:
     check_sqlite_url(url)
+    retry_seconds()  # a bad setting is refused on opening, not in the middle of a run
     path = sqlite_file(url)
     if path is not None:
         _prepare_sqlite_dir(path)
@@ -150,7 +151,7 @@ def explain_database_error(exc: DatabaseError, url: str) -> StoreError:
             f"Restore it from a backup, or move it aside so the studio creates a new one, or "
             f"set {DB_URL_ENV} to another database.")
     if path is not None and "full" in message:
-        return StoreError(
+        return StoreUnavailableError(
             f"the disk holding the database file {path} is full ({_free_space(path)} free): "
             f"the last change was rolled back and nothing already saved was lost. Free space "
             f"there (or set {DB_URL_ENV} to a database on another disk), then resume "
@@ -181,7 +182,9 @@ def _free_space(path: Path) -> str:
         return "unknown"
 
 
-def _unavailable(path: Path | None) -> str:
+def _unavailable(path: Path | None, message: str = "") -> str:
+    if "full" in message:
+        return f"on a full disk ({_free_space(path)} free)" if path else "on a full disk"
     return "locked by another process" if path is not None else "unreachable"
 
 
@@ -190,9 +193,11 @@ _TRANSIENT = ("database is locked", "database table is locked", "connection refu
               "terminating connection", "the database system is starting up",
               "the database system is shutting down", "connection timeout", "timeout expired",
               "consuming input failed", "no route to host", "connection reset",
-              "connection is closed", "the connection is lost", "ssl syscall error")
-"""What a database says when it is restarting, unreachable for a moment, or locked by another
-writer: the statement did not run, so running it again is safe."""
+              "connection is closed", "the connection is lost", "ssl syscall error",
+              "database or disk is full")
+"""What a database says when it is restarting, unreachable for a moment, locked by another
+writer, or out of disk (space may be freed): the statement did not take effect, so running it
+again is safe."""
 
 
 def transient(exc: DBAPIError) -> bool:
@@ -264,7 +269,8 @@ def _retrying(call: Callable[[], T], url: str) -> T:
                 raise
             reason = str(exc.orig or exc).strip().splitlines()[0]
             logger.warning("database %s is %s (%s); trying again for up to %.0f s more",
-                           safe_url(url), _unavailable(sqlite_file(url)), reason, deadline - now)
+                           safe_url(url), _unavailable(sqlite_file(url), reason), reason,
+                           deadline - now)
             time.sleep(min(delay, deadline - now))
             delay = min(delay * 2, 5.0)
 
