@@ -157,10 +157,12 @@ def explain_database_error(exc: DatabaseError, url: str) -> StoreError:
             f"there (or set {DB_URL_ENV} to a database on another disk), then resume "
             f"interrupted runs with `studio resume RUN_ID`.")
     if isinstance(exc, DBAPIError) and transient(exc):
+        todo = ("close other tools writing to it" if path is not None
+                else "check the URL and that the server is up")
         return StoreUnavailableError(
-            f"database {safe_url(url)}: {message} (still {_unavailable(path)} after waiting "
-            f"{retry_seconds():g} s; nothing was changed by the call that failed. Once it is "
-            f"back, resume interrupted runs with `studio resume RUN_ID`)")
+            f"database {safe_url(url)}: {message} (it is {_unavailable(path)}: {todo}. Nothing "
+            f"was changed by the call that failed; once it is back, resume interrupted runs "
+            f"with `studio resume RUN_ID`)")
     if "locked" in message:
         hint = ("another process holds a write lock on it for too long; close other tools "
                 "writing to it and retry")
@@ -200,13 +202,18 @@ writer, or out of disk (space may be freed): the statement did not take effect, 
 again is safe."""
 
 
+_PERMANENT = ("authentication failed", "does not exist", "no password supplied",
+              "permission denied", "pg_hba.conf")
+"""A server that answers but refuses: a wrong role, password or database is not waited for."""
+
+
 def transient(exc: DBAPIError) -> bool:
     """Whether ``exc`` is a disconnect or lock that may pass, not a wrong statement or a full
     disk."""
-    if exc.connection_invalidated:
-        return True
     message = str(exc.orig if exc.orig is not None else exc).lower()
-    return any(marker in message for marker in _TRANSIENT)
+    if any(marker in message for marker in _PERMANENT):
+        return False
+    return exc.connection_invalidated or any(marker in message for marker in _TRANSIENT)
 
 
 def retry_seconds() -> float:

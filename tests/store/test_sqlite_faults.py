@@ -178,7 +178,7 @@ def test_a_sqlite_path_in_a_message_is_not_masked_but_a_password_is(tmp_path):
     secret = "postgresql://studio:s3cret-passw0rd@127.0.0.1:1/none"
     result = studio(secret, "runs", STUDIO_DB_URL=secret, STUDIO_DB_RETRY_SECONDS="0")
     assert result.returncode == 2 and "s3cret-passw0rd" not in result.stderr
-    assert "127.0.0.1" in result.stderr and "reachable" in result.stderr
+    assert "127.0.0.1" in result.stderr and "the server is up" in result.stderr
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf", "99999"])
@@ -186,3 +186,17 @@ def test_a_bad_retry_budget_is_refused_naming_the_variable(tmp_path, value):
     result = studio(f"sqlite:///{tmp_path}/studio.db", "runs", STUDIO_DB_RETRY_SECONDS=value)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "STUDIO_DB_RETRY_SECONDS" in result.stderr and "from 0 to 3600" in result.stderr
+
+
+@pytest.mark.parametrize("url,said", [
+    ("notaurl", "Could not parse SQLAlchemy URL"),
+    ("http://example.com/db", "Can't load plugin"),
+    ("mysql://u:pw12345678@h/db", "mysql://u:***@h/db"),
+    ("sqlite:////proc/studio.db", "not writable"),
+    ("sqlite:////dev/null", "check that /dev/null is a readable, writable SQLite file"),
+    ("postgresql://nobody_here@127.0.0.1:1/x", "check the URL and that the server is up"),
+])
+def test_odd_database_urls_get_a_clear_error_at_once(url, said):
+    result = studio(url, "runs")  # the default 60 s retry budget: must not be waited out
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert said in result.stderr and "pw12345678" not in result.stderr
