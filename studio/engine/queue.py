@@ -30,7 +30,7 @@ from studio.engine.worker import (
     get_manager,
 )
 from studio.model.config import EvolutionConfig
-from studio.model.errors import RunStateError, StoreUnavailableError
+from studio.model.errors import RunStateError, StoreError, StoreUnavailableError
 from studio.model.limits import MAX_QUEUE_CHARS, check_length
 from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, Split, WorkerInfo, utcnow
 from studio.model.redaction import redact
@@ -202,6 +202,8 @@ class QueueWorker:
         while not done.wait(HEARTBEAT_SECONDS):
             try:
                 self.store.beat_worker(self.info.model_copy())
+            except StoreError as exc:  # a database away for a moment: a line, not a traceback
+                logger.warning("worker %s: beat failed: %s", self.id, exc)
             except Exception:  # the store may be busy; the next beat retries
                 logger.warning("worker %s: beat failed", self.id, exc_info=True)
 

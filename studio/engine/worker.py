@@ -21,7 +21,7 @@ from typing import Any
 
 from studio.engine.build import build_engine
 from studio.engine.loop import Engine
-from studio.model.errors import ConfigError, LeaseLostError, RunStateError
+from studio.model.errors import ConfigError, LeaseLostError, RunStateError, StoreError
 from studio.model.records import RunRequest, RunStatus
 from studio.runtime import eventloop
 from studio.store import Store, open_store
@@ -231,6 +231,8 @@ class RunManager:
                 engine.lease_lost = True
                 handle.cancel()
                 return
+            except StoreError as exc:  # said in a line: the run's own store call reports it
+                logger.warning("heartbeat for run %s failed: %s", run_id, exc)
             except Exception:  # the store may be busy; the next beat retries
                 logger.warning("heartbeat for run %s failed", run_id, exc_info=True)
 

@@ -140,3 +140,27 @@ def test_an_idle_worker_waits_through_a_restart_then_takes_a_queued_run(server):
     store = open_store(server.url, cached=False)
     assert store.list_runs()[0].status is RunStatus.COMPLETED
     store.engine.dispose()
+
+
+def test_a_worker_running_a_run_waits_through_a_restart_and_completes_it(server):
+    queued = subprocess.run(
+        [sys.executable, "-m", "studio.cli", "--db", server.url, "queue",
+         str(ROOT / "examples/haiku_scripted.yaml"), "--max-iterations", "3"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=120)
+    assert queued.returncode == 0, queued.stderr
+    worker = Studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
+    try:
+        wait_until(lambda: trial_count(server.url) >= 2, timeout=120, message="trials stored")
+        server.stop()
+        wait_until(lambda: worker.said("trying again"), timeout=60,
+                   message="the worker's run to wait for the database")
+        server.start()
+        assert worker.process.wait(180) == 0, "".join(worker.lines)
+    finally:
+        worker.stop()
+    assert not worker.said("Traceback"), "".join(worker.lines)
+    store = open_store(server.url, cached=False)
+    run = store.list_runs()[0]
+    assert run.status is RunStatus.COMPLETED and store.count_trials(run.id) > 2
+    store.engine.dispose()

@@ -94,7 +94,7 @@ def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     wait_until(lambda: stored_trials(url)[1] >= 2, timeout=120, message="trials stored")
     filler = fill(small_disk)
     assert run.process.wait(120) == 2, run.text
-    assert "Traceback" not in run.text and "***" not in run.text
+    assert "Traceback" not in run.text and "***" not in run.text, run.text
     assert f"the disk holding the database file {small_disk}/studio.db is full" in run.text
     assert "studio resume" in run.text
     run_id, kept = stored_trials(url)
