@@ -132,56 +132,56 @@ class SafeJSON(TypeDecorator):
 
 metadata = MetaData()
 
-meta = Table("meta", metadata, Column("key", SafeString(64), primary_key=True),
-             Column("value", SafeText, nullable=False))
+meta = Table("meta", metadata, Column("key", String(64), primary_key=True),
+             Column("value", Text, nullable=False))
 
 projects = Table(
     "projects", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", SafeString(MAX_NAME_CHARS), nullable=False, unique=True),
-    Column("yaml", SafeText, nullable=False),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("yaml", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
 runs = Table(
     "runs", metadata,
-    Column("id", SafeString(40), primary_key=True),
+    Column("id", String(40), primary_key=True),
     Column("project_id", Integer, ForeignKey("projects.id", ondelete="SET NULL"), nullable=True),
-    Column("name", SafeString(MAX_NAME_CHARS), nullable=False, default=""),
-    Column("status", SafeString(20), nullable=False),
-    Column("config", SafeJSON, nullable=False),
-    Column("spec", SafeJSON, nullable=False),
+    Column("name", String(200), nullable=False, default=""),
+    Column("status", String(20), nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("spec", JSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("started_at", UTCDateTime),
     Column("finished_at", UTCDateTime),
     Column("heartbeat_at", UTCDateTime),
-    Column("worker", SafeString(MAX_NAME_CHARS)),
-    Column("stop_reason", SafeText),
-    Column("error", SafeText),
-    Column("control", SafeString(20)),  # added in version 2
-    Column("queue", SafeString(MAX_QUEUE_CHARS)),  # added in version 3
+    Column("worker", String(200)),
+    Column("stop_reason", Text),
+    Column("error", Text),
+    Column("control", String(20)),  # added in version 2
+    Column("queue", String(64)),  # added in version 3
     Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
 )
 
 examples = Table(
     "examples", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("split", SafeString(8), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("split", String(8), nullable=False),
     Column("idx", Integer, nullable=False),
-    Column("data", SafeJSON, nullable=False),
+    Column("data", JSON, nullable=False),
     UniqueConstraint("run_id", "split", "idx"),
 )
 
 candidates = Table(
     "candidates", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("idx", Integer, nullable=False),
-    Column("parent_ids", SafeJSON, nullable=False),
-    Column("components", SafeJSON, nullable=False),
-    Column("content_hash", SafeString(64), nullable=False),
+    Column("parent_ids", JSON, nullable=False),
+    Column("components", JSON, nullable=False),
+    Column("content_hash", String(64), nullable=False),
     Column("iteration", Integer, nullable=False, default=0),
     Column("proposal_id", Integer),
     Column("pooled", Boolean, nullable=False, default=False),
@@ -192,25 +192,25 @@ candidates = Table(
 trials = Table(
     "trials", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("candidate_id", Integer, ForeignKey("candidates.id", ondelete="CASCADE"),
            nullable=False),
     Column("example_id", Integer, ForeignKey("examples.id", ondelete="CASCADE"), nullable=False),
-    Column("split", SafeString(8), nullable=False),
+    Column("split", String(8), nullable=False),
     Column("example_index", Integer, nullable=False),
     Column("iteration", Integer, nullable=False),
-    Column("phase", SafeString(12), nullable=False),
+    Column("phase", String(12), nullable=False),
     Column("proposal_id", Integer),
-    Column("input_text", SafeText, nullable=False),
-    Column("output", SafeText, nullable=False),
+    Column("input_text", Text, nullable=False),
+    Column("output", Text, nullable=False),
     Column("score", Float),
-    Column("feedback", SafeJSON, nullable=False),
-    Column("error", SafeText),
-    Column("trace", SafeJSON, nullable=False),
+    Column("feedback", JSON, nullable=False),
+    Column("error", Text),
+    Column("trace", JSON, nullable=False),
     Column("latency_s", Float, nullable=False, default=0.0),
     Column("tokens", Integer, nullable=False, default=0),
     Column("created_at", UTCDateTime, nullable=False),
-    Column("worker", SafeString(MAX_NAME_CHARS)),  # added in version 3
+    Column("worker", String(200)),  # added in version 3
     Index("ix_trials_run_id_id", "run_id", "id"),
     Index("ix_trials_candidate_example", "candidate_id", "example_id"),
     Index("ix_trials_run_phase_proposal", "run_id", "phase", "proposal_id"),  # version 4
@@ -221,12 +221,12 @@ overrides = Table(
     "overrides", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("score", Float),
-    Column("feedback", SafeText),
+    Column("feedback", Text),
     Column("judge_score", Float),
-    Column("judge_feedback", SafeText),
-    Column("author", SafeString(MAX_NAME_CHARS), nullable=False),
+    Column("judge_feedback", Text),
+    Column("author", String(200), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("undone_at", UTCDateTime),
     Index("ix_overrides_trial", "trial_id"),
@@ -236,22 +236,21 @@ overrides = Table(
 proposals = Table(
     "proposals", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("iteration", Integer, nullable=False),
     Column("parent_id", Integer, nullable=False),
-    # 40 characters before version 5
-    Column("component", SafeString(MAX_COMPONENT_NAME_CHARS), nullable=False),
-    Column("text", SafeText, nullable=False),
-    Column("reasoning", SafeText, nullable=False, default=""),
-    Column("status", SafeString(12), nullable=False),
+    Column("component", String(200), nullable=False),  # 40 before version 5
+    Column("text", Text, nullable=False),
+    Column("reasoning", Text, nullable=False, default=""),
+    Column("status", String(12), nullable=False),
     Column("child_id", Integer),
     Column("edited_from", Integer),
-    Column("invalid_reason", SafeText),
+    Column("invalid_reason", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Column("decided_at", UTCDateTime),
-    Column("kind", SafeString(12), nullable=False, default="reflection",
+    Column("kind", String(12), nullable=False, default="reflection",
            server_default="reflection"),  # added in version 5
-    Column("merge", SafeJSON),  # added in version 5
+    Column("merge", JSON),  # added in version 5
     Index("ix_proposals_run", "run_id", "iteration"),
 )
 
@@ -260,11 +259,11 @@ decisions = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("proposal_id", Integer, ForeignKey("proposals.id", ondelete="CASCADE"),
            nullable=False),
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("action", SafeString(12), nullable=False),
-    Column("reason", SafeText, nullable=False, default=""),
-    Column("edited_text", SafeText),
-    Column("author", SafeString(MAX_NAME_CHARS), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("action", String(12), nullable=False),
+    Column("reason", Text, nullable=False, default=""),
+    Column("edited_text", Text),
+    Column("author", String(200), nullable=False),
     Column("automatic", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_decisions_run", "run_id"),  # version 4
@@ -274,40 +273,40 @@ decisions = Table(
 run_events = Table(
     "run_events", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("kind", SafeString(40), nullable=False),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(40), nullable=False),
     Column("iteration", Integer, nullable=False, default=0),
-    Column("payload", SafeJSON, nullable=False),
+    Column("payload", JSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_run_events_run_id_id", "run_id", "id"),
 )
 
 checkpoints = Table(
     "checkpoints", metadata,
-    Column("run_id", SafeString(40), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("run_id", String(40), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     Column("iteration", Integer, nullable=False),
-    Column("state", SafeJSON, nullable=False),
+    Column("state", JSON, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
 workers = Table(
     "workers", metadata,  # added in version 3
-    Column("id", SafeString(200), primary_key=True),
-    Column("queue", SafeString(MAX_QUEUE_CHARS), nullable=False),
-    Column("host", SafeString(200), nullable=False),
+    Column("id", String(200), primary_key=True),
+    Column("queue", String(64), nullable=False),
+    Column("host", String(200), nullable=False),
     Column("pid", Integer, nullable=False),
     Column("started_at", UTCDateTime, nullable=False),
     Column("last_seen", UTCDateTime, nullable=False),
-    Column("run_id", SafeString(40)),
+    Column("run_id", String(40)),
 )
 
 eval_runs = Table(
     "eval_runs", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", SafeString(MAX_NAME_CHARS), nullable=False),
-    Column("kind", SafeString(60), nullable=False),
-    Column("summary", SafeJSON, nullable=False),
-    Column("cases", SafeJSON, nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("kind", String(60), nullable=False),
+    Column("summary", JSON, nullable=False),
+    Column("cases", JSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_eval_runs_name", "name"),
 )
@@ -323,10 +322,30 @@ FIELD_NAMES = {
 }
 """What a person calls each bounded column, for the message that refuses a value too long."""
 
-for _table in metadata.tables.values():
+FIELD_LIMITS = {"projects.name": MAX_NAME_CHARS, "runs.name": MAX_NAME_CHARS,
+                "runs.queue": MAX_QUEUE_CHARS, "workers.queue": MAX_QUEUE_CHARS,
+                "overrides.author": MAX_NAME_CHARS, "decisions.author": MAX_NAME_CHARS,
+                "runs.worker": MAX_NAME_CHARS, "trials.worker": MAX_NAME_CHARS,
+                "proposals.component": MAX_COMPONENT_NAME_CHARS}
+"""The columns whose width is a limit people meet (:mod:`studio.model.limits`)."""
+
+
+def _make_storable(column: Column) -> None:
+    """Give a text, string or JSON column its storable twin (the same DDL)."""
+    field = f"{column.table.name}.{column.name}"
+    if isinstance(column.type, String) and column.type.length is not None:
+        if FIELD_LIMITS.get(field, column.type.length) != column.type.length:
+            raise RuntimeError(f"{field}: its width differs from studio.model.limits")
+        column.type = SafeString(column.type.length, field)
+    elif isinstance(column.type, Text | String):
+        column.type = SafeText()
+    elif isinstance(column.type, JSON):
+        column.type = SafeJSON()
+
+
+for _table in metadata.tables.values():  # every column, including those added later
     for _column in _table.columns:
-        if isinstance(_column.type, SafeString):
-            _column.type.field = f"{_table.name}.{_column.name}"
+        _make_storable(_column)
 
 def _v1_to_v2(connection: Connection) -> None:
     """Version 2 adds ``runs.control`` (pause/stop requests from the studio to the worker).
