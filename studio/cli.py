@@ -578,7 +578,7 @@ def _run_options(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
     command.add_argument("--max-iterations", type=whole_number(0))
     command.add_argument("--max-metric-calls", type=whole_number(1))
     command.add_argument("--seed", type=whole_number(0))
-    command.add_argument("--name")
+    command.add_argument("--name", type=bounded_name)
     return command
 
 
@@ -590,16 +590,18 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     queue = _run_options(sub.add_parser(
         "queue", help="queue a project's run for `studio worker` processes"))
-    queue.add_argument("--queue", default="default", help="queue name (default: default)")
+    queue.add_argument("--queue", default="default", type=bounded_queue,
+                       help="queue name (default: default)")
     queue.set_defaults(func=cmd_queue)
     worker = sub.add_parser("worker", help="run queued runs, one at a time, until SIGTERM")
     worker.add_argument("--max-runs", type=whole_number(1), help="exit after N runs")
     worker.add_argument("--poll-seconds", type=positive_seconds, default=1.0,
                         help="how often an idle worker looks for a run (default 1)")
-    worker.add_argument("--queue", default="default", help="queue name (default: default)")
+    worker.add_argument("--queue", default="default", type=bounded_queue,
+                        help="queue name (default: default)")
     worker.set_defaults(func=cmd_worker)
     workers = sub.add_parser("workers", help="list live workers")
-    workers.add_argument("--queue")
+    workers.add_argument("--queue", type=bounded_queue)
     workers.set_defaults(func=cmd_workers)
     resume = sub.add_parser("resume", help="continue a stopped or orphaned run")
     resume.add_argument("run_id")
@@ -629,8 +631,9 @@ def parser() -> argparse.ArgumentParser:
                       "rows, or a YAML file with a dataset section (train, val, test)")
     fork.add_argument("--config", action="append", metavar="KEY=VALUE",
                       help="a run setting, e.g. max_iterations=5 (repeatable)")
-    fork.add_argument("--name")
-    fork.add_argument("--queue", help="queue the fork for `studio worker` instead of running it")
+    fork.add_argument("--name", type=bounded_name)
+    fork.add_argument("--queue", type=bounded_queue,
+                      help="queue the fork for `studio worker` instead of running it")
     fork.set_defaults(func=cmd_fork)
     align = sub.add_parser("align", help="evolve a run's critic to agree with its corrections")
     align.add_argument("run_id")
@@ -641,7 +644,8 @@ def parser() -> argparse.ArgumentParser:
     align.add_argument("--review", choices=["auto", "review"])
     align.add_argument("--max-iterations", type=whole_number(0))
     align.add_argument("--seed", type=whole_number(0))
-    align.add_argument("--queue", help="queue the align run for `studio worker`")
+    align.add_argument("--queue", type=bounded_queue,
+                       help="queue the align run for `studio worker`")
     align.add_argument("--part", help="the part of a weighted critic to align (its label or "
                                       "evaluator name), when several could be")
     align.set_defaults(func=cmd_align)
@@ -673,13 +677,13 @@ def parser() -> argparse.ArgumentParser:
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
     decide.add_argument("--reason")
     decide.add_argument("--text", help="the edited text (for edit)")
-    decide.add_argument("--author", default="cli")
+    decide.add_argument("--author", default="cli", type=bounded_name)
     decide.set_defaults(func=cmd_decide)
     override = sub.add_parser("override", help="correct a trial's score and/or feedback")
     override.add_argument("trial_id", type=whole_number(1))
     override.add_argument("--score", type=float)
     override.add_argument("--feedback")
-    override.add_argument("--author", default="cli")
+    override.add_argument("--author", default="cli", type=bounded_name)
     override.set_defaults(func=cmd_override)
     proposals = sub.add_parser("proposals", help="list a run's proposals and their decisions")
     proposals.add_argument("run_id")
@@ -735,6 +739,26 @@ def whole_number(minimum: int, maximum: int = STORE_INTEGER_MAX):
             raise argparse.ArgumentTypeError(f"{value} is not allowed: give a number {bound}")
         return value
     return parse
+
+
+def bounded_name(text: str) -> str:
+    """An argparse type: a name (run, author) that fits its database column on every backend."""
+    return _bounded(text, "MAX_NAME_CHARS")
+
+
+def bounded_queue(text: str) -> str:
+    """An argparse type: a queue name that fits its database column on every backend."""
+    return _bounded(text, "MAX_QUEUE_CHARS")
+
+
+def _bounded(text: str, limit_name: str) -> str:
+    import studio.model.limits as limits
+
+    limit = getattr(limits, limit_name)
+    if len(text) > limit:
+        raise argparse.ArgumentTypeError(
+            f"{len(text):,} characters is too long: the limit is {limit:,}; shorten it")
+    return text
 
 
 def positive_seconds(text: str) -> float:

@@ -9,6 +9,7 @@ against the store, so a run killed at any point resumes where its last commit le
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import random
@@ -46,7 +47,13 @@ from studio.engine.processes import CRITIC_NOT_CALLED
 from studio.engine.sampling import EpochSampler
 from studio.engine.selection import select_parent
 from studio.model.config import ReviewMode
-from studio.model.errors import LeaseLostError, ScoringError, StudioError
+from studio.model.errors import (
+    LeaseLostError,
+    ScoringError,
+    StoreError,
+    StoreUnavailableError,
+    StudioError,
+)
 from studio.model.evidence import Evidence
 from studio.model.records import (
     Candidate,
@@ -207,6 +214,11 @@ class Engine:
         except asyncio.CancelledError:  # the server or the process shuts down
             if not self.lease_lost:  # the new holder owns the status and the checkpoint
                 self._finish(RunStatus.STOPPED, "shutdown")
+            raise
+        except StoreUnavailableError as exc:  # resumable: every committed trial is kept
+            logger.warning("run %s stopped: %s", ctx.run_id, exc)
+            with contextlib.suppress(StoreError):  # still down: it shows as orphaned later
+                self._finish(RunStatus.STOPPED, "database_unavailable", error=str(exc))
             raise
         except Exception as exc:
             # the message is what a person needs; the traceback is for a developer (debug)

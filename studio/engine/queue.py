@@ -30,7 +30,8 @@ from studio.engine.worker import (
     get_manager,
 )
 from studio.model.config import EvolutionConfig
-from studio.model.errors import RunStateError
+from studio.model.errors import RunStateError, StoreError, StoreUnavailableError
+from studio.model.limits import MAX_QUEUE_CHARS, check_length
 from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, Split, WorkerInfo, utcnow
 from studio.model.redaction import redact
 from studio.runtime.agents import build_agent
@@ -75,6 +76,7 @@ def enqueue(*, spec: RunSpec, trainset: list[dict[str, Any]],
     queue``): validated as :func:`studio.evolve` validates, then run by whichever worker of
     ``queue`` claims it first. Returns the queued run; watch it in the studio."""
     check_seed_state(spec, trainset)
+    check_length(queue, MAX_QUEUE_CHARS, "queue name (--queue)")  # before a run is made
     store = store or open_store()
     run = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
                      name=name, testset=testset)
@@ -110,6 +112,7 @@ class QueueWorker:
     def __init__(self, store: Store, *, queue: str = DEFAULT_QUEUE, poll_seconds: float = 1.0,
                  max_runs: int | None = None, say: Callable[[str], None] | None = None) -> None:
         self.store = store
+        check_length(queue, MAX_QUEUE_CHARS, "queue name (--queue)")
         self.manager = get_manager(store)
         now = utcnow()
         self.info = WorkerInfo(id=self.manager.worker_id, queue=queue,
@@ -173,8 +176,12 @@ class QueueWorker:
         beat.start()
         try:
             while not self.stopping and not self._enough():
-                run = self.store.claim_next_run(self.id, self.info.queue,
-                                                stale_after_s=STALE_AFTER_SECONDS)
+                try:
+                    run = self.store.claim_next_run(self.id, self.info.queue,
+                                                    stale_after_s=STALE_AFTER_SECONDS)
+                except StoreUnavailableError as exc:  # a restart: wait, never exit
+                    self.say(f"waiting for the database: {exc}")
+                    run = None
                 if run is None:
                     self._sleep(self.poll_seconds)
                 else:
@@ -195,6 +202,8 @@ class QueueWorker:
         while not done.wait(HEARTBEAT_SECONDS):
             try:
                 self.store.beat_worker(self.info.model_copy())
+            except StoreError as exc:  # a database away for a moment: a line, not a traceback
+                logger.warning("worker %s: beat failed: %s", self.id, exc)
             except Exception:  # the store may be busy; the next beat retries
                 logger.warning("worker %s: beat failed", self.id, exc_info=True)
 

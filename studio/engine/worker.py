@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import socket
 import threading
@@ -20,15 +21,39 @@ from typing import Any
 
 from studio.engine.build import build_engine
 from studio.engine.loop import Engine
-from studio.model.errors import LeaseLostError, RunStateError
+from studio.model.errors import ConfigError, LeaseLostError, RunStateError, StoreError
 from studio.model.records import RunRequest, RunStatus
 from studio.runtime import eventloop
 from studio.store import Store, open_store
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_SECONDS = float(os.environ.get("STUDIO_HEARTBEAT_SECONDS", "1.0"))
-STALE_AFTER_SECONDS = float(os.environ.get("STUDIO_STALE_AFTER_SECONDS", "10.0"))
+
+
+def seconds_setting(name: str, default: float, low: float, high: float) -> float:
+    """A number of seconds from the environment variable ``name``, in ``[low, high]``.
+
+    Raises:
+        ConfigError: the value is not a finite number in the range (``0`` or a negative stale
+            age would let a second process take over a live run at once).
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(f"{text!r} is not allowed: give a number of seconds from "
+                          f"{low:g} to {high:g} (default {default:g}), or unset it",
+                          where=name, value=text)
+    return value
+
+
+HEARTBEAT_SECONDS = seconds_setting("STUDIO_HEARTBEAT_SECONDS", 1.0, 0.05, 600.0)
+STALE_AFTER_SECONDS = seconds_setting("STUDIO_STALE_AFTER_SECONDS", max(10.0, HEARTBEAT_SECONDS),
+                                      HEARTBEAT_SECONDS, 86_400.0)
 """A running run without a heartbeat for this long is orphaned."""
 LEASE_LOST = "lease lost"
 """The stop reason of a run this worker gave up because another worker took it over."""
@@ -206,6 +231,8 @@ class RunManager:
                 engine.lease_lost = True
                 handle.cancel()
                 return
+            except StoreError as exc:  # said in a line: the run's own store call reports it
+                logger.warning("heartbeat for run %s failed: %s", run_id, exc)
             except Exception:  # the store may be busy; the next beat retries
                 logger.warning("heartbeat for run %s failed", run_id, exc_info=True)
 

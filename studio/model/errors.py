@@ -137,6 +137,11 @@ class StoreError(StudioError):
     """The database cannot be opened or written (unwritable file, locked, bad URL)."""
 
 
+class StoreUnavailableError(StoreError):
+    """The database stayed unreachable or locked past the retry budget: nothing was changed by
+    the call that failed, so a worker waits and tries again, and a run resumes later."""
+
+
 class NotFoundError(StudioError, KeyError):
     """A record (run, trial, proposal, project) does not exist."""
 

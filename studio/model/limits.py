@@ -9,6 +9,8 @@ cut, so a run goes on and a reader sees that it was cut. The README's Security s
 
 from __future__ import annotations
 
+from studio.model.errors import ConfigError
+
 MAX_COMPONENT_CHARS = 50_000
 """An instruction, output schema or generation config: in a project, a proposal or an edit."""
 
@@ -71,3 +73,25 @@ held in memory by the run as data URIs)."""
 
 THUMBNAIL_PIXELS = 160
 """The longest side of a thumbnail the studio shows next to a trial."""
+
+MAX_NAME_CHARS = 200
+"""A project's or run's name, an author, a worker id: the width of those database columns, so
+SQLite (which ignores column widths) and PostgreSQL (which refuses past them) agree."""
+
+MAX_QUEUE_CHARS = 64
+"""A queue name (``studio queue --queue``, ``studio worker --queue``)."""
+
+MAX_COMPONENT_NAME_CHARS = 200
+"""A component's name (``instruction``, ``output_schema``, ``<agent>.instruction``)."""
+
+
+def check_length(text: str, limit: int, what: str) -> str:
+    """``text`` when it fits in ``limit`` characters.
+
+    Raises:
+        ConfigError: naming ``what`` and the limit, so both backends refuse it the same way.
+    """
+    if len(text) > limit:
+        raise ConfigError(f"{len(text):,} characters is too long: the limit is {limit:,}; "
+                          "shorten it", where=what, value=text[:40] + "...")
+    return text

@@ -20,6 +20,8 @@ _URL_PASSWORD = re.compile(
     r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]+:)[^@\s/]+@")
 """Starts only where a scheme can start, so a long run of letters is scanned once, not once
 per letter (that was quadratic: 0.7 s for 20,000 characters)."""
+_URL_NAME = re.compile(r"DSN$|DATABASE_URL$|DB_URL$", re.IGNORECASE)
+_URL_PASSWORD_VALUE = re.compile(r"://[^:/@\s]*:([^@\s]+)@")
 _KEY_SHAPED = re.compile(r"\b(sk|AIza|xai|gsk)[-_A-Za-z0-9]{16,}")
 
 
@@ -32,9 +34,20 @@ def looks_secret(name: str) -> bool:
 def secret_values() -> list[str]:
     """Values of environment variables whose names say they are secrets (longest first, so a
     secret that contains another is replaced whole)."""
-    values = {value for name, value in os.environ.items()
-              if looks_secret(name) and value and could_be_secret(value)}
+    values = {_secret_part(name, value) for name, value in os.environ.items()
+              if looks_secret(name) and value}
+    values = {value for value in values if value and could_be_secret(value)}
     return sorted(values, key=len, reverse=True)
+
+
+def _secret_part(name: str, value: str) -> str:
+    """The secret in a variable's value: of a database URL (``STUDIO_DB_URL``, ``DATABASE_URL``)
+    only its password, so a message can still say which file or server it is about (a SQLite
+    path holds no secret); the whole value otherwise."""
+    if not _URL_NAME.search(name) or "://" not in value:
+        return value
+    match = _URL_PASSWORD_VALUE.search(value)
+    return match.group(1) if match else ""
 
 
 _COMMON_VALUE = re.compile(r"[A-Za-z]+|[0-9]+|true|false|none|null|localhost", re.IGNORECASE)

@@ -46,7 +46,7 @@ from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, RunStateError
-from studio.model.limits import clip
+from studio.model.limits import MAX_NAME_CHARS, clip
 from studio.model.records import (
     AgentSpec,
     AlignOrigin,
@@ -374,7 +374,7 @@ def create_align_run(store: Store, run_id: str, *, held_out: float = DEFAULT_HEL
                    project=source.spec.project)
     return create_run(store, spec=spec, trainset=[x.example() for x in train],
                       testset=[x.example() for x in test], config=config,
-                      name=name or f"align critic of {source.name or run_id}",
+                      name=name or f"align critic of {source.name or run_id}"[:MAX_NAME_CHARS],
                       project_id=source.project_id)
 
 

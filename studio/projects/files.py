@@ -60,7 +60,7 @@ from studio.engine.reflection import check_reflection_instruction
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, StudioError
 from studio.model.jsontools import unique_keys
-from studio.model.limits import MAX_DEMOS
+from studio.model.limits import MAX_DEMOS, MAX_NAME_CHARS
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     COMPONENTS,
@@ -232,7 +232,7 @@ class ProjectFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    name: str
+    name: str = Field(max_length=MAX_NAME_CHARS)
     description: str = ""
     agent: AgentSection | None = None
     """One agent (or ``ref:`` to an agent or workflow in Python code)."""

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+import logging
+import math
 import os
-from collections.abc import Iterator
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import create_engine, event, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError, SQLAlchemyError
 
 import studio.store.schema as schema
-from studio.model.errors import StoreError
+from studio.model.errors import StoreError, StoreUnavailableError
 
 DB_URL_ENV = "STUDIO_DB_URL"
 HOME_ENV = "STUDIO_HOME"
+RETRY_ENV = "STUDIO_DB_RETRY_SECONDS"
+"""How long a call waits for a database that is unreachable or locked (default 60 s)."""
+DEFAULT_RETRY_SECONDS = 60.0
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 def default_db_path() -> Path:
@@ -40,10 +51,40 @@ def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL; None for other databases and in-memory SQLite."""
     if not url.startswith("sqlite:///") or url in ("sqlite:///:memory:", "sqlite://"):
         return None
-    return Path(url[len("sqlite:///"):])
+    return Path(url[len("sqlite:///"):].split("?", 1)[0])
+
+
+def check_sqlite_url(url: str) -> None:
+    """Refuse the SQLite URLs the studio cannot honour, instead of misbehaving later.
+
+    An in-memory database lives inside one connection, so a run's worker thread, a worker
+    process and the UI would each see another empty database. Query options (``?mode=ro``) are
+    not passed to SQLite by this URL form, so a "read-only" store would be written: the studio
+    writes on every open (schema version, heartbeats), so read-only is refused by name.
+
+    Raises:
+        StoreError: naming the URL and what to use instead.
+    """
+    if not url.startswith("sqlite:"):
+        return
+    name = url.split("?", 1)[0]
+    if name in ("sqlite://", "sqlite:///", "sqlite:///:memory:") or ":memory:" in name \
+            or "mode=memory" in url:
+        raise StoreError(
+            f"{DB_URL_ENV}={url}: an in-memory SQLite database is not supported: it lives inside "
+            "one connection, so the run, a worker and the studio would each see a different, "
+            "empty database. Use a file, e.g. sqlite:////tmp/studio.db.")
+    if "?" in url:
+        options = url.split("?", 1)[1]
+        raise StoreError(
+            f"{DB_URL_ENV}={url}: SQLite URL options ({options}) are not supported; the studio "
+            "writes to its database on every open (schema version, heartbeats), so a read-only "
+            "store cannot be honoured. Copy the file and open the copy, or remove the options.")
 
 
 def create_db_engine(url: str) -> Engine:
+    check_sqlite_url(url)
+    retry_seconds()  # a bad setting is refused on opening, not in the middle of a run
     path = sqlite_file(url)
     if path is not None:
         _prepare_sqlite_dir(path)
@@ -51,9 +92,12 @@ def create_db_engine(url: str) -> Engine:
             url, connect_args={"check_same_thread": False, "timeout": 15}, pool_pre_ping=False
         )
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "commit", mark_commit)
         return engine
     try:
-        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        event.listen(engine, "commit", mark_commit)
+        return engine
     except (ImportError, SQLAlchemyError) as exc:
         hint = " (install the driver: pip install -e '.[postgres]')" if "postgres" in url else ""
         raise StoreError(f"cannot use database URL {safe_url(url)}: {exc}{hint}") from exc
@@ -106,16 +150,136 @@ def explain_database_error(exc: DatabaseError, url: str) -> StoreError:
             f"the database file {path} is damaged or is not a SQLite database ({message}). "
             f"Restore it from a backup, or move it aside so the studio creates a new one, or "
             f"set {DB_URL_ENV} to another database.")
+    if path is not None and "full" in message:
+        return StoreUnavailableError(
+            f"the disk holding the database file {path} is full ({_free_space(path)} free): "
+            f"the last change was rolled back and nothing already saved was lost. Free space "
+            f"there (or set {DB_URL_ENV} to a database on another disk), then resume "
+            f"interrupted runs with `studio resume RUN_ID`.")
+    if isinstance(exc, DBAPIError) and transient(exc):
+        todo = ("close other tools writing to it" if path is not None
+                else "check the URL and that the server is up")
+        return StoreUnavailableError(
+            f"database {safe_url(url)}: {message} (it is {_unavailable(path)}: {todo}. Nothing "
+            f"was changed by the call that failed; once it is back, resume interrupted runs "
+            f"with `studio resume RUN_ID`)")
     if "locked" in message:
         hint = ("another process holds a write lock on it for too long; close other tools "
                 "writing to it and retry")
     elif "readonly" in message or "unable to open" in message:
         hint = f"it is not writable; fix its permissions or set {DB_URL_ENV}"
+    elif isinstance(exc, OperationalError) and path is not None:
+        hint = f"check that {path} is a readable, writable SQLite file"
     elif isinstance(exc, OperationalError):
         hint = "check the URL and that the database server is reachable"
     else:
         hint = "the change was rolled back; nothing already saved was lost"
     return StoreError(f"database {safe_url(url)}: {message} ({hint})")
+
+
+def _free_space(path: Path) -> str:
+    try:
+        return f"{shutil.disk_usage(path.parent).free:,} bytes"
+    except OSError:
+        return "unknown"
+
+
+def _unavailable(path: Path | None, message: str = "") -> str:
+    if "full" in message:
+        return f"on a full disk ({_free_space(path)} free)" if path else "on a full disk"
+    return "locked by another process" if path is not None else "unreachable"
+
+
+_TRANSIENT = ("database is locked", "database table is locked", "connection refused",
+              "could not connect", "connection failed", "server closed the connection",
+              "terminating connection", "the database system is starting up",
+              "the database system is shutting down", "connection timeout", "timeout expired",
+              "consuming input failed", "no route to host", "connection reset",
+              "connection is closed", "the connection is lost", "ssl syscall error",
+              "database or disk is full")
+"""What a database says when it is restarting, unreachable for a moment, locked by another
+writer, or out of disk (space may be freed): the statement did not take effect, so running it
+again is safe."""
+
+
+_PERMANENT = ("authentication failed", "does not exist", "no password supplied",
+              "permission denied", "pg_hba.conf")
+"""A server that answers but refuses: a wrong role, password or database is not waited for."""
+
+
+def transient(exc: DBAPIError) -> bool:
+    """Whether ``exc`` is a disconnect or lock that may pass, not a wrong statement or a full
+    disk."""
+    message = str(exc.orig if exc.orig is not None else exc).lower()
+    if any(marker in message for marker in _PERMANENT):
+        return False
+    return exc.connection_invalidated or any(marker in message for marker in _TRANSIENT)
+
+
+def retry_seconds() -> float:
+    """:data:`RETRY_ENV` as a number of seconds from 0 to 3600 (0: no retry).
+
+    Raises:
+        StoreError: the value is not such a number.
+    """
+    text = os.environ.get(RETRY_ENV, "").strip()
+    if not text:
+        return DEFAULT_RETRY_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= 3600):
+        raise StoreError(f"{RETRY_ENV}={text!r} is not allowed: give a number of seconds from 0 "
+                         f"to 3600 (default {DEFAULT_RETRY_SECONDS:g}), or unset it")
+    return value
+
+
+_call = threading.local()
+"""Per thread: how deep in store calls this thread is, and whether the outermost one has sent a
+COMMIT (then a failure may come after the change was stored, and repeating it is not safe)."""
+
+
+def mark_commit(_connection) -> None:
+    _call.committed = True
+
+
+def with_retry(call: Callable[[], T], url: str) -> T:
+    """``call()``, repeated with backoff while the database is unreachable or locked, up to
+    :func:`retry_seconds`, logging a warning while it waits.
+
+    Only the outermost store call of a thread retries, and only when it sent no COMMIT: a
+    failure before the commit rolled everything back, so nothing is stored twice; a failure
+    during or after a commit is raised as it is.
+    """
+    if getattr(_call, "depth", 0):
+        return call()
+    _call.depth = 1
+    try:
+        return _retrying(call, url)
+    finally:
+        _call.depth = 0
+
+
+def _retrying(call: Callable[[], T], url: str) -> T:
+    deadline, delay = None, 0.2
+    while True:
+        _call.committed = False
+        try:
+            return call()
+        except DBAPIError as exc:
+            if not transient(exc) or getattr(_call, "committed", False):
+                raise
+            now = time.monotonic()
+            deadline = deadline or now + retry_seconds()
+            if now >= deadline:
+                raise
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            logger.warning("database %s is %s (%s); trying again for up to %.0f s more",
+                           safe_url(url), _unavailable(sqlite_file(url), reason), reason,
+                           deadline - now)
+            time.sleep(min(delay, deadline - now))
+            delay = min(delay * 2, 5.0)
 
 
 @contextmanager

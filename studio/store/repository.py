@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import and_, delete, exists, func, insert, or_, select, update
 from sqlalchemy.engine import Engine, Row
-from sqlalchemy.exc import DatabaseError, IntegrityError
+from sqlalchemy.exc import DatabaseError, IntegrityError, StatementError
 
 import studio.store.schema as t
 from studio.model.errors import (
@@ -26,6 +26,7 @@ from studio.model.errors import (
     NotFoundError,
     RunStateError,
     StoreError,
+    StudioError,
 )
 from studio.model.feedback import Feedback
 from studio.model.jsontools import finite_json
@@ -50,7 +51,12 @@ from studio.model.records import (
     utcnow,
 )
 from studio.model.redaction import redact, redact_data
-from studio.store.connection import explain_database_error, sqlite_file, write_transaction
+from studio.store.connection import (
+    explain_database_error,
+    sqlite_file,
+    with_retry,
+    write_transaction,
+)
 
 
 class EvalRun(BaseModel):
@@ -89,9 +95,13 @@ def _guard(method):
     def wrapper(self, *args, **kwargs):
         self.check_file()
         try:
-            return method(self, *args, **kwargs)
+            return with_retry(lambda: method(self, *args, **kwargs), self.url)
         except DatabaseError as exc:
             raise explain_database_error(exc, self.url) from exc
+        except StatementError as exc:  # a value refused before it reached the database
+            if isinstance(exc.orig, StudioError):
+                raise exc.orig from None
+            raise
 
     return wrapper
 

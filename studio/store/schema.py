@@ -4,6 +4,7 @@ older database step by step, inside one transaction per step."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
+from studio.model.limits import (
+    MAX_COMPONENT_NAME_CHARS,
+    MAX_NAME_CHARS,
+    MAX_QUEUE_CHARS,
+    check_length,
+)
+
 SCHEMA_VERSION = 6
 
 
@@ -52,6 +60,77 @@ class UTCDateTime(TypeDecorator):
         if isinstance(value, str):
             value = datetime.fromisoformat(value)
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+NUL_MARKER = "\u2400"
+"""What a NUL character becomes in the store: PostgreSQL refuses NUL in text, so ``␀`` (the
+visible SYMBOL FOR NULL) is stored on every backend, the same on SQLite and PostgreSQL."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """``value`` with every string made storable on any backend: a lone surrogate (half of a split
+    emoji, which no database can encode as UTF-8) becomes U+FFFD, the replacement character, and
+    NUL becomes :data:`NUL_MARKER`. One bad character in a model's reply or a dataset cell then
+    costs that character, never the trial or the run."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", NUL_MARKER)
+        return _LONE_SURROGATE.sub("\ufffd", value) if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(v) for v in value]
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+class SafeText(TypeDecorator):
+    """Text made :func:`storable` on the way in."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return storable(value)
+
+
+class SafeString(SafeText):
+    """A bounded string made :func:`storable`, refused past its width on every backend.
+
+    SQLite ignores column widths and PostgreSQL refuses past them with a message that names no
+    field, so the width is checked here, the one place every write passes, with the field's
+    name (:data:`FIELD_NAMES`): both backends then accept and refuse the same values."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, length: int, field: str = "") -> None:
+        super().__init__(length)
+        self.field = field
+
+    def process_bind_param(self, value, dialect):
+        value = storable(value)
+        if isinstance(value, str) and self.impl.length is not None:
+            check_length(value, self.impl.length, FIELD_NAMES.get(self.field, self.field))
+        return value
+
+
+class SafeJSON(TypeDecorator):
+    """JSON whose strings (keys and values) are made :func:`storable` on the way in."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return storable(value)
 
 
 metadata = MetaData()
@@ -237,6 +316,41 @@ eval_runs = Table(
     Index("ix_eval_runs_name", "name"),
 )
 
+
+FIELD_NAMES = {
+    "projects.name": "project name", "runs.name": "run name (--name)",
+    "runs.queue": "queue name (--queue)", "workers.queue": "queue name (--queue)",
+    "overrides.author": "author (--author)", "decisions.author": "author (--author)",
+    "runs.worker": "worker id", "trials.worker": "worker id", "workers.id": "worker id",
+    "workers.host": "host name", "proposals.component": "component name",
+    "eval_runs.name": "evaluation name", "runs.id": "run id",
+}
+"""What a person calls each bounded column, for the message that refuses a value too long."""
+
+FIELD_LIMITS = {"projects.name": MAX_NAME_CHARS, "runs.name": MAX_NAME_CHARS,
+                "runs.queue": MAX_QUEUE_CHARS, "workers.queue": MAX_QUEUE_CHARS,
+                "overrides.author": MAX_NAME_CHARS, "decisions.author": MAX_NAME_CHARS,
+                "runs.worker": MAX_NAME_CHARS, "trials.worker": MAX_NAME_CHARS,
+                "proposals.component": MAX_COMPONENT_NAME_CHARS}
+"""The columns whose width is a limit people meet (:mod:`studio.model.limits`)."""
+
+
+def _make_storable(column: Column) -> None:
+    """Give a text, string or JSON column its storable twin (the same DDL)."""
+    field = f"{column.table.name}.{column.name}"
+    if isinstance(column.type, String) and column.type.length is not None:
+        if FIELD_LIMITS.get(field, column.type.length) != column.type.length:
+            raise RuntimeError(f"{field}: its width differs from studio.model.limits")
+        column.type = SafeString(column.type.length, field)
+    elif isinstance(column.type, Text | String):
+        column.type = SafeText()
+    elif isinstance(column.type, JSON):
+        column.type = SafeJSON()
+
+
+for _table in metadata.tables.values():  # every column, including those added later
+    for _column in _table.columns:
+        _make_storable(_column)
 
 def _v1_to_v2(connection: Connection) -> None:
     """Version 2 adds ``runs.control`` (pause/stop requests from the studio to the worker).

@@ -287,6 +287,7 @@ def test_locked_database_gives_a_clear_error(tmp_path, monkeypatch):
     store = open_store(f"sqlite:///{path}", cached=False)
     import studio.store.connection as connection
 
+    monkeypatch.setenv("STUDIO_DB_RETRY_SECONDS", "0.5")
     monkeypatch.setattr(connection, "_sqlite_pragmas", connection._sqlite_pragmas)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")

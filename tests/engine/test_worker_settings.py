@@ -1,0 +1,41 @@
+"""Heartbeat and lease ages from the environment: a value that is not a finite number in range is
+refused by name before anything runs (0 or negative would let a second process take a live run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+
+def studio(tmp_path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    full_env = {key: value for key, value in os.environ.items()
+                if key not in ("STUDIO_STALE_AFTER_SECONDS", "STUDIO_HEARTBEAT_SECONDS")}
+    full_env.update(PYTHONPATH=str(ROOT), **env)
+    return subprocess.run([sys.executable, "-m", "studio.cli", "--db",
+                           f"sqlite:///{tmp_path}/studio.db", *args], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", ["STUDIO_STALE_AFTER_SECONDS", "STUDIO_HEARTBEAT_SECONDS"])
+@pytest.mark.parametrize("value", ["abc", "nan", "inf", "-inf", "0", "-1", "1e400"])
+def test_a_bad_seconds_setting_is_refused_naming_the_variable_and_range(tmp_path, name, value):
+    result = studio(tmp_path, {name: value}, "run", str(ROOT / "examples/haiku_scripted.yaml"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert name in result.stderr and "give a number of seconds from" in result.stderr
+    assert "started" not in result.stderr  # refused before a run was created
+
+
+def test_a_stale_age_below_the_heartbeat_is_refused(tmp_path):
+    result = studio(tmp_path, {"STUDIO_HEARTBEAT_SECONDS": "5", "STUDIO_STALE_AFTER_SECONDS": "2"},
+                    "worker")
+    assert result.returncode == 2 and "from 5 to 86400" in result.stderr
+
+
+def test_a_good_setting_is_used(tmp_path):
+    result = studio(tmp_path, {"STUDIO_STALE_AFTER_SECONDS": " 30 "}, "runs")
+    assert result.returncode == 0, result.stderr
