@@ -224,6 +224,7 @@ def test_worker_processes_die_with_a_sigkilled_parent(tmp_path):
         parent.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_stopped_worker_processes_are_replaced_and_their_shards_judged_again(tmp_path):
     """A SIGSTOPped (wedged) process never answers and never dies, and the run's heartbeat
     keeps the lease: past the shard's deadline the pool is replaced (the stopped process

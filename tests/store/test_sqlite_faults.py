@@ -87,6 +87,7 @@ def stored_trials(url: str) -> tuple[str, int]:
         store.close()
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     url = f"sqlite:///{small_disk}/studio.db"
     run = Background(url, "run", str(PROJECT), "--max-iterations", "3",
@@ -107,6 +108,7 @@ def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     store.close()
 
 
+@pytest.mark.slow
 def test_a_long_external_write_lock_is_waited_for_then_the_run_completes(tmp_path):
     url = f"sqlite:///{tmp_path}/studio.db"
     open_store(url, cached=False).close()
@@ -127,6 +129,7 @@ def test_a_long_external_write_lock_is_waited_for_then_the_run_completes(tmp_pat
     store.close()
 
 
+@pytest.mark.slow
 def test_a_lock_held_past_the_budget_is_a_clear_error_and_nothing_is_stored(tmp_path):
     url = f"sqlite:///{tmp_path}/studio.db"
     open_store(url, cached=False).close()
