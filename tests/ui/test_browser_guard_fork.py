@@ -13,13 +13,14 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from studio.engine import EvolutionConfig, build_engine, create_run, decide
 from studio.engine.worker import get_manager
 from studio.model.records import ProposalStatus
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset, wait_until
-from tests.ui.browser import chromium_page, full_page_shot, studio_server
+from tests.ui.browser import chromium_page, full_page_shot, settled, studio_server
 
 pytestmark = pytest.mark.browser
 
@@ -46,10 +47,14 @@ def shot(page, name: str) -> None:
 
 def choose(page, label: str, starts_with: str) -> None:
     """Pick a selectbox option by typing the start of its text (as a keyboard user does)."""
+    settled(page)  # a rerun still drawing the page below would redraw the open list
     box = page.get_by_role("combobox", name=label, exact=True)
     box.click()
     box.press_sequentially(starts_with)
-    page.get_by_role("option").filter(has_text=starts_with).first.click()
+    page.get_by_role("option").filter(has_text=starts_with).first.wait_for()
+    box.press("Enter")  # the typed text filters the list; Enter takes its focused option
+    page.get_by_role("listbox").wait_for(state="hidden")
+    expect(box).to_have_value(re.compile(re.escape(starts_with) + r".+"))
 
 
 def accepted_then_stopped(store) -> str:
