@@ -151,7 +151,8 @@ def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None
             # spawn: a clean interpreter, never a fork of a process holding threads and locks
             pool = ProcessPoolExecutor(max_workers=processes,
                                        mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=die_with_parent, initargs=(os.getpid(),))
+                                       initializer=start_in_process,
+                                       initargs=(os.getpid(), _heartbeat_dir()))
             _POOLS[processes] = pool
             if broken is not None:
                 broken.shutdown(wait=False, cancel_futures=True)  # its live processes exit
@@ -167,6 +168,58 @@ def shard_deadline(config: EvolutionConfig) -> float:
     an agent call and a critic call, each up to every attempt's ``call_timeout_seconds``."""
     per_chain = 2 * config.call_timeout_seconds * (config.max_retries + 1)
     return per_chain * SHARD_ROUNDS + STALL_SLACK_SECONDS
+
+
+HEARTBEAT_SECONDS = 1.0
+"""How often a worker process says it is alive (a daemon thread touches its heartbeat file)."""
+STALE_HEARTBEAT_SECONDS = 20.0
+"""A process whose heartbeat is older than this is wedged (SIGSTOPped, or stuck holding the
+GIL): its threads no longer run. A process waiting on a slow model still beats, so a long call
+is never mistaken for a wedge; the shard deadline stays the last resort."""
+PROCESS_START_SECONDS = 120.0
+"""Allowed on top of a shard's deadline while a new pool's processes are still starting (a
+fresh interpreter imports ADK and LiteLLM: seconds, more on a loaded machine)."""
+HEARTBEAT_CHECK_SECONDS = 1.0
+"""How often a run waiting for a shard looks at its processes' heartbeats."""
+_HEARTBEAT_DIR: list[str] = []
+
+
+def _heartbeat_dir() -> str:
+    """This process's folder of its worker processes' heartbeat files (one per pid)."""
+    if not _HEARTBEAT_DIR:
+        import atexit
+        import shutil
+        import tempfile
+
+        _HEARTBEAT_DIR.append(tempfile.mkdtemp(prefix=f"studio-heartbeats-{os.getpid()}-"))
+        atexit.register(shutil.rmtree, _HEARTBEAT_DIR[0], ignore_errors=True)
+    return _HEARTBEAT_DIR[0]
+
+
+def all_beating(pool: ProcessPoolExecutor | None) -> bool:
+    """Every process of ``pool`` has started and beaten at least once."""
+    pids = list(getattr(pool, "_processes", None) or {})
+    return bool(pids) and all(os.path.exists(os.path.join(_heartbeat_dir(), str(pid)))
+                              for pid in pids)
+
+
+def stalled_processes(pool: ProcessPoolExecutor | None) -> list[int]:
+    """The pids of ``pool``'s processes whose heartbeat is stale (a process still starting has
+    no file yet and is not counted: the pool's start is bounded by the shard deadline)."""
+    now = time.time()
+    stalled = []
+    for pid in list(getattr(pool, "_processes", None) or {}):
+        try:
+            beat = os.stat(os.path.join(_heartbeat_dir(), str(pid))).st_mtime
+        except FileNotFoundError:
+            continue
+        if now - beat > STALE_HEARTBEAT_SECONDS:
+            stalled.append(pid)
+    return stalled
+
+
+class ProcessStalled(Exception):
+    """A worker process holding a shard stopped answering (its message says how it was seen)."""
 
 
 def replace_stalled_pool(processes: int, pool: ProcessPoolExecutor | None
@@ -255,20 +308,45 @@ class ProcessFanOut:
                 future = self._submit(*shard)
             pool = self._pool
             try:
-                return await asyncio.wait_for(asyncio.wrap_future(future),
-                                              self.shard_deadline_s)
+                return await self._answer(future, pool)
             except BrokenProcessPool:  # a process died
                 self._pool = shared_pool(self.processes, broken=pool)
                 what = "a worker process died"
-            except TimeoutError:  # a process stopped answering: the heartbeat cannot tell
+            except ProcessStalled as stalled:  # wedged: it neither answers nor dies
                 self._pool = replace_stalled_pool(self.processes, pool)
-                what = (f"a worker process returned no result within "
-                        f"{self.shard_deadline_s:g} s")
+                what = str(stalled)
             logger.warning("%s while judging a shard of %d example(s); judging it again on new "
                            "processes (attempt %d)", what, len(examples), attempt + 1)
         raise StudioError(f"{what} twice while judging a shard of {len(examples)} example(s) "
                           f"with processes={self.processes}; check the machine's memory and "
                           f"the models, or run with processes: 1")
+
+    async def _answer(self, future: Future, pool: ProcessPoolExecutor | None) -> Any:
+        """The shard's result, checking the pool's heartbeats while it is out.
+
+        Raises:
+            ProcessStalled: a process's heartbeat went stale, or no answer came within
+                :attr:`shard_deadline_s`.
+        """
+        waiting = asyncio.wrap_future(future)
+        sent = time.monotonic()
+        all_up: float | None = None  # the deadline counts once every process is up
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=HEARTBEAT_CHECK_SECONDS)
+            if done:
+                return waiting.result()
+            stalled = stalled_processes(pool)
+            if stalled:
+                waiting.cancel()
+                raise ProcessStalled(f"worker process {stalled[0]} stopped answering (no "
+                                     f"heartbeat for {STALE_HEARTBEAT_SECONDS:g} s)")
+            if all_up is None and all_beating(pool):
+                all_up = time.monotonic()
+            waited = time.monotonic() - (all_up or sent)
+            if waited > self.shard_deadline_s + (0 if all_up else PROCESS_START_SECONDS):
+                waiting.cancel()
+                raise ProcessStalled(f"a worker process returned no result within "
+                                     f"{self.shard_deadline_s:g} s")
 
     def _submit(self, fn: Callable, *args: Any) -> Future:
         """Submit to the shared pool; a pool that broke (a process died) is replaced once."""
@@ -312,6 +390,20 @@ def _main_not_rerun() -> Iterator[None]:
 
 PARENT_CHECK_SECONDS = 0.5
 """How often a worker process checks that the process that started it is alive."""
+
+
+def start_in_process(parent_pid: int, heartbeat_dir: str) -> None:
+    """A worker process's initializer: exit with the parent, and beat while alive."""
+    die_with_parent(parent_pid)
+    threading.Thread(target=_beat, args=(os.path.join(heartbeat_dir, str(os.getpid())),),
+                     daemon=True, name="heartbeat").start()
+
+
+def _beat(path: str) -> None:
+    while True:
+        with open(path, "a"):
+            os.utime(path)
+        time.sleep(HEARTBEAT_SECONDS)
 
 
 def die_with_parent(parent_pid: int) -> None:

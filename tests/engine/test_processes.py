@@ -269,3 +269,59 @@ def test_stopped_worker_processes_are_replaced_and_their_shards_judged_again(tmp
         thread.join(timeout=120)
         store.close()
         processes.shutdown_pools()
+
+
+@pytest.mark.slow
+def test_a_wedged_process_is_noticed_by_its_heartbeat_long_before_the_shard_deadline(tmp_path):
+    """With the default call timeout a shard's deadline is over an hour: a SIGSTOPped process
+    is noticed by its stale heartbeat instead (its threads stop with it), replaced, and its
+    shard judged again, so the run completes with every example scored once."""
+    import signal
+    import threading
+
+    processes.shutdown_pools()
+    store = open_store(f"sqlite:///{tmp_path}/wedged.db", cached=False)
+    config = EvolutionConfig(max_iterations=0, seed=3, max_concurrency=2, processes=2)
+    run_id = create_run(store, spec=demo_spec("scripted/demo@400ms"), trainset=trainset(4),
+                        config=config).id
+    engine = build_engine(store, run_id)
+    assert engine.ctx.fan_out.shard_deadline_s > 3600
+    engine.ctx.fan_out.start()
+    wait_until(lambda: engine.ctx.fan_out.ready and all(
+        f.done() for f in engine.ctx.fan_out._warming), timeout=120)
+    pool = processes._POOLS[2]
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(asyncio.run(engine.run())))
+    thread.start()
+    stopped: list[int] = []
+    try:
+        wait_until(lambda: len(pool._pending_work_items) == 2, timeout=60)
+        for pid in list(pool._processes):
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        thread.join(timeout=processes.STALE_HEARTBEAT_SECONDS * 2 + 60)
+        assert outcome == ["max_iterations"]
+        trials = store.trials(run_id)
+        assert sorted(t.example_index for t in trials) == [0, 1, 2, 3]
+        assert all(t.score is not None for t in trials)
+        assert not set(stopped) & set(processes._POOLS[2]._processes)
+    finally:
+        for pid in stopped:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+        thread.join(timeout=120)
+        store.close()
+        processes.shutdown_pools()
+
+
+def test_a_live_process_keeps_beating_and_is_never_counted_stalled(tmp_path):
+    pool = processes.shared_pool(1)
+    try:
+        pid = pool.submit(os.getpid).result(timeout=120)
+        beat = Path(processes._heartbeat_dir()) / str(pid)
+        wait_until(beat.exists, timeout=30, message="the first heartbeat")
+        first = beat.stat().st_mtime
+        wait_until(lambda: beat.stat().st_mtime > first, timeout=30, message="a second beat")
+        assert processes.stalled_processes(pool) == []
+    finally:
+        processes.shutdown_pools()
