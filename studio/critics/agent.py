@@ -35,7 +35,7 @@ from studio.model.errors import (
     ScoreOutOfRangeError,
     ScoringError,
 )
-from studio.model.feedback import Feedback
+from studio.model.feedback import TRIAL_KEYS, Feedback
 from studio.model.jsontools import DuplicateKeyError, first_json_object, unique_keys
 from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
 from studio.model.redaction import redact
@@ -122,7 +122,7 @@ def normalize_feedback(score: float, metadata: dict[str, Any] | None = None) -> 
     raises :class:`studio.model.errors.FeedbackShapeError` naming it.
     """
     feedback = parse_feedback(score, metadata)
-    normalized: dict[str, Any] = {"score": feedback.score, "feedback_text": feedback.text,
+    normalized: dict[str, Any] = {"score": feedback.score, TRIAL_KEYS["text"]: feedback.text,
                                   **feedback.trial_fields()}
     normalized.update({key: value for key, value in feedback.extra.items()
                        if key != "raw_output" and value not in (None, "", {})})
