@@ -23,7 +23,8 @@ from studio.model.jsontools import to_jsonable
 from studio.model.limits import MAX_DIMENSIONS, MAX_FEEDBACK_CHARS, clip
 from studio.runtime.execution import describe_error
 
-__all__ = ["Feedback", "checked_feedback", "parse_feedback", "judge_sample", "is_valid_score"]
+__all__ = ["Feedback", "checked_feedback", "is_valid_score", "judge_sample", "parse_feedback",
+           "unscored_reason"]
 
 
 def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feedback:
