@@ -87,10 +87,11 @@ async def pass_rates(path: Path, instruction: str, repeats: int) -> dict[str, fl
         for row in rows:
             text = example_input_text(row, spec.input_key)
             result = await executor.execute(agent, text)
-            score, metadata = await critic.assess(Sample(
+            feedback = await critic.assess(Sample(
                 input_text=text, output=result.output or "", expected=example_expected(row),
                 example=row))
-            for part in metadata.get("components") or [{"name": "score", "score": score}]:
+            score = feedback.score
+            for part in feedback.extra.get("components") or [{"name": "score", "score": score}]:
                 passed.setdefault(part["name"], []).append(float(part["score"] == 1.0))
             passed.setdefault("mean score", []).append(score or 0.0)
     return {name: sum(values) / len(values) for name, values in passed.items()}

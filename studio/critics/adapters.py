@@ -9,12 +9,14 @@
 - :class:`JudgeCritic` wraps an :class:`AgentAsJudgeEval`: numeric 1-10 becomes
   ``(score - 1) / 9``, binary becomes 1.0 / 0.0.
 - :class:`WeightedCritic` combines critics: the weighted mean over the components that returned a
-  score. A component that could not evaluate is excluded and listed in ``metadata["excluded"]``,
+  score. A component that could not evaluate is excluded and listed in ``extra["excluded"]``,
   never averaged as 0; when none could, the score is None.
 
-The evaluator's comment becomes ``metadata["feedback"]`` (the trial's feedback text); its metadata
-(verdicts, rubric path, claims...) is passed through. A score of None comes with
-``metadata["error"]`` saying why.
+Each answers a :class:`~studio.model.feedback.Feedback` (:func:`result_feedback` for an
+evaluator): the evaluator's comment is its ``text`` (the trial's feedback text), its metadata
+(verdicts, rubric path, claims...) its ``extra``. A score of None is
+:meth:`Feedback.unscored`, with ``extra["error"]`` saying why. Potato's calling convention
+(``evaluate(outputs=..., reference_outputs=..., inputs=...)``) is spoken only here.
 
 Declarative configs for :func:`build_critic` (a project file's critic section; ``type`` and
 ``description`` keys are ignored)::
@@ -43,15 +45,17 @@ import asyncio
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import studio.critics.alignment  # noqa: F401  (registers the critic_agreement evaluator)
-from studio.critics.feedback import is_valid_score
+from studio.critics.feedback import checked_feedback
 from studio.critics.protocol import Critic, Sample
 from studio.evaluators.base import Evaluator, EvaluatorResult
 from studio.evaluators.criteria_judge import AgentAsJudgeEval
 from studio.evaluators.registry import build_evaluator
-from studio.model.errors import ConfigError
+from studio.model.errors import ConfigError, FeedbackShapeError
+from studio.model.feedback import Feedback
 from studio.model.jsontools import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -92,11 +96,11 @@ class EvaluatorCritic:
         self.use = use or ("trace" if evaluator.uses_trace else "output")
         self.reference_key = reference_key
 
-    async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
-        """Score one sample; an evaluator failure is returned as ``(None, {"error": ...})``."""
+    async def assess(self, sample: Sample) -> Feedback:
+        """Score one sample; an evaluator failure is :meth:`Feedback.unscored`, saying why."""
         if self.use == "trace" and not _has_trajectory(sample.trace):
-            why = _missing_trace_reason(sample.trace)
-            return None, {"error": why, "feedback": why, "evaluator": self.evaluator.key}
+            return Feedback.unscored(_missing_trace_reason(sample.trace),
+                                     evaluator=self.evaluator.key)
         try:
             result = await self.evaluator.aevaluate(
                 outputs=sample.trace if self.use == "trace" else sample.output,
@@ -107,8 +111,8 @@ class EvaluatorCritic:
         except Exception as exc:  # one bad example is a recorded result, not a crashed run
             logger.exception("evaluator %s failed", self.evaluator.key)
             why = f"evaluator {self.evaluator.key} failed: {type(exc).__name__}: {exc}"
-            return None, {"error": why, "feedback": why, "evaluator": self.evaluator.key}
-        return result.score, result_metadata(result)
+            return Feedback.unscored(why, evaluator=self.evaluator.key)
+        return result_feedback(result)
 
     def _reference(self, sample: Sample) -> Any:
         if self.reference_key is not None:
@@ -121,13 +125,21 @@ class EvaluatorCritic:
         return None
 
 
-def result_metadata(result: EvaluatorResult) -> dict[str, Any]:
-    """A result as critic metadata: comment as feedback, details passed through."""
-    metadata = {**to_jsonable(result.metadata), "feedback": result.comment,
-                "evaluator": result.key, "value": to_jsonable(result.value)}
+def evaluator_feedback(evaluator: Evaluator, *, outputs: Any, reference_outputs: Any) -> Feedback:
+    """What ``evaluator`` says of ``outputs``, as a critic's feedback, called synchronously
+    (re-judging a kept reply outside a run, :mod:`studio.engine.labels`)."""
+    return result_feedback(evaluator.evaluate(outputs=outputs,
+                                              reference_outputs=reference_outputs))
+
+
+def result_feedback(result: EvaluatorResult) -> Feedback:
+    """An evaluator's result as a critic's feedback: the comment is the text, the details
+    (with the evaluator's key and raw value) are ``extra``."""
+    details = {**to_jsonable(result.metadata), "evaluator": result.key,
+               "value": to_jsonable(result.value)}
     if result.score is None:
-        metadata["error"] = result.comment or "could not evaluate"
-    return metadata
+        details["error"] = result.comment or "could not evaluate"
+    return Feedback(score=result.score, text=result.comment, extra=details)
 
 
 def _has_trajectory(trace: Mapping[str, Any]) -> bool:
@@ -152,19 +164,16 @@ class JudgeCritic:
         self.judge = judge
         self.name = name or judge.name or "agent_as_judge"
 
-    async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
+    async def assess(self, sample: Sample) -> Feedback:
         evaluation = await self.judge.judge_case(sample.input_text, sample.output)
-        metadata: dict[str, Any] = {
-            "feedback": evaluation.reason or evaluation.error or "",
-            "judge_score": evaluation.score, "passed": evaluation.passed,
-            "scoring_strategy": self.judge.scoring_strategy,
-        }
+        details: dict[str, Any] = {"judge_score": evaluation.score, "passed": evaluation.passed,
+                                   "scoring_strategy": self.judge.scoring_strategy}
         if self.judge.scoring_strategy == "numeric":
-            metadata["threshold"] = self.judge.threshold
+            details["threshold"] = self.judge.threshold
         if evaluation.error is not None:
-            metadata["error"] = evaluation.error
-            metadata["raw_reply"] = evaluation.raw_reply
-        return evaluation.normalized_score, metadata
+            details.update(error=evaluation.error, raw_reply=evaluation.raw_reply)
+        return Feedback(score=evaluation.normalized_score,
+                        text=evaluation.reason or evaluation.error or "", extra=details)
 
 
 class WeightedCritic:
@@ -192,38 +201,64 @@ class WeightedCritic:
             label = critic.name if seen[critic.name] == 1 else f"{critic.name}#{seen[critic.name]}"
             self.components.append((label, critic, float(weight)))
 
-    async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
-        outcomes = await asyncio.gather(*(_safe_assess(c, sample) for _, c, _ in self.components))
-        parts = [{"name": label, "weight": weight, "score": score, "metadata": metadata}
-                 for (label, _, weight), (score, metadata) in zip(self.components, outcomes,
-                                                                  strict=True)]
-        scored = [p for p in parts if p["score"] is not None]
-        excluded = [p["name"] for p in parts if p["score"] is None]
-        metadata = {"feedback": _combined_feedback(parts), "excluded": excluded,
-                    "components": [_component_summary(p) for p in parts]}
-        metadata.update(_lifted(parts))
+    async def assess(self, sample: Sample) -> Feedback:
+        answers = await asyncio.gather(*(_safe_assess(c, sample) for _, c, _ in self.components))
+        parts = [_Part(label, weight, feedback) for (label, _, weight), feedback
+                 in zip(self.components, answers, strict=True)]
+        scored = [p for p in parts if p.score is not None]
+        details = {"excluded": [p.name for p in parts if p.score is None],
+                   "components": [p.summary() for p in parts], **_lifted(parts)}
+        text = _combined_feedback(parts)
         if not scored:
-            metadata["error"] = "no component could evaluate: " + "; ".join(
-                f"{p['name']}: {p['metadata'].get('error', 'no score')}" for p in parts)
-            return None, metadata
-        total = sum(p["weight"] for p in scored)
-        return sum(p["weight"] * p["score"] for p in scored) / total, metadata
+            return Feedback.unscored("no component could evaluate: " + "; ".join(
+                f"{p.name}: {p.feedback.error or 'no score'}" for p in parts), text=text,
+                **details)
+        total = sum(p.weight for p in scored)
+        return Feedback(score=sum(p.weight * p.score for p in scored) / total, text=text,
+                        extra=details)
 
 
-async def _safe_assess(critic: Critic, sample: Sample) -> tuple[float | None, dict[str, Any]]:
-    """A component's verdict; an exception (e.g. an unparseable reply) becomes None, not 0."""
+@dataclass(frozen=True)
+class _Part:
+    """One component's answer inside a :class:`WeightedCritic`."""
+
+    name: str
+    weight: float
+    feedback: Feedback
+
+    @property
+    def score(self) -> float | None:
+        return self.feedback.score
+
+    def summary(self) -> dict[str, Any]:
+        """What ``extra["components"]`` keeps of it (the review queue reads name and score)."""
+        details = dict(self.feedback.extra)
+        if self.feedback.guidance:
+            details["guidance"] = self.feedback.guidance
+        if self.feedback.dimensions:
+            details["dimensions"] = self.feedback.dimensions
+        return {"name": self.name, "weight": self.weight, "score": self.score,
+                "feedback": self.feedback.text, "metadata": details}
+
+
+async def _safe_assess(critic: Critic, sample: Sample) -> Feedback:
+    """A component's verdict; an exception (e.g. an unparseable reply) or a score outside
+    [0, 1] is "could not evaluate", never 0."""
     try:
-        score, metadata = await critic.assess(sample)
+        feedback = await critic.assess(sample)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        why = f"{type(exc).__name__}: {exc}"
-        return None, {"error": why, "feedback": why}
-    if score is not None and not is_valid_score(score):
-        why = f"could not evaluate: the score {score!r} is outside 0.0 to 1.0"
-        return None, {**(metadata if isinstance(metadata, Mapping) else {}),
-                      "error": why, "feedback": why}
-    return score, metadata
+        return Feedback.unscored(f"{type(exc).__name__}: {exc}")
+    if not isinstance(feedback, Feedback):
+        return Feedback.unscored(f"could not evaluate: {critic.name!r} answered a "
+                                 f"{type(feedback).__name__}, not a Feedback")
+    try:
+        return checked_feedback(feedback)
+    except FeedbackShapeError as exc:
+        why = (f"could not evaluate: the score {feedback.score!r} is outside 0.0 to 1.0"
+               if exc.field == "score" else f"could not evaluate: {exc}")
+        return Feedback(score=None, text=why, extra={**feedback.extra, "error": why})
 
 
 def _check_weight(weight: Any, name: str) -> None:
@@ -232,31 +267,25 @@ def _check_weight(weight: Any, name: str) -> None:
         raise ValueError(f"weight of {name!r} must be a positive number; got {weight!r}")
 
 
-def _combined_feedback(parts: list[dict[str, Any]]) -> str:
+def _combined_feedback(parts: list[_Part]) -> str:
     lines = []
     for part in parts:
-        feedback = str(part["metadata"].get("feedback") or "").strip()
-        if part["score"] is None:
-            reason = part["metadata"].get("error") or feedback or "no score"
-            lines.append(f"[{part['name']}] could not evaluate (excluded): {reason}")
+        feedback = part.feedback.text.strip()
+        if part.score is None:
+            reason = part.feedback.error or feedback or "no score"
+            lines.append(f"[{part.name}] could not evaluate (excluded): {reason}")
         else:
-            lines.append(f"[{part['name']}] score {part['score']:.2f} (weight {part['weight']:g})"
+            lines.append(f"[{part.name}] score {part.score:.2f} (weight {part.weight:g})"
                          + (f": {feedback}" if feedback else ""))
     return "\n".join(lines)
 
 
-def _component_summary(part: dict[str, Any]) -> dict[str, Any]:
-    details = {k: v for k, v in part["metadata"].items() if k != "feedback"}
-    return {"name": part["name"], "weight": part["weight"], "score": part["score"],
-            "feedback": part["metadata"].get("feedback", ""), "metadata": details}
-
-
-def _lifted(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _lifted(parts: list[_Part]) -> dict[str, Any]:
     lifted = {}
     for key in _PASSED_THROUGH:
-        holders = [p for p in parts if key in p["metadata"]]
+        holders = [p for p in parts if key in p.feedback.extra]
         if len(holders) == 1:
-            lifted[key] = holders[0]["metadata"][key]
+            lifted[key] = holders[0].feedback.extra[key]
     return lifted
 
 

@@ -1,9 +1,13 @@
 """Critic scoring with ADK critic agents, under the names gepa-adk users know.
 
-:class:`CriticScorer` runs a critic agent on (input, output, expected) and returns
-``(score, metadata)``. Replies are parsed leniently before failing: plain JSON, JSON inside a code
-fence, or the first JSON object after some prose. A score given as a numeric string is accepted; a
-score outside [0, 1] is an error that names the value.
+:class:`CriticScorer` runs a critic agent on (input, output, expected). Its gepa-adk API
+(``score``, ``async_score``) returns gepa-adk's ``(score, metadata)``; as a studio
+:class:`~studio.critics.protocol.Critic` (``assess``) it answers a
+:class:`~studio.model.feedback.Feedback`: that tuple lives only in this adapter.
+
+Replies are parsed leniently before failing: plain JSON, JSON inside a code fence, or the first
+JSON object after some prose. A score given as a numeric string is accepted; a score outside
+[0, 1] is an error that names the value.
 
 The critic runs through any executor implementing gepa-adk's
 :class:`studio.runtime.protocol.AgentExecutorProtocol` (the studio's ``AgentExecutor`` by
@@ -31,6 +35,7 @@ from studio.model.errors import (
     ScoreOutOfRangeError,
     ScoringError,
 )
+from studio.model.feedback import TRIAL_KEYS, Feedback
 from studio.model.jsontools import DuplicateKeyError, first_json_object, unique_keys
 from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
 from studio.model.redaction import redact
@@ -111,16 +116,14 @@ class CriticExecutionError(ScoringError):
 def normalize_feedback(score: float, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simple or advanced critic output in the gepa-adk trial format.
 
-    ``feedback`` becomes ``feedback_text``; ``dimension_scores``, ``actionable_guidance`` and any
-    other non-empty fields are kept. Parsed by :func:`studio.critics.feedback.parse_feedback`, so
-    a badly shaped field raises :class:`studio.model.errors.FeedbackShapeError` naming it.
+    ``feedback`` becomes ``feedback_text`` (always present); ``dimension_scores``,
+    ``actionable_guidance`` (:meth:`Feedback.trial_fields`) and any other non-empty fields are
+    kept. Parsed by :func:`studio.critics.feedback.parse_feedback`, so a badly shaped field
+    raises :class:`studio.model.errors.FeedbackShapeError` naming it.
     """
     feedback = parse_feedback(score, metadata)
-    normalized: dict[str, Any] = {"score": feedback.score, "feedback_text": feedback.text}
-    if feedback.dimensions:
-        normalized["dimension_scores"] = feedback.dimensions
-    if feedback.guidance:
-        normalized["actionable_guidance"] = feedback.guidance
+    normalized: dict[str, Any] = {"score": feedback.score, TRIAL_KEYS["text"]: feedback.text,
+                                  **feedback.trial_fields()}
     normalized.update({key: value for key, value in feedback.extra.items()
                        if key != "raw_output" and value not in (None, "", {})})
     return normalized
@@ -318,16 +321,21 @@ class CriticScorer:
             return asyncio.run(coroutine)
         return _run_in_thread(coroutine)
 
-    async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
-        """The :class:`studio.critics.protocol.Critic` protocol: a critic that did not run is a
-        recorded failure (score None, ``error`` saying why), never a 0."""
+    async def assess(self, sample: Sample) -> Feedback:
+        """The :class:`studio.critics.protocol.Critic` protocol: a critic that did not run is
+        :meth:`Feedback.unscored` (``error`` saying why), never a 0.
+
+        Raises:
+            CriticOutputParseError: the reply cannot be read (and its subclasses: no score, a
+                score outside [0, 1], a badly shaped field).
+        """
         result = await self._run_critic(sample.input_text, sample.output, sample.expected, None,
                                         sample.media)
         if result.status is not ExecutionStatus.SUCCESS:
             why = f"the critic {self.name!r} {_VERB[result.status]}: {_reason(result)}"
-            return None, {"error": why, "feedback": why, "status": result.status.value,
-                          "session_id": str(result.session_id or "")}
-        return _scored_reply(result)
+            return Feedback.unscored(why, status=result.status.value,
+                                     session_id=str(result.session_id or ""))
+        return parse_feedback(*_scored_reply(result))
 
     async def _run_critic(self, input_text: str, output: str, expected: str | None,
                           session_id: str | None, media: tuple[Any, ...] = ()
@@ -379,9 +387,9 @@ class SchemaBasedScorer:
               ) -> tuple[float, dict[str, Any]]:
         return parse_critic_output(output)
 
-    async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]:
+    async def assess(self, sample: Sample) -> Feedback:
         """The Critic protocol; an unreadable reply raises and is recorded as not evaluated."""
-        return parse_critic_output(sample.output)
+        return parse_feedback(*parse_critic_output(sample.output))
 
 
 def _schema_fields(schema: Any) -> set[str]:

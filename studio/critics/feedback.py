@@ -1,9 +1,12 @@
-"""A critic's reply as a :class:`Feedback` record: the one place replies are parsed.
+"""Checking a critic's :class:`Feedback`, and reading gepa-adk's ``(score, metadata)`` reply.
 
-Every critic (an ADK critic agent, an evaluator, a judge, a weighted mix) answers
-``(score, metadata)``; :func:`parse_feedback` turns that into the record the store, reflection and
-pages read, and :func:`judge_sample` runs a critic on one sample the way a run and "try it" both
-need: a failure or a badly shaped reply becomes a "could not evaluate" message, never a crash.
+Every critic answers a :class:`Feedback` (:class:`studio.critics.protocol.Critic`).
+:func:`judge_sample` runs a critic on one sample the way a run, an align pass and "try it" all
+need: the record is checked (:func:`checked_feedback`: a score in [0, 1], numeric dimensions,
+bounded sizes) and a failure or a bad answer becomes "could not evaluate", never a crash.
+:func:`parse_feedback` reads a gepa-adk critic's ``(score, metadata)`` reply (an ADK critic
+agent's JSON, :class:`studio.critics.agent.CriticScorer`) into the record: the only place that
+tuple is turned into a :class:`Feedback`.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from studio.model.jsontools import to_jsonable
 from studio.model.limits import MAX_DIMENSIONS, MAX_FEEDBACK_CHARS, clip
 from studio.runtime.execution import describe_error
 
-__all__ = ["Feedback", "parse_feedback", "judge_sample", "is_valid_score"]
+__all__ = ["Feedback", "checked_feedback", "is_valid_score", "judge_sample", "parse_feedback",
+           "unscored_reason"]
 
 
 def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feedback:
-    """The record for a critic's ``(score, metadata)``; a plain string is the feedback text.
+    """The record for a gepa-adk critic's ``(score, metadata)``; a plain string is the text.
 
     Raises:
         FeedbackShapeError: ``score`` is not a number, ``metadata`` is not an object, or one of
@@ -34,7 +38,24 @@ def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feed
         metadata = {"feedback": metadata or ""}
     if not isinstance(metadata, Mapping):
         raise FeedbackShapeError("metadata", metadata, "an object")
-    fields = read_feedback(metadata, score=_score(score), strict=True)
+    return _checked_fields(read_feedback(metadata, score=_score(score), strict=True))
+
+
+def checked_feedback(feedback: Feedback) -> Feedback:
+    """``feedback`` as the studio keeps it: its details as JSON, its sizes within the caps.
+
+    Raises:
+        FeedbackShapeError: the score is outside [0, 1] (or not a number), or a dimension is
+            not a number; the message names the field and the value.
+    """
+    _score(feedback.score)
+    for name, value in feedback.dimensions.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise FeedbackShapeError(f"dimensions.{name}", value, "a number")
+    return _checked_fields(feedback.model_dump())
+
+
+def _checked_fields(fields: dict[str, Any]) -> Feedback:
     fields["extra"] = to_jsonable(fields["extra"])
     return Feedback.model_validate(_bounded(fields))
 
@@ -74,17 +95,30 @@ def is_valid_score(score: Any) -> bool:
 async def judge_sample(critic: Critic, sample: Sample) -> tuple[Feedback, str | None]:
     """The critic's feedback on ``sample`` and, when it gave no score, why.
 
-    A critic that raises, crashes or replies in a bad shape yields a feedback with score None
+    A critic that raises, crashes or answers a bad record yields a feedback with score None
     and a message saying the critic could not evaluate (or failed), so one bad example never ends
     a run and a stored trial always opens.
     """
     try:
-        score, metadata = await critic.assess(sample)
-        feedback = parse_feedback(score, metadata)
+        feedback = checked_feedback(_record(critic, await critic.assess(sample)))
     except StudioError as exc:
         return Feedback(), f"the critic could not evaluate: {exc}"
     except Exception as exc:  # a critic bug on one example must not end the run
         return Feedback(), f"the critic failed: {describe_error(exc)}"
+    return feedback, unscored_reason(feedback)
+
+
+def unscored_reason(feedback: Feedback) -> str | None:
+    """None for a scored feedback, else why it has no score (a trial's ``error``)."""
     if feedback.score is not None:
-        return feedback, None
-    return feedback, str(feedback.extra.get("error") or "the critic returned no score")
+        return None
+    return feedback.error or "the critic returned no score"
+
+
+def _record(critic: Critic, answer: Any) -> Feedback:
+    if not isinstance(answer, Feedback):
+        raise TypeError(f"critic {getattr(critic, 'name', '?')!r} answered a "
+                        f"{type(answer).__name__}; Critic.assess must return a "
+                        "studio.model.feedback.Feedback (Feedback.unscored(why) when it could "
+                        "not evaluate)")
+    return answer

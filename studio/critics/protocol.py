@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from studio.model.feedback import Feedback
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -32,16 +34,17 @@ class Critic(Protocol):
     """Scores one sample.
 
     Contract:
-        Returns ``(score, metadata)``. ``score`` is a float in [0, 1], or None when the critic
-        could not evaluate (then ``metadata["error"]`` says why). ``metadata["feedback"]`` is the
-        text shown to reflection and to people, ``dimension_scores`` and
-        ``actionable_guidance`` are optional; :func:`studio.critics.feedback.parse_feedback`
-        reads all of it into a :class:`studio.model.feedback.Feedback` (other keys such as
-        ``verdicts``, ``path``, ``claims`` land in its ``extra``). May raise
-        :class:`studio.model.errors.CriticOutputParseError` (and subclasses) for a reply that
-        cannot be parsed; the engine records that as a trial with score None, never 0.
+        Returns a :class:`~studio.model.feedback.Feedback`: ``score`` in [0, 1], ``text`` shown
+        to reflection and to people, optional ``guidance`` and ``dimensions``, any other details
+        (verdicts, rubric path, claims) in ``extra``. A critic that could not evaluate one
+        sample (a failed or timed-out model, no reference) returns
+        :meth:`Feedback.unscored(why) <studio.model.feedback.Feedback.unscored>`: score None,
+        never 0. It may raise a :class:`studio.model.errors.StudioError` (e.g.
+        :class:`~studio.model.errors.CriticOutputParseError`) for a reply it cannot read;
+        :func:`studio.critics.feedback.judge_sample` records that, a score outside [0, 1] and
+        any other exception as "could not evaluate" too, so one sample never ends a run.
     """
 
     name: str
 
-    async def assess(self, sample: Sample) -> tuple[float | None, dict[str, Any]]: ...
+    async def assess(self, sample: Sample) -> Feedback: ...

@@ -99,7 +99,7 @@ def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration:
         run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
         proposal_id=proposal_id, input_text=result.input_text, output=result.output,
-        score=result.feedback.score, feedback=result.feedback, error=result.error,
+        feedback=result.feedback, error=result.error,
         trace=result.trace, latency_s=result.latency_s, tokens=result.tokens, worker=ctx.worker,
     ))
     if metered:

@@ -38,7 +38,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from studio.critics.adapters import result_metadata
+from studio.critics.adapters import evaluator_feedback
 from studio.critics.alignment import (
     KEY,
     CriticAgreement,
@@ -47,7 +47,7 @@ from studio.critics.alignment import (
     read_label,
     undone_label,
 )
-from studio.critics.feedback import parse_feedback
+from studio.critics.feedback import checked_feedback, unscored_reason
 from studio.model.errors import StudioError
 from studio.model.feedback import Feedback
 from studio.model.records import AlignOrigin, Example, RunSpec, Split
@@ -156,11 +156,9 @@ def rejudge_trials(store: Store, run_id: str, labels: dict[int, str],
 def judge_reply(metric: CriticAgreement, reply: str, label: str) -> tuple[Feedback, str | None]:
     """The verdict the run's critic gives ``reply`` against ``label`` (what
     :func:`~studio.critics.feedback.judge_sample` records for an evaluator critic)."""
-    result = metric.evaluate(outputs=reply, reference_outputs=label)
-    feedback = parse_feedback(result.score, result_metadata(result))
-    if feedback.score is not None:
-        return feedback, None
-    return feedback, str(feedback.extra.get("error") or "the critic returned no score")
+    feedback = checked_feedback(evaluator_feedback(metric, outputs=reply,
+                                                   reference_outputs=label))
+    return feedback, unscored_reason(feedback)
 
 
 def relabel_run(store: Store, run_id: str) -> bool:

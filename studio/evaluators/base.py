@@ -14,6 +14,10 @@ comment saying why, and ``metadata["error_kind"]`` (``trajectory_shape``, ``judg
 ``judge_reply``...) where a program may want to tell failures apart. Bad *configuration* raises at
 construction (:class:`studio.model.errors.ConfigError` and subclasses, ``ValueError`` for a value
 outside an allowed set).
+
+This is Potato's calling convention, kept for its users. The studio itself calls an evaluator
+only through :class:`studio.critics.adapters.EvaluatorCritic` (and ``evaluator_feedback``),
+which turns the result into the critic seam's :class:`~studio.model.feedback.Feedback`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,16 @@
 """What a critic said about one output: the :class:`Feedback` record.
 
-Critics reply in several dialects (``feedback`` or ``feedback_text``, ``dimension_scores`` or
-``feedback_dimensions``, ``actionable_guidance`` or ``feedback_guidance``). :func:`read_feedback`
-is the only place that knows those spellings; everything after it (store, reflection, pages)
-reads the record's fields.
+Every critic answers with this record (:class:`studio.critics.protocol.Critic`), and the store,
+reflection and pages read its fields: ``score``, ``text``, ``guidance``, ``dimensions``,
+``extra``. This module is also the one place that knows the other spellings of those fields:
+
+- read (:data:`SPELLINGS`, :func:`read_feedback`): a critic agent's JSON reply in gepa-adk's
+  schema (``feedback``, ``dimension_scores``, ``actionable_guidance``), a gepa-adk trial dict
+  (``feedback_text``, ``feedback_guidance``, ``feedback_dimensions``), and rows stored before
+  this record, which kept the critic's raw reply in any of those spellings;
+- written (:meth:`Feedback.trial_fields`): gepa-adk's trial format, which the reflection agent
+  reads and ``normalize_feedback`` returns (``feedback_text``, ``actionable_guidance``,
+  ``dimension_scores``, as gepa-adk documents a trial record).
 """
 
 from __future__ import annotations
@@ -16,14 +23,18 @@ from pydantic import BaseModel, Field, model_validator
 
 from studio.model.errors import FeedbackShapeError
 
-__all__ = ["Feedback", "read_feedback"]
+__all__ = ["Feedback", "SPELLINGS", "TRIAL_KEYS", "read_feedback"]
 
-_SPELLINGS: dict[str, tuple[str, ...]] = {
+SPELLINGS: dict[str, tuple[str, ...]] = {
     "text": ("text", "feedback_text", "feedback"),
     "guidance": ("guidance", "actionable_guidance", "feedback_guidance"),
     "dimensions": ("dimensions", "dimension_scores", "feedback_dimensions"),
 }
-_KNOWN = {"score", "extra"} | {key for keys in _SPELLINGS.values() for key in keys}
+"""Each field's spellings a reply or an old row may use, the record's own first."""
+TRIAL_KEYS = {"text": "feedback_text", "guidance": "actionable_guidance",
+              "dimensions": "dimension_scores"}
+"""The field names of gepa-adk's trial format (its single-agent evolution guide)."""
+_KNOWN = {"score", "extra"} | {key for keys in SPELLINGS.values() for key in keys}
 
 
 class Feedback(BaseModel):
@@ -38,12 +49,43 @@ class Feedback(BaseModel):
     dimensions: dict[str, float] = Field(default_factory=dict)
     """Per-dimension scores, e.g. ``{"clarity": 0.6}``."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Everything else the critic returned (verdicts, path, claims, error...)."""
+    """Everything else the critic returned (verdicts, path, claims...); ``error`` says why it
+    could not evaluate."""
+
+    @classmethod
+    def unscored(cls, why: str, *, text: str | None = None, **details: Any) -> Feedback:
+        """"Could not evaluate" (a failed or timed-out critic, no reference, no trajectory):
+        score None, never 0. ``why`` is kept as ``extra["error"]`` and is the text people and
+        reflection read unless ``text`` says more; ``details`` land in ``extra``."""
+        return cls(score=None, text=why if text is None else text,
+                   extra={**details, "error": why})
+
+    @property
+    def error(self) -> str | None:
+        """Why the critic could not evaluate, when it said (``extra["error"]``)."""
+        why = self.extra.get("error")
+        return None if why in (None, "") else str(why)
+
+    def trial_fields(self) -> dict[str, Any]:
+        """The text, guidance and dimensions in gepa-adk's trial format, each only when it says
+        something (blank text, empty guidance and NaN dimensions are left out), so a
+        reflection prompt stays clean. The score is the caller's: reflection reads the
+        effective one."""
+        fields: dict[str, Any] = {}
+        if self.text.strip():
+            fields[TRIAL_KEYS["text"]] = self.text
+        if self.guidance.strip():
+            fields[TRIAL_KEYS["guidance"]] = self.guidance
+        dimensions = {k: v for k, v in self.dimensions.items() if not math.isnan(v)}
+        if dimensions:
+            fields[TRIAL_KEYS["dimensions"]] = dimensions
+        return fields
 
     @model_validator(mode="before")
     @classmethod
     def _any_spelling(cls, data: Any) -> Any:
-        """Rows stored before this record (any key spelling) load leniently, never crash."""
+        """A dict in any known spelling (a row stored before this record, a gepa-adk trial
+        dict) loads leniently and never crashes: a badly shaped field is kept in ``extra``."""
         if isinstance(data, Mapping):
             return read_feedback(data, strict=False)
         return data
@@ -60,7 +102,7 @@ def read_feedback(data: Mapping[str, Any], *, score: Any = None,
     """
     fields: dict[str, Any] = {"score": data.get("score") if score is None else score}
     extra = dict(data.get("extra") or {}) if isinstance(data.get("extra"), Mapping) else {}
-    for name, spellings in _SPELLINGS.items():
+    for name, spellings in SPELLINGS.items():
         key, value = _first_present(data, spellings)
         if key is None:
             continue

@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    computed_field,
     field_validator,
     model_validator,
 )
@@ -563,10 +564,9 @@ class Trial(BaseModel):
     proposal_id: int | None = None
     input_text: str = ""
     output: str = ""
-    score: float | None = None
-    """The judge's score; None when it could not evaluate."""
     feedback: Feedback = Field(default_factory=Feedback)
-    """What the critic said: text, guidance, dimensions and any other fields (``extra``)."""
+    """What the critic said: its score, text, guidance, dimensions and any other fields
+    (``extra``). The one place a trial keeps the judge's score (:attr:`score` reads it)."""
     error: str | None = None
     trace: dict[str, Any] = Field(default_factory=dict)
     latency_s: float = 0.0
@@ -582,12 +582,30 @@ class Trial(BaseModel):
     def effective_score(self) -> float | None:
         return corrected_score(self.score, self.override)
 
-    @model_validator(mode="after")
-    def _feedback_knows_its_score(self) -> Trial:
-        """Rows stored before the Feedback record kept the score only on the trial."""
-        if self.feedback.score is None and self.score is not None:
-            self.feedback = self.feedback.model_copy(update={"score": self.score})
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _score_into_feedback(cls, data: Any) -> Any:
+        """A ``score`` given to the trial (a caller's keyword, a store row's column) is the
+        judge's score and is written into the feedback. Rows stored before the Feedback record
+        kept it only in that column."""
+        if not isinstance(data, dict) or "score" not in data:
+            return data
+        data = dict(data)
+        score = data.pop("score")
+        feedback = data.get("feedback")
+        if isinstance(feedback, Feedback):
+            data["feedback"] = feedback.model_copy(update={"score": score})
+        else:
+            data["feedback"] = {**(feedback or {}), "score": score}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def score(self) -> float | None:
+        """The judge's score (``feedback.score``); None when it could not evaluate. It is
+        dumped with the trial, so the store's ``score`` column (kept for sorting and SQL) is
+        written from the record."""
+        return self.feedback.score
 
     @property
     def feedback_text(self) -> str:

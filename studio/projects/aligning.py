@@ -814,13 +814,13 @@ async def _assess_all(critic: Any, samples: list[Sample], concurrency: int,
     async def one(sample: Sample) -> tuple[float | None, str]:
         async with gate:
             try:
-                score, metadata = await critic.assess(sample)
+                feedback = await critic.assess(sample)
             except Exception as exc:  # one unreadable reply is a recorded None, not a crash
                 return None, f"could not evaluate: {type(exc).__name__}: {exc}"
             finally:
                 if on_step is not None:
                     on_step()
-            return score, str(metadata.get("feedback") or metadata.get("error") or "")
+            return feedback.score, feedback.text or feedback.error or ""
 
     return await asyncio.gather(*(one(s) for s in samples))
 

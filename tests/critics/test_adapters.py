@@ -22,6 +22,7 @@ from studio.evaluators import (
     make_rubric_dag,
 )
 from studio.model.errors import ConfigError, CriticOutputParseError
+from studio.model.feedback import Feedback
 
 TRACE = {
     "events": [
@@ -49,7 +50,7 @@ class Fixed:
 
     def __init__(self, name, score, feedback="", **metadata):
         self.name = name
-        self.result = (score, {"feedback": feedback, **metadata})
+        self.result = Feedback(score=score, text=feedback, extra=metadata)
 
     async def assess(self, sample):
         return self.result
@@ -66,51 +67,51 @@ def test_evaluator_critic_implements_the_protocol_and_passes_feedback():
     critic = EvaluatorCritic(ExactMatch(case_sensitive=False))
     assert isinstance(critic, Critic)
     assert critic.name == "exact_match" and critic.use == "output"
-    score, metadata = assess(critic, sample())
-    assert score == 1.0
-    assert metadata["feedback"] == "output equals the reference"
-    assert metadata["evaluator"] == "exact_match" and metadata["value"] is True
-    assert "error" not in metadata
+    feedback = assess(critic, sample())
+    assert feedback.score == 1.0
+    assert feedback.text == "output equals the reference"
+    assert feedback.extra["evaluator"] == "exact_match" and feedback.extra["value"] is True
+    assert feedback.error is None
 
 
 def test_none_score_comes_with_an_error():
-    score, metadata = assess(EvaluatorCritic(ExactMatch()), sample(expected=None))
-    assert score is None
-    assert metadata["error"] == "no reference to compare with (it is None)"
+    feedback = assess(EvaluatorCritic(ExactMatch()), sample(expected=None))
+    assert feedback.score is None
+    assert feedback.error == "no reference to compare with (it is None)"
 
 
 def test_trajectory_evaluator_reads_the_trace_and_the_expected_trajectory_column():
     critic = EvaluatorCritic(TrajectoryMatchEvaluator(), name="tools")
     assert critic.use == "trace"
     good = sample(trace=TRACE, expected_trajectory=['search(q="x")'])
-    score, metadata = assess(critic, good)
-    assert score == 1.0
-    assert metadata["agent_tools"] == ["search"]
+    feedback = assess(critic, good)
+    assert feedback.score == 1.0
+    assert feedback.extra["agent_tools"] == ["search"]
     bad = sample(trace=TRACE, expected_trajectory=[{"name": "book", "args": {}}])
-    score, metadata = assess(critic, bad)
-    assert score == 0.0
-    assert "call 1 is search(q='x'), expected book()" in metadata["feedback"]
+    feedback = assess(critic, bad)
+    assert feedback.score == 0.0
+    assert "call 1 is search(q='x'), expected book()" in feedback.text
 
 
 def test_trajectory_reference_falls_back_to_expected_and_to_reference_key():
     critic = EvaluatorCritic(TrajectoryMatchEvaluator())
     # The sample's `expected` is text for text evaluators, never a trajectory reference.
-    assert assess(critic, sample(trace=TRACE, expected=["search(q='x')"]))[0] is None
+    assert assess(critic, sample(trace=TRACE, expected=["search(q='x')"])).score is None
     s = sample(trace=TRACE, expected="unused")
     s.example["expected"] = ['search(q="x")']
-    assert assess(critic, s)[0] == 1.0
+    assert assess(critic, s).score == 1.0
     keyed = EvaluatorCritic(TrajectoryMatchEvaluator(), reference_key="gold")
-    assert assess(keyed, sample(trace=TRACE, gold=["search(q='x')"]))[0] == 1.0
+    assert assess(keyed, sample(trace=TRACE, gold=["search(q='x')"])).score == 1.0
 
 
 def test_failed_agent_run_or_missing_trace_is_none_with_a_reason():
     critic = EvaluatorCritic(TrajectoryMatchEvaluator())
-    score, metadata = assess(critic, sample(trace={"error": "timed out after 5s", "attempts": 2},
+    feedback = assess(critic, sample(trace={"error": "timed out after 5s", "attempts": 2},
                                             expected_trajectory=[]))
-    assert score is None
-    assert metadata["error"] == "no trajectory: the agent run failed (timed out after 5s)"
-    score, metadata = assess(critic, sample(expected_trajectory=[]))
-    assert metadata["error"] == "no trajectory was recorded for this sample"
+    assert feedback.score is None
+    assert feedback.error == "no trajectory: the agent run failed (timed out after 5s)"
+    feedback = assess(critic, sample(expected_trajectory=[]))
+    assert feedback.error == "no trajectory was recorded for this sample"
 
 
 def test_an_evaluator_bug_becomes_a_recorded_none():
@@ -118,9 +119,9 @@ def test_an_evaluator_bug_becomes_a_recorded_none():
         def evaluate(self, **kwargs):
             raise ZeroDivisionError("oops")
 
-    score, metadata = assess(EvaluatorCritic(Buggy()), sample())
-    assert score is None
-    assert metadata["error"] == "evaluator exact_match failed: ZeroDivisionError: oops"
+    feedback = assess(EvaluatorCritic(Buggy()), sample())
+    assert feedback.score is None
+    assert feedback.error == "evaluator exact_match failed: ZeroDivisionError: oops"
 
 
 def test_example_columns_reach_llm_evaluators(script):
@@ -129,18 +130,18 @@ def test_example_columns_reach_llm_evaluators(script):
     from studio.evaluators import AgentAsJudgeEvaluator
 
     critic = EvaluatorCritic(AgentAsJudgeEvaluator(model=model))
-    score, metadata = assess(critic, sample(trace=TRACE, requirements=["Say Paris"]))
-    assert score == 1.0
-    assert metadata["verdicts"][0]["requirement"] == "Say Paris"
+    feedback = assess(critic, sample(trace=TRACE, requirements=["Say Paris"]))
+    assert feedback.score == 1.0
+    assert feedback.extra["verdicts"][0]["requirement"] == "Say Paris"
 
 
 def test_rubric_path_is_kept_in_the_critic_metadata(script):
     model = script({"choice": "partially", "reasoning": "hedges"})
     critic = EvaluatorCritic(make_rubric_dag(preset="answer_quality", model=model))
-    score, metadata = assess(critic, sample())
-    assert score == 0.5
-    assert metadata["path"][0]["choice"] == "partially"
-    assert metadata["feedback"].startswith("partial answer (answers=partially)")
+    feedback = assess(critic, sample())
+    assert feedback.score == 0.5
+    assert feedback.extra["path"][0]["choice"] == "partially"
+    assert feedback.text.startswith("partial answer (answers=partially)")
 
 
 def test_use_must_be_output_or_trace():
@@ -153,49 +154,49 @@ def test_judge_critic_normalizes_numeric_scores(script):
                              model=script({"score": 7, "reason": "right, terse"}))
     critic = as_critic(judge)
     assert isinstance(critic, JudgeCritic) and isinstance(critic, Critic)
-    score, metadata = assess(critic, sample())
-    assert score == pytest.approx(6 / 9)
-    assert metadata == {"feedback": "right, terse", "judge_score": 7, "passed": True,
-                        "scoring_strategy": "numeric", "threshold": 7}
+    feedback = assess(critic, sample())
+    assert feedback.score == pytest.approx(6 / 9)
+    assert feedback.text == "right, terse" and feedback.extra == {
+        "judge_score": 7, "passed": True, "scoring_strategy": "numeric", "threshold": 7}
 
 
 def test_judge_critic_binary_and_failures(script):
     binary = JudgeCritic(AgentAsJudgeEval(criteria="c", model=script(
         {"passed": False, "reason": "wrong"})), name="judge")
-    assert assess(binary, sample())[0] == 0.0
+    assert assess(binary, sample()).score == 0.0
     broken = JudgeCritic(AgentAsJudgeEval(criteria="c", scoring_strategy="numeric",
                                           model=script({"score": 11, "reason": "!"})))
-    score, metadata = assess(broken, sample())
-    assert score is None
-    assert metadata["error"] == "judge score 11 is outside 1-10"
+    feedback = assess(broken, sample())
+    assert feedback.score is None
+    assert feedback.error == "judge score 11 is outside 1-10"
 
 
 def test_weighted_mean_over_components_that_scored():
     critic = WeightedCritic([(Fixed("a", 1.0, "great"), 3), (Fixed("b", 0.0, "poor"), 1)],
                             name="combo")
-    score, metadata = assess(critic, sample())
-    assert score == 0.75
-    assert metadata["excluded"] == []
-    assert metadata["feedback"] == ("[a] score 1.00 (weight 3): great\n"
-                                    "[b] score 0.00 (weight 1): poor")
-    assert [c["name"] for c in metadata["components"]] == ["a", "b"]
+    feedback = assess(critic, sample())
+    assert feedback.score == 0.75
+    assert feedback.extra["excluded"] == []
+    assert feedback.text == ("[a] score 1.00 (weight 3): great\n"
+                             "[b] score 0.00 (weight 1): poor")
+    assert [c["name"] for c in feedback.extra["components"]] == ["a", "b"]
 
 
 def test_none_components_are_excluded_never_averaged_as_zero():
     critic = WeightedCritic([(Fixed("a", 0.8), 1), (Fixed("b", None, error="timed out"), 5),
                              (Raises(), 1)])
-    score, metadata = assess(critic, sample())
-    assert score == pytest.approx(0.8)
-    assert metadata["excluded"] == ["b", "unparseable"]
-    assert "[b] could not evaluate (excluded): timed out" in metadata["feedback"]
-    assert "CriticOutputParseError: no JSON in reply" in metadata["feedback"]
+    feedback = assess(critic, sample())
+    assert feedback.score == pytest.approx(0.8)
+    assert feedback.extra["excluded"] == ["b", "unparseable"]
+    assert "[b] could not evaluate (excluded): timed out" in feedback.text
+    assert "CriticOutputParseError: no JSON in reply" in feedback.text
 
 
 def test_all_components_none_gives_none():
     critic = WeightedCritic([(Fixed("a", None, error="x"), 1), (Fixed("b", None, error="y"), 1)])
-    score, metadata = assess(critic, sample())
-    assert score is None
-    assert metadata["error"] == "no component could evaluate: a: x; b: y"
+    feedback = assess(critic, sample())
+    assert feedback.score is None
+    assert feedback.error == "no component could evaluate: a: x; b: y"
 
 
 def test_weighted_accepts_evaluators_and_lifts_their_details(script):
@@ -203,11 +204,11 @@ def test_weighted_accepts_evaluators_and_lifts_their_details(script):
                              model=script({"choice": "no", "reasoning": "wrong city"}))
     critic = WeightedCritic([(ExactMatch(case_sensitive=False), 1), (rubric, 1),
                              (ExactMatch(), 2)])
-    score, metadata = assess(critic, sample())
-    assert score == pytest.approx((1.0 + 0.0 + 0.0) / 4)
-    assert [c["name"] for c in metadata["components"]] == [
+    feedback = assess(critic, sample())
+    assert feedback.score == pytest.approx((1.0 + 0.0 + 0.0) / 4)
+    assert [c["name"] for c in feedback.extra["components"]] == [
         "exact_match", "answer_quality", "exact_match#2"]
-    assert metadata["path"][0]["choice"] == "no"  # one rubric component: shown at the top
+    assert feedback.extra["path"][0]["choice"] == "no"  # one rubric component: shown at the top
 
 
 def test_weights_must_be_positive():
@@ -223,7 +224,7 @@ def test_build_critic_single_evaluator():
     critic = build_critic({"type": "evaluator", "evaluator": "exact_match",
                            "params": {"case_sensitive": False}, "name": "exact"})
     assert isinstance(critic, EvaluatorCritic) and critic.name == "exact"
-    assert assess(critic, sample())[0] == 1.0
+    assert assess(critic, sample()).score == 1.0
 
 
 def test_build_critic_weighted_combination(script):
@@ -236,8 +237,7 @@ def test_build_critic_weighted_combination(script):
     assert isinstance(critic, WeightedCritic) and critic.name == "combo"
     assert [(label, weight) for label, _, weight in critic.components] == [
         ("exact_match", 2.0), ("mentions_lyon", 1.0), ("agent_as_judge", 1.0)]
-    score, _ = assess(critic, sample())
-    assert score == pytest.approx((2 * 1.0 + 0.0 + 1.0) / 4)
+    assert assess(critic, sample()).score == pytest.approx((2 * 1.0 + 0.0 + 1.0) / 4)
 
 
 def test_build_critic_agent_as_judge(script):
@@ -245,7 +245,7 @@ def test_build_critic_agent_as_judge(script):
         "criteria": "Correct", "scoring_strategy": "numeric", "threshold": 8,
         "model": script({"score": 10, "reason": "perfect"})}})
     assert isinstance(critic, JudgeCritic)
-    assert assess(critic, sample())[0] == 1.0
+    assert assess(critic, sample()).score == 1.0
 
 
 def test_build_critic_unknown_evaluator_names_the_known_ones():
@@ -281,6 +281,6 @@ def test_build_critic_bad_shapes():
 @pytest.mark.parametrize("bad", [7.0, -0.5, float("nan"), float("inf")])
 def test_an_out_of_range_component_score_is_excluded_not_averaged(bad):
     critic = WeightedCritic([(Fixed("custom", bad, "great"), 1.0), (Fixed("sane", 0.5), 1.0)])
-    score, metadata = assess(critic, sample())
-    assert score == 0.5 and metadata["excluded"] == ["custom"]
-    assert repr(bad) in metadata["feedback"] and "outside 0.0 to 1.0" in metadata["feedback"]
+    feedback = assess(critic, sample())
+    assert feedback.score == 0.5 and feedback.extra["excluded"] == ["custom"]
+    assert repr(bad) in feedback.text and "outside 0.0 to 1.0" in feedback.text

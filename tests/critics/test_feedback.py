@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -54,3 +55,36 @@ def test_try_it_reports_a_bad_critic_shape_instead_of_crashing(script):
     result = probe_sync(project.model_copy(update={"critic": critic}), {"topic": "x"})
     assert result.output and result.score is None
     assert "could not evaluate" in result.error and "dimension_scores.lines" in result.error
+
+
+class _Answers:
+    """A custom critic that answers whatever it is given."""
+
+    name = "custom"
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    async def assess(self, sample):
+        return self.answer
+
+
+def test_a_critic_that_answers_a_tuple_failed_and_says_what_to_return():
+    feedback, error = asyncio.run(judge_sample(_Answers((0.9, {"feedback": "fine"})),
+                                               Sample(input_text="q", output="a")))
+    assert feedback.score is None
+    assert "the critic failed" in error and "must return a studio.model.feedback.Feedback" in error
+
+
+@pytest.mark.parametrize("score", [7.0, -0.5, math.nan])
+def test_a_score_outside_zero_to_one_could_not_evaluate(score):
+    feedback, error = asyncio.run(judge_sample(_Answers(Feedback(score=score, text="x")),
+                                               Sample(input_text="q", output="a")))
+    assert feedback.score is None
+    assert "could not evaluate" in error and "'score'" in error and repr(score) in error
+
+
+def test_an_unscored_answer_is_recorded_with_its_reason():
+    feedback, error = asyncio.run(judge_sample(_Answers(Feedback.unscored("no reference")),
+                                               Sample(input_text="q", output="a")))
+    assert feedback.score is None and error == "no reference"

@@ -225,8 +225,9 @@ def test_in_a_run_a_failed_critic_is_recorded_as_no_score_never_zero():
     failed = ExecutionResult(status=ExecutionStatus.FAILED, session_id="s9",
                              error_message="model rate limit exceeded")
     scorer, _ = scorer_replying(failed)
-    score_, metadata = asyncio.run(scorer.assess(Sample(input_text="q", output="a")))
-    assert score_ is None and metadata["status"] == "failed" and metadata["session_id"] == "s9"
+    answer = asyncio.run(scorer.assess(Sample(input_text="q", output="a")))
+    assert answer.score is None and answer.extra["status"] == "failed" and \
+        answer.extra["session_id"] == "s9"
     feedback, error = asyncio.run(judge_sample(scorer, Sample(input_text="q", output="a")))
     assert feedback.score is None and "model rate limit exceeded" in error
 
@@ -236,8 +237,8 @@ def test_executor_messages_are_bounded_and_keep_no_keys(monkeypatch):
     leaked = "upstream said acme-secret-123456 " + "x" * 10_000
     scorer, _ = scorer_replying(ExecutionResult(status="failed", session_id="s",
                                                 error_message=leaked))
-    _, metadata = asyncio.run(scorer.assess(Sample(input_text="q", output="a")))
-    assert "acme-secret-123456" not in metadata["error"] and len(metadata["error"]) < 2_200
+    answer = asyncio.run(scorer.assess(Sample(input_text="q", output="a")))
+    assert "acme-secret-123456" not in answer.error and len(answer.error) < 2_200
 
 
 def test_a_result_of_gepa_adks_own_shape_is_read_the_same():
@@ -475,22 +476,18 @@ def test_the_result_has_gepa_adks_improved_and_schema_version(port_store):
 
 
 def test_trial_builder_follows_the_seeds_documentation():
-    """Seed 002 documents ``build_feedback(0.75) == {"score": 0.75}`` and
-    ``feedback_dimensions``; gepa-adk 2.8's code adds ``feedback_text: ""`` and spells the
-    dimensions ``dimensions``. The studio follows the documentation (see the README)."""
-    from studio.engine.trials import TrialBuilder, normalize_feedback
+    """Seed 002 documents ``build_feedback(0.75) == {"score": 0.75}`` (gepa-adk 2.8's code adds
+    ``feedback_text: ""``). The extras are spelled as seed 001 documents a trial record and as
+    ``normalize_feedback`` returns them (``dimension_scores``, ``actionable_guidance``): one
+    trial format (see the README)."""
+    from studio.engine.trials import TrialBuilder
 
     builder = TrialBuilder()
     assert builder.build_feedback(0.75) == {"score": 0.75}
     feedback = builder.build_feedback(0.85, metadata={
         "feedback": "Good work", "dimension_scores": {"accuracy": 0.9}})
     assert feedback == {"score": 0.85, "feedback_text": "Good work",
-                        "feedback_dimensions": {"accuracy": 0.9}}
-    assert normalize_feedback(0.45, {"feedback_text": "Too clinical",
-                                     "dimension_scores": {"voice": 0.2},
-                                     "actionable_guidance": "Add I statements"}) == {
-        "score": 0.45, "feedback_text": "Too clinical", "dimensions": {"voice": 0.2},
-        "guidance": "Add I statements"}
+                        "dimension_scores": {"accuracy": 0.9}}
 
 
 def test_a_workflow_without_critic_needs_an_output_schema_on_its_primary(script, port_store):

@@ -6,6 +6,7 @@ import asyncio
 
 from studio import EvolutionConfig, evolve
 from studio.engine.pool import load_view
+from studio.model.feedback import Feedback
 from tests.helpers import trainset, writer
 
 VALSET = [{"topic": "harbor fog"}, {"topic": "paper lantern"}, {"topic": "quiet well"}]
@@ -23,10 +24,10 @@ class SeedThenChild:
     async def assess(self, sample):
         if sample.input_text not in self.seen:  # the seed answers every example first
             self.seen.add(sample.input_text)
-            return 0.6, {"feedback": "Missing: Write exactly three lines."}
+            return Feedback(score=0.6, text="Missing: Write exactly three lines.")
         if any(v["topic"] in sample.input_text for v in VALSET[1:]):
-            return None, {"error": "the grader timed out"}
-        return 0.9, {"feedback": "vivid"}
+            return Feedback.unscored("the grader timed out")
+        return Feedback(score=0.9, text="vivid")
 
 
 def test_a_child_scored_on_one_of_three_examples_does_not_beat_a_parent_scored_on_all(store):

@@ -22,7 +22,6 @@ from studio.engine.rules import (
     split_instruction,
 )
 from studio.model.errors import ProjectFileError
-from studio.model.feedback import Feedback, read_feedback
 from studio.model.records import (
     AgentSpec,
     CriticSpec,
@@ -56,13 +55,13 @@ def judged(example_id: int, output: str, critic_config=CITY_CHECKS, **fields) ->
     """A trial scored by the real critic, so the feedback has its real shape."""
     example = EXAMPLES[example_id]
     critic = build_critic(critic_config)
-    score, metadata = asyncio.run(critic.assess(Sample(
+    feedback = asyncio.run(critic.assess(Sample(
         input_text=example.data["question"], output=output,
         expected=example.data["expected"], example=example.data)))
     return Trial(run_id="r", candidate_id=1, example_id=example_id, split=example.split,
                  example_index=example.index, phase=TrialPhase.PARENT,
-                 input_text=example.data["question"], output=output, score=score,
-                 feedback=Feedback(**read_feedback(metadata, score=score)), **fields)
+                 input_text=example.data["question"], output=output, feedback=feedback,
+                 **fields)
 
 
 def test_each_failed_check_becomes_a_rule_named_by_its_label():

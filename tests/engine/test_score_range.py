@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from studio import EvolutionConfig, evolve
+from studio.model.feedback import Feedback
 from tests.helpers import trainset, writer
 
 
@@ -16,8 +17,8 @@ class OverTheTop:
 
     async def assess(self, sample):
         if "coffee" in sample.input_text:
-            return 7.0, {"feedback": "seven out of ten"}
-        return 0.5, {"feedback": "fine"}
+            return Feedback(score=7.0, text="seven out of ten")
+        return Feedback(score=0.5, text="fine")
 
 
 def test_a_custom_critic_score_of_seven_is_could_not_evaluate_with_the_value(store):

@@ -78,3 +78,32 @@ def test_a_row_stored_in_the_old_shape_still_opens(store):
     assert read.feedback.dimensions == {"clarity": 0.25}
     assert read.feedback.guidance == "add a season word" and read.feedback.extra == {
         "path": ["a", "b"]}
+
+
+def test_could_not_evaluate_is_a_named_record_never_zero():
+    unscored = Feedback.unscored("the grader timed out", evaluator="exact_match")
+    assert unscored.score is None and unscored.error == "the grader timed out"
+    assert unscored.text == "the grader timed out"
+    assert unscored.extra == {"evaluator": "exact_match", "error": "the grader timed out"}
+    assert Feedback.unscored("no reply", text="the judge said nothing").text == \
+        "the judge said nothing"
+    assert Feedback(score=0.5).error is None
+
+
+def test_the_trial_format_has_one_spelling_and_says_only_what_is_there():
+    feedback = Feedback(score=0.6, text="Needs work", guidance="Add examples",
+                        dimensions={"clarity": 0.5, "odd": math.nan})
+    assert feedback.trial_fields() == {"feedback_text": "Needs work",
+                                       "actionable_guidance": "Add examples",
+                                       "dimension_scores": {"clarity": 0.5}}
+    assert Feedback(score=0.6, text="  ").trial_fields() == {}
+
+
+def test_a_trial_keeps_its_score_in_one_place():
+    trial = Trial(run_id="r", candidate_id=1, example_id=1, split=Split.TRAIN, example_index=0,
+                  phase=TrialPhase.PARENT, score=0.7, feedback=Feedback(text="fine"))
+    assert trial.score == trial.feedback.score == 0.7
+    assert trial.model_dump()["score"] == 0.7  # the store's column is written from the record
+    assert Trial.model_validate(trial.model_dump()) == trial
+    judged = trial.model_copy(update={"feedback": Feedback(score=0.2, text="worse")})
+    assert judged.score == 0.2

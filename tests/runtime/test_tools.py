@@ -190,10 +190,10 @@ def test_a_huge_tool_result_is_clipped_in_the_trace(script):
 def test_trajectory_evaluators_score_the_recorded_calls(script, evaluator, expected_score):
     run = AgentExecutor().execute_sync(leap_agent(script(leap_model)), "year: 2024")
     reference = [{"name": "isleap", "args": {"year": 2024}}]
-    score, _ = asyncio.run(EvaluatorCritic(evaluator).assess(Sample(
+    feedback = asyncio.run(EvaluatorCritic(evaluator).assess(Sample(
         input_text="year: 2024", output=run.output, trace=run.trace,
         example={"year": "2024", "expected_trajectory": reference})))
-    assert score == expected_score
+    assert feedback.score == expected_score
 
 
 # --------------------------------------------------------------------------- evolution
