@@ -176,11 +176,6 @@ def count_trials(run_id: str) -> int:
 # --------------------------------------------------------------------------- trials
 
 
-def new_trials(run_id: str, after_id: int) -> list[Trial]:
-    """Trials committed after ``after_id`` (live tables poll this; no trace, no cache)."""
-    return store().trials(run_id, after_id=after_id, with_trace=False)
-
-
 def trial_page(run_id: str, offset: int, limit: int, **filters: Any) -> tuple[list[Trial], int]:
     """One page of the trials table (filtered, counted and paged in SQL) and the number of
     trials passing the filters (not cached: the live table polls it only when the run's marker
@@ -277,11 +272,6 @@ def candidate(candidate_id: int) -> Candidate:
 @st.cache_data(ttl=2, show_spinner=False)
 def candidates(run_id: str) -> list[Candidate]:
     return store().candidates(run_id)
-
-
-def candidates_fresh(run_id: str) -> list[Candidate]:
-    candidates.clear()
-    return candidates(run_id)
 
 
 # --------------------------------------------------------------------------- analyses
