@@ -31,7 +31,7 @@ from studio.projects.aligning import (
     use_for_next_run,
 )
 from studio.views.aligning import active_line, agreement_frame, align_summary
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import confusion_frame
 
 FORM = "agreement.align"

@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from components import loaders, session
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.provenance import blame_frame, blame_summary
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio.views.diffing import diff_stats, escape_markdown, side_by_side_markdown
+from studio.views.diffing import diff_stats, side_by_side_markdown
+from studio.views.markdown import escape_markdown
 
 
 def side_by_side(old: str, new: str, *, left: str, right: str) -> None:

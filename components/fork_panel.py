@@ -14,8 +14,8 @@ from components import loaders, session
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
 from studio.projects.forking import start_fork
-from studio.views.diffing import escape_markdown
 from studio.views.lineage import CrossLineage, candidate_choices, cross_run_lineage, forks_frame
+from studio.views.markdown import escape_markdown
 
 FORM = "compare.fork"
 STARTED = "compare.fork_started"

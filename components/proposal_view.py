@@ -16,7 +16,7 @@ from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.skips import skipped_note
 from studio.views.tables import evidence_frame, format_score, merge_source_frame, proposal_history
 from studio.views.workflows import describe_component

@@ -12,7 +12,7 @@ from components.trial_detail import show_thumbnails
 from studio.engine.gates import merge_correction, override, undo_override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import (
     format_score,
     override_changes,

@@ -17,7 +17,7 @@ from components import loaders, session
 from studio.engine.gates import override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, clip
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.review_queue import GROUP_LABELS, QueueItem, next_item, queue_summary
 from studio.views.tables import format_score
 

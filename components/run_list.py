@@ -7,7 +7,7 @@ import streamlit as st
 from components import frame, loaders, session
 from studio.model.errors import StudioError
 from studio.projects.workspace import import_example
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import runs_frame
 
 

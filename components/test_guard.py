@@ -10,8 +10,8 @@ from components import loaders, session
 from studio.engine.guard import GuardStatus
 from studio.model.errors import StudioError
 from studio.projects.testsets import score_test_from_browser
-from studio.views.diffing import escape_markdown
 from studio.views.holdout import GUARD_RULE, LEVELS, guard_frame
+from studio.views.markdown import escape_markdown
 
 ICONS = {"warning": ":material/warning:", "success": ":material/check_circle:",
          "info": ":material/info:"}

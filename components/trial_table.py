@@ -25,7 +25,7 @@ from components import frame, loaders, session
 from components.trial_detail import show_trial
 from studio.model.config import ReviewMode
 from studio.model.records import RunStatus, TrialPhase
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.skips import skipped_note
 from studio.views.tables import (
     ERROR_CHOICES,
