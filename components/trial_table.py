@@ -39,9 +39,8 @@ from studio.views.workflows import scored_author
 
 LIVE_SECONDS = 1.0
 """The live panel's refresh while the run is active. Each refresh redraws the panel in every
-watching tab: at 0.5 s, ten tabs made an in-process run 2.4x slower on the 2-core machine (the
-server's reruns share the run's GIL, the renderers its cores); at 1 s, about 1.5x
-(``bench/bench_watch.py``)."""
+watching tab, and a run started from the browser shares the server's process (its GIL) with
+those redraws: a faster refresh slows the run it shows (figures in ``bench/README.md``)."""
 IDLE_SECONDS = 5.0
 SHOWN_IDS = "run.shown_ids"
 RUN_PAGE = "run.page"
