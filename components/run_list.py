@@ -43,5 +43,5 @@ def quick_start() -> None:
         loaders.projects.clear()
         session.set_current_project(project.id)
         session.flash(f"Loaded the example project {escape_markdown(project.name)}. "
-                      "Choose a review mode and start a run.")
+                      "Choose a review mode and start a run.", page=frame.RUN)
         frame.go(frame.RUN)
