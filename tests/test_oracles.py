@@ -7,15 +7,7 @@ import pytest
 from studio.model.records import Override, Split, Trial, TrialPhase
 from studio.views.tables import TrialFilters, trial_frame
 from tests.oracles import filter_trials, minibatch_means
-
-
-def trial(id_, *, score=0.5, iteration=1, phase=TrialPhase.PARENT, candidate=1, error=None,
-          override=None, example=1, proposal_id=None):
-    return Trial(id=id_, run_id="r", candidate_id=candidate, example_id=example,
-                 split=Split.TRAIN, example_index=example, iteration=iteration, phase=phase,
-                 input_text=f"in {id_}", output=f"out {id_}", score=score,
-                 feedback={"feedback": f"judge {id_}"}, error=error, override=override,
-                 proposal_id=proposal_id)
+from tests.views.test_tables import trial
 
 
 def test_filters():
