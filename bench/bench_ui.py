@@ -192,7 +192,7 @@ def render_times(db_url: str, run_id: str, repeats: int = 2) -> dict[str, list[f
         if page == "run":
             from components.trial_table import PAGE_ROWS
 
-            shown = len(at.dataframe(key="run.table").value)
+            shown = len(at.dataframe(key=f"run.table.{run_id}").value)
             expected = min(PAGE_ROWS, _count(db_url, run_id))
             assert shown == expected, f"the table shows {shown} trials, not {expected}"
 

@@ -31,7 +31,7 @@ from studio.projects.aligning import (
     use_for_next_run,
 )
 from studio.views.aligning import active_line, agreement_frame, align_summary
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import confusion_frame
 
 FORM = "agreement.align"
@@ -119,9 +119,7 @@ def result(run: Run) -> None:
         watch(run.id)
         return
     # the source run's corrections are the labels: a change there is a new report
-    report = loaders.align_report(run.id, (loaders.run_version(run.id),
-                                           loaders.run_version(run.spec.aligns.run_id),
-                                           run.status.value))
+    report = loaders.align_report(run.id, run.spec.aligns.run_id)
     if report.measure_pending:
         measuring(run.id)
         return

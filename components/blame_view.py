@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from components import loaders, session
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.provenance import blame_frame, blame_summary
 
 
@@ -29,7 +29,7 @@ def show(analysis: Any, selected: list[int]) -> None:
         candidate = _pick(chosen, run_id)
     with right:
         component = _component(candidate, chosen[0], run_id)
-    provenance = loaders.provenance(run_id, candidate.index, loaders.run_version(run_id))
+    provenance = loaders.provenance(run_id, candidate.index)
     st.caption(escape_markdown(
         f"#{candidate.index} {component}: {blame_summary(provenance, component)} Each row: "
         "iteration · proposal · the reflection or the person who edited it · change of the "

@@ -8,7 +8,8 @@ import streamlit as st
 
 from components import diff_view, session
 from studio.views.charts import example_comparison, front_frame
-from studio.views.diffing import changes_by_agent, escape_markdown
+from studio.views.diffing import changes_by_agent
+from studio.views.markdown import escape_markdown
 from studio.views.tables import candidate_label
 
 

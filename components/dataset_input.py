@@ -10,7 +10,7 @@ import streamlit as st
 from studio.model.errors import StudioError
 from studio.projects.files import decode_text
 from studio.views import drafts
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 
 
 def dataset_fields(editor: Any, errors: dict[str, str]) -> None:

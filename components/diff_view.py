@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio.views.diffing import diff_stats, escape_markdown, inline_markdown, side_by_side_markdown
+from studio.views.diffing import diff_stats, side_by_side_markdown
+from studio.views.markdown import escape_markdown
 
 
 def side_by_side(old: str, new: str, *, left: str, right: str) -> None:
@@ -25,8 +26,3 @@ def side_by_side(old: str, new: str, *, left: str, right: str) -> None:
                f"{stats.words_added} word(s) added, {stats.words_removed} removed "
                "(red, struck through: removed; green: added).")
 
-
-def inline(old: str, new: str, *, label: str) -> None:
-    st.caption(escape_markdown(label))
-    with st.container(border=True):
-        st.markdown(inline_markdown(old, new))

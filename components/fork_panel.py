@@ -14,17 +14,18 @@ from components import loaders, session
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
 from studio.projects.forking import start_fork
-from studio.views.diffing import escape_markdown
 from studio.views.lineage import CrossLineage, candidate_choices, cross_run_lineage, forks_frame
+from studio.views.markdown import escape_markdown
 
 FORM = "compare.fork"
 STARTED = "compare.fork_started"
-"""The id of the fork this session started last (offered as "Open the fork")."""
+"""Prefix of the fork this session started last from a run (offered as "Open the fork" on
+that run only): ``compare.fork_started.<source run id>``."""
 
 
 def show(run_id: str, analysis: Any) -> None:
     st.subheader("Forks")
-    lineage = cross_run_lineage(loaders.lineage_chain(run_id, loaders.run_version(run_id)))
+    lineage = cross_run_lineage(loaders.lineage_chain(run_id))
     if lineage.forked:
         st.caption("Lineage across runs: the path from the first run's seed to the candidate "
                    "each fork started from, then this run's own tree.")
@@ -82,15 +83,15 @@ def start(run_id: str, candidate: int, settings: dict, critic: str, name: str) -
         return
     loaders.runs.clear()
     loaders.forks.clear()
-    st.session_state[STARTED] = fork.id
+    st.session_state[f"{STARTED}.{run_id}"] = fork.id
     where = "queued for the team's workers" if fork.status is RunStatus.QUEUED else "started"
     session.flash(f"Fork run {fork.id} {where} from candidate #{candidate}.")
     st.rerun()
 
 
 def opened_fork() -> None:
-    fork_id = st.session_state.get(STARTED)
-    if not fork_id or fork_id == session.current_run_id():
+    fork_id = st.session_state.get(f"{STARTED}.{session.current_run_id()}")
+    if not fork_id:
         return
     if st.button(f"Open the fork {fork_id}", icon=":material/open_in_new:",
                  key="compare.open_fork"):

@@ -1,12 +1,19 @@
 """Every store read of the studio, in one place.
 
-Reads that may be a little stale are cached with a short TTL (``st.cache_data``); reads that feed
-live panels (new trials, run status) are not cached, and ask only for rows newer than the last one
-shown. Whole-run analyses are cached per *version* of the run (:func:`run_version`: trial count,
-newest ids and override signature from one cheap query), so a 100,000-trial run is read once and
-re-read only when something changed; the trials table reads one page at a time.
-Writes go through :mod:`studio.projects.workspace` and :mod:`studio.engine` with :func:`store`;
-after one, the page clears the cached reads it changed (e.g. ``loaders.projects.clear()``).
+One convention: a caller passes ids, and gets a typed record. Each loader owns its cache key:
+
+- reads that may be a little stale are cached with a short TTL (``st.cache_data``);
+- reads that feed live panels (run status, the page of trials) are not cached, or are shared
+  for a fraction of a second (:func:`live_run`);
+- whole-run analyses are cached per *marker* of the run (:func:`run_marker`: trial count,
+  newest ids and override signature from one cheap query), which the loader reads itself, so a
+  100,000-trial run is read once and re-read only when something changed. A loader that also
+  depends on something the run's marker does not count (a recorded review, a held-out
+  measurement, the pending proposal) adds that to its key in the same place.
+
+Nothing here writes. Writes go through :mod:`studio.projects` and :mod:`studio.engine` with
+:func:`store`; after one, the page clears the TTL-cached reads it changed (e.g.
+``loaders.projects.clear()``); marker-keyed reads see the change by themselves.
 """
 
 from __future__ import annotations
@@ -16,12 +23,13 @@ from typing import Any
 
 import streamlit as st
 
-from studio.critics.agreement import agreement_from_store
-from studio.engine.evidence import evidence_trials
+from studio.critics.agreement import AgreementSummary, agreement_from_store
+from studio.engine.evidence import EvidenceTrials, evidence_trials
+from studio.engine.guard import HoldoutReport
 from studio.engine.history import ProposalRow
 from studio.engine.history import proposal_rows as _proposal_rows
 from studio.engine.holdout import load_holdout, test_problem
-from studio.engine.pool import load_view
+from studio.engine.pool import RunView, load_view
 from studio.model.config import EvolutionConfig
 from studio.model.errors import NotFoundError
 from studio.model.records import (
@@ -37,29 +45,36 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.projects.aligning import AlignReport, FoundRuns, LabelStatus, RescorePass
 from studio.projects.aligning import active_label_count as _active_label_count
 from studio.projects.aligning import align_report as _align_report
 from studio.projects.aligning import align_runs as _align_runs
 from studio.projects.aligning import label_status as _label_status
 from studio.projects.aligning import measure_marker as _measure_marker
 from studio.projects.aligning import rescore_passes as _rescore_passes
-from studio.projects.forking import ancestry, forks_of
+from studio.projects.forking import RunTree, ancestry, forks_of
 from studio.projects.provenance import Provenance, load_provenance
 from studio.projects.reviewing import (
     ReviewRecord,
     queue_inputs,
-    record_review,
     review_records,
     reviewed_seconds,
 )
 from studio.projects.testsets import scoring_under_way
-from studio.projects.workspace import list_examples, run_effect, stored_project
+from studio.projects.workspace import (
+    ExampleProject,
+    RunEffect,
+    list_examples,
+    run_effect,
+    stored_project,
+)
 from studio.projects.workspace import pending_proposal as _pending_proposal
 from studio.projects.workspace import recover_orphans as recover
 from studio.store import Store, open_store, safe_url
 from studio.views.media import Thumbnail, example_thumbnails
 from studio.views.review_queue import (
     QueueItem,
+    ReviewEstimate,
     build_queue,
     expected_review_trials,
     review_estimate,
@@ -106,8 +121,7 @@ def _project(project_id: int) -> Project | None:
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def examples_available() -> list[Any]:
-
+def examples_available() -> list[ExampleProject]:
     return list_examples()
 
 
@@ -144,7 +158,7 @@ does."""
 
 @dataclass(frozen=True)
 class LiveRun:
-    """What a live panel polls: the run, its change marker (:func:`run_version`) and its latest
+    """What a live panel polls: the run, its change marker (:func:`run_marker`) and its latest
     progress event."""
 
     run: Run | None
@@ -162,7 +176,7 @@ def live_run(run_id: str, database: str) -> LiveRun:
 
 def read_live_run(run_id: str) -> LiveRun:
     """:class:`LiveRun` as it is now (the page's own, uncached)."""
-    return LiveRun(run(run_id), run_version(run_id), latest_progress(run_id))
+    return LiveRun(run(run_id), run_marker(run_id), latest_progress(run_id))
 
 
 def latest_progress(run_id: str) -> RunEvent | None:
@@ -176,11 +190,6 @@ def count_trials(run_id: str) -> int:
 # --------------------------------------------------------------------------- trials
 
 
-def new_trials(run_id: str, after_id: int) -> list[Trial]:
-    """Trials committed after ``after_id`` (live tables poll this; no trace, no cache)."""
-    return store().trials(run_id, after_id=after_id, with_trace=False)
-
-
 def trial_page(run_id: str, offset: int, limit: int, **filters: Any) -> tuple[list[Trial], int]:
     """One page of the trials table (filtered, counted and paged in SQL) and the number of
     trials passing the filters (not cached: the live table polls it only when the run's marker
@@ -188,17 +197,30 @@ def trial_page(run_id: str, offset: int, limit: int, **filters: Any) -> tuple[li
     return store().trial_page(run_id, offset=offset, limit=limit, **filters)
 
 
+def loop_trial_count(run_id: str) -> int:
+    """The loop's trials (its metric calls; the test set's are outside its budget)."""
+    return _loop_trial_count(run_id, _trials_marker(run_id))
+
+
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
-def loop_trial_count(run_id: str, version: Any) -> int:
-    """The loop's trials (its metric calls; the test set's are outside its budget), per
-    version of the run's trials."""
+def _loop_trial_count(run_id: str, marker: tuple[int, ...]) -> int:
     return store().count_trials(run_id, loop_only=True)
 
 
+def candidate_indexes(run_id: str) -> dict[int, int]:
+    """``candidate id -> index`` (#0 is the seed), re-read when trials are added."""
+    return _candidate_indexes(run_id, _trials_marker(run_id))
+
+
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
-def candidate_indexes(run_id: str, version: Any = None) -> dict[int, int]:
-    """``candidate id -> index`` for one version of the run (:func:`run_version`)."""
+def _candidate_indexes(run_id: str, marker: tuple[int, ...]) -> dict[int, int]:
     return store().candidate_indexes(run_id)
+
+
+def _trials_marker(run_id: str) -> tuple[int, ...]:
+    """The part of the run's marker that trials change (count, newest id): corrections and
+    decisions add no trial and no candidate."""
+    return run_marker(run_id)[:2]
 
 
 def trials_by_id(run_id: str, ids: list[int]) -> list[Trial]:
@@ -207,9 +229,14 @@ def trials_by_id(run_id: str, ids: list[int]) -> list[Trial]:
     return store().trials(run_id, ids=ids, with_trace=False)
 
 
+def trial(run_id: str, trial_id: int) -> Trial | None:
+    """One trial of the run with its trace (None if there is none), read again when the run
+    changes (a correction changes the trial's effective score and feedback)."""
+    return _trial(trial_id, run_marker(run_id))
+
+
 @st.cache_data(ttl=300, max_entries=256, show_spinner=False)
-def trial(trial_id: int, version: Any = None) -> Trial | None:
-    """One trial with its trace; ``version`` (the override signature) invalidates it."""
+def _trial(trial_id: int, marker: tuple[int, ...]) -> Trial | None:
     try:
         return store().get_trial(trial_id)
     except NotFoundError:
@@ -264,9 +291,8 @@ def skipped_iterations(run_id: str) -> list[RunEvent]:
     return store().events(run_id, kind=EventKind.ITERATION_SKIPPED)
 
 
-def proposal_evidence(proposal: Proposal) -> Any:
-    """The proposal's evidence with the trials behind it
-    (:class:`studio.engine.evidence.EvidenceTrials`)."""
+def proposal_evidence(proposal: Proposal) -> EvidenceTrials:
+    """The proposal's evidence with the trials behind it."""
     return evidence_trials(store(), proposal)
 
 
@@ -279,37 +305,35 @@ def candidates(run_id: str) -> list[Candidate]:
     return store().candidates(run_id)
 
 
-def candidates_fresh(run_id: str) -> list[Candidate]:
-    candidates.clear()
-    return candidates(run_id)
-
-
 # --------------------------------------------------------------------------- analyses
 
 
-def run_version(run_id: str) -> tuple[int, ...]:
-    """Changes when a trial, an override (added or undone) or a proposal decision is added:
-    counts and newest ids from the store in one cheap read, never the rows themselves."""
-
+def run_marker(run_id: str) -> tuple[int, ...]:
+    """The cache key of everything read for one run: it changes when a trial, an override
+    (added or undone) or a proposal decision is added (counts and newest ids from the store in
+    one cheap read, never the rows themselves)."""
     return store().run_marker(run_id)
 
 
 @dataclass
 class Analysis:
-    """Everything the Compare page draws, for one version of a run."""
+    """Everything the Compare page draws, for one marker of a run."""
 
-    view: Any
-    """:class:`studio.engine.pool.RunView`."""
+    view: RunView
     examples: list[Example]
     proposals: list[Proposal]
     child_means: dict[int, dict[str, float]]
     last_iteration: int
 
 
-@st.cache_resource(ttl=600, max_entries=8, show_spinner="Reading the run…")
-def analysis(run_id: str, version: Any) -> Analysis:
-    """Read once per version of the run and shared, not copied (``cache_resource``: a cache hit
+def analysis(run_id: str) -> Analysis:
+    """Read once per marker of the run and shared, not copied (``cache_resource``: a cache hit
     does not unpickle thousands of candidates); callers must not change it."""
+    return _analysis(run_id, run_marker(run_id))
+
+
+@st.cache_resource(ttl=600, max_entries=8, show_spinner="Reading the run…")
+def _analysis(run_id: str, marker: tuple[int, ...]) -> Analysis:
 
     view = load_view(store(), run_id)
     proposals_ = store().proposals(run_id)
@@ -320,45 +344,54 @@ def analysis(run_id: str, version: Any) -> Analysis:
                     child_means=child_means, last_iteration=last)
 
 
+def provenance(run_id: str, candidate_index: int) -> Provenance:
+    """Where each sentence of candidate ``#candidate_index`` came from (an edit or a correction
+    changes the labels' score changes, and the run's marker with them)."""
+    return _provenance(run_id, candidate_index, run_marker(run_id))
+
+
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
-def provenance(run_id: str, candidate_index: int, version: Any) -> Provenance:
-    """Where each sentence of candidate ``#candidate_index`` came from, per run version (an edit
-    or a correction changes the labels' score changes)."""
+def _provenance(run_id: str, candidate_index: int, marker: tuple[int, ...]) -> Provenance:
     return load_provenance(store(), run_id, candidate_index)
 
 
-@st.cache_data(ttl=600, max_entries=8, show_spinner="Computing the run's state…")
-def effect(run_id: str, version: Any) -> Any:
+def effect(run_id: str) -> RunEffect:
+    """The run's state a correction can change (front, best, pending decisions)."""
+    return _effect(run_id, run_marker(run_id))
 
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner="Computing the run's state…")
+def _effect(run_id: str, marker: tuple[int, ...]) -> RunEffect:
     return run_effect(store(), run_id)
 
 
-def agreement(run_id: str | None, threshold: float) -> Any:
-    """Judge vs human from the overrides (re-computed when an override is added or undone)."""
-
+def agreement(run_id: str | None, threshold: float) -> AgreementSummary:
+    """Judge vs human from the overrides of one run, or of all runs (``run_id`` None):
+    re-computed when an override is added or undone."""
     return _agreement(run_id, threshold, override_signature(overrides(run_id)))
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
-def _agreement(run_id: str | None, threshold: float, version: Any) -> Any:
+def _agreement(run_id: str | None, threshold: float, marker: tuple[int, ...]
+               ) -> AgreementSummary:
     return agreement_from_store(store(), run_id=run_id, threshold=threshold)
 
 
 # --------------------------------------------------------------------------- aligning the critic
 
 
-def label_status(run_id: str) -> Any:
+def label_status(run_id: str) -> LabelStatus:
     """How many corrections the run has as labels, and how many more aligning needs."""
-    return _label_status_cached(run_id, override_signature(overrides(run_id)))
+    return _label_status_cached(run_id, run_marker(run_id))
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
-def _label_status_cached(run_id: str, version: Any) -> Any:
+def _label_status_cached(run_id: str, marker: tuple[int, ...]) -> LabelStatus:
     return _label_status(store(), run_id)
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def align_runs(run_id: str) -> list[Run]:
+def align_runs(run_id: str) -> FoundRuns:
     return _align_runs(store(), run_id)
 
 
@@ -368,34 +401,48 @@ def align_active_labels(align_run_id: str) -> tuple[int, int]:
     return _active_label_count(store(), align_run_id)
 
 
-def align_report(align_run_id: str, version: Any) -> Any:
-    """The align run's report for ``version``, and again once a held-out measurement lands."""
-    return _align_report_cached(align_run_id, (version, _measure_marker(store(), align_run_id)))
+def align_report(align_run_id: str, source_run_id: str) -> AlignReport:
+    """The align run's report: read again when either run changes (the source run's
+    corrections are the labels), when the align run's status does, and once a held-out
+    measurement lands."""
+    align_run = run(align_run_id)
+    marker = (run_marker(align_run_id), run_marker(source_run_id),
+              align_run.status.value if align_run else None,
+              _measure_marker(store(), align_run_id))
+    return _align_report_cached(align_run_id, marker)
 
 
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
-def _align_report_cached(align_run_id: str, version: Any) -> Any:
+def _align_report_cached(align_run_id: str, marker: tuple[Any, ...]) -> AlignReport:
     return _align_report(store(), align_run_id)
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def rescore_passes(run_id: str) -> list[Any]:
+def rescore_passes(run_id: str) -> list[RescorePass]:
     return _rescore_passes(store(), run_id)
 
 
 # --------------------------------------------------------------------------- test set & forks
 
 
+def holdout(run_id: str) -> HoldoutReport:
+    """The overfitting guard's report (train, validation and test means of seed and best)."""
+    return _holdout(run_id, run_marker(run_id))
+
+
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
-def holdout(run_id: str, version: Any) -> Any:
-    """The overfitting guard's report for one version of the run (:func:`run_version`)."""
+def _holdout(run_id: str, marker: tuple[int, ...]) -> HoldoutReport:
     return load_holdout(store(), run_id)
 
 
+def test_scoring_problem(run_id: str) -> str | None:
+    """Why the run's test set is not fully scored (failed or stopped), or None: keyed by the
+    run's marker, so a scoring that succeeds clears it at once."""
+    return _test_scoring_problem(run_id, run_marker(run_id))
+
+
 @st.cache_data(ttl=5, max_entries=16, show_spinner=False)
-def test_scoring_problem(run_id: str, version: Any) -> str | None:
-    """Why the run's test set is not fully scored (failed or stopped), or None: per version of
-    the run (:func:`run_version`), so a scoring that succeeds clears it at once."""
+def _test_scoring_problem(run_id: str, marker: tuple[int, ...]) -> str | None:
     return test_problem(store(), run_id)
 
 
@@ -405,9 +452,13 @@ def testing_now(run_id: str) -> bool:
     return run_ is not None and scoring_under_way(run_)
 
 
-@st.cache_data(ttl=5, max_entries=16, show_spinner=False)
-def lineage_chain(run_id: str, version: Any) -> list[Any]:
+def lineage_chain(run_id: str) -> list[RunTree]:
     """The run and the runs it was forked from, oldest first, with their candidates' means."""
+    return _lineage_chain(run_id, run_marker(run_id))
+
+
+@st.cache_data(ttl=5, max_entries=16, show_spinner=False)
+def _lineage_chain(run_id: str, marker: tuple[int, ...]) -> list[RunTree]:
     return ancestry(store(), run_id)
 
 
@@ -424,14 +475,14 @@ def review_queue(run_id: str) -> list[QueueItem]:
     """The "Review next" queue, re-built when a trial, a correction, a decision, a recorded
     review or the pending proposal changes."""
     pending = _pending_proposal(store(), run_id)
-    key = (run_version(run_id), review_marker(run_id),
-           pending.id if pending is not None else None,
-           pending.status.value if pending is not None else None)
-    return _review_queue(run_id, key)
+    marker = (run_marker(run_id), _review_marker(run_id),
+              pending.id if pending is not None else None,
+              pending.status.value if pending is not None else None)
+    return _review_queue(run_id, marker)
 
 
 @st.cache_resource(ttl=600, max_entries=8, show_spinner=False)
-def _review_queue(run_id: str, version: Any) -> list[QueueItem]:
+def _review_queue(run_id: str, marker: tuple[Any, ...]) -> list[QueueItem]:
     """Shared, not copied (``cache_resource``); callers must not change it."""
     inputs = queue_inputs(store(), run_id)
     evidence = inputs.evidence
@@ -443,7 +494,7 @@ def _review_queue(run_id: str, version: Any) -> list[QueueItem]:
                        ties_accept=bool(evidence and evidence.proposal.is_merge))
 
 
-def review_marker(run_id: str) -> int:
+def _review_marker(run_id: str) -> int:
     """Changes when a review is recorded (in any session): the newest review event's id, one
     row read (the run's marker counts trials, corrections and decisions, not reviews)."""
     latest = store().latest_event(run_id, EventKind.REVIEW_TIME)
@@ -452,7 +503,7 @@ def review_marker(run_id: str) -> int:
 
 def reviews(run_id: str) -> list[ReviewRecord]:
     """The run's recorded reviews, read again only when one is added."""
-    return _reviews(run_id, review_marker(run_id))
+    return _reviews(run_id, _review_marker(run_id))
 
 
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
@@ -460,12 +511,8 @@ def _reviews(run_id: str, marker: int) -> list[ReviewRecord]:
     return review_records(store(), run_id)
 
 
-def save_review(run_id: str, trial_id: int, seconds: float, action: str, author: str) -> None:
-    record_review(store(), run_id, trial_id, seconds=seconds, action=action, author=author)
-
-
-def review_time_estimate(run: Run, iterations_done: int) -> Any:
-    """The person's time a review-mode run still expects (:class:`ReviewEstimate`)."""
+def review_time_estimate(run: Run, iterations_done: int) -> ReviewEstimate:
+    """The person's time a review-mode run still expects."""
     pending = _pending_proposal(store(), run.id)
     future_gates = run.config.max_iterations - iterations_done - (pending is not None)
     trials = expected_review_trials(_queue_length(run.id, pending.id if pending else None),

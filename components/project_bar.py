@@ -8,7 +8,7 @@ import streamlit as st
 from components import loaders, session
 from studio.model.errors import StudioError
 from studio.projects.workspace import duplicate_project, import_example, import_upload, new_project
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 
 
 def toolbar() -> object | None:

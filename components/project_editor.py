@@ -24,7 +24,7 @@ from studio.projects.files import dump_project, parse_project
 from studio.projects.probe import probe_sync
 from studio.projects.workspace import save_project
 from studio.views import drafts
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.media import example_thumbnails
 from studio.views.workflows import scored_author
 

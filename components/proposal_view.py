@@ -16,7 +16,7 @@ from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.skips import skipped_note
 from studio.views.tables import evidence_frame, format_score, merge_source_frame, proposal_history
 from studio.views.workflows import describe_component
@@ -35,6 +35,9 @@ def watch(run_id: str) -> None:
         previous = st.session_state.get(key)
         st.session_state[key] = signature
         if previous is not None and previous != signature:
+            pending = latest_pending(proposals)
+            if pending is not None:  # before the rerun, so a message about the last is gone
+                session.retire_flash_unless_about(pending.id)
             st.rerun(scope="app")
 
     watcher()
@@ -45,6 +48,7 @@ def current(run: Any) -> Any | None:
     proposals = loaders.proposals(run.id)
     pending = latest_pending(proposals)
     if pending is not None:
+        session.retire_flash_unless_about(pending.id)
         return pending
     evaluating = [p for p in proposals if p.status is ProposalStatus.EVALUATING]
     if evaluating and run.status.is_active:
@@ -202,7 +206,8 @@ def _decide(proposal: Any, action: str, *, reason: str = "", reason_key: str = "
              "edit": "Your edit is being scored on the same minibatch; it comes back here.",
              "stop": "The run stops; this proposal waits here again when it resumes."}
     later = when_applied(loaders.store(), proposal.run_id) if action != "stop" else None
-    session.flash(f"Proposal #{proposal.id}: {words[action]}" + (f" ({later})" if later else ""))
+    session.flash(f"Proposal #{proposal.id}: {words[action]}" + (f" ({later})" if later else ""),
+                  about=proposal.id)
 
 
 def history(run_id: str) -> None:

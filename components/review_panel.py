@@ -12,7 +12,7 @@ from components.trial_detail import show_thumbnails
 from studio.engine.gates import merge_correction, override, undo_override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import (
     format_score,
     override_changes,
@@ -27,7 +27,7 @@ NONCE = "review.nonce"
 def effect_panel(run_id: str) -> None:
     """The best candidate and the pending proposal's verdict, with the change since the last
     correction."""
-    effect = loaders.effect(run_id, loaders.run_version(run_id))
+    effect = loaders.effect(run_id)
     before = st.session_state.get(f"{session.REVIEW_EFFECT}.{run_id}")
     cols = st.columns(3)
     best = f"#{effect.best_index}" if effect.best_index is not None else "none yet"
@@ -144,7 +144,7 @@ def single(run_id: str, trials: list[Any]) -> None:
 
 def save(run_id: str, changes: list[tuple[int, float | None, str | None]]) -> None:
 
-    before = loaders.effect(run_id, loaders.run_version(run_id))
+    before = loaders.effect(run_id)
     failures = []
     for trial_id, score, feedback in changes:
         try:
@@ -187,7 +187,7 @@ def history(run_id: str) -> None:
                             key="review.undo_pick")
     if right.button("Undo", icon=":material/undo:", width="stretch", key="review.undo"):
 
-        before = loaders.effect(run_id, loaders.run_version(run_id))
+        before = loaders.effect(run_id)
         try:
             undo_override(chosen, store=loaders.store())
         except StudioError as exc:

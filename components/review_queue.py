@@ -17,7 +17,8 @@ from components import loaders, session
 from studio.engine.gates import override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, clip
-from studio.views.diffing import escape_markdown
+from studio.projects.reviewing import record_review
+from studio.views.markdown import escape_markdown
 from studio.views.review_queue import GROUP_LABELS, QueueItem, next_item, queue_summary
 from studio.views.tables import format_score
 
@@ -50,7 +51,7 @@ def panel(run_id: str) -> None:
 
 def _card(run_id: str, item: QueueItem) -> None:
     trial = item.trial
-    index = loaders.candidate_indexes(run_id, loaders.run_version(run_id)).get(trial.candidate_id)
+    index = loaders.candidate_indexes(run_id).get(trial.candidate_id)
     with st.container(border=True):
         st.markdown(f"**Trial #{trial.id}** · {item.example} · {trial.phase.value} · candidate "
                     f"#{index} · judge {format_score(trial.score)} · "
@@ -102,7 +103,8 @@ def _submit(run_id: str, skip: bool) -> None:
             action = "corrected"
             override(trial_id, score=score, feedback=feedback, author=session.author(),
                      store=loaders.store())
-        loaders.save_review(run_id, trial_id, seconds, action, session.author())
+        record_review(loaders.store(), run_id, trial_id, seconds=seconds, action=action,
+                      author=session.author())
     except StudioError as exc:
         ss[NOTICE] = ("error", f"Trial #{trial_id}: {exc}")
         return

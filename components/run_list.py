@@ -7,7 +7,7 @@ import streamlit as st
 from components import frame, loaders, session
 from studio.model.errors import StudioError
 from studio.projects.workspace import import_example
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import runs_frame
 
 
@@ -43,5 +43,5 @@ def quick_start() -> None:
         loaders.projects.clear()
         session.set_current_project(project.id)
         session.flash(f"Loaded the example project {escape_markdown(project.name)}. "
-                      "Choose a review mode and start a run.")
+                      "Choose a review mode and start a run.", page=frame.RUN)
         frame.go(frame.RUN)

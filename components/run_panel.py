@@ -13,7 +13,7 @@ from studio.model.errors import StudioError
 from studio.model.records import RunRequest, RunStatus
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import STATUS_HINTS, align_note
 
 START = session.RUN_START

@@ -9,6 +9,8 @@ from __future__ import annotations
 import getpass
 import os
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -19,6 +21,8 @@ RUN_ID = "app.run_id"
 PROJECT_ID = "app.project_id"
 RUN_PICKER = "app.run_picker"
 FLASH = "app.flash"
+PAGE = "app.page"
+"""The page being drawn (``home``, ``run``, ...), set by the router before the page runs."""
 
 # Projects page
 PROJECTS_PICKER = "projects.picker"
@@ -32,8 +36,10 @@ PROJECTS_UPLOAD = "projects.upload"
 RUN_FILTER = "run.filter"
 """Prefix of the trial filters' widget keys."""
 RUN_TABLE = "run.table"
+"""Prefix of the trials table's widget key, per run: ``run.table.<run id>``."""
 RUN_CACHE = "run.cache"
 RUN_SELECTED = "run.selected"
+"""Prefix of the selected trial's key, per run: ``run.selected.<run id>``."""
 RUN_START = "run.start"
 
 # Review page
@@ -136,10 +142,53 @@ def init(key: str, value: Any) -> None:
 FLASH_SECONDS = 6.0
 
 
-def flash(message: str, kind: str = "success") -> None:
-    """A message for the next full runs of the next few seconds (after st.rerun or a page
-    switch; a live page may re-run right away, and the message must not vanish with it)."""
-    st.session_state[FLASH] = (kind, message, time.monotonic() + FLASH_SECONDS)
+@dataclass(frozen=True)
+class Flash:
+    """A message about an action, for the page and the run where it happened."""
+
+    kind: str
+    """``success``, ``info``, ``warning`` or ``error`` (the ``st`` call that shows it)."""
+    message: str
+    page: str
+    run_id: str | None
+    until: float
+    """``time.monotonic()`` after which it is no longer shown."""
+    about: int | None = None
+    """The proposal it speaks of, if any: the message is retired once another one waits."""
+
+
+def page_name(page: str) -> str:
+    """``run`` for the page path ``../pages/run.py`` (the router's name for it)."""
+    return Path(page).stem
+
+
+def enter_page(name: str) -> None:
+    """Record the page being drawn (the router calls it before the page runs)."""
+    st.session_state[PAGE] = name
+
+
+def current_page() -> str | None:
+    return st.session_state.get(PAGE)
+
+
+def flash(message: str, kind: str = "success", *, page: str | None = None,
+          about: int | None = None) -> None:
+    """Say what an action did, on the page and the run where it happened: the current page, or
+    ``page`` (a page path) when the action moves the person there. Shown on that page's full
+    runs for a few seconds (after st.rerun or a page switch; a live page may re-run right away,
+    and the message must not vanish with it), and dropped as soon as the person is on another
+    page or run, so it never follows them."""
+    where = page_name(page) if page is not None else current_page() or ""
+    st.session_state[FLASH] = Flash(kind, message, where, current_run_id(),
+                                    time.monotonic() + FLASH_SECONDS, about)
+
+
+def retire_flash_unless_about(proposal_id: int) -> None:
+    """Drop a message about another proposal than ``proposal_id`` (the one waiting now): what
+    it said is over ("your edit is being scored" once the edit is back as a new proposal)."""
+    item = st.session_state.get(FLASH)
+    if isinstance(item, Flash) and item.about is not None and item.about != proposal_id:
+        del st.session_state[FLASH]
 
 
 def show_flash() -> None:
@@ -147,10 +196,10 @@ def show_flash() -> None:
     # is shown or not (a moved live table would be redrawn and lose its scroll position).
     slot = st.container()
     item = st.session_state.get(FLASH)
-    if not item:
+    if not isinstance(item, Flash):
         return
-    kind, message, until = item
-    if time.monotonic() > until:
+    elsewhere = item.page != current_page() or item.run_id != current_run_id()
+    if elsewhere or time.monotonic() > item.until:
         del st.session_state[FLASH]
         return
-    getattr(slot, kind, slot.info)(message)
+    getattr(slot, item.kind, slot.info)(item.message)

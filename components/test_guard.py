@@ -10,8 +10,8 @@ from components import loaders, session
 from studio.engine.guard import GuardStatus
 from studio.model.errors import StudioError
 from studio.projects.testsets import score_test_from_browser
-from studio.views.diffing import escape_markdown
 from studio.views.holdout import GUARD_RULE, LEVELS, guard_frame
+from studio.views.markdown import escape_markdown
 
 ICONS = {"warning": ":material/warning:", "success": ":material/check_circle:",
          "info": ":material/info:"}
@@ -19,7 +19,7 @@ ICONS = {"warning": ":material/warning:", "success": ":material/check_circle:",
 
 def show(run_id: str) -> None:
     st.subheader("Train / validation / test")
-    report = loaders.holdout(run_id, loaders.run_version(run_id))
+    report = loaders.holdout(run_id)
     if report.test_size == 0:
         st.caption("This run has no test set. Give the project a `dataset.test` (rows the loop "
                    "never sees) to check that the validation gain holds on unseen data.")
@@ -42,7 +42,7 @@ def show(run_id: str) -> None:
 
 def problem_note(run_id: str) -> None:
     """The last test scoring's failure or stop, until a scoring succeeds."""
-    problem = loaders.test_scoring_problem(run_id, loaders.run_version(run_id))
+    problem = loaders.test_scoring_problem(run_id)
     if problem:
         st.warning(escape_markdown(problem[:1].upper() + problem[1:]),
                    icon=":material/warning:")

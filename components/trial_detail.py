@@ -13,7 +13,7 @@ import streamlit as st
 from components import loaders
 from studio.model.feedback import Feedback
 from studio.model.limits import THUMBNAIL_PIXELS
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.media import Thumbnail
 from studio.views.tables import (
     dimension_scores,

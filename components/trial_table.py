@@ -9,7 +9,9 @@ all of them, and a page (its rows and tables) once per marker, filters and page 
 tabs cost the store and pandas what one does. The
 table shows one page of ``PAGE_ROWS`` trials, oldest first, filtered, counted and paged in SQL,
 so a run of 100,000 trials is never read whole. Filters are widgets outside the fragment and
-the selection is kept by trial id, so neither is lost when rows arrive.
+the selection is kept by trial id, so neither is lost when rows arrive. The selection and the
+trial shown in full belong to their run (keys end with the run's id) and are forgotten when
+another run is chosen: a run never shows another run's trial, nor a row ticked by position.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from components import frame, loaders, session
 from components.trial_detail import show_trial
 from studio.model.config import ReviewMode
 from studio.model.records import RunStatus, TrialPhase
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.skips import skipped_note
 from studio.views.tables import (
     ERROR_CHOICES,
@@ -39,11 +41,11 @@ from studio.views.workflows import scored_author
 
 LIVE_SECONDS = 1.0
 """The live panel's refresh while the run is active. Each refresh redraws the panel in every
-watching tab: at 0.5 s, ten tabs made an in-process run 2.4x slower on the 2-core machine (the
-server's reruns share the run's GIL, the renderers its cores); at 1 s, about 1.5x
-(``bench/bench_watch.py``)."""
+watching tab, and a run started from the browser shares the server's process (its GIL) with
+those redraws: a faster refresh slows the run it shows (figures in ``bench/README.md``)."""
 IDLE_SECONDS = 5.0
 SHOWN_IDS = "run.shown_ids"
+"""Prefix of the ids the table showed last, per run (``run.shown_ids.<run id>``)."""
 RUN_PAGE = "run.page"
 FRESH_READ = "run.fresh_read"
 LATEST_ROWS = 5
@@ -67,7 +69,7 @@ class TableCache:
     newest: int | None = None
     page: int = 1
     signature: tuple[int, ...] = ()
-    """The run's marker (:func:`loaders.run_version`) when the page was read."""
+    """The run's marker (:func:`loaders.run_marker`) when the page was read."""
     key: Any = None
     index_of: dict[int, int] = field(default_factory=dict)
 
@@ -97,7 +99,7 @@ def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1,
     if cache is None or cache.run_id != run_id:
         cache = TableCache(run_id)
         st.session_state[session.RUN_CACHE] = cache
-    signature = loaders.run_version(run_id) if marker is None else marker
+    signature = loaders.run_marker(run_id) if marker is None else marker
     key = (repr(trial_filters), page)
     if signature == cache.signature and key == cache.key:
         return cache
@@ -106,7 +108,7 @@ def sync(run_id: str, trial_filters: TrialFilters | None = None, page: int = 1,
     cache.frame, cache.latest, cache.index_of = shared.frame, shared.latest, shared.index_of
     cache.total, cache.newest = signature[0], signature[1] or None
     cache.matching, cache.page = shared.matching, shared.page
-    cache.loop_total = loaders.loop_trial_count(run_id, signature[:2])  # cached per version
+    cache.loop_total = loaders.loop_trial_count(run_id)
     cache.signature, cache.key = signature, key
     return cache
 
@@ -118,7 +120,7 @@ def shared_page(run_id: str, database: str, marker: tuple[int, ...], filters_key
     (``cache_resource``: the frames are shared, not copied; nobody changes them).
     ``filters_key`` is ``repr(_filters)`` (what the cache is keyed by); ``database`` keeps
     runs of two databases apart."""
-    index_of = loaders.candidate_indexes(run_id, marker[:2])
+    index_of = loaders.candidate_indexes(run_id)
     kwargs = _filters.query()
     rows, matching = loaders.trial_page(run_id, (page - 1) * page_rows, page_rows, **kwargs)
     if not rows and matching and page > 1:  # fewer pages than before: show the last one
@@ -137,7 +139,7 @@ def filters(run_id: str, max_iterations: int) -> TrialFilters:
     session.init(f"{key}.unscored", True)
     session.init(f"{key}.errors", "any")
     session.init(f"{key}.overridden", "any")
-    indexes = sorted(loaders.candidate_indexes(run_id, loaders.count_trials(run_id)).values())
+    indexes = sorted(loaders.candidate_indexes(run_id).values())
     with st.expander("Filters", icon=":material/filter_list:"):
         cols = st.columns(3)
         cols[0].slider("Iterations", 0, top, key=f"{key}.iterations")
@@ -162,8 +164,32 @@ def filters(run_id: str, max_iterations: int) -> TrialFilters:
         overridden=ss.get(f"{key}.overridden") or "any")
 
 
+def table_key(run_id: str) -> str:
+    """The trials table's widget key (its row selection) for one run."""
+    return f"{session.RUN_TABLE}.{run_id}"
+
+
+def selected_key(run_id: str) -> str:
+    """The session key of the trial id selected in one run's table."""
+    return f"{session.RUN_SELECTED}.{run_id}"
+
+
+def forget_other_runs(run_id: str) -> None:
+    """Drop the selection state of every run but ``run_id`` (called when the page is drawn,
+    so switching runs clears the previous run's selection and detail; coming back to it starts
+    with nothing selected)."""
+    ss = st.session_state
+    prefixes = (session.RUN_TABLE, session.RUN_SELECTED, SHOWN_IDS)
+    kept = {f"{prefix}.{run_id}" for prefix in prefixes}
+    for key in list(ss.keys()):
+        if isinstance(key, str) and key.startswith(tuple(f"{p}." for p in prefixes)) \
+                and key not in kept:
+            del ss[key]
+
+
 def live_panel(run_id: str, status: RunStatus, trial_filters: TrialFilters) -> None:
     every = LIVE_SECONDS if status.is_active else IDLE_SECONDS
+    forget_other_runs(run_id)
 
     @st.fragment(run_every=every)
     def panel() -> None:
@@ -251,12 +277,12 @@ def table(cache: TableCache) -> None:
     person is looking at, the scroll position and the selected row stay where they are."""
     shown = cache.frame
     ids = shown["id"].tolist()
-    selected = _selected_id(ids)
+    selected = _selected_id(cache.run_id, ids)
     with st.container():
         if cache.total == 0:
             st.info("No trials yet: the first ones appear here as soon as they are scored.")
     st.dataframe(
-        shown, key=session.RUN_TABLE, on_select="rerun", selection_mode="single-row",
+        shown, key=table_key(cache.run_id), on_select="rerun", selection_mode="single-row",
         hide_index=True, height=400, width="stretch", placeholder="could not evaluate",
         column_order=["id", "iteration", "phase", "candidate", "example", "score", "judge_score",
                       "overridden", "error", "feedback", "output", "latency_s"],
@@ -277,7 +303,7 @@ def table(cache: TableCache) -> None:
         st.number_input(f"Page (of {cache.pages}, {PAGE_ROWS} trials each)", min_value=1,
                         max_value=None, step=1, key=key)
     if selected is not None:
-        trial = loaders.trial(selected, cache.signature)
+        trial = loaders.trial(cache.run_id, selected)
         if trial is not None:
             with st.container(border=True):
                 run = loaders.run(cache.run_id)
@@ -285,24 +311,25 @@ def table(cache: TableCache) -> None:
                            scored=scored_author(run.spec if run else None))
 
 
-def _selected_id(ids: list[int]) -> int | None:
-    """The selected trial id, kept across filter changes (the table's selection is by position,
-    so after a filter change it is re-pointed at the same trial before the table is drawn; new
-    rows are appended at the end and move nothing)."""
+def _selected_id(run_id: str, ids: list[int]) -> int | None:
+    """The run's selected trial id, kept across filter changes (the table's selection is by
+    position, so after a filter change it is re-pointed at the same trial before the table is
+    drawn; new rows are appended at the end and move nothing)."""
     ss = st.session_state
-    previous = ss.get(SHOWN_IDS) or []
-    selection = ss.get(session.RUN_TABLE)
+    shown_key, table, selected = f"{SHOWN_IDS}.{run_id}", table_key(run_id), selected_key(run_id)
+    previous = ss.get(shown_key) or []
+    selection = ss.get(table)
     rows = list(selection["selection"]["rows"]) if selection else []
-    current = ss.get(session.RUN_SELECTED)
+    current = ss.get(selected)
     if rows and rows[0] < len(previous):
         current = previous[rows[0]]
     elif not rows and current is not None and current in previous and selection is not None:
         current = None  # the person cleared the selection
-    ss[session.RUN_SELECTED] = current
+    ss[selected] = current
     wanted = [ids.index(current)] if current is not None and current in ids else []
     if wanted != rows:
-        ss[session.RUN_TABLE] = {"selection": {"rows": wanted, "columns": [], "cells": []}}
-    ss[SHOWN_IDS] = ids
+        ss[table] = {"selection": {"rows": wanted, "columns": [], "cells": []}}
+    ss[shown_key] = ids
     return current
 
 

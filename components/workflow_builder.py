@@ -15,7 +15,7 @@ import streamlit as st
 
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.views import builder
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.workflows import workflow_dot
 
 COMPONENT_CHOICES = ("instruction", "output_schema", "generate_content_config", "few_shot")

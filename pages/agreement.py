@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components import agreement_view, align_panel, frame, loaders, session
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 
 st.title("Agreement")
 st.caption("Computed from your corrections on the Review page: each override is a pair of the "

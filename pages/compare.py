@@ -11,7 +11,7 @@ run_id = frame.need_run()
 if run_id is None:
     st.stop()
 
-analysis = loaders.analysis(run_id, loaders.run_version(run_id))
+analysis = loaders.analysis(run_id)
 view = analysis.view
 if not view.candidates:
     st.info("The run has no candidates yet: the seed appears once its baseline is scored.")

@@ -4,7 +4,7 @@ reason; the history of decisions."""
 import streamlit as st
 
 from components import frame, loaders, proposal_view
-from studio.views.diffing import escape_markdown
+from studio.views.markdown import escape_markdown
 from studio.views.tables import proposal_label
 
 st.title("Proposals")

@@ -54,5 +54,6 @@ SECTIONS = {
 # opens the same run), hence the hidden built-in menu.
 page = st.navigation(SECTIONS, position="hidden")
 frame.sidebar(SECTIONS)
+session.enter_page(page.url_path or "home")  # the default page's path is ""
 session.show_flash()
 page.run()

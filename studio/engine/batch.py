@@ -5,9 +5,8 @@ is also what makes resuming after a crash free of re-scoring.
 
 Scheduling: an example's agent call and critic call form a chain. At most ``max_concurrency``
 chains run at once, so each holds at most one call and its critic call never queues behind
-agent calls of examples that have not started (with a per-call queue, every agent call of the
-batch went first and the slots freed by a round of replies were refilled only after that whole
-round was processed). A chain gives its slot to the next example as soon as its critic replies,
+agent calls of examples that have not started, which keeps every slot busy while a batch runs
+(``bench/README.md``). A chain gives its slot to the next example as soon as its critic replies,
 and commits its trial after that example's call is on its way.
 """
 

@@ -127,9 +127,8 @@ def check_processes(config: EvolutionConfig, spec: RunSpec, *, from_objects: boo
 
 SHARD_ROUNDS = 2
 """Examples per shard, in multiples of a process's concurrency. A process refills its slots
-only within a shard, so each shard ends with a tail of empty slots: with one round per shard
-(trials committed sooner) the 2-core machine measured 1.83-2.05x the latency bound at
-``processes=2``, concurrency 16, 100 ms; with two, 1.30-1.53x (``bench/bench_engine.py``)."""
+only within a shard, so each shard ends with a tail of empty slots: two rounds halve that tail
+for a little later commits (figures in ``bench/README.md``)."""
 
 
 logger = logging.getLogger(__name__)

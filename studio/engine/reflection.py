@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.model.errors import ConfigError, SchemaError, TemplateError
-from studio.model.records import config_from_yaml, validate_json_schema
+from studio.model.records import validate_json_schema
 from studio.runtime.providers import LOCAL_MODEL, litellm_model
 
 OUTPUT_KEY = "proposed_component_text"
@@ -111,16 +111,6 @@ def validate_output_schema(schema_text: str) -> dict[str, Any]:
     try:
         validate_json_schema(schema_text)
     except SchemaError as exc:
-        return {"valid": False, "error": str(exc)}
-    return {"valid": True}
-
-
-def validate_config_yaml(text: str) -> dict[str, Any]:
-    """Check a proposed generate_content_config YAML; same result shape as the schema tool."""
-
-    try:
-        config_from_yaml(text)
-    except ConfigError as exc:
         return {"valid": False, "error": str(exc)}
     return {"valid": True}
 

@@ -251,11 +251,6 @@ def content_hash(components: dict[str, str]) -> str:
 # --------------------------------------------------------------------------- dataset examples
 
 
-def validate_example(row: Any, *, where: str) -> dict[str, Any]:
-    """A dataset example must be a non-empty dict with string keys; its images are checked."""
-    return _checked_example(row, where=where)[0]
-
-
 def _checked_example(row: Any, *, where: str) -> tuple[dict[str, Any], int]:
     """``(example, bytes of its images and videos)``."""
     if not isinstance(row, dict):

@@ -265,19 +265,6 @@ person asked to hold most of them out, since the loop would learn nothing they m
 # --------------------------------------------------------------------------- what is evolved
 
 
-def align_target(critic: CriticSpec, default_model: str, part: str | None = None
-                 ) -> tuple[AgentSpec, str, str]:
-    """``(agent, target, mode)``: the critic as the agent an align run evolves, which text of
-    the critic the evolved instruction replaces, and how agreement is scored.
-
-    Raises:
-        ConfigError: nothing to align (a programmatic critic, naming ``critic.evaluator``), or
-            a weighted critic whose alignable part is ambiguous or unknown (``part``).
-    """
-    agent, found = alignable(critic, default_model, part)
-    return agent, found.kind, found.mode
-
-
 def unalignable_reason(critic: CriticSpec) -> str | None:
     """Why this critic has no text to align (None: it has one), said before a person spends
     corrections on a panel that would refuse them."""

@@ -64,14 +64,6 @@ def job(key: str) -> Job | None:
         return _JOBS.get(key)
 
 
-def forget(key: str) -> None:
-    """Drop a finished job (its outcome has been shown)."""
-    with _LOCK:
-        current = _JOBS.get(key)
-        if current is not None and current.finished:
-            del _JOBS[key]
-
-
 def _run(job_: Job, work: Callable[[Job], Any]) -> None:
     try:
         job_.result = work(job_)

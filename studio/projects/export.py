@@ -62,10 +62,6 @@ def export_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
             for e in (trace or {}).get("events", []) if e.get("type") == "text"]
 
 
-def candidate_records(store: Store, run_id: str) -> list[dict[str, Any]]:
-    return list(iter_candidate_records(store, run_id))
-
-
 def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None = None
                            ) -> Iterator[dict[str, Any]]:
     """One record per candidate with its validation mean, front membership and components

@@ -7,8 +7,7 @@ twice: the thread fights the loop for the GIL (a waiting thread gets it back onl
 5 ms switch interval), and the chain resumes behind every other ready callback. When a round of
 replies returns together (a batch's calls start together and have similar latencies), every
 chain's setup then finishes before the first of them reaches the model, so all slots stay
-empty for the whole round's CPU (``bench/bench_cpu.py``: 11-17 % of a run's wall time with no
-call in flight inside batches; about 2 % with the setup on the loop).
+empty for the whole round's CPU (figures in ``bench/README.md``).
 
 :class:`StudioEventLoop` runs that setup in place, so each chain goes straight from its last
 reply to its next call. Only for providers known to return a coroutine from it (the studio's

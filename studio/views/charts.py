@@ -13,22 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from studio.model.records import Candidate, Example, Proposal, Trial, TrialPhase
+from studio.model.records import Candidate, Example, Proposal
 from studio.views.tables import example_label
 
 
 def candidate_index(candidates: Sequence[Candidate]) -> dict[int, int]:
     return {c.id: c.index for c in candidates}
-
-
-def minibatch_means(trials: Sequence[Trial]) -> dict[int, dict[str, float]]:
-    """Per proposal: the child's mean effective score on its minibatch (``{"child": mean}``)."""
-    child: dict[int, list[float]] = {}
-    for t in trials:
-        if t.phase is TrialPhase.CHILD and t.proposal_id is not None \
-                and t.effective_score is not None:
-            child.setdefault(t.proposal_id, []).append(t.effective_score)
-    return {pid: {"child": sum(scores) / len(scores)} for pid, scores in child.items() if scores}
 
 
 def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | None],

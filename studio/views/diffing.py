@@ -1,10 +1,9 @@
 """Word-level diffs of component texts, rendered as Markdown that is safe for model-written text.
 
 Proposed instructions are written by a model, so they are untrusted: nothing here ever relies on
-``unsafe_allow_html``. Every character of the compared texts goes through :func:`escape_markdown`
-(a backslash before every ASCII punctuation character, which CommonMark always reads as the
-literal character), and highlights use Streamlit's own ``:red-background[...]`` and
-``:green-background[...]`` directives around the escaped text.
+``unsafe_allow_html``. Every character of the compared texts goes through
+:func:`studio.views.markdown.escape_inline`, and highlights use Streamlit's own
+``:red-background[...]`` and ``:green-background[...]`` directives around the escaped text.
 """
 
 from __future__ import annotations
@@ -12,14 +11,14 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-import string
 from dataclasses import dataclass
 from typing import Literal
+
+from studio.views.markdown import escape_inline
 
 Kind = Literal["equal", "delete", "insert"]
 
 _TOKEN = re.compile(r"\n|[^\S\n]+|\w+|[^\w\s]")
-_PUNCTUATION = frozenset(string.punctuation)
 _STYLE = {"delete": "red-background", "insert": "green-background"}
 
 
@@ -171,17 +170,6 @@ def changes_by_agent(old: dict[str, str], new: dict[str, str]) -> list[AgentChan
     return [AgentChanges(agent, tuple(changes)) for agent, changes in grouped.items()]
 
 
-def escape_markdown(text: str) -> str:
-    """Text that Streamlit's Markdown shows literally: no links, images, HTML, math or emphasis.
-
-    Every ASCII punctuation character gets a backslash (CommonMark escapes all of them), so
-    ``<script>`` stays text and ``[a](b)`` is no link. Line breaks become hard breaks and leading
-    spaces become non-breaking, so the layout of an instruction survives.
-    """
-    lines = (text or "").split("\n")
-    return "  \n".join(_escape_line(line) for line in lines)
-
-
 def segments_markdown(segments: list[Segment]) -> str:
     """Markdown for a list of segments; deleted runs are also struck through (not colour only)."""
     out: list[str] = []
@@ -217,42 +205,15 @@ def _words(text: str) -> int:
     return len(re.findall(r"\w+", text))
 
 
-def _escape_line(line: str) -> str:
-    stripped = line.lstrip(" ")
-    indent = "\u00a0" * (len(line) - len(stripped))
-    return indent + _escape_inline(stripped)
-
-
 def _styled_line(kind: Kind, line: str) -> str:
     """One line of a segment: highlights wrap only the visible part (Markdown drops a directive
     whose content starts or ends with spaces inside emphasis)."""
     if kind == "equal" or not line.strip():
-        return _escape_inline(line)
+        return escape_inline(line)
     core = line.strip()
     lead = line[: len(line) - len(line.lstrip())]
     trail = line[len(line.rstrip()):]
-    body = _escape_inline(core)
+    body = escape_inline(core)
     if kind == "delete":
         body = f"~~{body}~~"
-    return f"{_escape_inline(lead)}:{_STYLE[kind]}[{body}]{_escape_inline(trail)}"
-
-
-def _escape_inline(text: str) -> str:
-    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in defuse_autolinks(text))
-
-
-_AUTOLINK_START = re.compile(r"(://|(?<![^\W_])www(?=\.)|@)", re.IGNORECASE)
-
-
-def defuse_autolinks(text: str) -> str:
-    """``text`` with a word joiner (U+2060, invisible) inside every ``://``, ``www.`` and ``@``.
-
-    GitHub-flavoured Markdown (Streamlit's) turns bare URLs and e-mail addresses into live links
-    *after* backslash escapes are resolved, so escaping cannot stop it: a model could plant a
-    clickable phishing link in an output, a proposal or an error. The joiner breaks the pattern
-    the autolinker looks for and shows nothing."""
-    return _AUTOLINK_START.sub(lambda m: _joined(m.group(0)), text)
-
-
-def _joined(found: str) -> str:
-    return {"://": ":\u2060//", "@": "@\u2060"}.get(found, found + "\u2060")
+    return f"{escape_inline(lead)}:{_STYLE[kind]}[{body}]{escape_inline(trail)}"

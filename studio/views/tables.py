@@ -164,31 +164,6 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
                          "proposal_id": "Int64"})
 
 
-def append_trials(frame: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with ``new`` rows added (rows already present are replaced, order by id)."""
-    if new.empty:
-        return frame
-    if frame.empty:
-        return new.reset_index(drop=True)
-    kept = frame[~frame["id"].isin(new["id"])]
-    combined = pd.concat([kept, new], ignore_index=True)
-    if not combined["id"].is_monotonic_increasing:
-        combined = combined.sort_values("id", kind="stable").reset_index(drop=True)
-    return combined
-
-
-def replace_trials(frame: pd.DataFrame, updated: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``frame`` whose id is in ``updated`` replaced in place (position kept)."""
-    if updated.empty or frame.empty:
-        return frame
-    result = frame.copy()
-    positions = pd.Series(result.index, index=result["id"])
-    for _, row in updated.iterrows():
-        if row["id"] in positions.index:
-            result.loc[positions[row["id"]]] = row
-    return _typed(result)
-
-
 @dataclass
 class TrialFilters:
     """What the trials table shows; empty lists mean "all"."""
@@ -211,8 +186,7 @@ class TrialFilters:
         return self != TrialFilters()
 
     def query(self) -> dict[str, Any]:
-        """The filters as the store's ``trial_page`` takes them (the same rows as
-        :func:`filter_trials`, filtered in SQL)."""
+        """The filters as the store's ``trial_page`` takes them (filtered in SQL)."""
         return {"iterations": self.iterations, "candidates": list(self.candidates),
                 "phases": list(self.phases), "score_range": tuple(self.score_range),
                 "include_unscored": self.include_unscored, "errors": self.errors,
@@ -223,51 +197,11 @@ ERROR_CHOICES = ("any", "only errors", "no errors")
 OVERRIDE_CHOICES = ("any", "overridden", "not overridden")
 
 
-def filter_trials(frame: pd.DataFrame, filters: TrialFilters) -> pd.DataFrame:
-    """The rows that pass ``filters``, in their original order."""
-    if frame.empty:
-        return frame
-    mask = pd.Series(True, index=frame.index)
-    if filters.iterations is not None:
-        low, high = filters.iterations
-        mask &= frame["iteration"].between(low, high)
-    if filters.candidates:
-        mask &= frame["candidate"].isin(filters.candidates)
-    if filters.phases:
-        mask &= frame["phase"].isin(filters.phases)
-    low, high = filters.score_range
-    scored = frame["score"].between(low, high)
-    unscored = frame["score"].isna()
-    mask &= scored | (unscored if filters.include_unscored else False)
-    if filters.errors not in ERROR_CHOICES:
-        raise ValueError(f"errors filter {filters.errors!r} is not one of {ERROR_CHOICES}")
-    if filters.errors == "only errors":
-        mask &= frame["error"] != ""
-    elif filters.errors == "no errors":
-        mask &= frame["error"] == ""
-    if filters.overridden not in OVERRIDE_CHOICES:
-        raise ValueError(f"overridden filter {filters.overridden!r} is not one of "
-                         f"{OVERRIDE_CHOICES}")
-    if filters.overridden == "overridden":
-        mask &= frame["overridden"]
-    elif filters.overridden == "not overridden":
-        mask &= ~frame["overridden"]
-    return frame[mask]
-
-
 def override_signature(overrides: Sequence[Any]) -> tuple[int, int, int]:
     """Changes whenever an override is added or undone (cheap to compare between polls)."""
     undone = sum(1 for o in overrides if o.undone_at is not None)
     last = max((o.id or 0 for o in overrides), default=0)
     return len(overrides), last, undone
-
-
-def changed_trial_ids(overrides: Sequence[Any], since: tuple[int, int, int]) -> set[int]:
-    """Trials whose effective values may differ from what a table showed at ``since``."""
-    _, last_id, _ = since
-    new = {o.trial_id for o in overrides if (o.id or 0) > last_id}
-    undone = {o.trial_id for o in overrides if o.undone_at is not None}
-    return new | undone
 
 
 # --------------------------------------------------------------------------- progress

@@ -16,7 +16,6 @@ from studio.engine.reflection import (
     create_text_reflection_agent,
     run_reflection,
     split_proposal,
-    validate_config_yaml,
     validate_output_schema,
 )
 from studio.model.errors import ConfigError, TemplateError
@@ -70,11 +69,9 @@ def test_fenced_proposals_split_reasoning():
     assert split_proposal("  Plain text.  ") == ("Plain text.", "")
 
 
-def test_validation_tools():
+def test_the_schema_validation_tool():
     assert validate_output_schema('{"type": "object"}') == {"valid": True}
     assert not validate_output_schema("{nope")["valid"]
-    assert validate_config_yaml("temperature: 0.2") == {"valid": True}
-    assert "YAML" in validate_config_yaml("temperature: [")["error"]
 
 
 def test_evaluator_details_reach_the_reflection_not_only_the_text():

@@ -20,7 +20,7 @@ from studio.projects.aligning import (
     MIN_ALIGN_LABELS,
     NotEnoughLabels,
     align_report,
-    align_target,
+    alignable,
     aligned_critic,
     create_align_run,
     label_status,
@@ -88,7 +88,7 @@ def test_a_programmatic_critic_cannot_be_aligned():
     critic = CriticSpec(type="evaluator", evaluator={"evaluator": "contains",
                                                      "params": {"substring": "x"}})
     with pytest.raises(ConfigError, match="programmatic") as info:
-        align_target(critic, "scripted/strict")
+        alignable(critic, "scripted/strict")
     assert info.value.where == "critic.evaluator"
 
 
@@ -96,8 +96,8 @@ def test_a_judge_is_aligned_through_its_criteria():
     critic = CriticSpec(type="evaluator", evaluator={"agent_as_judge": {
         "criteria": "The answer is long.", "scoring_strategy": "binary",
         "model": "scripted/strict"}})
-    agent, target, mode = align_target(critic, "local/smollm2")
-    assert (agent.instruction, agent.model, target, mode) == (
+    agent, part = alignable(critic, "local/smollm2")
+    assert (agent.instruction, agent.model, part.kind, part.mode) == (
         "The answer is long.", "scripted/strict", "criteria", "pass_fail")
     assert "score" in agent.output_schema["properties"]
 

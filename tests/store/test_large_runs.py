@@ -34,9 +34,9 @@ from studio.model.redaction import redact
 from studio.projects import export
 from studio.store import open_store
 from studio.store import schema as tables
-from studio.views.charts import minibatch_means
-from studio.views.tables import TrialFilters, filter_trials, trial_frame
+from studio.views.tables import TrialFilters, trial_frame
 from tests.helpers import demo_spec, empty_postgres_store, postgres_url, trainset
+from tests.oracles import filter_trials, minibatch_means
 
 PG_URL = os.environ.get("STUDIO_TEST_PG_URL")
 

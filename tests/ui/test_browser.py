@@ -193,7 +193,7 @@ def test_headless_cli_run_is_watchable(server, tmp_path):
 
 def select_first_row(page) -> None:
     """Click the first data row of the trials table (a canvas grid: click by position)."""
-    grid = page.locator(".st-key-run-table canvas").first
+    grid = page.locator("[class*='st-key-run-table-'] canvas").first
     grid.wait_for()
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
@@ -246,7 +246,7 @@ def keeps_scroll_and_selection_while_trials_arrive(page) -> None:
     selected = page.get_by_text(re.compile(r"Trial #(\d+) · iteration"))
     selected.wait_for(timeout=10_000)
     trial = re.search(r"Trial #(\d+)", selected.inner_text()).group(1)
-    scroller = page.locator(".st-key-run-table").locator(".dvn-scroller").first
+    scroller = page.locator("[class*='st-key-run-table-']").locator(".dvn-scroller").first
     scroller.evaluate("element => { element.scrollTop = 70; }")
     assert scroller.evaluate("element => element.scrollTop") == 70
     for _ in range(2):  # two refreshes of the live panel, each bringing a new trial

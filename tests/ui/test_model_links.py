@@ -11,7 +11,8 @@ from studio.engine import EvolutionConfig
 from studio.engine.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
 from studio.runtime.providers import demo
-from studio.views.diffing import escape_markdown, inline_markdown
+from studio.views.diffing import inline_markdown
+from studio.views.markdown import escape_markdown
 from tests.helpers import wait_until
 from tests.ui.conftest import assert_ok
 from tests.ui.test_pages import SCRIPTED

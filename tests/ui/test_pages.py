@@ -178,25 +178,26 @@ def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
     assert run.config.review == "review" and at.session_state["app.run_id"] == run.id
     wait_until(lambda: pending_proposal(studio_db, run.id))
     at.run()
-    table = at.dataframe(key="run.table").value
+    table = at.dataframe(key=f"run.table.{run.id}").value
     assert len(table) == studio_db.count_trials(run.id) > 0
     assert list(table["id"]) == sorted(table["id"])  # oldest first: new rows move nothing
-    latest = next(d for d in at.dataframe if d.key != "run.table").value
+    latest = next(d for d in at.dataframe if d.key != f"run.table.{run.id}").value
     assert list(latest["id"]) == sorted(table["id"], reverse=True)[:5]  # the newest, to watch
     assert any("is waiting for your decision" in s for s in texts(at.warning))
     assert any("newest trial #" in s for s in texts(at.caption))
 
     # select a row: the trial is shown in full, and stays selected when filters change
     newest = int(table["id"].iloc[0])  # (the oldest: row 0)
-    at.session_state["run.table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.session_state[f"run.table.{run.id}"] = {"selection": {"rows": [0], "columns": [],
+                                                             "cells": []}}
     at.run()
     assert any(f"Trial #{newest}" in s for s in texts(at.markdown))
     at.segmented_control(key=f"run.filter.{run.id}.errors").set_value("no errors").run()
-    assert at.session_state["run.selected"] == newest
+    assert at.session_state[f"run.selected.{run.id}"] == newest
 
     override(newest, score=1.0, author="t", store=studio_db)
     at.segmented_control(key=f"run.filter.{run.id}.overridden").set_value("overridden").run()
-    table = at.dataframe(key="run.table").value
+    table = at.dataframe(key=f"run.table.{run.id}").value
     assert list(table["id"]) == [newest] and table["score"].iloc[0] == 1.0
 
 
@@ -209,30 +210,30 @@ def test_run_page_shows_one_page_of_trials_filtered_in_sql(app, studio_db, monke
     trials = studio_db.trials(run_id, with_trace=False)
     ids = [t.id for t in trials]
     at = app("run", run_id=run_id)
-    assert at.dataframe(key="run.table").value["id"].tolist() == ids[:10]
+    assert at.dataframe(key=f"run.table.{run_id}").value["id"].tolist() == ids[:10]
     assert any(f"Showing 10 of {len(ids)} trials (rows 1–10 of {len(ids)})" in s
                for s in texts(at.caption))
-    latest = next(d for d in at.dataframe if d.key != "run.table").value
+    latest = next(d for d in at.dataframe if d.key != f"run.table.{run_id}").value
     assert latest["id"].tolist() == ids[::-1][:5]
 
     at.number_input(key=f"run.page.{run_id}").set_value(2).run()
     assert_ok(at)
-    assert at.dataframe(key="run.table").value["id"].tolist() == ids[10:20]
+    assert at.dataframe(key=f"run.table.{run_id}").value["id"].tolist() == ids[10:20]
     last = (len(ids) - 1) // 10 + 1
     at.number_input(key=f"run.page.{run_id}").set_value(last).run()
-    assert at.dataframe(key="run.table").value["id"].tolist() == ids[(last - 1) * 10:]
+    assert at.dataframe(key=f"run.table.{run_id}").value["id"].tolist() == ids[(last - 1) * 10:]
 
     # a filter is applied in SQL and brings the table back to its first page
     at.multiselect(key=f"run.filter.{run_id}.phases").set_value(["child"]).run()
     children = [t.id for t in trials if t.phase.value == "child"]
-    assert at.dataframe(key="run.table").value["id"].tolist() == children[:10]
+    assert at.dataframe(key=f"run.table.{run_id}").value["id"].tolist() == children[:10]
     assert any(f"of {len(children)} matching" in s for s in texts(at.caption))
 
     # a correction made elsewhere shows at the next refresh (the run's marker changed)
     corrected = children[0]
     override(corrected, score=0.123, author="t", store=studio_db)
     at.run()
-    table = at.dataframe(key="run.table").value
+    table = at.dataframe(key=f"run.table.{run_id}").value
     assert table.loc[table["id"] == corrected, "score"].iloc[0] == 0.123
 
 
@@ -248,7 +249,7 @@ def test_tabs_watching_one_run_share_one_page_read_per_change(app, studio_db, mo
     monkeypatch.setattr(loaders, "trial_page",
                         lambda *args, **kwargs: reads.append(args) or real(*args, **kwargs))
     tabs = [app("run", run_id=run_id) for _ in range(3)]
-    tables = [tab.dataframe(key="run.table").value["id"].tolist() for tab in tabs]
+    tables = [tab.dataframe(key=f"run.table.{run_id}").value["id"].tolist() for tab in tabs]
     assert tables[0] == tables[1] == tables[2] and tables[0]
     assert len(reads) == 1
 
@@ -256,7 +257,7 @@ def test_tabs_watching_one_run_share_one_page_read_per_change(app, studio_db, mo
     override(first, score=0.321, author="t", store=studio_db)  # the run's marker changes
     for tab in tabs:
         tab.run()
-        table = tab.dataframe(key="run.table").value
+        table = tab.dataframe(key=f"run.table.{run_id}").value
         assert table.loc[table["id"] == first, "score"].iloc[0] == 0.321
     assert len(reads) == 2
 

@@ -49,7 +49,8 @@ def test_a_trial_with_an_image_shows_its_thumbnail_on_the_run_page(app, studio_d
     run = image_run(studio_db)
     at = app("run", run_id=run.id)
     assert captions(at) == []  # nothing selected yet
-    at.session_state["run.table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.session_state[f"run.table.{run.id}"] = {"selection": {"rows": [0], "columns": [],
+                                                             "cells": []}}
     at.run()
     assert_ok(at)
     assert len(captions(at)) == 1 and captions(at)[0].startswith("photo · image/png · ")

@@ -179,9 +179,9 @@ def test_try_on_one_example_runs_the_workflow_and_scores_the_primary(app, studio
 def test_run_page_shows_the_pipeline_step_by_step(app, studio_db):
     run = group_finished_run(studio_db)
     at = app("run", run_id=run.id)
-    table = at.dataframe(key="run.table").value
-    at.session_state["run.table"] = {"selection": {"rows": [len(table) - 1], "columns": [],
-                                                   "cells": []}}
+    table = at.dataframe(key=f"run.table.{run.id}").value
+    at.session_state[f"run.table.{run.id}"] = {
+        "selection": {"rows": [len(table) - 1], "columns": [], "cells": []}}
     at.run()
     assert_ok(at)
     trial = studio_db.get_trial(int(table["id"].iloc[-1]))

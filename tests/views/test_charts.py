@@ -10,15 +10,12 @@ from studio.model.records import (
     Proposal,
     ProposalStatus,
     Split,
-    Trial,
-    TrialPhase,
 )
 from studio.views.charts import (
     example_comparison,
     front_frame,
     iteration_series,
     lineage_layout,
-    minibatch_means,
     score_matrix,
 )
 
@@ -52,13 +49,6 @@ def test_iteration_series_best_so_far_and_markers():
     assert markers.to_dict("records") == [
         {"iteration": 1, "score": 0.6, "status": "accepted", "proposal": 1},
         {"iteration": 2, "score": 0.2, "status": "rejected", "proposal": 2}]
-
-
-def test_minibatch_means_use_effective_child_scores():
-    trials = [Trial(id=i, run_id="r", candidate_id=12, example_id=i, split=Split.TRAIN,
-                    example_index=i, phase=TrialPhase.CHILD, proposal_id=2, score=s)
-              for i, s in ((1, 0.5), (2, None), (3, 1.0))]
-    assert minibatch_means(trials) == {2: {"child": 0.75}}
 
 
 def test_score_matrix_keeps_missing_as_nan():

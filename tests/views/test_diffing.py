@@ -6,13 +6,13 @@ import re
 
 from studio.views.diffing import (
     diff_stats,
-    escape_markdown,
     inline_markdown,
     side_by_side,
     side_by_side_markdown,
     tokenize,
     word_diff,
 )
+from studio.views.markdown import escape_markdown
 
 
 def test_tokenize_round_trips():

@@ -6,7 +6,6 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
-import pytest
 
 from studio.engine.history import proposal_row
 from studio.model.evidence import Evidence, Sums
@@ -25,19 +24,14 @@ from studio.model.records import (
     TrialPhase,
 )
 from studio.views.tables import (
-    TrialFilters,
-    append_trials,
-    changed_trial_ids,
     dimension_scores,
     evidence_frame,
-    filter_trials,
     format_duration,
     format_score,
     override_changes,
     override_signature,
     progress_summary,
     proposal_history,
-    replace_trials,
     review_frame,
     run_label,
     trace_tool_calls,
@@ -71,45 +65,13 @@ def test_trial_frame_uses_effective_scores_and_candidate_indexes():
     assert bool(frame.loc[1, "overridden"]) and frame.loc[1, "feedback"] == "human says"
 
 
-def test_append_and_replace_keep_order_and_positions():
-    frame = trial_frame([trial(1), trial(2)], {1: 0})
-    frame = append_trials(frame, trial_frame([trial(3)], {1: 0}))
-    assert list(frame["id"]) == [1, 2, 3]
-    updated = trial_frame([trial(2, score=0.1)], {1: 0})
-    frame = replace_trials(frame, updated)
-    assert list(frame["id"]) == [1, 2, 3] and frame.loc[1, "score"] == 0.1
-    assert append_trials(frame, trial_frame([], {})).equals(frame)
-
-
-def test_filters():
-    o = Override(trial_id=3, score=1.0, judge_score=0.2, author="a")
-    frame = trial_frame([trial(1, score=0.2, iteration=0, phase=TrialPhase.VALSET),
-                         trial(2, score=None, error="timed out", iteration=1),
-                         trial(3, score=0.2, iteration=2, override=o, candidate=2)],
-                        {1: 0, 2: 1})
-    ids = lambda f: list(filter_trials(frame, f)["id"])  # noqa: E731
-    assert ids(TrialFilters()) == [1, 2, 3]
-    assert ids(TrialFilters(iterations=(1, 2))) == [2, 3]
-    assert ids(TrialFilters(candidates=[1])) == [3]
-    assert ids(TrialFilters(phases=["valset"])) == [1]
-    assert ids(TrialFilters(score_range=(0.5, 1.0))) == [2, 3]
-    assert ids(TrialFilters(score_range=(0.5, 1.0), include_unscored=False)) == [3]
-    assert ids(TrialFilters(errors="only errors")) == [2]
-    assert ids(TrialFilters(errors="no errors")) == [1, 3]
-    assert ids(TrialFilters(overridden="overridden")) == [3]
-    assert ids(TrialFilters(overridden="not overridden")) == [1, 2]
-    with pytest.raises(ValueError, match="errors filter"):
-        filter_trials(frame, TrialFilters(errors="some"))
-
-
-def test_override_signature_and_changed_trials():
+def test_override_signature_changes_when_an_override_is_added_or_undone():
     a = Override(id=1, trial_id=10, score=1.0, author="x")
     b = Override(id=2, trial_id=11, score=0.0, author="x")
     before = override_signature([a])
     assert override_signature([a, b]) != before
-    assert changed_trial_ids([a, b], before) == {11}
     undone = a.model_copy(update={"undone_at": datetime.now(UTC)})
-    assert changed_trial_ids([undone, b], override_signature([a, b])) == {10}
+    assert override_signature([undone, b]) != override_signature([a, b])
 
 
 def test_progress_summary_and_eta_counts_down():
