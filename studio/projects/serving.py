@@ -124,7 +124,8 @@ def serve(command: list[str], env: dict[str, str]) -> int:
     ``studio ui`` as a parent of Streamlit would die on SIGTERM (a service manager, ``kill``)
     and leave the server running, still holding the port. Replaced by it, the signal reaches
     Streamlit, which shuts down. Where ``exec`` does not replace a process (Windows starts a new
-    one and exits), the server runs as a child sent every SIGINT and SIGTERM this one receives.
+    one and exits), the server runs as a child that is passed the SIGTERM and SIGINT this one
+    receives (:func:`serve_as_child`).
     """
     sys.stdout.flush()  # exec discards what is still buffered
     sys.stderr.flush()
@@ -136,11 +137,14 @@ def serve(command: list[str], env: dict[str, str]) -> int:
 def serve_as_child(command: list[str], env: dict[str, str]) -> int:
     """Run the server as a child, passing on SIGINT and SIGTERM; its exit code (``128 + N``
     when signal N ended it, as a shell reports it)."""
-    started: list[subprocess.Popen] = []
+    started: list[subprocess.Popen[bytes]] = []
 
     def forward(signum: int, _frame: object) -> None:
         for child in started:
-            child.send_signal(signum)
+            if signum == signal.SIGTERM:
+                child.terminate()
+            elif os.name == "posix":  # elsewhere the console sends Ctrl-C to the child too
+                child.send_signal(signum)
 
     previous = {stop: signal.signal(stop, forward) for stop in (signal.SIGINT, signal.SIGTERM)}
     try:

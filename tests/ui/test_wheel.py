@@ -5,6 +5,7 @@ exception, the examples offered, and the server stopped by a SIGTERM to `studio 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ import site
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -36,17 +38,30 @@ NOT_SOURCES = shutil.ignore_patterns(
     "test-artifacts", ".pytest_cache", ".ruff_cache", ".mypy_cache", "*.db", "*.db-*",
     ".evolution-studio")
 """What a clean checkout does not have: a stale build/ would put deleted modules in the wheel."""
+SHIPPED = {"studio/app.py", "studio/_ui/.streamlit/config.toml", "studio/_ui/pages/home.py",
+           "studio/_ui/components/frame.py", "studio/_ui/examples/haiku_scripted.yaml",
+           "studio/_ui/examples/data/capitals.csv"}
 PAGES = ["Projects", "Run", "Review", "Proposals", "Compare", "Agreement", "Home"]
+
+
+def run(command: list[str], **kwargs) -> str:
+    """A command's output; its output in the failure when it fails (kept quiet when it works:
+    the build prints setuptools' deprecation notices)."""
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    assert done.returncode == 0, f"{command[:4]} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
 
 
 def build_wheel(work: Path) -> Path:
     """The wheel of a copy of this checkout, built offline with this environment's setuptools
     (the dev extra pins the one pyproject.toml builds with)."""
+    if not any(importlib.util.find_spec(m) for m in ("setuptools.command.bdist_wheel", "wheel")):
+        pytest.fail("this environment's setuptools cannot build wheels (before 70.1, without the "
+                    "wheel package): pip install -e '.[dev]' installs the pinned setuptools")
     source = work / "source"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--quiet", "--wheel-dir", str(work / "dist"), str(source)],
-                   check=True)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "--wheel-dir", str(work / "dist"), str(source)])
     return next((work / "dist").glob("evolution_studio-*.whl"))
 
 
@@ -61,14 +76,12 @@ def fresh_environment(path: Path, wheel: Path) -> Path:
     install's import hook stays off and only the wheel can provide the studio."""
     venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(path)
     python = path / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path("
-                              "'purelib'))"], check=True, capture_output=True, text=True)
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-                    "--no-index", "--ignore-installed", "--quiet", str(wheel)], check=True,
-                   env=outside_env())
+    purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
+    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
+         "--ignore-installed", str(wheel)], env=outside_env())
     # after the install: pip would see this environment's editable studio and skip the wheel
     dependencies = [*site.getsitepackages(), site.getusersitepackages()]
-    Path(purelib.stdout.strip(), "studio_dependencies.pth").write_text("\n".join(dependencies))
+    Path(purelib.strip(), "studio_dependencies.pth").write_text("\n".join(dependencies))
     return path / "bin"
 
 
@@ -77,8 +90,7 @@ def installed_studio(bin_dir: Path, cwd: Path, env: dict[str, str]) -> list[str]
     exists there (it must not: the wheel keeps the UI inside the package)."""
     probe = ("import importlib.util, studio; print(studio.__file__); "
              "print(importlib.util.find_spec('components'))")
-    return subprocess.run([str(bin_dir / "python"), "-c", probe], cwd=cwd, env=env, check=True,
-                          capture_output=True, text=True).stdout.split()
+    return run([str(bin_dir / "python"), "-c", probe], cwd=cwd, env=env).split()
 
 
 def nav(page, title: str) -> None:
@@ -96,6 +108,10 @@ def problems_shown(page) -> list[str]:
 
 def test_the_installed_wheel_serves_every_page_from_an_empty_folder(tmp_path):
     wheel = build_wheel(tmp_path)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    tops = {name.split("/")[0] for name in names if not name.startswith("evolution_studio-")}
+    assert tops == {"studio"}, "the wheel claims a top-level name besides studio"
+    assert not SHIPPED - names, SHIPPED - names
     bin_dir = fresh_environment(tmp_path / "venv", wheel)
     empty = tmp_path / "elsewhere"
     empty.mkdir()
