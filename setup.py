@@ -20,7 +20,7 @@ UI = "studio._ui"
 class BuildPy(build_py):
     """The root's own Python files (this one) are not part of the UI folder."""
 
-    def find_package_modules(self, package, package_dir):
+    def find_package_modules(self, package: str, package_dir: str) -> list[tuple[str, str, str]]:
         return [] if package == UI else super().find_package_modules(package, package_dir)
 
 

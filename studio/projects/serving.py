@@ -90,27 +90,40 @@ def streamlit_command(*, address: str = "localhost", port: int = 8501,
                "--runner.postScriptGC", "false"]
     for host in hosts:
         command += ["--server.allowedHosts", host]
-    return command + config_flags(ui_root() / ".streamlit" / "config.toml", set_by=command)
+    user_files = [Path.home() / ".streamlit" / "config.toml", Path(".streamlit") / "config.toml"]
+    return command + config_flags(ui_root() / ".streamlit" / "config.toml", set_by=command,
+                                  user_files=user_files)
 
 
-def config_flags(path: Path, *, set_by: Iterable[str] = ()) -> list[str]:
+def config_flags(path: Path, *, set_by: Iterable[str] = (),
+                 user_files: Iterable[Path] = ()) -> list[str]:
     """The settings of the studio's ``.streamlit/config.toml`` as ``streamlit run`` flags, but
-    those already in ``set_by``.
+    those already in ``set_by`` and those a person set in ``user_files`` (Streamlit's own
+    ``~/.streamlit`` and ``./.streamlit`` files, which it reads as usual).
 
-    Streamlit reads that file only when started in the folder holding it (the repository's
-    root), and an installed studio is started anywhere: as flags, its theme, toolbar and log level
-    hold wherever ``studio ui`` runs."""
-    if not path.is_file():
-        return []
-    given = {arg for arg in set_by if arg.startswith("--")}
+    Streamlit reads the studio's file only when started in the folder holding it (the
+    repository's root), and an installed studio is started anywhere: as flags, its theme, toolbar
+    and log level hold wherever ``studio ui`` runs."""
+    taken = {arg for arg in set_by if arg.startswith("--")}
+    for user_file in user_files:
+        taken |= {f"--{name}" for name in _settings(user_file)}
     flags: list[str] = []
-    for section, options in tomllib.loads(path.read_text(encoding="utf-8")).items():
-        for key, value in options.items():
-            flag = f"--{section}.{key}"
-            if flag not in given:
-                for one in value if isinstance(value, list) else [value]:
-                    flags += [flag, _flag_value(one)]
+    for name, value in _settings(path).items():
+        if f"--{name}" not in taken:
+            for one in value if isinstance(value, list) else [value]:
+                flags += [f"--{name}", _flag_value(one)]
     return flags
+
+
+def _settings(path: Path) -> dict[str, Any]:
+    """A Streamlit config file as ``{"section.option": value}``; nothing for a missing file or
+    one that does not parse (Streamlit reports that one itself when it reads it)."""
+    try:
+        sections = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+    return {f"{section}.{key}": value for section, options in sections.items()
+            if isinstance(options, dict) for key, value in options.items()}
 
 
 def _flag_value(value: Any) -> str:

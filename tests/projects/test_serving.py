@@ -49,7 +49,19 @@ def test_the_shipped_streamlit_settings_are_flags_but_those_the_command_sets(tmp
     assert config_flags(tmp_path / "missing.toml") == []
 
 
-def test_studio_ui_carries_the_theme_of_the_repository_config():
+def test_a_setting_of_the_persons_own_streamlit_config_is_left_to_it(tmp_path):
+    shipped, mine = tmp_path / "shipped.toml", tmp_path / "mine.toml"
+    shipped.write_text('[theme]\nbase = "light"\nprimaryColor = "#2f6f4e"\n')
+    mine.write_text('[theme]\nbase = "dark"\n')
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[theme\n")
+    assert config_flags(shipped, user_files=[mine, broken, tmp_path / "none.toml"]) == [
+        "--theme.primaryColor", "#2f6f4e"]
+
+
+def test_studio_ui_carries_the_theme_of_the_repository_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
     command = streamlit_command(port=8600)
     flags = dict(zip(command[5::2], command[6::2], strict=False))
     assert flags["--theme.primaryColor"] == "#2f6f4e" and flags["--client.toolbarMode"] == "minimal"
