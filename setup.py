@@ -30,6 +30,6 @@ setup(
     # the repository's root is the UI folder: its pages/, components/... keep their names
     package_dir={UI: "."},
     package_data={UI: [".streamlit/config.toml", "examples/*.yaml", "examples/data/*"]},
-    include_package_data=False,
+    include_package_data=False,  # True would add the root's README.md, pyproject.toml... too
     cmdclass={"build_py": BuildPy},
 )
