@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import streamlit as st
 
 from components import loaders, session
 from studio.cli import quiet_library_logs
 from studio.model.redaction import mask
+from studio.projects.serving import APP, ui_root
 from studio.views.tables import run_label
 
-HOME = "../pages/home.py"
-PROJECTS = "../pages/projects.py"
-RUN = "../pages/run.py"
-REVIEW = "../pages/review.py"
-PROPOSALS = "../pages/proposals.py"
-COMPARE = "../pages/compare.py"
-AGREEMENT = "../pages/agreement.py"
-"""Page paths relative to ``studio/app.py`` (for st.switch_page and st.page_link)."""
+
+def _page(name: str) -> str:
+    """A page's path relative to ``studio/app.py``, as st.switch_page and st.page_link take it:
+    ``../pages/x.py`` in a checkout, ``_ui/pages/x.py`` installed from a wheel."""
+    return Path(os.path.relpath(ui_root() / "pages" / f"{name}.py", APP.parent)).as_posix()
+
+
+HOME = _page("home")
+PROJECTS = _page("projects")
+RUN = _page("run")
+REVIEW = _page("review")
+PROPOSALS = _page("proposals")
+COMPARE = _page("compare")
+AGREEMENT = _page("agreement")
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
                  "MISTRAL_API_KEY", "GROQ_API_KEY")

@@ -1,7 +1,8 @@
 """The studio's entrypoint: ``streamlit run studio/app.py``.
 
-A router (``st.navigation``) over the thin pages in ``../pages``, with the shared sidebar. This is
-the only module of the ``studio`` package that imports Streamlit.
+A router (``st.navigation``) over the thin pages in ``../pages`` (``_ui/pages`` once installed from
+a wheel), with the shared sidebar. This is the only module of the ``studio`` package that imports
+Streamlit.
 """
 
 from __future__ import annotations
@@ -18,11 +19,18 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
+from studio.projects.serving import check_bind_address, remote_allowed, ui_root  # noqa: E402
+
+# The folder of pages/ and components/: the root above in a checkout, studio/_ui once installed
+# (setup.py), where `from components import ...` finds them the same way.
+_UI = ui_root()
+if str(_UI) not in sys.path:
+    sys.path.insert(0, str(_UI))
+
 import streamlit as st  # noqa: E402
 
 from components import frame, session  # noqa: E402
 from studio.model.errors import ConfigError  # noqa: E402
-from studio.projects.serving import check_bind_address, remote_allowed  # noqa: E402
 
 st.set_page_config(page_title="Evolution Studio", page_icon="🧬",
                    layout="wide")
@@ -34,7 +42,7 @@ except ConfigError as refused:
 frame.setup_logging()
 session.init_app_state()
 
-_PAGES = _ROOT / "pages"
+_PAGES = _UI / "pages"
 SECTIONS = {
     "Studio": [
         st.Page(_PAGES / "home.py", title="Home", icon=":material/home:", default=True),

@@ -539,10 +539,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     """Start the studio's web server with its settings, on this machine unless told otherwise."""
     import os
-    import subprocess
 
     from studio.projects.files import ALLOW_CODE_REFS_ENV
-    from studio.projects.serving import ALLOW_REMOTE_ENV, check_bind_address, streamlit_command
+    from studio.projects.serving import (
+        ALLOW_REMOTE_ENV,
+        check_bind_address,
+        serve,
+        streamlit_command,
+    )
 
     check_bind_address(args.address, allow_remote=args.allow_remote)
     env = dict(os.environ)
@@ -559,7 +563,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         print(" ".join(command))
         return 0
     try:
-        return subprocess.call(command, env=env)
+        return serve(command, env)
     except KeyboardInterrupt:
         return 130
 

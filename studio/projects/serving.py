@@ -1,6 +1,6 @@
 """How the studio's web server is started: on this machine only, with the studio's settings,
-wherever it is launched from (``studio ui``); and the check ``studio/app.py`` makes before it
-serves a page.
+wherever it is launched from (``studio ui``); where its pages are, in a checkout or installed;
+and the check ``studio/app.py`` makes before it serves a page.
 
 The studio runs models, shows their output and stores projects: anyone who can reach it can use
 the API keys it holds. Serving a team means putting authentication in front (README, "Security").
@@ -10,15 +10,34 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
+import subprocess
 import sys
+import tomllib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from studio.model.errors import ConfigError
 
 ALLOW_REMOTE_ENV = "STUDIO_ALLOW_REMOTE"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 MAX_UPLOAD_MB = 20
-APP = Path(__file__).resolve().parents[1] / "app.py"
+PACKAGE = Path(__file__).resolve().parents[1]
+APP = PACKAGE / "app.py"
+INSTALLED_UI = PACKAGE / "_ui"
+"""Where a wheel puts the web UI (setup.py): pages/, components/, examples/, .streamlit/."""
+CHECKOUT_UI = PACKAGE.parent
+"""Where a checkout (or an editable install of one) has them: the repository's root."""
+
+
+def ui_root() -> Path:
+    """The folder holding the web UI's ``pages/``, ``components/``, ``examples/`` and
+    ``.streamlit/``: ``studio/_ui`` when installed from a wheel, else the repository's root.
+
+    The installed place is looked at first: site-packages, the parent of an installed package,
+    may hold anything, including another distribution's ``pages`` folder."""
+    return INSTALLED_UI if (INSTALLED_UI / "pages").is_dir() else CHECKOUT_UI
 
 
 def remote_allowed() -> bool:
@@ -71,4 +90,80 @@ def streamlit_command(*, address: str = "localhost", port: int = 8501,
                "--runner.postScriptGC", "false"]
     for host in hosts:
         command += ["--server.allowedHosts", host]
-    return command
+    user_files = [Path.home() / ".streamlit" / "config.toml", Path(".streamlit") / "config.toml"]
+    return command + config_flags(ui_root() / ".streamlit" / "config.toml", set_by=command,
+                                  user_files=user_files)
+
+
+def config_flags(path: Path, *, set_by: Iterable[str] = (),
+                 user_files: Iterable[Path] = ()) -> list[str]:
+    """The settings of the studio's ``.streamlit/config.toml`` as ``streamlit run`` flags, but
+    those already in ``set_by`` and those a person set in ``user_files`` (Streamlit's own
+    ``~/.streamlit`` and ``./.streamlit`` files, which it reads as usual).
+
+    Streamlit reads the studio's file only when started in the folder holding it (the
+    repository's root), and an installed studio is started anywhere: as flags, its theme, toolbar
+    and log level hold wherever ``studio ui`` runs."""
+    taken = {arg for arg in set_by if arg.startswith("--")}
+    for user_file in user_files:
+        taken |= {f"--{name}" for name in _settings(user_file)}
+    flags: list[str] = []
+    for name, value in _settings(path).items():
+        if f"--{name}" not in taken:
+            for one in value if isinstance(value, list) else [value]:
+                flags += [f"--{name}", _flag_value(one)]
+    return flags
+
+
+def _settings(path: Path) -> dict[str, Any]:
+    """A Streamlit config file as ``{"section.option": value}``; nothing for a missing file or
+    one that does not parse (Streamlit reports that one itself when it reads it)."""
+    try:
+        sections = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+    return {f"{section}.{key}": value for section, options in sections.items()
+            if isinstance(options, dict) for key, value in options.items()}
+
+
+def _flag_value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def serve(command: list[str], env: dict[str, str]) -> int:
+    """Run the server ``command`` in place of this process; return its exit code where this
+    process cannot be replaced.
+
+    ``studio ui`` as a parent of Streamlit would die on SIGTERM (a service manager, ``kill``)
+    and leave the server running, still holding the port. Replaced by it, the signal reaches
+    Streamlit, which shuts down. Where ``exec`` does not replace a process (Windows starts a new
+    one and exits), the server runs as a child that is passed the SIGTERM and SIGINT this one
+    receives (:func:`serve_as_child`).
+    """
+    sys.stdout.flush()  # exec discards what is still buffered
+    sys.stderr.flush()
+    if os.name == "posix":
+        os.execve(command[0], command, env)
+    return serve_as_child(command, env)
+
+
+def serve_as_child(command: list[str], env: dict[str, str]) -> int:
+    """Run the server as a child, passing on SIGINT and SIGTERM; its exit code (``128 + N``
+    when signal N ended it, as a shell reports it)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in started:
+            if signum == signal.SIGTERM:
+                child.terminate()
+            elif os.name == "posix":  # elsewhere the console sends Ctrl-C to the child too
+                child.send_signal(signum)
+
+    previous = {stop: signal.signal(stop, forward) for stop in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        started.append(subprocess.Popen(command, env=env))
+        code = started[0].wait()
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+    return 128 - code if code < 0 else code

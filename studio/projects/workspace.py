@@ -46,9 +46,10 @@ from studio.projects.files import (
     resolve_testset,
     start_run,
 )
+from studio.projects.serving import ui_root
 from studio.store import Store
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES_DIR = ui_root() / "examples"
 
 
 @dataclass(frozen=True)
