@@ -477,7 +477,8 @@ def test_the_result_has_gepa_adks_improved_and_schema_version(port_store):
 def test_trial_builder_follows_the_seeds_documentation():
     """Seed 002 documents ``build_feedback(0.75) == {"score": 0.75}`` and
     ``feedback_dimensions``; gepa-adk 2.8's code adds ``feedback_text: ""`` and spells the
-    dimensions ``dimensions``. The studio follows the documentation (see the README)."""
+    dimensions ``dimensions``. The studio follows the documentation
+    (see docs/guides/gepa-adk.md)."""
     from studio.engine.trials import TrialBuilder, normalize_feedback
 
     builder = TrialBuilder()
