@@ -248,3 +248,15 @@ def test_readme_is_a_newcomers_page() -> None:
     for needed in ("streamlit run studio/app.py", "studio ui", "pytest --all",
                    "docs/images/", "llama-cpp-python"):
         assert needed in text, needed
+
+
+def test_fork_panel_placeholder_is_a_critic_the_studio_accepts(folder: Path) -> None:
+    """The Fork panel shows an example critic as its placeholder: a reader copies it, so it must
+    be a shape the studio accepts (it once was ``evaluator: {name: ...}``, which is refused)."""
+    source = (ROOT / "components" / "fork_panel.py").read_text(encoding="utf-8")
+    match = re.search(r'placeholder="(\{type: evaluator[^"]*\})"', source)
+    assert match is not None, "the Fork panel's critic placeholder moved: update this test"
+    project = {**BASE_PROJECT, "critic": yaml.safe_load(match.group(1))}
+    (folder / "project.yaml").write_text(yaml.safe_dump(project), encoding="utf-8")
+    code, output = studio("validate", str(folder / "project.yaml"))
+    assert code == 0, output
