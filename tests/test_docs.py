@@ -224,19 +224,29 @@ def test_generated_reference_is_fresh() -> None:
     assert not stale, f"run python docs/generate.py: stale {[str(p) for p in stale]}"
 
 
-LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(path: Path) -> set[str]:
+    """The heading anchors GitHub makes: lower case, punctuation dropped, spaces to hyphens."""
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    headings = re.findall(r"^#+ (.+)$", text, re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
 
 
 def test_relative_links_resolve() -> None:
     broken = []
     for path in DOC_FILES:
-        for target in LINK.findall(path.read_text(encoding="utf-8")):
+        for link in LINK.findall(path.read_text(encoding="utf-8")):
+            target, _, anchor = link.partition("#")
             if re.match(r"^[a-z]+:", target):
                 continue
-            resolved = (path.parent / target).resolve()
-            if not resolved.exists() and \
-                    str(resolved.relative_to(ROOT)) not in OTHER_BRANCH_LINKS:
-                broken.append(f"{path.relative_to(ROOT)}: {target}")
+            resolved = (path.parent / target).resolve() if target else path
+            if not resolved.exists():
+                if str(resolved.relative_to(ROOT)) not in OTHER_BRANCH_LINKS:
+                    broken.append(f"{path.relative_to(ROOT)}: {link}")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                broken.append(f"{path.relative_to(ROOT)}: {link} (no such heading)")
     assert not broken, broken
 
 
