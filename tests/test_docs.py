@@ -158,6 +158,9 @@ def test_snippet_runs(snippet: Snippet, folder: Path) -> None:
         FIXTURES[fixture](folder)
     if snippet.language == "python":
         run_python(snippet)
+        code, runs = studio("runs")
+        unfinished = [line for line in runs.splitlines() if line.split()[1:2] != ["completed"]]
+        assert code == 0 and not unfinished, f"{snippet.where} left runs unfinished: {unfinished}"
         return
     project = folder / "project.yaml"
     project.write_text(project_text(snippet), encoding="utf-8")
