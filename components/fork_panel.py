@@ -64,7 +64,7 @@ def form(run_id: str, analysis: Any) -> None:
         name = right.text_input("Name (optional)", key=f"{key}.name", max_chars=200)
         critic = st.text_area("Another critic (YAML, optional; empty: this run's critic)",
                               key=f"{key}.critic", height=90, max_chars=50_000,
-                              placeholder="{type: evaluator, evaluator: {name: exact_match}}")
+                              placeholder="{type: evaluator, evaluator: {evaluator: exact_match}}")
         submitted = st.form_submit_button("Start fork", icon=":material/call_split:",
                                           type="primary")
     if submitted:

@@ -35,7 +35,7 @@ from studio.model.errors import (
     ScoreOutOfRangeError,
     ScoringError,
 )
-from studio.model.feedback import TRIAL_KEYS, Feedback
+from studio.model.feedback import CRITIC_SCORER_KEYS, Feedback
 from studio.model.jsontools import DuplicateKeyError, first_json_object, unique_keys
 from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
 from studio.model.redaction import redact
@@ -117,13 +117,13 @@ def normalize_feedback(score: float, metadata: dict[str, Any] | None = None) -> 
     """Simple or advanced critic output in the gepa-adk trial format.
 
     ``feedback`` becomes ``feedback_text`` (always present); ``dimension_scores``,
-    ``actionable_guidance`` (:meth:`Feedback.trial_fields`) and any other non-empty fields are
+    ``actionable_guidance`` (:data:`CRITIC_SCORER_KEYS`) and any other non-empty fields are
     kept. Parsed by :func:`studio.critics.feedback.parse_feedback`, so a badly shaped field
     raises :class:`studio.model.errors.FeedbackShapeError` naming it.
     """
     feedback = parse_feedback(score, metadata)
-    normalized: dict[str, Any] = {"score": feedback.score, TRIAL_KEYS["text"]: feedback.text,
-                                  **feedback.trial_fields()}
+    normalized: dict[str, Any] = {"score": feedback.score, "feedback_text": feedback.text,
+                                  **feedback.trial_fields(CRITIC_SCORER_KEYS)}
     normalized.update({key: value for key, value in feedback.extra.items()
                        if key != "raw_output" and value not in (None, "", {})})
     return normalized

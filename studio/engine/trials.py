@@ -8,16 +8,34 @@ writer of the trial format's keys); this module only lays out the trial.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
-from studio.model.feedback import Feedback
+from studio.critics.feedback import parse_feedback
+from studio.model.feedback import NORMALIZED_KEYS, Feedback
 
-__all__ = ["TrialBuilder"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["TrialBuilder", "normalize_feedback"]
+
+
+def normalize_feedback(score: float | None, raw_feedback: str | dict[str, Any] | None) -> dict:
+    """gepa-adk's ``trial_builder.normalize_feedback`` (seed 002), as its users call it: simple
+    (string) or advanced (dict) feedback as ``{score, feedback_text, dimensions?, guidance?,
+    custom fields}``. ``score`` always wins over a ``score`` key; a badly shaped field raises
+    :class:`studio.model.errors.FeedbackShapeError` naming it. The product itself reads the
+    :class:`Feedback` record; this shape exists for ported code."""
+    feedback = parse_feedback(score, raw_feedback)
+    return {"score": score, "feedback_text": feedback.text,
+            **feedback.trial_fields(NORMALIZED_KEYS), **feedback.extra}
 
 
 class TrialBuilder:
     """Builds trial records in the GEPA format from a critic's feedback."""
+
+    def __init__(self) -> None:
+        self._logger = logger
 
     def build_feedback(
         self,
@@ -25,9 +43,10 @@ class TrialBuilder:
         metadata: Feedback | Mapping[str, Any] | None = None,
         *,
         error: str | None = None,
+        log_passthrough: bool = False,
     ) -> dict[str, Any]:
-        """The feedback dict: ``score`` always; ``feedback_text``, ``actionable_guidance``,
-        ``dimension_scores`` and ``error`` only when non-empty, to keep prompts clean.
+        """The feedback dict: ``score`` always; ``feedback_text``, ``feedback_guidance``,
+        ``feedback_dimensions`` and ``error`` only when non-empty, to keep prompts clean.
         ``metadata`` is a :class:`Feedback`, or a critic's metadata in any spelling the record
         reads; a badly shaped field is left out rather than shown to reflection."""
         record = metadata if isinstance(metadata, Feedback) else Feedback.model_validate(
@@ -35,6 +54,8 @@ class TrialBuilder:
         feedback: dict[str, Any] = {"score": score, **record.trial_fields()}
         if error:
             feedback["error"] = error
+        if log_passthrough:
+            self._logger.debug("feedback fields passed through: %s", sorted(feedback))
         return feedback
 
     def build_trial(
@@ -47,6 +68,7 @@ class TrialBuilder:
         error: str | None = None,
         trace: dict[str, Any] | None = None,
         extra_trajectory: dict[str, Any] | None = None,
+        log_passthrough: bool = False,
     ) -> dict[str, Any]:
         """A full trial: ``{"feedback": ..., "trajectory": {input?, output, trace?, ...}}``.
         The input is left out when None (pipelines where it is implicit)."""
@@ -58,5 +80,6 @@ class TrialBuilder:
             trajectory["trace"] = trace
         if extra_trajectory:
             trajectory.update(extra_trajectory)
-        return {"feedback": self.build_feedback(score, metadata, error=error),
+        return {"feedback": self.build_feedback(score, metadata, error=error,
+                                                log_passthrough=log_passthrough),
                 "trajectory": trajectory}

@@ -15,8 +15,8 @@ Differences, on purpose:
   failure: pass rate and score statistics cover judged cases only (``error_count`` says how many
   were not). ``on_fail`` is not called for it.
 - ``pass_rate`` is a percentage (0-100) as in Agno; ``pass_fraction`` is the same in [0, 1]
-  (code that read ``pass_rate`` as a fraction reads ``pass_fraction``: see the README's Agno
-  table). With no judged case both are None, where Agno reports 0.0.
+  (code that read ``pass_rate`` as a fraction reads ``pass_fraction``: see the Agno table in
+  docs/guides/evaluators.md). With no judged case both are None, where Agno reports 0.0.
 - The judge is an ADK agent reached through LiteLLM: ``model`` is a LiteLLM string or an
   Agno-style model object (``OpenAIChat(id="gpt-4o")`` -> ``"openai/gpt-4o"``), and
   ``evaluator_agent`` an ADK ``LlmAgent`` (an Agno ``Agent`` is refused, naming what to pass).

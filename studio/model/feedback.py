@@ -8,9 +8,11 @@ reflection and pages read its fields: ``score``, ``text``, ``guidance``, ``dimen
   schema (``feedback``, ``dimension_scores``, ``actionable_guidance``), a gepa-adk trial dict
   (``feedback_text``, ``feedback_guidance``, ``feedback_dimensions``), and rows stored before
   this record, which kept the critic's raw reply in any of those spellings;
-- written (:meth:`Feedback.trial_fields`): gepa-adk's trial format, which the reflection agent
-  reads and ``normalize_feedback`` returns (``feedback_text``, ``actionable_guidance``,
-  ``dimension_scores``, as gepa-adk documents a trial record).
+- written (:meth:`Feedback.trial_fields`): the shapes the seeds document, each used only by its
+  adapter: the trial format reflection reads (``TrialBuilder``: ``feedback_text``,
+  ``feedback_guidance``, ``feedback_dimensions``), ``CriticScorer``'s ``normalize_feedback``
+  (``dimension_scores``, ``actionable_guidance``) and ``trial_builder.normalize_feedback``
+  (``dimensions``, ``guidance``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from studio.model.errors import FeedbackShapeError
 
-__all__ = ["Feedback", "SPELLINGS", "TRIAL_KEYS", "read_feedback"]
+__all__ = ["CRITIC_SCORER_KEYS", "Feedback", "NORMALIZED_KEYS", "SPELLINGS", "TRIAL_KEYS",
+           "read_feedback"]
 
 SPELLINGS: dict[str, tuple[str, ...]] = {
     "text": ("text", "feedback_text", "feedback"),
@@ -31,9 +34,17 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "dimensions": ("dimensions", "dimension_scores", "feedback_dimensions"),
 }
 """Each field's spellings a reply or an old row may use, the record's own first."""
-TRIAL_KEYS = {"text": "feedback_text", "guidance": "actionable_guidance",
-              "dimensions": "dimension_scores"}
-"""The field names of gepa-adk's trial format (its single-agent evolution guide)."""
+TRIAL_KEYS = {"text": "feedback_text", "guidance": "feedback_guidance",
+              "dimensions": "feedback_dimensions"}
+"""The trial format reflection reads: gepa-adk's ``TrialBuilder.build_feedback`` (seed 002)."""
+CRITIC_SCORER_KEYS = {"text": "feedback_text", "guidance": "actionable_guidance",
+                      "dimensions": "dimension_scores"}
+"""What gepa-adk's ``CriticScorer`` module's ``normalize_feedback`` returns (seed 000)."""
+NORMALIZED_KEYS = {"text": "feedback_text", "guidance": "guidance", "dimensions": "dimensions"}
+"""What gepa-adk's ``trial_builder.normalize_feedback`` returns (seed 002).
+
+The three seed-documented shapes are written only here and used only by their adapters
+(``studio.engine.trials`` and ``studio.critics.agent``); the product speaks the record."""
 _KNOWN = {"score", "extra"} | {key for keys in SPELLINGS.values() for key in keys}
 
 
@@ -66,19 +77,20 @@ class Feedback(BaseModel):
         why = self.extra.get("error")
         return None if why in (None, "") else str(why)
 
-    def trial_fields(self) -> dict[str, Any]:
-        """The text, guidance and dimensions in gepa-adk's trial format, each only when it says
+    def trial_fields(self, keys: Mapping[str, str] = TRIAL_KEYS) -> dict[str, Any]:
+        """The text, guidance and dimensions under ``keys`` (by default the trial format
+        reflection reads; a seed adapter passes its own shape), each only when it says
         something (blank text, empty guidance and NaN dimensions are left out), so a
         reflection prompt stays clean. The score is the caller's: reflection reads the
         effective one."""
         fields: dict[str, Any] = {}
         if self.text.strip():
-            fields[TRIAL_KEYS["text"]] = self.text
+            fields[keys["text"]] = self.text
         if self.guidance.strip():
-            fields[TRIAL_KEYS["guidance"]] = self.guidance
+            fields[keys["guidance"]] = self.guidance
         dimensions = {k: v for k, v in self.dimensions.items() if not math.isnan(v)}
         if dimensions:
-            fields[TRIAL_KEYS["dimensions"]] = dimensions
+            fields[keys["dimensions"]] = dimensions
         return fields
 
     @model_validator(mode="before")

@@ -4,7 +4,7 @@ costs minutes of CPU, hundreds of MB of memory and tens of MB of database per it
 
 Text a person or a project supplies over its cap is refused with an error naming the field and
 the cap. Text a model writes over its cap is kept up to the cap with a marker saying how much was
-cut, so a run goes on and a reader sees that it was cut. The README's Security section lists them.
+cut, so a run goes on and a reader sees that it was cut. docs/security.md lists them.
 """
 
 from __future__ import annotations

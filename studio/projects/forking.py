@@ -93,7 +93,7 @@ def critic_from_text(text: str, source: str) -> CriticSpec:
 
 def critic_from_argument(argument: str) -> CriticSpec:
     """``--critic``: a YAML file of the CLI user's (a critic section or a project file), or the
-    YAML itself (``"{type: evaluator, evaluator: {name: exact_match}}"``)."""
+    YAML itself (``"{type: evaluator, evaluator: {evaluator: exact_match}}"``)."""
     path = Path(argument)
     if path.suffix.lower() in YAML_FILES and path.is_file():
         data = read_bounded(path, MAX_PROJECT_BYTES, ProjectFileError)

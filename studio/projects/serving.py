@@ -3,7 +3,7 @@ wherever it is launched from (``studio ui``); where its pages are, in a checkout
 and the check ``studio/app.py`` makes before it serves a page.
 
 The studio runs models, shows their output and stores projects: anyone who can reach it can use
-the API keys it holds. Serving a team means putting authentication in front (README, "Security").
+the API keys it holds. Serving a team means putting authentication in front (docs/security.md).
 """
 
 from __future__ import annotations

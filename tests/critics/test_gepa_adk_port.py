@@ -476,18 +476,23 @@ def test_the_result_has_gepa_adks_improved_and_schema_version(port_store):
 
 
 def test_trial_builder_follows_the_seeds_documentation():
-    """Seed 002 documents ``build_feedback(0.75) == {"score": 0.75}`` (gepa-adk 2.8's code adds
-    ``feedback_text: ""``). The extras are spelled as seed 001 documents a trial record and as
-    ``normalize_feedback`` returns them (``dimension_scores``, ``actionable_guidance``): one
-    trial format (see the README)."""
-    from studio.engine.trials import TrialBuilder
+    """Seed 002 documents ``build_feedback(0.75) == {"score": 0.75}`` and
+    ``feedback_dimensions``; gepa-adk 2.8's code adds ``feedback_text: ""`` and spells the
+    dimensions ``dimensions``. The studio follows the documentation
+    (see docs/guides/gepa-adk.md)."""
+    from studio.engine.trials import TrialBuilder, normalize_feedback
 
     builder = TrialBuilder()
     assert builder.build_feedback(0.75) == {"score": 0.75}
     feedback = builder.build_feedback(0.85, metadata={
         "feedback": "Good work", "dimension_scores": {"accuracy": 0.9}})
     assert feedback == {"score": 0.85, "feedback_text": "Good work",
-                        "dimension_scores": {"accuracy": 0.9}}
+                        "feedback_dimensions": {"accuracy": 0.9}}
+    assert normalize_feedback(0.45, {"feedback_text": "Too clinical",
+                                     "dimension_scores": {"voice": 0.2},
+                                     "actionable_guidance": "Add I statements"}) == {
+        "score": 0.45, "feedback_text": "Too clinical", "dimensions": {"voice": 0.2},
+        "guidance": "Add I statements"}
 
 
 def test_a_workflow_without_critic_needs_an_output_schema_on_its_primary(script, port_store):

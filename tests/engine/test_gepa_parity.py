@@ -4,7 +4,7 @@ seeded inputs: the Pareto front, parent sampling, the acceptance rule and the ep
 GEPA's side is driven through its own state and strategies (``GEPAState``,
 ``ParetoCandidateSelector``, ``StrictImprovementAcceptance``, ``EpochShuffledBatchSampler``), fed
 what the studio's run would feed them. Where the studio deliberately differs, the test says how
-and the README's "Differences from GEPA" says why.
+and docs/concepts/loop.md, "Differences from GEPA", says why.
 """
 
 from __future__ import annotations

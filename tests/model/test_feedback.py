@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import insert
 
 from studio.model.errors import FeedbackShapeError
-from studio.model.feedback import Feedback, read_feedback
+from studio.model.feedback import CRITIC_SCORER_KEYS, NORMALIZED_KEYS, Feedback, read_feedback
 from studio.model.records import Candidate, Run, Split, Trial, TrialPhase
 from studio.store import schema as tables
 
@@ -90,12 +90,18 @@ def test_could_not_evaluate_is_a_named_record_never_zero():
     assert Feedback(score=0.5).error is None
 
 
-def test_the_trial_format_has_one_spelling_and_says_only_what_is_there():
+def test_each_seed_shape_is_written_from_the_record_and_says_only_what_is_there():
     feedback = Feedback(score=0.6, text="Needs work", guidance="Add examples",
                         dimensions={"clarity": 0.5, "odd": math.nan})
     assert feedback.trial_fields() == {"feedback_text": "Needs work",
-                                       "actionable_guidance": "Add examples",
-                                       "dimension_scores": {"clarity": 0.5}}
+                                       "feedback_guidance": "Add examples",
+                                       "feedback_dimensions": {"clarity": 0.5}}
+    assert feedback.trial_fields(CRITIC_SCORER_KEYS) == {"feedback_text": "Needs work",
+                                                         "actionable_guidance": "Add examples",
+                                                         "dimension_scores": {"clarity": 0.5}}
+    assert feedback.trial_fields(NORMALIZED_KEYS) == {"feedback_text": "Needs work",
+                                                      "guidance": "Add examples",
+                                                      "dimensions": {"clarity": 0.5}}
     assert Feedback(score=0.6, text="  ").trial_fields() == {}
 
 

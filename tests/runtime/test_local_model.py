@@ -86,7 +86,7 @@ def test_writer_and_simple_critic_on_the_embedded_model():
 
 
 def test_two_demonstrations_turn_the_embedded_models_sentence_into_the_answer():
-    """Why ``few_shot`` exists (README, *Few-shot demonstrations*): under ADK's system prompt
+    """Why ``few_shot`` exists (docs/guides/reflection.md): under ADK's system prompt
     SmolLM2 answers with a sentence whatever the instruction says; two demonstrations given as
     earlier turns of the conversation (through the real ADK + LiteLLM path) make it answer the
     way they do. Greedy decoding, so the replies do not depend on a seed."""
