@@ -22,7 +22,7 @@ import studio.engine.merge as merging
 import studio.engine.proposer as proposer
 from studio.engine.batch import score_batch
 from studio.engine.components import extract_components
-from studio.engine.context import RunContext, StopRun, register_control
+from studio.engine.context import RunContext, StopRun
 from studio.engine.events import (
     AwaitingDecision,
     BaselineScored,
@@ -177,17 +177,17 @@ class Engine:
 
     # ------------------------------------------------------------------ run
 
-    async def run(self) -> str:
-        """Run until a stop condition; returns the stop reason."""
+    async def run(self, worker: str | None = None) -> str:
+        """Run until a stop condition; returns the stop reason. ``worker`` (the run manager's
+        id, None when run directly) is stamped on each trial."""
         ctx = self.ctx
-        ctx.control.loop = asyncio.get_running_loop()
-        register_control(ctx.run_id, ctx.control)
+        ctx.worker = worker
         if ctx.fan_out is not None:
             ctx.fan_out.start()
         try:
-            return await self._run()
+            with ctx.control.attached(ctx.run_id):
+                return await self._run()
         finally:
-            register_control(ctx.run_id, None)
             if ctx.fan_out is not None:
                 ctx.fan_out.close()
 
@@ -383,12 +383,7 @@ class Engine:
         self._last_pool = None  # a person may correct scores while the run waits
         ctx.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
         ctx.emit(RunPaused(run_id=ctx.run_id, iteration=self.state.iteration))
-        while True:
-            ctx.control.changed.clear()
-            if not ctx.control.pause_requested:
-                break
-            ctx.check_stop()
-            await ctx.control.wait()
+        await ctx.control.until(ctx.control.unpaused)
         ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING)
         ctx.emit(RunResumed(run_id=ctx.run_id, iteration=self.state.iteration))
 
