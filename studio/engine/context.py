@@ -141,7 +141,32 @@ def wake_run(run_id: str) -> None:
 
 
 @dataclass
+class RunClock:
+    """A run's time over all its sessions, and how much of it was a person's."""
+
+    started_monotonic: float = field(default_factory=time.monotonic)
+    active_seconds_before: float = 0.0
+    """Active time of earlier sessions of this run (resume after a crash)."""
+    held_seconds: float = 0.0
+    """Of the active time (all sessions), how long the run was paused or waited at a gate for a
+    person: not the machine's time, so not counted toward ``timeout_seconds``."""
+
+    def active_seconds(self) -> float:
+        """Machine time this run has been live (all sessions), pauses and gates included: the
+        elapsed time people see."""
+        return self.active_seconds_before + (time.monotonic() - self.started_monotonic)
+
+    def timed_seconds(self) -> float:
+        """What ``timeout_seconds`` limits: active time less the time paused or at a gate."""
+        return self.active_seconds() - self.held_seconds
+
+
+@dataclass
 class RunContext:
+    """What one run's engine works with, gathered once by
+    :func:`studio.engine.build.build_engine`: the store and the run, the agent and its critic,
+    the examples by split, how people steer it (:attr:`control`) and its time (:attr:`clock`)."""
+
     store: Store
     run: Run
     config: EvolutionConfig
@@ -176,12 +201,8 @@ class RunContext:
     """An align run's :class:`studio.engine.labels.LabelBook`: its labels are read from the
     person's active corrections before and after every batch (None in other runs)."""
     control: RunControl = field(default_factory=RunControl)
-    started_monotonic: float = field(default_factory=time.monotonic)
-    active_seconds_before: float = 0.0
-    """Active time of earlier sessions of this run (resume after a crash)."""
-    held_seconds: float = 0.0
-    """Of the active time (all sessions), how long the run was paused or waited at a gate for a
-    person: not the machine's time, so not counted toward ``timeout_seconds``."""
+    clock: RunClock = field(default_factory=RunClock)
+    """Active time over all sessions, and how much of it a person held (pauses, gates)."""
     _agents: dict[int, BaseAgent] = field(default_factory=dict)
     _metric_calls: int | None = None
 
@@ -190,13 +211,12 @@ class RunContext:
         return self.run.id
 
     def active_seconds(self) -> float:
-        """Machine time this run has been live (all sessions), pauses and gates included: the
-        elapsed time people see."""
-        return self.active_seconds_before + (time.monotonic() - self.started_monotonic)
+        """:meth:`RunClock.active_seconds`."""
+        return self.clock.active_seconds()
 
     def timed_seconds(self) -> float:
-        """What ``timeout_seconds`` limits: active time less the time paused or at a gate."""
-        return self.active_seconds() - self.held_seconds
+        """:meth:`RunClock.timed_seconds`."""
+        return self.clock.timed_seconds()
 
     def agent_for(self, candidate: Candidate) -> BaseAgent:
         agent = self._agents.get(candidate.id)

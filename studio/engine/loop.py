@@ -246,14 +246,14 @@ class Engine:
         _, state = saved
         self.state = LoopState(**state)
         self.planner.restore(self.state)
-        self.ctx.active_seconds_before = self.state.active_seconds
-        self.ctx.held_seconds = self.state.held_seconds
+        self.ctx.clock.active_seconds_before = self.state.active_seconds
+        self.ctx.clock.held_seconds = self.state.held_seconds
         return True
 
     def _checkpoint(self) -> None:
         self.state.rng, self.state.sampler = self.planner.snapshot()
         self.state.active_seconds = self.ctx.active_seconds()
-        self.state.held_seconds = self.ctx.held_seconds
+        self.state.held_seconds = self.ctx.clock.held_seconds
         # a shallow copy: asdict() would deep-copy the random state's 625 numbers each time
         self.ctx.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
                                        dict(vars(self.state)))
@@ -313,12 +313,12 @@ class Engine:
         try:
             return await waiting
         finally:
-            self.ctx.held_seconds += time.monotonic() - started
+            self.ctx.clock.held_seconds += time.monotonic() - started
 
     # ------------------------------------------------------------------ one iteration
 
     async def iterate(self, iteration: int) -> None:
-        started, held = time.monotonic(), self.ctx.held_seconds
+        started, held = time.monotonic(), self.ctx.clock.held_seconds
         plan = self.plan(iteration)
         self.pools.forget()  # read before the plan's first await: stale after it
         if plan.merge is not None:
@@ -327,7 +327,7 @@ class Engine:
             await self.reflection_step(plan)
         # a person's time at the gate is not machine time, so not in the ETA
         self._end_iteration(iteration, time.monotonic() - started
-                            - (self.ctx.held_seconds - held))
+                            - (self.ctx.clock.held_seconds - held))
 
     def plan(self, iteration: int) -> Plan:
         """A merge when one is due and a pair qualifies; else select the parent, sample the
