@@ -63,7 +63,7 @@ async def until_stopped(ctx: RunContext, work: Awaitable[T]) -> T:
     """Await ``work`` unless a person stops the run first: then cancel it at once (calls in
     flight included; what was committed stays) and raise StopRun."""
     task = asyncio.ensure_future(work)
-    task.add_done_callback(lambda _: ctx.control.wake())
+    task.add_done_callback(lambda _: ctx.control.wake())  # its end wakes the wait, as a stop does
     try:
         done = await ctx.control.until(lambda: task if task.done() else None)
         return done.result()
