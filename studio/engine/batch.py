@@ -43,7 +43,7 @@ async def score_batch(
     ctx.refresh_labels()  # an align run scores against the corrections as they are now
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
-    if metered:  # the budget was reserved when the iteration started (Engine.check_limits)
+    if metered:  # the budget was reserved when the iteration started (studio.engine.limits)
         ctx.check_stop()
     commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered,
                                unscored)

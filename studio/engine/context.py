@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from studio.critics.protocol import Critic
 from studio.engine.components import apply_components
@@ -18,9 +18,17 @@ from studio.model.records import Candidate, Example, Run, RunRequest
 from studio.model.workflow import WorkflowSpec, split_component
 from studio.store import Store
 
+if TYPE_CHECKING:  # types only: these modules build on this one, or are heavy to import
+    from google.adk.agents import BaseAgent
+
+    from studio.engine.labels import LabelBook
+    from studio.engine.processes import ProcessFanOut
+    from studio.runtime.execution import AgentExecutor
+
 logger = logging.getLogger(__name__)
 
 Listener = Callable[[EngineEvent], None]
+T = TypeVar("T")
 
 
 class StopRun(Exception):
@@ -38,19 +46,21 @@ written by another process when no heartbeat delivers it (e.g. an engine run wit
 
 @dataclass
 class RunControl:
-    """Requests from people to a running engine, and the event its waits are woken by.
+    """Requests from people to a running engine, and the one way the engine waits on them.
 
     The worker's heartbeat delivers the store's pause/stop requests (see
     :mod:`studio.engine.worker`); :func:`studio.engine.gates.decide` wakes the engine when a
-    decision is made in this process. Safe to call from any thread.
+    decision is made in this process. Every wait of the engine is :meth:`until`. Safe to call
+    from any thread.
     """
 
     stop_reason: str | None = None
     """Why a person asked the run to end (``user``), or None while it may go on."""
     pause_requested: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-    loop: asyncio.AbstractEventLoop | None = None
-    """The engine's event loop, bound when the run starts (wake-ups from other threads)."""
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
+    """The engine's event loop while it runs (:meth:`attached`): wake-ups from other threads
+    are handed to it."""
 
     def apply(self, control: RunRequest | None) -> None:
         """Deliver the store's request: ``pause``, ``stop`` or None (go on)."""
@@ -65,18 +75,49 @@ class RunControl:
 
     def wake(self) -> None:
         """Wake whatever the engine is waiting on, so it re-reads the store now."""
-        loop = self.loop
+        loop = self._loop
         if loop is None or loop.is_closed():
             return
         with contextlib.suppress(RuntimeError):  # the loop closed since the check
             loop.call_soon_threadsafe(self.changed.set)
 
-    async def wait(self) -> None:
-        """Sleep until woken or :data:`WAKE_FALLBACK_SECONDS` pass. Callers clear
-        :attr:`changed` before reading the store, so a wake-up between the read and this wait is
-        not lost."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.changed.wait(), WAKE_FALLBACK_SECONDS)
+    @contextlib.contextmanager
+    def attached(self, run_id: str) -> Iterator[None]:
+        """While the engine runs: bound to its event loop (so a wake-up from any thread reaches
+        it) and reachable by :func:`wake_run`. Enter it inside the engine's coroutine."""
+        self._loop = asyncio.get_running_loop()
+        register_control(run_id, self)
+        try:
+            yield
+        finally:
+            register_control(run_id, None)
+
+    def check_stop(self) -> None:
+        """Raise StopRun if a person asked to stop or the worker shuts down."""
+        if self.stop_reason is not None:
+            raise StopRun(self.stop_reason)
+
+    def unpaused(self) -> bool | None:
+        """For :meth:`until`: True once no pause is requested (None while one is)."""
+        return None if self.pause_requested else True
+
+    async def until(self, read: Callable[[], T | None]) -> T:
+        """Wait until ``read`` (which reads the store, or this control) returns a value, and
+        return it; a person's stop or a worker's shutdown ends the wait with StopRun.
+
+        The wake protocol, in one place: :attr:`changed` is cleared before each read, so a
+        wake-up between the read and the wait is not lost; a value already there wins over a
+        stop. Woken at once by :meth:`wake` (a decision made in this process, each heartbeat),
+        else after :data:`WAKE_FALLBACK_SECONDS`, which still sees a change written by another
+        process when no heartbeat delivers it (an engine run without a worker)."""
+        while True:
+            self.changed.clear()
+            value = read()
+            if value is not None:
+                return value
+            self.check_stop()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), WAKE_FALLBACK_SECONDS)
 
 
 _live_controls: dict[str, RunControl] = {}
@@ -100,52 +141,15 @@ def wake_run(run_id: str) -> None:
 
 
 @dataclass
-class RunContext:
-    store: Store
-    run: Run
-    config: EvolutionConfig
-    agent: Any
-    """The agent template; candidates are copies with their components applied."""
-    critic: Critic
-    reflection_agents: dict[str, Any]
-    components: list[str]
-    executor: Any
-    train_ids: list[int]
-    val_ids: list[int]
-    examples: dict[int, Example]
-    test_ids: list[int] = field(default_factory=list)
-    """Held-out examples: only :mod:`studio.engine.holdout` scores them, after the loop."""
-    input_key: str | None = None
-    reflection_strategy: str = "llm"
-    """``reflection.strategy``: ``llm``, ``rules`` or ``rules+llm`` (see ReflectionSpec)."""
-    listeners: list[Listener] = field(default_factory=list)
-    worker: str | None = None
-    """The worker process running the engine (set by the run manager), stamped on each trial."""
-    fan_out: Any = None
-    """A :class:`studio.engine.processes.ProcessFanOut` when the run uses processes."""
-    primary: str | None = None
-    """In a workflow run: the agent whose reply is scored."""
-    workflow: WorkflowSpec | None = None
-    """In a workflow run: its shape (reflection shows each agent its role)."""
-    state_keys: dict[str, set[str]] = field(default_factory=dict)
-    """In a workflow run: per agent, the state keys earlier agents have written when it starts
-    (:func:`studio.model.workflow.state_before`)."""
-    labels: Any = None
-    """An align run's :class:`studio.engine.labels.LabelBook`: its labels are read from the
-    person's active corrections before and after every batch (None in other runs)."""
-    control: RunControl = field(default_factory=RunControl)
+class RunClock:
+    """A run's time over all its sessions, and how much of it was a person's."""
+
     started_monotonic: float = field(default_factory=time.monotonic)
     active_seconds_before: float = 0.0
     """Active time of earlier sessions of this run (resume after a crash)."""
     held_seconds: float = 0.0
     """Of the active time (all sessions), how long the run was paused or waited at a gate for a
     person: not the machine's time, so not counted toward ``timeout_seconds``."""
-    _agents: dict[int, Any] = field(default_factory=dict)
-    _metric_calls: int | None = None
-
-    @property
-    def run_id(self) -> str:
-        return self.run.id
 
     def active_seconds(self) -> float:
         """Machine time this run has been live (all sessions), pauses and gates included: the
@@ -156,7 +160,65 @@ class RunContext:
         """What ``timeout_seconds`` limits: active time less the time paused or at a gate."""
         return self.active_seconds() - self.held_seconds
 
-    def agent_for(self, candidate: Candidate) -> Any:
+
+@dataclass
+class RunContext:
+    """What one run's engine works with, gathered once by
+    :func:`studio.engine.build.build_engine`: the store and the run, the agent and its critic,
+    the examples by split, how people steer it (:attr:`control`) and its time (:attr:`clock`)."""
+
+    store: Store
+    run: Run
+    config: EvolutionConfig
+    agent: BaseAgent
+    """The agent template; candidates are copies with their components applied."""
+    critic: Critic
+    reflection_agents: dict[str, BaseAgent]
+    components: list[str]
+    executor: AgentExecutor
+    train_ids: list[int]
+    val_ids: list[int]
+    examples: dict[int, Example]
+    test_ids: list[int] = field(default_factory=list)
+    """Held-out examples: only :mod:`studio.engine.holdout` scores them, after the loop."""
+    input_key: str | None = None
+    reflection_strategy: str = "llm"
+    """``reflection.strategy``: ``llm``, ``rules`` or ``rules+llm`` (see ReflectionSpec)."""
+    listeners: list[Listener] = field(default_factory=list)
+    worker: str | None = None
+    """The worker process running the engine (given to :meth:`studio.engine.loop.Engine.run`
+    by the run manager), stamped on each trial."""
+    fan_out: ProcessFanOut | None = None
+    """A :class:`studio.engine.processes.ProcessFanOut` when the run uses processes."""
+    primary: str | None = None
+    """In a workflow run: the agent whose reply is scored."""
+    workflow: WorkflowSpec | None = None
+    """In a workflow run: its shape (reflection shows each agent its role)."""
+    state_keys: dict[str, set[str]] = field(default_factory=dict)
+    """In a workflow run: per agent, the state keys earlier agents have written when it starts
+    (:func:`studio.model.workflow.state_before`)."""
+    labels: LabelBook | None = None
+    """An align run's :class:`studio.engine.labels.LabelBook`: its labels are read from the
+    person's active corrections before and after every batch (None in other runs)."""
+    control: RunControl = field(default_factory=RunControl)
+    clock: RunClock = field(default_factory=RunClock)
+    """Active time over all sessions, and how much of it a person held (pauses, gates)."""
+    _agents: dict[int, BaseAgent] = field(default_factory=dict)
+    _metric_calls: int | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.id
+
+    def active_seconds(self) -> float:
+        """:meth:`RunClock.active_seconds`."""
+        return self.clock.active_seconds()
+
+    def timed_seconds(self) -> float:
+        """:meth:`RunClock.timed_seconds`."""
+        return self.clock.timed_seconds()
+
+    def agent_for(self, candidate: Candidate) -> BaseAgent:
         agent = self._agents.get(candidate.id)
         if agent is None:
             agent = apply_components(self.agent, candidate.components)
@@ -208,8 +270,7 @@ class RunContext:
         """Raise StopRun if a person asked to stop or the worker shuts down: the only stops
         honoured inside an iteration (limits are checked between iterations, see
         :meth:`check_timeout`)."""
-        if self.control.stop_reason is not None:
-            raise StopRun(self.control.stop_reason)
+        self.control.check_stop()
 
     def check_timeout(self) -> None:
         """Raise StopRun once ``timeout_seconds`` of timed (not paused, not gated) time passed."""

@@ -255,13 +255,11 @@ async def await_decision(ctx: RunContext, proposal_id: int) -> Decision:
 
     Woken at once by a decision made in this process and by each heartbeat; a decision from
     another process is seen within a heartbeat (or the control's fallback timeout)."""
-    while True:
-        ctx.control.changed.clear()
+    def first_decision() -> Decision | None:  # the first wins (the store refuses a second)
         decisions = deciding(ctx.store.decisions(proposal_id=proposal_id))
-        if decisions:  # the first decision wins (the store refuses a second one)
-            return decisions[0]
-        ctx.check_stop()
-        await ctx.control.wait()
+        return decisions[0] if decisions else None
+
+    return await ctx.control.until(first_decision)
 
 
 def deciding(decisions: list[Decision]) -> list[Decision]:

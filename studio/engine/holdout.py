@@ -19,7 +19,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from studio.engine.batch import score_batch
-from studio.engine.context import RunContext, StopRun
+from studio.engine.context import RunContext
 from studio.engine.events import TestScored
 from studio.engine.guard import HoldoutReport, Scores, holdout_report
 from studio.engine.pool import load_view
@@ -63,16 +63,10 @@ async def until_stopped(ctx: RunContext, work: Awaitable[T]) -> T:
     """Await ``work`` unless a person stops the run first: then cancel it at once (calls in
     flight included; what was committed stays) and raise StopRun."""
     task = asyncio.ensure_future(work)
-    control = ctx.control
+    task.add_done_callback(lambda _: ctx.control.wake())  # its end wakes the wait, as a stop does
     try:
-        while not task.done():
-            control.changed.clear()
-            if control.stop_reason is not None:
-                raise StopRun(control.stop_reason)
-            woken = asyncio.ensure_future(control.changed.wait())
-            await asyncio.wait([task, woken], return_when=asyncio.FIRST_COMPLETED)
-            woken.cancel()
-        return task.result()
+        done = await ctx.control.until(lambda: task if task.done() else None)
+        return done.result()
     finally:
         if not task.done():
             task.cancel()

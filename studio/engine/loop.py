@@ -12,41 +12,44 @@ import asyncio
 import contextlib
 import functools
 import logging
-import random
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Awaitable
+from dataclasses import asdict
+from typing import TypeVar
 
 import studio.engine.merge as merging
 import studio.engine.proposer as proposer
+from studio.engine.acceptance import (
+    Verdict,
+    child_evidence,
+    edited,
+    open_gate,
+    settle,
+)
 from studio.engine.batch import score_batch
 from studio.engine.components import extract_components
-from studio.engine.context import RunContext, StopRun, register_control
+from studio.engine.context import RunContext, StopRun
 from studio.engine.events import (
-    AwaitingDecision,
     BaselineScored,
     CandidateAccepted,
     DecisionApplied,
-    IterationSkipped,
     IterationStarted,
-    Progress,
     ProposalEvaluated,
     RunFinished,
     RunPaused,
     RunResumed,
     RunStarted,
-    SkipCause,
     TestUnscored,
 )
-from studio.engine.evidence import proposal_evidence, verdict_reason
-from studio.engine.gates import await_decision, deciding
+from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
-from studio.engine.pool import PoolScores, load_view, pool_scores
+from studio.engine.limits import check_limits
+from studio.engine.perfect import perfect_on_minibatch, skip_perfect
+from studio.engine.planning import Planner
+from studio.engine.pool import PoolReader
 from studio.engine.processes import CRITIC_NOT_CALLED
-from studio.engine.sampling import EpochSampler
-from studio.engine.selection import select_parent
-from studio.model.config import ReviewMode
+from studio.engine.progress import ProgressMeter
+from studio.engine.state import LoopState, Plan
 from studio.model.errors import (
     LeaseLostError,
     ScoringError,
@@ -54,7 +57,6 @@ from studio.model.errors import (
     StoreUnavailableError,
     StudioError,
 )
-from studio.model.evidence import Evidence
 from studio.model.records import (
     Candidate,
     Decision,
@@ -86,38 +88,7 @@ class RunFailed(StudioError):
     """The run cannot go on (e.g. the critic could not score a single baseline example)."""
 
 
-@dataclass
-class LoopState:
-    """What a checkpoint holds between commits: enough to continue exactly where we were."""
-
-    iteration: int = 0
-    """Last completed iteration (0 = baseline done)."""
-    rng: list[Any] = field(default_factory=list)
-    sampler: dict[str, Any] = field(default_factory=dict)
-    best_score: float | None = None
-    stale_iterations: int = 0
-    active_seconds: float = 0.0
-    held_seconds: float = 0.0
-    """Of ``active_seconds``, the time paused or waiting at a gate (not toward the timeout)."""
-    plan: dict[str, Any] | None = None
-    """The in-progress iteration: parent, minibatch and component (drawn once, then replayed)."""
-
-
-@dataclass
-class Plan:
-    iteration: int
-    parent_id: int
-    minibatch: list[int]
-    """A merge's validation subsample."""
-    component: str
-    """Empty for a merge."""
-    merge: dict[str, Any] | None = None
-    """A merge iteration's :class:`MergeDetail` (drawn once, like the rest of the plan)."""
-
-
-Verdict = Callable[[], Evidence]
-"""The acceptance rule, asked at decision time: the evidence now, with the rule's verdict (the
-decision keeps it as what it was made on)."""
+T = TypeVar("T")
 
 
 def baseline_failure(trials: list[Trial]) -> str:
@@ -144,16 +115,11 @@ class Engine:
         self.ctx = ctx
         self.lease_lost = False
         """Set when another worker took the run over: this engine then ends without writing."""
-        self.rng = random.Random(ctx.config.seed)
-        self.sampler = EpochSampler(list(ctx.train_ids), ctx.config.minibatch_size)
         self.state = LoopState()
-        self._iteration_seconds: list[float] = []
-        # Time this iteration waited for a person: not machine time, so not in the ETA (the
-        # studio adds the person's expected review time itself).
-        self._gate_seconds = 0.0
-        self._last_pool: PoolScores | None = None
-        """The pool the step just before read, for the next step when nothing was awaited
-        between them (see :meth:`recent_pool`)."""
+        self.planner = Planner(ctx)
+        """Draws each iteration's parent, minibatch and component (or merge), seeded."""
+        self.pools = PoolReader(ctx.store, ctx.run, ctx.val_ids)
+        self.meter = ProgressMeter()
 
     @property
     def run_id(self) -> str:
@@ -177,17 +143,17 @@ class Engine:
 
     # ------------------------------------------------------------------ run
 
-    async def run(self) -> str:
-        """Run until a stop condition; returns the stop reason."""
+    async def run(self, worker: str | None = None) -> str:
+        """Run until a stop condition; returns the stop reason. ``worker`` (the run manager's
+        id, None when run directly) is stamped on each trial."""
         ctx = self.ctx
-        ctx.control.loop = asyncio.get_running_loop()
-        register_control(ctx.run_id, ctx.control)
+        ctx.worker = worker
         if ctx.fan_out is not None:
             ctx.fan_out.start()
         try:
-            return await self._run()
+            with ctx.control.attached(ctx.run_id):
+                return await self._run()
         finally:
-            register_control(ctx.run_id, None)
             if ctx.fan_out is not None:
                 ctx.fan_out.close()
 
@@ -256,7 +222,7 @@ class Engine:
         try:
             await self.score_baseline()
             while True:
-                self.check_limits()
+                check_limits(self.ctx, self.state)
                 await self.pause_point()
                 await self.iterate(self.state.iteration + 1)
         except StopRun as stop:
@@ -279,20 +245,15 @@ class Engine:
             return False
         _, state = saved
         self.state = LoopState(**state)
-        if self.state.rng:
-            version, internal, gauss = self.state.rng
-            self.rng.setstate((version, tuple(internal), gauss))
-        if self.state.sampler:
-            self.sampler = EpochSampler.from_state(self.state.sampler)
-        self.ctx.active_seconds_before = self.state.active_seconds
-        self.ctx.held_seconds = self.state.held_seconds
+        self.planner.restore(self.state)
+        self.ctx.clock.active_seconds_before = self.state.active_seconds
+        self.ctx.clock.held_seconds = self.state.held_seconds
         return True
 
     def _checkpoint(self) -> None:
-        self.state.rng = list(self.rng.getstate())
-        self.state.sampler = self.sampler.state()
+        self.state.rng, self.state.sampler = self.planner.snapshot()
         self.state.active_seconds = self.ctx.active_seconds()
-        self.state.held_seconds = self.ctx.held_seconds
+        self.state.held_seconds = self.ctx.clock.held_seconds
         # a shallow copy: asdict() would deep-copy the random state's 625 numbers each time
         self.ctx.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
                                        dict(vars(self.state)))
@@ -313,12 +274,12 @@ class Engine:
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
         ctx.store.set_pooled(seed.id)
-        pool = self._last_pool = self.pool()
+        pool = self.pools.read()
         self.state.best_score = pool.best_score
         ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=seed.id,
                                 score=pool.means.get(seed.id)))
         self._checkpoint()
-        self._progress(pool)
+        self.meter.report(ctx, self.state, pool)
 
     def _add_seed(self) -> Candidate:
         """Candidate #0: the agent's components, or on a fork the forked candidate's."""
@@ -329,109 +290,44 @@ class Engine:
             run_id=self.ctx.run_id, index=0, components=components,
             content_hash=content_hash(components)))
 
-    # ------------------------------------------------------------------ limits & pause
-
-    def check_limits(self) -> None:
-        """The stop conditions, checked between iterations only (as GEPA does): an iteration
-        once started (its plan drawn) finishes whole, on resume too; inside it only a person's
-        stop and a worker's shutdown are honoured."""
-        config, state = self.ctx.config, self.state
-        self.ctx.check_stop()
-        if self.iteration_started():
-            return
-        self.ctx.check_timeout()
-        if state.iteration >= config.max_iterations:
-            raise StopRun("max_iterations")
-        if config.score_threshold is not None and state.best_score is not None \
-                and state.best_score >= config.score_threshold:
-            raise StopRun("score_threshold")
-        if config.patience is not None and state.stale_iterations >= config.patience:
-            raise StopRun("patience")
-        if config.max_metric_calls is not None \
-                and self.ctx.metric_calls() >= config.max_metric_calls:
-            raise StopRun("max_metric_calls")
-        self.check_budget_for_iteration()
-
-    def check_budget_for_iteration(self) -> None:
-        """Start an iteration only when the budget can pay for all of it: the parent and the
-        child on the minibatch, and the validation set should the child be accepted. An accepted
-        child is never left without its validation."""
-        config = self.ctx.config
-        if config.max_metric_calls is None:
-            return
-        worst_case = 2 * config.minibatch_size + len(self.ctx.val_ids)
-        if self.ctx.metric_calls() + worst_case > config.max_metric_calls:
-            raise StopRun("max_metric_calls")
-
-    def iteration_started(self) -> bool:
-        """Whether the next iteration was planned before a stop, a kill or a shutdown: its
-        limits were checked then, and it replays whole."""
-        plan = self.state.plan
-        return plan is not None and plan["iteration"] == self.state.iteration + 1
+    # ------------------------------------------------------------------ pause
 
     async def pause_point(self) -> None:
-        if not self.ctx.control.pause_requested:
-            return
-        paused = time.monotonic()
-        try:
-            await self._paused()
-        finally:  # a person's time: never toward timeout_seconds
-            self.ctx.held_seconds += time.monotonic() - paused
+        """Hold the run here, between iterations, while a person asks it to pause."""
+        if self.ctx.control.pause_requested:
+            await self.held(self._paused())
 
     async def _paused(self) -> None:
         ctx = self.ctx
-        self._last_pool = None  # a person may correct scores while the run waits
+        self.pools.forget()  # a person may correct scores while the run waits
         ctx.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
         ctx.emit(RunPaused(run_id=ctx.run_id, iteration=self.state.iteration))
-        while True:
-            ctx.control.changed.clear()
-            if not ctx.control.pause_requested:
-                break
-            ctx.check_stop()
-            await ctx.control.wait()
+        await ctx.control.until(ctx.control.unpaused)
         ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING)
         ctx.emit(RunResumed(run_id=ctx.run_id, iteration=self.state.iteration))
+
+    async def held(self, waiting: Awaitable[T]) -> T:
+        """Await a person (a pause, a gate): their time is never toward ``timeout_seconds``,
+        nor in the ETA."""
+        started = time.monotonic()
+        try:
+            return await waiting
+        finally:
+            self.ctx.clock.held_seconds += time.monotonic() - started
 
     # ------------------------------------------------------------------ one iteration
 
     async def iterate(self, iteration: int) -> None:
-        started = time.monotonic()
-        self._gate_seconds = 0.0
+        started, held = time.monotonic(), self.ctx.clock.held_seconds
         plan = self.plan(iteration)
-        self._last_pool = None  # read before the plan's first await: stale after it
+        self.pools.forget()  # read before the plan's first await: stale after it
         if plan.merge is not None:
             await self.merge_step(plan)
         else:
             await self.reflection_step(plan)
-        self._end_iteration(iteration, time.monotonic() - started - self._gate_seconds)
-
-    async def reflection_step(self, plan: Plan) -> None:
-        """Score the parent, reflect, then score and gate the child (unless it is invalid)."""
-        parent = self.ctx.store.get_candidate(plan.parent_id)
-        parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
-                                          phase=TrialPhase.PARENT, iteration=plan.iteration)
-        if self.perfect_on_minibatch(parent_trials):
-            self.skip_perfect(parent, plan.iteration)
-            return
-        proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
-                                          parent_trials)
-        if proposal.status is not ProposalStatus.INVALID:
-            await self.evaluate_and_gate(proposal, parent, plan)
-
-    def skip_perfect(self, parent: Candidate, iteration: int) -> None:
-        perfect = self.ctx.config.perfect_score
-        self.ctx.emit(IterationSkipped(
-            run_id=self.ctx.run_id, iteration=iteration, cause=SkipCause.PERFECT_PARENT.value,
-            reason=f"candidate #{parent.index} scored at least {perfect:g} on every minibatch "
-                   "example: no child could beat it; no reflection"))
-
-    def perfect_on_minibatch(self, parent_trials: list[Trial]) -> bool:
-        """GEPA's ``skip_perfect_score``, on the effective scores as stored now ("could not
-        evaluate" is not perfect)."""
-        config = self.ctx.config
-        scores = [t.effective_score for t in proposer.current_trials(self.ctx, parent_trials)]
-        return config.skip_perfect_score and bool(scores) and all(
-            s is not None and s >= config.perfect_score for s in scores)
+        # a person's time at the gate is not machine time, so not in the ETA
+        self._end_iteration(iteration, time.monotonic() - started
+                            - (self.ctx.clock.held_seconds - held))
 
     def plan(self, iteration: int) -> Plan:
         """A merge when one is due and a pair qualifies; else select the parent, sample the
@@ -439,34 +335,27 @@ class Engine:
         stored plan."""
         if self.state.plan and self.state.plan["iteration"] == iteration:
             return Plan(**self.state.plan)
-        due = merging.merge_due(self.ctx, iteration)
-        merge = merging.plan_merge(self.ctx, load_view(self.ctx.store, self.ctx.run_id),
-                                   self.rng) if due else None
-        pool = self.recent_pool()
-        plan = self._merge_plan(iteration, merge) if merge is not None \
-            else self._reflection_plan(iteration, pool)
+        plan = self.planner.draw(iteration, self.pools.recent)
         self.state.plan = asdict(plan)
         self._checkpoint()
+        kind = ProposalKind.MERGE if plan.merge is not None else ProposalKind.REFLECTION
         self.ctx.emit(IterationStarted(
             run_id=self.ctx.run_id, iteration=iteration, parent_id=plan.parent_id,
-            component=plan.component, minibatch=plan.minibatch,
-            proposal_kind=(ProposalKind.MERGE if merge else ProposalKind.REFLECTION).value))
+            component=plan.component, minibatch=plan.minibatch, proposal_kind=kind.value))
         return plan
 
-    def _reflection_plan(self, iteration: int, pool: PoolScores) -> Plan:
-        parent_id = select_parent(self.ctx.config.candidate_selection, pool.matrix, self.rng,
-                                  order=pool.pooled_ids, epsilon=self.ctx.config.epsilon)
-        minibatch = self.sampler.sample(self.rng)
-        components = self.ctx.components
-        turn = iteration - 1
-        if self.ctx.config.use_merge:  # round robin over the reflection iterations only
-            turn -= merging.merges_before(self.ctx, iteration)
-        return Plan(iteration, parent_id, minibatch, components[turn % len(components)])
-
-    @staticmethod
-    def _merge_plan(iteration: int, merge: MergeDetail) -> Plan:
-        return Plan(iteration, merge.parents[0], list(merge.subsample), "",
-                    merge=merge.model_dump())
+    async def reflection_step(self, plan: Plan) -> None:
+        """Score the parent, reflect, then score and gate the child (unless it is invalid)."""
+        parent = self.ctx.store.get_candidate(plan.parent_id)
+        parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
+                                          phase=TrialPhase.PARENT, iteration=plan.iteration)
+        if perfect_on_minibatch(self.ctx, parent_trials):
+            skip_perfect(self.ctx, parent, plan.iteration)
+            return
+        proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
+                                          parent_trials)
+        if proposal.status is not ProposalStatus.INVALID:
+            await self.evaluate_and_gate(proposal, parent, plan)
 
     async def merge_step(self, plan: Plan) -> None:
         """Propose the planned merge (or replay the stored one), judge the child on the
@@ -479,13 +368,13 @@ class Engine:
         proposal = ctx.store.get_proposal(proposal.id)  # now with its child
         await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                           iteration=plan.iteration, proposal_id=proposal.id)
-        evidence = self.evidence(proposal, child)
+        evidence = child_evidence(ctx, proposal, child)
         ctx.emit(ProposalEvaluated(
             run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
             child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
             rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE.value))
         decision = await self.gate(proposal, plan.iteration,
-                                   functools.partial(self.evidence, proposal, child))
+                                   functools.partial(child_evidence, ctx, proposal, child))
         if decision.action is DecisionAction.EDIT:  # refused by decide(); never from a person
             decision = decision.model_copy(update={"action": DecisionAction.REJECT})
         await self.apply(decision, proposal, child)
@@ -498,65 +387,25 @@ class Engine:
             child = proposer.child_of(ctx, proposal, parent)
             await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                               iteration=plan.iteration, proposal_id=proposal.id)
-            evidence = self.evidence(proposal, child)
+            evidence = child_evidence(ctx, proposal, child)
             ctx.emit(ProposalEvaluated(
                 run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
                 child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
                 rule_accepts=evidence.rule_accepts))
             decision = await self.gate(proposal, plan.iteration,
-                                       functools.partial(self.evidence, proposal, child))
+                                       functools.partial(child_evidence, ctx, proposal, child))
             if decision.action is not DecisionAction.EDIT:
                 await self.apply(decision, proposal, child)
                 return
-            proposal = self.edited(proposal, decision)
-
-    def evidence(self, proposal: Proposal, child: Candidate) -> Evidence:
-        """The proposal's evidence with its child (:mod:`studio.engine.evidence`), re-read from
-        the store so overrides made meanwhile count; with the rule's verdict."""
-        return proposal_evidence(self.ctx.store,
-                                 proposal.model_copy(update={"child_id": child.id}))
+            proposal = edited(ctx, proposal, decision)
 
     async def gate(self, proposal: Proposal, iteration: int, rule: Verdict) -> Decision:
         """The rule decides in auto mode; in review mode a person does. A stop is no decision:
         the proposal waits again when the run resumes."""
-        ctx = self.ctx
-        existing = deciding(ctx.store.decisions(proposal_id=proposal.id))
-        if existing:  # replayed after a restart: the decision that was made (there is one)
-            return existing[0]
-        if proposal.decided_at is not None:  # an older store's stop: the proposal is open again
-            proposal = ctx.store.update_proposal(proposal.id, decided_at=None)
-        if ctx.config.review is ReviewMode.AUTO:
-            evidence = rule()
-            return ctx.store.add_decision(Decision(
-                proposal_id=proposal.id, automatic=True, author="rule",
-                reason=verdict_reason(evidence), evidence=evidence,
-                action=DecisionAction.ACCEPT if evidence.rule_accepts else DecisionAction.REJECT))
-        if proposal.status is not ProposalStatus.PENDING:
-            ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
-        # announced on every entry, so a resumed run says it waits at the same gate again
-        ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=iteration,
-                                  proposal_id=proposal.id))
-        waiting = time.monotonic()
-        try:
-            return await await_decision(ctx, proposal.id)
-        finally:  # a person's time: not in the ETA, never toward timeout_seconds
-            held = time.monotonic() - waiting
-            self._gate_seconds += held
-            ctx.held_seconds += held
-
-    def edited(self, proposal: Proposal, decision: Decision) -> Proposal:
-        """A person's edit becomes a new proposal in the same iteration, scored like any other."""
-        store = self.ctx.store
-        store.update_proposal(proposal.id, status=ProposalStatus.EDITED, decided_at=utcnow())
-        self.ctx.emit(DecisionApplied(run_id=self.ctx.run_id, iteration=proposal.iteration,
-                                      proposal_id=proposal.id, action="edit",
-                                      reason=decision.reason))
-        return store.add_proposal(Proposal(
-            run_id=proposal.run_id, iteration=proposal.iteration, parent_id=proposal.parent_id,
-            component=proposal.component, text=decision.edited_text or "",
-            reasoning=f"edited by {decision.author}" + (f": {decision.reason}"
-                                                         if decision.reason else ""),
-            edited_from=proposal.id, minibatch=proposal.minibatch))
+        decision = open_gate(self.ctx, proposal, iteration, rule)
+        if decision is not None:
+            return decision
+        return await self.held(await_decision(self.ctx, proposal.id))
 
     async def apply(self, decision: Decision, proposal: Proposal, child: Candidate) -> None:
         """Act on the decision. An accepted child is always validated: the iteration's start
@@ -567,26 +416,19 @@ class Engine:
                                  proposal_id=proposal.id, action=decision.action.value,
                                  automatic=decision.automatic, reason=decision.reason))
         if decision.action is DecisionAction.REJECT:
-            self.settle(proposal, ProposalStatus.REJECTED)
+            settle(ctx.store, proposal, ProposalStatus.REJECTED)
             return
         await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
                           iteration=proposal.iteration, proposal_id=proposal.id)
         ctx.store.set_pooled(child.id)
         ctx.store.update_proposal(proposal.id, status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())
-        self._last_pool = self.pool()
+        pool = self.pools.read()
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
-                                   candidate_id=child.id,
-                                   score=self._last_pool.means.get(child.id)))
-
-    def settle(self, proposal: Proposal, status: ProposalStatus, reason: str | None = None
-               ) -> None:
-        """Give a proposal its final status (with the reason when it is not the decision's)."""
-        fields = {"invalid_reason": reason} if reason else {}
-        self.ctx.store.update_proposal(proposal.id, status=status, decided_at=utcnow(), **fields)
+                                   candidate_id=child.id, score=pool.means.get(child.id)))
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
-        pool = self._last_pool = self.recent_pool()
+        pool = self.pools.keep(self.pools.recent())
         best = pool.best_score
         previous = self.state.best_score
         improved = best is not None and (previous is None or best > previous + 1e-12)
@@ -594,45 +436,9 @@ class Engine:
         self.state.best_score = best if best is not None else previous
         self.state.iteration = iteration
         self.state.plan = None
-        self._iteration_seconds.append(seconds)
+        self.meter.iteration_done(seconds)
         self._checkpoint()
-        self._progress(pool)
-
-    def pool(self) -> PoolScores:
-        """The pool's means, front and best from the effective scores as stored now (corrections
-        count at once); the engine knows its validation examples, so two short reads."""
-        return pool_scores(self.ctx.store, self.ctx.run, val_ids=self.ctx.val_ids)
-
-    def recent_pool(self) -> PoolScores:
-        """The pool the step just before read, when the engine awaited nothing since (it reads
-        three times in a row between iterations: accepted, iteration settled, next parent);
-        else :meth:`pool`. Taken once: a correction made while the run waits for a model or a
-        person counts at the next read."""
-        pool, self._last_pool = self._last_pool, None
-        return pool if pool is not None else self.pool()
-
-    # ------------------------------------------------------------------ progress
-
-    def _progress(self, view: PoolScores) -> None:
-        ctx, config = self.ctx, self.ctx.config
-        calls = ctx.metric_calls()
-        ctx.emit(Progress(
-            run_id=ctx.run_id, iteration=self.state.iteration,
-            max_iterations=config.max_iterations, metric_calls=calls,
-            max_metric_calls=config.max_metric_calls, best_score=view.best_score,
-            best_candidate_id=view.best_id, elapsed_seconds=round(ctx.active_seconds(), 2),
-            eta_seconds=self._eta(calls)))
-
-    def _eta(self, calls: int) -> float | None:
-        if not self._iteration_seconds:
-            return None
-        per_iteration = sum(self._iteration_seconds) / len(self._iteration_seconds)
-        remaining = self.ctx.config.max_iterations - self.state.iteration
-        budget = self.ctx.config.max_metric_calls
-        if budget is not None and self.state.iteration > 0:
-            calls_per_iteration = max(1.0, calls / max(1, self.state.iteration))
-            remaining = min(remaining, int((budget - calls) / calls_per_iteration))
-        return round(max(0, remaining) * per_iteration, 1)
+        self.meter.report(self.ctx, self.state, pool)
 
 
 class TestScoring(Engine):

@@ -83,3 +83,34 @@ def pool_scores(store: Store, run: Run, pooled: list[int] | None = None,
     return PoolScores(val_ids=val_ids, matrix=matrix,
                       means={c: mean_score(row) for c, row in matrix.items()},
                       front=pareto_front(matrix, pooled), best_id=best_candidate(matrix, pooled))
+
+
+class PoolReader:
+    """The engine's reads of its pool: fresh from the store (corrections count at once), with
+    the last read kept for the step right after it when nothing was awaited between them (the
+    engine reads three times in a row between iterations: accepted, iteration settled, next
+    parent). The engine knows its validation examples, so each read is two short queries."""
+
+    def __init__(self, store: Store, run: Run, val_ids: list[int]) -> None:
+        self.store, self.run, self.val_ids = store, run, val_ids
+        self._last: PoolScores | None = None
+
+    def read(self) -> PoolScores:
+        """The pool's means, front and best from the effective scores as stored now (kept for
+        :meth:`recent`)."""
+        return self.keep(pool_scores(self.store, self.run, val_ids=self.val_ids))
+
+    def recent(self) -> PoolScores:
+        """The kept read, taken once, else a fresh one: a correction made while the run waits
+        for a model or a person counts at the next read."""
+        pool, self._last = self._last, None
+        return pool if pool is not None else pool_scores(self.store, self.run,
+                                                          val_ids=self.val_ids)
+
+    def keep(self, pool: PoolScores) -> PoolScores:
+        self._last = pool
+        return pool
+
+    def forget(self) -> None:
+        """Drop the kept read: the engine is about to wait (a person may correct scores)."""
+        self._last = None

@@ -146,7 +146,6 @@ class RunManager:
             if not self.store.claim_run(run_id, self.worker_id,
                                         stale_after_s=STALE_AFTER_SECONDS):
                 raise RunStateError(held_by(self.store.get_run(run_id)))
-            engine.ctx.worker = self.worker_id
             handle = RunHandle(engine)
             self._handles[run_id] = handle
         handle.thread = threading.Thread(target=self._work, args=(engine, handle),
@@ -202,7 +201,7 @@ class RunManager:
         heartbeat.start()
         handle.task = asyncio.current_task()
         try:
-            return await engine.run()
+            return await engine.run(worker=self.worker_id)
         except LeaseLostError as exc:  # found by a trial commit before the heartbeat saw it
             logger.warning("%s; this worker stopped the run without writing", exc)
             return LEASE_LOST

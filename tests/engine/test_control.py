@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 from studio.engine import context, decide, worker
 from studio.engine.build import build_engine
 from studio.engine.worker import get_manager
-from studio.model.records import ProposalStatus, RunStatus
+from studio.model.records import ProposalStatus, RunRequest, RunStatus
 from tests.helpers import demo_spec, trainset, wait_until
 
 SLOW_SECONDS = 60.0
@@ -90,3 +93,68 @@ def test_a_trial_judged_after_a_takeover_is_never_stored(runner, store, no_polli
     assert store.count_trials(run_id) == taken
     run = store.get_run(run_id)
     assert run.worker == "another-worker" and run.status is RunStatus.RUNNING
+
+
+# --------------------------------------------------------------------------- RunControl.until
+
+
+def wait_on(control: context.RunControl, read) -> object:
+    """``control.until(read)`` inside a fresh event loop, as an engine runs it."""
+    async def waiting():
+        with control.attached("r-until"):
+            return await asyncio.wait_for(control.until(read), 20)
+    return asyncio.run(waiting())
+
+
+def test_until_sees_a_change_woken_between_its_read_and_its_wait(no_polling):
+    """The read finds nothing and, before the wait begins, another thread writes the value
+    and wakes the control: the wait sees it at once (the fallback is 60 s, the bound 20 s)."""
+    control, value, writers = context.RunControl(), [], []
+
+    def read():
+        found = value[0] if value else None
+        if not writers:
+            writers.append(threading.Thread(target=lambda: (value.append(7), control.wake())))
+            writers[0].start()
+            writers[0].join()
+        return found
+
+    assert wait_on(control, read) == 7
+
+
+def test_until_ends_with_the_stop_when_there_is_nothing_to_read(no_polling):
+    control, stoppers = context.RunControl(), []
+
+    def read():
+        if not stoppers:  # stopped by another thread after the read, before the wait
+            stoppers.append(threading.Thread(target=control.stop, args=("user",)))
+            stoppers[0].start()
+            stoppers[0].join()
+        return None
+
+    with pytest.raises(context.StopRun) as stopped:
+        wait_on(control, read)
+    assert stopped.value.reason == "user"
+
+
+def test_until_returns_a_value_already_there_over_a_stop():
+    """A decision made before the stop is applied: the gate returns it, the run then stops."""
+    control = context.RunControl()
+    control.stop("user")
+    assert wait_on(control, lambda: "decided") == "decided"
+
+
+def test_until_holds_a_pause_until_it_is_lifted(no_polling):
+    control, lifters = context.RunControl(), []
+    control.apply(RunRequest.PAUSE)
+
+    def unpaused():
+        found = control.unpaused()
+        if not lifters:  # lifted by another thread after the read, before the wait
+            lifters.append(threading.Thread(target=control.apply, args=(None,)))
+            lifters[0].start()
+            lifters[0].join()
+        return found
+
+    assert wait_on(control, unpaused) is True
+    assert not control.pause_requested

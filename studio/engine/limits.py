@@ -1,0 +1,47 @@
+"""The run's stop conditions, checked between iterations only (as GEPA does): an iteration
+once started (its plan drawn) finishes whole, on resume too; inside it only a person's stop
+and a worker's shutdown are honoured (:meth:`studio.engine.context.RunContext.check_stop`)."""
+
+from __future__ import annotations
+
+from studio.engine.context import RunContext, StopRun
+from studio.engine.state import LoopState
+
+
+def check_limits(ctx: RunContext, state: LoopState) -> None:
+    """Raise StopRun with the first limit reached, or the person's stop."""
+    config = ctx.config
+    ctx.check_stop()
+    if iteration_started(state):
+        return
+    ctx.check_timeout()
+    if state.iteration >= config.max_iterations:
+        raise StopRun("max_iterations")
+    if config.score_threshold is not None and state.best_score is not None \
+            and state.best_score >= config.score_threshold:
+        raise StopRun("score_threshold")
+    if config.patience is not None and state.stale_iterations >= config.patience:
+        raise StopRun("patience")
+    if config.max_metric_calls is not None \
+            and ctx.metric_calls() >= config.max_metric_calls:
+        raise StopRun("max_metric_calls")
+    check_budget_for_iteration(ctx)
+
+
+def check_budget_for_iteration(ctx: RunContext) -> None:
+    """Start an iteration only when the budget can pay for all of it: the parent and the
+    child on the minibatch, and the validation set should the child be accepted. An accepted
+    child is never left without its validation."""
+    config = ctx.config
+    if config.max_metric_calls is None:
+        return
+    worst_case = 2 * config.minibatch_size + len(ctx.val_ids)
+    if ctx.metric_calls() + worst_case > config.max_metric_calls:
+        raise StopRun("max_metric_calls")
+
+
+def iteration_started(state: LoopState) -> bool:
+    """Whether the next iteration was planned before a stop, a kill or a shutdown: its
+    limits were checked then, and it replays whole."""
+    plan = state.plan
+    return plan is not None and plan["iteration"] == state.iteration + 1

@@ -1,0 +1,36 @@
+"""What the loop carries from one step to the next: the checkpointed state and an iteration's
+plan (both plain dataclasses, so a checkpoint is their fields as stored)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class LoopState:
+    """What a checkpoint holds between commits: enough to continue exactly where we were."""
+
+    iteration: int = 0
+    """Last completed iteration (0 = baseline done)."""
+    rng: list[Any] = field(default_factory=list)
+    sampler: dict[str, Any] = field(default_factory=dict)
+    best_score: float | None = None
+    stale_iterations: int = 0
+    active_seconds: float = 0.0
+    held_seconds: float = 0.0
+    """Of ``active_seconds``, the time paused or waiting at a gate (not toward the timeout)."""
+    plan: dict[str, Any] | None = None
+    """The in-progress iteration: parent, minibatch and component (drawn once, then replayed)."""
+
+
+@dataclass
+class Plan:
+    iteration: int
+    parent_id: int
+    minibatch: list[int]
+    """A merge's validation subsample."""
+    component: str
+    """Empty for a merge."""
+    merge: dict[str, Any] | None = None
+    """A merge iteration's :class:`MergeDetail` (drawn once, like the rest of the plan)."""
