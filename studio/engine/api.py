@@ -28,6 +28,7 @@ from studio.model.records import (
     ReflectionStrategy,
     RunSpec,
     Split,
+    StopReason,
     expand_components,
 )
 from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
@@ -64,7 +65,7 @@ class EvolutionResult(BaseModel):
     """One dict per proposal, oldest first (:meth:`studio.engine.history.ProposalRow.as_dict`):
     gepa-adk's keys (``iteration``, ``proposal_id``, ``parent_sum``, ``child_sum``, ``accepted``
     ...; the sums are the effective ones now) and the evidence ``now`` and ``at_decision``."""
-    stop_reason: str | None
+    stop_reason: StopReason | None
     candidates: list[CandidateSummary]
     metric_calls: int
     """The loop's critic evaluations (the test set's are outside its budget)."""

@@ -65,6 +65,7 @@ from studio.model.records import (
     ProposalStatus,
     RunRequest,
     RunStatus,
+    StopReason,
     Trial,
     TrialPhase,
     content_hash,
@@ -74,12 +75,6 @@ from studio.model.redaction import redact
 from studio.runtime.execution import describe_error
 
 logger = logging.getLogger(__name__)
-
-COMPLETED_REASONS = {"max_iterations", "max_metric_calls", "patience", "score_threshold",
-                     "timeout"}
-STOPPED_REASONS = {"user", "shutdown"}
-"""Stops that leave the run resumable: a person's, and a worker's shutdown (SIGTERM), which
-ends the run at its next step so another worker can continue it."""
 
 
 class RunFailed(StudioError):
@@ -167,7 +162,7 @@ class Engine:
         """Hold the run before its next iteration until :meth:`apply_control` lifts it."""
         self.apply_control(RunRequest.PAUSE)
 
-    def stop(self, reason: str = "user") -> None:
+    def stop(self, reason: StopReason = StopReason.USER) -> None:
         """End the run at its next step with ``reason`` (``user`` marks it stopped)."""
         self.ctx.control.stop(reason)
 
@@ -177,7 +172,7 @@ class Engine:
 
     # ------------------------------------------------------------------ run
 
-    async def run(self) -> str:
+    async def run(self) -> StopReason:
         """Run until a stop condition; returns the stop reason."""
         ctx = self.ctx
         ctx.control.loop = asyncio.get_running_loop()
@@ -191,7 +186,7 @@ class Engine:
             if ctx.fan_out is not None:
                 ctx.fan_out.close()
 
-    async def _run(self) -> str:
+    async def _run(self) -> StopReason:
         ctx = self.ctx
         resumed = self._restore()
         started = {} if ctx.run.started_at else {"started_at": utcnow()}
@@ -200,12 +195,12 @@ class Engine:
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
         try:
             reason = await self._loop()
-            if reason in STOPPED_REASONS:
+            if reason.leaves_resumable:
                 self._finish(RunStatus.STOPPED, reason)
                 return reason
-            if await self.score_test_set() == "shutdown":  # another worker scores it
-                self._finish(RunStatus.STOPPED, "shutdown")
-                return "shutdown"
+            if await self.score_test_set() is StopReason.SHUTDOWN:  # another worker scores it
+                self._finish(RunStatus.STOPPED, StopReason.SHUTDOWN)
+                return StopReason.SHUTDOWN
             self._finish(RunStatus.COMPLETED, reason)
             return reason
         except LeaseLostError:  # another worker took the run over: it owns every write now
@@ -213,21 +208,21 @@ class Engine:
             raise
         except asyncio.CancelledError:  # the server or the process shuts down
             if not self.lease_lost:  # the new holder owns the status and the checkpoint
-                self._finish(RunStatus.STOPPED, "shutdown")
+                self._finish(RunStatus.STOPPED, StopReason.SHUTDOWN)
             raise
         except StoreUnavailableError as exc:  # resumable: every committed trial is kept
             logger.warning("run %s stopped: %s", ctx.run_id, exc)
             with contextlib.suppress(StoreError):  # still down: it shows as orphaned later
-                self._finish(RunStatus.STOPPED, "database_unavailable", error=str(exc))
+                self._finish(RunStatus.STOPPED, StopReason.DATABASE_UNAVAILABLE, error=str(exc))
             raise
         except Exception as exc:
             # the message is what a person needs; the traceback is for a developer (debug)
             logger.error("run %s failed: %s", ctx.run_id, redact(f"{type(exc).__name__}: {exc}"))
             logger.debug("run %s failed", ctx.run_id, exc_info=True)
-            self._finish(RunStatus.FAILED, "error", error=f"{type(exc).__name__}: {exc}")
+            self._finish(RunStatus.FAILED, StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
             raise
 
-    async def score_test_set(self) -> str | None:
+    async def score_test_set(self) -> StopReason | None:
         """The overfitting guard's test set, after the evolution: a failure or a person's Stop
         here leaves the evolution's result standing, recorded as an event that says how to
         score the rest. Returns the stop reason if stopped."""
@@ -238,20 +233,20 @@ class Engine:
                            f"score it with `studio test {self.run_id}`")
             return stop.reason
         except ScoringError as exc:  # says how to score the pairs it did not keep
-            self._unscored("error", str(exc))
+            self._unscored(StopReason.ERROR, str(exc))
         except LeaseLostError:
             raise
         except Exception as exc:  # the evolution's result stands; the test set is retried
             logger.exception("run %s: scoring the test set failed", self.run_id)
-            self._unscored("error", f"scoring the test set failed: {describe_error(exc)}; "
+            self._unscored(StopReason.ERROR, f"scoring the test set failed: {describe_error(exc)}; "
                            f"score it again with `studio test {self.run_id}`")
         return None
 
-    def _unscored(self, reason: str, message: str) -> None:
+    def _unscored(self, reason: StopReason, message: str) -> None:
         self.ctx.emit(TestUnscored(run_id=self.run_id, iteration=self.state.iteration,
                                    reason=reason, message=redact(message)))
 
-    async def _loop(self) -> str:
+    async def _loop(self) -> StopReason:
         """The baseline, then iterations until a stop condition; returns the stop reason."""
         try:
             await self.score_baseline()
@@ -262,14 +257,14 @@ class Engine:
         except StopRun as stop:
             return stop.reason
 
-    def _finish(self, status: RunStatus, reason: str, error: str | None = None) -> None:
+    def _finish(self, status: RunStatus, reason: StopReason, error: str | None = None) -> None:
         ctx = self.ctx
         self._checkpoint()
         ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
                              finished_at=utcnow(), control=None,
                              error=redact(error) if error else None)
         ctx.emit(RunFinished(run_id=ctx.run_id, iteration=self.state.iteration,
-                             status=status.value, stop_reason=reason))
+                             status=status, stop_reason=reason))
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -308,7 +303,7 @@ class Engine:
             return
         budget = ctx.config.max_metric_calls
         if budget is not None and len(ctx.val_ids) > budget:  # never a baseline half-scored
-            raise StopRun("max_metric_calls")
+            raise StopRun(StopReason.MAX_METRIC_CALLS)
         trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
@@ -341,15 +336,15 @@ class Engine:
             return
         self.ctx.check_timeout()
         if state.iteration >= config.max_iterations:
-            raise StopRun("max_iterations")
+            raise StopRun(StopReason.MAX_ITERATIONS)
         if config.score_threshold is not None and state.best_score is not None \
                 and state.best_score >= config.score_threshold:
-            raise StopRun("score_threshold")
+            raise StopRun(StopReason.SCORE_THRESHOLD)
         if config.patience is not None and state.stale_iterations >= config.patience:
-            raise StopRun("patience")
+            raise StopRun(StopReason.PATIENCE)
         if config.max_metric_calls is not None \
                 and self.ctx.metric_calls() >= config.max_metric_calls:
-            raise StopRun("max_metric_calls")
+            raise StopRun(StopReason.MAX_METRIC_CALLS)
         self.check_budget_for_iteration()
 
     def check_budget_for_iteration(self) -> None:
@@ -361,7 +356,7 @@ class Engine:
             return
         worst_case = 2 * config.minibatch_size + len(self.ctx.val_ids)
         if self.ctx.metric_calls() + worst_case > config.max_metric_calls:
-            raise StopRun("max_metric_calls")
+            raise StopRun(StopReason.MAX_METRIC_CALLS)
 
     def iteration_started(self) -> bool:
         """Whether the next iteration was planned before a stop, a kill or a shutdown: its
@@ -421,7 +416,7 @@ class Engine:
     def skip_perfect(self, parent: Candidate, iteration: int) -> None:
         perfect = self.ctx.config.perfect_score
         self.ctx.emit(IterationSkipped(
-            run_id=self.ctx.run_id, iteration=iteration, cause=SkipCause.PERFECT_PARENT.value,
+            run_id=self.ctx.run_id, iteration=iteration, cause=SkipCause.PERFECT_PARENT,
             reason=f"candidate #{parent.index} scored at least {perfect:g} on every minibatch "
                    "example: no child could beat it; no reflection"))
 
@@ -450,7 +445,7 @@ class Engine:
         self.ctx.emit(IterationStarted(
             run_id=self.ctx.run_id, iteration=iteration, parent_id=plan.parent_id,
             component=plan.component, minibatch=plan.minibatch,
-            proposal_kind=(ProposalKind.MERGE if merge else ProposalKind.REFLECTION).value))
+            proposal_kind=ProposalKind.MERGE if merge else ProposalKind.REFLECTION))
         return plan
 
     def _reflection_plan(self, iteration: int, pool: PoolScores) -> Plan:
@@ -483,7 +478,7 @@ class Engine:
         ctx.emit(ProposalEvaluated(
             run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
             child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
-            rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE.value))
+            rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE))
         decision = await self.gate(proposal, plan.iteration,
                                    functools.partial(self.evidence, proposal, child))
         if decision.action is DecisionAction.EDIT:  # refused by decide(); never from a person
@@ -549,7 +544,7 @@ class Engine:
         store = self.ctx.store
         store.update_proposal(proposal.id, status=ProposalStatus.EDITED, decided_at=utcnow())
         self.ctx.emit(DecisionApplied(run_id=self.ctx.run_id, iteration=proposal.iteration,
-                                      proposal_id=proposal.id, action="edit",
+                                      proposal_id=proposal.id, action=DecisionAction.EDIT,
                                       reason=decision.reason))
         return store.add_proposal(Proposal(
             run_id=proposal.run_id, iteration=proposal.iteration, parent_id=proposal.parent_id,
@@ -564,7 +559,7 @@ class Engine:
         budget cannot pay for."""
         ctx = self.ctx
         ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
-                                 proposal_id=proposal.id, action=decision.action.value,
+                                 proposal_id=proposal.id, action=decision.action,
                                  automatic=decision.automatic, reason=decision.reason))
         if decision.action is DecisionAction.REJECT:
             self.settle(proposal, ProposalStatus.REJECTED)
@@ -642,7 +637,7 @@ class TestScoring(Engine):
 
     __test__ = False  # not a pytest class
 
-    async def _run(self) -> str:
+    async def _run(self) -> StopReason:
         checkpoint = self.ctx.store.load_checkpoint(self.run_id)
         self.state.iteration = checkpoint[0] if checkpoint else 0
         try:
@@ -651,10 +646,10 @@ class TestScoring(Engine):
             self._unscored(stop.reason, f"scoring the test set was stopped ({stop.reason})")
             return stop.reason
         except ScoringError as exc:  # the caller (``studio test``, Compare) reports it too
-            self._unscored("error", str(exc))
+            self._unscored(StopReason.ERROR, str(exc))
             raise
         return TEST_SCORED
 
 
-TEST_SCORED = "test_scored"
+TEST_SCORED = StopReason.TEST_SCORED
 """What a :class:`TestScoring` run returns."""

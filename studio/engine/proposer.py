@@ -210,7 +210,7 @@ def skipped(ctx: RunContext, attempts: list[Proposal]) -> Proposal:
     if not any(e.iteration == last.iteration
                for e in ctx.store.events(ctx.run_id, kind=EventKind.ITERATION_SKIPPED)):
         ctx.emit(IterationSkipped(run_id=ctx.run_id, iteration=last.iteration,
-                                  cause=SkipCause.REPEATED.value, reason=reason,
+                                  cause=SkipCause.REPEATED, reason=reason,
                                   proposal_id=last.id))
     return last
 

@@ -447,6 +447,56 @@ class RunRequest(StrEnum):
     STOP = "stop"
 
 
+class StopReason(StrEnum):
+    """Why a run ended: stored on the run (``runs.stop_reason``), carried by
+    :class:`~studio.engine.events.RunFinished` and printed by the CLI, all as these words."""
+
+    MAX_ITERATIONS = "max_iterations"
+    MAX_METRIC_CALLS = "max_metric_calls"
+    PATIENCE = "patience"
+    SCORE_THRESHOLD = "score_threshold"
+    TIMEOUT = "timeout"
+    USER = "user"
+    """A person's Stop."""
+    SHUTDOWN = "shutdown"
+    """The worker shut down (SIGTERM): the run ends at its next step so another continues it."""
+    DATABASE_UNAVAILABLE = "database_unavailable"
+    ERROR = "error"
+    NOT_STARTED = "not_started"
+    """The run could not be built (a model or key missing where it was started)."""
+    LEASE_LOST = "lease lost"
+    """Another worker took the run over; this one stopped without writing (never stored)."""
+    TEST_SCORED = "test_scored"
+    """What a run that only scores a settled run's test set ends with (never stored)."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> StopReason | None:
+        """The one place older spellings are read back."""
+        return _STOP_REASON_ALIASES.get(str(value))
+
+    @property
+    def is_limit(self) -> bool:
+        """A configured limit was reached: the run is completed and resuming would stop again."""
+        return self in _LIMIT_FIELDS
+
+    @property
+    def leaves_resumable(self) -> bool:
+        """A person's stop or a worker's shutdown: the run is stopped and can be resumed."""
+        return self in (StopReason.USER, StopReason.SHUTDOWN)
+
+    @property
+    def limit_field(self) -> str | None:
+        """The :class:`EvolutionConfig` field whose limit this reason reports, if any."""
+        return _LIMIT_FIELDS.get(self)
+
+
+_STOP_REASON_ALIASES = {"lost": StopReason.LEASE_LOST, "lease_lost": StopReason.LEASE_LOST}
+_LIMIT_FIELDS = {StopReason.MAX_ITERATIONS: "max_iterations",
+                 StopReason.MAX_METRIC_CALLS: "max_metric_calls",
+                 StopReason.PATIENCE: "patience", StopReason.SCORE_THRESHOLD: "score_threshold",
+                 StopReason.TIMEOUT: "timeout_seconds"}
+
+
 class Run(BaseModel):
     id: str
     project_id: int | None = None
@@ -462,7 +512,7 @@ class Run(BaseModel):
     heartbeat_at: datetime | None = None
     worker: str | None = None
     """``host:pid:token`` of the process running it."""
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     error: str | None = None
     control: RunRequest | None = None
     """A request from a person to the worker (cleared when acted on)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from studio.engine.events import Progress
 from studio.engine.history import ProposalRow, agent_of
 from studio.model.feedback import Feedback
 from studio.model.records import (
@@ -117,7 +118,7 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
         "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
         "status": r.status.value,
         "review": r.config.review.value, "iterations": r.config.max_iterations,
-        "created": _local(r.created_at), "stop reason": r.stop_reason or "",
+        "created": _local(r.created_at), "stop reason": r.stop_reason.value if r.stop_reason else "",
         "error": one_line(r.error, 120) if r.error else "",
     } for r in runs]
     return pd.DataFrame(rows, columns=["id", "name", "status", "review", "iterations", "created",
@@ -326,20 +327,21 @@ def progress_summary(run: Run, event: RunEvent | None, loop_trials: int,
     """The run's progress from its latest ``progress`` event and the live count of the loop's
     trials, its metric calls (the test set's ``test_trials`` are outside its budget;
     ``review_seconds``: the person's expected review time, in review mode)."""
-    payload = event.payload if event is not None else {}
-    eta = payload.get("eta_seconds")
+    progress = Progress.from_stored(event) if event is not None else Progress(
+        run_id=run.id, iteration=0, max_metric_calls=run.config.max_metric_calls)
+    eta = progress.eta_seconds
     if eta is not None and event is not None and run.status is RunStatus.RUNNING:
         now = now or datetime.now(UTC)
         created = event.created_at if event.created_at.tzinfo else event.created_at.replace(
             tzinfo=UTC)
         eta = max(0.0, eta - (now - created).total_seconds())
     return ProgressSummary(
-        status=run.status, iteration=event.iteration if event is not None else 0,
-        max_iterations=int(payload.get("max_iterations") or run.config.max_iterations),
-        metric_calls=max(loop_trials, int(payload.get("metric_calls") or 0)),
-        max_metric_calls=payload.get("max_metric_calls", run.config.max_metric_calls),
-        best_score=payload.get("best_score"), best_candidate_id=payload.get("best_candidate_id"),
-        eta_seconds=eta, elapsed_seconds=float(payload.get("elapsed_seconds") or 0.0),
+        status=run.status, iteration=progress.iteration,
+        max_iterations=progress.max_iterations or run.config.max_iterations,
+        metric_calls=max(loop_trials, progress.metric_calls),
+        max_metric_calls=progress.max_metric_calls, best_score=progress.best_score,
+        best_candidate_id=progress.best_candidate_id, eta_seconds=eta,
+        elapsed_seconds=progress.elapsed_seconds,
         review_seconds=review_seconds, test_trials=test_trials)
 
 
