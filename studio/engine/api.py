@@ -30,6 +30,7 @@ from studio.model.records import (
     Split,
     StopReason,
     expand_components,
+    stored_id,
 )
 from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
 from studio.runtime.workflows import describe_workflow, is_workflow, primary_for
@@ -111,16 +112,16 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
     examples = {e.id: e for e in store.examples(run_id)}
     summaries = [
         CandidateSummary(
-            id=c.id, index=c.index, parent_ids=c.parent_ids, components=c.components,
-            pooled=c.pooled, mean_score=view.means.get(c.id), on_front=c.id in view.front,
-            val_scores={examples[e].index: view.matrix[c.id][e] for e in view.val_ids}
+            id=stored_id(c), index=c.index, parent_ids=c.parent_ids, components=c.components,
+            pooled=c.pooled, mean_score=view.means.get(stored_id(c)), on_front=c.id in view.front,
+            val_scores={examples[e].index: view.matrix[stored_id(c)][e] for e in view.val_ids}
             if c.pooled else {})
         for c in view.candidates]
     seed = view.candidates[0] if view.candidates else None
     best = view.candidate(view.best_id) if view.best_id is not None else seed
     return EvolutionResult(
         run_id=run_id, status=view.run.status.value,
-        original_score=view.means.get(seed.id) if seed else None,
+        original_score=view.means.get(stored_id(seed)) if seed else None,
         final_score=view.best_score,
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
@@ -156,7 +157,7 @@ def describe_agent(agent: Any) -> AgentSpec | None:
 def reflection_spec(model: str, strategy: str) -> ReflectionSpec:
     """The run's reflection settings; an unknown strategy is a ConfigError naming it."""
     try:
-        return ReflectionSpec(model=model, strategy=strategy)
+        return ReflectionSpec.model_validate({"model": model, "strategy": strategy})
     except ValidationError as exc:
         raise ConfigError(f"reflection_strategy {strategy!r} is not one of "
                           f"{list(get_args(ReflectionStrategy))}", where="reflection_strategy",
@@ -334,6 +335,10 @@ async def evolve_workflow(
     shape, agents = describe_workflow(workflow, max_depth=max_depth)
     keys = qualified_components(components, shape, round_robin=round_robin)
     chosen = primary_for(workflow, primary)
+    if chosen is None:
+        raise ConfigError(f"{getattr(workflow, 'name', workflow)!r} is a single agent, not a "
+                          "workflow: evolve it with evolve()", where="workflow",
+                          value=type(workflow).__name__)
     if resume is None:
         check_seed_placeholders(workflow, {k for row in trainset if isinstance(row, dict)
                                            for k in row if k != EXPECTED_KEY})

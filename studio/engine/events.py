@@ -50,7 +50,7 @@ class EngineEvent:
                                    f"{cls.__name__}")
         fields = {**event.payload, "run_id": event.run_id, "iteration": event.iteration}
         try:
-            return cast(Self, _adapter(event_class).validate_python(fields))
+            return cast(Self, _adapter(event.kind).validate_python(fields))
         except ValidationError as exc:
             raise StoredEventError(event, f"its payload does not fit {event_class.__name__}: "
                                    f"{exc}") from exc
@@ -67,8 +67,9 @@ class StoredEventError(StoreError):
 
 
 @cache
-def _adapter(event_class: type[EngineEvent]) -> TypeAdapter[EngineEvent]:
-    return TypeAdapter(event_class)
+def _adapter(kind: EventKind) -> TypeAdapter[EngineEvent]:
+    """Reads a stored payload into the event class of ``kind`` (built on first use)."""
+    return TypeAdapter(_BY_KIND[kind])
 
 
 @dataclass(frozen=True)

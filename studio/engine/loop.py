@@ -162,9 +162,9 @@ class Engine:
         """Hold the run before its next iteration until :meth:`apply_control` lifts it."""
         self.apply_control(RunRequest.PAUSE)
 
-    def stop(self, reason: StopReason = StopReason.USER) -> None:
+    def stop(self, reason: StopReason | str = StopReason.USER) -> None:
         """End the run at its next step with ``reason`` (``user`` marks it stopped)."""
-        self.ctx.control.stop(reason)
+        self.ctx.control.stop(StopReason(reason))
 
     def apply_control(self, control: RunRequest | None) -> None:
         """Act on a person's request as stored on the run: ``pause``, ``stop`` or None."""

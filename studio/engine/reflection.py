@@ -17,6 +17,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from studio.model.errors import ConfigError, SchemaError, TemplateError
@@ -192,18 +193,42 @@ def create_reflection_agent(component: str, model: Any = None, *,
 # --------------------------------------------------------------------------- running
 
 
+class ReflectionOutcome(StrEnum):
+    """How a reflection step ended, so the proposer never reads it from the message."""
+
+    PROPOSED = "proposed"
+    """A text to validate."""
+    NOTHING_TO_PROPOSE = "nothing_to_propose"
+    """A model-free operator (rules, demo selector) found nothing new: not a failure."""
+    FAILED = "failed"
+    """The reflection agent's call failed (``error`` says how)."""
+
+
 @dataclass
 class ReflectionResult:
-    """What a reflection agent proposed."""
+    """What a reflection agent (or a model-free operator) proposed."""
 
     text: str
     reasoning: str = ""
     """Prose around the proposal (when the model wrapped it in a code fence)."""
     raw: str = ""
     error: str | None = None
+    """Why there is no text, in words (see ``outcome``)."""
     author: str = "the reflection agent"
     """Who wrote it, as an invalid proposal's reason names it (or the rules operator)."""
     trace: dict[str, Any] = field(default_factory=dict)
+    outcome: ReflectionOutcome = ReflectionOutcome.PROPOSED
+
+    @classmethod
+    def nothing(cls, author: str, why: str) -> ReflectionResult:
+        """A model-free operator's "nothing new to propose", and why."""
+        return cls(text="", author=author, error=why,
+                   outcome=ReflectionOutcome.NOTHING_TO_PROPOSE)
+
+    @classmethod
+    def failed(cls, error: str, trace: dict[str, Any]) -> ReflectionResult:
+        """The reflection agent's call failed with ``error``."""
+        return cls(text="", error=error, trace=trace, outcome=ReflectionOutcome.FAILED)
 
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)```", re.S)
@@ -248,7 +273,7 @@ async def run_reflection(
         agent, "Propose the improved component text now.", state=state
     )
     if result.error is not None:
-        return ReflectionResult(text="", raw="", error=result.error, trace=result.trace)
+        return ReflectionResult.failed(result.error, result.trace)
     raw = str(result.trace.get("state_delta", {}).get(OUTPUT_KEY) or result.output or "")
     text, reasoning = split_proposal(raw)
     return ReflectionResult(text=text, reasoning=reasoning, raw=raw, trace=result.trace)

@@ -7,6 +7,7 @@ are translated before validation, so the stored JSON only ever holds the studio'
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -136,7 +137,7 @@ class InvalidConfigError(ConfigError):
             return
         self.validation_error = exc
         problems = exc.errors()
-        first = problems[0] if problems else {}
+        first: Mapping[str, Any] = problems[0] if problems else {}
         field = ".".join(str(part) for part in first.get("loc", ())) or None
         field = _name_given(field, given or set())
         lines = [_problem_line(problem, with_field=len(problems) > 1) for problem in problems]

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from studio.model.config import EvolutionConfig
-from studio.model.errors import ConfigError, DatasetError, SchemaError
+from studio.model.errors import ConfigError, DatasetError, SchemaError, StudioError
 from studio.model.evidence import Evidence
 from studio.model.feedback import Feedback
 from studio.model.limits import (
@@ -445,6 +445,22 @@ class RunRequest(StrEnum):
 
     PAUSE = "pause"
     STOP = "stop"
+
+
+class NotStoredError(StudioError, ValueError):
+    """A record that was never stored was used where only a stored one (with an id) fits."""
+
+
+def stored_id(record: Candidate | Proposal | Trial | Example | Decision) -> int:
+    """The id of a record read from the store (ids are None only before the first write).
+
+    Raises:
+        NotStoredError: ``record`` was never stored.
+    """
+    if record.id is None:
+        raise NotStoredError(f"this {type(record).__name__} was never stored, so it has no id: "
+                             "store it first")
+    return record.id
 
 
 class StopReason(StrEnum):

@@ -118,7 +118,8 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
         "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
         "status": r.status.value,
         "review": r.config.review.value, "iterations": r.config.max_iterations,
-        "created": _local(r.created_at), "stop reason": r.stop_reason.value if r.stop_reason else "",
+        "created": _local(r.created_at),
+        "stop reason": r.stop_reason.value if r.stop_reason else "",
         "error": one_line(r.error, 120) if r.error else "",
     } for r in runs]
     return pd.DataFrame(rows, columns=["id", "name", "status", "review", "iterations", "created",
@@ -236,8 +237,8 @@ def filter_trials(frame: pd.DataFrame, filters: TrialFilters) -> pd.DataFrame:
         mask &= frame["candidate"].isin(filters.candidates)
     if filters.phases:
         mask &= frame["phase"].isin(filters.phases)
-    low, high = filters.score_range
-    scored = frame["score"].between(low, high)
+    lowest, highest = filters.score_range
+    scored = frame["score"].between(lowest, highest)
     unscored = frame["score"].isna()
     mask &= scored | (unscored if filters.include_unscored else False)
     if filters.errors not in ERROR_CHOICES:
@@ -515,6 +516,8 @@ def merge_source_frame(proposal: Proposal, candidates: Mapping[int, Candidate]) 
     """A merge, one row per component: the candidate it is taken from and why (which parent
     changed it since the common ancestor)."""
     detail = proposal.merge
+    if detail is None:  # a reflection's proposal takes no component from another candidate
+        return pd.DataFrame(columns=["component", "from", "why"])
     ancestor = candidates.get(detail.ancestor)
     rows = []
     for key, source in detail.sources.items():
