@@ -18,11 +18,20 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import ConfigError, SchemaError, TemplateError
 from studio.model.records import config_from_yaml, validate_json_schema
 from studio.runtime.providers import LOCAL_MODEL, litellm_model
+
+if TYPE_CHECKING:  # ADK takes seconds to import: only where an agent is built
+    from google.adk.agents import BaseAgent, LlmAgent
+    from google.adk.models import BaseLlm
+
+    from studio.runtime.execution import AgentExecutor
+
+    ModelChoice = str | BaseLlm | None
+    """A LiteLLM model string, an ADK model object, or None for the default model."""
 
 OUTPUT_KEY = "proposed_component_text"
 PLACEHOLDERS = ("component_text", "trials")
@@ -126,14 +135,15 @@ def validate_config_yaml(text: str) -> dict[str, Any]:
     return {"valid": True}
 
 
-def _model(model: Any) -> Any:
+def _model(model: str | BaseLlm) -> BaseLlm:
     if isinstance(model, str):
 
         return litellm_model(model)
     return model
 
 
-def _agent(name: str, model: Any, instruction: str, tools: list | None = None) -> Any:
+def _agent(name: str, model: str | BaseLlm, instruction: str,
+           tools: list | None = None) -> LlmAgent:
     from google.adk.agents import LlmAgent
 
     return LlmAgent(
@@ -152,23 +162,23 @@ def _default_model() -> str:
 
 
 def create_text_reflection_agent(
-    model: Any = None, *, instruction: str | None = None, name: str = "text_reflector"
-) -> Any:
+    model: ModelChoice = None, *, instruction: str | None = None, name: str = "text_reflector"
+) -> LlmAgent:
     """Reflection agent for free-text components (the instruction)."""
     return _agent(name, model or _default_model(), instruction or DEFAULT_REFLECTION_INSTRUCTION)
 
 
 def create_schema_reflection_agent(
-    model: Any = None, *, instruction: str | None = None, name: str = "schema_reflector"
-) -> Any:
+    model: ModelChoice = None, *, instruction: str | None = None, name: str = "schema_reflector"
+) -> LlmAgent:
     """Reflection agent for ``output_schema``, with the ``validate_output_schema`` tool."""
     return _agent(name, model or _default_model(), instruction or SCHEMA_REFLECTION_INSTRUCTION,
                   tools=[validate_output_schema])
 
 
 def create_config_reflection_agent(
-    model: Any = None, *, instruction: str | None = None, name: str = "config_reflector"
-) -> Any:
+    model: ModelChoice = None, *, instruction: str | None = None, name: str = "config_reflector"
+) -> LlmAgent:
     """Reflection agent for ``generate_content_config``; its reply is validated as YAML."""
     return _agent(name, model or _default_model(), instruction or CONFIG_REFLECTION_INSTRUCTION)
 
@@ -180,8 +190,8 @@ _FACTORIES = {
 }
 
 
-def create_reflection_agent(component: str, model: Any = None, *,
-                            instruction: str | None = None) -> Any:
+def create_reflection_agent(component: str, model: ModelChoice = None, *,
+                            instruction: str | None = None) -> LlmAgent:
     """The reflection agent for ``component`` (see the table at the top of this module)."""
     factory = _FACTORIES.get(component)
     if factory is None:
@@ -265,7 +275,8 @@ TRIED_NOTE = ("\nRecords with an \"already_tried\" key are texts already propose
 
 
 async def run_reflection(
-    agent: Any, component_text: str, trials: list[dict[str, Any]], executor: Any
+    agent: BaseAgent, component_text: str, trials: list[dict[str, Any]],
+    executor: AgentExecutor
 ) -> ReflectionResult:
     """Run a reflection agent with ``component_text`` and ``trials`` in session state."""
     state = {"component_text": component_text, "trials": fenced_trials(trials)}

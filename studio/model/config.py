@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from studio.model.errors import ConfigError
 
@@ -145,11 +146,11 @@ class InvalidConfigError(ConfigError):
                          where=f"EvolutionConfig.{field}" if field else "EvolutionConfig",
                          value=first.get("input") if field else None, field=field)
 
-    def errors(self) -> list[Any]:
+    def errors(self) -> list[ErrorDetails]:
         return self.validation_error.errors() if self.validation_error is not None else []
 
 
-def _problem_line(problem: Any, *, with_field: bool) -> str:
+def _problem_line(problem: ErrorDetails, *, with_field: bool) -> str:
     field = ".".join(str(part) for part in problem.get("loc", ())) if with_field else ""
     message = str(problem.get("msg", "")).removeprefix("Value error, ")
     shown = repr(problem.get("input"))

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import (
@@ -39,6 +39,9 @@ from studio.model.media import check_example_media, without_media
 from studio.model.tools import check_tool_refs
 from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 
+if TYPE_CHECKING:  # google.genai takes about half a second to import (see ``to_adk``)
+    from google.genai.types import GenerateContentConfig
+
 COMPONENTS = ("instruction", "output_schema", "generate_content_config", "few_shot")
 """Parts of an agent that evolution may rewrite, each with its own reflection agent."""
 
@@ -62,7 +65,7 @@ class GenerationConfig(BaseModel):
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
     max_output_tokens: int | None = Field(default=None, gt=0, le=32768)
 
-    def to_adk(self) -> Any:
+    def to_adk(self) -> GenerateContentConfig | None:
         # google.genai takes about half a second to import; records are loaded by the CLI and
         # the pages long before any agent is built, so pay for it only here.
         from google.genai import types

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,6 +22,7 @@ from studio.model.feedback import Feedback
 from studio.model.records import (
     Candidate,
     Example,
+    Override,
     Proposal,
     Run,
     RunEvent,
@@ -30,6 +31,9 @@ from studio.model.records import (
 )
 from studio.model.redaction import redact
 from studio.model.workflow import split_component
+
+if TYPE_CHECKING:  # the critics package is not needed to draw a table
+    from studio.critics.agreement import AgreementReport, ConfusionMatrix
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -257,14 +261,14 @@ def filter_trials(frame: pd.DataFrame, filters: TrialFilters) -> pd.DataFrame:
     return frame[mask]
 
 
-def override_signature(overrides: Sequence[Any]) -> tuple[int, int, int]:
+def override_signature(overrides: Sequence[Override]) -> tuple[int, int, int]:
     """Changes whenever an override is added or undone (cheap to compare between polls)."""
     undone = sum(1 for o in overrides if o.undone_at is not None)
     last = max((o.id or 0 for o in overrides), default=0)
     return len(overrides), last, undone
 
 
-def changed_trial_ids(overrides: Sequence[Any], since: tuple[int, int, int]) -> set[int]:
+def changed_trial_ids(overrides: Sequence[Override], since: tuple[int, int, int]) -> set[int]:
     """Trials whose effective values may differ from what a table showed at ``since``."""
     _, last_id, _ = since
     new = {o.trial_id for o in overrides if (o.id or 0) > last_id}
@@ -460,7 +464,7 @@ def _as_score(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def overrides_frame(overrides: Sequence[Any], trial_info: dict[int, dict[str, Any]]
+def overrides_frame(overrides: Sequence[Override], trial_info: dict[int, dict[str, Any]]
                     ) -> pd.DataFrame:
     """Every override, newest first: judge vs human side by side, who and when, undone or not."""
     rows = []
@@ -579,14 +583,14 @@ def proposal_history(rows: Sequence[ProposalRow]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- agreement
 
 
-def confusion_frame(confusion: Any) -> pd.DataFrame:
+def confusion_frame(confusion: ConfusionMatrix) -> pd.DataFrame:
     """2x2 table, judge verdict by row, human verdict (the truth) by column."""
     return pd.DataFrame(
         {"human: pass": [confusion.tp, confusion.fn], "human: fail": [confusion.fp, confusion.tn]},
         index=["judge: pass", "judge: fail"])
 
 
-def disagreements_frame(report: Any) -> pd.DataFrame:
+def disagreements_frame(report: AgreementReport) -> pd.DataFrame:
     rows = [{"trial": d.trial_id, "run": d.run_id, "judge_score": d.judge_score,
              "human_score": d.human_score, "gap": abs(d.judge_score - d.human_score),
              "judge_feedback": one_line(d.judge_feedback, 200),
