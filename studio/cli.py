@@ -39,7 +39,7 @@ from typing import Any
 
 import studio  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP first)
 from studio.model.errors import StudioError
-from studio.model.records import EventKind, RunStatus
+from studio.model.records import EventKind, ProposalKind, RunStatus, StopReason
 
 # The engine, store and ADK are imported inside the commands that use them: `studio --help`,
 # `studio schema` and `studio validate` do not pay for loading ADK and LiteLLM.
@@ -63,6 +63,8 @@ class ProgressBar:
         self.tty = getattr(stream, "isatty", lambda: False)()
 
     def __call__(self, event: Any) -> None:
+        """One in-process :class:`~studio.engine.events.EngineEvent`: its fields are read as
+        attributes (the engine's event classes are not imported at the top of this module)."""
         kind = event.kind
         if kind is EventKind.TRIAL_COMMITTED:
             self.trials += 1
@@ -70,19 +72,19 @@ class ProgressBar:
                 self.draw()
         elif kind is EventKind.PROGRESS:
             self.last = event.payload() | {"iteration": event.iteration}
-            self.trials = self.last["metric_calls"]
+            self.trials = event.metric_calls
             self.draw(newline=not self.tty)
-        elif kind is EventKind.PROPOSAL_CREATED and event.payload()["proposal_kind"] == "merge":
-            self.note(f"proposal {event.payload()['proposal_id']} merges the candidates with "
-                      "ids " + " and ".join(map(str, event.payload()["parent_ids"])))
+        elif kind is EventKind.PROPOSAL_CREATED and event.proposal_kind == ProposalKind.MERGE:
+            self.note(f"proposal {event.proposal_id} merges the candidates with "
+                      "ids " + " and ".join(map(str, event.parent_ids)))
         elif kind is EventKind.AWAITING_DECISION:
-            self.note(f"proposal {event.payload()['proposal_id']} waits for a decision: open the "
+            self.note(f"proposal {event.proposal_id} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
-                      f"{event.payload()['proposal_id']} accept|reject|edit`")
+                      f"{event.proposal_id} accept|reject|edit`")
         elif kind is EventKind.ITERATION_SKIPPED:
-            self.note(f"iteration {event.iteration} skipped: {event.payload()['reason']}")
+            self.note(f"iteration {event.iteration} skipped: {event.reason}")
         elif kind is EventKind.RUN_FINISHED:
-            self.note(f"run finished: {event.payload()['stop_reason']}")
+            self.note(f"run finished: {event.stop_reason}")
 
     def draw(self, newline: bool = False) -> None:
         info = self.last
@@ -260,7 +262,7 @@ def _stop_on_interrupt(handle: Any, store: Any, run_id: str) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's state is written first
         handle.cancel()  # the engine writes "stopped" as its task ends
         if not handle.join(10) and store.get_run(run_id).status.is_active:
-            store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")
+            store.update_run(run_id, status=RunStatus.STOPPED, stop_reason=StopReason.USER)
             store.release_lease(run_id, manager.worker_id)
     print(f"run {run_id} stopped; resume it with `studio resume {run_id}`", file=sys.stderr)
     return 130
@@ -485,7 +487,7 @@ def _print_skipped(store: Any, run_id: str) -> None:
     from studio.views.skips import skip_text
 
     for event in store.events(run_id, kind=EventKind.ITERATION_SKIPPED):
-        print(f"iteration {event.iteration} skipped: {skip_text(event.payload)}")
+        print(f"iteration {event.iteration} skipped: {skip_text(event)}")
 
 
 def _changes(row: Any) -> str:
