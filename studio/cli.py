@@ -112,32 +112,33 @@ def _store(args: argparse.Namespace):
 
 def _stored_run(args: argparse.Namespace):
     """The project's run, checked and stored with its examples (not started): ``(store, run)``."""
-    from studio.projects.files import load_project, start_run
+    from studio.projects.files import create_project_run, load_project
 
     project, base_dir = load_project(args.project)
     config = _run_config(project.run, args)
     store = _store(args)
-    return store, start_run(store, project, base_dir, name=args.name or project.name,
-                            config=config, source=str(args.project))
+    return store, create_project_run(store, project, base_dir, name=args.name or project.name,
+                                     config=config, source=str(args.project))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from studio.projects.workspace import launch
+    from studio.engine.dispatch import Placement, dispatch
 
     store, run = _stored_run(args)
     print(f"run {run.id} started (database: {database_label(store.url)}); watch it with "
           f"`studio ui`", file=sys.stderr)
     bar = ProgressBar()
-    handle = launch(store, run.id, listeners=[bar])
+    handle = dispatch(store, run.id, Placement.HERE, listeners=[bar]).handle
     return _wait(handle, store, run.id)
 
 
 def cmd_queue(args: argparse.Namespace) -> int:
     """Store the run with everything needed to run it, for whichever worker claims it."""
-    from studio.engine.queue import live_workers, queue_run
+    from studio.engine.dispatch import Placement, dispatch
+    from studio.engine.queue import live_workers
 
     store, run = _stored_run(args)
-    queue_run(store, run.id, args.queue)
+    dispatch(store, run.id, Placement.QUEUE, queue=args.queue)
     workers = len(live_workers(store, args.queue))
     print(f"run {run.id} queued in {args.queue!r} (database: {database_label(store.url)}); "
           f"{workers} live worker{'s' if workers != 1 else ''} on that queue"
@@ -299,6 +300,7 @@ def holdout_lines(report: Any) -> str:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     """A new run seeded with a candidate of another run; run here, or queued with --queue."""
+    from studio.engine.dispatch import Placement, dispatch
     from studio.projects.forking import fork_from_cli
 
     store = _store(args)
@@ -306,21 +308,19 @@ def cmd_fork(args: argparse.Namespace) -> int:
                         dataset=args.dataset, settings=args.config or [], name=args.name or "")
     origin = f"forked from run {args.run_id} candidate #{args.candidate}"
     if args.queue:
-        from studio.engine.queue import queue_run
-
-        queue_run(store, run.id, args.queue)
+        dispatch(store, run.id, Placement.QUEUE, queue=args.queue)
         print(f"run {run.id} {origin}, queued in {args.queue!r}", file=sys.stderr)
         print(run.id)
         return 0
-    from studio.projects.workspace import launch
-
     print(f"run {run.id} started, {origin} (database: {database_label(store.url)})",
           file=sys.stderr)
-    return _wait(launch(store, run.id, listeners=[ProgressBar()]), store, run.id)
+    handle = dispatch(store, run.id, Placement.HERE, listeners=[ProgressBar()]).handle
+    return _wait(handle, store, run.id)
 
 
 def cmd_align(args: argparse.Namespace) -> int:
     """An align run of the run's critic: run here (then its report), or queued with --queue."""
+    from studio.engine.dispatch import Placement, dispatch
     from studio.model.config import EvolutionConfig
     from studio.projects.aligning import create_align_run, report_measured
     from studio.views.aligning import align_lines
@@ -332,17 +332,14 @@ def cmd_align(args: argparse.Namespace) -> int:
                            threshold=args.threshold, part=args.part,
                            config=EvolutionConfig(**{"max_iterations": 5, **settings}))
     if args.queue:
-        from studio.engine.queue import queue_run
-
-        queue_run(store, run.id, args.queue)
+        dispatch(store, run.id, Placement.QUEUE, queue=args.queue)
         print(f"align run {run.id} queued in {args.queue!r}", file=sys.stderr)
         print(run.id)
         return 0
-    from studio.projects.workspace import launch
-
     print(f"align run {run.id} started for run {args.run_id}'s critic (database: "
           f"{database_label(store.url)})", file=sys.stderr)
-    code = _wait(launch(store, run.id, listeners=[ProgressBar()]), store, run.id)
+    handle = dispatch(store, run.id, Placement.HERE, listeners=[ProgressBar()]).handle
+    code = _wait(handle, store, run.id)
     print(align_lines(report_measured(store, run.id)))
     return code
 

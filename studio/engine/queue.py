@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from studio.engine.build import build_engine, check_seed_state, create_run
+from studio.engine.build import build_engine, check_seed_state, create_run, mark_not_started
 from studio.engine.worker import (
     HEARTBEAT_SECONDS,
     LEASE_LOST,
@@ -33,7 +33,6 @@ from studio.model.config import EvolutionConfig
 from studio.model.errors import RunStateError, StoreError, StoreUnavailableError
 from studio.model.limits import MAX_QUEUE_CHARS, check_length
 from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, Split, WorkerInfo, utcnow
-from studio.model.redaction import redact
 from studio.runtime.agents import build_agent
 from studio.runtime.execution import AgentExecutor
 from studio.store import Store, open_store
@@ -235,8 +234,8 @@ class QueueWorker:
         except RunStateError as exc:  # another worker holds it after all
             self.say(str(exc))
             return "lost"
-        except Exception as exc:
-            self._not_started(run, exc)
+        except Exception as exc:  # a model or key missing here: failed, not claimed again
+            mark_not_started(self.store, run.id, exc, worker_id=self.id)
             return "not_started"
         handle = self._handle
         while not handle.join(SLICE_SECONDS):
@@ -251,10 +250,3 @@ class QueueWorker:
         self.store.update_run(run.id, worker=None, heartbeat_at=None,
                               status=RunStatus.STOPPED, stop_reason="shutdown")
 
-    def _not_started(self, run: Run, exc: BaseException) -> None:
-        """A run this worker cannot build (a model or key missing here) fails with the reason,
-        instead of being claimed again and again."""
-        reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
-        self.store.update_run(run.id, status=RunStatus.FAILED, stop_reason="not_started",
-                              error=f"worker {self.id} could not start the run: {reason}",
-                              finished_at=utcnow(), worker=None)

@@ -904,12 +904,12 @@ def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
     return project.model_copy(update={"dataset": dataset})
 
 
-def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
-              name: str = "", project_id: int | None = None,
-              config: EvolutionConfig | None = None, source: str | None = None,
-              origin: Origin = Origin.LOCAL):
-    """Check the project as ``studio validate`` does, then create its run (it starts when handed
-    to the run manager)."""
+def create_project_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
+                       name: str = "", project_id: int | None = None,
+                       config: EvolutionConfig | None = None, source: str | None = None,
+                       origin: Origin = Origin.LOCAL):
+    """Check the project as ``studio validate`` does, then create its run (``pending``: it
+    starts when :func:`studio.engine.dispatch.dispatch` hands it to a worker or this process)."""
     config = config or project.run
     sets = check_project_datasets(project, base_dir, source=source or project.name,
                                   origin=origin, config=config)

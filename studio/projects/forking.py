@@ -12,9 +12,9 @@ import yaml
 from pydantic import ValidationError
 
 from studio.engine.build import critic_for_run, spec_model
+from studio.engine.dispatch import dispatch
 from studio.engine.forks import fork
 from studio.engine.pool import pool_scores
-from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.model.errors import (
     ConfigError,
     DatasetError,
@@ -171,8 +171,6 @@ def start_fork(store: Store, run_id: str, candidate_index: int, *,
             in. RunStateError: the run was started from Python objects. ConfigError: a setting,
             the critic or the candidate is wrong.
     """
-    from studio.projects.workspace import launch
-
     source = store.get_run(run_id)
     check_spec_trust(source.spec, Origin.BROWSER, f"run {run_id}")
     if not source.spec.resumable:
@@ -183,10 +181,7 @@ def start_fork(store: Store, run_id: str, candidate_index: int, *,
         check_critic_builds(critic, source, "critic")
     run = fork(store, run_id, candidate_index, critic=critic, config=settings or {},
                name=name)
-    if live_workers(store, DEFAULT_QUEUE):
-        return queue_run(store, run.id, DEFAULT_QUEUE)
-    launch(store, run.id)
-    return run
+    return dispatch(store, run.id).run
 
 
 def check_critic_builds(critic: CriticSpec, source: Run, where: str) -> None:
