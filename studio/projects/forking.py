@@ -26,14 +26,14 @@ from studio.model.records import Candidate, CriticSpec, Run
 from studio.projects.files import (
     MAX_DATASET_BYTES,
     MAX_PROJECT_BYTES,
+    BoundedLoader,
     CriticSection,
     DatasetSection,
     Origin,
-    _BoundedLoader,
-    _check_critic,
-    _explain,
+    check_critic_section,
     check_spec_trust,
     decode_text,
+    explain_validation,
     prepare_rows,
     read_bounded,
     read_csv,
@@ -86,8 +86,8 @@ def critic_from_text(text: str, source: str) -> CriticSpec:
     try:
         critic = CriticSection.model_validate(section)
     except ValidationError as exc:
-        raise ProjectFileError(_explain(exc), where=f"{source}: critic") from exc
-    _check_critic(critic, source)
+        raise ProjectFileError(explain_validation(exc), where=f"{source}: critic") from exc
+    check_critic_section(critic, source)
     return critic.to_spec()
 
 
@@ -128,7 +128,7 @@ def datasets_from_path(path: Path, input_key: str | None
     try:
         section = DatasetSection.model_validate(data.get("dataset", data))
     except ValidationError as exc:
-        raise DatasetError(_explain(exc), where=f"{path}: dataset") from exc
+        raise DatasetError(explain_validation(exc), where=f"{path}: dataset") from exc
     if section.input_column not in (None, input_key):
         raise DatasetError(f"input_column {section.input_column!r} differs from the run's "
                            f"{input_key!r}: a fork keeps its agent's input; leave it out or "
@@ -200,7 +200,7 @@ def _yaml_mapping(text: str, source: str) -> dict[str, Any]:
         raise ProjectFileError(f"{len(text):,} characters; the limit is {MAX_PROJECT_BYTES:,}",
                                where=source)
     try:
-        data = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
+        data = yaml.load(text, Loader=BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         raise ProjectFileError(f"YAML does not parse: {getattr(exc, 'problem', None) or exc}",
                                where=source) from exc
