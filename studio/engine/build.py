@@ -33,11 +33,15 @@ from studio.model.records import (
     CriticSpec,
     Run,
     RunSpec,
+    RunStatus,
     Split,
+    StopReason,
     expand_components,
     parse_components,
+    utcnow,
     validate_examples,
 )
+from studio.model.redaction import redact
 from studio.model.workflow import last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
@@ -165,6 +169,20 @@ def create_run(
     if testset is not None:
         store.add_examples(run.id, Split.TEST, testset)
     return run
+
+
+def mark_not_started(store: Store, run_id: str, exc: BaseException, *,
+                     worker_id: str | None = None) -> None:
+    """Record why a created run never started: failed with the reason, never left ``pending``
+    (nor claimed again and again by workers that cannot build it). ``worker_id``: the worker
+    that had claimed the run, which lets it go."""
+    reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
+    if worker_id is None:
+        who, release = "the run could not start", {}
+    else:
+        who, release = f"worker {worker_id} could not start the run", {"worker": None}
+    store.update_run(run_id, status=RunStatus.FAILED, stop_reason=StopReason.NOT_STARTED,
+                     error=f"{who}: {reason}", finished_at=utcnow(), **release)
 
 
 def check_fork_seed(spec: RunSpec) -> None:

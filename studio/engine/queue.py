@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from studio.engine.build import build_engine, check_seed_state, create_run
+from studio.engine.build import build_engine, check_seed_state, create_run, mark_not_started
 from studio.engine.worker import (
     HEARTBEAT_SECONDS,
     STALE_AFTER_SECONDS,
@@ -41,7 +41,6 @@ from studio.model.records import (
     WorkerInfo,
     utcnow,
 )
-from studio.model.redaction import redact
 from studio.runtime.agents import build_agent
 from studio.runtime.execution import AgentExecutor
 from studio.store import Store, open_store
@@ -243,8 +242,8 @@ class QueueWorker:
         except RunStateError as exc:  # another worker holds it after all
             self.say(str(exc))
             return StopReason.LEASE_LOST
-        except Exception as exc:
-            self._not_started(run, exc)
+        except Exception as exc:  # a model or key missing here: failed, not claimed again
+            mark_not_started(self.store, run.id, exc, worker_id=self.id)
             return StopReason.NOT_STARTED
         handle = self._handle
         while not handle.join(SLICE_SECONDS):
@@ -260,10 +259,3 @@ class QueueWorker:
         self.store.update_run(run.id, worker=None, heartbeat_at=None,
                               status=RunStatus.STOPPED, stop_reason=StopReason.SHUTDOWN)
 
-    def _not_started(self, run: Run, exc: BaseException) -> None:
-        """A run this worker cannot build (a model or key missing here) fails with the reason,
-        instead of being claimed again and again."""
-        reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
-        self.store.update_run(run.id, status=RunStatus.FAILED, stop_reason=StopReason.NOT_STARTED,
-                              error=f"worker {self.id} could not start the run: {reason}",
-                              finished_at=utcnow(), worker=None)
