@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 def _silence_stdout() -> None:
     """Point stdout at /dev/null, so Python's flush at exit does not raise a second
     BrokenPipeError (the documented idiom of the ``signal`` module's notes)."""
+    real = sys.__stdout__
+    if real is None:  # no stdout at all (a daemon)
+        return
     with contextlib.suppress(OSError, ValueError, AttributeError):  # no real stdout (a test)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), real.fileno())
 
