@@ -5,29 +5,44 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 
 from studio.cli.common import _store, database_label
-from studio.engine.queue import QueueWorker, live_workers
+from studio.engine.queue import QueueWorker, live_workers, open_store_when_reachable
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Take queued runs until ``--max-runs`` are done or SIGTERM/SIGINT (exit 0 either way)."""
-    store = _store(args)
-    worker = QueueWorker(store, queue=args.queue, poll_seconds=args.poll_seconds,
-                         max_runs=args.max_runs,
-                         say=lambda text: print(text, file=sys.stderr, flush=True))
-    previous = {signum: signal.signal(signum, lambda *_: worker.request_shutdown())
-                for signum in (signal.SIGTERM, signal.SIGINT)}
-    print(f"worker {worker.id} takes runs from queue {args.queue!r} "
-          f"(database: {database_label(store.url)})", file=sys.stderr, flush=True)
+    """Take queued runs until ``--max-runs`` are done or SIGTERM/SIGINT (exit 0 either way);
+    started before its database answers, it waits for it."""
+    shutdown = threading.Event()
+    workers: list[QueueWorker] = []  # the worker, once the database answered
+
+    def stop(*_: object) -> None:
+        shutdown.set()
+        for worker in workers:
+            worker.request_shutdown()
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
-        done = worker.serve()
+        store = open_store_when_reachable(args.db, say=_say, shutdown=shutdown)
+        if store is None:
+            _say("worker stopped before its database answered")
+            return 0
+        worker = QueueWorker(store, queue=args.queue, poll_seconds=args.poll_seconds,
+                             max_runs=args.max_runs, say=_say)
+        workers.append(worker)
+        _say(f"worker {worker.id} takes runs from queue {args.queue!r} "
+             f"(database: {database_label(store.url)})")
+        done = 0 if shutdown.is_set() else worker.serve()
     finally:  # called in-process (tests), the caller's handlers come back
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    print(f"worker {worker.id} exits after {done} run{'s' if done != 1 else ''}",
-          file=sys.stderr)
+    _say(f"worker {worker.id} exits after {done} run{'s' if done != 1 else ''}")
     return 0
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def cmd_workers(args: argparse.Namespace) -> int:

@@ -102,6 +102,32 @@ def warm_up() -> None:
         logger.warning("worker warm-up failed", exc_info=True)
 
 
+STORE_WAIT_SECONDS = 2.0
+"""How often a worker started before its database is reachable tries to open it again."""
+
+
+def open_store_when_reachable(url: str | None, *, say: Callable[[str], None],
+                              shutdown: threading.Event) -> Store | None:
+    """The store at ``url``, waiting while its database is unreachable (a server restarting or
+    not up yet): a worker started first must wait and take runs once it is, not exit and leave
+    the queue to no one. None when ``shutdown`` is set before the database answers.
+
+    Raises:
+        StoreError: the database answered and refused (a wrong password, a newer schema).
+    """
+    told = False
+    while not shutdown.is_set():
+        try:
+            return open_store(url)
+        except StoreUnavailableError as exc:
+            if not told:
+                say(f"waiting for the database (trying again every {STORE_WAIT_SECONDS:g} s "
+                    f"until it answers; Ctrl-C to stop): {exc}")
+                told = True
+            shutdown.wait(STORE_WAIT_SECONDS)
+    return None
+
+
 def live_workers(store: Store, queue: str | None = None) -> list[WorkerInfo]:
     """Workers that beat within the lease time (the studio queues runs when there is one)."""
     return store.live_workers(STALE_AFTER_SECONDS, queue)
