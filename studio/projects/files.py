@@ -77,6 +77,7 @@ from studio.model.records import (
 from studio.model.redaction import redact_data
 from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.model.workflow import WorkflowSpec
+from studio.runtime.adk_evalsets import eval_set_rows, is_eval_set_file
 from studio.runtime.execution import AgentExecutor
 
 
@@ -187,7 +188,8 @@ class DataSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str
-    """CSV or JSONL file, relative to the project file."""
+    """CSV, JSONL or ADK eval set (``.evalset.json``, ``.test.json``) file, relative to the
+    project file."""
 
 
 class SplitSection(BaseModel):
@@ -591,11 +593,15 @@ def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: 
 
 
 def read_rows(path: Path, source: DataSource, where: str) -> list[dict[str, Any]]:
-    """The rows of a CSV or JSONL dataset file (bounded, UTF-8 only)."""
+    """The rows of a CSV, JSONL or ADK eval set dataset file (bounded, UTF-8 only)."""
+    if is_eval_set_file(path):  # ADK's *.evalset.json / *.test.json: studio.runtime.adk_evalsets
+        text = decode_text(read_bounded(path, MAX_DATASET_BYTES, DatasetError), str(path))
+        return eval_set_rows(text, source=source.path, where=where)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
         raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
-                           "or .jsonl", where=f"{where}.path", value=source.path)
+                           "or .jsonl (or ADK's .evalset.json / .test.json)",
+                           where=f"{where}.path", value=source.path)
     text = decode_text(read_bounded(path, MAX_DATASET_BYTES, DatasetError), str(path))
     rows = read_csv(path, text=text) if suffix == ".csv" else read_jsonl(path, text=text)
     if not rows:
