@@ -57,6 +57,9 @@ def load_agent(reference: str) -> Any:
                               "starting with _ are not loaded)",
                               where="agent.ref", value=reference)
         target = getattr(target, name)
+    from studio.runtime.workflows import refuse_graph_workflow  # it builds agents: imports us
+
+    refuse_graph_workflow(target, where="agent.ref")
     if not isinstance(target, BaseAgent):
         raise ConfigError(f"{reference!r} is a {type(target).__name__}, not an ADK agent "
                           "instance (a reference is never called: point it at the agent object "
