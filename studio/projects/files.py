@@ -77,7 +77,9 @@ from studio.model.records import (
 from studio.model.redaction import redact_data
 from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.model.workflow import WorkflowSpec
+from studio.projects.adk_folders import check_folder_trust, folder_section
 from studio.runtime.adk_evalsets import eval_set_rows, is_eval_set_file
+from studio.runtime.agents import resolve_agent_folder
 from studio.runtime.execution import AgentExecutor
 
 
@@ -129,6 +131,15 @@ class AgentSection(BaseModel):
     ref: str | None = None
     """``package.module:attribute`` of an existing ADK agent or workflow agent (then the fields
     above are unused)."""
+    folder: str | None = None
+    """An ADK agent folder (``my_agent/agent.py`` defining ``root_agent``, optional ``.env``),
+    relative to the project file: its agent is ``ref`` (default ``my_agent.agent:root_agent``),
+    imported without ``PYTHONPATH`` and with the folder's ``.env`` loaded, as ``adk web`` does."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _folder_names_its_agent(cls, data: Any) -> Any:
+        return folder_section(data)
 
     def to_spec(self) -> AgentSpec:
         return AgentSpec(name=_identifier(self.name), model=self.model,
@@ -287,10 +298,12 @@ class ProjectFile(BaseModel):
                     for name in names]
         return list(self.components)
 
-    def run_spec(self) -> RunSpec:
+    def run_spec(self, base_dir: Path = Path(".")) -> RunSpec:
         single = self.agent
         agent = single.to_spec() if single is not None and not single.ref else None
         return RunSpec(agent=agent, agent_ref=single.ref if single else None,
+                       agent_folder=resolve_agent_folder(single.ref, single.folder, base_dir)
+                       if single else None,
                        agents=[a.to_spec() for a in self.agents], workflow=self.workflow,
                        primary=self.primary, critic=self.critic.to_spec(),
                        reflection=self.reflection, components=self.component_keys(),
@@ -394,6 +407,8 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
     Raises:
         ProjectFileError: naming the reference and how to opt in.
     """
+    check_folder_trust(project.agent.folder if project.agent else None,
+                       origin is not Origin.BROWSER or code_refs_allowed(), source)
     check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
     for agent in ([project.agent] if project.agent else []) + list(project.agents):
         where = f"{source}: " + ("agent" if agent is project.agent else f"agents.{agent.name}")
@@ -919,7 +934,7 @@ def start_run(store: Any, project: ProjectFile, base_dir: Path = Path("."), *,
     config = config or project.run
     sets = check_project_datasets(project, base_dir, source=source or project.name,
                                   origin=origin, config=config)
-    return create_run(store, spec=project.run_spec(), trainset=sets.train,
+    return create_run(store, spec=project.run_spec(base_dir), trainset=sets.train,
                       valset=sets.val, testset=sets.test, config=config,
                       name=name or project.name, project_id=project_id)
 
@@ -962,7 +977,7 @@ def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
     _check_critic(project.critic, source)
     _check_budget(config, train, val, source)
     try:
-        spec = complete_spec(project.run_spec())  # a ref to a workflow: components qualified
+        spec = complete_spec(project.run_spec(base_dir))  # a workflow ref: components qualified
         _check_run_inputs(spec, train, val, test)
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
