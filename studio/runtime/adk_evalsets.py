@@ -115,10 +115,13 @@ def case_row(case: Any, *, source: str, where: str) -> dict[str, Any]:
     _check_single_turn(case, source, where)
     invocation = case.conversation[0]
     text = content_text(invocation.user_content)
-    if not text:
-        raise DatasetError(f"eval case {case.eval_id!r} in {source}: the user's message has no "
-                           "text (images and files in eval cases are not read yet); give it a "
-                           "text part", where=where)
+    other = [part for part in invocation.user_content.parts or [] if not part.text]
+    if other or not text:
+        raise DatasetError(f"eval case {case.eval_id!r} in {source}: the user's message has "
+                           f"{'no text' if not text else 'a part that is not text'} (images "
+                           "and files in eval cases are not read yet, and are never dropped "
+                           "silently); give it text parts only, or leave the case out",
+                           where=where)
     row: dict[str, Any] = {**_session_state(case, source, where), INPUT_KEY: text}
     expected = content_text(invocation.final_response)
     if expected:

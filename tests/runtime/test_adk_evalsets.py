@@ -83,6 +83,15 @@ def test_a_state_key_that_is_a_row_field_is_refused():
         eval_set_rows(recorded(case), source="c.evalset.json")
 
 
+def test_a_message_with_an_image_is_refused_not_read_as_its_text_alone():
+    content = types.Content(role="user", parts=[
+        types.Part.from_text(text="What is this?"),
+        types.Part.from_bytes(data=b"\x89PNG", mime_type="image/png")])
+    case = EvalCase(eval_id="photo", conversation=[Invocation(user_content=content)])
+    with pytest.raises(DatasetError, match="'photo'.*a part that is not text"):
+        eval_set_rows(recorded(case), source="p.evalset.json")
+
+
 def test_a_legacy_test_file_is_one_session_as_adk_runs_it():
     """``AgentEvaluator`` runs a legacy test file's queries as one conversation: one query is a
     single-turn case, several are refused as a multi-turn one."""
