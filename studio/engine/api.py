@@ -35,7 +35,12 @@ from studio.model.records import (
 )
 from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
 from studio.runtime.protocol import AgentExecutorProtocol
-from studio.runtime.workflows import describe_workflow, is_workflow, primary_for
+from studio.runtime.workflows import (
+    describe_workflow,
+    is_workflow,
+    primary_for,
+    refuse_graph_workflow,
+)
 from studio.store import Store, open_store
 
 RESULT_SCHEMA_VERSION = 1
@@ -259,6 +264,7 @@ def check_agent(agent: object, components: str | Iterable[str] | None) -> None:
     Raises:
         ConfigError: naming the argument and what to pass instead.
     """
+    refuse_graph_workflow(agent)
     if not isinstance(agent, BaseAgent):
         shown = repr(agent) if len(repr(agent)) <= 60 else repr(agent)[:57] + "..."
         raise ConfigError(f"agent must be an ADK agent (an LlmAgent, or a SequentialAgent, "
@@ -334,6 +340,7 @@ async def evolve_workflow(
     ``evolved_components`` is flat, keyed ``agent.component``. With no ``critic``, as in
     gepa-adk, the primary agent's own ``output_schema`` scores it (refused when it has none).
     """
+    refuse_graph_workflow(workflow, where="workflow")
     shape, agents = describe_workflow(workflow, max_depth=max_depth)
     keys = qualified_components(components, shape, round_robin=round_robin)
     chosen = primary_for(workflow, primary)

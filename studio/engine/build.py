@@ -81,7 +81,7 @@ def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
     """
     if not spec.agent_ref or spec.agents or spec.workflow is not None:
         return spec
-    root = root if root is not None else load_agent(spec.agent_ref)
+    root = root if root is not None else load_agent(spec.agent_ref, folder=spec.agent_folder)
     if not is_workflow(root):
         return spec
     shape, agents = describe_workflow(root)
@@ -365,6 +365,6 @@ def spec_agent(spec: RunSpec) -> Any:
     if spec.agent is not None:
         return build_agent(spec.agent)
     if spec.agent_ref:
-        return load_agent(spec.agent_ref)
+        return load_agent(spec.agent_ref, folder=spec.agent_folder)
     raise ConfigError("the run has no agent: give an agent spec or a module:attribute reference",
                       where="agent")

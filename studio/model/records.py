@@ -870,6 +870,9 @@ class RunSpec(BaseModel):
     agent: AgentSpec | None = None
     agent_ref: str | None = None
     """``module:attribute`` of an agent (or an ADK workflow agent) defined in Python code."""
+    agent_folder: str | None = None
+    """The ADK agent folder (absolute) ``agent_ref`` is imported from: made importable and its
+    ``.env`` loaded first (:func:`studio.runtime.agents.prepare_agent_folder`)."""
     agents: list[AgentSpec] = Field(default_factory=list)
     """A group or workflow run's agents (then ``agent`` is None and ``workflow`` says how they
     run); its components are keyed ``agent.component``."""

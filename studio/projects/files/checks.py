@@ -40,7 +40,7 @@ def create_project_run(store: Any, project: ProjectFile, base_dir: Path = Path("
     config = config or project.run
     sets = check_project_datasets(project, base_dir, source=source or project.name,
                                   origin=origin, config=config)
-    return create_run(store, spec=project.run_spec(), trainset=sets.train,
+    return create_run(store, spec=project.run_spec(base_dir), trainset=sets.train,
                       valset=sets.val, testset=sets.test, config=config,
                       name=name or project.name, project_id=project_id)
 
@@ -80,7 +80,7 @@ def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
     check_critic_section(project.critic, source)
     _check_budget(config, train, val, source)
     try:
-        spec = complete_spec(project.run_spec())  # a ref to a workflow: components qualified
+        spec = complete_spec(project.run_spec(base_dir))  # a workflow ref: components qualified
         _check_run_inputs(spec, train, val, test)
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc

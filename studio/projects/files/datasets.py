@@ -23,6 +23,7 @@ from studio.projects.files.readers import (
 )
 from studio.projects.files.sections import DatasetSection, DataSource, ProjectFile, SplitSection
 from studio.projects.files.trust import Origin
+from studio.runtime.adk_evalsets import eval_set_rows, is_eval_set_file
 
 
 def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: str,
@@ -38,11 +39,15 @@ def load_rows(source: list[dict[str, Any]] | DataSource, base_dir: Path, where: 
 
 
 def read_rows(path: Path, source: DataSource, where: str) -> list[dict[str, Any]]:
-    """The rows of a CSV or JSONL dataset file (bounded, UTF-8 only)."""
+    """The rows of a CSV, JSONL or ADK eval set dataset file (bounded, UTF-8 only)."""
+    if is_eval_set_file(path):  # ADK's *.evalset.json / *.test.json: studio.runtime.adk_evalsets
+        text = decode_text(read_bounded(path, MAX_DATASET_BYTES, DatasetError), str(path))
+        return eval_set_rows(text, source=source.path, where=where)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
         raise DatasetError(f"unsupported dataset file type {suffix!r} ({source.path}): use .csv "
-                           "or .jsonl", where=f"{where}.path", value=source.path)
+                           "or .jsonl (or ADK's .evalset.json / .test.json)",
+                           where=f"{where}.path", value=source.path)
     text = decode_text(read_bounded(path, MAX_DATASET_BYTES, DatasetError), str(path))
     rows = read_csv(path, text=text) if suffix == ".csv" else read_jsonl(path, text=text)
     if not rows:

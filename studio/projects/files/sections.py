@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import (
@@ -28,6 +29,8 @@ from studio.model.records import (
 )
 from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.model.workflow import WorkflowSpec
+from studio.projects.adk_folders import folder_section
+from studio.runtime.agents import resolve_agent_folder
 
 
 class AgentSection(BaseModel):
@@ -52,6 +55,15 @@ class AgentSection(BaseModel):
     ref: str | None = None
     """``package.module:attribute`` of an existing ADK agent or workflow agent (then the fields
     above are unused)."""
+    folder: str | None = None
+    """An ADK agent folder (``my_agent/agent.py`` defining ``root_agent``, optional ``.env``),
+    relative to the project file: its agent is ``ref`` (default ``my_agent.agent:root_agent``),
+    imported without ``PYTHONPATH`` and with the folder's ``.env`` loaded, as ``adk web`` does."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _folder_names_its_agent(cls, data: Any) -> Any:
+        return folder_section(data)
 
     def to_spec(self) -> AgentSpec:
         return AgentSpec(name=_identifier(self.name), model=self.model,
@@ -111,7 +123,8 @@ class DataSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str
-    """CSV or JSONL file, relative to the project file."""
+    """CSV, JSONL or ADK eval set (``.evalset.json``, ``.test.json``) file, relative to the
+    project file."""
 
 
 class SplitSection(BaseModel):
@@ -209,10 +222,12 @@ class ProjectFile(BaseModel):
                     for name in names]
         return list(self.components)
 
-    def run_spec(self) -> RunSpec:
+    def run_spec(self, base_dir: Path = Path(".")) -> RunSpec:
         single = self.agent
         agent = single.to_spec() if single is not None and not single.ref else None
         return RunSpec(agent=agent, agent_ref=single.ref if single else None,
+                       agent_folder=resolve_agent_folder(single.ref, single.folder, base_dir)
+                       if single else None,
                        agents=[a.to_spec() for a in self.agents], workflow=self.workflow,
                        primary=self.primary, critic=self.critic.to_spec(),
                        reflection=self.reflection, components=self.component_keys(),

@@ -12,6 +12,7 @@ from studio.model.errors import ProjectFileError
 from studio.model.records import (
     RunSpec,
 )
+from studio.projects.adk_folders import check_folder_trust
 from studio.projects.files.sections import ProjectFile
 
 
@@ -38,6 +39,8 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
     Raises:
         ProjectFileError: naming the reference and how to opt in.
     """
+    check_folder_trust(project.agent.folder if project.agent else None,
+                       origin is not Origin.BROWSER or code_refs_allowed(), source)
     check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
     for agent in ([project.agent] if project.agent else []) + list(project.agents):
         where = f"{source}: " + ("agent" if agent is project.agent else f"agents.{agent.name}")
