@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,7 +144,6 @@ def test_the_next_run_reuses_the_worker_processes(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_worker_process_is_replaced_and_the_run_still_completes(tmp_path):
-    import signal
 
     first = pids_of_a_run(tmp_path, "before")
     for pid in first:
@@ -150,7 +155,6 @@ def test_a_killed_worker_process_is_replaced_and_the_run_still_completes(tmp_pat
 def test_every_caller_that_saw_a_pool_break_lands_on_one_new_pool():
     """When a process dies, every pending future of its pool breaks at once; each of their
     callers asks for a new pool, and all must get the same one (not start a pool each)."""
-    import signal
     from concurrent.futures.process import BrokenProcessPool
 
     processes.shutdown_pools()
@@ -206,7 +210,6 @@ time.sleep(600)
 def test_worker_processes_die_with_a_sigkilled_parent(tmp_path):
     """A SIGKILLed run cannot shut its pool down; its processes must not linger (~300 MB
     each), however the parent died."""
-    import signal
     import subprocess
     import sys
 
@@ -224,94 +227,80 @@ def test_worker_processes_die_with_a_sigkilled_parent(tmp_path):
         parent.wait(timeout=30)
 
 
-@pytest.mark.slow
-def test_stopped_worker_processes_are_replaced_and_their_shards_judged_again(tmp_path):
-    """A SIGSTOPped (wedged) process never answers and never dies, and the run's heartbeat
-    keeps the lease: past the shard's deadline the pool is replaced (the stopped process
-    killed) and its shard judged again, so the run completes with every example scored once."""
-    import signal
-    import threading
+@dataclass
+class WedgedRun:
+    """A run of four examples on two worker processes, both SIGSTOPped once their shards are
+    out: they neither answer nor die."""
 
+    store: Any
+    run_id: str
+    pool: Any
+    thread: threading.Thread
+    outcome: list[str] = field(default_factory=list)
+    stopped: list[int] = field(default_factory=list)
+
+    def scored_once_each(self) -> bool:
+        trials = self.store.trials(self.run_id)
+        return sorted(t.example_index for t in trials) == [0, 1, 2, 3] and all(
+            t.score is not None for t in trials)
+
+
+@contextmanager
+def wedged_run(tmp_path: Path, config: EvolutionConfig) -> Iterator[WedgedRun]:
     processes.shutdown_pools()
-    store = open_store(f"sqlite:///{tmp_path}/stopped.db", cached=False)
-    config = EvolutionConfig(max_iterations=0, seed=3, max_concurrency=2, processes=2,
-                             call_timeout_seconds=1.5, max_retries=0)
+    store = open_store(f"sqlite:///{tmp_path}/wedged.db", cached=False)
     run_id = create_run(store, spec=demo_spec("scripted/demo@400ms"), trainset=trainset(4),
                         config=config).id
     engine = build_engine(store, run_id)
-    assert engine.ctx.fan_out.shard_deadline_s == processes.shard_deadline(config) < 20
     engine.ctx.fan_out.start()
     wait_until(lambda: engine.ctx.fan_out.ready and all(
         f.done() for f in engine.ctx.fan_out._warming), timeout=120)
-    pool = processes._POOLS[2]
-    outcome: list[str] = []
-    thread = threading.Thread(target=lambda: outcome.append(asyncio.run(engine.run())))
-    thread.start()
-    stopped: list[int] = []
+    wedged = WedgedRun(store, run_id, processes._POOLS[2], threading.Thread(
+        target=lambda: wedged.outcome.append(asyncio.run(engine.run()))))
+    wedged.thread.start()
     try:
-        wait_until(lambda: len(pool._pending_work_items) == 2, timeout=60)  # both shards sent
-        for pid in list(pool._processes):  # wedged: neither answers nor dies
+        wait_until(lambda: len(wedged.pool._pending_work_items) == 2, timeout=60,
+                   message="both shards sent")
+        for pid in list(wedged.pool._processes):
             os.kill(pid, signal.SIGSTOP)
-            stopped.append(pid)
-        thread.join(timeout=120)
-        assert outcome == ["max_iterations"]
-        trials = store.trials(run_id)
-        assert sorted(t.example_index for t in trials) == [0, 1, 2, 3]
-        assert all(t.score is not None for t in trials)
-        assert processes._POOLS[2] is not pool
-        assert not set(stopped) & set(processes._POOLS[2]._processes)
-        wait_until(lambda: all(not Path(f"/proc/{pid}").exists() or "Z" in Path(
-            f"/proc/{pid}/stat").read_text().split()[2] for pid in stopped), timeout=30)
+            wedged.stopped.append(pid)
+        yield wedged
     finally:
-        for pid in stopped:  # never leave a stopped process behind
+        for pid in wedged.stopped:  # never leave a stopped process behind
             if Path(f"/proc/{pid}").exists():
                 os.kill(pid, signal.SIGKILL)
-        thread.join(timeout=120)
+        wedged.thread.join(timeout=120)
         store.close()
         processes.shutdown_pools()
+
+
+@pytest.mark.slow
+def test_stopped_worker_processes_are_replaced_and_their_shards_judged_again(tmp_path):
+    """Past the shard's deadline the pool is replaced (the stopped processes killed) and its
+    shards judged again, so the run completes with every example scored once."""
+    config = EvolutionConfig(max_iterations=0, seed=3, max_concurrency=2, processes=2,
+                             call_timeout_seconds=1.5, max_retries=0)
+    assert processes.shard_deadline(config) < 20
+    with wedged_run(tmp_path, config) as wedged:
+        wedged.thread.join(timeout=120)
+        assert wedged.outcome == ["max_iterations"] and wedged.scored_once_each()
+        assert processes._POOLS[2] is not wedged.pool
+        assert not set(wedged.stopped) & set(processes._POOLS[2]._processes)
+        wait_until(lambda: all(not Path(f"/proc/{pid}").exists() or "Z" in Path(
+            f"/proc/{pid}/stat").read_text().split()[2] for pid in wedged.stopped), timeout=30)
 
 
 @pytest.mark.slow
 def test_a_wedged_process_is_noticed_by_its_heartbeat_long_before_the_shard_deadline(tmp_path):
     """With the default call timeout a shard's deadline is over an hour: a SIGSTOPped process
     is noticed by its stale heartbeat instead (its threads stop with it), replaced, and its
-    shard judged again, so the run completes with every example scored once."""
-    import signal
-    import threading
-
-    processes.shutdown_pools()
-    store = open_store(f"sqlite:///{tmp_path}/wedged.db", cached=False)
+    shard judged again."""
     config = EvolutionConfig(max_iterations=0, seed=3, max_concurrency=2, processes=2)
-    run_id = create_run(store, spec=demo_spec("scripted/demo@400ms"), trainset=trainset(4),
-                        config=config).id
-    engine = build_engine(store, run_id)
-    assert engine.ctx.fan_out.shard_deadline_s > 3600
-    engine.ctx.fan_out.start()
-    wait_until(lambda: engine.ctx.fan_out.ready and all(
-        f.done() for f in engine.ctx.fan_out._warming), timeout=120)
-    pool = processes._POOLS[2]
-    outcome: list[str] = []
-    thread = threading.Thread(target=lambda: outcome.append(asyncio.run(engine.run())))
-    thread.start()
-    stopped: list[int] = []
-    try:
-        wait_until(lambda: len(pool._pending_work_items) == 2, timeout=60)
-        for pid in list(pool._processes):
-            os.kill(pid, signal.SIGSTOP)
-            stopped.append(pid)
-        thread.join(timeout=processes.STALE_HEARTBEAT_SECONDS * 2 + 60)
-        assert outcome == ["max_iterations"]
-        trials = store.trials(run_id)
-        assert sorted(t.example_index for t in trials) == [0, 1, 2, 3]
-        assert all(t.score is not None for t in trials)
-        assert not set(stopped) & set(processes._POOLS[2]._processes)
-    finally:
-        for pid in stopped:
-            if Path(f"/proc/{pid}").exists():
-                os.kill(pid, signal.SIGKILL)
-        thread.join(timeout=120)
-        store.close()
-        processes.shutdown_pools()
+    assert processes.shard_deadline(config) > 3600
+    with wedged_run(tmp_path, config) as wedged:
+        wedged.thread.join(timeout=processes.STALE_HEARTBEAT_SECONDS * 2 + 60)
+        assert wedged.outcome == ["max_iterations"] and wedged.scored_once_each()
+        assert not set(wedged.stopped) & set(processes._POOLS[2]._processes)
 
 
 def test_a_live_process_keeps_beating_and_is_never_counted_stalled(tmp_path):

@@ -89,6 +89,16 @@ class Studio:
             self.process.wait(10)
 
 
+def queue_example(url: str, *, iterations: int) -> None:
+    """``studio queue`` the scripted example, in its own process."""
+    queued = subprocess.run(
+        [sys.executable, "-m", "studio.cli", "--db", url, "queue",
+         str(ROOT / "examples/haiku_scripted.yaml"), "--max-iterations", str(iterations)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=120)
+    assert queued.returncode == 0, queued.stderr
+
+
 def trial_count(url: str) -> int:
     store = open_store(url, cached=False)
     try:
@@ -127,12 +137,7 @@ def test_an_idle_worker_waits_through_a_restart_then_takes_a_queued_run(server):
         wait_until(lambda: worker.said("trying again"), timeout=60,
                    message="the worker to wait for the database")
         server.start()
-        queued = subprocess.run(
-            [sys.executable, "-m", "studio.cli", "--db", server.url, "queue",
-             str(ROOT / "examples/haiku_scripted.yaml"), "--max-iterations", "1"],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-            text=True, timeout=120)
-        assert queued.returncode == 0, queued.stderr
+        queue_example(server.url, iterations=1)
         assert worker.process.wait(180) == 0, "".join(worker.lines)
     finally:
         worker.stop()
@@ -143,12 +148,7 @@ def test_an_idle_worker_waits_through_a_restart_then_takes_a_queued_run(server):
 
 
 def test_a_worker_running_a_run_waits_through_a_restart_and_completes_it(server):
-    queued = subprocess.run(
-        [sys.executable, "-m", "studio.cli", "--db", server.url, "queue",
-         str(ROOT / "examples/haiku_scripted.yaml"), "--max-iterations", "3"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=120)
-    assert queued.returncode == 0, queued.stderr
+    queue_example(server.url, iterations=3)
     worker = Studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
     try:
         wait_until(lambda: trial_count(server.url) >= 2, timeout=120, message="trials stored")
@@ -177,12 +177,7 @@ def test_a_worker_started_while_postgres_is_down_waits_then_takes_a_queued_run(s
         server.start()
         wait_until(lambda: worker.said("takes runs from queue"), timeout=60,
                    message="the worker to open the database once it answers")
-        queued = subprocess.run(
-            [sys.executable, "-m", "studio.cli", "--db", server.url, "queue",
-             str(ROOT / "examples/haiku_scripted.yaml"), "--max-iterations", "1"],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-            text=True, timeout=120)
-        assert queued.returncode == 0, queued.stderr
+        queue_example(server.url, iterations=1)
         assert worker.process.wait(180) == 0, "".join(worker.lines)
     finally:
         worker.stop()

@@ -15,16 +15,13 @@ import pytest
 from studio.engine import EvolutionConfig
 from studio.engine.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
-from studio.runtime.providers import demo
 from studio.store import open_store
 from tests.helpers import wait_until
 from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, settled, studio_server
+from tests.ui.test_model_links import phishing_project
 from tests.ui.test_pages import SCRIPTED
 
 pytestmark = pytest.mark.browser
-
-PHISH = "Visit http://evil.example/login or www.evil.example, mail help@evil.example"
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -90,21 +87,6 @@ def test_two_tabs_deciding_one_proposal(server):
             shot(second, "two_tabs_failure_second")
             raise
     assert len(store.decisions(proposal_id=proposal_id)) == 1
-
-
-def phishing_project(store, script):
-    def model(request):
-        if demo.REFLECTION_MARKER in request.prompt_text:
-            return "Write a haiku about the given topic.\n" + PHISH
-        return demo.reply(request)
-
-    name = script("phish_links_browser", model)
-    project = import_example(store, SCRIPTED)
-    text = store.get_project(project.id).yaml.replace(
-        "reflection:\n  model: scripted/demo@150ms", f"reflection:\n  model: {name}")
-    assert text != store.get_project(project.id).yaml
-    store.save_project(project.name, text, project.id)
-    return project
 
 
 def assert_no_live_link(page, what: str) -> None:
