@@ -262,7 +262,10 @@ class ProcessFanOut:
 
     def start(self) -> None:
         """Have each process build this run's agent and critic in the background (a new pool
-        starts its processes on these submits)."""
+        starts its processes on these submits). Once is enough: a second call (the engine's,
+        after a caller warmed the processes up) would make :attr:`ready` wait again."""
+        if self._warming and self._warming_pool is self._pool:
+            return
         with _main_not_rerun():
             self._warming = [self._submit(_prepare, self._key, self._setup)
                              for _ in range(self.processes)]
@@ -277,6 +280,7 @@ class ProcessFanOut:
                     future.result()
                 except BrokenProcessPool:  # a process of the shared pool died: a new pool
                     self._pool = shared_pool(self.processes, broken=self._warming_pool)
+                    self._warming = []
                     self.start()
                     return False
                 except Exception as exc:  # the process could not start or build the agent
