@@ -344,6 +344,21 @@ def _analysis(run_id: str, marker: tuple[int, ...]) -> Analysis:
                     child_means=child_means, last_iteration=last)
 
 
+def validation_trials(run_id: str, candidate_ids: tuple[int, ...]) -> dict[int, list[Trial]]:
+    """Each candidate's validation trials (no traces: the matrix shows outputs; a cell opened
+    reads its trial in full with :func:`trial`), re-read when the run changes (a correction
+    changes a cell's score)."""
+    return _validation_trials(run_id, tuple(candidate_ids), run_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner="Reading the outputs…")
+def _validation_trials(run_id: str, candidate_ids: tuple[int, ...], marker: tuple[int, ...]
+                       ) -> dict[int, list[Trial]]:
+    return {cid: store().trials(run_id, candidate_id=cid, phase=TrialPhase.VALSET.value,
+                                with_trace=False)
+            for cid in candidate_ids}
+
+
 def provenance(run_id: str, candidate_index: int) -> Provenance:
     """Where each sentence of candidate ``#candidate_index`` came from (an edit or a correction
     changes the labels' score changes, and the run's marker with them)."""
