@@ -42,6 +42,7 @@ def setup_logging() -> bool:
 def sidebar(sections: dict[str, list]) -> None:
     with st.sidebar:
         st.markdown("### :material/biotech: Evolution Studio")
+        inbox()
         params = session.url_params()
         for section, pages in sections.items():
             st.caption(section)
@@ -52,6 +53,27 @@ def sidebar(sections: dict[str, list]) -> None:
                       help="Recorded with every score correction and decision you make.")
         run_picker()
         environment()
+
+
+WAITING_MARK = "⏳ "
+"""Put before a run's label in the picker while a proposal of it waits for a decision."""
+
+
+def inbox() -> None:
+    """The "waiting for you" badge: how many runs have a proposal waiting for a decision, and a
+    button to the one that has waited longest (unless it is the page already shown)."""
+    waiting = loaders.waiting()
+    if not waiting:
+        return
+    count = len(waiting)
+    st.badge(f"{count} run{'s' if count > 1 else ''} waiting for you", icon=":material/inbox:",
+             color="orange")
+    oldest = min(waiting, key=lambda run_id: waiting[run_id].created_at)
+    here = session.current_run_id() == oldest and session.current_page() == "proposals"
+    if not here and st.button("Decide the oldest", key="app.inbox", icon=":material/gavel:",
+                              width="stretch"):
+        session.set_current_run(oldest)
+        go(PROPOSALS)
 
 
 def link(page: str, label: str, icon: str | None = None, *, where=None) -> None:
@@ -68,7 +90,8 @@ def run_picker() -> None:
     runs = loaders.runs()
     current = session.current_run_id()
     ids = [r.id for r in runs]
-    labels = {r.id: run_label(r) for r in runs}
+    waiting = loaders.waiting()
+    labels = {r.id: (WAITING_MARK if r.id in waiting else "") + run_label(r) for r in runs}
     if current and current not in ids:
         run = loaders.run(current)
         if run is None:

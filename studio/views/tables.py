@@ -29,6 +29,7 @@ from studio.model.records import (
 )
 from studio.model.redaction import redact
 from studio.model.workflow import split_component
+from studio.projects.inbox import RunSummary
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -112,16 +113,65 @@ def example_label(example: Example, limit: int = 40) -> str:
 # --------------------------------------------------------------------------- runs
 
 
-def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
-    rows = [{
-        "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
-        "status": r.status.value,
-        "review": r.config.review.value, "iterations": r.config.max_iterations,
-        "created": _local(r.created_at), "stop reason": r.stop_reason or "",
-        "error": one_line(r.error, 120) if r.error else "",
-    } for r in runs]
-    return pd.DataFrame(rows, columns=["id", "name", "status", "review", "iterations", "created",
-                                       "stop reason", "error"])
+STOP_REASONS = {
+    "max_iterations": "reached its iteration limit",
+    "max_metric_calls": "used its budget of metric calls",
+    "score_threshold": "reached the target score",
+    "patience": "no gain for too many iterations",
+    "timeout": "ran out of time",
+    "user": "stopped by a person",
+    "shutdown": "its worker shut down",
+    "not_started": "could not start",
+}
+"""The engine's stop reasons (their stored values) in words for run lists."""
+
+
+def stop_reason_words(reason: str | None) -> str:
+    """``max_iterations`` -> "reached its iteration limit"; an unknown reason is shown as
+    written (underscores as spaces), never hidden."""
+    if not reason:
+        return ""
+    key = str(getattr(reason, "value", reason))
+    return STOP_REASONS.get(key, key.replace("_", " "))
+
+
+def waiting_words(since: datetime | None, now: datetime | None = None) -> str:
+    """"waiting 25 min" for a proposal created at ``since`` ("" when nothing waits)."""
+    if since is None:
+        return ""
+    now = now or datetime.now(UTC)
+    since = since if since.tzinfo else since.replace(tzinfo=UTC)
+    return f"waiting {format_duration((now - since).total_seconds())}"
+
+
+RUN_COLUMNS = ["id", "name", "waiting", "status", "best", "gain", "review", "iterations",
+               "created", "stop reason", "error"]
+
+
+def runs_frame(runs: Sequence[Run], summaries: Sequence[RunSummary] = (),
+               now: datetime | None = None) -> pd.DataFrame:
+    """One row per run; ``summaries`` (:class:`studio.projects.inbox.RunSummary`, by run)
+    add what waits for a decision, the best score and the gain over the seed."""
+    by_id = {s.run.id: s for s in summaries}
+    rows = []
+    for r in runs:
+        summary = by_id.get(r.id)
+        waiting = summary.waiting if summary else None
+        rows.append({
+            "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
+            "waiting": waiting_words(waiting.created_at if waiting else None, now),
+            "status": r.status.value,
+            "best": _float(summary.best_score if summary else None),
+            "gain": _float(summary.gain if summary else None),
+            "review": r.config.review.value, "iterations": r.config.max_iterations,
+            "created": _local(r.created_at), "stop reason": stop_reason_words(r.stop_reason),
+            "error": one_line(r.error, 120) if r.error else "",
+        })
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def _float(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 def _local(moment: datetime | None) -> str:
