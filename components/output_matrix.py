@@ -60,8 +60,8 @@ def show(run_id: str, analysis: Any, selected: list[int]) -> None:
 
 
 def filters(run_id: str) -> tuple[MatrixFilter, float]:
-    cols = st.columns([1, 1, 2, 1, 1])
-    differ = cols[0].toggle("Only rows where versions differ", key=f"{KEY}.differ.{run_id}")
+    cols = st.columns([1.5, 1, 2, 0.6, 0.8], vertical_alignment="bottom")
+    differ = cols[0].toggle("Only where versions differ", key=f"{KEY}.differ.{run_id}")
     failures = cols[1].toggle("Only failures", key=f"{KEY}.failures.{run_id}",
                               help="Rows where a version failed, could not be evaluated or "
                                    "was not scored")
