@@ -59,21 +59,31 @@ WAITING_MARK = "⏳ "
 """Put before a run's label in the picker while a proposal of it waits for a decision."""
 
 
+INBOX_POLL_SECONDS = 5
+"""How often the sidebar's badge looks again for a proposal waiting (a fragment: only the badge
+is redrawn, so a proposal that comes to a gate shows while the person reads another page)."""
+
+
 def inbox() -> None:
     """The "waiting for you" badge: how many runs have a proposal waiting for a decision, and a
     button to the one that has waited longest (unless it is the page already shown)."""
-    waiting = loaders.waiting()
-    if not waiting:
-        return
-    count = len(waiting)
-    st.badge(f"{count} run{'s' if count > 1 else ''} waiting for you", icon=":material/inbox:",
-             color="orange")
-    oldest = min(waiting, key=lambda run_id: waiting[run_id].created_at)
-    here = session.current_run_id() == oldest and session.current_page() == "proposals"
-    if not here and st.button("Decide the oldest", key="app.inbox", icon=":material/gavel:",
-                              width="stretch"):
-        session.set_current_run(oldest)
-        go(PROPOSALS)
+
+    @st.fragment(run_every=INBOX_POLL_SECONDS)
+    def badge() -> None:
+        waiting = loaders.waiting()
+        if not waiting:
+            return
+        count = len(waiting)
+        st.badge(f"{count} run{'s' if count > 1 else ''} waiting for you",
+                 icon=":material/inbox:", color="orange")
+        oldest = min(waiting, key=lambda run_id: waiting[run_id].created_at)
+        here = session.current_run_id() == oldest and session.current_page() == "proposals"
+        if not here and st.button("Decide the oldest", key="app.inbox",
+                                  icon=":material/gavel:", width="stretch"):
+            session.set_current_run(oldest)
+            go(PROPOSALS)
+
+    badge()
 
 
 def link(page: str, label: str, icon: str | None = None, *, where=None) -> None:

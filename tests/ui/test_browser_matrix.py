@@ -77,13 +77,19 @@ def test_the_inbox_badge_appears_while_a_proposal_waits_and_clears_when_decided(
     db = tmp_path / "studio.db"
     store = open_store(f"sqlite:///{db}", cached=False)
     finished_run(store)
-    run = review_run(store, max_iterations=1)  # one gate: nothing waits after it
+    run = None
     try:
         with studio_server(db) as url, chromium_page(**SIZE) as page:
             page.goto(url)
             page.get_by_role("heading", name="Evolution Studio", exact=True).first.wait_for()
+            wait_idle(page)
             badge = page.get_by_test_id("stSidebar").get_by_text("1 run waiting for you")
-            badge.wait_for(timeout=30_000)
+            assert badge.count() == 0
+            run = review_run(store, max_iterations=1)  # one gate: nothing waits after it
+            badge.wait_for(timeout=30_000)  # no click, no reload: the badge polls
+            page.reload()  # the run list is read when the page is drawn
+            waiting = page.get_by_text(re.compile(r"^waiting \d")).first  # a cell of the grid
+            waiting.wait_for(state="attached")
             wait_idle(page)
             shot(page, "home_inbox")
 
@@ -99,8 +105,8 @@ def test_the_inbox_badge_appears_while_a_proposal_waits_and_clears_when_decided(
             shot(page, "home_inbox_cleared")
     finally:
         manager = get_manager(store)
-        if store.get_run(run.id).status.is_active:  # the test failed before the decision
+        if run is not None and store.get_run(run.id).status.is_active:  # failed before deciding
             manager.stop(run.id)
-        if manager.handle(run.id) is not None:
+        if run is not None and manager.handle(run.id) is not None:
             manager.handle(run.id).wait(timeout=30)
         store.close()
