@@ -30,7 +30,7 @@ from studio.critics.protocol import Sample
 from studio.engine import build_engine
 from studio.engine.pool import pool_scores
 from studio.model.records import ProposalStatus, example_expected, example_input_text
-from studio.projects.files import check_project_datasets, load_project, start_run
+from studio.projects.files import check_project_datasets, create_project_run, load_project
 from studio.runtime.agents import build_agent
 from studio.runtime.execution import AgentExecutor
 from studio.store import open_store
@@ -48,7 +48,7 @@ def run_once(path: Path, strategy: str | None, seed: int, folder: str,
         project = project.model_copy(update={"reflection": reflection})
     store = open_store(f"sqlite:///{folder}/{strategy or 'project'}-{seed}.db")
     config = project.run.model_copy(update={"seed": seed})
-    run = start_run(store, project, base_dir, config=config, source=str(path))
+    run = create_project_run(store, project, base_dir, config=config, source=str(path))
     started = time.perf_counter()
     engine = build_engine(store, run.id)
     asyncio.run(engine.run())

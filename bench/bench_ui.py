@@ -257,7 +257,7 @@ def commit_to_browser(db: Path, iterations: int) -> list[float]:
     from studio.engine import EvolutionConfig
     from studio.engine.build import build_engine
     from studio.engine.worker import get_manager
-    from studio.projects.files import load_project, start_run
+    from studio.projects.files import create_project_run, load_project
     from studio.store import open_store
     from tests.ui.browser import chromium_page, studio_server
 
@@ -269,7 +269,7 @@ def commit_to_browser(db: Path, iterations: int) -> list[float]:
     dataset = project.dataset.model_copy(update={
         "train": [{"topic": x} for x in topics[:24]], "val": [{"topic": x} for x in topics[24:]]})
     project = project.model_copy(update={"dataset": dataset})
-    run = start_run(store, project, base, name="latency", config=EvolutionConfig(
+    run = create_project_run(store, project, base, name="latency", config=EvolutionConfig(
         max_iterations=iterations, minibatch_size=6, review="auto", seed=7, max_concurrency=4))
     with studio_server(db) as url, chromium_page() as page:
         page.goto(f"{url}/run?run={run.id}")

@@ -159,3 +159,14 @@ def test_worker_options_are_checked(capsys):
         with pytest.raises(SystemExit):
             main(["worker", *bad])
         assert "not allowed" in capsys.readouterr().err
+
+
+def test_every_command_of_the_parser_runs_a_function_of_the_command_table():
+    import argparse
+
+    from studio.cli.commands import COMMANDS, load, parser
+
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(sub.choices) == sorted(COMMANDS)
+    for name, reference in COMMANDS.items():
+        assert callable(load(reference)), name

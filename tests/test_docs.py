@@ -111,8 +111,36 @@ def _images_fixture(folder: Path) -> None:
     (folder / "cat.png").write_bytes(png_bytes())
 
 
-FIXTURES = {"images": _images_fixture}
-"""Files a snippet names that a reader would have: ``fixture=images`` gives a photo dataset."""
+def _adk_fixture(folder: Path) -> None:
+    """An ADK agent folder as ``adk create`` makes it, with an eval set ``adk web`` saved."""
+    from google.adk.evaluation.eval_case import EvalCase, IntermediateData, Invocation
+    from google.adk.evaluation.eval_set import EvalSet
+    from google.genai import types
+
+    agent = folder / "my_agent"
+    agent.mkdir(exist_ok=True)
+    (agent / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+    (agent / "agent.py").write_text(
+        "from google.adk.agents import LlmAgent\nfrom google.adk.models.lite_llm import LiteLlm"
+        "\n\nroot_agent = LlmAgent(name='writer', model=LiteLlm(model='scripted/demo'),\n"
+        "                      instruction='Write a haiku about the given topic.')\n",
+        encoding="utf-8")
+    (agent / ".env").write_text("# the agent's keys would go here\n", encoding="utf-8")
+
+    def case(eval_id: str, topic: str, reply: str) -> EvalCase:
+        return EvalCase(eval_id=eval_id, conversation=[Invocation(
+            user_content=types.Content(role="user", parts=[types.Part.from_text(text=topic)]),
+            final_response=types.Content(role="model", parts=[types.Part.from_text(text=reply)]),
+            intermediate_data=IntermediateData())])
+    eval_set = EvalSet(eval_set_id="haiku", eval_cases=[
+        case("leaves", "autumn leaves", "leaves"), case("rain", "city rain", "rain")])
+    (agent / "haiku.evalset.json").write_text(eval_set.model_dump_json(indent=2),
+                                              encoding="utf-8")
+
+
+FIXTURES = {"images": _images_fixture, "adk": _adk_fixture}
+"""Files a snippet names that a reader would have: ``fixture=images`` gives a photo dataset,
+``fixture=adk`` an ADK agent folder ``my_agent/`` with an eval set ``haiku.evalset.json``."""
 
 
 @pytest.fixture

@@ -15,12 +15,14 @@ from studio.engine.forks import fork
 from studio.engine.gates import decide, override, undo_override
 from studio.engine.queue import enqueue, queue_run
 from studio.model.config import EvolutionConfig, ReviewMode, Selection
+from studio.model.records import StopReason
 
 __all__ = [
     "EvolutionConfig",
     "EvolutionResult",
     "ReviewMode",
     "Selection",
+    "StopReason",
     "build_engine",
     "create_run",
     "decide",

@@ -21,6 +21,7 @@ from studio.model.records import (
     DecisionAction,
     Proposal,
     ProposalStatus,
+    stored_id,
     utcnow,
 )
 from studio.store import Store
@@ -48,13 +49,14 @@ def open_gate(ctx: RunContext, proposal: Proposal, iteration: int, rule: Verdict
     if ctx.config.review is ReviewMode.AUTO:
         evidence = rule()
         return ctx.store.add_decision(Decision(
-            proposal_id=proposal.id, automatic=True, author="rule",
+            proposal_id=stored_id(proposal), automatic=True, author="rule",
             reason=verdict_reason(evidence), evidence=evidence,
             action=DecisionAction.ACCEPT if evidence.rule_accepts else DecisionAction.REJECT))
     if proposal.status is not ProposalStatus.PENDING:
         ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
     # announced on every entry, so a resumed run says it waits at the same gate again
-    ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id))
+    ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=iteration,
+                              proposal_id=stored_id(proposal)))
     return None
 
 
@@ -63,7 +65,8 @@ def edited(ctx: RunContext, proposal: Proposal, decision: Decision) -> Proposal:
     store = ctx.store
     store.update_proposal(proposal.id, status=ProposalStatus.EDITED, decided_at=utcnow())
     ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
-                             proposal_id=proposal.id, action="edit", reason=decision.reason))
+                             proposal_id=stored_id(proposal), action=DecisionAction.EDIT,
+                             reason=decision.reason))
     return store.add_proposal(Proposal(
         run_id=proposal.run_id, iteration=proposal.iteration, parent_id=proposal.parent_id,
         component=proposal.component, text=decision.edited_text or "",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
-from google.adk.agents import BaseAgent
+from google.adk.agents import BaseAgent, LlmAgent
 from pydantic import BaseModel, Field, ValidationError
 
 from studio.critics.agent import CriticScorer, own_schema_critic
@@ -28,10 +29,18 @@ from studio.model.records import (
     ReflectionStrategy,
     RunSpec,
     Split,
+    StopReason,
     expand_components,
+    stored_id,
 )
 from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
-from studio.runtime.workflows import describe_workflow, is_workflow, primary_for
+from studio.runtime.protocol import AgentExecutorProtocol
+from studio.runtime.workflows import (
+    describe_workflow,
+    is_workflow,
+    primary_for,
+    refuse_graph_workflow,
+)
 from studio.store import Store, open_store
 
 RESULT_SCHEMA_VERSION = 1
@@ -64,7 +73,7 @@ class EvolutionResult(BaseModel):
     """One dict per proposal, oldest first (:meth:`studio.engine.history.ProposalRow.as_dict`):
     gepa-adk's keys (``iteration``, ``proposal_id``, ``parent_sum``, ``child_sum``, ``accepted``
     ...; the sums are the effective ones now) and the evidence ``now`` and ``at_decision``."""
-    stop_reason: str | None
+    stop_reason: StopReason | None
     candidates: list[CandidateSummary]
     metric_calls: int
     """The loop's critic evaluations (the test set's are outside its budget)."""
@@ -110,16 +119,16 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
     examples = {e.id: e for e in store.examples(run_id)}
     summaries = [
         CandidateSummary(
-            id=c.id, index=c.index, parent_ids=c.parent_ids, components=c.components,
-            pooled=c.pooled, mean_score=view.means.get(c.id), on_front=c.id in view.front,
-            val_scores={examples[e].index: view.matrix[c.id][e] for e in view.val_ids}
+            id=stored_id(c), index=c.index, parent_ids=c.parent_ids, components=c.components,
+            pooled=c.pooled, mean_score=view.means.get(stored_id(c)), on_front=c.id in view.front,
+            val_scores={examples[e].index: view.matrix[stored_id(c)][e] for e in view.val_ids}
             if c.pooled else {})
         for c in view.candidates]
     seed = view.candidates[0] if view.candidates else None
     best = view.candidate(view.best_id) if view.best_id is not None else seed
     return EvolutionResult(
         run_id=run_id, status=view.run.status.value,
-        original_score=view.means.get(seed.id) if seed else None,
+        original_score=view.means.get(stored_id(seed)) if seed else None,
         final_score=view.best_score,
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
@@ -140,7 +149,7 @@ def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
     return [row.as_dict() for row in proposal_rows(store, run_id)]
 
 
-def describe_agent(agent: Any) -> AgentSpec | None:
+def describe_agent(agent: BaseAgent) -> AgentSpec | None:
     """A declarative copy of a live LlmAgent, when it has one (for display and export)."""
     model = agent_model_string(agent)
     instruction = getattr(agent, "instruction", "")
@@ -155,7 +164,7 @@ def describe_agent(agent: Any) -> AgentSpec | None:
 def reflection_spec(model: str, strategy: str) -> ReflectionSpec:
     """The run's reflection settings; an unknown strategy is a ConfigError naming it."""
     try:
-        return ReflectionSpec(model=model, strategy=strategy)
+        return ReflectionSpec.model_validate({"model": model, "strategy": strategy})
     except ValidationError as exc:
         raise ConfigError(f"reflection_strategy {strategy!r} is not one of "
                           f"{list(get_args(ReflectionStrategy))}", where="reflection_strategy",
@@ -163,12 +172,12 @@ def reflection_spec(model: str, strategy: str) -> ReflectionSpec:
 
 
 async def evolve(
-    agent: Any,
+    agent: BaseAgent,
     trainset: list[dict[str, Any]],
     critic: Any = None,
     valset: list[dict[str, Any]] | None = None,
     components: list[str] | tuple[str, ...] = ("instruction",),
-    reflection_agent: Any = None,
+    reflection_agent: BaseAgent | None = None,
     config: EvolutionConfig | None = None,
     *,
     store: Store | None = None,
@@ -180,7 +189,7 @@ async def evolve(
     testset: list[dict[str, Any]] | None = None,
     reflection_strategy: str = "llm",
     scorer: Any = None,
-    executor: Any = None,
+    executor: AgentExecutorProtocol | None = None,
     candidate_selector: str | None = None,
 ) -> EvolutionResult:
     """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
@@ -248,13 +257,14 @@ async def evolve(
     return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event)
 
 
-def check_agent(agent: Any, components: Any) -> None:
+def check_agent(agent: object, components: str | Iterable[str] | None) -> None:
     """What gepa-adk checks before a run starts: ``agent`` is an ADK agent, and a single agent
     has every component asked for (``output_schema`` needs one). Nothing is stored before.
 
     Raises:
         ConfigError: naming the argument and what to pass instead.
     """
+    refuse_graph_workflow(agent)
     if not isinstance(agent, BaseAgent):
         shown = repr(agent) if len(repr(agent)) <= 60 else repr(agent)[:57] + "..."
         raise ConfigError(f"agent must be an ADK agent (an LlmAgent, or a SequentialAgent, "
@@ -275,8 +285,8 @@ def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
     return asyncio.run(evolve(*args, **kwargs))
 
 
-def start_test_scoring(store: Store, run_id: str, *, agent: Any = None, critic: Any = None,
-                       listeners: list | None = None) -> RunHandle:
+def start_test_scoring(store: Store, run_id: str, *, agent: BaseAgent | None = None,
+                       critic: Any = None, listeners: list | None = None) -> RunHandle:
     """Score a settled run's baseline and best candidate on its test set in this process's run
     manager (``handle.wait()`` for the end); pairs already judged are reused. ``agent`` and
     ``critic``: the live objects of a run started from Python objects.
@@ -297,7 +307,7 @@ async def score_test_set(store: Store, run_id: str, **live_objects: Any) -> Hold
 
 
 async def evolve_workflow(
-    workflow: Any,
+    workflow: BaseAgent,
     trainset: list[dict[str, Any]],
     *,
     critic: Any = None,
@@ -307,7 +317,7 @@ async def evolve_workflow(
     round_robin: bool = False,
     components: dict[str, list[str]] | list[str] | None = None,
     valset: list[dict[str, Any]] | None = None,
-    reflection_agent: Any = None,
+    reflection_agent: BaseAgent | None = None,
     store: Store | None = None,
     name: str = "",
     input_key: str | None = None,
@@ -330,9 +340,14 @@ async def evolve_workflow(
     ``evolved_components`` is flat, keyed ``agent.component``. With no ``critic``, as in
     gepa-adk, the primary agent's own ``output_schema`` scores it (refused when it has none).
     """
+    refuse_graph_workflow(workflow, where="workflow")
     shape, agents = describe_workflow(workflow, max_depth=max_depth)
     keys = qualified_components(components, shape, round_robin=round_robin)
     chosen = primary_for(workflow, primary)
+    if chosen is None:
+        raise ConfigError(f"{getattr(workflow, 'name', workflow)!r} is a single agent, not a "
+                          "workflow: evolve it with evolve()", where="workflow",
+                          value=type(workflow).__name__)
     if resume is None:
         check_seed_placeholders(workflow, {k for row in trainset if isinstance(row, dict)
                                            for k in row if k != EXPECTED_KEY})
@@ -354,7 +369,7 @@ async def evolve_workflow(
 
 
 async def evolve_group(
-    agents: dict[str, Any] | list[Any],
+    agents: dict[str, BaseAgent] | list[BaseAgent],
     primary: str,
     trainset: list[dict[str, Any]],
     *,
@@ -411,7 +426,7 @@ def qualified_components(components: dict[str, list[str]] | list[str] | None,
     return expand_components(list(components), names)
 
 
-def describe_agents(agents: dict[str, Any]) -> list[AgentSpec]:
+def describe_agents(agents: Mapping[str, LlmAgent]) -> list[AgentSpec]:
     """Declarative copies of a workflow's agents where they have one (display and export)."""
     described = []
     for agent in agents.values():
@@ -421,12 +436,13 @@ def describe_agents(agents: dict[str, Any]) -> list[AgentSpec]:
     return described if len(described) == len(agents) else []
 
 
-def _agent_model(agent: Any) -> str:
+def _agent_model(agent: BaseAgent) -> str:
     return agent_model_string(agent) or "local/smollm2"
 
 
-async def _run_objects(store: Store | None, run_id: str, agent: Any, critic: Any,
-                       reflection_agent: Any, on_event: Listener | None) -> EvolutionResult:
+async def _run_objects(store: Store | None, run_id: str, agent: BaseAgent, critic: Any,
+                       reflection_agent: BaseAgent | None, on_event: Listener | None
+                       ) -> EvolutionResult:
     store = store or open_store()
     engine = build_engine(store, run_id, agent=agent, critic=critic,
                           reflection_agent=reflection_agent,

@@ -33,11 +33,15 @@ from studio.model.records import (
     CriticSpec,
     Run,
     RunSpec,
+    RunStatus,
     Split,
+    StopReason,
     expand_components,
     parse_components,
+    utcnow,
     validate_examples,
 )
+from studio.model.redaction import redact
 from studio.model.workflow import last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
@@ -77,7 +81,7 @@ def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
     """
     if not spec.agent_ref or spec.agents or spec.workflow is not None:
         return spec
-    root = root if root is not None else load_agent(spec.agent_ref)
+    root = root if root is not None else load_agent(spec.agent_ref, folder=spec.agent_folder)
     if not is_workflow(root):
         return spec
     shape, agents = describe_workflow(root)
@@ -165,6 +169,20 @@ def create_run(
     if testset is not None:
         store.add_examples(run.id, Split.TEST, testset)
     return run
+
+
+def mark_not_started(store: Store, run_id: str, exc: BaseException, *,
+                     worker_id: str | None = None) -> None:
+    """Record why a created run never started: failed with the reason, never left ``pending``
+    (nor claimed again and again by workers that cannot build it). ``worker_id``: the worker
+    that had claimed the run, which lets it go."""
+    reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
+    if worker_id is None:
+        who, release = "the run could not start", {}
+    else:
+        who, release = f"worker {worker_id} could not start the run", {"worker": None}
+    store.update_run(run_id, status=RunStatus.FAILED, stop_reason=StopReason.NOT_STARTED,
+                     error=f"{who}: {reason}", finished_at=utcnow(), **release)
 
 
 def check_fork_seed(spec: RunSpec) -> None:
@@ -347,6 +365,6 @@ def spec_agent(spec: RunSpec) -> Any:
     if spec.agent is not None:
         return build_agent(spec.agent)
     if spec.agent_ref:
-        return load_agent(spec.agent_ref)
+        return load_agent(spec.agent_ref, folder=spec.agent_folder)
     raise ConfigError("the run has no agent: give an agent spec or a module:attribute reference",
                       where="agent")

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from studio.model.errors import ConfigError, ProposalError, SchemaError
+from studio.model.errors import ConfigError, ProposalError, ProposalProblem, SchemaError
 from studio.model.limits import MAX_COMPONENT_CHARS, too_long
 from studio.model.records import (
     COMPONENTS,
@@ -146,51 +146,55 @@ def repeated_sentence(text: str, *, min_chars: int = 20) -> str | None:
     return None
 
 
+UNCHANGED_PREFIX = "the reflection returned the parent's text unchanged"
+"""The reason of a proposal refused for repeating its parent's text: the reflection is asked
+again (:func:`studio.engine.tried.is_repeat` reads it back from the stored reason)."""
+
+
 def validate_proposal(component: str, text: str, parent_text: str,
                       example_keys: set[str]) -> str:
     """The cleaned proposal text, or ProposalError with a reason the studio shows.
     ``component`` may be qualified (``writer.instruction``); ``example_keys`` are the state keys
     its agent can read (example fields, and what earlier agents wrote).
 
-    Reasons: ``empty``, ``too_long``, ``unchanged``, ``repetitive``, ``invalid_schema``,
-    ``invalid_yaml``, ``invalid_demos``, ``unknown_placeholder``.
+    Reasons: a :class:`~studio.model.errors.ProposalProblem`.
     """
     owner, kind = split_component(component)
     text = (text or "").strip()
     if not text:
-        raise ProposalError("the reflection returned empty text", reason="empty")
+        raise ProposalError("the reflection returned empty text",
+                            reason=ProposalProblem.EMPTY)
     oversize = too_long(text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     if oversize:
-        raise ProposalError(oversize, reason="too_long")
+        raise ProposalError(oversize, reason=ProposalProblem.TOO_LONG)
     if text == (parent_text or "").strip():
-        raise ProposalError("the reflection returned the parent's text unchanged",
-                            reason="unchanged")
+        raise ProposalError(UNCHANGED_PREFIX, reason=ProposalProblem.UNCHANGED)
     if kind == "few_shot":
         return _checked_demos_text(component, text, parent_text)
     repeated = repeated_sentence(text)
     if repeated:
         raise ProposalError(f"the proposal repeats itself ({repeated[:60]!r} appears "
                             f"{REPEAT_LIMIT} or more times): a degenerate model reply",
-                            reason="repetitive")
+                            reason=ProposalProblem.REPETITIVE)
     if kind == "output_schema":
         try:
             validate_json_schema(text)
         except SchemaError as exc:
             raise ProposalError(f"the proposed schema does not compile: {exc}",
-                                reason="invalid_schema") from exc
+                                reason=ProposalProblem.INVALID_SCHEMA) from exc
     elif kind == "generate_content_config":
         try:
             config_from_yaml(text)
         except ConfigError as exc:
             raise ProposalError(f"the proposed config is not valid YAML settings: {exc}",
-                                reason="invalid_yaml") from exc
+                                reason=ProposalProblem.INVALID_YAML) from exc
     else:
         unknown = sorted(instruction_placeholders(text) - example_keys)
         if unknown:
             subject = "the proposed instruction" + (f" of {owner}" if owner else "")
             raise ProposalError(f"{subject} uses {{{unknown[0]}}}, "
                                 + _why_unfillable(unknown[0], example_keys, owner),
-                                reason="unknown_placeholder")
+                                reason=ProposalProblem.UNKNOWN_PLACEHOLDER)
     return text
 
 
@@ -201,7 +205,7 @@ def _checked_demos_text(component: str, text: str, parent_text: str) -> str:
         demos = demos_from_text(text, where=component)
     except ConfigError as exc:
         raise ProposalError(f"the proposed demonstrations are invalid at {exc.where}: "
-                            f"{exc.message}", reason="invalid_demos") from exc
+                            f"{exc.message}", reason=ProposalProblem.INVALID_DEMOS) from exc
     canonical = demos_to_text(demos)
     try:
         unchanged = canonical == demos_to_text(demos_from_text(parent_text or ""))
@@ -209,7 +213,7 @@ def _checked_demos_text(component: str, text: str, parent_text: str) -> str:
         unchanged = False
     if unchanged:
         raise ProposalError("the proposal shows the parent's demonstrations unchanged",
-                            reason="unchanged")
+                            reason=ProposalProblem.UNCHANGED)
     return canonical
 
 

@@ -14,7 +14,7 @@ from studio.critics.protocol import Critic
 from studio.engine.components import apply_components
 from studio.engine.events import STORED_EVENTS, EngineEvent
 from studio.model.config import EvolutionConfig
-from studio.model.records import Candidate, Example, Run, RunRequest
+from studio.model.records import Candidate, Example, Run, RunRequest, StopReason
 from studio.model.workflow import WorkflowSpec, split_component
 from studio.store import Store
 
@@ -34,7 +34,7 @@ T = TypeVar("T")
 class StopRun(Exception):
     """Raised inside the engine to end the run with ``reason``."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: StopReason) -> None:
         self.reason = reason
         super().__init__(reason)
 
@@ -54,7 +54,7 @@ class RunControl:
     from any thread.
     """
 
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     """Why a person asked the run to end (``user``), or None while it may go on."""
     pause_requested: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -65,11 +65,11 @@ class RunControl:
     def apply(self, control: RunRequest | None) -> None:
         """Deliver the store's request: ``pause``, ``stop`` or None (go on)."""
         if control is RunRequest.STOP:
-            self.stop_reason = self.stop_reason or "user"
+            self.stop_reason = self.stop_reason or StopReason.USER
         self.pause_requested = control is RunRequest.PAUSE
         self.wake()
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: StopReason) -> None:
         self.stop_reason = self.stop_reason or reason
         self.wake()
 
@@ -276,4 +276,4 @@ class RunContext:
         """Raise StopRun once ``timeout_seconds`` of timed (not paused, not gated) time passed."""
         timeout = self.config.timeout_seconds
         if timeout is not None and self.timed_seconds() >= timeout:
-            raise StopRun("timeout")
+            raise StopRun(StopReason.TIMEOUT)

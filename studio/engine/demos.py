@@ -33,6 +33,7 @@ from studio.model.records import (
     demos_to_text,
     example_expected,
     example_input_text,
+    stored_id,
 )
 
 DEMO_COUNT = 2
@@ -53,7 +54,7 @@ def demo_pool(examples: Mapping[int, Example], input_key: str | None) -> list[_C
     for example in sorted(examples.values(), key=lambda e: e.index):
         demo = _as_demo(example, input_key)
         if demo is not None:
-            pool.append(_Candidate(example.id, example.index, demo))
+            pool.append(_Candidate(stored_id(example), example.index, demo))
     return pool
 
 

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar
+from functools import cache
+from typing import Any, ClassVar, Self, cast
 
-from studio.model.records import EventKind
+from pydantic import TypeAdapter, ValidationError
+
+from studio.model.errors import StoreError
+from studio.model.records import (
+    DecisionAction,
+    EventKind,
+    ProposalKind,
+    RunEvent,
+    RunStatus,
+    StopReason,
+)
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,44 @@ class EngineEvent:
         data.pop("run_id")
         data.pop("iteration")
         return data
+
+    @classmethod
+    def from_stored(cls, event: RunEvent) -> Self:
+        """The typed event a stored row records, its payload read back through the event's own
+        fields (enums included), so no reader looks a payload key up by name.
+        ``Progress.from_stored(row)`` also checks the row is a ``progress`` event; an older
+        row's missing fields take their defaults.
+
+        Raises:
+            StoredEventError: the row is not an engine event of this class, or its payload
+                does not fit the event's fields.
+        """
+        event_class = _BY_KIND.get(event.kind)
+        if event_class is None or not issubclass(event_class, cls):
+            raise StoredEventError(event, f"it is a {event.kind.value} event, not a "
+                                   f"{cls.__name__}")
+        fields = {**event.payload, "run_id": event.run_id, "iteration": event.iteration}
+        try:
+            return cast(Self, _adapter(event.kind).validate_python(fields))
+        except ValidationError as exc:
+            raise StoredEventError(event, f"its payload does not fit {event_class.__name__}: "
+                                   f"{exc}") from exc
+
+
+class StoredEventError(StoreError):
+    """A stored event row that does not read back as the engine event it was asked for."""
+
+    def __init__(self, event: RunEvent, problem: str) -> None:
+        self.run_id = event.run_id
+        self.event_id = event.id
+        self.kind = event.kind
+        super().__init__(f"event {event.id} of run {event.run_id} cannot be read: {problem}")
+
+
+@cache
+def _adapter(kind: EventKind) -> TypeAdapter[EngineEvent]:
+    """Reads a stored payload into the event class of ``kind`` (built on first use)."""
+    return TypeAdapter(_BY_KIND[kind])
 
 
 @dataclass(frozen=True)
@@ -43,7 +92,7 @@ class IterationStarted(EngineEvent):
     component: str = "instruction"
     minibatch: list[int] = field(default_factory=list)
     """Example ids of this iteration's minibatch (a merge's validation subsample)."""
-    proposal_kind: str = "reflection"
+    proposal_kind: ProposalKind = ProposalKind.REFLECTION
     """``reflection`` or ``merge`` (then ``parent_id`` is the first parent, ``component``
     empty)."""
 
@@ -54,7 +103,7 @@ class ProposalCreated(EngineEvent):
     proposal_id: int = 0
     parent_id: int = 0
     component: str = ""
-    proposal_kind: str = "reflection"
+    proposal_kind: ProposalKind = ProposalKind.REFLECTION
     parent_ids: list[int] = field(default_factory=list)
     """A merge's two parents (empty for a reflection, whose one parent is ``parent_id``)."""
     sources: dict[str, int] = field(default_factory=dict)
@@ -84,7 +133,7 @@ class IterationSkipped(EngineEvent):
     """The iteration ended without a proposal to gate (see :class:`SkipCause`)."""
 
     kind: ClassVar[EventKind] = EventKind.ITERATION_SKIPPED
-    cause: str = SkipCause.REPEATED.value
+    cause: SkipCause = SkipCause.REPEATED
     reason: str = ""
     """In words, for the run's events, the Run and Proposals pages and the CLI."""
     proposal_id: int | None = None
@@ -99,7 +148,7 @@ class ProposalEvaluated(EngineEvent):
     parent_sum: float = 0.0
     child_sum: float = 0.0
     rule_accepts: bool = False
-    proposal_kind: str = "reflection"
+    proposal_kind: ProposalKind = ProposalKind.REFLECTION
     """For a merge, ``parent_sum`` is the better parent's sum on the subsample."""
 
 
@@ -113,7 +162,7 @@ class AwaitingDecision(EngineEvent):
 class DecisionApplied(EngineEvent):
     kind: ClassVar[EventKind] = EventKind.DECISION_APPLIED
     proposal_id: int = 0
-    action: str = ""
+    action: DecisionAction = DecisionAction.ACCEPT
     automatic: bool = False
     reason: str = ""
 
@@ -150,8 +199,8 @@ class RunResumed(EngineEvent):
 @dataclass(frozen=True)
 class RunFinished(EngineEvent):
     kind: ClassVar[EventKind] = EventKind.RUN_FINISHED
-    status: str = "completed"
-    stop_reason: str = ""
+    status: RunStatus = RunStatus.COMPLETED
+    stop_reason: StopReason | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +221,7 @@ class TestUnscored(EngineEvent):
 
     __test__ = False  # not a pytest class
     kind: ClassVar[EventKind] = EventKind.TEST_UNSCORED
-    reason: str = "error"
+    reason: StopReason = StopReason.ERROR
     message: str = ""
 
 
@@ -190,3 +239,7 @@ STORED_EVENTS = (RunStarted, BaselineScored, IterationStarted, ProposalCreated, 
                  IterationSkipped,
                  ProposalEvaluated, AwaitingDecision, DecisionApplied, CandidateAccepted, Progress,
                  RunPaused, RunResumed, RunFinished, TestScored, TestUnscored)
+
+_BY_KIND: dict[EventKind, type[EngineEvent]] = {cls.kind: cls for cls in STORED_EVENTS}
+"""The event class of each stored kind (``trial_committed`` is in-process only, the trial row
+being its record)."""

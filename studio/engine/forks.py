@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from studio.engine.build import check_seed_state, create_run
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
-from studio.model.records import Candidate, CriticSpec, ForkOrigin, Run, Split
+from studio.model.records import Candidate, CriticSpec, ForkOrigin, Run, Split, stored_id
 from studio.store import Store
 
 Rows = list[dict[str, Any]]
@@ -40,7 +40,7 @@ def fork(store: Store, run_id: str, candidate_index: int, *, critic: CriticSpec 
     """
     source = store.get_run(run_id)
     candidate = candidate_at(store, run_id, candidate_index)
-    origin = ForkOrigin(run_id=run_id, candidate_id=candidate.id,
+    origin = ForkOrigin(run_id=run_id, candidate_id=stored_id(candidate),
                         candidate_index=candidate.index, components=dict(candidate.components))
     spec = source.spec.model_copy(update={"forked_from": origin,
                                           "critic": critic or source.spec.critic})

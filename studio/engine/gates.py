@@ -183,7 +183,7 @@ def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) 
         return keys
     if spec.agent_ref and not spec.agents:
         try:
-            root = load_agent(spec.agent_ref)  # a trusted CLI user's code, as the engine's
+            root = load_agent(spec.agent_ref, folder=spec.agent_folder)  # trusted, as in the engine
         except ConfigError:  # not importable here (it runs on a worker): what the parent reads
             return keys | instruction_placeholders(parent_text)
         return keys | (state_keys(root).get(agent, set()) if is_workflow(root) else set())

@@ -112,8 +112,8 @@ class Gain:
 
 def paired_gain(baseline: Scores, best: Scores) -> Gain:
     """Mean of ``best - baseline`` over the examples both have a score for, with its t interval."""
-    diffs = [best[e] - score for e, score in baseline.items()
-             if score is not None and best.get(e) is not None]
+    diffs = [other - score for e, score in baseline.items()
+             if score is not None and (other := best.get(e)) is not None]
     n = len(diffs)
     if n == 0:
         return Gain(0, None, None, None, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from studio.engine.context import RunContext, StopRun
 from studio.engine.state import LoopState
+from studio.model.records import StopReason
 
 
 def check_limits(ctx: RunContext, state: LoopState) -> None:
@@ -16,15 +17,15 @@ def check_limits(ctx: RunContext, state: LoopState) -> None:
         return
     ctx.check_timeout()
     if state.iteration >= config.max_iterations:
-        raise StopRun("max_iterations")
+        raise StopRun(StopReason.MAX_ITERATIONS)
     if config.score_threshold is not None and state.best_score is not None \
             and state.best_score >= config.score_threshold:
-        raise StopRun("score_threshold")
+        raise StopRun(StopReason.SCORE_THRESHOLD)
     if config.patience is not None and state.stale_iterations >= config.patience:
-        raise StopRun("patience")
+        raise StopRun(StopReason.PATIENCE)
     if config.max_metric_calls is not None \
             and ctx.metric_calls() >= config.max_metric_calls:
-        raise StopRun("max_metric_calls")
+        raise StopRun(StopReason.MAX_METRIC_CALLS)
     check_budget_for_iteration(ctx)
 
 
@@ -37,7 +38,7 @@ def check_budget_for_iteration(ctx: RunContext) -> None:
         return
     worst_case = 2 * config.minibatch_size + len(ctx.val_ids)
     if ctx.metric_calls() + worst_case > config.max_metric_calls:
-        raise StopRun("max_metric_calls")
+        raise StopRun(StopReason.MAX_METRIC_CALLS)
 
 
 def iteration_started(state: LoopState) -> bool:

@@ -67,6 +67,7 @@ from studio.model.records import (
     ProposalStatus,
     RunRequest,
     RunStatus,
+    StopReason,
     Trial,
     TrialPhase,
     content_hash,
@@ -76,12 +77,6 @@ from studio.model.redaction import redact
 from studio.runtime.execution import describe_error
 
 logger = logging.getLogger(__name__)
-
-COMPLETED_REASONS = {"max_iterations", "max_metric_calls", "patience", "score_threshold",
-                     "timeout"}
-STOPPED_REASONS = {"user", "shutdown"}
-"""Stops that leave the run resumable: a person's, and a worker's shutdown (SIGTERM), which
-ends the run at its next step so another worker can continue it."""
 
 
 class RunFailed(StudioError):
@@ -133,9 +128,9 @@ class Engine:
         """Hold the run before its next iteration until :meth:`apply_control` lifts it."""
         self.apply_control(RunRequest.PAUSE)
 
-    def stop(self, reason: str = "user") -> None:
+    def stop(self, reason: StopReason | str = StopReason.USER) -> None:
         """End the run at its next step with ``reason`` (``user`` marks it stopped)."""
-        self.ctx.control.stop(reason)
+        self.ctx.control.stop(StopReason(reason))
 
     def apply_control(self, control: RunRequest | None) -> None:
         """Act on a person's request as stored on the run: ``pause``, ``stop`` or None."""
@@ -143,7 +138,7 @@ class Engine:
 
     # ------------------------------------------------------------------ run
 
-    async def run(self, worker: str | None = None) -> str:
+    async def run(self, worker: str | None = None) -> StopReason:
         """Run until a stop condition; returns the stop reason. ``worker`` (the run manager's
         id, None when run directly) is stamped on each trial."""
         ctx = self.ctx
@@ -157,7 +152,7 @@ class Engine:
             if ctx.fan_out is not None:
                 ctx.fan_out.close()
 
-    async def _run(self) -> str:
+    async def _run(self) -> StopReason:
         ctx = self.ctx
         resumed = self._restore()
         started = {} if ctx.run.started_at else {"started_at": utcnow()}
@@ -166,12 +161,12 @@ class Engine:
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
         try:
             reason = await self._loop()
-            if reason in STOPPED_REASONS:
+            if reason.leaves_resumable:
                 self._finish(RunStatus.STOPPED, reason)
                 return reason
-            if await self.score_test_set() == "shutdown":  # another worker scores it
-                self._finish(RunStatus.STOPPED, "shutdown")
-                return "shutdown"
+            if await self.score_test_set() is StopReason.SHUTDOWN:  # another worker scores it
+                self._finish(RunStatus.STOPPED, StopReason.SHUTDOWN)
+                return StopReason.SHUTDOWN
             self._finish(RunStatus.COMPLETED, reason)
             return reason
         except LeaseLostError:  # another worker took the run over: it owns every write now
@@ -179,21 +174,21 @@ class Engine:
             raise
         except asyncio.CancelledError:  # the server or the process shuts down
             if not self.lease_lost:  # the new holder owns the status and the checkpoint
-                self._finish(RunStatus.STOPPED, "shutdown")
+                self._finish(RunStatus.STOPPED, StopReason.SHUTDOWN)
             raise
         except StoreUnavailableError as exc:  # resumable: every committed trial is kept
             logger.warning("run %s stopped: %s", ctx.run_id, exc)
             with contextlib.suppress(StoreError):  # still down: it shows as orphaned later
-                self._finish(RunStatus.STOPPED, "database_unavailable", error=str(exc))
+                self._finish(RunStatus.STOPPED, StopReason.DATABASE_UNAVAILABLE, error=str(exc))
             raise
         except Exception as exc:
             # the message is what a person needs; the traceback is for a developer (debug)
             logger.error("run %s failed: %s", ctx.run_id, redact(f"{type(exc).__name__}: {exc}"))
             logger.debug("run %s failed", ctx.run_id, exc_info=True)
-            self._finish(RunStatus.FAILED, "error", error=f"{type(exc).__name__}: {exc}")
+            self._finish(RunStatus.FAILED, StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
             raise
 
-    async def score_test_set(self) -> str | None:
+    async def score_test_set(self) -> StopReason | None:
         """The overfitting guard's test set, after the evolution: a failure or a person's Stop
         here leaves the evolution's result standing, recorded as an event that says how to
         score the rest. Returns the stop reason if stopped."""
@@ -204,20 +199,20 @@ class Engine:
                            f"score it with `studio test {self.run_id}`")
             return stop.reason
         except ScoringError as exc:  # says how to score the pairs it did not keep
-            self._unscored("error", str(exc))
+            self._unscored(StopReason.ERROR, str(exc))
         except LeaseLostError:
             raise
         except Exception as exc:  # the evolution's result stands; the test set is retried
             logger.exception("run %s: scoring the test set failed", self.run_id)
-            self._unscored("error", f"scoring the test set failed: {describe_error(exc)}; "
+            self._unscored(StopReason.ERROR, f"scoring the test set failed: {describe_error(exc)}; "
                            f"score it again with `studio test {self.run_id}`")
         return None
 
-    def _unscored(self, reason: str, message: str) -> None:
+    def _unscored(self, reason: StopReason, message: str) -> None:
         self.ctx.emit(TestUnscored(run_id=self.run_id, iteration=self.state.iteration,
                                    reason=reason, message=redact(message)))
 
-    async def _loop(self) -> str:
+    async def _loop(self) -> StopReason:
         """The baseline, then iterations until a stop condition; returns the stop reason."""
         try:
             await self.score_baseline()
@@ -228,14 +223,14 @@ class Engine:
         except StopRun as stop:
             return stop.reason
 
-    def _finish(self, status: RunStatus, reason: str, error: str | None = None) -> None:
+    def _finish(self, status: RunStatus, reason: StopReason, error: str | None = None) -> None:
         ctx = self.ctx
         self._checkpoint()
         ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
                              finished_at=utcnow(), control=None,
                              error=redact(error) if error else None)
         ctx.emit(RunFinished(run_id=ctx.run_id, iteration=self.state.iteration,
-                             status=status.value, stop_reason=reason))
+                             status=status, stop_reason=reason))
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -269,7 +264,7 @@ class Engine:
             return
         budget = ctx.config.max_metric_calls
         if budget is not None and len(ctx.val_ids) > budget:  # never a baseline half-scored
-            raise StopRun("max_metric_calls")
+            raise StopRun(StopReason.MAX_METRIC_CALLS)
         trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
@@ -372,7 +367,7 @@ class Engine:
         ctx.emit(ProposalEvaluated(
             run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
             child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
-            rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE.value))
+            rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE))
         decision = await self.gate(proposal, plan.iteration,
                                    functools.partial(child_evidence, ctx, proposal, child))
         if decision.action is DecisionAction.EDIT:  # refused by decide(); never from a person
@@ -413,7 +408,7 @@ class Engine:
         budget cannot pay for."""
         ctx = self.ctx
         ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
-                                 proposal_id=proposal.id, action=decision.action.value,
+                                 proposal_id=proposal.id, action=decision.action,
                                  automatic=decision.automatic, reason=decision.reason))
         if decision.action is DecisionAction.REJECT:
             settle(ctx.store, proposal, ProposalStatus.REJECTED)
@@ -448,7 +443,7 @@ class TestScoring(Engine):
 
     __test__ = False  # not a pytest class
 
-    async def _run(self) -> str:
+    async def _run(self) -> StopReason:
         checkpoint = self.ctx.store.load_checkpoint(self.run_id)
         self.state.iteration = checkpoint[0] if checkpoint else 0
         try:
@@ -457,10 +452,10 @@ class TestScoring(Engine):
             self._unscored(stop.reason, f"scoring the test set was stopped ({stop.reason})")
             return stop.reason
         except ScoringError as exc:  # the caller (``studio test``, Compare) reports it too
-            self._unscored("error", str(exc))
+            self._unscored(StopReason.ERROR, str(exc))
             raise
         return TEST_SCORED
 
 
-TEST_SCORED = "test_scored"
+TEST_SCORED = StopReason.TEST_SCORED
 """What a :class:`TestScoring` run returns."""

@@ -220,7 +220,7 @@ def propose_merge(ctx: RunContext, iteration: int, detail: MergeDetail) -> Propo
         text=summary(detail, index), reasoning=reasoning(detail, index),
         kind=ProposalKind.MERGE, merge=detail, minibatch=list(detail.subsample)))
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
-                             parent_id=detail.parents[0], proposal_kind=ProposalKind.MERGE.value,
+                             parent_id=detail.parents[0], proposal_kind=ProposalKind.MERGE,
                              parent_ids=list(detail.parents), sources=dict(detail.sources)))
     return checked(ctx, proposal)
 

@@ -6,6 +6,7 @@ evaluate") never counts as 0: it is left out of means and never wins an example.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 ScoreMatrix = Mapping[int, Mapping[int, float | None]]
@@ -22,7 +23,7 @@ def winners_per_example(matrix: ScoreMatrix) -> dict[int, set[int]]:
     examples = {example for row in matrix.values() for example in row}
     winners: dict[int, set[int]] = {}
     for example in examples:
-        scored = {c: row[example] for c, row in matrix.items() if row.get(example) is not None}
+        scored = {c: s for c, row in matrix.items() if (s := row.get(example)) is not None}
         if scored:
             best = max(scored.values())
             winners[example] = {c for c, s in scored.items() if s == best}
@@ -54,11 +55,18 @@ def pareto_front(matrix: ScoreMatrix, order: list[int] | None = None) -> dict[in
     return {c: sum(c in front for front in fronts) for c in appearance if c in kept}
 
 
+def _lowest_if_none(mean: float | None) -> float:
+    """A mean to sort by: a candidate on the front won an example, so it has one; without one
+    it would sort first."""
+    return -math.inf if mean is None else mean
+
+
 def _drop_dominated(candidates: list[int], fronts: list[list[int]],
                     matrix: ScoreMatrix) -> list[int]:
     """``candidates`` without those whose every winning example another kept candidate also
     wins, dropped lowest mean first (ties: earliest first), one at a time."""
-    by_mean = sorted(candidates, key=lambda c: mean_score(matrix[c]))  # stable: ties keep order
+    # sorted() is stable: ties keep their order
+    by_mean = sorted(candidates, key=lambda c: _lowest_if_none(mean_score(matrix[c])))
     kept = list(by_mean)
     dropped = True
     while dropped:

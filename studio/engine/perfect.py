@@ -22,6 +22,6 @@ def skip_perfect(ctx: RunContext, parent: Candidate, iteration: int) -> None:
     """Record the skipped iteration and why."""
     perfect = ctx.config.perfect_score
     ctx.emit(IterationSkipped(
-        run_id=ctx.run_id, iteration=iteration, cause=SkipCause.PERFECT_PARENT.value,
+        run_id=ctx.run_id, iteration=iteration, cause=SkipCause.PERFECT_PARENT,
         reason=f"candidate #{parent.index} scored at least {perfect:g} on every minibatch "
                "example: no child could beat it; no reflection"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from studio.engine.pareto import best_candidate, mean_score, pareto_front
-from studio.model.records import Candidate, Run, Split
+from studio.model.records import Candidate, Run, Split, stored_id
 from studio.store import Store
 
 
@@ -33,7 +33,7 @@ class RunView:
 
     @property
     def pooled_ids(self) -> list[int]:
-        return [c.id for c in self.candidates if c.pooled]
+        return [stored_id(c) for c in self.candidates if c.pooled]
 
     @property
     def best_score(self) -> float | None:

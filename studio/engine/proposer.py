@@ -12,7 +12,7 @@ from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext
 from studio.engine.demos import propose_demos
 from studio.engine.events import IterationSkipped, ProposalCreated, ProposalInvalid, SkipCause
-from studio.engine.reflection import ReflectionResult, run_reflection
+from studio.engine.reflection import ReflectionOutcome, ReflectionResult, run_reflection
 from studio.engine.rules import propose_rules
 from studio.engine.trials import TrialBuilder
 from studio.engine.tried import (
@@ -43,6 +43,7 @@ from studio.model.records import (
     Trial,
     content_hash,
     demos_from_text,
+    stored_id,
 )
 from studio.model.workflow import role_of, split_component
 
@@ -210,7 +211,7 @@ def skipped(ctx: RunContext, attempts: list[Proposal]) -> Proposal:
     if not any(e.iteration == last.iteration
                for e in ctx.store.events(ctx.run_id, kind=EventKind.ITERATION_SKIPPED)):
         ctx.emit(IterationSkipped(run_id=ctx.run_id, iteration=last.iteration,
-                                  cause=SkipCause.REPEATED.value, reason=reason,
+                                  cause=SkipCause.REPEATED, reason=reason,
                                   proposal_id=last.id))
     return last
 
@@ -223,14 +224,14 @@ async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component:
                            iteration=iteration, refused=refused)
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
-        run_id=ctx.run_id, iteration=iteration, parent_id=parent.id, component=component,
+        run_id=ctx.run_id, iteration=iteration, parent_id=stored_id(parent), component=component,
         text=clip(result.text, MAX_COMPONENT_CHARS),
         reasoning=clip(result.reasoning, MAX_FEEDBACK_CHARS),
         minibatch=[trial.example_id for trial in parent_trials]))
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
-                             parent_id=parent.id, component=component))
-    if result.error is not None:
-        verb = "had" if result.error in (NOTHING_TO_ADD, NOTHING_NEW, NO_DEMOS) else "failed:"
+                             parent_id=stored_id(parent), component=component))
+    if result.outcome is not ReflectionOutcome.PROPOSED:
+        verb = "had" if result.outcome is ReflectionOutcome.NOTHING_TO_PROPOSE else "failed:"
         return invalidate(ctx, proposal, f"{result.author} {verb} {result.error}")
     if oversize:
         return invalidate(ctx, proposal, oversize)
@@ -249,14 +250,14 @@ async def reflect(ctx: RunContext, parent: Candidate, component: str,
     strategy = ctx.reflection_strategy
     if strategy != "llm" and split_component(component)[1] == "instruction":
         found = propose_rules(parent.components[component], trials, ctx.examples)
-        every = tried_texts(ctx.store, ctx.run_id, parent.id, component, limit=None)
+        every = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None)
         if found is not None and not already_tried(ctx, parent, component, found.text, every):
             return ReflectionResult(text=found.text, reasoning=found.reasoning,
                                     author=RULES_AUTHOR)
         if strategy == "rules":
-            return ReflectionResult(text="", author=RULES_AUTHOR,
-                                    error=NOTHING_TO_ADD if found is None else NOTHING_NEW)
-    tried = tried_texts(ctx.store, ctx.run_id, parent.id, component)
+            return ReflectionResult.nothing(RULES_AUTHOR,
+                                            NOTHING_TO_ADD if found is None else NOTHING_NEW)
+    tried = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component)
     records = reflection_trials(trials, tried, pipeline_view(ctx, component), refused=refused)
     return await run_reflection(ctx.reflection_agents[component],
                                 parent.components[component], records, ctx.executor)
@@ -266,7 +267,7 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
                  iteration: int) -> ReflectionResult:
     """The demo selector's proposal; a window that makes an already tried candidate is
     skipped here rather than refused as a duplicate afterwards."""
-    earlier = tried_texts(ctx.store, ctx.run_id, parent.id, component, limit=None)
+    earlier = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None)
 
     def tried(text: str) -> bool:
         return already_tried(ctx, parent, component, text, earlier)
@@ -274,7 +275,7 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
     found = propose_demos(demos_from_text(parent.components[component]), trials, ctx.examples,
                           input_key=ctx.input_key, iteration=iteration, tried=tried)
     if found is None:
-        return ReflectionResult(text="", author=DEMO_AUTHOR, error=NO_DEMOS)
+        return ReflectionResult.nothing(DEMO_AUTHOR, NO_DEMOS)
     return ReflectionResult(text=found.text, reasoning=found.reasoning, author=DEMO_AUTHOR)
 
 
@@ -320,7 +321,7 @@ def invalidate(ctx: RunContext, proposal: Proposal, reason: str) -> Proposal:
     proposal = ctx.store.update_proposal(proposal.id, status=ProposalStatus.INVALID,
                                          invalid_reason=reason)
     ctx.emit(ProposalInvalid(run_id=ctx.run_id, iteration=proposal.iteration,
-                             proposal_id=proposal.id, reason=reason))
+                             proposal_id=stored_id(proposal), reason=reason))
     return proposal
 
 
@@ -339,7 +340,7 @@ def child_of(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Candidat
     if proposal.child_id is not None:
         return ctx.store.get_candidate(proposal.child_id)
     return add_child(ctx, proposal, {**parent.components, proposal.component: proposal.text},
-                     [parent.id])
+                     [stored_id(parent)])
 
 
 def add_child(ctx: RunContext, proposal: Proposal, components: dict[str, str],

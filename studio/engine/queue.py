@@ -21,10 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from studio.engine.build import build_engine, check_seed_state, create_run
+from studio.engine.build import build_engine, check_seed_state, create_run, mark_not_started
 from studio.engine.worker import (
     HEARTBEAT_SECONDS,
-    LEASE_LOST,
     STALE_AFTER_SECONDS,
     RunHandle,
     get_manager,
@@ -32,8 +31,16 @@ from studio.engine.worker import (
 from studio.model.config import EvolutionConfig
 from studio.model.errors import RunStateError, StoreError, StoreUnavailableError
 from studio.model.limits import MAX_QUEUE_CHARS, check_length
-from studio.model.records import AgentSpec, Run, RunSpec, RunStatus, Split, WorkerInfo, utcnow
-from studio.model.redaction import redact
+from studio.model.records import (
+    AgentSpec,
+    Run,
+    RunSpec,
+    RunStatus,
+    Split,
+    StopReason,
+    WorkerInfo,
+    utcnow,
+)
 from studio.runtime.agents import build_agent
 from studio.runtime.execution import AgentExecutor
 from studio.store import Store, open_store
@@ -95,6 +102,32 @@ def warm_up() -> None:
         logger.warning("worker warm-up failed", exc_info=True)
 
 
+STORE_WAIT_SECONDS = 2.0
+"""How often a worker started before its database is reachable tries to open it again."""
+
+
+def open_store_when_reachable(url: str | None, *, say: Callable[[str], None],
+                              shutdown: threading.Event) -> Store | None:
+    """The store at ``url``, waiting while its database is unreachable (a server restarting or
+    not up yet): a worker started first must wait and take runs once it is, not exit and leave
+    the queue to no one. None when ``shutdown`` is set before the database answers.
+
+    Raises:
+        StoreError: the database answered and refused (a wrong password, a newer schema).
+    """
+    told = False
+    while not shutdown.is_set():
+        try:
+            return open_store(url)
+        except StoreUnavailableError as exc:
+            if not told:
+                say(f"waiting for the database (trying again every {STORE_WAIT_SECONDS:g} s "
+                    f"until it answers; Ctrl-C to stop): {exc}")
+                told = True
+            shutdown.wait(STORE_WAIT_SECONDS)
+    return None
+
+
 def live_workers(store: Store, queue: str | None = None) -> list[WorkerInfo]:
     """Workers that beat within the lease time (the studio queues runs when there is one)."""
     return store.live_workers(STALE_AFTER_SECONDS, queue)
@@ -153,7 +186,7 @@ class QueueWorker:
         if requests == 1:
             self.say(f"stopping: run {handle.run_id} ends at its next step and goes back to "
                      "the queue")
-            handle.engine.stop("shutdown")
+            handle.engine.stop(StopReason.SHUTDOWN)
         else:
             handle.cancel()
 
@@ -216,45 +249,39 @@ class QueueWorker:
             reason = self._drive(run)
         finally:
             self.info.run_id = None
-        if reason == "shutdown":
+        if reason is StopReason.SHUTDOWN:
             released = self.store.requeue_run(run.id, self.info.queue)
             self.say(f"run {run.id} checkpointed and "
                      f"{'back in the queue' if released else 'left as it was'}")
             return
-        if reason not in ("lost", LEASE_LOST):
+        if reason is not StopReason.LEASE_LOST:
             self.done.append(run.id)
         self.say(f"run {run.id} ended: {reason}")
 
-    def _drive(self, run: Run) -> str:
+    def _drive(self, run: Run) -> StopReason:
         """Build the run's engine, run it, and return its stop reason."""
         if self.stopping:
             self._release(run)
-            return "shutdown"
+            return StopReason.SHUTDOWN
         try:
             self._handle = self.manager.start(build_engine(self.store, run.id))
         except RunStateError as exc:  # another worker holds it after all
             self.say(str(exc))
-            return "lost"
-        except Exception as exc:
-            self._not_started(run, exc)
-            return "not_started"
+            return StopReason.LEASE_LOST
+        except Exception as exc:  # a model or key missing here: failed, not claimed again
+            mark_not_started(self.store, run.id, exc, worker_id=self.id)
+            return StopReason.NOT_STARTED
         handle = self._handle
         while not handle.join(SLICE_SECONDS):
             self._act_on_requests()
         try:
-            return handle.wait() or "unknown"
+            return handle.wait() or StopReason.ERROR
         except BaseException as exc:  # recorded on the run by the engine
-            return f"failed ({type(exc).__name__})"
+            self.say(f"run {run.id} failed ({type(exc).__name__})")
+            return StopReason.ERROR
 
     def _release(self, run: Run) -> None:
         """Give back a claimed run that was never started (shutdown came first)."""
         self.store.update_run(run.id, worker=None, heartbeat_at=None,
-                              status=RunStatus.STOPPED, stop_reason="shutdown")
+                              status=RunStatus.STOPPED, stop_reason=StopReason.SHUTDOWN)
 
-    def _not_started(self, run: Run, exc: BaseException) -> None:
-        """A run this worker cannot build (a model or key missing here) fails with the reason,
-        instead of being claimed again and again."""
-        reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
-        self.store.update_run(run.id, status=RunStatus.FAILED, stop_reason="not_started",
-                              error=f"worker {self.id} could not start the run: {reason}",
-                              finished_at=utcnow(), worker=None)

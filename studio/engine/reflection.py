@@ -17,11 +17,21 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import ConfigError, SchemaError, TemplateError
 from studio.model.records import validate_json_schema
 from studio.runtime.providers import LOCAL_MODEL, litellm_model
+
+if TYPE_CHECKING:  # ADK takes seconds to import: only where an agent is built
+    from google.adk.agents import BaseAgent, LlmAgent
+    from google.adk.models import BaseLlm
+
+    from studio.runtime.execution import AgentExecutor
+
+    ModelChoice = str | BaseLlm | None
+    """A LiteLLM model string, an ADK model object, or None for the default model."""
 
 OUTPUT_KEY = "proposed_component_text"
 PLACEHOLDERS = ("component_text", "trials")
@@ -115,14 +125,15 @@ def validate_output_schema(schema_text: str) -> dict[str, Any]:
     return {"valid": True}
 
 
-def _model(model: Any) -> Any:
+def _model(model: str | BaseLlm) -> BaseLlm:
     if isinstance(model, str):
 
         return litellm_model(model)
     return model
 
 
-def _agent(name: str, model: Any, instruction: str, tools: list | None = None) -> Any:
+def _agent(name: str, model: str | BaseLlm, instruction: str,
+           tools: list | None = None) -> LlmAgent:
     from google.adk.agents import LlmAgent
 
     return LlmAgent(
@@ -141,23 +152,23 @@ def _default_model() -> str:
 
 
 def create_text_reflection_agent(
-    model: Any = None, *, instruction: str | None = None, name: str = "text_reflector"
-) -> Any:
+    model: ModelChoice = None, *, instruction: str | None = None, name: str = "text_reflector"
+) -> LlmAgent:
     """Reflection agent for free-text components (the instruction)."""
     return _agent(name, model or _default_model(), instruction or DEFAULT_REFLECTION_INSTRUCTION)
 
 
 def create_schema_reflection_agent(
-    model: Any = None, *, instruction: str | None = None, name: str = "schema_reflector"
-) -> Any:
+    model: ModelChoice = None, *, instruction: str | None = None, name: str = "schema_reflector"
+) -> LlmAgent:
     """Reflection agent for ``output_schema``, with the ``validate_output_schema`` tool."""
     return _agent(name, model or _default_model(), instruction or SCHEMA_REFLECTION_INSTRUCTION,
                   tools=[validate_output_schema])
 
 
 def create_config_reflection_agent(
-    model: Any = None, *, instruction: str | None = None, name: str = "config_reflector"
-) -> Any:
+    model: ModelChoice = None, *, instruction: str | None = None, name: str = "config_reflector"
+) -> LlmAgent:
     """Reflection agent for ``generate_content_config``; its reply is validated as YAML."""
     return _agent(name, model or _default_model(), instruction or CONFIG_REFLECTION_INSTRUCTION)
 
@@ -169,8 +180,8 @@ _FACTORIES = {
 }
 
 
-def create_reflection_agent(component: str, model: Any = None, *,
-                            instruction: str | None = None) -> Any:
+def create_reflection_agent(component: str, model: ModelChoice = None, *,
+                            instruction: str | None = None) -> LlmAgent:
     """The reflection agent for ``component`` (see the table at the top of this module)."""
     factory = _FACTORIES.get(component)
     if factory is None:
@@ -182,18 +193,42 @@ def create_reflection_agent(component: str, model: Any = None, *,
 # --------------------------------------------------------------------------- running
 
 
+class ReflectionOutcome(StrEnum):
+    """How a reflection step ended, so the proposer never reads it from the message."""
+
+    PROPOSED = "proposed"
+    """A text to validate."""
+    NOTHING_TO_PROPOSE = "nothing_to_propose"
+    """A model-free operator (rules, demo selector) found nothing new: not a failure."""
+    FAILED = "failed"
+    """The reflection agent's call failed (``error`` says how)."""
+
+
 @dataclass
 class ReflectionResult:
-    """What a reflection agent proposed."""
+    """What a reflection agent (or a model-free operator) proposed."""
 
     text: str
     reasoning: str = ""
     """Prose around the proposal (when the model wrapped it in a code fence)."""
     raw: str = ""
     error: str | None = None
+    """Why there is no text, in words (see ``outcome``)."""
     author: str = "the reflection agent"
     """Who wrote it, as an invalid proposal's reason names it (or the rules operator)."""
     trace: dict[str, Any] = field(default_factory=dict)
+    outcome: ReflectionOutcome = ReflectionOutcome.PROPOSED
+
+    @classmethod
+    def nothing(cls, author: str, why: str) -> ReflectionResult:
+        """A model-free operator's "nothing new to propose", and why."""
+        return cls(text="", author=author, error=why,
+                   outcome=ReflectionOutcome.NOTHING_TO_PROPOSE)
+
+    @classmethod
+    def failed(cls, error: str, trace: dict[str, Any]) -> ReflectionResult:
+        """The reflection agent's call failed with ``error``."""
+        return cls(text="", error=error, trace=trace, outcome=ReflectionOutcome.FAILED)
 
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)```", re.S)
@@ -230,7 +265,8 @@ TRIED_NOTE = ("\nRecords with an \"already_tried\" key are texts already propose
 
 
 async def run_reflection(
-    agent: Any, component_text: str, trials: list[dict[str, Any]], executor: Any
+    agent: BaseAgent, component_text: str, trials: list[dict[str, Any]],
+    executor: AgentExecutor
 ) -> ReflectionResult:
     """Run a reflection agent with ``component_text`` and ``trials`` in session state."""
     state = {"component_text": component_text, "trials": fenced_trials(trials)}
@@ -238,7 +274,7 @@ async def run_reflection(
         agent, "Propose the improved component text now.", state=state
     )
     if result.error is not None:
-        return ReflectionResult(text="", raw="", error=result.error, trace=result.trace)
+        return ReflectionResult.failed(result.error, result.trace)
     raw = str(result.trace.get("state_delta", {}).get(OUTPUT_KEY) or result.output or "")
     text, reasoning = split_proposal(raw)
     return ReflectionResult(text=text, reasoning=reasoning, raw=raw, trace=result.trace)

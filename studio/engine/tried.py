@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from studio.engine.components import UNCHANGED_PREFIX
 from studio.model.limits import REFLECTION_FIELD_CHARS, clip
-from studio.model.records import Candidate, Decision, DecisionAction, Proposal, ProposalStatus
+from studio.model.records import (
+    Candidate,
+    Decision,
+    DecisionAction,
+    Proposal,
+    ProposalStatus,
+    stored_id,
+)
 from studio.store import Store
 
 TRIED_SHOWN = 6
@@ -28,7 +36,6 @@ MAX_ATTEMPTS = 3
 retries); then the iteration is skipped."""
 DUPLICATE_PREFIX = "duplicate of "
 """How the reason of a proposal refused as a repeat begins (read back on resume)."""
-UNCHANGED_PREFIX = "the reflection returned the parent's text unchanged"
 
 
 class TriedOutcome(StrEnum):
@@ -108,11 +115,11 @@ def _tried(proposal: Proposal, decision: Decision | None,
     if proposal.status is ProposalStatus.EDITED:
         author = decision.author if decision is not None else "a reviewer"
         note = f": {decision.reason}" if decision is not None and decision.reason else ""
-        return TriedText(proposal.id, proposal.text, TriedOutcome.EDITED_AWAY,
+        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.EDITED_AWAY,
                          f"A reviewer replaced this text with an edit of their own{note}",
                          author, index)
     if proposal.status is ProposalStatus.INVALID and not is_repeat(proposal):
-        return TriedText(proposal.id, proposal.text, TriedOutcome.INVALID,
+        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.INVALID,
                          f"It was found invalid: {proposal.invalid_reason or 'no reason kept'}")
     return None
 
@@ -121,19 +128,23 @@ def _rejected(proposal: Proposal, decision: Decision | None,
               index: int | None) -> TriedText:
     if decision is None or decision.action is not DecisionAction.REJECT:  # settled otherwise
         why = proposal.invalid_reason or "it was not accepted"
-        return TriedText(proposal.id, proposal.text, TriedOutcome.REJECTED,
+        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.REJECTED,
                          f"It was not accepted: {why}", "", index)
     if decision.automatic:
-        return TriedText(proposal.id, proposal.text, TriedOutcome.REJECTED,
+        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.REJECTED,
                          f"The acceptance rule rejected it: {decision.reason}", RULE, index)
-    return TriedText(proposal.id, proposal.text, TriedOutcome.REJECTED,
+    return TriedText(stored_id(proposal), proposal.text, TriedOutcome.REJECTED,
                      "A reviewer rejected the proposed text: "
                      + (decision.reason or "no reason given"), decision.author, index)
 
 
 def is_repeat(proposal: Proposal) -> bool:
     """Whether an invalid proposal was refused for repeating a text already tried (the
-    reflection is asked again), rather than for being unusable."""
+    reflection is asked again), rather than for being unusable. Read from the stored reason,
+    the only durable record of why (on resume too): its two repeat reasons begin with
+    :data:`DUPLICATE_PREFIX` (written by the proposer) and :data:`UNCHANGED_PREFIX` (by
+    :func:`~studio.engine.components.validate_proposal`), each a constant shared with its
+    writer."""
     reason = proposal.invalid_reason or ""
     return proposal.status is ProposalStatus.INVALID and (
         reason.startswith(DUPLICATE_PREFIX) or reason.startswith(UNCHANGED_PREFIX))

@@ -22,7 +22,7 @@ from typing import Any
 from studio.engine.build import build_engine
 from studio.engine.loop import Engine
 from studio.model.errors import ConfigError, LeaseLostError, RunStateError, StoreError
-from studio.model.records import RunRequest, RunStatus
+from studio.model.records import Run, RunRequest, RunStatus, StopReason
 from studio.runtime import eventloop
 from studio.store import Store, open_store
 
@@ -55,7 +55,7 @@ HEARTBEAT_SECONDS = seconds_setting("STUDIO_HEARTBEAT_SECONDS", 1.0, 0.05, 600.0
 STALE_AFTER_SECONDS = seconds_setting("STUDIO_STALE_AFTER_SECONDS", max(10.0, HEARTBEAT_SECONDS),
                                       HEARTBEAT_SECONDS, 86_400.0)
 """A running run without a heartbeat for this long is orphaned."""
-LEASE_LOST = "lease lost"
+LEASE_LOST = StopReason.LEASE_LOST
 """The stop reason of a run this worker gave up because another worker took it over."""
 
 
@@ -70,7 +70,7 @@ class RunHandle:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.run_id = engine.run_id
-        self.stop_reason: str | None = None
+        self.stop_reason: StopReason | None = None
         self.error: BaseException | None = None
         self._done = threading.Event()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
@@ -83,7 +83,7 @@ class RunHandle:
     def running(self) -> bool:
         return not self._done.is_set()
 
-    def wait(self, timeout: float | None = None) -> str | None:
+    def wait(self, timeout: float | None = None) -> StopReason | None:
         """Block until the run ends; returns its stop reason (re-raises a crash)."""
         self._done.wait(timeout)
         if self.error is not None:
@@ -94,7 +94,7 @@ class RunHandle:
         """Wait up to ``timeout`` for the run to end; True when it has (never raises)."""
         return self._done.wait(timeout)
 
-    async def wait_async(self) -> str | None:
+    async def wait_async(self) -> StopReason | None:
         """:meth:`wait` for a coroutine: woken by the worker thread the moment the run ends
         (no polling, so :func:`studio.evolve` returns without a poll interval's delay)."""
         loop = asyncio.get_running_loop()
@@ -193,7 +193,7 @@ class RunManager:
         finally:
             handle._set_done()
 
-    async def _drive(self, engine: Engine, handle: RunHandle) -> str:
+    async def _drive(self, engine: Engine, handle: RunHandle) -> StopReason:
         handle.loop = asyncio.get_running_loop()
         beating = threading.Event()
         heartbeat = threading.Thread(target=self._heartbeat, args=(engine, handle, beating),
@@ -255,12 +255,12 @@ class RunManager:
             return
         run = self.store.get_run(run_id)
         if run.status is RunStatus.ORPHANED or (run.status.is_active and run.worker is None):
-            self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason="user")
+            self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason=StopReason.USER)
             return
         self._control(run_id, RunRequest.STOP)
         engine = self._local_engine(run_id)
         if engine is not None:
-            engine.stop("user")
+            engine.stop(StopReason.USER)
 
     def _control(self, run_id: str, control: RunRequest | None) -> None:
         run = self.store.get_run(run_id)
@@ -287,14 +287,9 @@ class RunManager:
         return self.store.mark_orphans(STALE_AFTER_SECONDS)
 
 
-LIMIT_FOR_REASON = {"max_iterations": "max_iterations", "max_metric_calls": "max_metric_calls",
-                    "patience": "patience", "score_threshold": "score_threshold",
-                    "timeout": "timeout_seconds"}
-
-
-def completed_message(run: Any) -> str:
+def completed_message(run: Run) -> str:
     """Why a completed run is not resumed: it reached a limit, and resuming would stop at once."""
-    limit = LIMIT_FOR_REASON.get(run.stop_reason or "", "its limits")
+    limit = (run.stop_reason and run.stop_reason.limit_field) or "its limits"
     return (f"run {run.id} completed ({run.stop_reason}): resuming would stop again at once; "
             f"start a new run with a different {limit}")
 

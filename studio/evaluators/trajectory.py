@@ -51,7 +51,7 @@ SHAPES_HELP = (
 )
 
 
-_SCAN_JSON = json.JSONDecoder().scan_once
+_SCAN_JSON = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in its __init__
 _new = tuple.__new__
 """Builds a NamedTuple from a ready tuple: half the cost of its generated ``__new__``, which
 matters at thousands of trajectories per second."""

@@ -7,10 +7,12 @@ are translated before validation, so the stored JSON only ever holds the studio'
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from studio.model.errors import ConfigError
 
@@ -136,7 +138,7 @@ class InvalidConfigError(ConfigError):
             return
         self.validation_error = exc
         problems = exc.errors()
-        first = problems[0] if problems else {}
+        first: Mapping[str, Any] = problems[0] if problems else {}
         field = ".".join(str(part) for part in first.get("loc", ())) or None
         field = _name_given(field, given or set())
         lines = [_problem_line(problem, with_field=len(problems) > 1) for problem in problems]
@@ -144,11 +146,11 @@ class InvalidConfigError(ConfigError):
                          where=f"EvolutionConfig.{field}" if field else "EvolutionConfig",
                          value=first.get("input") if field else None, field=field)
 
-    def errors(self) -> list[Any]:
+    def errors(self) -> list[ErrorDetails]:
         return self.validation_error.errors() if self.validation_error is not None else []
 
 
-def _problem_line(problem: Any, *, with_field: bool) -> str:
+def _problem_line(problem: ErrorDetails, *, with_field: bool) -> str:
     field = ".".join(str(part) for part in problem.get("loc", ())) if with_field else ""
     message = str(problem.get("msg", "")).removeprefix("Value error, ")
     shown = repr(problem.get("input"))

@@ -7,6 +7,7 @@ bad input that a person must fix.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 
@@ -149,10 +150,26 @@ class NotFoundError(StudioError, KeyError):
         return str(self.args[0]) if self.args else "not found"
 
 
+class ProposalProblem(StrEnum):
+    """What makes a proposal unusable (:attr:`ProposalError.reason`)."""
+
+    EMPTY = "empty"
+    TOO_LONG = "too_long"
+    UNCHANGED = "unchanged"
+    REPETITIVE = "repetitive"
+    """A degenerate reply that repeats one sentence."""
+    INVALID_SCHEMA = "invalid_schema"
+    INVALID_YAML = "invalid_yaml"
+    INVALID_DEMOS = "invalid_demos"
+    UNKNOWN_PLACEHOLDER = "unknown_placeholder"
+    DUPLICATE = "duplicate"
+    """A person's edit makes a candidate the run already has."""
+
+
 class ProposalError(StudioError, ValueError):
     """A reflection proposal is unusable (empty, unchanged, invalid schema or YAML, duplicate)."""
 
-    def __init__(self, message: str, *, reason: str) -> None:
+    def __init__(self, message: str, *, reason: ProposalProblem) -> None:
         self.reason = reason
         super().__init__(message)
 

@@ -10,7 +10,8 @@ instead of acting. JSON keeps the exact text, JSON-escaped (:func:`json_escaped_
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 KEPT = "\n\t"
 """Whitespace a person expects to act: line breaks and tabs."""
@@ -64,13 +65,13 @@ class PrintableStream:
     """A text stream (stdout, stderr) that writes model text inertly: every write goes through
     :func:`printable`, keeping ``\\r`` too (the progress bar redraws its line with it)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self.raw = stream
 
     def write(self, text: str) -> int:
         return self.raw.write(printable(text, keep=KEPT + "\r"))
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import (
@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from studio.model.config import EvolutionConfig
-from studio.model.errors import ConfigError, DatasetError, SchemaError
+from studio.model.errors import ConfigError, DatasetError, SchemaError, StudioError
 from studio.model.evidence import Evidence
 from studio.model.feedback import Feedback
 from studio.model.limits import (
@@ -39,6 +39,9 @@ from studio.model.limits import (
 from studio.model.media import check_example_media, without_media
 from studio.model.tools import check_tool_refs
 from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
+
+if TYPE_CHECKING:  # google.genai takes about half a second to import (see ``to_adk``)
+    from google.genai.types import GenerateContentConfig
 
 COMPONENTS = ("instruction", "output_schema", "generate_content_config", "few_shot")
 """Parts of an agent that evolution may rewrite, each with its own reflection agent."""
@@ -63,7 +66,7 @@ class GenerationConfig(BaseModel):
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
     max_output_tokens: int | None = Field(default=None, gt=0, le=32768)
 
-    def to_adk(self) -> Any:
+    def to_adk(self) -> GenerateContentConfig | None:
         # google.genai takes about half a second to import; records are loaded by the CLI and
         # the pages long before any agent is built, so pay for it only here.
         from google.genai import types
@@ -443,6 +446,72 @@ class RunRequest(StrEnum):
     STOP = "stop"
 
 
+class NotStoredError(StudioError, ValueError):
+    """A record that was never stored was used where only a stored one (with an id) fits."""
+
+
+def stored_id(record: Candidate | Proposal | Trial | Example | Decision) -> int:
+    """The id of a record read from the store (ids are None only before the first write).
+
+    Raises:
+        NotStoredError: ``record`` was never stored.
+    """
+    if record.id is None:
+        raise NotStoredError(f"this {type(record).__name__} was never stored, so it has no id: "
+                             "store it first")
+    return record.id
+
+
+class StopReason(StrEnum):
+    """Why a run ended: stored on the run (``runs.stop_reason``), carried by
+    :class:`~studio.engine.events.RunFinished` and printed by the CLI, all as these words."""
+
+    MAX_ITERATIONS = "max_iterations"
+    MAX_METRIC_CALLS = "max_metric_calls"
+    PATIENCE = "patience"
+    SCORE_THRESHOLD = "score_threshold"
+    TIMEOUT = "timeout"
+    USER = "user"
+    """A person's Stop."""
+    SHUTDOWN = "shutdown"
+    """The worker shut down (SIGTERM): the run ends at its next step so another continues it."""
+    DATABASE_UNAVAILABLE = "database_unavailable"
+    ERROR = "error"
+    NOT_STARTED = "not_started"
+    """The run could not be built (a model or key missing where it was started)."""
+    LEASE_LOST = "lease lost"
+    """Another worker took the run over; this one stopped without writing (never stored)."""
+    TEST_SCORED = "test_scored"
+    """What a run that only scores a settled run's test set ends with (never stored)."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> StopReason | None:
+        """The one place older spellings are read back."""
+        return _STOP_REASON_ALIASES.get(str(value))
+
+    @property
+    def is_limit(self) -> bool:
+        """A configured limit was reached: the run is completed and resuming would stop again."""
+        return self in _LIMIT_FIELDS
+
+    @property
+    def leaves_resumable(self) -> bool:
+        """A person's stop or a worker's shutdown: the run is stopped and can be resumed."""
+        return self in (StopReason.USER, StopReason.SHUTDOWN)
+
+    @property
+    def limit_field(self) -> str | None:
+        """The :class:`EvolutionConfig` field whose limit this reason reports, if any."""
+        return _LIMIT_FIELDS.get(self)
+
+
+_STOP_REASON_ALIASES = {"lost": StopReason.LEASE_LOST, "lease_lost": StopReason.LEASE_LOST}
+_LIMIT_FIELDS = {StopReason.MAX_ITERATIONS: "max_iterations",
+                 StopReason.MAX_METRIC_CALLS: "max_metric_calls",
+                 StopReason.PATIENCE: "patience", StopReason.SCORE_THRESHOLD: "score_threshold",
+                 StopReason.TIMEOUT: "timeout_seconds"}
+
+
 class Run(BaseModel):
     id: str
     project_id: int | None = None
@@ -458,7 +527,7 @@ class Run(BaseModel):
     heartbeat_at: datetime | None = None
     worker: str | None = None
     """``host:pid:token`` of the process running it."""
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     error: str | None = None
     control: RunRequest | None = None
     """A request from a person to the worker (cleared when acted on)."""
@@ -801,6 +870,9 @@ class RunSpec(BaseModel):
     agent: AgentSpec | None = None
     agent_ref: str | None = None
     """``module:attribute`` of an agent (or an ADK workflow agent) defined in Python code."""
+    agent_folder: str | None = None
+    """The ADK agent folder (absolute) ``agent_ref`` is imported from: made importable and its
+    ``.env`` loaded first (:func:`studio.runtime.agents.prepare_agent_folder`)."""
     agents: list[AgentSpec] = Field(default_factory=list)
     """A group or workflow run's agents (then ``agent`` is None and ``workflow`` says how they
     run); its components are keyed ``agent.component``."""

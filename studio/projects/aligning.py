@@ -41,9 +41,9 @@ from studio.engine.build import (
     spec_model,
     workflow_context,
 )
+from studio.engine.dispatch import dispatch, launch
 from studio.engine.labels import active_corrections, label_sources, relabel_run
 from studio.engine.pool import load_view
-from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, RunStateError
 from studio.model.limits import MAX_NAME_CHARS, clip
@@ -375,13 +375,7 @@ class NotEnoughLabels(ConfigError):
 
 def start_align(store: Store, run_id: str, **options: Any) -> Run:
     """Create the align run and start it: queued when a worker is live, else in this process."""
-    from studio.projects.workspace import launch
-
-    run = create_align_run(store, run_id, **options)
-    if live_workers(store, DEFAULT_QUEUE):
-        return queue_run(store, run.id, DEFAULT_QUEUE)
-    launch(store, run.id)
-    return run
+    return dispatch(store, create_align_run(store, run_id, **options).id).run
 
 
 def align_critic(run_id: str, *, store: Store | None = None, held_out: float = DEFAULT_HELD_OUT,
@@ -392,7 +386,6 @@ def align_critic(run_id: str, *, store: Store | None = None, held_out: float = D
     The run is stored like any: watch it in the studio, decide its gates
     (``config.review="review"``), resume it with ``studio resume``.
     """
-    from studio.projects.workspace import launch
     from studio.store import open_store
 
     store = store or open_store()

@@ -28,7 +28,7 @@ from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
 from studio.model.jsontools import finite_json
 from studio.model.printable import json_escaped_controls, printable
-from studio.model.records import Split
+from studio.model.records import Split, stored_id
 from studio.model.redaction import redact, secret_values
 from studio.projects.provenance import load_provenance
 from studio.store import Store
@@ -72,8 +72,8 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
     for c in store.iter_candidates(run_id):
         yield {
             "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
-            "pooled": c.pooled, "mean_score": scores.means.get(c.id),
-            **({} if tested is None else {"test_mean": tested.get(c.id)}),
+            "pooled": c.pooled, "mean_score": scores.means.get(stored_id(c)),
+            **({} if tested is None else {"test_mean": tested.get(stored_id(c))}),
             "on_front": c.id in scores.front, "best": c.id == scores.best_id,
             **{f"component.{k}": v for k, v in c.components.items()},
         }

@@ -12,9 +12,9 @@ import yaml
 from pydantic import ValidationError
 
 from studio.engine.build import critic_for_run, spec_model
+from studio.engine.dispatch import dispatch
 from studio.engine.forks import fork
 from studio.engine.pool import pool_scores
-from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
 from studio.model.errors import (
     ConfigError,
     DatasetError,
@@ -26,14 +26,14 @@ from studio.model.records import Candidate, CriticSpec, Run
 from studio.projects.files import (
     MAX_DATASET_BYTES,
     MAX_PROJECT_BYTES,
+    BoundedLoader,
     CriticSection,
     DatasetSection,
     Origin,
-    _BoundedLoader,
-    _check_critic,
-    _explain,
+    check_critic_section,
     check_spec_trust,
     decode_text,
+    explain_validation,
     prepare_rows,
     read_bounded,
     read_csv,
@@ -86,8 +86,8 @@ def critic_from_text(text: str, source: str) -> CriticSpec:
     try:
         critic = CriticSection.model_validate(section)
     except ValidationError as exc:
-        raise ProjectFileError(_explain(exc), where=f"{source}: critic") from exc
-    _check_critic(critic, source)
+        raise ProjectFileError(explain_validation(exc), where=f"{source}: critic") from exc
+    check_critic_section(critic, source)
     return critic.to_spec()
 
 
@@ -128,7 +128,7 @@ def datasets_from_path(path: Path, input_key: str | None
     try:
         section = DatasetSection.model_validate(data.get("dataset", data))
     except ValidationError as exc:
-        raise DatasetError(_explain(exc), where=f"{path}: dataset") from exc
+        raise DatasetError(explain_validation(exc), where=f"{path}: dataset") from exc
     if section.input_column not in (None, input_key):
         raise DatasetError(f"input_column {section.input_column!r} differs from the run's "
                            f"{input_key!r}: a fork keeps its agent's input; leave it out or "
@@ -171,8 +171,6 @@ def start_fork(store: Store, run_id: str, candidate_index: int, *,
             in. RunStateError: the run was started from Python objects. ConfigError: a setting,
             the critic or the candidate is wrong.
     """
-    from studio.projects.workspace import launch
-
     source = store.get_run(run_id)
     check_spec_trust(source.spec, Origin.BROWSER, f"run {run_id}")
     if not source.spec.resumable:
@@ -183,10 +181,7 @@ def start_fork(store: Store, run_id: str, candidate_index: int, *,
         check_critic_builds(critic, source, "critic")
     run = fork(store, run_id, candidate_index, critic=critic, config=settings or {},
                name=name)
-    if live_workers(store, DEFAULT_QUEUE):
-        return queue_run(store, run.id, DEFAULT_QUEUE)
-    launch(store, run.id)
-    return run
+    return dispatch(store, run.id).run
 
 
 def check_critic_builds(critic: CriticSpec, source: Run, where: str) -> None:
@@ -205,7 +200,7 @@ def _yaml_mapping(text: str, source: str) -> dict[str, Any]:
         raise ProjectFileError(f"{len(text):,} characters; the limit is {MAX_PROJECT_BYTES:,}",
                                where=source)
     try:
-        data = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
+        data = yaml.load(text, Loader=BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         raise ProjectFileError(f"YAML does not parse: {getattr(exc, 'problem', None) or exc}",
                                where=source) from exc

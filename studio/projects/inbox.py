@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from studio.engine.events import BaselineScored, Progress, StoredEventError
 from studio.model.records import EventKind, Proposal, ProposalStatus, Run, RunStatus
 from studio.projects.workspace import pending_proposal
 from studio.store import Store
@@ -57,13 +58,13 @@ def run_summaries(store: Store, runs: Sequence[Run]) -> list[RunSummary]:
 
 
 def _scores(store: Store, run_id: str) -> tuple[float | None, float | None]:
-    """(seed, best) from the run's latest baseline and progress events (one row each)."""
+    """(seed, best) from the run's latest baseline and progress events (one row each); a row
+    that does not read back leaves its figure empty rather than the list unreadable."""
     baseline = store.latest_event(run_id, EventKind.BASELINE_SCORED)
     progress = store.latest_event(run_id, EventKind.PROGRESS)
-    seed = _number(baseline.payload.get("score")) if baseline else None
-    best = _number(progress.payload.get("best_score")) if progress else None
+    try:
+        seed = BaselineScored.from_stored(baseline).score if baseline else None
+        best = Progress.from_stored(progress).best_score if progress else None
+    except StoredEventError:
+        return None, None
     return seed, seed if best is None else best
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from studio.engine.build import build_engine
+from studio.engine.dispatch import dispatch
 from studio.engine.evidence import proposal_evidence
 from studio.engine.gates import latest_pending
 from studio.engine.pool import load_view
-from studio.engine.queue import DEFAULT_QUEUE, live_workers, queue_run
+from studio.engine.queue import DEFAULT_QUEUE, live_workers
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, ProjectFileError
@@ -28,15 +28,14 @@ from studio.model.records import (
     RunStatus,
     Trial,
     TrialPhase,
-    utcnow,
 )
-from studio.model.redaction import redact
 from studio.projects.files import (
     MAX_PROJECT_BYTES,
     Origin,
     ProjectFile,
     check_spec_trust,
     check_trust,
+    create_project_run,
     decode_text,
     dump_project,
     inline_datasets,
@@ -44,7 +43,6 @@ from studio.projects.files import (
     parse_project,
     resolve_datasets,
     resolve_testset,
-    start_run,
 )
 from studio.projects.serving import ui_root
 from studio.store import Store
@@ -179,29 +177,10 @@ def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
 
     record = store.get_project(project_id)
     project = parse_project(record.yaml, source=f"project {record.name!r}")
-    run = start_run(store, project, Path("."), name=name or record.name, project_id=project_id,
-                    config=config, source=f"project {record.name!r}", origin=Origin.BROWSER)
-    if live_workers(store, DEFAULT_QUEUE):
-        return queue_run(store, run.id, DEFAULT_QUEUE)
-    launch(store, run.id)
-    return run
-
-
-def launch(store: Store, run_id: str, listeners: list | None = None):
-    """Start a created run in this process's run manager; if it cannot start, the run is marked
-    failed with the reason (never left ``pending``) and the error is raised."""
-    try:
-        return get_manager(store).start(build_engine(store, run_id, listeners=listeners))
-    except BaseException as exc:
-        mark_not_started(store, run_id, exc)
-        raise
-
-
-def mark_not_started(store: Store, run_id: str, exc: BaseException) -> None:
-    """Record why a created run never started."""
-    reason = redact(f"{type(exc).__name__}: {exc}")[:2000]
-    store.update_run(run_id, status=RunStatus.FAILED, stop_reason="not_started",
-                     error=f"the run could not start: {reason}", finished_at=utcnow())
+    run = create_project_run(store, project, Path("."), name=name or record.name,
+                             project_id=project_id, config=config,
+                             source=f"project {record.name!r}", origin=Origin.BROWSER)
+    return dispatch(store, run.id).run
 
 
 def pause_run(store: Store, run_id: str) -> None:

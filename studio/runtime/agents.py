@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from studio.model.errors import ConfigError
@@ -30,17 +33,22 @@ def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = 
     )
 
 
-def load_agent(reference: str) -> Any:
-    """Load an existing ADK agent from Python code, as ``"package.module:attribute"``.
+def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
+    """Load an existing ADK agent from Python code, as ``"package.module:attribute"``; with
+    ``folder`` (an ADK agent folder) the folder is made importable and its ``.env`` loaded
+    first (:func:`prepare_agent_folder`).
 
     The attribute must *be* an agent instance: nothing is ever called, so a reference can at
     most import a module (only trusted projects may use one: see ``studio.projects.files``).
 
     Raises:
-        ConfigError: if the module or attribute is missing, or the object is not an ADK agent.
+        ConfigError: if the folder or module or attribute is missing, or the object is not an
+            ADK agent.
     """
     from google.adk.agents import BaseAgent
 
+    if folder is not None:
+        prepare_agent_folder(Path(folder))
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
         raise ConfigError("use the form 'package.module:attribute'", where="agent.ref",
@@ -57,9 +65,62 @@ def load_agent(reference: str) -> Any:
                               "starting with _ are not loaded)",
                               where="agent.ref", value=reference)
         target = getattr(target, name)
+    from studio.runtime.workflows import refuse_graph_workflow  # it builds agents: imports us
+
+    refuse_graph_workflow(target, where="agent.ref")
     if not isinstance(target, BaseAgent):
         raise ConfigError(f"{reference!r} is a {type(target).__name__}, not an ADK agent "
                           "instance (a reference is never called: point it at the agent object "
                           "itself, e.g. `root_agent = LlmAgent(...)`)", where="agent.ref",
                           value=reference)
     return target
+
+
+def folder_reference(folder: str | Path) -> str:
+    """The reference to an ADK agent folder's agent as ``adk create`` lays it out:
+    ``my_agent/agent.py`` defining ``root_agent`` is ``my_agent.agent:root_agent``."""
+    return f"{Path(folder).name}.agent:root_agent"
+
+
+def prepare_agent_folder(folder: Path) -> None:
+    """Make an ADK agent folder importable and load its ``.env`` as ADK's ``AgentLoader``
+    does: the folder's parent goes first on ``sys.path`` (so ``my_agent.agent`` imports
+    without ``PYTHONPATH``), and the first ``.env`` found from the folder up is loaded by
+    ADK's own loader (``ADK_DISABLE_LOAD_DOTENV`` honoured). A variable set before is never
+    overridden, even when ADK took its snapshot of "explicit" variables earlier in this
+    process.
+
+    Raises:
+        ConfigError: the folder is missing or is not an ADK agent folder.
+    """
+    from google.adk.cli.utils.envs import load_dotenv_for_agent
+
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise ConfigError(f"agent folder not found: {folder}", where="agent.folder",
+                          value=str(folder))
+    if not ((folder / "agent.py").is_file() or (folder / "__init__.py").is_file()):
+        raise ConfigError(f"{folder} is not an ADK agent folder: it needs agent.py defining "
+                          "root_agent (and __init__.py with `from . import agent`), as "
+                          "`adk create` makes it", where="agent.folder", value=str(folder))
+    parent = str(folder.parent)
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    already_set = dict(os.environ)
+    load_dotenv_for_agent(folder.name, parent)
+    os.environ.update(already_set)
+
+
+def resolve_agent_folder(reference: str | None, folder: str | None, base_dir: Path
+                         ) -> str | None:
+    """The absolute agent folder a project's agent is imported from: ``folder`` (relative to
+    the project file's folder ``base_dir``), else the folder next to the project file that
+    ``reference``'s top package names (``my_agent`` for ``my_agent.agent:root_agent``), as
+    ``adk web`` finds agents under its folder; None for an installed package's agent."""
+    if folder is not None:
+        return str((base_dir / folder).resolve())
+    top = (reference or "").partition(":")[0].partition(".")[0]
+    candidate = base_dir / top
+    if top and ((candidate / "agent.py").is_file() or (candidate / "__init__.py").is_file()):
+        return str(candidate.resolve())
+    return None

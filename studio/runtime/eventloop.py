@@ -39,8 +39,9 @@ _providers: dict[str, bool] = {}
 class StudioEventLoop(asyncio.SelectorEventLoop):
     """An asyncio loop that runs LiteLLM's request setup in place (see the module's docstring)."""
 
-    def run_in_executor(self, executor: Any, func: Callable[..., T], *args: Any
-                        ) -> asyncio.Future[T]:
+    def run_in_executor(  # type: ignore[override]  # typeshed's is variadic-generic; same calls
+        self, executor: Any, func: Callable[..., T], *args: Any
+    ) -> asyncio.Future[T]:
         if executor is None and not args and is_litellm_setup(func):
             future: asyncio.Future[T] = self.create_future()
             try:

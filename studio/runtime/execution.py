@@ -216,7 +216,8 @@ class AgentExecutor:
     async def _with_retries(self, agent, message, state, session_id, app, output_author=None,
                             *, timeout_s: float) -> ExecutionResult:
         retryable = _retryable_errors()
-        attempt, started, earlier = 0, time.perf_counter(), []
+        attempt, started = 0, time.perf_counter()
+        earlier: list[str] = []
         while True:
             attempt += 1
             try:

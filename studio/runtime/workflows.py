@@ -45,6 +45,45 @@ def is_workflow(agent: Any) -> bool:
     return isinstance(agent, tuple(workflow_classes().values()))
 
 
+def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
+    """Refuse an ADK 2 graph ``Workflow`` (``google.adk.workflow.Workflow``) up front, naming
+    its ``LlmAgent`` nodes: the studio evolves ``LlmAgent``s and ``SequentialAgent`` /
+    ``LoopAgent`` / ``ParallelAgent`` trees, and patching a graph it does not model would run
+    a whole evolution that changes nothing.
+
+    Raises:
+        ConfigError: ``obj`` is a graph ``Workflow``; the message says what to evolve instead.
+    """
+    try:
+        from google.adk.workflow import Workflow
+    except ImportError:  # an ADK before graph workflows: nothing to refuse
+        return
+    if not isinstance(obj, Workflow):
+        return
+    nodes = graph_llm_agents(obj)
+    shown = ", ".join(repr(name) for name in nodes) or "none"
+    raise ConfigError(
+        f"{obj.name!r} is an ADK 2 graph Workflow (google.adk.workflow.Workflow), which the "
+        f"studio cannot evolve yet: a candidate would have to be a rebuilt graph with the same "
+        f"edges and routes. Its LlmAgent nodes: {shown}. Evolve one node's instruction with "
+        "evolve(node) on its own, or express the agents as a SequentialAgent / LoopAgent / "
+        "ParallelAgent tree for evolve_workflow()", where=where, value=type(obj).__name__)
+
+
+def graph_llm_agents(workflow: Any) -> list[str]:
+    """The names of a graph ``Workflow``'s ``LlmAgent`` nodes, nested workflows included."""
+    from google.adk.agents import LlmAgent
+
+    names: list[str] = []
+    graph = getattr(workflow, "graph", None)
+    for node in graph.nodes if graph is not None else []:
+        if isinstance(node, LlmAgent):
+            names.append(node.name)
+        elif getattr(node, "graph", None) is not None:
+            names += graph_llm_agents(node)
+    return names
+
+
 def describe_workflow(root: Any, *, max_depth: int = MAX_WORKFLOW_DEPTH,
                       where: str = "workflow") -> tuple[WorkflowSpec, dict[str, Any]]:
     """The spec of a live ADK workflow and its ``LlmAgent``s by name.

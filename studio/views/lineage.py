@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from studio.model.records import Candidate, Run
+from studio.model.records import Candidate, Run, stored_id
 from studio.projects.forking import RunTree
 from studio.views.charts import lineage_layout
 from studio.views.tables import format_score
@@ -58,7 +58,8 @@ def cross_run_lineage(chain: Sequence[RunTree]) -> CrossLineage:
     here = chain[-1]
     tree = lineage_layout(here.candidates, here.means, here.front, here.best_id)
     seed_y = float(tree.nodes["y"].iloc[0]) if not tree.nodes.empty else 0.0
-    rows, path_rows, edges = [], [], []
+    rows, path_rows = [], []
+    edges: list[tuple[int, int]] = []
     offset, previous = 0.0, None
     for ancestor, child in zip(chain, chain[1:], strict=False):
         origin = child.run.spec.forked_from
@@ -68,18 +69,18 @@ def cross_run_lineage(chain: Sequence[RunTree]) -> CrossLineage:
             path_rows.append({"run": run_short_label(ancestor.run),
                               "candidate": f"#{candidate.index}",
                               "iteration": candidate.iteration,
-                              "validation mean": _nan(ancestor.means.get(candidate.id)),
+                              "validation mean": _nan(ancestor.means.get(stored_id(candidate))),
                               "step": "forked" if candidate is steps[-1] else ""})
             if previous is not None:
-                edges.append((previous, candidate.id))
-            previous = candidate.id
+                edges.append((previous, stored_id(candidate)))
+            previous = stored_id(candidate)
         offset += (steps[-1].iteration if steps else 0) + 1
     for node in tree.nodes.itertuples():
         candidate = next(c for c in here.candidates if c.id == node.id)
         rows.append(_node(here, candidate, offset + node.x, float(node.y), True))
     edges += list(tree.edges)
     if previous is not None and here.candidates:
-        edges.append((previous, here.candidates[0].id))
+        edges.append((previous, stored_id(here.candidates[0])))
     return CrossLineage(pd.DataFrame(rows, columns=NODE_COLUMNS), edges,
                         pd.DataFrame(path_rows, columns=PATH_COLUMNS))
 
@@ -87,7 +88,7 @@ def cross_run_lineage(chain: Sequence[RunTree]) -> CrossLineage:
 def _node(tree: RunTree, candidate: Candidate, x: float, y: float, here: bool) -> dict:
     return {"id": candidate.id, "run_id": tree.run.id, "run": run_short_label(tree.run),
             "index": candidate.index, "label": f"{tree.run.id[:6]} #{candidate.index}",
-            "x": x, "y": y, "mean": _nan(tree.means.get(candidate.id)),
+            "x": x, "y": y, "mean": _nan(tree.means.get(stored_id(candidate))),
             "best": candidate.id == tree.best_id, "here": here}
 
 
@@ -102,7 +103,7 @@ def forks_frame(forks: Sequence[Run]) -> pd.DataFrame:
 def candidate_choices(candidates: Sequence[Candidate], means: dict[int, float | None],
                       best_id: int | None) -> dict[int, str]:
     """``index -> label`` for the fork form: every candidate, its mean, the best marked."""
-    return {c.index: f"#{c.index} · " + format_score(means.get(c.id), missing="not pooled")
+    return {c.index: f"#{c.index} · " + format_score(means.get(stored_id(c)), missing="not pooled")
             + (" · best" if c.id == best_id else "") for c in candidates}
 
 

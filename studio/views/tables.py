@@ -12,24 +12,30 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from studio.engine.events import Progress
 from studio.engine.history import ProposalRow, agent_of
 from studio.model.feedback import Feedback
 from studio.model.records import (
     Candidate,
     Example,
+    Override,
     Proposal,
     Run,
     RunEvent,
     RunStatus,
+    StopReason,
     Trial,
 )
 from studio.model.redaction import redact
 from studio.model.workflow import split_component
 from studio.projects.inbox import RunSummary
+
+if TYPE_CHECKING:  # the critics package is not needed to draw a table
+    from studio.critics.agreement import AgreementReport, ConfusionMatrix
 
 NOT_EVALUATED = "could not evaluate"
 CLIP = 240
@@ -114,25 +120,28 @@ def example_label(example: Example, limit: int = 40) -> str:
 
 
 STOP_REASONS = {
-    "max_iterations": "reached its iteration limit",
-    "max_metric_calls": "used its budget of metric calls",
-    "score_threshold": "reached the target score",
-    "patience": "no gain for too many iterations",
-    "timeout": "ran out of time",
-    "user": "stopped by a person",
-    "shutdown": "its worker shut down",
-    "not_started": "could not start",
+    StopReason.MAX_ITERATIONS: "reached its iteration limit",
+    StopReason.MAX_METRIC_CALLS: "used its budget of metric calls",
+    StopReason.PATIENCE: "no gain for too many iterations",
+    StopReason.SCORE_THRESHOLD: "reached the target score",
+    StopReason.TIMEOUT: "ran out of time",
+    StopReason.USER: "stopped by a person",
+    StopReason.SHUTDOWN: "its worker shut down",
+    StopReason.DATABASE_UNAVAILABLE: "the database was unavailable",
+    StopReason.ERROR: "an error",
+    StopReason.NOT_STARTED: "could not start",
+    StopReason.LEASE_LOST: "another worker took it over",
+    StopReason.TEST_SCORED: "scored its test set",
 }
-"""The engine's stop reasons (their stored values) in words for run lists."""
+"""Why a run ended, in words for run lists."""
 
 
-def stop_reason_words(reason: str | None) -> str:
-    """``max_iterations`` -> "reached its iteration limit"; an unknown reason is shown as
-    written (underscores as spaces), never hidden."""
-    if not reason:
+def stop_reason_words(reason: StopReason | None) -> str:
+    """``max_iterations`` -> "reached its iteration limit" (a reason without words here is
+    shown as stored, never hidden)."""
+    if reason is None:
         return ""
-    key = str(getattr(reason, "value", reason))
-    return STOP_REASONS.get(key, key.replace("_", " "))
+    return STOP_REASONS.get(reason, reason.value.replace("_", " "))
 
 
 def waiting_words(since: datetime | None, now: datetime | None = None) -> str:
@@ -247,7 +256,7 @@ ERROR_CHOICES = ("any", "only errors", "no errors")
 OVERRIDE_CHOICES = ("any", "overridden", "not overridden")
 
 
-def override_signature(overrides: Sequence[Any]) -> tuple[int, int, int]:
+def override_signature(overrides: Sequence[Override]) -> tuple[int, int, int]:
     """Changes whenever an override is added or undone (cheap to compare between polls)."""
     undone = sum(1 for o in overrides if o.undone_at is not None)
     last = max((o.id or 0 for o in overrides), default=0)
@@ -310,20 +319,21 @@ def progress_summary(run: Run, event: RunEvent | None, loop_trials: int,
     """The run's progress from its latest ``progress`` event and the live count of the loop's
     trials, its metric calls (the test set's ``test_trials`` are outside its budget;
     ``review_seconds``: the person's expected review time, in review mode)."""
-    payload = event.payload if event is not None else {}
-    eta = payload.get("eta_seconds")
+    progress = Progress.from_stored(event) if event is not None else Progress(
+        run_id=run.id, iteration=0, max_metric_calls=run.config.max_metric_calls)
+    eta = progress.eta_seconds
     if eta is not None and event is not None and run.status is RunStatus.RUNNING:
         now = now or datetime.now(UTC)
         created = event.created_at if event.created_at.tzinfo else event.created_at.replace(
             tzinfo=UTC)
         eta = max(0.0, eta - (now - created).total_seconds())
     return ProgressSummary(
-        status=run.status, iteration=event.iteration if event is not None else 0,
-        max_iterations=int(payload.get("max_iterations") or run.config.max_iterations),
-        metric_calls=max(loop_trials, int(payload.get("metric_calls") or 0)),
-        max_metric_calls=payload.get("max_metric_calls", run.config.max_metric_calls),
-        best_score=payload.get("best_score"), best_candidate_id=payload.get("best_candidate_id"),
-        eta_seconds=eta, elapsed_seconds=float(payload.get("elapsed_seconds") or 0.0),
+        status=run.status, iteration=progress.iteration,
+        max_iterations=progress.max_iterations or run.config.max_iterations,
+        metric_calls=max(loop_trials, progress.metric_calls),
+        max_metric_calls=progress.max_metric_calls, best_score=progress.best_score,
+        best_candidate_id=progress.best_candidate_id, eta_seconds=eta,
+        elapsed_seconds=progress.elapsed_seconds,
         review_seconds=review_seconds, test_trials=test_trials)
 
 
@@ -441,7 +451,7 @@ def _as_score(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def overrides_frame(overrides: Sequence[Any], trial_info: dict[int, dict[str, Any]]
+def overrides_frame(overrides: Sequence[Override], trial_info: dict[int, dict[str, Any]]
                     ) -> pd.DataFrame:
     """Every override, newest first: judge vs human side by side, who and when, undone or not."""
     rows = []
@@ -497,6 +507,8 @@ def merge_source_frame(proposal: Proposal, candidates: Mapping[int, Candidate]) 
     """A merge, one row per component: the candidate it is taken from and why (which parent
     changed it since the common ancestor)."""
     detail = proposal.merge
+    if detail is None:  # a reflection's proposal takes no component from another candidate
+        return pd.DataFrame(columns=["component", "from", "why"])
     ancestor = candidates.get(detail.ancestor)
     rows = []
     for key, source in detail.sources.items():
@@ -558,14 +570,14 @@ def proposal_history(rows: Sequence[ProposalRow]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- agreement
 
 
-def confusion_frame(confusion: Any) -> pd.DataFrame:
+def confusion_frame(confusion: ConfusionMatrix) -> pd.DataFrame:
     """2x2 table, judge verdict by row, human verdict (the truth) by column."""
     return pd.DataFrame(
         {"human: pass": [confusion.tp, confusion.fn], "human: fail": [confusion.fp, confusion.tn]},
         index=["judge: pass", "judge: fail"])
 
 
-def disagreements_frame(report: Any) -> pd.DataFrame:
+def disagreements_frame(report: AgreementReport) -> pd.DataFrame:
     rows = [{"trial": d.trial_id, "run": d.run_id, "judge_score": d.judge_score,
              "human_score": d.human_score, "gap": abs(d.judge_score - d.human_score),
              "judge_feedback": one_line(d.judge_feedback, 200),

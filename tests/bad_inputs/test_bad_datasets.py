@@ -89,11 +89,11 @@ def test_awkward_but_valid_files_are_read_whole(tmp_path, capsys, name, data, ro
 
 
 def test_empty_csv_cells_stay_empty_not_the_text_null(tmp_path, store, script):
-    from studio.projects.files import load_project, start_run
+    from studio.projects.files import create_project_run, load_project
 
     (tmp_path / "rows.csv").write_bytes(b"topic,notes\nautumn,\nrain,ok\n")
     path = write_project(tmp_path, project(dataset={"train": {"path": "rows.csv"}}))
-    run = start_run(store, *load_project(path), source=str(path))
+    run = create_project_run(store, *load_project(path), source=str(path))
     inputs = [e.data for e in store.examples(run.id)]
     assert inputs[0] == {"topic": "autumn", "notes": ""} and "null" not in json.dumps(inputs)
 

@@ -14,7 +14,7 @@ import pytest
 
 from studio.cli import main
 from studio.model.errors import ConfigError
-from studio.projects.files import check_project, load_project, start_run
+from studio.projects.files import check_project, create_project_run, load_project
 from tests.bad_inputs.conftest import write_project
 
 PIPELINE: dict[str, Any] = {
@@ -213,7 +213,7 @@ def test_a_referenced_workflow_validates_and_its_components_are_qualified(
     assert main(["validate", str(path)]) == 0
     assert "ok (2 training rows" in capsys.readouterr().out
     project, base = load_project(path)
-    run = start_run(store, project, base)
+    run = create_project_run(store, project, base)
     assert run.spec.components == ["outliner.instruction", "writer.instruction",
                                    "polisher.instruction"]
     assert run.spec.workflow.agent_names() == ["outliner", "writer", "polisher"]
@@ -221,7 +221,7 @@ def test_a_referenced_workflow_validates_and_its_components_are_qualified(
 
     per_agent = ref_project(tmp_path, f"{workflow_module}:pipeline",
                             components={"writer": ["instruction"]}, primary="writer")
-    run = start_run(store, *load_project(per_agent))
+    run = create_project_run(store, *load_project(per_agent))
     assert run.spec.components == ["writer.instruction"] and run.spec.primary == "writer"
 
 

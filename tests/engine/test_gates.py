@@ -91,7 +91,7 @@ def test_a_gate_edit_where_the_referenced_workflow_cannot_be_imported_reads_the_
     spec = store.get_run(proposal.run_id).spec
     assert spec.agent_ref and not spec.agents  # the branch that imports the module
 
-    def unavailable(reference):
+    def unavailable(reference, folder=None):
         raise ConfigError(f"cannot import module for {reference}", where="agent.ref")
 
     monkeypatch.setattr(gates, "load_agent", unavailable)

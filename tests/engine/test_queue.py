@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from studio.engine import EvolutionConfig, create_run, decide
+from studio.engine.build import mark_not_started
 from studio.engine.gates import latest_pending
 from studio.engine.queue import enqueue, queue_run
 from studio.model.errors import ConfigError, RunStateError
@@ -118,6 +119,16 @@ def test_workers_are_live_while_they_beat(db, queue):
     assert db.live_workers(10, f"{queue}-other") == []
     db.remove_worker("h:1:a")
     assert db.live_workers(10, queue) == []
+
+
+def test_a_claimed_run_its_worker_cannot_build_fails_with_the_reason_and_is_let_go(db, queue):
+    run_id = queued_run(db, queue)
+    assert db.claim_next_run("h:1:a", queue, stale_after_s=10).id == run_id
+    mark_not_started(db, run_id, RuntimeError("no API key here"), worker_id="h:1:a")
+    run = db.get_run(run_id)
+    assert run.status is RunStatus.FAILED and run.stop_reason == "not_started"
+    assert run.error == "worker h:1:a could not start the run: RuntimeError: no API key here"
+    assert run.worker is None and db.claim_next_run("h:2:b", queue, stale_after_s=10) is None
 
 
 # ---------------------------------------------------------------------------- worker processes

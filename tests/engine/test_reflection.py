@@ -10,6 +10,7 @@ import pytest
 from studio.engine.reflection import (
     DEFAULT_REFLECTION_INSTRUCTION,
     OUTPUT_KEY,
+    ReflectionOutcome,
     create_config_reflection_agent,
     create_reflection_agent,
     create_schema_reflection_agent,
@@ -61,6 +62,21 @@ def test_session_state_carries_component_text_and_trials_json(script):
     prompt = recorded_requests("reflector")[-1].system
     assert "## Component Text to Improve\nOld instruction." in prompt
     assert json.dumps(trials) in prompt
+
+
+def test_the_outcome_says_whether_a_text_was_proposed(script):
+    """The proposer acts on the outcome, never on the error's words."""
+    agent = create_text_reflection_agent(script("Better instruction."))
+    proposed = asyncio.run(run_reflection(agent, "Old.", [], AgentExecutor()))
+    assert proposed.outcome is ReflectionOutcome.PROPOSED and proposed.error is None
+
+    def broken(request):
+        raise RuntimeError("reflector exploded")
+
+    agent = create_text_reflection_agent(script(broken))
+    failed = asyncio.run(run_reflection(agent, "Old.", [], AgentExecutor(max_retries=0)))
+    assert failed.outcome is ReflectionOutcome.FAILED and failed.text == ""
+    assert "exploded" in (failed.error or "")
 
 
 def test_fenced_proposals_split_reasoning():

@@ -35,7 +35,7 @@ from studio.engine.worker import get_manager
 from studio.model.errors import DatasetError, RunStateError, ScoringError
 from studio.model.records import CriticSpec, EventKind, RunStatus, Split, TrialPhase
 from studio.projects.export import export_run
-from studio.projects.files import check_project_datasets, parse_project, start_run
+from studio.projects.files import check_project_datasets, create_project_run, parse_project
 from studio.projects.workspace import check_browser_project
 from studio.runtime.providers.scripted import recorded_requests, request_mark
 from tests.helpers import demo_spec, trainset, wait_until
@@ -279,7 +279,7 @@ def test_project_test_sets_follow_the_dataset_rules(tmp_path, store):
     project = parse_project(PROJECT.replace("{path: test.csv}", "[{topic: river stone}]"))
     sets = check_project_datasets(project, tmp_path, source="p.yaml")
     assert sets.test == [{"topic": "river stone"}]
-    run = start_run(store, project, tmp_path)
+    run = create_project_run(store, project, tmp_path)
     assert [e.data for e in store.examples(run.id, Split.TEST)] == [{"topic": "river stone"}]
     with pytest.raises(DatasetError, match="cannot read files on the server"):
         check_browser_project(parse_project(PROJECT), "upload.yaml")

@@ -14,7 +14,7 @@ import yaml
 from studio.cli import main
 from studio.engine import build_engine
 from studio.model.records import RunStatus
-from studio.projects.files import PROJECT_JSON_SCHEMA, load_project, start_run
+from studio.projects.files import PROJECT_JSON_SCHEMA, create_project_run, load_project
 from studio.projects.workspace import (
     EXAMPLES_DIR,
     import_example,
@@ -124,7 +124,7 @@ def test_the_embedded_pipeline_runs_one_iteration_offline(store):
               for a in project.agents]
     project = project.model_copy(update={"dataset": smaller, "agents": agents})
     config = project.run.model_copy(update={"max_iterations": 1, "minibatch_size": 1})
-    run = start_run(store, project, base, config=config)
+    run = create_project_run(store, project, base, config=config)
     assert asyncio.run(build_engine(store, run.id).run()) == "max_iterations"
     assert store.get_run(run.id).status is RunStatus.COMPLETED
     trials = store.trials(run.id)

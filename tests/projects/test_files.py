@@ -10,12 +10,12 @@ import pytest
 from studio.model.errors import DatasetError, ProjectFileError
 from studio.projects.files import (
     PROJECT_JSON_SCHEMA,
+    create_project_run,
     dump_project,
     inline_datasets,
     load_project,
     parse_project,
     resolve_datasets,
-    start_run,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -112,7 +112,7 @@ def test_round_trip_and_inline(tmp_path):
 
 def test_start_run_stores_the_spec_and_examples(store):
     project = parse_project(MINIMAL)
-    run = start_run(store, project, Path("."), name="from yaml")
+    run = create_project_run(store, project, Path("."), name="from yaml")
     assert run.spec.project == "demo" and run.spec.critic.agent.model == \
         "scripted/demo"
     assert len(store.examples(run.id)) == 4

@@ -67,7 +67,7 @@ def test_try_it_on_a_workflow_loaded_by_reference_scores_as_its_run_does(store):
     import asyncio
 
     from studio.engine import build_engine
-    from studio.projects.files import Origin, parse_project, start_run
+    from studio.projects.files import Origin, create_project_run, parse_project
     from studio.runtime.providers.scripted import recorded_requests, request_mark
 
     project = parse_project(REF_PROJECT)
@@ -79,7 +79,7 @@ def test_try_it_on_a_workflow_loaded_by_reference_scores_as_its_run_does(store):
     assert result.output == writer  # the primary's reply is judged
     critic_calls = [r for r in recorded_requests("pipeline", since=before) if r.json_schema]
     assert len(critic_calls) == 1  # judged by the primary's model, the critic's default
-    run = start_run(store, project)
+    run = create_project_run(store, project)
     asyncio.run(build_engine(store, run.id).run())
     trial = store.trials(run.id)[0]
     assert (trial.output, trial.score) == (result.output, result.score)

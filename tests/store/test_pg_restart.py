@@ -164,3 +164,42 @@ def test_a_worker_running_a_run_waits_through_a_restart_and_completes_it(server)
     run = store.list_runs()[0]
     assert run.status is RunStatus.COMPLETED and store.count_trials(run.id) > 2
     store.engine.dispose()
+
+
+def test_a_worker_started_while_postgres_is_down_waits_then_takes_a_queued_run(server):
+    open_store(server.url, cached=False).engine.dispose()  # the tables exist; the server goes
+    server.stop()
+    worker = Studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
+    try:
+        wait_until(lambda: worker.said("waiting for the database"), timeout=120,
+                   message="the worker to wait for its database")
+        assert worker.process.poll() is None, "".join(worker.lines)
+        server.start()
+        wait_until(lambda: worker.said("takes runs from queue"), timeout=60,
+                   message="the worker to open the database once it answers")
+        queued = subprocess.run(
+            [sys.executable, "-m", "studio.cli", "--db", server.url, "queue",
+             str(ROOT / "examples/haiku_scripted.yaml"), "--max-iterations", "1"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+            text=True, timeout=120)
+        assert queued.returncode == 0, queued.stderr
+        assert worker.process.wait(180) == 0, "".join(worker.lines)
+    finally:
+        worker.stop()
+    assert not worker.said("Traceback"), "".join(worker.lines)
+    store = open_store(server.url, cached=False)
+    assert store.list_runs()[0].status is RunStatus.COMPLETED
+    store.engine.dispose()
+
+
+def test_a_worker_waiting_for_its_database_stops_on_sigterm(server):
+    server.stop()
+    worker = Studio(server.url, "worker")
+    try:
+        wait_until(lambda: worker.said("waiting for the database"), timeout=120,
+                   message="the worker to wait for its database")
+        worker.process.terminate()
+        assert worker.process.wait(30) == 0, "".join(worker.lines)
+    finally:
+        worker.stop()
+    assert worker.said("stopped before its database answered"), "".join(worker.lines)

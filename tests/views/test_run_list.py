@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from studio.model.config import EvolutionConfig
-from studio.model.records import Proposal, ProposalStatus, Run, RunStatus
+from studio.model.records import Proposal, ProposalStatus, Run, RunStatus, StopReason
 from studio.projects.inbox import RunSummary
 from studio.views.tables import runs_frame, stop_reason_words, waiting_words
 
@@ -18,10 +18,10 @@ def run(run_id: str, status: RunStatus, reason: str | None = None) -> Run:
                config=EvolutionConfig(), created_at=NOW)
 
 
-def test_stop_reasons_read_as_words_and_unknown_ones_are_kept():
-    assert stop_reason_words("max_iterations") == "reached its iteration limit"
-    assert stop_reason_words("user") == "stopped by a person"
-    assert stop_reason_words("budget_gone") == "budget gone"
+def test_every_stop_reason_reads_as_words():
+    assert stop_reason_words(StopReason.MAX_ITERATIONS) == "reached its iteration limit"
+    assert stop_reason_words(StopReason.USER) == "stopped by a person"
+    assert all(stop_reason_words(reason) != reason.value for reason in StopReason)
     assert stop_reason_words(None) == ""
 
 

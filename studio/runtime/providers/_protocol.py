@@ -78,7 +78,7 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        pieces = []
+        pieces: list[str] = []
         for part in content:
             seen = seen_media(part)
             if seen is not None:
@@ -93,7 +93,7 @@ def content_text(content: Any) -> str:
 
 def seen_media(part: Any) -> SeenMedia | None:
     """The media of one OpenAI-style content part, or None for text."""
-    kind = _MEDIA_PARTS.get(part.get("type")) if isinstance(part, dict) else None
+    kind = _MEDIA_PARTS.get(str(part.get("type"))) if isinstance(part, dict) else None
     if kind is None:
         return None
     body = part.get(part["type"])

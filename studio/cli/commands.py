@@ -1,0 +1,255 @@
+"""``studio``: run projects headless into the same store the studio watches, and export runs.
+
+    studio run project.yaml [--review review] [--max-iterations N] [--db URL]
+    studio resume RUN_ID [--max-metric-calls N]
+    studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
+    studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
+    studio workers
+    studio runs
+    studio trials RUN_ID [--candidate ID] [--phase P] [--offset N] [--limit N] [--json]
+    studio proposals RUN_ID [--pending] [--json]
+    studio export RUN_ID --format jsonl|csv [--out PATH]
+    studio test RUN_ID                             (score baseline and best on the test set)
+    studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
+                [--config key=value ...] [--queue NAME]
+    studio align RUN_ID [--held-out 0.3] [--review review] [--max-iterations N] [--queue NAME]
+                        [--part NAME]
+                                                   (align the run's critic with its corrections)
+    studio align-report ALIGN_RUN_ID [--json] [--no-measure]   (before/after on held-out labels)
+    studio align-apply ALIGN_RUN_ID                (a project copy judging with the aligned critic)
+    studio rescore RUN_ID --critic-from ALIGN_RUN_ID [--json]
+    studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
+    studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
+                                                   (stop ends the run; the proposal waits again)
+    studio override TRIAL_ID [--score X] [--feedback TEXT]
+    studio validate project.yaml
+    studio schema
+    studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+from pathlib import Path
+from typing import Any
+
+import studio.model.limits as limits
+
+COMMANDS: dict[str, str] = {
+    "run": "studio.cli.runs:cmd_run",
+    "queue": "studio.cli.runs:cmd_queue",
+    "resume": "studio.cli.runs:cmd_resume",
+    "test": "studio.cli.runs:cmd_test",
+    "fork": "studio.cli.runs:cmd_fork",
+    "worker": "studio.cli.workers:cmd_worker",
+    "workers": "studio.cli.workers:cmd_workers",
+    "runs": "studio.cli.listing:cmd_runs",
+    "trials": "studio.cli.data:cmd_trials",
+    "export": "studio.cli.data:cmd_export",
+    "blame": "studio.cli.data:cmd_blame",
+    "proposals": "studio.cli.proposals:cmd_proposals",
+    "decide": "studio.cli.proposals:cmd_decide",
+    "override": "studio.cli.proposals:cmd_override",
+    "align": "studio.cli.aligning:cmd_align",
+    "align-report": "studio.cli.aligning:cmd_align_report",
+    "align-apply": "studio.cli.aligning:cmd_align_apply",
+    "rescore": "studio.cli.aligning:cmd_rescore",
+    "validate": "studio.cli.projects:cmd_validate",
+    "schema": "studio.cli.projects:cmd_schema",
+    "ui": "studio.cli.projects:cmd_ui",
+}
+"""Each command's function as ``module:function``. A command's module is imported when the
+command runs, and only then: this table is the one place the CLI imports lazily, so
+``studio --help`` does not load the engine, the store or ADK."""
+
+
+def load(reference: str) -> Any:
+    """The object a ``module:attribute`` reference names, its module imported now."""
+    module, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the command ``args`` were parsed for."""
+    return load(COMMANDS[args.command])(args)
+
+
+def _run_options(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """A project and the settings that override its ``run:`` section (run and queue)."""
+    command.add_argument("project", type=Path)
+    command.add_argument("--review", choices=["auto", "review"])
+    command.add_argument("--max-iterations", type=whole_number(0))
+    command.add_argument("--max-metric-calls", type=whole_number(1))
+    command.add_argument("--seed", type=whole_number(0))
+    command.add_argument("--name", type=bounded_name)
+    return command
+
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="studio", description=__doc__.split("\n")[0])
+    root.add_argument("--db", help="database URL (default: STUDIO_DB_URL or the SQLite file)")
+    sub = root.add_subparsers(dest="command", required=True)
+    _run_options(sub.add_parser("run", help="run a project headless"))
+    queue = _run_options(sub.add_parser(
+        "queue", help="queue a project's run for `studio worker` processes"))
+    queue.add_argument("--queue", default="default", type=bounded_queue,
+                       help="queue name (default: default)")
+    worker = sub.add_parser("worker", help="run queued runs, one at a time, until SIGTERM")
+    worker.add_argument("--max-runs", type=whole_number(1), help="exit after N runs")
+    worker.add_argument("--poll-seconds", type=positive_seconds, default=1.0,
+                        help="how often an idle worker looks for a run (default 1)")
+    worker.add_argument("--queue", default="default", type=bounded_queue,
+                        help="queue name (default: default)")
+    workers = sub.add_parser("workers", help="list live workers")
+    workers.add_argument("--queue", type=bounded_queue)
+    resume = sub.add_parser("resume", help="continue a stopped or orphaned run")
+    resume.add_argument("run_id")
+    resume.add_argument("--max-metric-calls", type=whole_number(1),
+                        help="raise the run's budget (e.g. to pay for an edit at its gate)")
+    runs = sub.add_parser("runs", help="list runs")
+    runs.add_argument("--limit", type=whole_number(1), default=20)
+    export = sub.add_parser("export", help="write a run's candidates and trials")
+    export.add_argument("run_id")
+    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    export.add_argument("--out")
+    test = sub.add_parser("test", help="score a run's baseline and best candidate on its "
+                          "held-out test set (the overfitting guard)")
+    test.add_argument("run_id")
+    test.add_argument("--json", action="store_true")
+    fork = sub.add_parser("fork", help="start a new run seeded with any candidate of a run")
+    fork.add_argument("run_id")
+    fork.add_argument("--candidate", type=whole_number(0), required=True,
+                      help="the candidate's number (#N on the Compare page)")
+    fork.add_argument("--critic", help="another critic: a YAML file (a critic section or a "
+                      "project file) or the YAML itself")
+    fork.add_argument("--dataset", type=Path, help="other examples: a CSV/JSONL of training "
+                      "rows, or a YAML file with a dataset section (train, val, test)")
+    fork.add_argument("--config", action="append", metavar="KEY=VALUE",
+                      help="a run setting, e.g. max_iterations=5 (repeatable)")
+    fork.add_argument("--name", type=bounded_name)
+    fork.add_argument("--queue", type=bounded_queue,
+                      help="queue the fork for `studio worker` instead of running it")
+    align = sub.add_parser("align", help="evolve a run's critic to agree with its corrections")
+    align.add_argument("run_id")
+    align.add_argument("--held-out", type=float, default=0.3,
+                       help="share of the labels kept out of the loop to test on (default 0.3)")
+    align.add_argument("--threshold", type=float, default=0.5,
+                       help="pass threshold of kappa and the confusion matrix (default 0.5)")
+    align.add_argument("--review", choices=["auto", "review"])
+    align.add_argument("--max-iterations", type=whole_number(0))
+    align.add_argument("--seed", type=whole_number(0))
+    align.add_argument("--queue", type=bounded_queue,
+                       help="queue the align run for `studio worker`")
+    align.add_argument("--part", help="the part of a weighted critic to align (its label or "
+                                      "evaluator name), when several could be")
+    align_report = sub.add_parser("align-report", help="an align run's agreement before/after")
+    align_report.add_argument("align_run_id")
+    align_report.add_argument("--json", action="store_true")
+    align_report.add_argument("--no-measure", action="store_true",
+                              help="do not run a judge on the held-out labels when its "
+                                   "measurement is missing")
+    align_apply = sub.add_parser("align-apply", help="copy the source project with the aligned "
+                                 "critic, for the next run")
+    align_apply.add_argument("align_run_id")
+    rescore = sub.add_parser("rescore", help="score a run's trials again with an aligned critic "
+                             "(a new scoring pass; old scores kept)")
+    rescore.add_argument("run_id")
+    rescore.add_argument("--critic-from", required=True, metavar="ALIGN_RUN_ID")
+    rescore.add_argument("--json", action="store_true")
+    blame = sub.add_parser("blame", help="which proposal wrote each sentence of a candidate")
+    blame.add_argument("run_id")
+    blame.add_argument("--candidate", type=whole_number(0),
+                       help="candidate index #N (default: the best)")
+    blame.add_argument("--json", action="store_true")
+    decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
+    decide.add_argument("proposal_id", type=whole_number(1))
+    decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
+    decide.add_argument("--reason")
+    decide.add_argument("--text", help="the edited text (for edit)")
+    decide.add_argument("--author", default="cli", type=bounded_name)
+    override = sub.add_parser("override", help="correct a trial's score and/or feedback")
+    override.add_argument("trial_id", type=whole_number(1))
+    override.add_argument("--score", type=float)
+    override.add_argument("--feedback")
+    override.add_argument("--author", default="cli", type=bounded_name)
+    proposals = sub.add_parser("proposals", help="list a run's proposals and their decisions")
+    proposals.add_argument("run_id")
+    proposals.add_argument("--pending", action="store_true",
+                           help="only the proposal waiting for your decision")
+    proposals.add_argument("--json", action="store_true")
+    trials = sub.add_parser("trials", help="list a run's trials with corrected scores")
+    trials.add_argument("run_id")
+    trials.add_argument("--candidate", type=whole_number(1))
+    trials.add_argument("--phase", help="parent, child, valset or test")
+    trials.add_argument("--offset", type=whole_number(0), default=0,
+                        help="skip the first N matching trials (oldest first)")
+    trials.add_argument("--limit", type=whole_number(1), help="show at most N trials")
+    trials.add_argument("--json", action="store_true")
+    validate = sub.add_parser("validate", help="check a project file and its datasets")
+    validate.add_argument("project", type=Path)
+    sub.add_parser("schema", help="print the project file's JSON Schema")
+    ui = sub.add_parser("ui", help="start the studio in the browser (localhost only)")
+    ui.add_argument("--port", type=whole_number(1, 65535), default=8501)
+    ui.add_argument("--address", default="localhost",
+                    help="bind address; anything but localhost needs --allow-remote")
+    ui.add_argument("--allow-remote", action="store_true",
+                    help="serve on a non-loopback address (put authentication in front)")
+    ui.add_argument("--allowed-host", action="append",
+                    help="a Host name the browser uses to reach the server (repeatable)")
+    ui.add_argument("--allow-code-refs", action="store_true",
+                    help="let projects from the browser load Python agents (agent.ref)")
+    ui.add_argument("--print-command", action="store_true", help=argparse.SUPPRESS)
+    return root
+
+
+STORE_INTEGER_MAX = 2**63 - 1
+"""The largest id or count a store holds (SQLite and PostgreSQL integers are 64-bit signed):
+beyond it a query raises ``OverflowError`` instead of finding nothing."""
+
+
+def whole_number(minimum: int, maximum: int = STORE_INTEGER_MAX):
+    """An argparse type for ids and counts: an integer in ``[minimum, maximum]``, refused with
+    the value and the range named (argparse names the argument)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum or value > maximum:
+            bound = f"between {minimum} and {maximum}" if maximum != STORE_INTEGER_MAX else \
+                f"at least {minimum} (and at most 2**63-1)"
+            raise argparse.ArgumentTypeError(f"{value} is not allowed: give a number {bound}")
+        return value
+    return parse
+
+
+def bounded_name(text: str) -> str:
+    """An argparse type: a name (run, author) that fits its database column on every backend."""
+    return _bounded(text, "MAX_NAME_CHARS")
+
+
+def bounded_queue(text: str) -> str:
+    """An argparse type: a queue name that fits its database column on every backend."""
+    return _bounded(text, "MAX_QUEUE_CHARS")
+
+
+def _bounded(text: str, limit_name: str) -> str:
+    limit = getattr(limits, limit_name)
+    if len(text) > limit:
+        raise argparse.ArgumentTypeError(
+            f"{len(text):,} characters is too long: the limit is {limit:,}; shorten it")
+    return text
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not allowed: give seconds above 0")
+    return value

@@ -1,0 +1,16 @@
+"""``studio runs``: the list of runs. Its own module because it needs only the store: listing
+runs does not wait for the engine and ADK to load."""
+
+from __future__ import annotations
+
+import argparse
+
+from studio.cli.common import _store
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = _store(args)
+    for run in store.list_runs(limit=args.limit):
+        print(f"{run.id}  {run.status.value:<10} {run.created_at:%Y-%m-%d %H:%M}  "
+              f"{run.stop_reason or '':<16} {run.name}")
+    return 0

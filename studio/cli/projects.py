@@ -1,0 +1,58 @@
+"""Project files and the studio itself: ``studio validate``, ``schema`` and ``ui``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from studio.projects.files import (
+    ALLOW_CODE_REFS_ENV,
+    PROJECT_JSON_SCHEMA,
+    check_project_datasets,
+    load_project,
+)
+from studio.projects.serving import (
+    ALLOW_REMOTE_ENV,
+    check_bind_address,
+    serve,
+    streamlit_command,
+)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Every check ``studio run`` makes before its first model call (:func:`check_project`)."""
+    project, base_dir = load_project(args.project)
+    sets = check_project_datasets(project, base_dir, source=str(args.project))
+    test = f", {len(sets.test)} test rows" if sets.test is not None else ""
+    print(f"{args.project}: ok ({len(sets.train)} training rows, "
+          f"{len(sets.val) if sets.val is not None else 'no'} validation rows{test})")
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """Start the studio's web server with its settings, on this machine unless told otherwise."""
+    check_bind_address(args.address, allow_remote=args.allow_remote)
+    env = dict(os.environ)
+    if args.allow_remote:
+        env[ALLOW_REMOTE_ENV] = "1"
+    if args.allow_code_refs:
+        env[ALLOW_CODE_REFS_ENV] = "1"
+    if args.db:
+        env["STUDIO_DB_URL"] = args.db
+    command = streamlit_command(address=args.address, port=args.port,
+                                allowed_hosts=args.allowed_host or None)
+    print(f"studio on http://{args.address}:{args.port}", file=sys.stderr)
+    if args.print_command:
+        print(" ".join(command))
+        return 0
+    try:
+        return serve(command, env)
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(PROJECT_JSON_SCHEMA, indent=2))
+    return 0

@@ -1,0 +1,77 @@
+"""The human gate from a terminal: ``studio proposals``, ``decide`` and ``override``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from studio.cli.common import _store
+from studio.engine.gates import decide, override, when_applied
+from studio.engine.history import proposal_rows
+from studio.model.records import EventKind
+from studio.projects.workspace import require_reason
+from studio.views.skips import skip_text
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    require_reason(args.action, args.reason or "")
+    store = _store(args)
+    decision = decide(args.proposal_id, args.action, reason=args.reason or "",
+                      edited_text=args.text, author=args.author, store=store)
+    run_id = store.get_proposal(args.proposal_id).run_id
+    if decision is None:  # a stop: no decision, the proposal waits again on resume
+        live = store.get_run(run_id).status.is_active
+        print(f"run {run_id} {'stops' if live else 'is not running'}; proposal "
+              f"{args.proposal_id} stays pending and comes back to the gate when the run "
+              f"resumes (`studio resume {run_id}`)")
+        return 0
+    print(f"decision {decision.id}: {decision.action.value} proposal {decision.proposal_id}")
+    later = when_applied(store, run_id)
+    if later:
+        print(later)
+    return 0
+
+
+def cmd_override(args: argparse.Namespace) -> int:
+    record = override(args.trial_id, score=args.score, feedback=args.feedback,
+                      author=args.author, store=_store(args))
+    print(f"override {record.id}: trial {record.trial_id} score {record.score} "
+          f"(judge said {record.judge_score})")
+    return 0
+
+
+def cmd_proposals(args: argparse.Namespace) -> int:
+    rows = proposal_rows(_store(args), args.run_id, pending_only=args.pending)
+    if args.json:
+        print(json.dumps([row.as_dict() for row in rows], indent=2))
+        return 0
+    if not rows:
+        print("no proposal waits for a decision" if args.pending else "no proposals yet")
+    for r in rows:
+        decided = (f"{r.decision.value} by {r.decided_by} at {r.decided_at:%Y-%m-%d %H:%M:%S}"
+                   if r.decision else ("WAITING FOR YOU" if r.waiting_for_you else "-"))
+        sums = r.sums_text() or "-"
+        print(f"{r.id:>5}  iter {r.iteration:<3} {_changes(r):<24} {r.status.value:<10} "
+              f"{sums}  {decided}" + (f"  ({r.invalid_reason})" if r.invalid_reason else ""))
+        if r.merge:
+            print("       " + ", ".join(f"{key} from #{source}"
+                                        for key, source in r.merge.sources.items()))
+    if not args.pending:
+        _print_skipped(_store(args), args.run_id)
+    return 0
+
+
+def _print_skipped(store: Any, run_id: str) -> None:
+    """Iterations that ended without a proposal to decide on, said plainly under the list."""
+    for event in store.events(run_id, kind=EventKind.ITERATION_SKIPPED):
+        print(f"iteration {event.iteration} skipped: {skip_text(event)}")
+
+
+def _changes(row: Any) -> str:
+    """What a proposal changes: its component, or which candidates a merge combines (for a
+    merge, the parent's sum is the better parent's on the subsample)."""
+    if not row.merge:
+        return row.component
+    a, b = row.merge.parents
+    return f"merge #{a} + #{b}"

@@ -1,0 +1,167 @@
+"""Starting and driving runs: ``studio run``, ``queue``, ``resume``, ``test`` and ``fork``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from studio.cli.common import ProgressBar, _store, database_label
+from studio.engine.api import load_result, start_test_scoring
+from studio.engine.dispatch import Placement, dispatch
+from studio.engine.holdout import load_holdout
+from studio.engine.queue import live_workers
+from studio.engine.worker import get_manager
+from studio.model.errors import ConfigError, StudioError
+from studio.model.records import RunStatus, StopReason
+from studio.projects.files import create_project_run, load_project
+from studio.projects.forking import fork_from_cli
+
+
+def _stored_run(args: argparse.Namespace):
+    """The project's run, checked and stored with its examples (not started): ``(store, run)``."""
+    project, base_dir = load_project(args.project)
+    config = _run_config(project.run, args)
+    store = _store(args)
+    return store, create_project_run(store, project, base_dir, name=args.name or project.name,
+                                     config=config, source=str(args.project))
+
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    store, run = _stored_run(args)
+    print(f"run {run.id} started (database: {database_label(store.url)}); watch it with "
+          f"`studio ui`", file=sys.stderr)
+    bar = ProgressBar()
+    handle = dispatch(store, run.id, Placement.HERE, listeners=[bar]).handle
+    return _wait(handle, store, run.id)
+
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    """Store the run with everything needed to run it, for whichever worker claims it."""
+    store, run = _stored_run(args)
+    dispatch(store, run.id, Placement.QUEUE, queue=args.queue)
+    workers = len(live_workers(store, args.queue))
+    print(f"run {run.id} queued in {args.queue!r} (database: {database_label(store.url)}); "
+          f"{workers} live worker{'s' if workers != 1 else ''} on that queue"
+          + ("" if workers else ": start one with `studio worker`"), file=sys.stderr)
+    print(run.id)
+    return 0
+
+
+def _run_config(config: Any, args: argparse.Namespace) -> Any:
+    """The project's run settings with the command line's on top, validated."""
+    updates = {k: v for k, v in (("review", args.review),
+                                 ("max_iterations", args.max_iterations),
+                                 ("max_metric_calls", args.max_metric_calls),
+                                 ("seed", args.seed)) if v is not None}
+    try:
+        return config.model_validate(config.model_dump() | updates)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"])
+        raise ConfigError(error["msg"], where=f"--{field.replace('_', '-')}",
+                          value=error.get("input")) from exc
+
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    store = _store(args)
+    manager = get_manager(store)
+    handle = manager.resume(args.run_id, listeners=[ProgressBar()],
+                            max_metric_calls=args.max_metric_calls)
+    print(f"run {args.run_id} resumed", file=sys.stderr)
+    return _wait(handle, store, args.run_id)
+
+
+def _wait(handle: Any, store: Any, run_id: str) -> int:
+    try:
+        while handle.running:
+            time.sleep(0.2)
+        handle.wait()
+    except KeyboardInterrupt:
+        return _stop_on_interrupt(handle, store, run_id)
+    result = load_result(store, run_id)
+    print(json.dumps({"run_id": run_id, "status": result.status,
+                      "stop_reason": result.stop_reason,
+                      "original_score": result.original_score,
+                      "final_score": result.final_score,
+                      "metric_calls": result.metric_calls,
+                      "evolved_components": result.evolved_components}, indent=2))
+    return 0 if result.status in ("completed", "stopped") else 1
+
+
+
+def _stop_on_interrupt(handle: Any, store: Any, run_id: str) -> int:
+    """Ctrl-C: ask the run to stop at its next step and wait for it; a second Ctrl-C (or a step
+    that outlasts 30 s) stops it now. Either way the run is left ``stopped`` and resumable, and
+    what it committed is kept (a trial in flight is redone by ``studio resume``)."""
+    manager = get_manager(store)
+    try:
+        print(f"\nstopping run {run_id} at its next step (Ctrl-C again to stop now)...",
+              file=sys.stderr, flush=True)
+        manager.stop(run_id)
+        handle.join(30)
+    except KeyboardInterrupt:
+        pass
+    except StudioError:  # the run ended meanwhile: nothing to stop
+        handle.join(30)
+    if handle.running:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's state is written first
+        handle.cancel()  # the engine writes "stopped" as its task ends
+        if not handle.join(10) and store.get_run(run_id).status.is_active:
+            store.update_run(run_id, status=RunStatus.STOPPED, stop_reason=StopReason.USER)
+            store.release_lease(run_id, manager.worker_id)
+    print(f"run {run_id} stopped; resume it with `studio resume {run_id}`", file=sys.stderr)
+    return 130
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    """Score a settled run's baseline and best candidate on its test set, then the verdict."""
+    store = _store(args)
+    handle = start_test_scoring(store, args.run_id, listeners=[ProgressBar()])
+    handle.wait()
+    report = load_holdout(store, args.run_id)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    print(holdout_lines(report))
+    return 0
+
+
+def holdout_lines(report: Any) -> str:
+    """The guard's report as a person reads it in a terminal."""
+    def score(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    lines = [f"{'':<6} {'baseline #' + str(report.baseline_index):>12} "
+             f"{'best #' + str(report.best_index):>10}"]
+    for split in ("train", "val", "test"):
+        means = getattr(report, split)
+        lines.append(f"{split:<6} {score(means.baseline):>12} {score(means.best):>10}"
+                     f"   (n={means.baseline_n}/{means.best_n})")
+    lines.append(f"{report.verdict.status.value.upper()}: {report.verdict.message}")
+    return "\n".join(lines)
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    """A new run seeded with a candidate of another run; run here, or queued with --queue."""
+    store = _store(args)
+    run = fork_from_cli(store, args.run_id, args.candidate, critic=args.critic,
+                        dataset=args.dataset, settings=args.config or [], name=args.name or "")
+    origin = f"forked from run {args.run_id} candidate #{args.candidate}"
+    if args.queue:
+        dispatch(store, run.id, Placement.QUEUE, queue=args.queue)
+        print(f"run {run.id} {origin}, queued in {args.queue!r}", file=sys.stderr)
+        print(run.id)
+        return 0
+    print(f"run {run.id} started, {origin} (database: {database_label(store.url)})",
+          file=sys.stderr)
+    handle = dispatch(store, run.id, Placement.HERE, listeners=[ProgressBar()]).handle
+    return _wait(handle, store, run.id)

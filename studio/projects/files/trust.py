@@ -1,0 +1,82 @@
+"""Where a project comes from (:class:`Origin`) and what that lets it do: a file the CLI user runs
+is theirs and trusted; a project that arrives through the browser (upload, YAML editor, stored
+project) may not load Python code (``agent.ref``, function tools) unless the server opted in
+(``STUDIO_ALLOW_CODE_REFS=1`` / ``studio ui --allow-code-refs``)."""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+
+from studio.model.errors import ProjectFileError
+from studio.model.records import (
+    RunSpec,
+)
+from studio.projects.adk_folders import check_folder_trust
+from studio.projects.files.sections import ProjectFile
+
+
+class Origin(StrEnum):
+    """Where a project comes from, which decides what it may do."""
+
+    LOCAL = "local"
+    """A file the CLI user runs from their own disk: may load code and read dataset files."""
+    BROWSER = "browser"
+    """An upload, the YAML editor or a stored project run from the studio: untrusted."""
+
+
+ALLOW_CODE_REFS_ENV = "STUDIO_ALLOW_CODE_REFS"
+
+
+def code_refs_allowed() -> bool:
+    """Whether the server's operator opted in to projects from the browser loading Python code."""
+    return os.environ.get(ALLOW_CODE_REFS_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
+    """Refuse Python references in a project from the browser unless the server opted in.
+
+    Raises:
+        ProjectFileError: naming the reference and how to opt in.
+    """
+    check_folder_trust(project.agent.folder if project.agent else None,
+                       origin is not Origin.BROWSER or code_refs_allowed(), source)
+    check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
+    for agent in ([project.agent] if project.agent else []) + list(project.agents):
+        where = f"{source}: " + ("agent" if agent is project.agent else f"agents.{agent.name}")
+        check_tool_trust(agent.tools, agent.name, origin, where)
+
+
+def check_spec_trust(spec: RunSpec, origin: Origin, where: str) -> None:
+    """The same rule for a stored run's spec (resuming it, trying it on one example)."""
+    check_code_ref(spec.agent_ref, origin, f"{where}: agent.ref")
+    if spec.agent is not None:
+        check_tool_trust(spec.agent.tools, spec.agent.name, origin, f"{where}: agent")
+    for agent in spec.agents:
+        check_tool_trust(agent.tools, agent.name, origin, f"{where}: agents.{agent.name}")
+
+
+def check_tool_trust(tools: list[str], agent: str, origin: Origin, where: str) -> None:
+    """Function tools run Python code on the server each time the model calls one: from the
+    browser only when the server opted in, as for ``agent.ref``."""
+    if not tools or origin is not Origin.BROWSER or code_refs_allowed():
+        return
+    raise ProjectFileError(
+        f"agent {agent!r} tool {tools[0]!r} runs Python code on the server whenever the model "
+        "calls it, which projects from the browser (upload, YAML editor, stored projects) may "
+        "not do. Remove the agent's tools, run the file from the command line (`studio run "
+        "project.yaml`), or start the studio with `studio ui --allow-code-refs` "
+        f"({ALLOW_CODE_REFS_ENV}=1) on a machine whose users you trust",
+        where=f"{where}.tools[0]", value=tools[0])
+
+
+def check_code_ref(ref: str | None, origin: Origin, where: str) -> None:
+    """A ``module:attribute`` reference may be loaded only from a trusted origin."""
+    if ref and origin is Origin.BROWSER and not code_refs_allowed():
+        raise ProjectFileError(
+            f"agent.ref {ref!r} loads Python code on the server, which projects from the "
+            "browser (upload, YAML editor, stored projects) may not do. Declare the agent "
+            "(name, model, instruction) instead, run the file from the command line (`studio "
+            f"run project.yaml`), or start the studio with `studio ui --allow-code-refs` "
+            f"({ALLOW_CODE_REFS_ENV}=1) on a machine whose users you trust",
+            where=where, value=ref)

@@ -1,0 +1,93 @@
+"""A run's candidates (#0 is the seed) and which of them are pooled."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlalchemy import insert, select, update
+
+import studio.store.schema as t
+from studio.model.errors import NotFoundError
+from studio.model.records import Candidate
+from studio.store.repos.base import Repository, guard, to_model
+
+_CANDIDATE_RENAME = {"idx": "index"}
+
+
+class CandidateRepository(Repository):
+    """A run's candidates (#0 is the seed) and which of them are pooled."""
+
+    @guard
+    def add_candidate(self, candidate: Candidate) -> Candidate:
+        values = candidate.model_dump(exclude={"id"})
+        values["idx"] = values.pop("index")
+        with self.engine.begin() as c:
+            new_id = c.execute(insert(t.candidates), values).inserted_primary_key[0]
+        return candidate.model_copy(update={"id": new_id})
+
+    @guard
+    def candidates(self, run_id: str) -> list[Candidate]:
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id)
+                 .order_by(t.candidates.c.idx))
+        with self.engine.connect() as c:
+            return [to_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
+
+    @guard
+    def find_candidate(self, run_id: str, content_hash: str) -> Candidate | None:
+        """The run's first candidate with these components (by content hash), or None: one
+        lookup in SQL, not every candidate read (duplicate checks on long runs)."""
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id,
+                                            t.candidates.c.content_hash == content_hash)
+                 .order_by(t.candidates.c.idx).limit(1))
+        with self.engine.connect() as c:
+            return to_model(Candidate, c.execute(query).first(), **_CANDIDATE_RENAME)
+
+    @guard
+    def pooled_ids(self, run_id: str) -> list[int]:
+        """The pooled candidates' ids, by index (the seed first)."""
+        query = (select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
+                                                 t.candidates.c.pooled.is_(True))
+                 .order_by(t.candidates.c.idx))
+        with self.engine.connect() as c:
+            return [row[0] for row in c.execute(query)]
+
+    def iter_candidates(self, run_id: str, *, batch_size: int = 200) -> Iterator[Candidate]:
+        """Every candidate of a run by index, read ``batch_size`` at a time (exports)."""
+        last = -1
+        while True:
+            batch = self._candidate_batch(run_id, last, batch_size)
+            yield from batch
+            if len(batch) < batch_size:
+                return
+            last = batch[-1].index
+
+    @guard
+    def _candidate_batch(self, run_id: str, after_index: int, size: int) -> list[Candidate]:
+        query = (select(t.candidates).where(t.candidates.c.run_id == run_id,
+                                            t.candidates.c.idx > after_index)
+                 .order_by(t.candidates.c.idx).limit(size))
+        with self.engine.connect() as c:
+            return [to_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
+
+    @guard
+    def get_candidate(self, candidate_id: int) -> Candidate:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.candidates).where(t.candidates.c.id == candidate_id)).first()
+        if row is None:
+            raise NotFoundError(f"candidate {candidate_id} does not exist")
+        return to_model(Candidate, row, **_CANDIDATE_RENAME)
+
+    @guard
+    def set_pooled(self, candidate_id: int, pooled: bool = True) -> None:
+        with self.engine.begin() as c:
+            c.execute(update(t.candidates).where(t.candidates.c.id == candidate_id)
+                      .values(pooled=pooled))
+
+    @guard
+    def candidate_indexes(self, run_id: str) -> dict[int, int]:
+        """``candidate id -> index`` (#0 is the seed), without the components."""
+        query = select(t.candidates.c.id, t.candidates.c.idx).where(
+            t.candidates.c.run_id == run_id).order_by(t.candidates.c.idx)
+        with self.engine.connect() as c:
+            return {row[0]: row[1] for row in c.execute(query)}
+

@@ -1,0 +1,105 @@
+"""Proposals and the decisions on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import insert, select, update
+
+import studio.store.schema as t
+from studio.model.errors import NotFoundError, RunStateError
+from studio.model.records import Decision, Proposal, ProposalKind, ProposalStatus
+from studio.model.redaction import redact_data
+from studio.store.repos.base import Repository, guard, to_model
+
+
+class ProposalRepository(Repository):
+    """Proposals and the decisions on them."""
+
+    @guard
+    def add_proposal(self, proposal: Proposal) -> Proposal:
+        values = redact_data(proposal.model_dump(exclude={"id"}))
+        with self.engine.begin() as c:
+            new_id = c.execute(insert(t.proposals), values).inserted_primary_key[0]
+        return proposal.model_copy(update={"id": new_id})
+
+    @guard
+    def update_proposal(self, proposal_id: int, **fields: Any) -> Proposal:
+        if isinstance(fields.get("status"), ProposalStatus):
+            fields["status"] = fields["status"].value
+        with self.engine.begin() as c:
+            c.execute(update(t.proposals).where(t.proposals.c.id == proposal_id).values(**fields))
+        return self.get_proposal(proposal_id)
+
+    @guard
+    def get_proposal(self, proposal_id: int) -> Proposal:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.proposals).where(t.proposals.c.id == proposal_id)).first()
+        if row is None:
+            raise NotFoundError(f"proposal {proposal_id} does not exist")
+        return to_model(Proposal, row)
+
+    @guard
+    def proposals(self, run_id: str, *, status: ProposalStatus | None = None,
+                  iteration: int | None = None, kind: ProposalKind | None = None
+                  ) -> list[Proposal]:
+        query = select(t.proposals).where(t.proposals.c.run_id == run_id)
+        if status is not None:
+            query = query.where(t.proposals.c.status == ProposalStatus(status).value)
+        if iteration is not None:
+            query = query.where(t.proposals.c.iteration == iteration)
+        if kind is not None:
+            query = query.where(t.proposals.c.kind == ProposalKind(kind).value)
+        with self.engine.connect() as c:
+            return [to_model(Proposal, r) for r in c.execute(query.order_by(t.proposals.c.id))]
+
+    @guard
+    def add_decision(self, decision: Decision) -> Decision:
+        """Record the decision on a proposal that has none yet: the first decision wins.
+
+        The proposal row is claimed and the decision inserted in one transaction
+        (``UPDATE ... WHERE decided_at IS NULL``), so of two people deciding at once, or a
+        person and a second engine, exactly one succeeds.
+
+        Raises:
+            RunStateError: the proposal was already decided (says by whom and when).
+        """
+        proposal = self.get_proposal(decision.proposal_id)
+        values = decision.model_dump(exclude={"id"})
+        values["run_id"] = proposal.run_id
+        open_statuses = [ProposalStatus.EVALUATING.value, ProposalStatus.PENDING.value]
+        with self.engine.begin() as c:
+            claimed = c.execute(
+                update(t.proposals)
+                .where(t.proposals.c.id == decision.proposal_id,
+                       t.proposals.c.decided_at.is_(None),
+                       t.proposals.c.status.in_(open_statuses))
+                .values(decided_at=decision.created_at)).rowcount
+            if claimed == 1:
+                new_id = c.execute(insert(t.decisions), values).inserted_primary_key[0]
+        if claimed != 1:
+            raise RunStateError(self.already_decided(proposal))
+        return decision.model_copy(update={"id": new_id})
+
+    def already_decided(self, proposal: Proposal) -> str:
+        """Why a proposal cannot be decided again: who decided it, when, and how."""
+        first = next(iter(self.decisions(proposal_id=proposal.id)), None)
+        if first is None:
+            return (f"proposal {proposal.id} is {proposal.status.value}: only a proposal "
+                    "waiting at the gate can be decided")
+        who = "the acceptance rule" if first.automatic else first.author
+        return (f"proposal {proposal.id} was already decided by {who} at "
+                f"{first.created_at:%Y-%m-%d %H:%M:%S} UTC ({first.action.value})")
+
+    @guard
+    def decisions(self, run_id: str | None = None, *, proposal_id: int | None = None
+                  ) -> list[Decision]:
+        query = select(*[c for c in t.decisions.c if c.name != "run_id"]).order_by(
+            t.decisions.c.id)
+        if run_id is not None:
+            query = query.where(t.decisions.c.run_id == run_id)
+        if proposal_id is not None:
+            query = query.where(t.decisions.c.proposal_id == proposal_id)
+        with self.engine.connect() as c:
+            return [to_model(Decision, r) for r in c.execute(query)]
+

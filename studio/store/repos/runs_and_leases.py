@@ -1,0 +1,126 @@
+"""Runs and the lease a worker holds on one."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, insert, or_, select, update
+
+import studio.store.schema as t
+from studio.model.errors import LeaseLostError, NotFoundError
+from studio.model.records import Run, RunRequest, RunStatus, utcnow
+from studio.model.redaction import redact, redact_data
+from studio.store.repos.base import Repository, guard, to_model
+
+
+class RunRepository(Repository):
+    """Runs and the lease a worker holds on one."""
+
+    @guard
+    def create_run(self, run: Run) -> Run:
+        values = run.model_dump()
+        values["spec"] = redact_data(run.spec.model_dump(mode="json", by_alias=True))
+        values["config"] = redact_data(run.config.model_dump(mode="json"))
+        with self.engine.begin() as c:
+            c.execute(insert(t.runs), values)
+        return self.get_run(run.id)
+
+    @guard
+    def get_run(self, run_id: str) -> Run:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.runs).where(t.runs.c.id == run_id)).first()
+        if row is None:
+            raise NotFoundError(f"run {run_id!r} does not exist")
+        return to_model(Run, row)
+
+    @guard
+    def list_runs(self, limit: int = 200, project_id: int | None = None) -> list[Run]:
+        query = select(t.runs).order_by(t.runs.c.created_at.desc()).limit(limit)
+        if project_id is not None:
+            query = query.where(t.runs.c.project_id == project_id)
+        with self.engine.connect() as c:
+            return [to_model(Run, r) for r in c.execute(query)]
+
+    @guard
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        if "error" in fields and fields["error"]:
+            fields["error"] = redact(str(fields["error"]))
+        for name in ("status", "control"):
+            if isinstance(fields.get(name), RunStatus | RunRequest):
+                fields[name] = fields[name].value
+        with self.engine.begin() as c:
+            c.execute(update(t.runs).where(t.runs.c.id == run_id).values(**fields))
+
+    @guard
+    def clear_control(self, run_id: str, seen: RunRequest | None) -> bool:
+        """Withdraw the run's request ``seen`` (read before a resume claimed the run); a request
+        made since, e.g. a Stop that arrived while the run was being resumed, is kept."""
+        current = t.runs.c.control.is_(None) if seen is None else \
+            t.runs.c.control == RunRequest(seen).value
+        with self.engine.begin() as c:
+            return bool(c.execute(update(t.runs).where(t.runs.c.id == run_id, current)
+                                  .values(control=None)).rowcount)
+
+    @guard
+    def claim_run(self, run_id: str, worker: str, *, stale_after_s: float) -> bool:
+        """Make ``worker`` the owner of a run unless another worker holds a live lease on it.
+
+        One conditional UPDATE: it succeeds when no worker holds the run, when ``worker``
+        already does, or when the holder's heartbeat is older than ``stale_after_s`` (it
+        died). Of two processes claiming at once, exactly one wins (row lock on PostgreSQL,
+        one writer at a time on SQLite)."""
+        now = utcnow()
+        stale = now - timedelta(seconds=stale_after_s)
+        with self.engine.begin() as c:
+            result = c.execute(
+                update(t.runs)
+                .where(t.runs.c.id == run_id)
+                .where(or_(t.runs.c.worker.is_(None), t.runs.c.worker == worker,
+                           t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale))
+                .values(worker=worker, heartbeat_at=now)
+            )
+        return result.rowcount == 1
+
+    @guard
+    def heartbeat(self, run_id: str, worker: str) -> RunRequest | None:
+        """Record that ``worker`` is alive; returns the pending control request, if any.
+
+        Raises:
+            LeaseLostError: ``worker`` no longer holds the run (another worker took it over).
+        """
+        with self.engine.begin() as c:
+            renewed = c.execute(update(t.runs).where(and_(t.runs.c.id == run_id,
+                                                          t.runs.c.worker == worker))
+                                .values(heartbeat_at=utcnow())).rowcount
+            row = c.execute(select(t.runs.c.control, t.runs.c.worker)
+                            .where(t.runs.c.id == run_id)).first()
+        if not renewed:
+            holder = row[1] if row else None
+            raise LeaseLostError(f"worker {worker} lost run {run_id}: it is now held by "
+                                 f"{holder or 'no worker'}")
+        return RunRequest(row[0]) if row and row[0] else None
+
+    @guard
+    def release_lease(self, run_id: str, worker: str) -> bool:
+        """Let go of a run, only if ``worker`` still holds it (never another worker's lease)."""
+        with self.engine.begin() as c:
+            return bool(c.execute(update(t.runs).where(and_(t.runs.c.id == run_id,
+                                                            t.runs.c.worker == worker))
+                                  .values(worker=None)).rowcount)
+
+    @guard
+    def mark_orphans(self, stale_after_s: float) -> list[str]:
+        """Runs whose worker stopped sending heartbeats become ``orphaned`` (resumable)."""
+        stale = utcnow() - timedelta(seconds=stale_after_s)
+        active = [RunStatus.RUNNING.value, RunStatus.PAUSED.value, RunStatus.PENDING.value]
+        condition = and_(t.runs.c.status.in_(active),
+                         or_(t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale),
+                         t.runs.c.created_at < stale)
+        with self.engine.begin() as c:
+            ids = [r[0] for r in c.execute(select(t.runs.c.id).where(condition))]
+            if ids:
+                c.execute(update(t.runs).where(t.runs.c.id.in_(ids))
+                          .values(status=RunStatus.ORPHANED.value, worker=None))
+        return ids
+

@@ -1,0 +1,107 @@
+"""Trial scores read straight from SQL, no records built."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import exists, func, select
+
+import studio.store.schema as t
+from studio.store.repos.base import Repository, guard
+
+
+class ScoreRepository(Repository):
+    """Trial scores read straight from SQL, no records built."""
+
+    @guard
+    def effective_scores(self, run_id: str, *, example_ids: Iterable[int] | None = None,
+                         candidate_ids: Iterable[int] | None = None,
+                         pooled_only: bool = False) -> dict[tuple[int, int], float | None]:
+        """``(candidate_id, example_id) -> effective score`` of the first trial of each pair,
+        straight from SQL (no records built), for views over thousands of trials.
+
+        ``example_ids``, ``candidate_ids`` and ``pooled_only`` narrow the pairs in SQL (the
+        pool's views need only the pooled candidates on the validation examples, not every
+        minibatch pair)."""
+        where = [t.trials.c.run_id == run_id]
+        if example_ids is not None:
+            where.append(t.trials.c.example_id.in_(list(example_ids)))
+        if candidate_ids is not None:
+            where.append(t.trials.c.candidate_id.in_(list(candidate_ids)))
+        if pooled_only:
+            where.append(t.trials.c.candidate_id.in_(
+                select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
+                                                t.candidates.c.pooled.is_(True))))
+        first = (select(func.min(t.trials.c.id)).where(*where)
+                 .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
+        query = select(t.trials.c.candidate_id, t.trials.c.example_id,
+                       effective_score()).where(t.trials.c.id.in_(first))
+        with self.engine.connect() as c:  # the overrides are merged in SQL: none are loaded
+            return {(row[0], row[1]): row[2] for row in c.execute(query)}
+
+    @guard
+    def first_scores(self, run_id: str, *, example_ids: Iterable[int],
+                     candidate_ids: Iterable[int] | None = None
+                     ) -> dict[tuple[int, int], tuple[float | None, float | None]]:
+        """``(candidate_id, example_id) -> (judge's score, effective score)`` of the first
+        trial of each pair, in one query: what a proposal's evidence is computed from
+        (:mod:`studio.engine.evidence`). ``candidate_ids`` narrows the pairs in SQL."""
+        where = [t.trials.c.run_id == run_id, t.trials.c.example_id.in_(list(example_ids))]
+        if candidate_ids is not None:
+            where.append(t.trials.c.candidate_id.in_(list(candidate_ids)))
+        first = (select(func.min(t.trials.c.id)).where(*where)
+                 .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
+        query = select(t.trials.c.candidate_id, t.trials.c.example_id, t.trials.c.score,
+                       effective_score()).where(t.trials.c.id.in_(first))
+        with self.engine.connect() as c:
+            return {(row[0], row[1]): (row[2], row[3]) for row in c.execute(query)}
+
+    @guard
+    def child_means(self, run_id: str) -> dict[int, float]:
+        """Per proposal, the mean effective score of its child's minibatch trials (trials
+        that could not be evaluated left out; proposals with none left out), one SQL query."""
+        effective = effective_score()
+        query = (select(t.trials.c.proposal_id, func.avg(effective))
+                 .where(t.trials.c.run_id == run_id, t.trials.c.phase == "child",
+                        t.trials.c.proposal_id.is_not(None))
+                 .group_by(t.trials.c.proposal_id).having(func.count(effective) > 0))
+        with self.engine.connect() as c:
+            return {row[0]: float(row[1]) for row in c.execute(query)}
+
+    @guard
+    def run_marker(self, run_id: str) -> tuple[int, ...]:
+        """Changes whenever a trial, an override (added or undone) or a decision is added: a
+        cheap key (one round trip, indexed counts) for caching views of a run."""
+        trials, overrides, decisions = t.trials.c, t.overrides.c, t.decisions.c
+        query = select(func.count(), func.coalesce(func.max(trials.id), 0)).where(
+            trials.run_id == run_id)
+        o = (select(func.count(), func.coalesce(func.max(overrides.id), 0),
+                    func.count(overrides.undone_at)).where(overrides.run_id == run_id))
+        d = select(func.count()).select_from(t.decisions).where(decisions.run_id == run_id)
+        with self.engine.connect() as c:
+            first = tuple(c.execute(query).one())
+            second = tuple(c.execute(o).one())
+            third = c.execute(d).scalar_one()
+        return (*first, *second, third)
+
+
+def _human_score():
+    """The latest active human score of the trial in the enclosing query (a correlated
+    subquery; NULL when nobody corrected the score): ``merge_overrides``'s rule in SQL."""
+    o = t.overrides.c
+    return (select(o.score).where(o.trial_id == t.trials.c.id, o.undone_at.is_(None),
+                                  o.score.is_not(None))
+            .order_by(o.id.desc()).limit(1).scalar_subquery())
+
+
+def effective_score():
+    """A trial's effective score in SQL: the person's corrected score, else the judge's
+    (:func:`studio.model.records.corrected_score`)."""
+    return func.coalesce(_human_score(), t.trials.c.score)
+
+
+def is_overridden():
+    """Whether the trial in the enclosing query has an active (not undone) override, in SQL."""
+    o = t.overrides.c
+    return exists().where(o.trial_id == t.trials.c.id, o.undone_at.is_(None))
+

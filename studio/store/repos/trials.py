@@ -1,0 +1,292 @@
+"""Trials: one judged output each, read back with their effective override."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.engine import Row
+
+import studio.store.schema as t
+from studio.model.errors import LeaseLostError, NotFoundError
+from studio.model.feedback import Feedback
+from studio.model.jsontools import finite_json
+from studio.model.records import Override, Split, Trial, merge_overrides
+from studio.model.redaction import redact_data
+from studio.store.repos.base import Repository, guard, to_model
+from studio.store.repos.scores import effective_score, is_overridden
+
+_INSERT_TRIAL = insert(t.trials)
+
+
+class TrialRepository(Repository):
+    """Trials: one judged output each, read back with their effective override."""
+
+    @guard
+    def add_trial(self, trial: Trial) -> Trial:
+        """Insert and commit one trial (the UI sees it on its next poll).
+
+        A trial judged by a worker is committed only while that worker holds the run: the run's
+        row is read under a share lock after the insert, so a takeover either waits for this
+        commit or makes it roll back (then nothing a lost worker judged is ever stored).
+
+        Raises:
+            LeaseLostError: ``trial.worker`` no longer holds the run.
+        """
+        values = _finite_trial(redact_data(trial.model_dump(exclude={"id", "override"})))
+        with self.engine.begin() as c:
+            new_id = c.execute(_INSERT_TRIAL, values).inserted_primary_key[0]
+            if trial.worker is not None:
+                holder = c.execute(select(t.runs.c.worker).where(t.runs.c.id == trial.run_id)
+                                   .with_for_update(read=True)).scalar()
+                if holder != trial.worker:
+                    raise LeaseLostError(f"worker {trial.worker} lost run {trial.run_id}: it "
+                                         f"is now held by {holder or 'no worker'}")
+        return trial.model_copy(update={"id": new_id})
+
+    @guard
+    def rejudge_trial(self, trial_id: int, feedback: Feedback, error: str | None) -> None:
+        """Replace a trial's verdict with one recomputed from its stored output, nothing judged
+        again: an align run's trial whose label (the person's correction) changed or was undone
+        (:mod:`studio.engine.labels`). Output, trace and the trial's place stay as they were."""
+        values = {"score": feedback.score, "feedback": feedback.model_dump(),
+                  "error": error, "trace": {}}
+        values = _finite_trial(redact_data(values))
+        values.pop("trace")
+        with self.engine.begin() as c:
+            c.execute(update(t.trials).where(t.trials.c.id == trial_id).values(**values))
+
+    @guard
+    def trials(
+        self,
+        run_id: str,
+        *,
+        after_id: int = 0,
+        candidate_id: int | None = None,
+        phase: str | None = None,
+        proposal_id: int | None = None,
+        ids: Iterable[int] | None = None,
+        phases: Iterable[str] | None = None,
+        iteration: int | None = None,
+        with_trace: bool = True,
+        newest_first: bool = False,
+        limit: int | None = None,
+    ) -> list[Trial]:
+        """Trials of a run with each trial's active override attached: oldest first, or with
+        ``newest_first`` the newest ``limit`` ones (for "latest trials" strips)."""
+        columns = list(t.trials.c) if with_trace else [
+            col for col in t.trials.c if col.name != "trace"]
+        query = select(*columns).where(t.trials.c.run_id == run_id, t.trials.c.id > after_id)
+        if candidate_id is not None:
+            query = query.where(t.trials.c.candidate_id == candidate_id)
+        if phase is not None:
+            query = query.where(t.trials.c.phase == phase)
+        if proposal_id is not None:
+            query = query.where(t.trials.c.proposal_id == proposal_id)
+        if ids is not None:
+            query = query.where(t.trials.c.id.in_(list(ids)))
+        if phases is not None:
+            query = query.where(t.trials.c.phase.in_(list(phases)))
+        if iteration is not None:
+            query = query.where(t.trials.c.iteration == iteration)
+        query = query.order_by(t.trials.c.id.desc() if newest_first else t.trials.c.id)
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+            active = self._active_overrides(c, run_id, after_id)
+        return [self._trial(row, active.get(row.id)) for row in rows]
+
+    @guard
+    def get_trial(self, trial_id: int) -> Trial:
+        with self.engine.connect() as c:
+            row = c.execute(select(t.trials).where(t.trials.c.id == trial_id)).first()
+            if row is None:
+                raise NotFoundError(f"trial {trial_id} does not exist")
+            active = self._effective_overrides(c, t.overrides.c.trial_id == trial_id)
+        return self._trial(row, active.get(trial_id))
+
+    @guard
+    def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:
+        """The committed trial per example for one candidate (one query for a whole batch)."""
+        query = (select(t.trials).where(t.trials.c.candidate_id == candidate_id,
+                                        t.trials.c.example_id.in_(example_ids))
+                 .order_by(t.trials.c.id))
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+            ids = [row.id for row in rows]
+            active = (self._effective_overrides(c, t.overrides.c.trial_id.in_(ids))
+                      if ids else {})
+        found: dict[int, Trial] = {}
+        for row in rows:
+            if row.example_id not in found:
+                found[row.example_id] = self._trial(row, active.get(row.id))
+        return found
+
+    @guard
+    def trial_page(self, run_id: str, *, offset: int = 0, limit: int = 500,
+                   **filters: Any) -> tuple[list[Trial], int]:
+        """One page of a run's trials (oldest first, without traces) and how many trials pass
+        ``filters`` (see :func:`_trial_filters`): filtering, counting and paging in SQL, so a
+        100,000-trial run is never read whole."""
+        where = [t.trials.c.run_id == run_id, *_trial_filters(run_id, **filters)]
+        columns = [col for col in t.trials.c if col.name != "trace"]
+        query = (select(*columns).where(*where).order_by(t.trials.c.id)
+                 .offset(max(0, offset)).limit(limit))
+        count = select(func.count()).select_from(t.trials).where(*where)
+        with self.engine.connect() as c:
+            total = c.execute(count).scalar_one()
+            rows = c.execute(query).all()
+            ids = [row.id for row in rows]
+            active = (self._effective_overrides(c, t.overrides.c.trial_id.in_(ids))
+                      if ids else {})
+        return [self._trial(row, active.get(row.id)) for row in rows], total
+
+    def iter_trials(self, run_id: str, *, batch_size: int = 1000, with_trace: bool = True,
+                    candidate_id: int | None = None, phase: str | None = None,
+                    offset: int = 0, limit: int | None = None) -> Iterator[Trial]:
+        """Every trial of a run (or of one candidate, or one phase), oldest first, with its
+        effective override, read ``batch_size`` at a time (keyset pages on the primary key, one
+        short read each): constant memory for exports and listings, and no read transaction
+        held open while the caller writes. ``offset`` and ``limit`` page in SQL."""
+        columns = list(t.trials.c) if with_trace else [
+            col for col in t.trials.c if col.name != "trace"]
+        where = [t.trials.c.run_id == run_id]
+        if candidate_id is not None:
+            where.append(t.trials.c.candidate_id == candidate_id)
+        if phase is not None:
+            where.append(t.trials.c.phase == phase)
+        left = limit
+        skip, last = max(0, offset), 0
+        while left is None or left > 0:
+            size = batch_size if left is None else min(batch_size, left)
+            rows, active = self._trial_batch(run_id, columns, where, last, size, skip)
+            for row in rows:
+                yield self._trial(row, active.get(row.id))
+            if len(rows) < size:
+                return
+            skip, last = 0, rows[-1].id
+            left = None if left is None else left - len(rows)
+            del rows, active  # the next page replaces this one instead of joining it in memory
+
+    @guard
+    def _trial_batch(self, run_id: str, columns: list, where: list, after_id: int, size: int,
+                     skip: int = 0) -> tuple[list[Row], dict[int, Override]]:
+        query = (select(*columns).where(*where, t.trials.c.id > after_id)
+                 .order_by(t.trials.c.id).offset(skip or None).limit(size))
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+            if not rows:
+                return rows, {}
+            active = self._effective_overrides(
+                c, t.overrides.c.run_id == run_id,
+                t.overrides.c.trial_id.between(rows[0].id, rows[-1].id),
+                *([t.overrides.c.trial_id.in_([row.id for row in rows])]
+                  if len(where) > 1 else []))  # a filtered page's ids can span the run
+        return rows, active
+
+    @guard
+    def count_trials(self, run_id: str, *, loop_only: bool = False) -> int:
+        """A run's trials; ``loop_only`` leaves out the held-out test set's (the metric-call
+        budget counts what the loop judged)."""
+        where = [t.trials.c.run_id == run_id]
+        if loop_only:
+            where.append(t.trials.c.split != Split.TEST.value)
+        with self.engine.connect() as c:
+            return c.execute(select(func.count()).select_from(t.trials)
+                             .where(*where)).scalar_one()
+
+    @staticmethod
+    def _trial(row: Row, override: Override | None) -> Trial:
+        data = dict(row._mapping)
+        data.setdefault("trace", {})
+        data["override"] = override
+        return Trial.model_validate(data)
+
+    @classmethod
+    def _active_overrides(cls, connection, run_id: str, after_id: int = 0) -> dict[int, Override]:
+        return cls._effective_overrides(connection, t.overrides.c.run_id == run_id,
+                                        t.overrides.c.trial_id > after_id)
+
+    @staticmethod
+    def _effective_overrides(connection, *where) -> dict[int, Override]:
+        """``trial_id -> merge_overrides(active overrides)`` for the trials ``where`` selects."""
+        rows = connection.execute(
+            select(t.overrides).where(*where, t.overrides.c.undone_at.is_(None))
+            .order_by(t.overrides.c.id))
+        per_trial: dict[int, list[Override]] = {}
+        for row in rows:
+            per_trial.setdefault(row.trial_id, []).append(to_model(Override, row))
+        return {trial_id: merge_overrides(found) for trial_id, found in per_trial.items()}
+
+
+def _trial_filters(run_id: str, *, iterations: tuple[int, int] | None = None,
+                   candidates: Iterable[int] = (), phases: Iterable[str] = (),
+                   score_range: tuple[float, float] = (0.0, 1.0), include_unscored: bool = True,
+                   errors: str = "any", overridden: str = "any") -> list:
+    """SQL conditions for the trials table's filters: an inclusive ``iterations`` range,
+    candidate *indexes*, phases, an effective ``score_range`` (trials that could not be
+    evaluated pass only with ``include_unscored``), ``errors`` (``any``, ``only errors``,
+    ``no errors``) and ``overridden`` (``any``, ``overridden``, ``not overridden``)."""
+    c = t.trials.c
+    where = []
+    if iterations is not None:
+        where.append(c.iteration.between(*iterations))
+    candidates = list(candidates)
+    if candidates:
+        where.append(c.candidate_id.in_(select(t.candidates.c.id).where(
+            t.candidates.c.run_id == run_id, t.candidates.c.idx.in_(candidates))))
+    phases = list(phases)
+    if phases:
+        where.append(c.phase.in_(phases))
+    low, high = score_range
+    if (low, high) != (0.0, 1.0) or not include_unscored:  # scores are in [0, 1]
+        effective = effective_score()
+        scored = effective.between(low, high)
+        where.append(or_(scored, effective.is_(None)) if include_unscored else scored)
+    if errors == "only errors":
+        where.append(and_(c.error.is_not(None), c.error != ""))
+    elif errors == "no errors":
+        where.append(or_(c.error.is_(None), c.error == ""))
+    elif errors != "any":
+        raise ValueError(f"errors filter {errors!r} is not one of any, only errors, no errors")
+    if overridden == "overridden":
+        where.append(is_overridden())
+    elif overridden == "not overridden":
+        where.append(~is_overridden())
+    elif overridden != "any":
+        raise ValueError(f"overridden filter {overridden!r} is not one of any, overridden, "
+                         "not overridden")
+    return where
+
+
+def _not_finite_fields(value: Any, where: str) -> list[str]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{where} = {value}"]
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in _not_finite_fields(v, f"{where}.{k}")]
+    if isinstance(value, list | tuple):
+        return [f for i, v in enumerate(value) for f in _not_finite_fields(v, f"{where}[{i}]")]
+    return []
+
+
+def _finite_trial(values: dict[str, Any]) -> dict[str, Any]:
+    """A critic that returns NaN or Infinity could not evaluate: its score is stored as null
+    and the reason, naming the fields, goes into the feedback (``extra.error``)."""
+    values["trace"] = finite_json(values["trace"])
+    bad = _not_finite_fields(values["score"], "score") + _not_finite_fields(
+        values["feedback"], "feedback")
+    if not bad:
+        return values
+    feedback = finite_json(values["feedback"])
+    if not math.isfinite(values["score"] if values["score"] is not None else 0.0):
+        values["score"] = None
+        feedback["score"] = None
+    extra = feedback.setdefault("extra", {})
+    extra["error"] = ("could not evaluate: the critic returned values that are not numbers ("
+                      + ", ".join(bad) + "); stored as null")
+    values["feedback"] = feedback
+    return values
+
