@@ -55,10 +55,6 @@ def sidebar(sections: dict[str, list]) -> None:
         environment()
 
 
-WAITING_MARK = "⏳ "
-"""Put before a run's label in the picker while a proposal of it waits for a decision."""
-
-
 INBOX_POLL_SECONDS = 5
 """How often the sidebar's badge looks again for a proposal waiting (a fragment: only the badge
 is redrawn, so a proposal that comes to a gate shows while the person reads another page)."""
@@ -100,8 +96,7 @@ def run_picker() -> None:
     runs = loaders.runs()
     current = session.current_run_id()
     ids = [r.id for r in runs]
-    waiting = loaders.waiting()
-    labels = {r.id: (WAITING_MARK if r.id in waiting else "") + run_label(r) for r in runs}
+    labels = {r.id: run_label(r) for r in runs}
     if current and current not in ids:
         run = loaders.run(current)
         if run is None:
@@ -118,6 +113,10 @@ def run_picker() -> None:
     st.selectbox("Current run", ids, key=session.RUN_PICKER, index=None,
                  format_func=lambda run_id: labels.get(run_id, run_id),
                  placeholder="Choose a run", on_change=_picked)
+    if current in loaders.waiting():
+        # said beside the picker, not in its label: the browser matches the selection by its
+        # label, so a label that changed would drop the current run
+        st.caption(":material/hourglass_top: A proposal of this run waits for your decision.")
 
 
 def _picked() -> None:
