@@ -42,6 +42,7 @@ def setup_logging() -> bool:
 def sidebar(sections: dict[str, list]) -> None:
     with st.sidebar:
         st.markdown("### :material/biotech: Evolution Studio")
+        inbox()
         params = session.url_params()
         for section, pages in sections.items():
             st.caption(section)
@@ -52,6 +53,33 @@ def sidebar(sections: dict[str, list]) -> None:
                       help="Recorded with every score correction and decision you make.")
         run_picker()
         environment()
+
+
+INBOX_POLL_SECONDS = 5
+"""How often the sidebar's badge looks again for a proposal waiting (a fragment: only the badge
+is redrawn, so a proposal that comes to a gate shows while the person reads another page)."""
+
+
+def inbox() -> None:
+    """The "waiting for you" badge: how many runs have a proposal waiting for a decision, and a
+    button to the one that has waited longest (unless it is the page already shown)."""
+
+    @st.fragment(run_every=INBOX_POLL_SECONDS)
+    def badge() -> None:
+        waiting = loaders.waiting()
+        if not waiting:
+            return
+        count = len(waiting)
+        st.badge(f"{count} run{'s' if count > 1 else ''} waiting for you",
+                 icon=":material/inbox:", color="orange")
+        oldest = min(waiting, key=lambda run_id: waiting[run_id].created_at)
+        here = session.current_run_id() == oldest and session.current_page() == "proposals"
+        if not here and st.button("Decide the oldest", key="app.inbox",
+                                  icon=":material/gavel:", width="stretch"):
+            session.set_current_run(oldest)
+            go(PROPOSALS)
+
+    badge()
 
 
 def link(page: str, label: str, icon: str | None = None, *, where=None) -> None:
@@ -85,6 +113,10 @@ def run_picker() -> None:
     st.selectbox("Current run", ids, key=session.RUN_PICKER, index=None,
                  format_func=lambda run_id: labels.get(run_id, run_id),
                  placeholder="Choose a run", on_change=_picked)
+    if current in loaders.waiting():
+        # said beside the picker, not in its label: the browser matches the selection by its
+        # label, so a label that changed would drop the current run
+        st.caption(":material/hourglass_top: A proposal of this run waits for your decision.")
 
 
 def _picked() -> None:

@@ -53,6 +53,8 @@ from studio.projects.aligning import label_status as _label_status
 from studio.projects.aligning import measure_marker as _measure_marker
 from studio.projects.aligning import rescore_passes as _rescore_passes
 from studio.projects.forking import RunTree, ancestry, forks_of
+from studio.projects.inbox import RunSummary, waiting_proposals
+from studio.projects.inbox import run_summaries as _summaries
 from studio.projects.provenance import Provenance, load_provenance
 from studio.projects.reviewing import (
     ReviewRecord,
@@ -131,6 +133,39 @@ def examples_available() -> list[ExampleProject]:
 @st.cache_data(ttl=2, show_spinner=False)
 def runs(limit: int = 50) -> list[Run]:
     return store().list_runs(limit=limit)
+
+
+INBOX_TTL_SECONDS = 2
+
+
+def waiting() -> dict[str, Proposal]:
+    """Run id -> its proposal waiting for a person's decision (the sidebar's inbox): one cheap
+    read per listed run that can wait, shared for :data:`INBOX_TTL_SECONDS`; a decision made
+    here clears it (:func:`decided`)."""
+    return _waiting(safe_url(store().url))
+
+
+@st.cache_data(ttl=INBOX_TTL_SECONDS, show_spinner=False)
+def _waiting(database: str) -> dict[str, Proposal]:
+    return waiting_proposals(store(), runs())
+
+
+def decided() -> None:
+    """Forget the inbox and the run lists after a decision, so the badge clears at once."""
+    _waiting.clear()
+    _run_summaries.clear()
+
+
+def run_summaries(limit: int = 20) -> list[RunSummary]:
+    """The run lists' lines: status, waiting proposal, best and gain over the seed."""
+    listed = runs()[:limit]
+    return _run_summaries(tuple((r.id, r.status.value, r.stop_reason or "") for r in listed))
+
+
+@st.cache_data(ttl=INBOX_TTL_SECONDS, show_spinner=False)
+def _run_summaries(key: tuple[tuple[str, str, str], ...]) -> list[RunSummary]:
+    wanted = {run_id for run_id, _, _ in key}
+    return _summaries(store(), [r for r in runs() if r.id in wanted])
 
 
 def run(run_id: str | None) -> Run | None:
@@ -342,6 +377,21 @@ def _analysis(run_id: str, marker: tuple[int, ...]) -> Analysis:
     child_means = {pid: {"child": mean} for pid, mean in store().child_means(run_id).items()}
     return Analysis(view=view, examples=store().examples(run_id), proposals=proposals_,
                     child_means=child_means, last_iteration=last)
+
+
+def validation_trials(run_id: str, candidate_ids: tuple[int, ...]) -> dict[int, list[Trial]]:
+    """Each candidate's validation trials (no traces: the matrix shows outputs; a cell opened
+    reads its trial in full with :func:`trial`), re-read when the run changes (a correction
+    changes a cell's score)."""
+    return _validation_trials(run_id, tuple(candidate_ids), run_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner="Reading the outputs…")
+def _validation_trials(run_id: str, candidate_ids: tuple[int, ...], marker: tuple[int, ...]
+                       ) -> dict[int, list[Trial]]:
+    return {cid: store().trials(run_id, candidate_id=cid, phase=TrialPhase.VALSET.value,
+                                with_trace=False)
+            for cid in candidate_ids}
 
 
 def provenance(run_id: str, candidate_index: int) -> Provenance:

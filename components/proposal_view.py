@@ -200,6 +200,7 @@ def _decide(proposal: Any, action: str, *, reason: str = "", reason_key: str = "
     except StudioError as exc:
         session.flash(f"Proposal #{proposal.id}: {escape_markdown(str(exc))}", kind="error")
         return
+    loaders.decided()
     words = {"accept": "Accepted; the child is now scored on the validation set.",
              "reject": "Rejected; the next reflections of this component read the text and "
                        "your reason, and are asked again should they repeat it.",

@@ -10,13 +10,23 @@ from studio.projects.workspace import import_example
 from studio.views.markdown import escape_markdown
 from studio.views.tables import runs_frame
 
+COLUMNS = {
+    "id": st.column_config.TextColumn("run"),
+    "waiting": st.column_config.TextColumn(
+        "waiting", help="A proposal waits for your decision on the Proposals page"),
+    "best": st.column_config.NumberColumn("best", format="%.3f",
+                                          help="Best validation mean the engine reported"),
+    "gain": st.column_config.NumberColumn("gain", format="%+.3f",
+                                          help="Best minus the seed's validation mean"),
+    "iterations": st.column_config.NumberColumn("max iter."),
+}
+
 
 def recent_runs(runs: list) -> None:
-    frame_ = runs_frame(runs[:20])
+    frame_ = runs_frame(runs[:20], loaders.run_summaries(20))
     picked = st.dataframe(
         frame_, hide_index=True, on_select="rerun", selection_mode="single-row",
-        key="home.runs", column_config={"id": st.column_config.TextColumn("run"),
-                                        "iterations": st.column_config.NumberColumn("max iter.")},
+        key="home.runs", column_config=COLUMNS, placeholder="–",
     )
     rows = picked.selection.rows if picked else []
     st.caption("Select a run to open it.")

@@ -1,9 +1,19 @@
-"""Compare: instruction versions side by side, per-example scores with deltas, score per
-iteration, candidates x examples, the lineage tree and the Pareto front."""
+"""Compare: instruction versions side by side, their outputs per example (the output matrix),
+per-example scores with deltas, score per iteration, candidates x examples, the lineage tree
+and the Pareto front."""
 
 import streamlit as st
 
-from components import blame_view, compare_panel, fork_panel, frame, loaders, plots, test_guard
+from components import (
+    blame_view,
+    compare_panel,
+    fork_panel,
+    frame,
+    loaders,
+    output_matrix,
+    plots,
+    test_guard,
+)
 from studio.views import charts as chart_data
 
 st.title("Compare")
@@ -19,6 +29,8 @@ if not view.candidates:
 
 selected = compare_panel.pick(analysis)
 compare_panel.diffs(analysis, selected)
+st.subheader("Outputs side by side")
+output_matrix.show(run_id, analysis, selected)
 blame_view.show(analysis, selected)
 st.subheader("Per-example scores")
 compare_panel.per_example(analysis, selected)

@@ -27,10 +27,12 @@ from studio.model.records import (
     Run,
     RunEvent,
     RunStatus,
+    StopReason,
     Trial,
 )
 from studio.model.redaction import redact
 from studio.model.workflow import split_component
+from studio.projects.inbox import RunSummary
 
 if TYPE_CHECKING:  # the critics package is not needed to draw a table
     from studio.critics.agreement import AgreementReport, ConfusionMatrix
@@ -117,17 +119,68 @@ def example_label(example: Example, limit: int = 40) -> str:
 # --------------------------------------------------------------------------- runs
 
 
-def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
-    rows = [{
-        "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
-        "status": r.status.value,
-        "review": r.config.review.value, "iterations": r.config.max_iterations,
-        "created": _local(r.created_at),
-        "stop reason": r.stop_reason.value if r.stop_reason else "",
-        "error": one_line(r.error, 120) if r.error else "",
-    } for r in runs]
-    return pd.DataFrame(rows, columns=["id", "name", "status", "review", "iterations", "created",
-                                       "stop reason", "error"])
+STOP_REASONS = {
+    StopReason.MAX_ITERATIONS: "reached its iteration limit",
+    StopReason.MAX_METRIC_CALLS: "used its budget of metric calls",
+    StopReason.PATIENCE: "no gain for too many iterations",
+    StopReason.SCORE_THRESHOLD: "reached the target score",
+    StopReason.TIMEOUT: "ran out of time",
+    StopReason.USER: "stopped by a person",
+    StopReason.SHUTDOWN: "its worker shut down",
+    StopReason.DATABASE_UNAVAILABLE: "the database was unavailable",
+    StopReason.ERROR: "an error",
+    StopReason.NOT_STARTED: "could not start",
+    StopReason.LEASE_LOST: "another worker took it over",
+    StopReason.TEST_SCORED: "scored its test set",
+}
+"""Why a run ended, in words for run lists."""
+
+
+def stop_reason_words(reason: StopReason | None) -> str:
+    """``max_iterations`` -> "reached its iteration limit" (a reason without words here is
+    shown as stored, never hidden)."""
+    if reason is None:
+        return ""
+    return STOP_REASONS.get(reason, reason.value.replace("_", " "))
+
+
+def waiting_words(since: datetime | None, now: datetime | None = None) -> str:
+    """"waiting 25 min" for a proposal created at ``since`` ("" when nothing waits)."""
+    if since is None:
+        return ""
+    now = now or datetime.now(UTC)
+    since = since if since.tzinfo else since.replace(tzinfo=UTC)
+    return f"waiting {format_duration((now - since).total_seconds())}"
+
+
+RUN_COLUMNS = ["id", "name", "waiting", "status", "best", "gain", "review", "iterations",
+               "created", "stop reason", "error"]
+
+
+def runs_frame(runs: Sequence[Run], summaries: Sequence[RunSummary] = (),
+               now: datetime | None = None) -> pd.DataFrame:
+    """One row per run; ``summaries`` (:class:`studio.projects.inbox.RunSummary`, by run)
+    add what waits for a decision, the best score and the gain over the seed."""
+    by_id = {s.run.id: s for s in summaries}
+    rows = []
+    for r in runs:
+        summary = by_id.get(r.id)
+        waiting = summary.waiting if summary else None
+        rows.append({
+            "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
+            "waiting": waiting_words(waiting.created_at if waiting else None, now),
+            "status": r.status.value,
+            "best": _float(summary.best_score if summary else None),
+            "gain": _float(summary.gain if summary else None),
+            "review": r.config.review.value, "iterations": r.config.max_iterations,
+            "created": _local(r.created_at), "stop reason": stop_reason_words(r.stop_reason),
+            "error": one_line(r.error, 120) if r.error else "",
+        })
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def _float(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 def _local(moment: datetime | None) -> str:
