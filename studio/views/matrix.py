@@ -17,7 +17,7 @@ from enum import StrEnum
 import pandas as pd
 
 from studio.model.errors import StudioError
-from studio.model.records import Candidate, Example, Trial
+from studio.model.records import Candidate, Example, Trial, stored_id
 from studio.views.tables import example_label, format_score, one_line
 
 CELL_CLIP = 160
@@ -167,7 +167,7 @@ def build_matrix(versions: Sequence[Version], trials: Mapping[int, Sequence[Tria
     for example in examples:
         cells = {}
         for version in versions:
-            trial = first.get(version.candidate_id, {}).get(example.id)
+            trial = first.get(version.candidate_id, {}).get(stored_id(example))
             cells[version.candidate_id] = Cell(trial, verdict(trial, pass_at))
         rows.append(Row(example, example_label(example, 60), cells))
     return OutputMatrix(list(versions), rows, pass_at)
