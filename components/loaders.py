@@ -359,7 +359,7 @@ def provenance(run_id: str, candidate_index: int) -> Provenance:
 
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
 def _provenance(run_id: str, candidate_index: int, marker: tuple[int, ...]) -> Provenance:
-    return load_provenance(store(), run_id, candidate_index)
+    return redacted(load_provenance(store(), run_id, candidate_index))
 
 
 def effect(run_id: str) -> RunEffect:
