@@ -35,7 +35,11 @@ _URL_PASSWORD = re.compile(
 per letter (that was quadratic: 0.7 s for 20,000 characters)."""
 _URL_NAME = re.compile(r"DSN$|DATABASE_URL$|DB_URL$", re.IGNORECASE)
 _URL_PASSWORD_VALUE = re.compile(r"://[^:/@\s]*:([^@\s]+)@")
-_KEY_SHAPED = re.compile(r"\b(sk|AIza|xai|gsk)[-_A-Za-z0-9]{16,}")
+_KEY_SHAPED = re.compile(
+    r"\b(sk(?=[-_])|xai(?=-)|gsk(?=_)|AIza)(?=[-_A-Za-z]*[0-9])[-_A-Za-z0-9]{16,}")
+"""A provider's key by its shape (``sk-proj-...``, ``sk_live_...``, ``xai-...``, ``gsk_...``,
+``AIza...``): the prefix, then a token with a digit. Without the separator and the digit,
+ordinary words matched (``skip_perfect_score`` became ``sk-***`` in ``studio schema``)."""
 
 
 @functools.lru_cache(maxsize=4096)

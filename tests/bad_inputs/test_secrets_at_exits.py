@@ -118,3 +118,18 @@ def test_the_studio_s_logs_show_the_secret_as_stars(secret_env, caplog):
             logger.exception("judging failed")
     assert len(caplog.records) == 2
     assert SECRET not in caplog.text and caplog.text.count("***") >= 2
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("sk-proj-0123456789abcdefghijkl", "sk-***"), ("gsk_abcdefghij0123456789", "gsk-***"),
+    ("AIzaSyA1234567890abcdefghijklmno", "AIza-***"),
+    ("skip_perfect_score", "skip_perfect_score"), ("sk_learn_pipeline_model_x", None)])
+def test_a_key_is_recognised_by_its_shape_and_an_ordinary_word_is_not(text, shown):
+    from studio.model.redaction import redact
+
+    assert redact(f"use {text} here") == f"use {shown or text} here"
+
+
+def test_studio_schema_prints_field_names_unchanged(capsys):
+    assert cli.main(["schema"]) == 0
+    assert "skip_perfect_score" in capsys.readouterr().out
