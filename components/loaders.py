@@ -11,6 +11,10 @@ One convention: a caller passes ids, and gets a typed record. Each loader owns i
   depends on something the run's marker does not count (a recorded review, a held-out
   measurement, the pending proposal) adds that to its key in the same place.
 
+Records are stored raw (the loop reads them back); what a loader hands a page is
+:func:`~studio.model.redaction.redacted`, so a secret in a trial, a proposal or a dataset row is
+shown as ``***``.
+
 Nothing here writes. Writes go through :mod:`studio.projects` and :mod:`studio.engine` with
 :func:`store`; after one, the page clears the TTL-cached reads it changed (e.g.
 ``loaders.projects.clear()``); marker-keyed reads see the change by themselves.
@@ -45,6 +49,7 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.model.redaction import redacted
 from studio.projects.aligning import AlignReport, FoundRuns, LabelStatus, RescorePass
 from studio.projects.aligning import active_label_count as _active_label_count
 from studio.projects.aligning import align_report as _align_report
@@ -229,7 +234,8 @@ def trial_page(run_id: str, offset: int, limit: int, **filters: Any) -> tuple[li
     """One page of the trials table (filtered, counted and paged in SQL) and the number of
     trials passing the filters (not cached: the live table polls it only when the run's marker
     changed)."""
-    return store().trial_page(run_id, offset=offset, limit=limit, **filters)
+    rows, total = store().trial_page(run_id, offset=offset, limit=limit, **filters)
+    return redacted(rows), total
 
 
 def loop_trial_count(run_id: str) -> int:
@@ -261,7 +267,7 @@ def _trials_marker(run_id: str) -> tuple[int, ...]:
 def trials_by_id(run_id: str, ids: list[int]) -> list[Trial]:
     if not ids:
         return []
-    return store().trials(run_id, ids=ids, with_trace=False)
+    return redacted(store().trials(run_id, ids=ids, with_trace=False))
 
 
 def trial(run_id: str, trial_id: int) -> Trial | None:
@@ -273,7 +279,7 @@ def trial(run_id: str, trial_id: int) -> Trial | None:
 @st.cache_data(ttl=300, max_entries=256, show_spinner=False)
 def _trial(trial_id: int, marker: tuple[int, ...]) -> Trial | None:
     try:
-        return store().get_trial(trial_id)
+        return redacted(store().get_trial(trial_id))
     except NotFoundError:
         return None
 
@@ -288,7 +294,7 @@ def thumbnails(example_id: int) -> list[Thumbnail]:
 
 
 def overrides(run_id: str | None, include_undone: bool = True) -> list[Override]:
-    return store().overrides(run_id, include_undone=include_undone)
+    return redacted(store().overrides(run_id, include_undone=include_undone))
 
 
 def recent_trials(run_id: str, limit: int, phases: tuple[TrialPhase, ...] = (),
@@ -296,14 +302,14 @@ def recent_trials(run_id: str, limit: int, phases: tuple[TrialPhase, ...] = (),
     """The newest ``limit`` trials (optionally of some phases or one iteration), oldest first."""
     rows = store().trials(run_id, with_trace=False, phases=phases or None, iteration=iteration,
                           newest_first=True, limit=limit)
-    return rows[::-1]
+    return redacted(rows[::-1])
 
 
 # --------------------------------------------------------------------------- proposals
 
 
 def proposals(run_id: str) -> list[Proposal]:
-    return store().proposals(run_id)
+    return redacted(store().proposals(run_id))
 
 
 def proposal_decisions(proposal_id: int) -> list[Decision]:
@@ -312,13 +318,13 @@ def proposal_decisions(proposal_id: int) -> list[Decision]:
 
 def pending_proposal(run_id: str) -> Proposal | None:
     """The run's proposal waiting for a person's decision, or None."""
-    return _pending_proposal(store(), run_id)
+    return redacted(_pending_proposal(store(), run_id))
 
 
 def proposal_rows(run_id: str) -> list[ProposalRow]:
     """The run's proposals as history rows, each with its evidence at decision and now (a few
     queries, whatever the number of proposals)."""
-    return _proposal_rows(store(), run_id)
+    return redacted(_proposal_rows(store(), run_id))
 
 
 def skipped_iterations(run_id: str) -> list[RunEvent]:
@@ -328,16 +334,16 @@ def skipped_iterations(run_id: str) -> list[RunEvent]:
 
 def proposal_evidence(proposal: Proposal) -> EvidenceTrials:
     """The proposal's evidence with the trials behind it."""
-    return evidence_trials(store(), proposal)
+    return redacted(evidence_trials(store(), proposal))
 
 
 def candidate(candidate_id: int) -> Candidate:
-    return store().get_candidate(candidate_id)
+    return redacted(store().get_candidate(candidate_id))
 
 
 @st.cache_data(ttl=2, show_spinner=False)
 def candidates(run_id: str) -> list[Candidate]:
-    return store().candidates(run_id)
+    return redacted(store().candidates(run_id))
 
 
 # --------------------------------------------------------------------------- analyses
@@ -375,7 +381,8 @@ def _analysis(run_id: str, marker: tuple[int, ...]) -> Analysis:
     progress = store().latest_event(run_id, EventKind.PROGRESS)
     last = max([p.iteration for p in proposals_] + [progress.iteration if progress else 0])
     child_means = {pid: {"child": mean} for pid, mean in store().child_means(run_id).items()}
-    return Analysis(view=view, examples=store().examples(run_id), proposals=proposals_,
+    return Analysis(view=view, examples=redacted(store().examples(run_id)),
+                    proposals=redacted(proposals_),
                     child_means=child_means, last_iteration=last)
 
 
@@ -402,7 +409,7 @@ def provenance(run_id: str, candidate_index: int) -> Provenance:
 
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
 def _provenance(run_id: str, candidate_index: int, marker: tuple[int, ...]) -> Provenance:
-    return load_provenance(store(), run_id, candidate_index)
+    return redacted(load_provenance(store(), run_id, candidate_index))
 
 
 def effect(run_id: str) -> RunEffect:
@@ -536,12 +543,12 @@ def _review_queue(run_id: str, marker: tuple[Any, ...]) -> list[QueueItem]:
     """Shared, not copied (``cache_resource``); callers must not change it."""
     inputs = queue_inputs(store(), run_id)
     evidence = inputs.evidence
-    return build_queue(trials=inputs.trials, reviewed_ids=inputs.reviewed_ids,
-                       reviewed_example_ids=inputs.reviewed_example_ids,
-                       pending_id=evidence.proposal.id if evidence else None,
-                       parent=evidence.parent if evidence else (),
-                       child=evidence.child if evidence else (),
-                       ties_accept=bool(evidence and evidence.proposal.is_merge))
+    return redacted(build_queue(trials=inputs.trials, reviewed_ids=inputs.reviewed_ids,
+                                reviewed_example_ids=inputs.reviewed_example_ids,
+                                pending_id=evidence.proposal.id if evidence else None,
+                                parent=evidence.parent if evidence else (),
+                                child=evidence.child if evidence else (),
+                                ties_accept=bool(evidence and evidence.proposal.is_merge)))
 
 
 def _review_marker(run_id: str) -> int:

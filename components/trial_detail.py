@@ -13,6 +13,7 @@ import streamlit as st
 from components import loaders
 from studio.model.feedback import Feedback
 from studio.model.limits import THUMBNAIL_PIXELS
+from studio.model.redaction import redact
 from studio.views.markdown import escape_markdown
 from studio.views.media import Thumbnail
 from studio.views.tables import (
@@ -25,9 +26,10 @@ from studio.views.workflows import PipelineStep, is_pipeline, pipeline_steps
 
 
 def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
-    """A labelled block of untrusted text, shown verbatim."""
+    """A labelled block of untrusted text, shown verbatim (secrets from the environment as
+    ``***``: the text is stored raw)."""
     st.caption(label)
-    st.code(text if text else empty, language=None, wrap_lines=True)
+    st.code(redact(text) if text else empty, language=None, wrap_lines=True)
 
 
 def show_trial(trial: Any, *, candidate: int | None = None, scored: str | None = None) -> None:

@@ -10,6 +10,10 @@ import os
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
+from studio.model.redaction import redact_studio_logs  # noqa: E402
+
+redact_studio_logs()  # secrets in model text or errors never reach a log
+
 __version__ = "0.1.0"
 
 # Heavy modules (ADK, LiteLLM) load on first use, so `import studio` stays cheap for the CLI and UI.

@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from studio.model.redaction import redact
+
 KEPT = "\n\t"
 """Whitespace a person expects to act: line breaks and tabs."""
 
@@ -62,14 +64,17 @@ def _json_escape(ch: str) -> str:
 
 
 class PrintableStream:
-    """A text stream (stdout, stderr) that writes model text inertly: every write goes through
-    :func:`printable`, keeping ``\\r`` too (the progress bar redraws its line with it)."""
+    """A text stream (stdout, stderr) that writes model text inertly and without secrets: every
+    write goes through :func:`~studio.model.redaction.redact` and :func:`printable`, keeping
+    ``\\r`` too (the progress bar redraws its line with it)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.raw = stream
 
     def write(self, text: str) -> int:
-        return self.raw.write(printable(text, keep=KEPT + "\r"))
+        """Secrets redacted too: trials and proposals are stored raw (the loop reads them),
+        so the terminal is one of the exits where they are hidden."""
+        return self.raw.write(printable(redact(text), keep=KEPT + "\r"))
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:

@@ -1,12 +1,25 @@
-"""Keep API keys out of everything the studio writes (store, exports, logs, UI)."""
+"""Keep API keys out of everything the studio shows, logs and exports.
+
+The policy: what the loop reads back (trials, proposals, people's feedback, dataset rows) is
+stored raw, because reflection and a resumed run must read what the critic and the person wrote;
+every exit redacts: pages (:func:`studio.views.markdown.escape_markdown` and the UI's loaders),
+the terminal (:class:`studio.model.printable.PrintableStream`), logs (:func:`redact_studio_logs`)
+and exports. Run errors, run specs and configs are redacted when stored: no loop reads them as
+text to learn from, and they are where a key would be written literally.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|CREDENTIAL|(^|_)AUTH($|_)|PRIVATE|"
@@ -22,7 +35,11 @@ _URL_PASSWORD = re.compile(
 per letter (that was quadratic: 0.7 s for 20,000 characters)."""
 _URL_NAME = re.compile(r"DSN$|DATABASE_URL$|DB_URL$", re.IGNORECASE)
 _URL_PASSWORD_VALUE = re.compile(r"://[^:/@\s]*:([^@\s]+)@")
-_KEY_SHAPED = re.compile(r"\b(sk|AIza|xai|gsk)[-_A-Za-z0-9]{16,}")
+_KEY_SHAPED = re.compile(
+    r"\b(sk(?=[-_])|xai(?=-)|gsk(?=_)|AIza)(?=[-_A-Za-z]*[0-9])[-_A-Za-z0-9]{16,}")
+"""A provider's key by its shape (``sk-proj-...``, ``sk_live_...``, ``xai-...``, ``gsk_...``,
+``AIza...``): the prefix, then a token with a digit. Without the separator and the digit,
+ordinary words matched (``skip_perfect_score`` became ``sk-***`` in ``studio schema``)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -99,3 +116,71 @@ def mask(value: str | None) -> str:
     if not value:
         return "not set"
     return f"{value[:3]}...{value[-4:]}" if len(value) > 12 else "set"
+
+
+def redacted(record: _T, secrets: Sequence[str] | None = None) -> _T:
+    """A copy of a stored record (a trial, a proposal, an example, a list of them) with every
+    string inside redacted, for showing: records are stored raw (the loop reads them), so the
+    UI's loaders pass what they read through this before any page sees it."""
+    from pydantic import BaseModel  # here: `import studio` (which hooks the logs) stays light
+
+    if secrets is None:
+        secrets = secret_values()
+    if isinstance(record, BaseModel):
+        return record.model_copy(update={
+            name: redacted(getattr(record, name), secrets)
+            for name in type(record).model_fields if _holds_text(getattr(record, name))})
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return dataclasses.replace(record, **{  # type: ignore[misc]
+            f.name: redacted(getattr(record, f.name), secrets)
+            for f in dataclasses.fields(record) if f.init and _holds_text(getattr(record, f.name))})
+    if isinstance(record, Enum):
+        return record
+    if isinstance(record, list | tuple):
+        items = [redacted(item, secrets) for item in record]
+        if hasattr(record, "_fields"):  # a named tuple
+            return type(record)(*items)  # type: ignore[return-value]
+        return type(record)(items)  # type: ignore[return-value]
+    if isinstance(record, dict):
+        return {k: redacted(v, secrets) for k, v in record.items()}  # type: ignore[return-value]
+    if isinstance(record, str):
+        return redact(record, secrets)  # type: ignore[return-value]
+    return record
+
+
+def _holds_text(value: Any) -> bool:
+    from pydantic import BaseModel
+
+    if isinstance(value, Enum):
+        return False
+    return isinstance(value, str | list | tuple | dict | BaseModel) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type))
+
+
+def redact_studio_logs() -> None:
+    """Redact every log record of the studio's own loggers (``studio.*``) when it is made: its
+    message (arguments filled in) and its traceback text. Model text and error messages reach
+    logs through many calls; one hook covers them all, whatever handler writes the record."""
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "redacts", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if record.name == "studio" or record.name.startswith("studio."):
+            _redact_record(record)
+        return record
+
+    factory.redacts = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
+def _redact_record(record: logging.LogRecord) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a bad format string is the handler's to report
+        return
+    secrets = secret_values()
+    record.msg, record.args = redact(message, secrets), None
+    if record.exc_info and record.exc_info[1] is not None:
+        record.exc_text = redact(logging.Formatter().formatException(record.exc_info), secrets)

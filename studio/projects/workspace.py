@@ -277,9 +277,12 @@ def trial_rows(store: Store, run_id: str, *, candidate_id: int | None = None,
 
 
 def _trial_row(t: Trial) -> dict:
+    """A row to show: secrets redacted here, before a caller clips the text (a clipped key
+    would no longer be recognised)."""
     return {"id": t.id, "iteration": t.iteration, "phase": t.phase.value,
             "candidate": t.candidate_id, "example": t.example_id, "score": t.score,
-            "effective_score": t.effective_score, "feedback": t.effective_feedback,
+            "effective_score": t.effective_score,
+            "feedback": None if t.effective_feedback is None else redact(t.effective_feedback),
             "overridden": t.overridden, "error": t.error}
 
 

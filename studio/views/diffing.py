@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from studio.model.redaction import redact
 from studio.views.markdown import escape_inline
 
 Kind = Literal["equal", "delete", "insert"]
@@ -54,9 +55,10 @@ def word_diff(old: str, new: str) -> list[Segment]:
 
     The common beginning and end are set aside first (most edits are local), so a long
     instruction with one edit costs linear time; the result is cached, so a page that shows
-    the diff and its statistics computes it once.
+    the diff and its statistics computes it once. Secrets from the environment are diffed
+    as ``***`` (instructions are stored raw; a diff is only ever shown).
     """
-    return list(_cached_word_diff(old or "", new or ""))
+    return list(_cached_word_diff(redact(old or ""), redact(new or "")))
 
 
 @functools.lru_cache(maxsize=64)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import string
 
+from studio.model.redaction import redact
+
 _PUNCTUATION = frozenset(string.punctuation)
 
 
@@ -19,9 +21,11 @@ def escape_markdown(text: str) -> str:
 
     Every ASCII punctuation character gets a backslash (CommonMark escapes all of them), so
     ``<script>`` stays text and ``[a](b)`` is no link. Line breaks become hard breaks and leading
-    spaces become non-breaking, so the layout of an instruction survives.
+    spaces become non-breaking, so the layout of an instruction survives. Secrets from the
+    environment are shown as ``***``: model text is stored raw (the loop reads it) and every
+    page shows it through here.
     """
-    lines = (text or "").split("\n")
+    lines = redact(text or "").split("\n")
     return "  \n".join(_escape_line(line) for line in lines)
 
 

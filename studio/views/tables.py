@@ -80,8 +80,9 @@ def format_duration(seconds: float | None) -> str:
 
 
 def one_line(text: str | None, limit: int = CLIP) -> str:
-    """``text`` on one line for a table cell, ending in "…" when cut."""
-    text = " ".join((text or "").split())
+    """``text`` on one line for a table cell, ending in "…" when cut; secrets from the
+    environment shown as ``***`` (model text is stored raw: every table cell comes here)."""
+    text = " ".join(redact(text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -113,7 +114,7 @@ def example_label(example: Example, limit: int = 40) -> str:
     text = fields.get("input") if "input" in fields else ", ".join(
         f"{v}" for v in fields.values())
     # the row is kept as given (the loop reads it); a secret in it is hidden where shown
-    return f"{example.split.value} {example.index}: {one_line(redact(str(text)), limit)}"
+    return f"{example.split.value} {example.index}: {one_line(str(text), limit)}"
 
 
 # --------------------------------------------------------------------------- runs
@@ -344,7 +345,8 @@ def trace_tool_calls(trace: dict[str, Any]) -> pd.DataFrame:
     """Tool calls of a trace in the order they were made, with their arguments and results, as
     one-line text columns."""
     rows = [{"step": number, "tool": str(call.get("name")),
-             "arguments": json.dumps(call.get("args") or {}, ensure_ascii=False, default=str),
+             "arguments": redact(json.dumps(call.get("args") or {}, ensure_ascii=False,
+                                            default=str)),
              "result": NO_RESULT if call.get("result") is None else one_line(
                  json.dumps(call.get("result"), ensure_ascii=False, default=str), 400)}
             for number, call in _numbered_calls(trace)]
@@ -400,7 +402,7 @@ def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd
             "judge_score": math.nan if t.score is None else t.score,
             "judge_feedback": one_line(t.feedback_text, 400),
             "human_score": math.nan if o is None or o.score is None else o.score,
-            "human_feedback": (o.feedback or "") if o is not None else "",
+            "human_feedback": redact(o.feedback or "") if o is not None else "",
             "by": o.author if o is not None else "",
             "when": _local(o.created_at) if o is not None else "",
         })

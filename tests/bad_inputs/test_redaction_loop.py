@@ -1,7 +1,7 @@
-"""Redaction hides secrets where people see them and in exports; it never rewrites ordinary text
-the loop reads. An environment value too short or too common to be a secret (a phrase, a word, a
-number) is left alone everywhere; a dataset row is read by the agent as given, and hidden where
-it is shown and exported."""
+"""Redaction hides secrets where people see them and in exports; it never rewrites text the loop
+reads (trials, proposals and dataset rows are stored raw). An environment value too short or too
+common to be a secret (a phrase, a word, a number) is left alone everywhere; a dataset row is read
+by the agent as given, and hidden where it is shown and exported."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from studio.engine import EvolutionConfig, build_engine, create_run
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec
 from studio.model.redaction import redact, secret_values
 from studio.projects.export import export_run
-from studio.views.tables import example_label
+from studio.views.markdown import escape_markdown
+from studio.views.tables import evidence_frame, example_label, review_frame, trial_frame
 from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset
 
 SECRET = "Zq8-kLm2pW7x-Hd4"
@@ -51,11 +52,16 @@ def test_the_reflection_reads_the_critic_s_feedback_as_written(store, script, mo
     assert all(t.feedback_text == "Use three lines, not two." for t in store.trials(run_id))
 
 
-def test_a_real_secret_is_still_hidden_in_what_is_stored_and_exported(store, script, monkeypatch,
-                                                                      tmp_path):
+def test_a_real_secret_is_stored_raw_for_the_loop_and_hidden_where_shown_and_exported(
+        store, script, monkeypatch, tmp_path):
     monkeypatch.setenv("ADMIN_PASSWORD", SECRET)
-    run_id, _, _ = one_iteration(store, script, feedback=f"the password is {SECRET}")
-    assert all(SECRET not in t.feedback_text for t in store.trials(run_id))
+    run_id, _, reflector = one_iteration(store, script, feedback=f"the password is {SECRET}")
+    assert SECRET in script.requests(reflector)[0].prompt_text  # reflection reads it as written
+    trials = store.trials(run_id)
+    assert all(t.feedback_text == f"the password is {SECRET}" for t in trials)  # stored raw
+    frame = trial_frame(trials, {}).to_csv()
+    assert SECRET not in frame and "the password is ***" in frame
+    assert escape_markdown(trials[0].feedback_text) == escape_markdown("the password is ***")
     for fmt in ("jsonl", "csv"):
         for path in export_run(store, run_id, fmt, tmp_path / fmt):
             assert SECRET not in path.read_text()
@@ -70,7 +76,10 @@ def test_a_secret_in_a_dataset_row_reaches_the_agent_and_is_hidden_where_shown(
     example = store.examples(run_id)[0]
     assert example.data["topic"].endswith(SECRET)  # stored as given: the loop reads it
     assert SECRET not in example_label(example) and "***" in example_label(example)
-    assert all(SECRET not in t.input_text for t in store.trials(run_id))
+    trials = store.trials(run_id)
+    assert any(SECRET in t.input_text for t in trials)  # stored as the agent read it
+    shown = review_frame(trials, {}).to_csv() + evidence_frame(trials, trials).to_csv()
+    assert SECRET not in shown and "***" in shown
     for fmt in ("jsonl", "csv"):
         for path in export_run(store, run_id, fmt, tmp_path / fmt):
             assert SECRET not in path.read_text()

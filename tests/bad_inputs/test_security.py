@@ -155,8 +155,11 @@ SECRETS = {"AWS_BEARER_TOKEN_BEDROCK": "bedrock-abcdef123456", "LITELLM_MASTER_K
            "MY_SERVICE_CREDENTIALS": "cred-0099887766", "DB_PASSWORD": "pw-hunter2hunter2"}
 
 
-def test_secrets_in_the_environment_never_reach_the_store_or_an_export(
+def test_secrets_in_the_environment_are_stored_raw_for_the_loop_and_never_printed_or_exported(
         tmp_path, capsys, monkeypatch, script):
+    """Trials are stored as judged (the loop reads them back); the project and the run's spec
+    (where a key would be written literally) are stored redacted; `studio trials` and the
+    export show ``***``."""
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     leak = " ".join(SECRETS.values())
@@ -174,17 +177,21 @@ def test_secrets_in_the_environment_never_reach_the_store_or_an_export(
 
     stored = open_store(db, cached=False)
     trials = stored.trials(run_id)
-    assert trials and all("***" in t.output for t in trials)
+    assert trials and all(leak in t.output for t in trials)  # raw: reflection reads it
     import_yaml(stored, yaml.safe_dump(data), "p.yaml")
-    dumped = [t.model_dump_json() for t in trials] + [p.yaml for p in stored.list_projects()]
+    dumped = [p.yaml for p in stored.list_projects()]
     dumped += [r.spec.model_dump_json() for r in stored.list_runs()]
     for value in SECRETS.values():
         assert not any(value in text for text in dumped), value
+    assert main(["--db", db, "trials", run_id, "--json"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed)  # the trial list shows feedback, not outputs
+    assert not any(value in printed for value in SECRETS.values())
 
     assert main(["--db", db, "export", run_id, "--format", "csv", "--out",
                  str(tmp_path / "out")]) == 0
     exported = (tmp_path / "out_trials.csv").read_text()
-    assert not any(value in exported for value in SECRETS.values())
+    assert not any(value in exported for value in SECRETS.values()) and "***" in exported
     inputs = {row["input"] for row in csv.DictReader(io.StringIO(exported))}
     assert inputs == {"'=HYPERLINK(\"http://evil\",\"x\")", "'+1+1", "'-2", "'@SUM(A1)"}
 

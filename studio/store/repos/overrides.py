@@ -12,7 +12,6 @@ from sqlalchemy.engine import Row
 import studio.store.schema as t
 from studio.model.errors import NotFoundError
 from studio.model.records import Override, merge_overrides, utcnow
-from studio.model.redaction import redact
 from studio.store.repos.base import Database, Repository, guard, to_model
 from studio.store.repos.trials import TrialRepository
 
@@ -44,10 +43,11 @@ class OverrideRepository(Repository):
     @guard
     def add_override(self, trial_id: int, *, score: float | None, feedback: str | None,
                      author: str) -> Override:
-        """Record a person's correction; the judge's own values are copied beside it."""
+        """Record a person's correction; the judge's own values are copied beside it. The
+        feedback is stored as written (reflection reads it); it is redacted where shown."""
         trial = self.trials.get_trial(trial_id)
         override = Override(trial_id=trial_id, score=score,
-                            feedback=None if feedback is None else redact(feedback),
+                            feedback=feedback,
                             judge_score=trial.score, judge_feedback=trial.feedback_text,
                             author=author or "anonymous")
         values = override.model_dump(exclude={"id"})

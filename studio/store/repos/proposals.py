@@ -9,7 +9,6 @@ from sqlalchemy import insert, select, update
 import studio.store.schema as t
 from studio.model.errors import NotFoundError, RunStateError
 from studio.model.records import Decision, Proposal, ProposalKind, ProposalStatus
-from studio.model.redaction import redact_data
 from studio.store.repos.base import Repository, guard, to_model
 
 
@@ -18,7 +17,8 @@ class ProposalRepository(Repository):
 
     @guard
     def add_proposal(self, proposal: Proposal) -> Proposal:
-        values = redact_data(proposal.model_dump(exclude={"id"}))
+        """Stored as proposed (a resumed run reads it back); redacted where it is shown."""
+        values = proposal.model_dump(exclude={"id"})
         with self.engine.begin() as c:
             new_id = c.execute(insert(t.proposals), values).inserted_primary_key[0]
         return proposal.model_copy(update={"id": new_id})

@@ -14,7 +14,7 @@ from studio.model.errors import LeaseLostError, NotFoundError
 from studio.model.feedback import Feedback
 from studio.model.jsontools import finite_json
 from studio.model.records import Override, Split, Trial, merge_overrides
-from studio.model.redaction import redact_data
+from studio.model.redaction import redact
 from studio.store.repos.base import Repository, guard, to_model
 from studio.store.repos.scores import effective_score, is_overridden
 
@@ -32,10 +32,16 @@ class TrialRepository(Repository):
         row is read under a share lock after the insert, so a takeover either waits for this
         commit or makes it roll back (then nothing a lost worker judged is ever stored).
 
+        Stored as judged, secrets included: reflection and a resumed run read trials back, and
+        must read what the critic wrote; every exit (pages, CLI, logs, exports) redacts. Only
+        the error is redacted here: it is an exception's text, shown and logged, and one short
+        string (the trace, the costly part, is not walked).
+
         Raises:
             LeaseLostError: ``trial.worker`` no longer holds the run.
         """
-        values = _finite_trial(redact_data(trial.model_dump(exclude={"id", "override"})))
+        values = _finite_trial(trial.model_dump(exclude={"id", "override"}))
+        values["error"] = _redacted_error(values["error"])
         with self.engine.begin() as c:
             new_id = c.execute(_INSERT_TRIAL, values).inserted_primary_key[0]
             if trial.worker is not None:
@@ -53,7 +59,8 @@ class TrialRepository(Repository):
         (:mod:`studio.engine.labels`). Output, trace and the trial's place stay as they were."""
         values = {"score": feedback.score, "feedback": feedback.model_dump(),
                   "error": error, "trace": {}}
-        values = _finite_trial(redact_data(values))
+        values = _finite_trial(values)
+        values["error"] = _redacted_error(values["error"])
         values.pop("trace")
         with self.engine.begin() as c:
             c.execute(update(t.trials).where(t.trials.c.id == trial_id).values(**values))
@@ -290,3 +297,8 @@ def _finite_trial(values: dict[str, Any]) -> dict[str, Any]:
     values["feedback"] = feedback
     return values
 
+
+def _redacted_error(error: str | None) -> str | None:
+    """A trial's error as stored: redacted, like a run's (an exception's text may quote a key
+    or a URL with its password)."""
+    return redact(error) if error else error
