@@ -131,7 +131,7 @@ def redacted(record: _T, secrets: Sequence[str] | None = None) -> _T:
             name: redacted(getattr(record, name), secrets)
             for name in type(record).model_fields if _holds_text(getattr(record, name))})
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return dataclasses.replace(record, **{  # type: ignore[misc]
+        return dataclasses.replace(record, **{
             f.name: redacted(getattr(record, f.name), secrets)
             for f in dataclasses.fields(record) if f.init and _holds_text(getattr(record, f.name))})
     if isinstance(record, Enum):
@@ -139,8 +139,8 @@ def redacted(record: _T, secrets: Sequence[str] | None = None) -> _T:
     if isinstance(record, list | tuple):
         items = [redacted(item, secrets) for item in record]
         if hasattr(record, "_fields"):  # a named tuple
-            return type(record)(*items)  # type: ignore[return-value]
-        return type(record)(items)  # type: ignore[return-value]
+            return type(record)(*items)
+        return type(record)(items)
     if isinstance(record, dict):
         return {k: redacted(v, secrets) for k, v in record.items()}  # type: ignore[return-value]
     if isinstance(record, str):

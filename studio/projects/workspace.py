@@ -29,6 +29,7 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.model.redaction import redact
 from studio.projects.files import (
     MAX_PROJECT_BYTES,
     Origin,
