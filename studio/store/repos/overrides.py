@@ -43,13 +43,15 @@ class OverrideRepository(Repository):
 
     @guard
     def add_override(self, trial_id: int, *, score: float | None, feedback: str | None,
-                     author: str) -> Override:
+                     author: str, corrected_output: str | None = None) -> Override:
         """Record a person's correction; the judge's own values are copied beside it."""
         trial = self.trials.get_trial(trial_id)
         override = Override(trial_id=trial_id, score=score,
                             feedback=None if feedback is None else redact(feedback),
                             judge_score=trial.score, judge_feedback=trial.feedback_text,
-                            author=author or "anonymous")
+                            author=author or "anonymous",
+                            corrected_output=None if corrected_output is None
+                            else redact(corrected_output))
         values = override.model_dump(exclude={"id"})
         values["run_id"] = trial.run_id
         with self.engine.begin() as c:
