@@ -514,3 +514,73 @@ def expected_review_trials(queue_length: int, future_gates: int, minibatch_size:
     """The trials the queue still expects: those in it now, plus each gate still to come
     bringing its proposal's evidence (the parent's and the child's minibatch trials)."""
     return max(0, queue_length) + max(0, future_gates) * 2 * max(0, minibatch_size)
+
+
+# --------------------------------------------------------------------------- the sitting
+
+
+REVIEWED_ACTIONS = ("corrected", "confirmed")
+"""Recorded review actions that count a trial as done (a skip does not)."""
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    """How far the person is: trials done of the trials done plus those waiting, and the time
+    the recorded reviews took."""
+
+    done: int
+    total: int
+    seconds: float
+
+    def text(self) -> str:
+        return f"{self.done} of {self.total} done · {format_duration(self.seconds)} spent"
+
+
+def review_progress(waiting: int, reviews: Iterable[Any],
+                    corrected_ids: Iterable[int] = ()) -> QueueProgress:
+    """``reviews``: the run's recorded reviews (``trial_id``, ``seconds``, ``action``);
+    ``corrected_ids``: trials corrected elsewhere (the Correct many/one forms, the CLI). A trial
+    counts once however often it was reviewed."""
+    reviews = list(reviews)
+    done = {r.trial_id for r in reviews if r.action in REVIEWED_ACTIONS} | set(corrected_ids)
+    seconds = sum(r.seconds for r in reviews if math.isfinite(r.seconds) and r.seconds >= 0)
+    return QueueProgress(len(done), len(done) + max(0, waiting), seconds)
+
+
+@dataclass
+class Sitting:
+    """The trials shown in one sitting, in order, and where the person is among them: at the
+    queue's next trial (``cursor`` None) or back on one shown earlier (Previous)."""
+
+    shown: list[int]
+    cursor: int | None = None
+
+    def current(self) -> int | None:
+        """The earlier trial browsed back to, or None at the queue's next trial."""
+        return None if self.cursor is None else self.shown[self.cursor]
+
+    def note(self, trial_id: int) -> None:
+        """The queue's next trial is on screen (kept once, newest last)."""
+        if trial_id in self.shown:
+            self.shown.remove(trial_id)
+        self.shown.append(trial_id)
+
+    def can_go_back(self, at_queue: int | None) -> bool:
+        return bool(self._earlier(at_queue)) if self.cursor is None else self.cursor > 0
+
+    def back(self, at_queue: int | None) -> None:
+        """One trial back: from the queue's next to the last one shown before it."""
+        if self.cursor is None:
+            earlier = self._earlier(at_queue)
+            if earlier:
+                self.cursor = self.shown.index(earlier[-1])
+        elif self.cursor > 0:
+            self.cursor -= 1
+
+    def forward(self) -> None:
+        """One trial forward; past the newest, back at the queue's next trial."""
+        if self.cursor is not None:  # the newest shown is the queue's next: back at the queue
+            self.cursor = self.cursor + 1 if self.cursor + 2 < len(self.shown) else None
+
+    def _earlier(self, at_queue: int | None) -> list[int]:
+        return [trial_id for trial_id in self.shown if trial_id != at_queue]
