@@ -122,8 +122,8 @@ def existing_correction(trial: Trial) -> None:
     parts = [f"score {format_score(o.score)}" if o.score is not None else "",
              f"feedback “{clip(o.feedback, 200)}”" if o.feedback else ""]
     st.info(escape_markdown(f"Corrected by {o.author} at {o.created_at:%Y-%m-%d %H:%M}: "
-                            + (", ".join(p for p in parts if p) or "a corrected output")
-                            + "."), icon=":material/edit_note:")
+                            + ("; ".join(p for p in parts if p) or "a corrected output")),
+            icon=":material/edit_note:")
     if o.corrected_output:
         diff_view.side_by_side(trial.output, o.corrected_output, left="Output",
                                right="What the answer should have been")
