@@ -59,3 +59,18 @@ def test_an_empty_corrected_output_alone_is_refused(runner, store):
         assert "corrected output" in str(exc) and exc.where == "override"
     else:
         raise AssertionError("an empty correction was stored")
+
+
+def test_studio_override_takes_a_corrected_output(tmp_path, capsys):
+    from studio.cli import main
+    from studio.store import open_store
+    from studio.projects.workspace import EXAMPLES_DIR
+
+    db = f"sqlite:///{tmp_path}/cli.db"
+    assert main(["--db", db, "run", str(EXAMPLES_DIR / "haiku_scripted.yaml"), "--max-iterations", "1"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    store = open_store(db, cached=False)
+    trial = store.trials(run_id)[0]
+    assert main(["--db", db, "override", str(trial.id), "--corrected-output", CORRECTED]) == 0
+    assert store.get_trial(trial.id).override.corrected_output == CORRECTED
+    store.close()
