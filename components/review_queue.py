@@ -13,6 +13,7 @@ person's action is recorded for that trial (the run's ETA uses its mean).
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 
 import streamlit as st
 
@@ -59,6 +60,15 @@ KEYS = """| Key | Does |
 | ? | this cheatsheet |"""
 
 
+class Action(StrEnum):
+    """What the form's buttons (and their keys) do."""
+
+    SAVE = "save"
+    SKIP = "skip"
+    PREVIOUS = "previous"
+    NEXT = "next"
+
+
 def panel(run_id: str) -> None:
     """The queue's summary and progress, the trial to review now, and the keyboard form."""
     queue = loaders.review_queue(run_id)
@@ -80,7 +90,7 @@ def panel(run_id: str) -> None:
         if head is None:
             return
         sitting.note(head.trial.id)
-        trial = loaders.trial(run_id, head.trial.id) or head.trial
+        trial = head.trial  # a queued trial has no correction yet
     _mark_shown(run_id, trial.id)
     _card(run_id, trial, head if back is None else None)
     _form(run_id, sitting, head)
@@ -149,21 +159,21 @@ def _form(run_id: str, sitting: Sitting, head: QueueItem | None) -> None:
                                  "reflection reads it")
         buttons = st.columns(4)
         buttons[0].form_submit_button("Save and next", type="primary", icon=":material/done:",
-                                      on_click=_submit, args=(run_id, "save"), width="stretch")
+                                      on_click=_submit, args=(run_id, Action.SAVE), width="stretch")
         buttons[1].form_submit_button("Skip for now", icon=":material/skip_next:",
-                                      on_click=_submit, args=(run_id, "skip"), shortcut="Esc",
+                                      on_click=_submit, args=(run_id, Action.SKIP), shortcut="Esc",
                                       width="stretch", disabled=sitting.current() is not None)
         buttons[2].form_submit_button("Previous", icon=":material/arrow_back:",
-                                      on_click=_submit, args=(run_id, "previous"),
+                                      on_click=_submit, args=(run_id, Action.PREVIOUS),
                                       shortcut="Alt+P", width="stretch",
                                       disabled=not sitting.can_go_back(at_queue))
         buttons[3].form_submit_button("Next", icon=":material/arrow_forward:",
-                                      on_click=_submit, args=(run_id, "next"),
+                                      on_click=_submit, args=(run_id, Action.NEXT),
                                       shortcut="Alt+N", width="stretch",
                                       disabled=sitting.current() is None)
 
 
-def _submit(run_id: str, action: str) -> None:
+def _submit(run_id: str, action: Action) -> None:
     """Save the person's label, skip, or move; record the time spent; the rerun shows the
     next trial with the focus on the score."""
     ss = st.session_state
@@ -173,8 +183,8 @@ def _submit(run_id: str, action: str) -> None:
     _, trial_id, started = shown
     sitting = _sitting(run_id)
     ss[FOCUS] = ss.get(FOCUS, 0) + 1
-    if action in ("previous", "next"):
-        if action == "previous":
+    if action in (Action.PREVIOUS, Action.NEXT):
+        if action is Action.PREVIOUS:
             sitting.back(trial_id)
         else:
             sitting.forward()
@@ -186,7 +196,7 @@ def _submit(run_id: str, action: str) -> None:
     corrected = (ss.get(CORRECTED) or "").strip() or None
     browsing = sitting.current() is not None
     try:
-        if action == "skip":
+        if action is Action.SKIP:
             done = "skipped"
             ss.setdefault(SKIPPED, {}).setdefault(run_id, []).append(trial_id)
         elif score is None and feedback is None and corrected is None:
