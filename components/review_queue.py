@@ -251,7 +251,7 @@ FOCUS_SCRIPT = """<script>/* review action %d */
   let tries = 0;
   const focusScore = () => {
     const field = doc.querySelector('input[aria-label="%s"]');
-    if (field) { field.focus(); field.select(); }
+    if (field) { field.focus({preventScroll: true}); field.select(); }
     else if (tries++ < 100) setTimeout(focusScore, 30);
   };
   focusScore();

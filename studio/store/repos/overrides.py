@@ -49,9 +49,9 @@ class OverrideRepository(Repository):
         override = Override(trial_id=trial_id, score=score,
                             feedback=None if feedback is None else redact(feedback),
                             judge_score=trial.score, judge_feedback=trial.feedback_text,
-                            author=author or "anonymous",
-                            corrected_output=None if corrected_output is None
-                            else redact(corrected_output))
+                            author=author or "anonymous")
+        if corrected_output is not None:  # what the answer should have been (version 7)
+            override.corrected_output = redact(corrected_output)
         values = override.model_dump(exclude={"id"})
         values["run_id"] = trial.run_id
         with self.engine.begin() as c:
