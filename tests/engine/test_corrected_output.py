@@ -60,18 +60,3 @@ def test_an_empty_corrected_output_alone_is_refused(runner, store):
     else:
         raise AssertionError("an empty correction was stored")
 
-
-def test_studio_override_takes_a_corrected_output(tmp_path, capsys):
-    from studio.cli import main
-    from studio.projects.workspace import EXAMPLES_DIR
-    from studio.store import open_store
-
-    db = f"sqlite:///{tmp_path}/cli.db"
-    example = str(EXAMPLES_DIR / "haiku_scripted.yaml")
-    assert main(["--db", db, "run", example, "--max-iterations", "1"]) == 0
-    run_id = json.loads(capsys.readouterr().out)["run_id"]
-    store = open_store(db, cached=False)
-    trial = store.trials(run_id)[0]
-    assert main(["--db", db, "override", str(trial.id), "--corrected-output", CORRECTED]) == 0
-    assert store.get_trial(trial.id).override.corrected_output == CORRECTED
-    store.close()
