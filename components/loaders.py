@@ -48,6 +48,7 @@ from studio.model.records import (
     RunEvent,
     Trial,
     TrialPhase,
+    example_expected,
 )
 from studio.model.redaction import redacted
 from studio.projects.aligning import AlignReport, FoundRuns, LabelStatus, RescorePass
@@ -294,7 +295,26 @@ def thumbnails(example_id: int) -> list[Thumbnail]:
 
 
 def overrides(run_id: str | None, include_undone: bool = True) -> list[Override]:
+    """The run's corrections, read again when one is added or undone (the run's marker counts
+    them), so the list shows a correction on the rerun right after it was saved."""
+    if run_id is None:
+        return redacted(store().overrides(None, include_undone=include_undone))
+    return _overrides(run_id, include_undone, run_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def _overrides(run_id: str, include_undone: bool, marker: tuple[int, ...]) -> list[Override]:
     return redacted(store().overrides(run_id, include_undone=include_undone))
+
+
+@st.cache_data(ttl=600, max_entries=256, show_spinner=False)
+def expected_answer(example_id: int) -> str | None:
+    """The example's reference answer (``expected``), or None (an example never changes once
+    stored)."""
+    try:
+        return example_expected(store().get_example(example_id).data)
+    except NotFoundError:
+        return None
 
 
 def recent_trials(run_id: str, limit: int, phases: tuple[TrialPhase, ...] = (),

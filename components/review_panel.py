@@ -7,11 +7,11 @@ from typing import Any
 
 import streamlit as st
 
-from components import loaders, session
+from components import loaders, review_queue, session
 from components.trial_detail import show_thumbnails
 from studio.engine.gates import merge_correction, override, undo_override
 from studio.model.errors import StudioError
-from studio.model.limits import MAX_FEEDBACK_CHARS
+from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS
 from studio.views.markdown import escape_markdown
 from studio.views.tables import (
     format_score,
@@ -126,11 +126,13 @@ def single(run_id: str, trials: list[Any]) -> None:
                             key="review.single.trial")
     chosen = next(t for t in trials if t.id == trial_id)
     thumbnails = loaders.thumbnails(chosen.example_id)
-    form_area = st
+    form_area = st.container()
     if thumbnails:
         pictures, form_area = st.columns([1, 3])
         with pictures:
             show_thumbnails(thumbnails)
+    with form_area:
+        review_queue.existing_correction(chosen)
     with form_area.form("review.single", border=True, clear_on_submit=True):
         cols = st.columns([1, 3])
         score = cols[0].number_input("Human score", 0.0, 1.0, value=None, step=0.05,
@@ -138,18 +140,23 @@ def single(run_id: str, trials: list[Any]) -> None:
         feedback = cols[1].text_input("Human feedback", key="review.single.feedback",
                                       max_chars=MAX_FEEDBACK_CHARS,
                                       placeholder="optional: what the critic missed")
+        corrected = st.text_area("What the answer should have been", height=90,
+                                 key="review.single.corrected", max_chars=MAX_OUTPUT_CHARS,
+                                 placeholder="optional: the corrected output")
         if st.form_submit_button("Save correction", icon=":material/save:"):
-            save(run_id, [(trial_id, *merge_correction(chosen.override, score, feedback))])
+            save(run_id, [(trial_id, *merge_correction(chosen.override, score, feedback))],
+                 corrected_output=corrected)
 
 
-def save(run_id: str, changes: list[tuple[int, float | None, str | None]]) -> None:
-
+def save(run_id: str, changes: list[tuple[int, float | None, str | None]], *,
+         corrected_output: str | None = None) -> None:
+    """Store the corrections (``corrected_output``: one trial's, from *Correct one trial*)."""
     before = loaders.effect(run_id)
     failures = []
     for trial_id, score, feedback in changes:
         try:
             override(trial_id, score=score, feedback=feedback, author=session.author(),
-                     store=loaders.store())
+                     store=loaders.store(), corrected_output=corrected_output)
         except StudioError as exc:
             failures.append(f"trial {trial_id}: {exc}")
     if failures:

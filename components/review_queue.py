@@ -1,127 +1,239 @@
-"""The "Review next" queue: one trial at a time, the most valuable label first, from the keyboard.
+"""The "Review next" annotation queue: one trial at a time, the most valuable label first, from
+the keyboard.
 
-Keys: type a score, Tab to the feedback, Enter saves and shows the next trial (Enter with both
-fields empty confirms the judge's values); Esc skips the trial for now. The two fields keep
-their keys from one trial to the next, so the browser keeps the focus where Enter was pressed
-and the next trial is typed at once: no mouse, no custom script. The time from a trial being
-shown to the person's Enter or Esc is recorded for that trial (the run's ETA uses its mean).
+Keys: type a score, Tab to the feedback, Tab to the corrected output (what the answer should
+have been); Enter saves and shows the next trial (Ctrl+Enter in the corrected output; Enter with
+every field empty confirms the judge's values); Esc skips the trial for now; Alt+P and Alt+N go
+to the previous and the next trial of this sitting; ``?`` opens the cheatsheet. After every
+action the focus returns to the score field (a small script on the page: Streamlit keeps the
+focus where Enter was pressed, which was the feedback). The time from a trial being shown to the
+person's action is recorded for that trial (the run's ETA uses its mean).
 """
 
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 
 import streamlit as st
 
-from components import loaders, session
+from components import diff_view, loaders, session
 from studio.engine.gates import override
 from studio.model.errors import StudioError
-from studio.model.limits import MAX_FEEDBACK_CHARS, clip
+from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, clip
+from studio.model.records import Trial
 from studio.projects.reviewing import record_review
 from studio.views.markdown import escape_markdown
-from studio.views.review_queue import GROUP_LABELS, QueueItem, next_item, queue_summary
+from studio.views.review_queue import (
+    GROUP_LABELS,
+    QueueItem,
+    Sitting,
+    next_item,
+    queue_summary,
+    review_progress,
+)
 from studio.views.tables import format_score
 
 KEY = "review.next"
 SCORE = f"{KEY}.score"
 FEEDBACK = f"{KEY}.feedback"
+CORRECTED = f"{KEY}.corrected"
 SHOWN = f"{KEY}.shown"
 """``(run id, trial id, monotonic time)`` of the trial on screen."""
 SKIPPED = f"{KEY}.skipped"
+SITTING = f"{KEY}.sitting"
 NOTICE = f"{KEY}.notice"
+FOCUS = f"{KEY}.focus"
+"""Counts the actions: each one draws the focus script anew, which puts the focus on the score."""
 SHOWN_CHARS = 3_000
 """Characters of an input, output or feedback shown in the card (the trial table has all)."""
+SCORE_LABEL = "Your score"
+CHEATSHEET = "Keyboard shortcuts (?)"
+KEYS = """| Key | Does |
+|---|---|
+| type a number | your score in [0, 1] (empty: keep the judge's) |
+| Tab / Shift+Tab | score → feedback → corrected output |
+| Enter | save and show the next trial (Enter on empty fields confirms the judge) |
+| Ctrl+Enter | save and next, from the corrected output |
+| Esc | skip this trial for now |
+| Alt+P / Alt+N | previous / next trial of this sitting |
+| ? | this cheatsheet |"""
+
+
+class Action(StrEnum):
+    """What the form's buttons (and their keys) do."""
+
+    SAVE = "save"
+    SKIP = "skip"
+    PREVIOUS = "previous"
+    NEXT = "next"
 
 
 def panel(run_id: str) -> None:
-    """The queue's summary, the trial to review now, and the keyboard form."""
+    """The queue's summary and progress, the trial to review now, and the keyboard form."""
     queue = loaders.review_queue(run_id)
     st.subheader("Review next")
-    item = next_item(queue, _skipped(run_id))
-    keys = " Keys: score, Tab, feedback, Enter saves and shows the next (Enter on empty fields " \
-           "confirms the judge); Esc skips for now."
-    st.caption(queue_summary(queue) + (keys if item is not None else ""))
+    sitting = _sitting(run_id)
+    head = next_item(queue, _skipped(run_id))
+    back = sitting.current()
+    trial = loaders.trial(run_id, back) if back is not None else None
+    if back is not None and trial is None:
+        sitting.cursor, back = None, None
+    corrected = {o.trial_id for o in loaders.overrides(run_id, include_undone=False)}
+    progress = review_progress(len(queue), loaders.reviews(run_id), corrected)
+    st.caption(f"**{progress.text()}** · {queue_summary(queue)}")
+    with st.expander(CHEATSHEET):
+        st.markdown(KEYS)
     _notice()
-    if item is None:
-        return
-    _mark_shown(run_id, item)
-    _card(run_id, item)
-    _form(run_id)
+    _focus_script()
+    if trial is None:
+        if head is None:
+            return
+        sitting.note(head.trial.id)
+        trial = head.trial  # a queued trial has no correction yet
+    _mark_shown(run_id, trial.id)
+    _card(run_id, trial, head if back is None else None)
+    _form(run_id, sitting, head)
 
 
-def _card(run_id: str, item: QueueItem) -> None:
-    trial = item.trial
+def _card(run_id: str, trial: Trial, item: QueueItem | None) -> None:
+    """The trial: input, expected answer, output, the judge's score, feedback and dimensions,
+    and the correction it already has."""
     index = loaders.candidate_indexes(run_id).get(trial.candidate_id)
+    badge = (f":orange-badge[{GROUP_LABELS[item.group]}]" if item is not None
+             else ":gray-badge[shown earlier in this sitting]")
     with st.container(border=True):
-        st.markdown(f"**Trial #{trial.id}** · {item.example} · {trial.phase.value} · candidate "
-                    f"#{index} · judge {format_score(trial.score)} · "
-                    f":orange-badge[{GROUP_LABELS[item.group]}]")
-        st.markdown("\n".join(f"- {escape_markdown(reason)}" for reason in item.reasons))
-        left, right = st.columns(2)
-        left.caption("Input")
-        left.code(clip(trial.input_text, SHOWN_CHARS), language=None, wrap_lines=True)
-        right.caption("Output")
-        right.code(clip(trial.output, SHOWN_CHARS), language=None, wrap_lines=True)
-        st.caption("Judge's feedback")
-        st.code(clip(trial.feedback_text or "(none)", SHOWN_CHARS), language=None,
-                wrap_lines=True)
+        st.markdown(f"**Trial #{trial.id}** · {trial.split.value} example "
+                    f"{trial.example_index} · {trial.phase.value} · candidate #{index} · judge "
+                    f"{format_score(trial.score)} · {badge}")
+        if item is not None:
+            st.markdown("\n".join(f"- {escape_markdown(reason)}" for reason in item.reasons))
+        expected = loaders.expected_answer(trial.example_id)
+        left, middle, right = st.columns(3)
+        _text(left, "Input", trial.input_text)
+        _text(middle, "Expected answer", expected, empty="(this example has no expected answer)")
+        _text(right, f"Output · judge {format_score(trial.score)}", trial.output,
+              empty="(no output)")
+        feedback, dims = st.columns([3, 1])
+        _text(feedback, "Judge's feedback", trial.feedback_text, empty="(none)")
+        dims.caption("Judge's dimension scores")
+        dims.markdown("\n".join(f"- {escape_markdown(name)}: {format_score(value)}"
+                                for name, value in trial.feedback.dimensions.items())
+                      or "(none)")
+        existing_correction(trial)
 
 
-def _form(run_id: str) -> None:
+def existing_correction(trial: Trial) -> None:
+    """The trial's active correction, if any: who, the score and feedback, and the corrected
+    output as a diff against the output (the Review page's forms show it too)."""
+    o = trial.override
+    if o is None:
+        return
+    parts = [f"score {format_score(o.score)}" if o.score is not None else "",
+             f"feedback “{clip(o.feedback, 200)}”" if o.feedback else ""]
+    st.info(escape_markdown(f"Corrected by {o.author} at {o.created_at:%Y-%m-%d %H:%M}: "
+                            + ("; ".join(p for p in parts if p) or "a corrected output")),
+            icon=":material/edit_note:")
+    if o.corrected_output:
+        diff_view.side_by_side(trial.output, o.corrected_output, left="Output",
+                               right="What the answer should have been")
+
+
+def _text(column, label: str, text: str | None, *, empty: str = "(empty)") -> None:
+    column.caption(label)
+    column.code(clip(text, SHOWN_CHARS) if text else empty, language=None, wrap_lines=True)
+
+
+def _form(run_id: str, sitting: Sitting, head: QueueItem | None) -> None:
     # not clear_on_submit: a refused label stays for the person to fix; a saved one is cleared
+    at_queue = head.trial.id if head is not None else None
     with st.form(f"{KEY}.form", border=True):
         cols = st.columns([2, 5])
-        cols[0].number_input("Your score", 0.0, 1.0, value=None, step=0.05, key=SCORE,
+        cols[0].number_input(SCORE_LABEL, 0.0, 1.0, value=None, step=0.05, key=SCORE,
                              placeholder="keep the judge's")
         cols[1].text_input("Your feedback", key=FEEDBACK, max_chars=MAX_FEEDBACK_CHARS,
                            placeholder="optional: what the critic missed")
-        buttons = st.columns([1, 1, 3])
+        st.text_area("What the answer should have been", key=CORRECTED, height=90,
+                     max_chars=MAX_OUTPUT_CHARS,
+                     placeholder="optional: the corrected output (Ctrl+Enter saves); the next "
+                                 "reflection reads it")
+        buttons = st.columns(4)
         buttons[0].form_submit_button("Save and next", type="primary", icon=":material/done:",
-                                      on_click=_submit, args=(run_id, False),
-                                      width="stretch")
+                                      on_click=_submit, args=(run_id, Action.SAVE), width="stretch")
         buttons[1].form_submit_button("Skip for now", icon=":material/skip_next:",
-                                      on_click=_submit, args=(run_id, True), shortcut="Esc",
-                                      width="stretch")
+                                      on_click=_submit, args=(run_id, Action.SKIP), shortcut="Esc",
+                                      width="stretch", disabled=sitting.current() is not None)
+        buttons[2].form_submit_button("Previous", icon=":material/arrow_back:",
+                                      on_click=_submit, args=(run_id, Action.PREVIOUS),
+                                      shortcut="Alt+P", width="stretch",
+                                      disabled=not sitting.can_go_back(at_queue))
+        buttons[3].form_submit_button("Next", icon=":material/arrow_forward:",
+                                      on_click=_submit, args=(run_id, Action.NEXT),
+                                      shortcut="Alt+N", width="stretch",
+                                      disabled=sitting.current() is None)
 
 
-def _submit(run_id: str, skip: bool) -> None:
-    """Save the person's label (or skip), record the time spent; the rerun shows the next."""
+def _submit(run_id: str, action: Action) -> None:
+    """Save the person's label, skip, or move; record the time spent; the rerun shows the
+    next trial with the focus on the score."""
     ss = st.session_state
     shown = ss.get(SHOWN)
     if not shown or shown[0] != run_id:
         return
     _, trial_id, started = shown
-    seconds = max(0.0, time.monotonic() - started)
-    score, feedback = ss.get(SCORE), (ss.get(FEEDBACK) or "").strip() or None
-    try:
-        if skip:
-            action = "skipped"
-            ss.setdefault(SKIPPED, {}).setdefault(run_id, []).append(trial_id)
-        elif score is None and feedback is None:
-            action = "confirmed"
+    sitting = _sitting(run_id)
+    ss[FOCUS] = ss.get(FOCUS, 0) + 1
+    if action in (Action.PREVIOUS, Action.NEXT):
+        if action is Action.PREVIOUS:
+            sitting.back(trial_id)
         else:
-            action = "corrected"
-            override(trial_id, score=score, feedback=feedback, author=session.author(),
-                     store=loaders.store())
-        record_review(loaders.store(), run_id, trial_id, seconds=seconds, action=action,
-                      author=session.author())
+            sitting.forward()
+        _clear_fields()
+        return
+    seconds = max(0.0, time.monotonic() - started)
+    score = ss.get(SCORE)
+    feedback = (ss.get(FEEDBACK) or "").strip() or None
+    corrected = (ss.get(CORRECTED) or "").strip() or None
+    browsing = sitting.current() is not None
+    try:
+        if action is Action.SKIP:
+            done = "skipped"
+            ss.setdefault(SKIPPED, {}).setdefault(run_id, []).append(trial_id)
+        elif score is None and feedback is None and corrected is None:
+            done = "kept" if browsing else "confirmed"
+        else:
+            done = "corrected"
+            override(trial_id, score=score, feedback=feedback, corrected_output=corrected,
+                     author=session.author(), store=loaders.store())
+        if done != "kept":
+            record_review(loaders.store(), run_id, trial_id, seconds=seconds, action=done,
+                          author=session.author())
     except StudioError as exc:
         ss[NOTICE] = ("error", f"Trial #{trial_id}: {exc}")
         return
-    ss[NOTICE] = ("success", _done_text(trial_id, action, score, feedback, seconds))
+    ss[NOTICE] = ("success", _done_text(trial_id, done, score, feedback, corrected, seconds))
     ss.pop(SHOWN, None)
-    ss[SCORE], ss[FEEDBACK] = None, ""  # empty for the next trial
+    sitting.forward()
+    _clear_fields()
+
+
+def _clear_fields() -> None:
+    ss = st.session_state
+    ss[SCORE], ss[FEEDBACK], ss[CORRECTED] = None, "", ""  # empty for the next trial
 
 
 def _done_text(trial_id: int, action: str, score: float | None, feedback: str | None,
-               seconds: float) -> str:
+               corrected: str | None, seconds: float) -> str:
     if action == "corrected":
         what = ", ".join(part for part in (
             f"score {score:.2f}" if score is not None else "",
-            "feedback" if feedback else "") if part)
+            "feedback" if feedback else "",
+            "corrected output" if corrected else "") if part)
         return f"Saved trial #{trial_id}'s correction ({what}) in {seconds:.0f} s."
     if action == "confirmed":
         return f"Confirmed the judge on trial #{trial_id} in {seconds:.0f} s."
+    if action == "kept":
+        return f"Kept trial #{trial_id} as it was."
     return f"Skipped trial #{trial_id} for now."
 
 
@@ -133,12 +245,50 @@ def _notice() -> None:
         getattr(slot, kind)(escape_markdown(text))
 
 
+FOCUS_SCRIPT = """<script>/* review action %d */
+(() => {
+  const doc = document;
+  let tries = 0;
+  const focusScore = () => {
+    const field = doc.querySelector('input[aria-label="%s"]');
+    if (field) { field.focus({preventScroll: true}); field.select(); }
+    else if (tries++ < 100) setTimeout(focusScore, 30);
+  };
+  focusScore();
+  if (window.studioReviewKeys) return;
+  window.studioReviewKeys = true;
+  doc.addEventListener("keydown", (event) => {
+    if (event.key !== "?") return;
+    const target = event.target;
+    const typing = target && (target.isContentEditable || target.tagName === "TEXTAREA" ||
+      (target.tagName === "INPUT" && target.getAttribute("aria-label") !== "%s"));
+    const summary = [...doc.querySelectorAll("summary")].find(
+      (s) => s.innerText.includes("%s"));
+    if (typing || !summary) return;
+    event.preventDefault();
+    summary.click();
+  }, true);
+})();
+</script>"""
+"""Puts the focus on the score field, and opens the cheatsheet on ``?`` (outside a text field;
+the score field takes no ``?``). No model text goes into it."""
+
+
+def _focus_script() -> None:
+    count = st.session_state.get(FOCUS, 0)
+    st.html(FOCUS_SCRIPT % (count, SCORE_LABEL, SCORE_LABEL, CHEATSHEET.split(" (")[0]),
+            unsafe_allow_javascript=True)
+
+
+def _sitting(run_id: str) -> Sitting:
+    return st.session_state.setdefault(SITTING, {}).setdefault(run_id, Sitting([]))
+
+
 def _skipped(run_id: str) -> list[int]:
     return st.session_state.get(SKIPPED, {}).get(run_id, [])
 
 
-def _mark_shown(run_id: str, item: QueueItem) -> None:
+def _mark_shown(run_id: str, trial_id: int) -> None:
     shown = st.session_state.get(SHOWN)
-    if not shown or shown[:2] != (run_id, item.trial.id):
-        st.session_state[SHOWN] = (run_id, item.trial.id, time.monotonic())
-
+    if not shown or shown[:2] != (run_id, trial_id):
+        st.session_state[SHOWN] = (run_id, trial_id, time.monotonic())

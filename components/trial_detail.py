@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import loaders
+from components import diff_view, loaders
 from studio.model.feedback import Feedback
 from studio.model.limits import THUMBNAIL_PIXELS
 from studio.model.redaction import redact
@@ -51,6 +51,9 @@ def show_trial(trial: Any, *, candidate: int | None = None, scored: str | None =
             f"Corrected by {o.author} at {o.created_at:%Y-%m-%d %H:%M}: judge said "
             f"{format_score(o.judge_score)}, human says "
             f"{format_score(o.score, missing='(score unchanged)')}."))
+        if o.corrected_output:
+            diff_view.side_by_side(trial.output, o.corrected_output, left="Output",
+                                   right="What the answer should have been")
     show_result(trial.input_text, trial.output, trial.feedback, trial.error, trial.trace,
                 human_feedback=trial.override.feedback if trial.override else None,
                 corrected=trial.override is not None,

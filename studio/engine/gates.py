@@ -19,7 +19,7 @@ from studio.engine.evidence import proposal_evidence
 from studio.engine.labels import relabel_align_runs
 from studio.engine.pool import val_example_ids
 from studio.model.errors import ConfigError, ProposalError, RunStateError
-from studio.model.limits import MAX_FEEDBACK_CHARS, too_long
+from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, too_long
 from studio.model.records import (
     Decision,
     DecisionAction,
@@ -201,24 +201,33 @@ def override(
     feedback: str | None = None,
     author: str = "anonymous",
     store: Store | None = None,
+    corrected_output: str | None = None,
 ) -> Override:
-    """Correct a critic: set the trial's effective score and/or feedback.
+    """Correct a critic: set the trial's effective score and/or feedback, and optionally what
+    the answer should have been (``corrected_output``: the next reflection reads it).
 
     Raises:
-        ConfigError: neither score nor feedback given, a score outside [0, 1], or a feedback
-            longer than ``MAX_FEEDBACK_CHARS``.
+        ConfigError: none of score, feedback or corrected output given, a score outside
+            [0, 1], a feedback longer than ``MAX_FEEDBACK_CHARS`` or a corrected output longer
+            than ``MAX_OUTPUT_CHARS``.
     """
     store = store or open_store()
-    if score is None and (feedback is None or not feedback.strip()):
-        raise ConfigError("an override needs a score, a feedback text, or both", where="override")
+    corrected_output = (corrected_output or "").strip() or None
+    if score is None and (feedback is None or not feedback.strip()) and corrected_output is None:
+        raise ConfigError("an override needs a score, a feedback text, or both (or a corrected "
+                          "output)", where="override")
     if score is not None and not (isinstance(score, int | float) and 0.0 <= score <= 1.0):
         raise ConfigError(f"score {score!r} is outside [0, 1]", where="override.score",
                           value=score)
     oversize = too_long(feedback or "", MAX_FEEDBACK_CHARS, "the feedback")
     if oversize:
         raise ConfigError(oversize, where="override.feedback")
+    oversize = too_long(corrected_output or "", MAX_OUTPUT_CHARS, "the corrected output")
+    if oversize:
+        raise ConfigError(oversize, where="override.corrected_output")
     record = store.add_override(trial_id, score=None if score is None else float(score),
-                                feedback=feedback, author=author)
+                                feedback=feedback, author=author,
+                                corrected_output=corrected_output)
     relabel_align_runs(store, trial_id)  # an align run's label is this correction as it is now
     return record
 

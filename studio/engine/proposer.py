@@ -133,6 +133,8 @@ def reflection_trials(trials: list[Trial], tried: list[TriedText],
             trace=_compact_trace(trial.trace))
         if trial.overridden:
             record["feedback"]["corrected_by_human"] = True
+        if trial.override is not None and trial.override.corrected_output:
+            record["feedback"]["corrected_output"] = _clip(trial.override.corrected_output)
         if metadata.extra:
             record["feedback"]["feedback_details"] = _small(metadata.extra, 1200)
         if pipeline is not None:

@@ -585,6 +585,8 @@ class Override(BaseModel):
     author: str = "anonymous"
     created_at: datetime = Field(default_factory=utcnow)
     undone_at: datetime | None = None
+    corrected_output: str | None = None
+    """What the answer should have been, in the person's words (None: not given)."""
 
 
 def merge_overrides(overrides: Iterable[Override]) -> Override | None:
@@ -602,7 +604,10 @@ def merge_overrides(overrides: Iterable[Override]) -> Override | None:
     latest = active[-1]
     score = next((o.score for o in reversed(active) if o.score is not None), None)
     feedback = next((o.feedback for o in reversed(active) if o.feedback is not None), None)
+    corrected = next((o.corrected_output for o in reversed(active)
+                      if o.corrected_output is not None), None)
     return latest.model_copy(update={"score": score, "feedback": feedback,
+                                     "corrected_output": corrected,
                                      "judge_score": active[0].judge_score,
                                      "judge_feedback": active[0].judge_feedback})
 

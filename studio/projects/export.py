@@ -48,6 +48,7 @@ def trial_record(trial: Any, steps: bool = False) -> dict[str, Any]:
         "judge_feedback": trial.feedback_text, "effective_score": trial.effective_score,
         "effective_feedback": trial.effective_feedback, "overridden": trial.overridden,
         "override_author": override.author if override else None,
+        "corrected_output": override.corrected_output if override else None,
         "error": trial.error, "latency_s": round(trial.latency_s, 4), "tokens": trial.tokens,
         "created_at": trial.created_at.isoformat(),
     }

@@ -38,7 +38,7 @@ from studio.model.limits import (
     check_length,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class UTCDateTime(TypeDecorator):
@@ -232,6 +232,7 @@ overrides = Table(
     Column("author", String(200), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("undone_at", UTCDateTime),
+    Column("corrected_output", Text),  # added in version 7
     Index("ix_overrides_trial", "trial_id"),
     Index("ix_overrides_run", "run_id"),
 )
@@ -421,6 +422,13 @@ def _v5_to_v6(connection: Connection) -> None:
         connection.execute(update(proposals).where(p.id == row.id).values(minibatch=batch))
 
 
+def _v6_to_v7(connection: Connection) -> None:
+    """Version 7 keeps what the answer should have been beside a correction:
+    ``overrides.corrected_output`` (NULL for older corrections and when the person gave none).
+    Idempotent."""
+    _add_column(connection, "overrides", "corrected_output", "TEXT")
+
+
 def _started_minibatches(connection: Connection) -> dict[tuple[str, int], list[int]]:
     """(run id, iteration) -> the minibatch of its latest "iteration started" event."""
     e = run_events.c
@@ -457,5 +465,5 @@ def _add_column(connection: Connection, table: str, column: str, sql_type: str) 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                         3: _v3_to_v4, 4: _v4_to_v5,
-                                                        5: _v5_to_v6}
+                                                        5: _v5_to_v6, 6: _v6_to_v7}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

@@ -194,6 +194,8 @@ NEGATIVE_CUES = {
     "off-topic": r"\b(?:off[- ]topic|irrelevant|ignor(?:es|ed))\b",
     "poor": r"\b(?:poor(?:ly)?|bad|weak|unclear)\b",
     "hallucinates": r"\bhallucinat\w*",
+    "too short/long": r"\btoo\s+(?:short|long|brief|vague|generic|plain|wordy|verbose|simple|"
+                      r"terse|bland|flat|literal)\b",
 }
 """Cues of negative feedback: a label names each (the reason shows the label, never the
 model's words)."""
@@ -209,6 +211,10 @@ _CUES = re.compile("|".join(f"(?P<c{i}>{pattern})" for i, pattern in
                             enumerate([*NEGATIVE_CUES.values(), *POSITIVE_CUES.values()])), re.I)
 """One pass over the text; at each place the first cue listed wins, so "not correct" is negated
 praise (not praise) and "Missing:" a list (not the word)."""
+HEDGES = re.compile(r"\b(?:should|would|could|needs?|must|ought|if)\b", re.I)
+"""Words that make praise a norm or a wish ("a good answer would...", "needs to be clear"):
+praise in a sentence with one of them, or with a negative cue, is not counted as praise."""
+_SENTENCE_END = re.compile(r"[.!?\n]+")
 
 
 @dataclass(frozen=True)
@@ -221,15 +227,27 @@ class Doubt:
 
 def feedback_cues(text: str) -> tuple[dict[str, int], dict[str, int]]:
     """Counts of negative and positive cues in a feedback text. A "Missing:" list counts its
-    items; praise under a negation ("not correct") counts as negative, not as praise."""
+    items; praise under a negation ("not correct") counts as negative, not as praise; praise
+    beside criticism or a hedge in one sentence ("Too short: a good answer explains itself")
+    is not counted (it names what the answer lacks)."""
     text = text[:FEEDBACK_SCAN_CHARS]
     negative: dict[str, int] = {}
     positive: dict[str, int] = {}
-    for match in _CUES.finditer(text):
-        label = _LABELS[int(match.lastgroup[1:])]
-        side = negative if label in NEGATIVE_CUES else positive
-        side[label] = side.get(label, 0) + _count(label, text, match.end())
+    for sentence in _sentences(text):
+        found = [(_LABELS[int(m.lastgroup[1:])], m) for m in _CUES.finditer(sentence)]
+        criticised = HEDGES.search(sentence) is not None or \
+            any(label in NEGATIVE_CUES for label, _ in found)
+        for label, match in found:
+            if label in NEGATIVE_CUES:
+                negative[label] = negative.get(label, 0) + _count(label, sentence, match.end())
+            elif not criticised:
+                positive[label] = positive.get(label, 0) + 1
     return negative, positive
+
+
+def _sentences(text: str) -> list[str]:
+    """The text cut after each ".", "!", "?" or line break (a "Missing:" list keeps its line)."""
+    return [part for part in _SENTENCE_END.split(text) if part.strip()]
 
 
 def _count(label: str, text: str, end: int) -> int:
@@ -267,14 +285,34 @@ def contradiction(trial: Trial) -> Doubt | None:
 # --------------------------------------------------------------------------- 3. disagreement
 
 
-def disagreement(trial: Trial) -> Doubt | None:
+def disagreement(trial: Trial, usual_gap: float = 0.0) -> Doubt | None:
     """The widest disagreement among the scores the studio holds for one trial: the critic's
     overall score against the mean of its own per-dimension scores (``Feedback.dimensions``),
     and between the components of a weighted critic (``Feedback.extra["components"]``: e.g.
-    an evaluator and an LLM judge). Its size is the gap; None below :data:`DISAGREEMENT`."""
-    found = [d for d in (_dimension_gap(trial), _component_gap(trial)) if d is not None]
+    an evaluator and an LLM judge). Its size is the gap; None below :data:`DISAGREEMENT`.
+
+    A weighted critic's components may differ on every trial by design (an exact-match check
+    scores 0 or 1, a judge in between): ``usual_gap`` (:func:`usual_component_gap` over the
+    run) is subtracted, so only a gap wider than the critic's usual one by
+    :data:`DISAGREEMENT` is flagged."""
+    found = [d for d in (_dimension_gap(trial), _component_gap(trial, usual_gap))
+             if d is not None]
     found = [d for d in found if d.size >= DISAGREEMENT - EPSILON]
     return max(found, key=lambda d: d.size) if found else None
+
+
+MIN_USUAL_GAP_TRIALS = 3
+"""Trials with two or more scored components needed before their usual gap is trusted."""
+
+
+def usual_component_gap(trials: Iterable[Trial]) -> float:
+    """The median gap between the highest and lowest component score of a weighted critic
+    over ``trials`` (0 with fewer than :data:`MIN_USUAL_GAP_TRIALS` such trials)."""
+    gaps = sorted(gap for gap in (_component_spread(t) for t in trials) if gap is not None)
+    if len(gaps) < MIN_USUAL_GAP_TRIALS:
+        return 0.0
+    middle = len(gaps) // 2
+    return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
 
 
 def _dimension_gap(trial: Trial) -> Doubt | None:
@@ -292,19 +330,29 @@ def _dimension_gap(trial: Trial) -> Doubt | None:
                         f"{len(dims)} dimension score(s) {mean:.2f} ({shown})")
 
 
-def _component_gap(trial: Trial) -> Doubt | None:
+def _component_scores(trial: Trial) -> list[tuple[str, float]]:
     parts = trial.feedback.extra.get("components")
     if not isinstance(parts, list):
-        return None
-    scored = [(str(p.get("name", "?")), p["score"]) for p in parts
-              if isinstance(p, dict) and _unit(p.get("score"))]
+        return []
+    return [(str(p.get("name", "?")), p["score"]) for p in parts
+            if isinstance(p, dict) and _unit(p.get("score"))]
+
+
+def _component_spread(trial: Trial) -> float | None:
+    scores = [score for _, score in _component_scores(trial)]
+    return max(scores) - min(scores) if len(scores) >= 2 else None
+
+
+def _component_gap(trial: Trial, usual_gap: float) -> Doubt | None:
+    scored = _component_scores(trial)
     if len(scored) < 2:
         return None
     low = min(scored, key=lambda p: p[1])
     high = max(scored, key=lambda p: p[1])
-    return Doubt(high[1] - low[1],
-                        f"the critic's components disagree: {_name(high[0])} {high[1]:.2f} vs "
-                        f"{_name(low[0])} {low[1]:.2f}")
+    usual = f" (they usually differ by {usual_gap:.2f})" if usual_gap > EPSILON else ""
+    return Doubt(high[1] - low[1] - usual_gap,
+                 f"the critic's components disagree: {_name(high[0])} {high[1]:.2f} vs "
+                 f"{_name(low[0])} {low[1]:.2f}{usual}")
 
 
 def _unit(value: Any) -> bool:
@@ -356,8 +404,9 @@ def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
                                       flip.distance)
     considered = [t for t in {**{t.id: t for t in trials}, **evidence}.values()
                   if _queueable(t, reviewed_ids)]
+    usual_gap = usual_component_gap(considered)
     for trial in considered:
-        _add_doubts(drafts, trial)
+        _add_doubts(drafts, trial, usual_gap)
     _add_unreviewed(drafts, considered, reviewed_example_ids)
     items = [QueueItem(d.trial, d.group, tuple(d.reasons), d.rank, d.flip_distance)
              for d in drafts.values()]
@@ -369,10 +418,10 @@ def _queueable(trial: Trial, reviewed_ids: set[int]) -> bool:
         and trial.phase not in NOT_QUEUED
 
 
-def _add_doubts(drafts: dict[int, _Draft], trial: Trial) -> None:
+def _add_doubts(drafts: dict[int, _Draft], trial: Trial, usual_gap: float) -> None:
     """Groups 2 and 3: a doubt ranks a margin trial before its equals, or queues it."""
     for group, doubt in ((Group.CONTRADICTION, contradiction(trial)),
-                         (Group.DISAGREEMENT, disagreement(trial))):
+                         (Group.DISAGREEMENT, disagreement(trial, usual_gap))):
         if doubt is None:
             continue
         draft = drafts.get(trial.id)
@@ -465,3 +514,73 @@ def expected_review_trials(queue_length: int, future_gates: int, minibatch_size:
     """The trials the queue still expects: those in it now, plus each gate still to come
     bringing its proposal's evidence (the parent's and the child's minibatch trials)."""
     return max(0, queue_length) + max(0, future_gates) * 2 * max(0, minibatch_size)
+
+
+# --------------------------------------------------------------------------- the sitting
+
+
+REVIEWED_ACTIONS = ("corrected", "confirmed")
+"""Recorded review actions that count a trial as done (a skip does not)."""
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    """How far the person is: trials done of the trials done plus those waiting, and the time
+    the recorded reviews took."""
+
+    done: int
+    total: int
+    seconds: float
+
+    def text(self) -> str:
+        return f"{self.done} of {self.total} done · {format_duration(self.seconds)} spent"
+
+
+def review_progress(waiting: int, reviews: Iterable[Any],
+                    corrected_ids: Iterable[int] = ()) -> QueueProgress:
+    """``reviews``: the run's recorded reviews (``trial_id``, ``seconds``, ``action``);
+    ``corrected_ids``: trials corrected elsewhere (the Correct many/one forms, the CLI). A trial
+    counts once however often it was reviewed."""
+    reviews = list(reviews)
+    done = {r.trial_id for r in reviews if r.action in REVIEWED_ACTIONS} | set(corrected_ids)
+    seconds = sum(r.seconds for r in reviews if math.isfinite(r.seconds) and r.seconds >= 0)
+    return QueueProgress(len(done), len(done) + max(0, waiting), seconds)
+
+
+@dataclass
+class Sitting:
+    """The trials shown in one sitting, in order, and where the person is among them: at the
+    queue's next trial (``cursor`` None) or back on one shown earlier (Previous)."""
+
+    shown: list[int]
+    cursor: int | None = None
+
+    def current(self) -> int | None:
+        """The earlier trial browsed back to, or None at the queue's next trial."""
+        return None if self.cursor is None else self.shown[self.cursor]
+
+    def note(self, trial_id: int) -> None:
+        """The queue's next trial is on screen (kept once, newest last)."""
+        if trial_id in self.shown:
+            self.shown.remove(trial_id)
+        self.shown.append(trial_id)
+
+    def can_go_back(self, at_queue: int | None) -> bool:
+        return bool(self._earlier(at_queue)) if self.cursor is None else self.cursor > 0
+
+    def back(self, at_queue: int | None) -> None:
+        """One trial back: from the queue's next to the last one shown before it."""
+        if self.cursor is None:
+            earlier = self._earlier(at_queue)
+            if earlier:
+                self.cursor = self.shown.index(earlier[-1])
+        elif self.cursor > 0:
+            self.cursor -= 1
+
+    def forward(self) -> None:
+        """One trial forward; past the newest, back at the queue's next trial."""
+        if self.cursor is not None:  # the newest shown is the queue's next: back at the queue
+            self.cursor = self.cursor + 1 if self.cursor + 2 < len(self.shown) else None
+
+    def _earlier(self, at_queue: int | None) -> list[int]:
+        return [trial_id for trial_id in self.shown if trial_id != at_queue]

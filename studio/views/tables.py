@@ -465,13 +465,14 @@ def overrides_frame(overrides: Sequence[Override], trial_info: dict[int, dict[st
             "judge_score": math.nan if o.judge_score is None else o.judge_score,
             "human_score": math.nan if o.score is None else o.score,
             "judge_feedback": one_line(o.judge_feedback, 200),
-            "human_feedback": one_line(o.feedback, 200), "by": o.author,
+            "human_feedback": one_line(o.feedback, 200),
+            "corrected_output": one_line(o.corrected_output, 200), "by": o.author,
             "when": _local(o.created_at),
             "undone": _local(o.undone_at) if o.undone_at else "",
         })
     return pd.DataFrame(rows, columns=["override", "trial", "iteration", "example", "judge_score",
-                                       "human_score", "judge_feedback", "human_feedback", "by",
-                                       "when", "undone"])
+                                       "human_score", "judge_feedback", "human_feedback",
+                                       "corrected_output", "by", "when", "undone"])
 
 
 # --------------------------------------------------------------------------- proposals

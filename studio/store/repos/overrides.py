@@ -42,14 +42,17 @@ class OverrideRepository(Repository):
 
     @guard
     def add_override(self, trial_id: int, *, score: float | None, feedback: str | None,
-                     author: str) -> Override:
+                     author: str, corrected_output: str | None = None) -> Override:
         """Record a person's correction; the judge's own values are copied beside it. The
-        feedback is stored as written (reflection reads it); it is redacted where shown."""
+        feedback and the corrected output are stored as written (reflection reads them); they
+        are redacted where shown."""
         trial = self.trials.get_trial(trial_id)
         override = Override(trial_id=trial_id, score=score,
                             feedback=feedback,
                             judge_score=trial.score, judge_feedback=trial.feedback_text,
                             author=author or "anonymous")
+        if corrected_output is not None:  # what the answer should have been (version 7)
+            override.corrected_output = corrected_output
         values = override.model_dump(exclude={"id"})
         values["run_id"] = trial.run_id
         with self.engine.begin() as c:
