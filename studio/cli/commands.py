@@ -21,7 +21,7 @@
     studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
                                                    (stop ends the run; the proposal waits again)
-    studio override TRIAL_ID [--score X] [--feedback TEXT]
+    studio override TRIAL_ID [--score X] [--feedback TEXT] [--corrected-output TEXT]
     studio validate project.yaml
     studio schema
     studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs]
@@ -174,6 +174,8 @@ def parser() -> argparse.ArgumentParser:
     override.add_argument("trial_id", type=whole_number(1))
     override.add_argument("--score", type=float)
     override.add_argument("--feedback")
+    override.add_argument("--corrected-output", help="what the answer should have been (the "
+                          "reflection reads it beside your feedback)")
     override.add_argument("--author", default="cli", type=bounded_name)
     proposals = sub.add_parser("proposals", help="list a run's proposals and their decisions")
     proposals.add_argument("run_id")

@@ -35,7 +35,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 def cmd_override(args: argparse.Namespace) -> int:
     record = override(args.trial_id, score=args.score, feedback=args.feedback,
-                      author=args.author, store=_store(args))
+                      corrected_output=args.corrected_output, author=args.author,
+                      store=_store(args))
     print(f"override {record.id}: trial {record.trial_id} score {record.score} "
           f"(judge said {record.judge_score})")
     return 0

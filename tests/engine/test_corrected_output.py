@@ -60,3 +60,15 @@ def test_an_empty_corrected_output_alone_is_refused(runner, store):
     else:
         raise AssertionError("an empty correction was stored")
 
+
+
+def test_studio_override_takes_a_corrected_output(runner, store, capsys):
+    from studio.cli import main
+
+    run_id, _ = runner.run(demo_spec(), trainset(2), max_iterations=1)
+    trial = store.trials(run_id)[0]
+    assert main(["--db", store.url, "override", str(trial.id),
+                 "--corrected-output", CORRECTED, "--author", "cy"]) == 0
+    assert f"trial {trial.id}" in capsys.readouterr().out
+    [record] = store.overrides(run_id)
+    assert record.corrected_output == CORRECTED and record.author == "cy"
