@@ -15,6 +15,7 @@ concurrency) and its CPU per model call over gepa-adk's.
 
     python bench/bench_peers.py                      # the three worlds, twice each
     python bench/bench_peers.py --worlds slow --repeats 3 --tools studio gepa-adk
+    python bench/bench_peers.py --baseline-root /tmp/main   # + main's studio: before/after
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ TOOLS = {
                  "gepa"),
     "adk-optimize": Tool("ADK GEPARootAgentOptimizer", {"TOOL": "adk-optimize"}, "gepa"),
     "studio": Tool("studio (default minibatch 3)", {"TOOL": "studio"}, None),
+    "studio-base": Tool("studio at --baseline-root", {"TOOL": "studio"}, None),
 }
+STUDIOS = ("studio", "studio-base")
 PEER_TOOLS = ("gepa-adk", "gepa", "adk-optimize")
 
 
@@ -74,12 +77,13 @@ def peer_python(kind: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def run_once(tool: str, world: dict[str, str], python: str) -> dict:
-    """One run of ``tool`` on ``world`` in a fresh directory (and a fresh studio database)."""
+def run_once(tool: str, world: dict[str, str], python: str, root: Path = ROOT) -> dict:
+    """One run of ``tool`` on ``world`` in a fresh directory (and a fresh studio database);
+    the studio imported from ``root``."""
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         env = {**os.environ, **world, **TOOLS[tool].env,
-               "PYTHONPATH": os.pathsep.join([str(PEERS), str(ROOT)])}
-        if tool == "studio":
+               "PYTHONPATH": os.pathsep.join([str(PEERS), str(root)])}
+        if tool in STUDIOS:
             env["STUDIO_DB_URL"] = f"sqlite:///{tmp}/sbs.db"
         done = subprocess.run([python, str(PEERS / "side_by_side.py")], cwd=tmp, env=env,
                               capture_output=True, text=True, timeout=900)
@@ -109,22 +113,22 @@ def table(name: str, world: dict[str, str], runs: dict[str, list[dict]]) -> str:
     for tool, rs in runs.items():
         calls = "/".join(str(rs[0]["calls"][r]) for r in ("writer", "critic", "reflector"))
         walls = [r["wall_s"] for r in rs]
-        label = f"**{TOOLS[tool].label}**" if tool == "studio" else TOOLS[tool].label
+        label = f"**{TOOLS[tool].label}**" if tool in STUDIOS else TOOLS[tool].label
         lines.append(
             f"| {label} | {spread(walls)} | {calls} | "
             f"{statistics.mean(r['mean_inflight'] for r in rs):.1f} | "
             f"{statistics.mean(r['cpu_ms_per_call'] for r in rs):.1f} | "
             f"{statistics.mean(r['wall_s'] / throughput_bound(r) for r in rs):.2f} | "
             f"{rs[0]['original']:.1f} -> {statistics.mean(r['final'] for r in rs):.2f} |")
-    lines += ["", *ratios(runs)]
+    for tool in STUDIOS:
+        if tool in runs:
+            lines += ["", f"{TOOLS[tool].label}:", *ratios(runs, tool)]
     return "\n".join(lines)
 
 
-def ratios(runs: dict[str, list[dict]]) -> list[str]:
+def ratios(runs: dict[str, list[dict]], tool: str = "studio") -> list[str]:
     """The issue's targets, from the mean of each tool's runs."""
-    if "studio" not in runs:
-        return []
-    studio = runs["studio"]
+    studio = runs[tool]
     wall = statistics.mean(r["wall_s"] for r in studio)
     bound = statistics.mean(r["wall_s"] / throughput_bound(r) for r in studio)
     out = [f"- studio wall / throughput bound: {bound:.2f} (target 1.15)"]
@@ -146,18 +150,28 @@ def ratios(runs: dict[str, list[dict]]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", nargs="+", choices=list(WORLDS), default=list(WORLDS))
-    parser.add_argument("--tools", nargs="+", choices=list(TOOLS), default=list(TOOLS))
+    parser.add_argument("--tools", nargs="+", choices=[t for t in TOOLS if t != "studio-base"],
+                        default=[t for t in TOOLS if t != "studio-base"])
     parser.add_argument("--repeats", type=int, default=2, help="runs per tool and world (>= 2)")
     parser.add_argument("--json", type=Path, help="also write every run's figures here")
+    parser.add_argument("--baseline-root", type=Path,
+                        help="also run the studio of this checkout (e.g. main, extracted with "
+                             "git archive), alternating with the others: before/after in one "
+                             "session")
     args = parser.parse_args(argv)
+    tools = [*args.tools, *(["studio-base"] if args.baseline_root else [])]
+    roots = {"studio-base": args.baseline_root.resolve()} if args.baseline_root else {}
+    if args.baseline_root:
+        TOOLS["studio-base"] = Tool(f"studio at {args.baseline_root}", {"TOOL": "studio"}, None)
     pythons = {t: peer_python(TOOLS[t].peer) if TOOLS[t].peer else sys.executable
-               for t in args.tools}
+               for t in tools}
     every: dict[str, dict[str, list[dict]]] = {}
     for name in args.worlds:
-        runs: dict[str, list[dict]] = {t: [] for t in args.tools}
+        runs: dict[str, list[dict]] = {t: [] for t in tools}
         for _ in range(args.repeats):  # alternate the tools: load changes over minutes
-            for tool in args.tools:
-                runs[tool].append(run_once(tool, WORLDS[name], pythons[tool]))
+            for tool in tools:
+                runs[tool].append(run_once(tool, WORLDS[name], pythons[tool],
+                                           roots.get(tool, ROOT)))
                 print(f"  {name} {tool}: {runs[tool][-1]['wall_s']:.1f} s", file=sys.stderr)
         every[name] = runs
         print(table(name, WORLDS[name], runs), "\n", flush=True)
