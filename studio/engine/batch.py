@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from studio.engine.context import RunContext
 from studio.engine.events import TrialCommitted
+from studio.engine.prefetch import Prefetch
 from studio.engine.processes import ChainResult, run_chain
 from studio.model.records import Candidate, Example, Trial, TrialPhase
 
@@ -32,6 +33,7 @@ async def score_batch(
     proposal_id: int | None = None,
     metered: bool = True,
     unscored: list[str] | None = None,
+    prefetched: Prefetch | None = None,
 ) -> list[Trial]:
     """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused).
 
@@ -39,15 +41,19 @@ async def score_batch(
     metric-call budget and uncounted by it, so a run that ended on either still gets its test
     scores. ``unscored``: a result without a score is not committed but its error appended
     there (the test set: a later ``studio test`` judges it again); the trials returned are then
-    those committed."""
+    those committed. ``prefetched``: chains already in flight for some of the examples
+    (:mod:`studio.engine.prefetch`), committed here like any other."""
     ctx.refresh_labels()  # an align run scores against the corrections as they are now
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
+    if prefetched is not None:  # in flight already: first to their slots
+        missing.sort(key=lambda example: example.id not in prefetched.tasks)
     if metered:  # the budget was reserved when the iteration started (studio.engine.limits)
         ctx.check_stop()
     commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered,
                                unscored)
-    judge = _in_processes if ctx.fan_out is not None and ctx.fan_out.ready else _in_this_process
+    judge = (functools.partial(_in_this_process, prefetched=prefetched)
+             if ctx.fan_out is None or not ctx.fan_out.ready else _in_processes)
     # A task group: when one example raises, its siblings are cancelled before the error
     # reaches the loop, so nothing is committed after the run is marked failed.
     try:
@@ -63,14 +69,16 @@ async def score_batch(
 
 
 def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
-                     examples: list[Example], commit: Callable) -> list[asyncio.Task]:
+                     examples: list[Example], commit: Callable,
+                     prefetched: Prefetch | None = None) -> list[asyncio.Task]:
     agent = ctx.agent_for(candidate)
     slots = asyncio.Semaphore(ctx.config.max_concurrency)
 
     async def one(example: Example) -> list[Trial]:
-        async with slots:
-            result = await run_chain(ctx.executor, agent, ctx.critic, example.data,
-                                     ctx.input_key, ctx.primary)
+        async with slots:  # a prefetched chain holds its slot until it is done
+            started = prefetched.take(example.id) if prefetched is not None else None
+            result = await (started if started is not None else run_chain(
+                ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary))
         await asyncio.sleep(0)  # the next example's call starts before this commit
         return [commit(example, result)]
 

@@ -47,6 +47,7 @@ from studio.engine.limits import check_limits
 from studio.engine.perfect import perfect_on_minibatch, skip_perfect
 from studio.engine.planning import Planner
 from studio.engine.pool import PoolReader
+from studio.engine.prefetch import Prefetch, start_validation
 from studio.engine.processes import CRITIC_NOT_CALLED
 from studio.engine.progress import ProgressMeter
 from studio.engine.state import LoopState, Plan
@@ -380,18 +381,22 @@ class Engine:
         proposal = proposer.latest_in_chain(ctx, proposal)
         while True:
             child = proposer.child_of(ctx, proposal, parent)
-            await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
-                              iteration=plan.iteration, proposal_id=proposal.id)
-            evidence = child_evidence(ctx, proposal, child)
-            ctx.emit(ProposalEvaluated(
-                run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
-                child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
-                rule_accepts=evidence.rule_accepts))
-            decision = await self.gate(proposal, plan.iteration,
-                                       functools.partial(child_evidence, ctx, proposal, child))
-            if decision.action is not DecisionAction.EDIT:
-                await self.apply(decision, proposal, child)
-                return
+            prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
+            try:
+                await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
+                                  iteration=plan.iteration, proposal_id=proposal.id)
+                evidence = child_evidence(ctx, proposal, child)
+                ctx.emit(ProposalEvaluated(
+                    run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
+                    child_id=child.id, parent_sum=evidence.parent_sum,
+                    child_sum=evidence.child_sum, rule_accepts=evidence.rule_accepts))
+                decision = await self.gate(proposal, plan.iteration,
+                                           functools.partial(child_evidence, ctx, proposal, child))
+                if decision.action is not DecisionAction.EDIT:
+                    await self.apply(decision, proposal, child, prefetch)
+                    return
+            finally:
+                await prefetch.discard()  # rejected, stopped or failed: never committed
             proposal = edited(ctx, proposal, decision)
 
     async def gate(self, proposal: Proposal, iteration: int, rule: Verdict) -> Decision:
@@ -402,7 +407,8 @@ class Engine:
             return decision
         return await self.held(await_decision(self.ctx, proposal.id))
 
-    async def apply(self, decision: Decision, proposal: Proposal, child: Candidate) -> None:
+    async def apply(self, decision: Decision, proposal: Proposal, child: Candidate,
+                    prefetch: Prefetch | None = None) -> None:
         """Act on the decision. An accepted child is always validated: the iteration's start
         reserved its validation, and :func:`studio.engine.gates.decide` refuses an edit the
         budget cannot pay for."""
@@ -414,7 +420,8 @@ class Engine:
             settle(ctx.store, proposal, ProposalStatus.REJECTED)
             return
         await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
-                          iteration=proposal.iteration, proposal_id=proposal.id)
+                          iteration=proposal.iteration, proposal_id=proposal.id,
+                          prefetched=prefetch)
         ctx.store.set_pooled(child.id)
         ctx.store.update_proposal(proposal.id, status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())

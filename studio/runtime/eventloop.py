@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -77,13 +78,25 @@ def _inline_provider(model: str, provider: str | None) -> bool:
         from litellm import get_llm_provider
 
         try:
-            known = get_llm_provider(model=model, custom_llm_provider=provider)[1] \
-                in INLINE_PROVIDERS
+            name = get_llm_provider(model=model, custom_llm_provider=provider)[1]
         except Exception:  # LiteLLM raises its own error for the model from the thread
             return False
+        known = name in INLINE_PROVIDERS or _async_custom_provider(name)
         if len(_providers) < 1024:
             _providers[key] = known
     return known
+
+
+def _async_custom_provider(name: str) -> bool:
+    """A custom provider (``litellm.custom_provider_map``) whose handler's ``acompletion`` is a
+    coroutine function: LiteLLM's setup only calls it to build the coroutine, as for the
+    studio's own providers. A synchronous ``acompletion`` may block, so it keeps the thread."""
+    import litellm
+
+    handlers = [entry.get("custom_handler") for entry in litellm.custom_provider_map or []
+                if isinstance(entry, dict) and entry.get("provider") == name]
+    return bool(handlers) and all(inspect.iscoroutinefunction(getattr(h, "acompletion", None))
+                                  for h in handlers)
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:

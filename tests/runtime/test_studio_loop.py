@@ -14,8 +14,11 @@ import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import litellm
 import pytest
+from litellm import CustomLLM
 from litellm import main as litellm_main
+from litellm.utils import custom_llm_setup
 
 from studio.runtime import eventloop
 from studio.runtime.execution import AgentExecutor
@@ -101,3 +104,30 @@ def test_only_providers_that_build_a_coroutine_run_their_setup_in_place(model, i
 def test_a_function_that_is_not_litellms_setup_is_not_recognized():
     assert not eventloop.is_litellm_setup(functools.partial(print, "x"))
     assert not eventloop.is_litellm_setup(threading.get_ident)
+
+
+class AsyncProvider(CustomLLM):
+    async def acompletion(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+class SyncProvider(CustomLLM):
+    def acompletion(self, *args, **kwargs):  # may block: its setup must keep the thread
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize(("handler", "inline"), [(AsyncProvider(), True), (SyncProvider(), False)])
+def test_a_custom_provider_with_a_coroutine_acompletion_runs_its_setup_in_place(handler, inline):
+    """A user's own LiteLLM provider (``litellm.custom_provider_map``), like the studio's."""
+    register_providers()
+    name = f"mine{type(handler).__name__.lower()}"
+    before = list(litellm.custom_provider_map)
+    litellm.custom_provider_map = [*before, {"provider": name, "custom_handler": handler}]
+    custom_llm_setup()
+    try:
+        setup = functools.partial(contextvars.copy_context().run,
+                                  functools.partial(litellm_main.completion, model=f"{name}/x"))
+        assert eventloop.is_litellm_setup(setup) is inline
+    finally:
+        litellm.custom_provider_map = before
+        custom_llm_setup()

@@ -1,0 +1,183 @@
+"""The studio against the tools a user would pick instead, on the same scripted work (issue 22).
+
+Drives the shared side-by-side harness (``../shared/peers``, its README says how each tool is
+driven and budgeted): gepa-adk 2.8 ``evolve()``, GEPA 0.1.4 ``optimize()`` with parallel
+proposals (``IndependentSampling(3)``), ADK 2.13's ``GEPARootAgentOptimizer`` and the studio's
+``evolve()`` (this checkout, in this interpreter's environment). The peers need Python 3.12:
+their environments are built once by the harness's ``peer-python`` (pip, from the configured
+package registry) and reused after.
+
+The tools run alternating, each ``--repeats`` times per world, because the machine is shared
+and noisy: only ratios measured in one session mean anything. Printed per world: one row per
+tool (wall range, calls writer/critic/reflector, calls in flight, score), then the studio's
+ratios: its wall over the fastest peer's, over the throughput bound (calls x latency /
+concurrency) and its CPU per model call over gepa-adk's.
+
+    python bench/bench_peers.py                      # the three worlds, twice each
+    python bench/bench_peers.py --worlds slow --repeats 3 --tools studio gepa-adk
+    python bench/bench_peers.py --baseline-root /tmp/main   # + main's studio: before/after
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = Path(os.environ.get("STUDIO_PEERS_DIR", ROOT.parent.parent / "shared" / "peers"))
+"""The shared harness: ``/work/shared/peers`` beside the work trees (override: STUDIO_PEERS_DIR)."""
+
+WORLDS = {
+    "slow": {"LATENCY": "0.5", "N": "10", "ITERS": "4", "CONC": "5"},
+    "fast": {"LATENCY": "0.1", "N": "20", "ITERS": "6", "CONC": "5"},
+    "uneven": {"LATENCY": "0.2", "N": "10", "ITERS": "6", "CONC": "5", "JITTER": "0.5",
+               "REJECT_EVERY": "3"},
+}
+"""The issue's two worlds, and one with uneven latency (lognormal, sigma 0.5) where every third
+reflection proposes a text the gate must reject: speed must not come from one world."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    label: str
+    env: dict[str, str]
+    peer: str | None
+    """The peer environment it runs in (``peer-python`` kind); None: the studio's own."""
+
+
+TOOLS = {
+    "gepa-adk": Tool("gepa-adk 2.8", {"TOOL": "gepa-adk"}, "gepa-adk"),
+    "gepa": Tool("GEPA 0.1.4, parallel proposals n=3", {"TOOL": "gepa", "GEPA_PARALLEL": "3"},
+                 "gepa"),
+    "adk-optimize": Tool("ADK GEPARootAgentOptimizer", {"TOOL": "adk-optimize"}, "gepa"),
+    "studio": Tool("studio (default minibatch 3)", {"TOOL": "studio"}, None),
+    "studio-base": Tool("studio at --baseline-root", {"TOOL": "studio"}, None),
+}
+STUDIOS = ("studio", "studio-base")
+PEER_TOOLS = ("gepa-adk", "gepa", "adk-optimize")
+
+
+class HarnessError(RuntimeError):
+    """A tool's run did not print its figures (the harness's stderr tail says why)."""
+
+
+def peer_python(kind: str) -> str:
+    """The peer's Python 3.12, built once by the harness's script (minutes the first time)."""
+    done = subprocess.run([str(PEERS / "peer-python"), kind], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HarnessError(f"peer-python {kind} failed ({done.returncode}): {done.stderr.strip()}"
+                           f"; see its log under ~/.cache/studio-peers")
+    return done.stdout.strip().splitlines()[-1]
+
+
+def run_once(tool: str, world: dict[str, str], python: str, root: Path = ROOT) -> dict:
+    """One run of ``tool`` on ``world`` in a fresh directory (and a fresh studio database);
+    the studio imported from ``root``."""
+    with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
+        env = {**os.environ, **world, **TOOLS[tool].env,
+               "PYTHONPATH": os.pathsep.join([str(PEERS), str(root)])}
+        if tool in STUDIOS:
+            env["STUDIO_DB_URL"] = f"sqlite:///{tmp}/sbs.db"
+        done = subprocess.run([python, str(PEERS / "side_by_side.py")], cwd=tmp, env=env,
+                              capture_output=True, text=True, timeout=900)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise HarnessError(f"{tool} on {world}: exit {done.returncode}; stderr tail: "
+                           f"{done.stderr.strip()[-800:]}")
+    return json.loads(lines[-1])
+
+
+def throughput_bound(run: dict) -> float:
+    """Total calls x latency / concurrency: no schedule can beat it."""
+    return sum(run["calls"].values()) * run["latency_s"] / run["concurrency"]
+
+
+def spread(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.1f}" if abs(high - low) < 0.05 else f"{low:.1f}-{high:.1f}"
+
+
+def table(name: str, world: dict[str, str], runs: dict[str, list[dict]]) -> str:
+    knobs = " ".join(f"{k}={v}" for k, v in world.items())
+    lines = [f"### {name}: {knobs}", "",
+             "| tool | wall s | calls w/c/r | mean in flight | CPU ms/call | wall / bound "
+             "| score |",
+             "|---|---|---|---|---|---|---|"]
+    for tool, rs in runs.items():
+        calls = "/".join(str(rs[0]["calls"][r]) for r in ("writer", "critic", "reflector"))
+        walls = [r["wall_s"] for r in rs]
+        label = f"**{TOOLS[tool].label}**" if tool in STUDIOS else TOOLS[tool].label
+        lines.append(
+            f"| {label} | {spread(walls)} | {calls} | "
+            f"{statistics.mean(r['mean_inflight'] for r in rs):.1f} | "
+            f"{statistics.mean(r['cpu_ms_per_call'] for r in rs):.1f} | "
+            f"{statistics.mean(r['wall_s'] / throughput_bound(r) for r in rs):.2f} | "
+            f"{rs[0]['original']:.1f} -> {statistics.mean(r['final'] for r in rs):.2f} |")
+    for tool in STUDIOS:
+        if tool in runs:
+            lines += ["", f"{TOOLS[tool].label}:", *ratios(runs, tool)]
+    return "\n".join(lines)
+
+
+def ratios(runs: dict[str, list[dict]], tool: str = "studio") -> list[str]:
+    """The issue's targets, from the mean of each tool's runs."""
+    studio = runs[tool]
+    wall = statistics.mean(r["wall_s"] for r in studio)
+    bound = statistics.mean(r["wall_s"] / throughput_bound(r) for r in studio)
+    out = [f"- studio wall / throughput bound: {bound:.2f} (target 1.15)"]
+    peers = {t: statistics.mean(r["wall_s"] for r in rs) for t, rs in runs.items()
+             if t in ("gepa-adk", "gepa")}
+    if peers:
+        fastest = min(peers, key=peers.get)
+        out.insert(0, f"- studio wall / fastest peer's ({fastest}, {peers[fastest]:.1f} s): "
+                      f"{wall / peers[fastest]:.2f} (target 0.85)")
+    if "gepa-adk" in runs:
+        cpu = statistics.mean(r["cpu_ms_per_call"] for r in studio)
+        theirs = statistics.mean(r["cpu_ms_per_call"] for r in runs["gepa-adk"])
+        calls = sum(studio[0]["calls"].values()) / sum(runs["gepa-adk"][0]["calls"].values())
+        out += [f"- studio CPU per model call / gepa-adk's: {cpu / theirs:.2f} (target 1.0)",
+                f"- studio model calls / gepa-adk's: {calls:.2f} (target <= 1.0)"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worlds", nargs="+", choices=list(WORLDS), default=list(WORLDS))
+    parser.add_argument("--tools", nargs="+", choices=[t for t in TOOLS if t != "studio-base"],
+                        default=[t for t in TOOLS if t != "studio-base"])
+    parser.add_argument("--repeats", type=int, default=2, help="runs per tool and world (>= 2)")
+    parser.add_argument("--json", type=Path, help="also write every run's figures here")
+    parser.add_argument("--baseline-root", type=Path,
+                        help="also run the studio of this checkout (e.g. main, extracted with "
+                             "git archive), alternating with the others: before/after in one "
+                             "session")
+    args = parser.parse_args(argv)
+    tools = [*args.tools, *(["studio-base"] if args.baseline_root else [])]
+    roots = {"studio-base": args.baseline_root.resolve()} if args.baseline_root else {}
+    if args.baseline_root:
+        TOOLS["studio-base"] = Tool(f"studio at {args.baseline_root}", {"TOOL": "studio"}, None)
+    pythons = {t: peer_python(TOOLS[t].peer) if TOOLS[t].peer else sys.executable
+               for t in tools}
+    every: dict[str, dict[str, list[dict]]] = {}
+    for name in args.worlds:
+        runs: dict[str, list[dict]] = {t: [] for t in tools}
+        for _ in range(args.repeats):  # alternate the tools: load changes over minutes
+            for tool in tools:
+                runs[tool].append(run_once(tool, WORLDS[name], pythons[tool],
+                                           roots.get(tool, ROOT)))
+                print(f"  {name} {tool}: {runs[tool][-1]['wall_s']:.1f} s", file=sys.stderr)
+        every[name] = runs
+        print(table(name, WORLDS[name], runs), "\n", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(every, indent=1))
+
+
+if __name__ == "__main__":
+    main()
