@@ -15,8 +15,10 @@ Nothing is committed here: a prefetched chain's result becomes a trial only when
 child's validation takes it (:func:`studio.engine.batch.score_batch`, ``prefetched``), so the
 store holds the same trials as without prefetching, and a run killed meanwhile loses only
 uncommitted calls, judged again on resume. Off where a person decides (review mode: their time
-is not the machine's to spend), in align runs (their labels may change a verdict meanwhile) and
-with worker processes (their shards are scheduled there).
+is not the machine's to spend), in align runs (their labels may change a verdict meanwhile),
+with worker processes (their shards are scheduled there) and under a ``max_metric_calls``
+budget (the budget counts stored trials, and a rejected child's early chains are spent but
+never stored: a person who capped the calls gets no call the cap does not count).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def start_validation(ctx: RunContext, child: Candidate, minibatch: list[int]) ->
     """Start ``child``'s first validation examples in the slots its minibatch leaves idle, when
     the rule will decide at once (auto mode, in this process, no labels); else nothing."""
     if (ctx.config.review is not ReviewMode.AUTO or ctx.labels is not None
-            or ctx.fan_out is not None):
+            or ctx.fan_out is not None or ctx.config.max_metric_calls is not None):
         return Prefetch({})
     judged = ctx.store.first_trials(child.id, list(dict.fromkeys([*minibatch, *ctx.val_ids])))
     pending = [e for e in dict.fromkeys(minibatch) if e not in judged]

@@ -72,3 +72,10 @@ def test_a_rejected_childs_early_validation_is_never_stored(runner, store, scrip
     child_calls = [r for r in recorded_requests("prefetch_worse")
                    if "nothing useful" in r.system and r.json_schema is None]
     assert 2 <= len(child_calls) <= 4  # the minibatch, and at most the 2 idle slots' chains
+
+
+def test_under_a_metric_call_budget_nothing_is_started_early(runner, store):
+    seen = ChildPhase("demo")
+    runner.run(demo_spec(), trainset(3), valset=VALSET, listeners=[seen],
+               **SETTINGS | {"max_metric_calls": 100})
+    assert len(seen.agent_calls) == 2  # the minibatch's chains only: nothing the cap misses
