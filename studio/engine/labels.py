@@ -117,8 +117,11 @@ def current_labels(store: Store, origin: AlignOrigin, sources: dict[int, int]
     labels = {}
     for example_id, trial_id in sources.items():
         pair = active.get(trial_id)
-        labels[example_id] = (undone_label(trial_id) if pair is None else label_text(
-            pair.human_score, pair.human_feedback, pair.judge_score, pair.judge_feedback))
+        if pair is None or pair.human_score is None:  # active pairs all have a human score
+            labels[example_id] = undone_label(trial_id)
+        else:
+            labels[example_id] = label_text(pair.human_score, pair.human_feedback,
+                                            pair.judge_score, pair.judge_feedback)
     return labels
 
 

@@ -76,8 +76,8 @@ class ChainResult:
     feedback: Feedback
     error: str | None
     trace: dict[str, Any] = field(default_factory=dict)
-    latency_s: float | None = None
-    tokens: int | None = None
+    latency_s: float = 0.0
+    tokens: int = 0
 
 
 async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
@@ -372,7 +372,7 @@ def _main_not_rerun() -> Iterator[None]:
     a test's: the child needs neither, so the path is hidden while processes are spawned."""
     main = sys.modules.get("__main__")
     with _MAIN_LOCK:
-        saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
+        saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__file__", "__spec__")
                  if main is not None and name in main.__dict__}
         if main is not None:
             main.__dict__.pop("__file__", None)
