@@ -172,10 +172,18 @@ def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None
         raise DatasetError(exc.message, where=where, value=exc.value) from exc
 
 
+def train_source(dataset: DatasetSection) -> list[dict[str, Any]] | DataSource:
+    """``dataset.train``, which the section's validation requires."""
+    if dataset.train is None:
+        raise DatasetError("dataset.train is required (inline rows or {path: ...})",
+                           where="dataset.train")
+    return dataset.train
+
+
 def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     dataset = project.dataset
-    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin,
+    train = prepare_rows(load_rows(train_source(dataset), base_dir, "dataset.train", origin,
                                    dataset.images), dataset, "dataset.train")
     val = None
     if dataset.val is not None:
@@ -223,7 +231,7 @@ def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
     for storing in the DB."""
     images = project.dataset.images
     dataset = project.dataset.model_copy(update={
-        "train": load_rows(project.dataset.train, base_dir, "dataset.train", images=images),
+        "train": load_rows(train_source(project.dataset), base_dir, "dataset.train", images=images),
         "val": None if project.dataset.val is None else load_rows(
             project.dataset.val, base_dir, "dataset.val", images=images),
         "test": None if project.dataset.test is None else load_rows(
