@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from studio.model.records import Split, Trial, TrialPhase
+from studio.model.records import Split, Trial, TrialPhase, stored_id
 from studio.views.tables import format_duration
 
 EPSILON = 1e-9
@@ -124,10 +124,11 @@ def margin_flips(proposal_id: int, parent: Sequence[Trial], child: Sequence[Tria
     it inside [0, 1] are left out."""
     children = {t.example_id: t for t in child}
     pairs = [(p, children[p.example_id]) for p in parent if p.example_id in children]
-    scored = [(p, c) for p, c in pairs
-              if p.effective_score is not None and c.effective_score is not None]
-    margin = sum(c.effective_score - p.effective_score for p, c in scored)
-    accepts = bool(scored) and (margin >= -EPSILON if ties_accept else margin > EPSILON)
+    differences = [child_score - parent_score for p, c in pairs
+                   if (parent_score := p.effective_score) is not None
+                   and (child_score := c.effective_score) is not None]
+    margin = sum(differences)
+    accepts = bool(differences) and (margin >= -EPSILON if ties_accept else margin > EPSILON)
     rule = _Rule(margin, accepts, accepts != ties_accept,
                  _verdict(proposal_id, margin, accepts))
     flips: dict[int, Flip] = {}
@@ -226,7 +227,7 @@ def feedback_cues(text: str) -> tuple[dict[str, int], dict[str, int]]:
     negative: dict[str, int] = {}
     positive: dict[str, int] = {}
     for match in _CUES.finditer(text):
-        label = _LABELS[int(match.lastgroup[1:])]
+        label = _cue_label(match)
         side = negative if label in NEGATIVE_CUES else positive
         side[label] = side.get(label, 0) + _count(label, text, match.end())
     return negative, positive
@@ -277,14 +278,21 @@ def disagreement(trial: Trial) -> Doubt | None:
     return max(found, key=lambda d: d.size) if found else None
 
 
+def _cue_label(match: re.Match[str]) -> str:
+    """The cue a match of ``_CUES`` found: each of its alternatives is one group ``c<i>``."""
+    if match.lastgroup is None:
+        raise ValueError(f"a feedback cue matched {match.group()!r} outside its named groups")
+    return _LABELS[int(match.lastgroup[1:])]
+
+
 def _dimension_gap(trial: Trial) -> Doubt | None:
     dims = {name: value for name, value in trial.feedback.dimensions.items()
             if _unit(value)}
     if trial.score is None or not dims:
         return None
     mean = sum(dims.values()) / len(dims)
-    low = min(dims, key=dims.get)
-    high = max(dims, key=dims.get)
+    low = min(dims, key=lambda name: dims[name])
+    high = max(dims, key=lambda name: dims[name])
     shown = f"{_name(low)} {dims[low]:.2f}" if len(dims) == 1 else \
         f"lowest {_name(low)} {dims[low]:.2f}, highest {_name(high)} {dims[high]:.2f}"
     return Doubt(abs(trial.score - mean),
@@ -375,9 +383,9 @@ def _add_doubts(drafts: dict[int, _Draft], trial: Trial) -> None:
                          (Group.DISAGREEMENT, disagreement(trial))):
         if doubt is None:
             continue
-        draft = drafts.get(trial.id)
+        draft = drafts.get(stored_id(trial))
         if draft is None:
-            drafts[trial.id] = _Draft(trial, group, [doubt.reason], (-doubt.size,))
+            drafts[stored_id(trial)] = _Draft(trial, group, [doubt.reason], (-doubt.size,))
             continue
         draft.reasons.append(doubt.reason)
         if draft.group is Group.MARGIN and len(draft.rank) == 1:
@@ -390,7 +398,8 @@ def _add_unreviewed(drafts: dict[int, _Draft], trials: Sequence[Trial],
     for trial in trials:
         if trial.example_id in reviewed_example_ids:
             continue
-        if trial.example_id not in newest or trial.id > newest[trial.example_id].id:
+        if trial.example_id not in newest \
+                or stored_id(trial) > stored_id(newest[trial.example_id]):
             newest[trial.example_id] = trial
     queued = {d.trial.example_id for d in drafts.values()}
     for trial in newest.values():
@@ -402,7 +411,7 @@ def _add_unreviewed(drafts: dict[int, _Draft], trials: Sequence[Trial],
                 draft.reasons.append(reason)
             continue
         split_rank = 0.0 if trial.split is Split.VAL else 1.0
-        drafts[trial.id] = _Draft(trial, Group.UNREVIEWED, [reason],
+        drafts[stored_id(trial)] = _Draft(trial, Group.UNREVIEWED, [reason],
                                   (split_rank, float(trial.example_index)))
 
 
