@@ -351,7 +351,7 @@ def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
 
 
 def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
-                  concurrency: int) -> tuple[Any, Critic, AgentExecutor]:
+                  concurrency: int) -> tuple[BaseAgent, Critic, AgentExecutor]:
     """What a worker process of :class:`ProcessFanOut` builds once: the agent template, the
     critic and an executor of its own (``concurrency`` is its share of the run's limit)."""
     executor = AgentExecutor(max_concurrency=concurrency, timeout_s=config.call_timeout_seconds,
@@ -368,7 +368,7 @@ def group_workflow(spec: RunSpec) -> WorkflowSpec:
     return spec.workflow
 
 
-def spec_agent(spec: RunSpec) -> Any:
+def spec_agent(spec: RunSpec) -> BaseAgent:
     """The agent a spec describes (built, or loaded by its ``module:attribute`` reference); a
     group's workflow built from its agents."""
     if spec.agents:
