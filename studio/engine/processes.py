@@ -375,8 +375,9 @@ def _main_not_rerun() -> Iterator[None]:
     a test's: the child needs neither, so the path is hidden while processes are spawned."""
     main = sys.modules.get("__main__")
     with _MAIN_LOCK:
-        saved: dict[str, object] = {name: main.__dict__[name] for name in ("__file__", "__spec__")
-                 if main is not None and name in main.__dict__}
+        saved: dict[str, object] = {
+            name: main.__dict__[name] for name in ("__file__", "__spec__")
+            if main is not None and name in main.__dict__}
         if main is not None:
             main.__dict__.pop("__file__", None)
             main.__spec__ = None  # read as an attribute by spawn: present, but names nothing
