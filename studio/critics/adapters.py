@@ -205,7 +205,7 @@ class WeightedCritic:
         answers = await asyncio.gather(*(_safe_assess(c, sample) for _, c, _ in self.components))
         parts = [_Part(label, weight, feedback) for (label, _, weight), feedback
                  in zip(self.components, answers, strict=True)]
-        scored = [p for p in parts if p.score is not None]
+        scored = [(p.weight, score) for p in parts if (score := p.score) is not None]
         details = {"excluded": [p.name for p in parts if p.score is None],
                    "components": [p.summary() for p in parts], **_lifted(parts)}
         text = _combined_feedback(parts)
@@ -213,8 +213,8 @@ class WeightedCritic:
             return Feedback.unscored("no component could evaluate: " + "; ".join(
                 f"{p.name}: {p.feedback.error or 'no score'}" for p in parts), text=text,
                 **details)
-        total = sum(p.weight for p in scored)
-        return Feedback(score=sum(p.weight * p.score for p in scored) / total, text=text,
+        total = sum(weight for weight, _ in scored)
+        return Feedback(score=sum(weight * score for weight, score in scored) / total, text=text,
                         extra=details)
 
 

@@ -76,13 +76,13 @@ def with_judge_text(config: Mapping[str, Any], kind: str, text: str,
     Raises:
         ConfigError: an aligned rubric that no longer makes a valid rubric DAG.
     """
-    config = copy.deepcopy(dict(config))
+    copied = copy.deepcopy(dict(config))
     if part is None:
-        return _replaced(config, config.get("evaluator"), kind, text)
-    items = list(config["evaluators"])
+        return _replaced(copied, copied.get("evaluator"), kind, text)
+    items = list(copied["evaluators"])
     item = items[part]
     items[part] = _replaced(dict(item), item.get("name"), kind, text)
-    return {**config, "evaluators": items}
+    return {**copied, "evaluators": items}
 
 
 # --------------------------------------------------------------------------- finding the text
@@ -138,7 +138,9 @@ def _item_text(item: Mapping[str, Any], name: Any) -> JudgeText | str:
             return "an agent_as_judge without criteria"
         mode = "pass_fail" if judge.get("scoring_strategy", "binary") == "binary" else "score"
         return JudgeText("criteria", criteria, _model(judge), mode)
-    params = item.get("params") if isinstance(item.get("params"), Mapping) else {}
+    params = item.get("params")
+    if not isinstance(params, Mapping):
+        params = {}
     if name == "llm_trajectory_judge":
         mode = "score" if params.get("continuous") else "pass_fail"
         return JudgeText("prompt", str(params.get("prompt") or DEFAULT_TRAJECTORY_PROMPT),
@@ -149,7 +151,9 @@ def _item_text(item: Mapping[str, Any], name: Any) -> JudgeText | str:
 
 
 def _model(params: Mapping[str, Any]) -> str | None:
-    config = params.get("config") if isinstance(params.get("config"), Mapping) else {}
+    config = params.get("config")
+    if not isinstance(config, Mapping):
+        config = {}
     return params.get("model") or config.get("model") or None
 
 

@@ -20,7 +20,8 @@ from studio.engine.context import RunContext
 from studio.engine.events import TrialCommitted
 from studio.engine.prefetch import Prefetch
 from studio.engine.processes import ChainResult, run_chain
-from studio.model.records import Candidate, Example, Trial, TrialPhase
+from studio.model.errors import RunStateError
+from studio.model.records import Candidate, Example, Trial, TrialPhase, stored_id
 
 
 async def score_batch(
@@ -76,7 +77,7 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
 
     async def one(example: Example) -> list[Trial]:
         async with slots:  # a prefetched chain holds its slot until it is done
-            started = prefetched.take(example.id) if prefetched is not None else None
+            started = prefetched.take(stored_id(example)) if prefetched is not None else None
             result = await (started if started is not None else run_chain(
                 ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary))
         await asyncio.sleep(0)  # the next example's call starts before this commit
@@ -87,23 +88,27 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
 
 def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
                   examples: list[Example], commit: Callable) -> list[asyncio.Task]:
+    fan_out = ctx.fan_out
+    if fan_out is None:
+        raise RunStateError(f"run {ctx.run_id} has no worker processes to judge in")
+
     async def shard(part: list[Example]) -> list[Trial]:
-        results = await ctx.fan_out.run_shard(candidate.components, [e.data for e in part],
-                                              ctx.input_key)
+        results = await fan_out.run_shard(candidate.components, [e.data for e in part],
+                                          ctx.input_key)
         return [commit(example, result) for example, result in zip(part, results, strict=True)]
 
-    return [group.create_task(shard(part)) for part in ctx.fan_out.shards(examples)]
+    return [group.create_task(shard(part)) for part in fan_out.shards(examples)]
 
 
 def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
             proposal_id: int | None, metered: bool, unscored: list[str] | None,
             example: Example, result: ChainResult) -> Trial | None:
-    if unscored is not None and result.feedback.score is None and not (
-            ctx.labels is not None and ctx.labels.undone(example.id)):  # undone: not a failure
+    if unscored is not None and result.feedback.score is None and not (  # undone: no failure
+            ctx.labels is not None and ctx.labels.undone(stored_id(example))):
         unscored.append(f"example {example.index}: {result.error or 'no score'}")
         return None
     trial = ctx.store.add_trial(Trial(
-        run_id=ctx.run_id, candidate_id=candidate.id, example_id=example.id,
+        run_id=ctx.run_id, candidate_id=stored_id(candidate), example_id=stored_id(example),
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
         proposal_id=proposal_id, input_text=result.input_text, output=result.output,
         feedback=result.feedback, error=result.error,
@@ -112,5 +117,5 @@ def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration:
     if metered:
         ctx.count_metric_call()
     ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
-                            candidate_id=candidate.id, score=result.feedback.score))
+                            candidate_id=stored_id(candidate), score=result.feedback.score))
     return trial

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from google.adk.agents import BaseAgent
+from pydantic import BaseModel
 
 from studio.critics.adapters import as_critic, build_critic
 from studio.critics.agent import (
@@ -42,7 +43,7 @@ from studio.model.records import (
     validate_examples,
 )
 from studio.model.redaction import redact
-from studio.model.workflow import last_agent, split_component
+from studio.model.workflow import WorkflowSpec, last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers import check_model
@@ -107,7 +108,7 @@ def _completed_if_loadable(spec: RunSpec) -> RunSpec:
 def spec_model(spec: RunSpec) -> str:
     """The model a run's critic and reflection default to: the (primary) agent's."""
     if spec.agents:
-        primary = spec.primary or last_agent(spec.workflow)
+        primary = spec.primary or last_agent(group_workflow(spec))
         return next((a.model for a in spec.agents if a.name == primary), spec.agents[-1].model)
     return spec.agent.model if spec.agent else "local/smollm2"
 
@@ -234,7 +235,8 @@ def check_seed_state(spec: RunSpec, rows: list[dict]) -> None:
 
 def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
     """The critic agent, with the seed's instruction and schema filled in where left out."""
-    schema = {"simple": SimpleCriticOutput, "advanced": CriticOutput}.get(critic.schema_kind)
+    schemas: dict[str, type[BaseModel]] = {"simple": SimpleCriticOutput, "advanced": CriticOutput}
+    schema = schemas.get(critic.schema_kind)
     instruction = (ADVANCED_CRITIC_INSTRUCTION if critic.schema_kind == "advanced"
                    else SIMPLE_CRITIC_INSTRUCTION)
     base = critic.agent or AgentSpec(name="critic", model=default_model)
@@ -349,7 +351,7 @@ def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
 
 
 def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
-                  concurrency: int) -> tuple[Any, Critic, AgentExecutor]:
+                  concurrency: int) -> tuple[BaseAgent, Critic, AgentExecutor]:
     """What a worker process of :class:`ProcessFanOut` builds once: the agent template, the
     critic and an executor of its own (``concurrency`` is its share of the run's limit)."""
     executor = AgentExecutor(max_concurrency=concurrency, timeout_s=config.call_timeout_seconds,
@@ -357,11 +359,20 @@ def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
     return spec_agent(spec), critic_for_run(spec.critic, executor, default_model), executor
 
 
-def spec_agent(spec: RunSpec) -> Any:
+def group_workflow(spec: RunSpec) -> WorkflowSpec:
+    """A group's workflow (a validated spec with agents always has one: sequential by default)."""
+    if spec.workflow is None:
+        raise ConfigError("a group of agents needs a workflow: build the RunSpec through its "
+                          "validation (RunSpec(...) or model_validate), not model_construct",
+                          where="workflow")
+    return spec.workflow
+
+
+def spec_agent(spec: RunSpec) -> BaseAgent:
     """The agent a spec describes (built, or loaded by its ``module:attribute`` reference); a
     group's workflow built from its agents."""
     if spec.agents:
-        return build_workflow(spec.agents, spec.workflow)
+        return build_workflow(spec.agents, group_workflow(spec))
     if spec.agent is not None:
         return build_agent(spec.agent)
     if spec.agent_ref:

@@ -14,7 +14,7 @@ from studio.critics.protocol import Critic
 from studio.engine.components import apply_components
 from studio.engine.events import STORED_EVENTS, EngineEvent
 from studio.model.config import EvolutionConfig
-from studio.model.records import Candidate, Example, Run, RunRequest, StopReason
+from studio.model.records import Candidate, Example, Run, RunRequest, StopReason, stored_id
 from studio.model.workflow import WorkflowSpec, split_component
 from studio.store import Store
 
@@ -219,10 +219,10 @@ class RunContext:
         return self.clock.timed_seconds()
 
     def agent_for(self, candidate: Candidate) -> BaseAgent:
-        agent = self._agents.get(candidate.id)
+        agent = self._agents.get(stored_id(candidate))
         if agent is None:
             agent = apply_components(self.agent, candidate.components)
-            self._agents[candidate.id] = agent
+            self._agents[stored_id(candidate)] = agent
         return agent
 
     def example_keys(self) -> set[str]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from studio.model.evidence import Evidence, Sums
-from studio.model.records import Proposal, Trial
+from studio.model.records import Proposal, Trial, stored_id
 from studio.store import Store
 
 Score = tuple[float | None, float | None]
@@ -58,12 +58,13 @@ def _sums(parents: Sequence[Mapping[int, Score]], child: Mapping[int, Score],
           examples: Sequence[int], which: int) -> tuple[list[float], float, int]:
     """Each parent's sum, the child's and the count, over the examples where all have a score.
     ``math.fsum``: exact sums, so the verdict never depends on the order scores were read in."""
-    rows = []
+    rows: list[list[float]] = []
     for example in dict.fromkeys(examples):  # an example counts once
         scores = [p.get(example, (None, None))[which] for p in parents]
         scores.append(child.get(example, (None, None))[which])
-        if all(score is not None for score in scores):
-            rows.append(scores)
+        present = [score for score in scores if score is not None]
+        if len(present) == len(scores):
+            rows.append(present)
     parent_sums = [math.fsum(row[i] for row in rows) for i in range(len(parents))]
     return parent_sums, math.fsum(row[-1] for row in rows), len(rows)
 
@@ -95,7 +96,7 @@ def parents_of(proposal: Proposal) -> list[int]:
 
 def proposal_evidence(store: Store, proposal: Proposal) -> Evidence:
     """One proposal's evidence from the scores as stored now (one query)."""
-    return evidence_for(store, proposal.run_id, [proposal])[proposal.id]
+    return evidence_for(store, proposal.run_id, [proposal])[stored_id(proposal)]
 
 
 def evidence_for(store: Store, run_id: str, proposals: Iterable[Proposal]
@@ -109,7 +110,7 @@ def evidence_for(store: Store, run_id: str, proposals: Iterable[Proposal]
     scores = store.first_scores(
         run_id, example_ids={e for p in proposals for e in p.minibatch},
         candidate_ids=involved if len(involved) <= _FEW_CANDIDATES else None)
-    return {p.id: evidence_from(p, scores) for p in proposals}
+    return {stored_id(p): evidence_from(p, scores) for p in proposals}
 
 
 def evidence_from(proposal: Proposal, scores: Mapping[tuple[int, int], Score]) -> Evidence:

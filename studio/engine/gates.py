@@ -18,7 +18,7 @@ from studio.engine.context import RunContext, StopRun, wake_run
 from studio.engine.evidence import proposal_evidence
 from studio.engine.labels import relabel_align_runs
 from studio.engine.pool import val_example_ids
-from studio.model.errors import ConfigError, ProposalError, RunStateError
+from studio.model.errors import ConfigError, ProposalError, ProposalProblem, RunStateError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, too_long
 from studio.model.records import (
     Decision,
@@ -157,7 +157,7 @@ def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
     parent = store.get_candidate(proposal.parent_id)
     if edited_text.strip() == proposal.text.strip():
         raise ProposalError("the edited text is the same as the proposal; accept it instead",
-                            reason="unchanged")
+                            reason=ProposalProblem.UNCHANGED)
     parent_text = parent.components[proposal.component]
     keys = _readable_keys(store, proposal.run_id, proposal.component, parent_text)
     text = validate_proposal(proposal.component, edited_text, parent_text, keys)
@@ -166,7 +166,7 @@ def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
     if duplicate is not None:  # it would be pooled twice and judged again
         raise ProposalError(f"candidate #{duplicate.index} already has this text: edit it into "
                             "a text the run has not tried, or accept or reject the proposal",
-                            reason="duplicate")
+                            reason=ProposalProblem.DUPLICATE)
     return text
 
 

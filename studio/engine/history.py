@@ -23,6 +23,7 @@ from studio.model.records import (
     Proposal,
     ProposalKind,
     ProposalStatus,
+    stored_id,
 )
 from studio.model.workflow import split_component
 from studio.store import Store
@@ -96,7 +97,7 @@ class ProposalRow(BaseModel):
         if self.now.compared == 0 and not self.changed_since_decision:
             return "no example compared"  # nothing scored yet, or nothing could be evaluated
         now = self.now.effective.arrow()
-        if self.changed_since_decision:
+        if self.at_decision is not None and self.changed_since_decision:
             return (f"at decision {self.at_decision.effective.arrow()} · now {now} "
                     "(corrected since)")
         if self.now.corrected:
@@ -165,7 +166,7 @@ def proposal_row(proposal: Proposal, decision: Decision | None, now: Evidence | 
     """One proposal's row from its records (``index``: candidate id -> index)."""
     merge = proposal.merge
     return ProposalRow(
-        id=proposal.id, iteration=proposal.iteration, kind=proposal.kind,
+        id=stored_id(proposal), iteration=proposal.iteration, kind=proposal.kind,
         component=proposal.component, label=_label(proposal, index),
         parent_id=proposal.parent_id,
         parent_ids=list(merge.parents) if merge else [proposal.parent_id],

@@ -121,8 +121,9 @@ def load_holdout(store: Store, run_id: str) -> HoldoutReport:
     def split_scores(example_ids: list[int]) -> tuple[Scores, Scores]:
         if not pair:
             return {}, {}
-        return tuple({e: scores[(c, e)] for e in example_ids if (c, e) in scores}
-                     for c in (pair[0], pair[-1]))
+        baseline_scores, best_scores = ({e: scores[(c, e)] for e in example_ids
+                                         if (c, e) in scores} for c in (pair[0], pair[-1]))
+        return baseline_scores, best_scores
 
     return holdout_report(
         baseline_index=baseline.index if baseline else None,

@@ -35,8 +35,8 @@ for the day the trial is corrected again).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from studio.critics.adapters import evaluator_feedback
 from studio.critics.alignment import (
@@ -50,7 +50,7 @@ from studio.critics.alignment import (
 from studio.critics.feedback import checked_feedback, unscored_reason
 from studio.model.errors import StudioError
 from studio.model.feedback import Feedback
-from studio.model.records import AlignOrigin, Example, RunSpec, Split
+from studio.model.records import AlignOrigin, Example, RunSpec, Split, stored_id
 from studio.store import OverridePair, Store
 
 logger = logging.getLogger(__name__)
@@ -98,14 +98,14 @@ class LabelBook:
         return changed > 0
 
 
-def label_sources(origin: AlignOrigin, examples: Any) -> dict[int, int]:
+def label_sources(origin: AlignOrigin, examples: Iterable[Example]) -> dict[int, int]:
     """Align example id -> source trial id. The align run stored its training labels in
     ``origin.label_trial_ids`` order and its held-out ones in ``held_out_trial_ids`` order,
     each split indexed from 0 (:func:`studio.projects.aligning.create_align_run`)."""
     held_out = set(origin.held_out_trial_ids)
     train = [t for t in origin.label_trial_ids if t not in held_out]
     order = {Split.TRAIN: train, Split.TEST: origin.held_out_trial_ids}
-    return {e.id: order[e.split][e.index] for e in examples
+    return {stored_id(e): order[e.split][e.index] for e in examples
             if e.index < len(order.get(e.split, []))}
 
 
@@ -117,8 +117,11 @@ def current_labels(store: Store, origin: AlignOrigin, sources: dict[int, int]
     labels = {}
     for example_id, trial_id in sources.items():
         pair = active.get(trial_id)
-        labels[example_id] = (undone_label(trial_id) if pair is None else label_text(
-            pair.human_score, pair.human_feedback, pair.judge_score, pair.judge_feedback))
+        if pair is None or pair.human_score is None:  # active pairs all have a human score
+            labels[example_id] = undone_label(trial_id)
+        else:
+            labels[example_id] = label_text(pair.human_score, pair.human_feedback,
+                                            pair.judge_score, pair.judge_feedback)
     return labels
 
 

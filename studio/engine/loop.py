@@ -72,6 +72,7 @@ from studio.model.records import (
     Trial,
     TrialPhase,
     content_hash,
+    stored_id,
     utcnow,
 )
 from studio.model.redaction import redact
@@ -269,11 +270,11 @@ class Engine:
         trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
-        ctx.store.set_pooled(seed.id)
+        ctx.store.set_pooled(stored_id(seed))
         pool = self.pools.read()
         self.state.best_score = pool.best_score
-        ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=seed.id,
-                                score=pool.means.get(seed.id)))
+        ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=stored_id(seed),
+                                score=pool.means.get(stored_id(seed))))
         self._checkpoint()
         self.meter.report(ctx, self.state, pool)
 
@@ -318,7 +319,7 @@ class Engine:
         plan = self.plan(iteration)
         self.pools.forget()  # read before the plan's first await: stale after it
         if plan.merge is not None:
-            await self.merge_step(plan)
+            await self.merge_step(plan, MergeDetail(**plan.merge))
         else:
             await self.reflection_step(plan)
         # a person's time at the gate is not machine time, so not in the ETA
@@ -337,7 +338,7 @@ class Engine:
         kind = ProposalKind.MERGE if plan.merge is not None else ProposalKind.REFLECTION
         self.ctx.emit(IterationStarted(
             run_id=self.ctx.run_id, iteration=iteration, parent_id=plan.parent_id,
-            component=plan.component, minibatch=plan.minibatch, proposal_kind=kind.value))
+            component=plan.component, minibatch=plan.minibatch, proposal_kind=kind))
         return plan
 
     async def reflection_step(self, plan: Plan) -> None:
@@ -353,21 +354,21 @@ class Engine:
         if proposal.status is not ProposalStatus.INVALID:
             await self.evaluate_and_gate(proposal, parent, plan)
 
-    async def merge_step(self, plan: Plan) -> None:
+    async def merge_step(self, plan: Plan, detail: MergeDetail) -> None:
         """Propose the planned merge (or replay the stored one), judge the child on the
         subsample, and pass the gate like any proposal. A merge cannot be edited."""
         ctx = self.ctx
-        proposal = merging.propose_merge(ctx, plan.iteration, MergeDetail(**plan.merge))
+        proposal = merging.propose_merge(ctx, plan.iteration, detail)
         if proposal.status is ProposalStatus.INVALID:
             return
         child = merging.merged_child(ctx, proposal)
-        proposal = ctx.store.get_proposal(proposal.id)  # now with its child
+        proposal = ctx.store.get_proposal(stored_id(proposal))  # now with its child
         await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                           iteration=plan.iteration, proposal_id=proposal.id)
         evidence = child_evidence(ctx, proposal, child)
         ctx.emit(ProposalEvaluated(
-            run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
-            child_id=child.id, parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
+            run_id=ctx.run_id, iteration=plan.iteration, proposal_id=stored_id(proposal),
+            child_id=stored_id(child), parent_sum=evidence.parent_sum, child_sum=evidence.child_sum,
             rule_accepts=evidence.rule_accepts, proposal_kind=ProposalKind.MERGE))
         decision = await self.gate(proposal, plan.iteration,
                                    functools.partial(child_evidence, ctx, proposal, child))
@@ -387,8 +388,8 @@ class Engine:
                                   iteration=plan.iteration, proposal_id=proposal.id)
                 evidence = child_evidence(ctx, proposal, child)
                 ctx.emit(ProposalEvaluated(
-                    run_id=ctx.run_id, iteration=plan.iteration, proposal_id=proposal.id,
-                    child_id=child.id, parent_sum=evidence.parent_sum,
+                    run_id=ctx.run_id, iteration=plan.iteration, proposal_id=stored_id(proposal),
+                    child_id=stored_id(child), parent_sum=evidence.parent_sum,
                     child_sum=evidence.child_sum, rule_accepts=evidence.rule_accepts))
                 decision = await self.gate(proposal, plan.iteration,
                                            functools.partial(child_evidence, ctx, proposal, child))
@@ -405,7 +406,7 @@ class Engine:
         decision = open_gate(self.ctx, proposal, iteration, rule)
         if decision is not None:
             return decision
-        return await self.held(await_decision(self.ctx, proposal.id))
+        return await self.held(await_decision(self.ctx, stored_id(proposal)))
 
     async def apply(self, decision: Decision, proposal: Proposal, child: Candidate,
                     prefetch: Prefetch | None = None) -> None:
@@ -414,7 +415,7 @@ class Engine:
         budget cannot pay for."""
         ctx = self.ctx
         ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
-                                 proposal_id=proposal.id, action=decision.action,
+                                 proposal_id=stored_id(proposal), action=decision.action,
                                  automatic=decision.automatic, reason=decision.reason))
         if decision.action is DecisionAction.REJECT:
             settle(ctx.store, proposal, ProposalStatus.REJECTED)
@@ -422,12 +423,13 @@ class Engine:
         await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
                           iteration=proposal.iteration, proposal_id=proposal.id,
                           prefetched=prefetch)
-        ctx.store.set_pooled(child.id)
-        ctx.store.update_proposal(proposal.id, status=ProposalStatus.ACCEPTED,
+        ctx.store.set_pooled(stored_id(child))
+        ctx.store.update_proposal(stored_id(proposal), status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())
         pool = self.pools.read()
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
-                                   candidate_id=child.id, score=pool.means.get(child.id)))
+                                   candidate_id=stored_id(child),
+                                   score=pool.means.get(stored_id(child))))
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
         pool = self.pools.keep(self.pools.recent())

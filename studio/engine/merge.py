@@ -26,6 +26,7 @@ import studio.engine.proposer as proposer
 from studio.engine.context import RunContext
 from studio.engine.events import ProposalCreated
 from studio.engine.pool import RunView
+from studio.model.errors import RunStateError
 from studio.model.records import (
     Candidate,
     MergeDetail,
@@ -33,6 +34,7 @@ from studio.model.records import (
     ProposalKind,
     ProposalStatus,
     content_hash,
+    stored_id,
 )
 
 MERGE_SUBSAMPLE = 5
@@ -73,17 +75,18 @@ def merge_sources(a: Candidate, b: Candidate, ancestor: Candidate,
         return None
     sources: dict[str, int] = {}
     only_a = only_b = False
+    a_id, b_id = stored_id(a), stored_id(b)
     for key in ancestor.components:  # in the run's order
         base, in_a, in_b = ancestor.components[key], a.components[key], b.components[key]
         if in_a != base and in_b == base:
-            sources[key], only_a = a.id, True
+            sources[key], only_a = a_id, True
         elif in_b != base and in_a == base:
-            sources[key], only_b = b.id, True
+            sources[key], only_b = b_id, True
         elif in_a == base:  # neither changed it
-            sources[key] = ancestor.id
+            sources[key] = stored_id(ancestor)
         else:  # both changed it: the same way, or the better parent's way (ties: the first)
-            sources[key] = b.id if in_a != in_b and _rank(means, b.id) > _rank(means, a.id) \
-                else a.id
+            sources[key] = b_id if in_a != in_b and _rank(means, b_id) > _rank(means, a_id) \
+                else a_id
     return sources if only_a and only_b else None
 
 
@@ -102,7 +105,8 @@ def _rank(means: Mapping[int, float | None], candidate_id: int) -> float:
 def _not_better(ancestor: int, a: int, b: int, means: Mapping[int, float | None]) -> bool:
     """GEPA merges only against an ancestor that both descendants at least match."""
     mean = means.get(ancestor)
-    return mean is None or all(means.get(c) is None or mean <= means[c] for c in (a, b))
+    descendants = [means.get(c) for c in (a, b)]
+    return mean is None or all(other is None or mean <= other for other in descendants)
 
 
 def find_merge(candidates: list[Candidate], front: Iterable[int],
@@ -113,8 +117,8 @@ def find_merge(candidates: list[Candidate], front: Iterable[int],
     Every pair is examined (GEPA samples up to ten at random and can miss the one that
     qualifies); one qualifying pair is drawn with ``rng``. Its ancestor is the best-scoring
     common ancestor that qualifies (ties: the latest, i.e. the nearest)."""
-    by_id = {c.id: c for c in candidates}
-    parents = {c.id: list(c.parent_ids) for c in candidates}
+    by_id = {stored_id(c): c for c in candidates}
+    parents = {stored_id(c): list(c.parent_ids) for c in candidates}
     lineage = {c: ancestors(c, parents) for c in front}
     known = {c.content_hash for c in candidates}
     on_front = sorted(front, key=lambda c: by_id[c].index)
@@ -134,14 +138,14 @@ def _pair_choice(a: Candidate, b: Candidate, common: set[int], by_id: Mapping[in
                  means: Mapping[int, float | None], known: set[str]) -> MergeChoice | None:
     ranked = sorted(common, key=lambda c: (_rank(means, c), by_id[c].index), reverse=True)
     for ancestor in ranked:
-        if not _not_better(ancestor, a.id, b.id, means):
+        if not _not_better(ancestor, stored_id(a), stored_id(b), means):
             continue
         sources = merge_sources(a, b, by_id[ancestor], means)
         if sources is None:
             continue
         if content_hash(merged_components(sources, by_id)) in known:
             continue  # this child was already tried
-        return MergeChoice((a.id, b.id), ancestor, sources)
+        return MergeChoice((stored_id(a), stored_id(b)), ancestor, sources)
     return None
 
 
@@ -151,10 +155,15 @@ def merge_subsample(a_scores: Mapping[int, float | None], b_scores: Mapping[int,
     """Up to ``size`` validation examples both parents were scored on, balanced as in GEPA:
     about a third where the first parent is better, a third where the second is, a third where
     they tie, topped up from the rest. Returned in validation order."""
-    common = [e for e in order if a_scores.get(e) is not None and b_scores.get(e) is not None]
-    buckets = ([e for e in common if a_scores[e] > b_scores[e]],
-               [e for e in common if b_scores[e] > a_scores[e]],
-               [e for e in common if a_scores[e] == b_scores[e]])
+    scored: list[tuple[int, float, float]] = []
+    for e in order:
+        a_score, b_score = a_scores.get(e), b_scores.get(e)
+        if a_score is not None and b_score is not None:
+            scored.append((e, a_score, b_score))
+    common = [e for e, _, _ in scored]
+    buckets = ([e for e, a, b in scored if a > b],
+               [e for e, a, b in scored if b > a],
+               [e for e, a, b in scored if a == b])
     each = max(1, math.ceil(size / 3))
     chosen: list[int] = []
     for bucket in buckets:
@@ -227,7 +236,7 @@ def propose_merge(ctx: RunContext, iteration: int, detail: MergeDetail) -> Propo
 
 def checked(ctx: RunContext, proposal: Proposal) -> Proposal:
     """A merge whose child already exists in the run is recorded as invalid (never raised)."""
-    components = merged_components(proposal.merge.sources, _candidates(ctx))
+    components = merged_components(_detail(proposal).sources, _candidates(ctx))
     duplicate = proposer.find_duplicate(ctx, components)
     if duplicate is not None:
         return proposer.invalidate(ctx, proposal, f"duplicate of candidate #{duplicate.index}: "
@@ -239,12 +248,21 @@ def merged_child(ctx: RunContext, proposal: Proposal) -> Candidate:
     """The merged candidate, with both parents (created once, reused on resume)."""
     if proposal.child_id is not None:
         return ctx.store.get_candidate(proposal.child_id)
-    components = merged_components(proposal.merge.sources, _candidates(ctx))
-    return proposer.add_child(ctx, proposal, components, list(proposal.merge.parents))
+    detail = _detail(proposal)
+    components = merged_components(detail.sources, _candidates(ctx))
+    return proposer.add_child(ctx, proposal, components, list(detail.parents))
+
+
+def _detail(proposal: Proposal) -> MergeDetail:
+    """A merge proposal's detail (every merge proposal is stored with one)."""
+    if proposal.merge is None:
+        raise RunStateError(f"proposal {proposal.id} is a {proposal.kind} proposal, not a merge: "
+                            "it has no merge detail")
+    return proposal.merge
 
 
 def _candidates(ctx: RunContext) -> dict[int, Candidate]:
-    return {c.id: c for c in ctx.store.candidates(ctx.run_id)}
+    return {stored_id(c): c for c in ctx.store.candidates(ctx.run_id)}
 
 
 def summary(detail: MergeDetail, index: Mapping[int, int]) -> str:

@@ -44,7 +44,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Critic, Sample
@@ -61,7 +61,10 @@ from studio.model.records import (
     example_state,
 )
 from studio.runtime.eventloop import StudioEventLoop
+from studio.runtime.protocol import ExecutionResult
 from studio.runtime.workflows import primary_for
+
+T = TypeVar("T")
 
 CRITIC_NOT_CALLED = "the critic was not called"
 """In a trial's error when the agent failed: the run's failure message blames the agent."""
@@ -76,8 +79,8 @@ class ChainResult:
     feedback: Feedback
     error: str | None
     trace: dict[str, Any] = field(default_factory=dict)
-    latency_s: float | None = None
-    tokens: int | None = None
+    latency_s: float = 0.0
+    tokens: int = 0
 
 
 async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
@@ -106,7 +109,7 @@ async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, A
                        result.tokens)
 
 
-def _no_content(result: Any, primary: str | None) -> str:
+def _no_content(result: ExecutionResult, primary: str | None) -> str:
     """The error of a reply with no text: an empty ``choices`` list, ``content: null``, only
     whitespace, or only tool calls (the critic was not called)."""
     who = f"the workflow's agent {primary!r}" if primary else "the agent"
@@ -289,7 +292,7 @@ class ProcessFanOut:
                 return True
         return False
 
-    def shards(self, items: list[Any]) -> list[list[Any]]:
+    def shards(self, items: list[T]) -> list[list[T]]:
         """At least one shard per process, none larger than ``shard_size``, sizes balanced."""
         count = max(min(self.processes, len(items)), math.ceil(len(items) / self.shard_size))
         size = math.ceil(len(items) / count) if items else 1
@@ -376,8 +379,9 @@ def _main_not_rerun() -> Iterator[None]:
     a test's: the child needs neither, so the path is hidden while processes are spawned."""
     main = sys.modules.get("__main__")
     with _MAIN_LOCK:
-        saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
-                 if main is not None and name in main.__dict__}
+        saved: dict[str, object] = {
+            name: main.__dict__[name] for name in ("__file__", "__spec__")
+            if main is not None and name in main.__dict__}
         if main is not None:
             main.__dict__.pop("__file__", None)
             main.__spec__ = None  # read as an attribute by spawn: present, but names nothing

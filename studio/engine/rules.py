@@ -131,7 +131,9 @@ def verdicts(trial: Trial) -> list[_Verdict]:
 
 
 def _part_verdict(part: Mapping[str, Any]) -> _Verdict:
-    metadata = part.get("metadata") if isinstance(part.get("metadata"), Mapping) else {}
+    metadata = part.get("metadata")
+    if not isinstance(metadata, Mapping):
+        metadata = {}
     evaluator = str(metadata.get("evaluator") or part.get("name") or "check")
     score = part.get("score")
     return _Verdict(str(part.get("name") or evaluator), evaluator,
@@ -197,12 +199,11 @@ def reviewer_rules(trials: Iterable[Trial]) -> list[tuple[str, str]]:
     """A person's corrected feedback on a reply that fell short is a rule in their words."""
     rules = []
     for trial in trials:
-        override = trial.override
+        feedback = trial.override.feedback if trial.override is not None else None
         score = trial.effective_score
-        if override is None or not (override.feedback or "").strip() or score is None \
-                or score >= PASSED:
+        if feedback is None or not feedback.strip() or score is None or score >= PASSED:
             continue
-        words = inert_line(override.feedback, EXAMPLE_CHARS)
+        words = inert_line(feedback, EXAMPLE_CHARS)
         rules.append((f'A reviewer asked (their words, quoted): "{words}"',
                       f"a reviewer corrected a reply to example #{trial.example_index}"))
     return rules

@@ -6,6 +6,7 @@ import random
 
 from studio.engine.pareto import ScoreMatrix, best_candidate, pareto_front
 from studio.model.config import Selection
+from studio.model.errors import RunStateError
 
 
 def select_pareto(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) -> int:
@@ -16,13 +17,13 @@ def select_pareto(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) 
     """
     front = pareto_front(matrix, order)
     if not front:
-        return best_candidate(matrix, order)
+        return _best(matrix, order)
     return rng.choice([c for c, weight in front.items() for _ in range(weight)])
 
 
 def select_greedy(matrix: ScoreMatrix, rng: random.Random, *, order: list[int]) -> int:
     """The current best candidate."""
-    return best_candidate(matrix, order)
+    return _best(matrix, order)
 
 
 def select_epsilon_greedy(matrix: ScoreMatrix, rng: random.Random, *, order: list[int],
@@ -30,7 +31,16 @@ def select_epsilon_greedy(matrix: ScoreMatrix, rng: random.Random, *, order: lis
     """The best candidate, or with probability ``epsilon`` a uniformly random one."""
     if rng.random() < epsilon:
         return rng.choice(order)
-    return best_candidate(matrix, order)
+    return _best(matrix, order)
+
+
+def _best(matrix: ScoreMatrix, order: list[int]) -> int:
+    """:func:`best_candidate`, which is None only when there is no candidate at all."""
+    best = best_candidate(matrix, order)
+    if best is None:
+        raise RunStateError("no candidate to select a parent from: the run has no pooled "
+                            "candidate (score the seed on the validation set first)")
+    return best
 
 
 def select_parent(policy: Selection | str, matrix: ScoreMatrix, rng: random.Random, *,

@@ -59,6 +59,14 @@ LEASE_LOST = StopReason.LEASE_LOST
 """The stop reason of a run this worker gave up because another worker took it over."""
 
 
+def _this_task() -> asyncio.Task:
+    """The task running the caller: a run is always driven inside one (its cancel is the stop)."""
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("a run is driven inside an asyncio task: run it with asyncio.run")
+    return task
+
+
 def _resolve(future: asyncio.Future) -> None:
     if not future.done():
         future.set_result(None)
@@ -199,7 +207,7 @@ class RunManager:
         heartbeat = threading.Thread(target=self._heartbeat, args=(engine, handle, beating),
                                      name=f"heartbeat-{engine.run_id}", daemon=True)
         heartbeat.start()
-        handle.task = asyncio.current_task()
+        handle.task = task = _this_task()
         try:
             return await engine.run(worker=self.worker_id)
         except LeaseLostError as exc:  # found by a trial commit before the heartbeat saw it
@@ -207,7 +215,7 @@ class RunManager:
             return LEASE_LOST
         except asyncio.CancelledError:
             if engine.lease_lost:
-                asyncio.current_task().uncancel()
+                task.uncancel()
                 return LEASE_LOST
             raise
         finally:

@@ -178,7 +178,7 @@ def verdict_model(schema: Mapping[str, Any]) -> type:
     (``pass`` is spelled ``pass_``, as Potato spells it)."""
     from pydantic import create_model
 
-    fields = {("pass_" if name == "pass" else name):
+    fields: dict[str, Any] = {("pass_" if name == "pass" else name):  # types built at run time
               (_PY_TYPES.get(str(spec.get("type")), Any) | None, None)
               for name, spec in (schema.get("properties") or {}).items()
               if isinstance(spec, Mapping)}
@@ -274,7 +274,9 @@ def config_model(config: Mapping[str, Any] | None) -> str:
         or config.get("ai_support")
     if not isinstance(support, Mapping):
         return LOCAL_MODEL
-    settings = support.get("ai_config") if isinstance(support.get("ai_config"), Mapping) else {}
+    settings = support.get("ai_config")
+    if not isinstance(settings, Mapping):
+        settings = {}
     model = settings.get("model") or support.get("model")
     if model is None:
         return LOCAL_MODEL

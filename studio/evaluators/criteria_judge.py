@@ -30,6 +30,7 @@ Differences, on purpose:
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import statistics
@@ -364,26 +365,24 @@ class AgentAsJudgeEval:
         return f"Respond with JSON only: {answer}"
 
     def _evaluation(self, input: str, output: str, reply: JudgeReply) -> AgentAsJudgeEvaluation:
-        base = {"input": input, "output": output, "criteria": self.criteria}
+        made = functools.partial(AgentAsJudgeEvaluation, input=input, output=output,
+                                 criteria=self.criteria)
         if reply.error is not None:
-            return AgentAsJudgeEvaluation(**base, error=f"judge call failed: {reply.error}")
+            return made(error=f"judge call failed: {reply.error}")
         if reply.data is None:
-            return AgentAsJudgeEvaluation(**base, error="judge reply holds no JSON object",
-                                          raw_reply=reply.text[:2000])
+            return made(error="judge reply holds no JSON object", raw_reply=reply.text[:2000])
         reason = str(reply.data.get("reason") or reply.data.get("reasoning") or "")
         if self.scoring_strategy == "numeric":
             score, problem = numeric_score(reply.data.get("score"))
             if score is None:
-                return AgentAsJudgeEvaluation(**base, reason=reason, error=problem,
-                                              raw_reply=reply.text[:2000])
-            return AgentAsJudgeEvaluation(**base, score=score, reason=reason,
-                                          passed=score >= self.threshold)
+                return made(reason=reason, error=problem, raw_reply=reply.text[:2000])
+            return made(score=score, reason=reason, passed=score >= self.threshold)
         passed = parse_bool(reply.data.get("passed", reply.data.get("pass")))
         if passed is None:
-            return AgentAsJudgeEvaluation(
-                **base, reason=reason, raw_reply=reply.text[:2000],
+            return made(
+                reason=reason, raw_reply=reply.text[:2000],
                 error=f"judge verdict {reply.data.get('passed')!r} is not true or false")
-        return AgentAsJudgeEvaluation(**base, reason=reason, passed=passed)
+        return made(reason=reason, passed=passed)
 
     async def _notify(self, evaluation: AgentAsJudgeEvaluation) -> None:
         """Call ``on_fail``; its own errors are logged, never allowed to lose the results."""

@@ -101,8 +101,9 @@ def get_supported_evaluators() -> list[str]:
     return sorted(evaluator_names())
 
 
-def build_evaluator(name: str, params: Mapping[str, Any] | None = None) -> Evaluator:
-    """Build the evaluator registered as ``name`` with keyword ``params``.
+def build_evaluator(name: object, params: Mapping[str, Any] | None = None) -> Evaluator:
+    """Build the evaluator registered as ``name`` with keyword ``params`` (``name`` is read
+    from a project file, so anything: it is checked here).
 
     Raises:
         UnknownEvaluatorError: no such name (the message lists the known ones).

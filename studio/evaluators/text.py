@@ -22,13 +22,11 @@ EmbedFn = Callable[[str], Sequence[float]]
 _CODE_FENCE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
-def _missing(key: str, output: str | None, reference: str | None = "",
-             *, needs_reference: bool = False) -> EvaluatorResult | None:
+def _missing(key: str, output: str | None) -> EvaluatorResult:
+    """Why a text evaluator could not evaluate: no output, else no reference (each None)."""
     if output is None:
         return EvaluatorResult.not_evaluated(key, "no output to evaluate (it is None)")
-    if needs_reference and reference is None:
-        return EvaluatorResult.not_evaluated(key, "no reference to compare with (it is None)")
-    return None
+    return EvaluatorResult.not_evaluated(key, "no reference to compare with (it is None)")
 
 
 class ExactMatch(Evaluator):
@@ -47,9 +45,8 @@ class ExactMatch(Evaluator):
     def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
                  inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
         output, reference = as_text(outputs), as_text(reference_outputs)
-        problem = _missing(self.key, output, reference, needs_reference=True)
-        if problem is not None:
-            return problem
+        if output is None or reference is None:
+            return _missing(self.key, output)
         ok = self._norm(output) == self._norm(reference)
         comment = "output equals the reference" if ok else (
             f"output {_clip(output)!r} differs from the reference {_clip(reference)!r}")
@@ -77,9 +74,8 @@ class Contains(Evaluator):
                  inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
         output = as_text(outputs)
         needle = self.substring if self.substring is not None else as_text(reference_outputs)
-        problem = _missing(self.key, output, needle, needs_reference=True)
-        if problem is not None:
-            return problem
+        if output is None or needle is None:
+            return _missing(self.key, output)
         if not needle:
             return EvaluatorResult.not_evaluated(self.key, "the reference substring is empty")
         haystack = output if self.case_sensitive else output.casefold()
@@ -110,9 +106,8 @@ class RegexMatch(Evaluator):
     def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
                  inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
         output = as_text(outputs)
-        problem = _missing(self.key, output)
-        if problem is not None:
-            return problem
+        if output is None:
+            return _missing(self.key, output)
         find = self.pattern.fullmatch if self.full_match else self.pattern.search
         try:
             match = find(output, timeout=REGEX_TIMEOUT_S)
@@ -172,9 +167,8 @@ class EditDistance(Evaluator):
     def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
                  inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
         output, reference = as_text(outputs), as_text(reference_outputs)
-        problem = _missing(self.key, output, reference, needs_reference=True)
-        if problem is not None:
-            return problem
+        if output is None or reference is None:
+            return _missing(self.key, output)
         if not self.case_sensitive:
             output, reference = output.casefold(), reference.casefold()
         distance = levenshtein(output, reference)
@@ -306,7 +300,8 @@ class JSONSchemaMatch(Evaluator):
         return self._validator
 
 
-def _checked_schema(schema: Any) -> dict[str, Any]:
+def _checked_schema(schema: Any) -> dict[str, Any] | bool:
+    """``schema`` (JSON text or parsed) checked as a JSON Schema (``true``/``false`` are ones)."""
     import jsonschema
 
     if isinstance(schema, str):
@@ -348,9 +343,8 @@ class EmbeddingDistance(Evaluator):
     def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
                  inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
         output, reference = as_text(outputs), as_text(reference_outputs)
-        problem = _missing(self.key, output, reference, needs_reference=True)
-        if problem is not None:
-            return problem
+        if output is None or reference is None:
+            return _missing(self.key, output)
         try:
             embed = self._embedder()
             cosine = cosine_similarity(embed(output), embed(reference))

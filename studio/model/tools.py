@@ -8,16 +8,19 @@ Only the form is checked here; which modules may be imported is decided when the
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from studio.model.errors import ConfigError
 from studio.model.limits import MAX_TOOL_REF_CHARS, MAX_TOOLS
+
+if TYPE_CHECKING:
+    from pydantic.json_schema import JsonDict
 
 TOOL_REF_FORM = "package.module:function"
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 _TOOL_REF = re.compile(
     rf"^(?P<module>{_IDENTIFIER}(?:\.{_IDENTIFIER})*):(?P<function>{_IDENTIFIER})$")
-TOOLS_JSON_SCHEMA = {
+TOOLS_JSON_SCHEMA: JsonDict = {
     "maxItems": MAX_TOOLS,
     "items": {"type": "string", "maxLength": MAX_TOOL_REF_CHARS,
               "pattern": rf"^{_IDENTIFIER}(\.{_IDENTIFIER})*:{_IDENTIFIER}$"},

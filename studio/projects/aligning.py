@@ -57,6 +57,7 @@ from studio.model.records import (
     RunSpec,
     TrialPhase,
     example_expected,
+    stored_id,
 )
 from studio.projects.background import Job, start_job
 from studio.projects.files import dump_project, parse_project
@@ -154,9 +155,11 @@ class AlignReport(BaseModel):
     def improved(self) -> bool | None:
         """None unless both critics were measured on the same labels (never on fewer: an
         unusable reply counts as the worst error, :func:`counted_agreement`)."""
-        if not comparable(self.before, self.after):
+        before = self.before.mae if self.before is not None else None
+        after = self.after.mae if self.after is not None else None
+        if not comparable(self.before, self.after) or before is None or after is None:
             return None
-        return self.after.mae < self.before.mae
+        return after < before
 
 
 def comparable(before: AgreementReport | None, after: AgreementReport | None) -> bool:
@@ -404,7 +407,7 @@ def align_origin(store: Store, align_run_id: str) -> AlignOrigin:
     return origin
 
 
-class FoundRuns(list):  # type: ignore[type-arg]
+class FoundRuns(list[Run]):
     """Runs found by scanning a bounded number of runs; ``truncated``: there were more."""
 
     truncated: bool = False
@@ -459,16 +462,18 @@ def align_report(store: Store, align_run_id: str) -> AlignReport:
             "were undone, so there is nothing to measure the critics on.")})
     if measures_real_critic(origin):
         return _judge_report(store, report, best.id if best else None, held)
-    pairs = _held_out_pairs(store, align_run_id, [c.id for c in (baseline, best) if c], held)
-    if baseline is None or best is None or not pairs.get(baseline.id) or not pairs.get(best.id):
+    pairs = _held_out_pairs(store, align_run_id, [stored_id(c) for c in (baseline, best) if c],
+                            held)
+    if baseline is None or best is None or not pairs.get(stored_id(baseline)) \
+            or not pairs.get(stored_id(best)):
         return report.model_copy(update={"note": (
             "The held-out labels are scored when the align run completes (or now with "
             f"`studio test {align_run_id}`).")})
     return report.model_copy(update={
         "measured_by": "the align run's test set: the critic agent itself, candidate #0 "
                        "against the best, on the held-out labels",
-        "before": counted_agreement(pairs[baseline.id], origin.threshold),
-        "after": counted_agreement(pairs[best.id], origin.threshold)})
+        "before": counted_agreement(pairs[stored_id(baseline)], origin.threshold),
+        "after": counted_agreement(pairs[stored_id(best)], origin.threshold)})
 
 
 def measures_real_critic(origin: AlignOrigin) -> bool:
@@ -690,12 +695,12 @@ def _with_aligned_text(section: Any, origin: AlignOrigin, text: str, project: st
     if origin.target == "instruction":
         return section.model_copy(update={"instruction": text})
     try:
-        found = judge_text(section.evaluator, origin.part_name if origin.part is not None
-                           else None)
+        current = judge_text(section.evaluator, origin.part_name if origin.part is not None
+                             else None)
     except ConfigError as exc:
         found, why = None, exc.message
     else:
-        why = f"its text to align is now {found.kind!r}"
+        found, why = current, f"its text to align is now {current.kind!r}"
     if found is None or found.kind != origin.target or (found.part is None) != (
             origin.part is None):
         aligned = f"the {origin.target}" + (f" of part {origin.part_name!r}"

@@ -27,7 +27,7 @@ from typing import Any
 from studio.engine.evidence import evidence_for
 from studio.engine.pool import pool_scores
 from studio.model.errors import ConfigError, NotFoundError
-from studio.model.records import Candidate, DecisionAction, Proposal, ProposalStatus
+from studio.model.records import Candidate, DecisionAction, Proposal, ProposalStatus, stored_id
 from studio.model.workflow import split_component
 from studio.store import Store
 
@@ -224,7 +224,7 @@ def source_parent(lineage: RunLineage, child: Candidate, key: str) -> Candidate 
 def _attribute_component(lineage: RunLineage, path: list[Candidate], key: str) -> list[Attributed]:
     kind = unit_kind(key)
     root = path[0]
-    seed = UnitOrigin(SEED, root.run_id, root.id, root.index, root.iteration)
+    seed = UnitOrigin(SEED, root.run_id, stored_id(root), root.index, root.iteration)
     units = [Attributed(u, seed) for u in split_units(root.components.get(key, ""), kind)]
     for previous, current in pairwise(path):
         if current.components.get(key, "") == previous.components.get(key, ""):
@@ -241,7 +241,7 @@ def _steps(lineage: RunLineage, candidate: Candidate, key: str) -> list[tuple[st
     if not chain or chain[-1].is_merge or chain[-1].component != key:
         kind = MERGE if len(candidate.parent_ids) > 1 else CHANGE
         return [(candidate.components.get(key, ""),
-                 UnitOrigin(kind, candidate.run_id, candidate.id, candidate.index,
+                 UnitOrigin(kind, candidate.run_id, stored_id(candidate), candidate.index,
                         candidate.iteration, candidate.proposal_id))]
     steps = [(p.text, _proposal_origin(lineage, p, candidate)) for p in chain]
     steps[-1] = (candidate.components.get(key, ""), steps[-1][1])
@@ -263,10 +263,10 @@ def proposal_chain(lineage: RunLineage, proposal_id: int | None) -> list[Proposa
 
 def _proposal_origin(lineage: RunLineage, proposal: Proposal, candidate: Candidate) -> UnitOrigin:
     edited = proposal.edited_from is not None
-    return UnitOrigin(EDIT if edited else REFLECTION, candidate.run_id, candidate.id,
+    return UnitOrigin(EDIT if edited else REFLECTION, candidate.run_id, stored_id(candidate),
                   candidate.index, proposal.iteration, proposal.id,
-                  author=lineage.edit_authors.get(proposal.id) if edited else None,
-                  score=lineage.scores.get(proposal.id))
+                  author=lineage.edit_authors.get(stored_id(proposal)) if edited else None,
+                  score=lineage.scores.get(stored_id(proposal)))
 
 
 # --------------------------------------------------------------------------- from the store
@@ -291,13 +291,15 @@ def load_provenance(store: Store, run_id: str, candidate_index: int | None = Non
         best = pool_scores(store, run).best_id
         candidate = lineage.candidates[best] if best is not None else own[0]
     else:
-        candidate = next((c for c in own if c.index == candidate_index), None)
-        if candidate is None:
+        found = next((c for c in own if c.index == candidate_index), None)
+        if found is None:
             raise ConfigError(f"run {run_id} has no candidate #{candidate_index} (it has "
                               f"#{own[0].index} to #{own[-1].index})", where="candidate",
                               value=candidate_index)
-    add_scores(store, lineage, candidate.id)
-    return Provenance(run_id, candidate.id, candidate.index, attribute(lineage, candidate.id))
+        candidate = found
+    add_scores(store, lineage, stored_id(candidate))
+    return Provenance(run_id, stored_id(candidate), candidate.index,
+                      attribute(lineage, stored_id(candidate)))
 
 
 def load_lineage(store: Store, run_id: str) -> RunLineage:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from studio.model.records import Candidate, Example, Proposal
+from studio.model.records import Candidate, Example, Proposal, stored_id
 from studio.views.tables import example_label
 
 
 def candidate_index(candidates: Sequence[Candidate]) -> dict[int, int]:
-    return {c.id: c.index for c in candidates}
+    return {stored_id(c): c.index for c in candidates}
 
 
 def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | None],
@@ -32,7 +32,7 @@ def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | N
     """
     born: dict[int, float] = {}  # iteration -> best mean of the candidates born in it
     for c in candidates:
-        mean = means.get(c.id)
+        mean = means.get(stored_id(c))
         if mean is not None:
             born[c.iteration] = max(mean, born.get(c.iteration, mean))
     rows = []
@@ -44,7 +44,7 @@ def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | N
     best = pd.DataFrame(rows, columns=["iteration", "best"])
     marks = []
     for p in proposals:
-        mean = trials_means.get(p.id, {}).get("child")
+        mean = trials_means.get(stored_id(p), {}).get("child")
         if mean is None:
             continue
         marks.append({"iteration": p.iteration, "score": mean, "status": p.status.value,
@@ -57,8 +57,9 @@ def score_matrix(matrix: dict[int, dict[int, float | None]], candidates: Sequenc
                  examples: Sequence[Example]) -> pd.DataFrame:
     """Candidates (rows, ``#index``) x validation examples (columns), NaN = could not evaluate."""
     index = candidate_index(candidates)
-    labels = {e.id: example_label(e, 24) for e in examples}
-    example_ids = [e.id for e in examples if any(e.id in row for row in matrix.values())]
+    labels = {stored_id(e): example_label(e, 24) for e in examples}
+    example_ids = [stored_id(e) for e in examples
+                   if any(e.id in row for row in matrix.values())]
     data = {
         f"#{index[c]}": [_nan(matrix[c].get(e)) for e in example_ids]
         for c in sorted(matrix, key=lambda cid: index.get(cid, 0))
@@ -94,8 +95,8 @@ def front_frame(candidates: Sequence[Candidate], means: dict[int, float | None],
     index = candidate_index(candidates)
     rows = [{"candidate": f"#{c.index}", "iteration": c.iteration,
              "parents": ", ".join(f"#{index[p]}" for p in c.parent_ids if p in index) or "-",
-             "mean": _nan(means.get(c.id)), "on_front": c.id in front,
-             "wins": front.get(c.id, 0), "best": c.id == best_id}
+             "mean": _nan(means.get(stored_id(c))), "on_front": stored_id(c) in front,
+             "wins": front.get(stored_id(c), 0), "best": stored_id(c) == best_id}
             for c in candidates if c.pooled]
     return pd.DataFrame(rows, columns=["candidate", "iteration", "parents", "mean", "on_front",
                                        "wins", "best"])
@@ -134,25 +135,25 @@ def lineage_layout(candidates: Sequence[Candidate], means: dict[int, float | Non
     statuses = statuses or {}
     kept, note = lineage_subset(candidates, shown, limit)
     ordered = sorted(kept, key=lambda c: c.index)
-    ids = {c.id for c in ordered}
-    children: dict[int, list[int]] = {c.id: [] for c in ordered}
+    ids = {stored_id(c) for c in ordered}
+    children: dict[int, list[int]] = {stored_id(c): [] for c in ordered}
     roots = []
     for c in ordered:
         parents = [p for p in c.parent_ids if p in ids]
         if parents:
-            children[parents[0]].append(c.id)
+            children[parents[0]].append(stored_id(c))
         else:
-            roots.append(c.id)
+            roots.append(stored_id(c))
     y = _tree_rows(roots, children)
-    by_index = {c.id: c.index for c in ordered}
+    by_index = {stored_id(c): c.index for c in ordered}
     rows = [{
-        "id": c.id, "index": c.index, "x": c.iteration, "y": -y.get(c.id, 0.0),
-        "mean": _nan(means.get(c.id)), "pooled": c.pooled, "on_front": c.id in front,
-        "best": c.id == best_id,
-        "status": statuses.get(c.id, "pooled" if c.pooled else "not pooled"),
+        "id": cid, "index": c.index, "x": c.iteration, "y": -y.get(cid, 0.0),
+        "mean": _nan(means.get(cid)), "pooled": c.pooled, "on_front": cid in front,
+        "best": cid == best_id,
+        "status": statuses.get(cid, "pooled" if c.pooled else "not pooled"),
         "parents": [by_index[p] for p in c.parent_ids if p in ids],
-    } for c in ordered]
-    edges = [(p, c.id) for c in ordered for p in c.parent_ids if p in ids]
+    } for c, cid in ((c, stored_id(c)) for c in ordered)]
+    edges = [(p, stored_id(c)) for c in ordered for p in c.parent_ids if p in ids]
     return Lineage(pd.DataFrame(rows, columns=["id", "index", "x", "y", "mean", "pooled",
                                                "on_front", "best", "status", "parents"]),
                    edges, note)
@@ -185,16 +186,16 @@ def lineage_subset(candidates: Sequence[Candidate], shown: Sequence[int] = (),
     their ancestors, with a note saying how many were left out."""
     if len(candidates) <= limit:
         return list(candidates), None
-    by_id = {c.id: c for c in candidates}
+    by_id = {stored_id(c): c for c in candidates}
     keep: set[int] = set()
-    todo = [c.id for c in candidates if c.pooled] + [c for c in shown if c in by_id]
+    todo = [stored_id(c) for c in candidates if c.pooled] + [c for c in shown if c in by_id]
     while todo:
         node = todo.pop()
         if node in keep:
             continue
         keep.add(node)
         todo.extend(p for p in by_id[node].parent_ids if p in by_id)
-    kept = [c for c in candidates if c.id in keep]
+    kept = [c for c in candidates if stored_id(c) in keep]
     left_out = len(candidates) - len(kept)
     note = (f"Showing {len(kept)} of {len(candidates)} candidates: the pool, the versions "
             f"chosen above and their ancestors ({left_out} rejected or unscored proposals "

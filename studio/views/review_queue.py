@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from studio.model.records import Split, Trial, TrialPhase
+from studio.model.records import Split, Trial, TrialPhase, stored_id
 from studio.views.tables import format_duration
 
 EPSILON = 1e-9
@@ -124,10 +124,11 @@ def margin_flips(proposal_id: int, parent: Sequence[Trial], child: Sequence[Tria
     it inside [0, 1] are left out."""
     children = {t.example_id: t for t in child}
     pairs = [(p, children[p.example_id]) for p in parent if p.example_id in children]
-    scored = [(p, c) for p, c in pairs
-              if p.effective_score is not None and c.effective_score is not None]
-    margin = sum(c.effective_score - p.effective_score for p, c in scored)
-    accepts = bool(scored) and (margin >= -EPSILON if ties_accept else margin > EPSILON)
+    differences = [child_score - parent_score for p, c in pairs
+                   if (parent_score := p.effective_score) is not None
+                   and (child_score := c.effective_score) is not None]
+    margin = sum(differences)
+    accepts = bool(differences) and (margin >= -EPSILON if ties_accept else margin > EPSILON)
     rule = _Rule(margin, accepts, accepts != ties_accept,
                  _verdict(proposal_id, margin, accepts))
     flips: dict[int, Flip] = {}
@@ -234,7 +235,7 @@ def feedback_cues(text: str) -> tuple[dict[str, int], dict[str, int]]:
     negative: dict[str, int] = {}
     positive: dict[str, int] = {}
     for sentence in _sentences(text):
-        found = [(_LABELS[int(m.lastgroup[1:])], m) for m in _CUES.finditer(sentence)]
+        found = [(_cue_label(m), m) for m in _CUES.finditer(sentence)]
         criticised = HEDGES.search(sentence) is not None or \
             any(label in NEGATIVE_CUES for label, _ in found)
         for label, match in found:
@@ -315,14 +316,21 @@ def usual_component_gap(trials: Iterable[Trial]) -> float:
     return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
 
 
+def _cue_label(match: re.Match[str]) -> str:
+    """The cue a match of ``_CUES`` found: each of its alternatives is one group ``c<i>``."""
+    if match.lastgroup is None:
+        raise ValueError(f"a feedback cue matched {match.group()!r} outside its named groups")
+    return _LABELS[int(match.lastgroup[1:])]
+
+
 def _dimension_gap(trial: Trial) -> Doubt | None:
     dims = {name: value for name, value in trial.feedback.dimensions.items()
             if _unit(value)}
     if trial.score is None or not dims:
         return None
     mean = sum(dims.values()) / len(dims)
-    low = min(dims, key=dims.get)
-    high = max(dims, key=dims.get)
+    low = min(dims, key=lambda name: dims[name])
+    high = max(dims, key=lambda name: dims[name])
     shown = f"{_name(low)} {dims[low]:.2f}" if len(dims) == 1 else \
         f"lowest {_name(low)} {dims[low]:.2f}, highest {_name(high)} {dims[high]:.2f}"
     return Doubt(abs(trial.score - mean),
@@ -424,9 +432,9 @@ def _add_doubts(drafts: dict[int, _Draft], trial: Trial, usual_gap: float) -> No
                          (Group.DISAGREEMENT, disagreement(trial, usual_gap))):
         if doubt is None:
             continue
-        draft = drafts.get(trial.id)
+        draft = drafts.get(stored_id(trial))
         if draft is None:
-            drafts[trial.id] = _Draft(trial, group, [doubt.reason], (-doubt.size,))
+            drafts[stored_id(trial)] = _Draft(trial, group, [doubt.reason], (-doubt.size,))
             continue
         draft.reasons.append(doubt.reason)
         if draft.group is Group.MARGIN and len(draft.rank) == 1:
@@ -439,7 +447,8 @@ def _add_unreviewed(drafts: dict[int, _Draft], trials: Sequence[Trial],
     for trial in trials:
         if trial.example_id in reviewed_example_ids:
             continue
-        if trial.example_id not in newest or trial.id > newest[trial.example_id].id:
+        if trial.example_id not in newest \
+                or stored_id(trial) > stored_id(newest[trial.example_id]):
             newest[trial.example_id] = trial
     queued = {d.trial.example_id for d in drafts.values()}
     for trial in newest.values():
@@ -451,7 +460,7 @@ def _add_unreviewed(drafts: dict[int, _Draft], trials: Sequence[Trial],
                 draft.reasons.append(reason)
             continue
         split_rank = 0.0 if trial.split is Split.VAL else 1.0
-        drafts[trial.id] = _Draft(trial, Group.UNREVIEWED, [reason],
+        drafts[stored_id(trial)] = _Draft(trial, Group.UNREVIEWED, [reason],
                                   (split_rank, float(trial.example_index)))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from studio.model.errors import DatasetError
 from studio.model.media import is_media_uri, media_from_path
@@ -160,7 +160,7 @@ def prepare_rows(rows: list[dict[str, Any]], dataset: DatasetSection, where: str
     return validate_examples(prepared, name=where)
 
 
-def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None = None,
+def resolve_datasets(project: WithDataset, base_dir: Path, *, source: str | None = None,
                      origin: Origin = Origin.LOCAL
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     """``(trainset, valset or None)`` with files read, columns checked, split applied.
@@ -177,10 +177,26 @@ def resolve_datasets(project: ProjectFile, base_dir: Path, *, source: str | None
         raise DatasetError(exc.message, where=where, value=exc.value) from exc
 
 
-def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
+class WithDataset(Protocol):
+    """What the dataset readers read of a project: its dataset section (a fork's ``--dataset``
+    file has only that)."""
+
+    @property
+    def dataset(self) -> DatasetSection: ...
+
+
+def train_source(dataset: DatasetSection) -> list[dict[str, Any]] | DataSource:
+    """``dataset.train``, which the section's validation requires."""
+    if dataset.train is None:
+        raise DatasetError("dataset.train is required (inline rows or {path: ...})",
+                           where="dataset.train")
+    return dataset.train
+
+
+def _resolve_datasets(project: WithDataset, base_dir: Path, origin: Origin
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     dataset = project.dataset
-    train = prepare_rows(load_rows(dataset.train, base_dir, "dataset.train", origin,
+    train = prepare_rows(load_rows(train_source(dataset), base_dir, "dataset.train", origin,
                                    dataset.images), dataset, "dataset.train")
     val = None
     if dataset.val is not None:
@@ -191,7 +207,7 @@ def _resolve_datasets(project: ProjectFile, base_dir: Path, origin: Origin
     return train, val
 
 
-def resolve_testset(project: ProjectFile, base_dir: Path, *, source: str | None = None,
+def resolve_testset(project: WithDataset, base_dir: Path, *, source: str | None = None,
                     origin: Origin = Origin.LOCAL) -> list[dict[str, Any]] | None:
     """The project's held-out test rows (``dataset.test``), read and checked as ``train`` is;
     None without one.
@@ -228,7 +244,8 @@ def inline_datasets(project: ProjectFile, base_dir: Path) -> ProjectFile:
     for storing in the DB."""
     images = project.dataset.images
     dataset = project.dataset.model_copy(update={
-        "train": load_rows(project.dataset.train, base_dir, "dataset.train", images=images),
+        "train": load_rows(train_source(project.dataset), base_dir, "dataset.train",
+                           images=images),
         "val": None if project.dataset.val is None else load_rows(
             project.dataset.val, base_dir, "dataset.val", images=images),
         "test": None if project.dataset.test is None else load_rows(

@@ -10,6 +10,7 @@ from pydantic import (
     BaseModel,
     ValidationError,
 )
+from pydantic_core import ErrorDetails
 
 from studio.model.errors import ConfigError
 from studio.projects.files.sections import ProjectFile
@@ -32,7 +33,7 @@ _STEP_BRANCHES = ("str", "WorkflowSpec")
 """Pydantic's names for the two kinds of workflow step (an agent's name, a nested workflow)."""
 
 
-def _other_branch_failed(error: dict, errors: list[dict]) -> bool:
+def _other_branch_failed(error: ErrorDetails, errors: list[ErrorDetails]) -> bool:
     """A step that is a nested workflow fails the "agent name" branch too: report only why the
     workflow is wrong."""
     loc = error["loc"]
