@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -236,3 +237,33 @@ def empty_postgres_store(url: str) -> Any:
     tables.metadata.drop_all(engine)
     engine.dispose()
     return open_store(url, cached=False)
+
+
+class StudioProcess:
+    """A `studio` command in its own process (``env`` added to this one's), its stderr
+    collected line by line."""
+
+    def __init__(self, url: str, *args: str, **env: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            self.lines.append(line)
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def stop(self) -> None:
+        """Kill it if it still runs."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)

@@ -9,14 +9,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
 from studio.model.records import RunStatus
 from studio.store import open_store
-from tests.helpers import ROOT, wait_until
+from tests.helpers import ROOT, StudioProcess, wait_until
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -65,28 +64,9 @@ def server():
     pg.remove()
 
 
-class Studio:
-    """A `studio` command in its own process, its stderr collected line by line."""
-
-    def __init__(self, url: str, *args: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_DB_RETRY_SECONDS": "120"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT, env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.process.stderr:
-            self.lines.append(line)
-
-    def said(self, text: str) -> bool:
-        return any(text in line for line in self.lines)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
+def studio(url: str, *args: str) -> StudioProcess:
+    """A `studio` command that waits up to 2 minutes for its database."""
+    return StudioProcess(url, *args, STUDIO_DB_RETRY_SECONDS="120")
 
 
 def queue_example(url: str, *, iterations: int) -> None:
@@ -108,28 +88,37 @@ def trial_count(url: str) -> int:
         store.engine.dispose()
 
 
+def assert_completed_cleanly(command: StudioProcess, url: str, *,
+                             trials_over: int | None = None) -> None:
+    """No traceback from ``command``, and the store's run completed (with more than
+    ``trials_over`` trials, when given)."""
+    assert not command.said("Traceback"), command.text
+    store = open_store(url, cached=False)
+    run = store.list_runs()[0]
+    assert run.status is RunStatus.COMPLETED
+    if trials_over is not None:
+        assert store.count_trials(run.id) > trials_over
+    store.engine.dispose()
+
+
 def test_a_run_waits_through_a_postgres_restart_and_completes(server):
-    studio = Studio(server.url, "run", str(ROOT / "examples/haiku_scripted.yaml"),
+    command = studio(server.url, "run", str(ROOT / "examples/haiku_scripted.yaml"),
                     "--max-iterations", "3")
     try:
         wait_until(lambda: trial_count(server.url) >= 2, timeout=120, message="trials stored")
         server.stop()
-        wait_until(lambda: studio.said("trying again"), timeout=60,
+        wait_until(lambda: command.said("trying again"), timeout=60,
                    message="the run to wait for the database")
         server.start()
-        assert studio.process.wait(180) == 0, "".join(studio.lines)
+        assert command.process.wait(180) == 0, command.text
     finally:
-        studio.stop()
-    assert not studio.said("Traceback"), "".join(studio.lines)
-    store = open_store(server.url, cached=False)
-    run = store.list_runs()[0]
-    assert run.status is RunStatus.COMPLETED and store.count_trials(run.id) > 2
-    store.engine.dispose()
+        command.stop()
+    assert_completed_cleanly(command, server.url, trials_over=2)
 
 
 def test_an_idle_worker_waits_through_a_restart_then_takes_a_queued_run(server):
     open_store(server.url, cached=False).engine.dispose()  # the tables, before the worker polls
-    worker = Studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
+    worker = studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
     try:
         wait_until(lambda: worker.said("live") or worker.said("worker"), timeout=120,
                    message="the worker to start")
@@ -138,63 +127,53 @@ def test_an_idle_worker_waits_through_a_restart_then_takes_a_queued_run(server):
                    message="the worker to wait for the database")
         server.start()
         queue_example(server.url, iterations=1)
-        assert worker.process.wait(180) == 0, "".join(worker.lines)
+        assert worker.process.wait(180) == 0, worker.text
     finally:
         worker.stop()
-    assert not worker.said("Traceback"), "".join(worker.lines)
-    store = open_store(server.url, cached=False)
-    assert store.list_runs()[0].status is RunStatus.COMPLETED
-    store.engine.dispose()
+    assert_completed_cleanly(worker, server.url)
 
 
 def test_a_worker_running_a_run_waits_through_a_restart_and_completes_it(server):
     queue_example(server.url, iterations=3)
-    worker = Studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
+    worker = studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
     try:
         wait_until(lambda: trial_count(server.url) >= 2, timeout=120, message="trials stored")
         server.stop()
         wait_until(lambda: worker.said("trying again"), timeout=60,
                    message="the worker's run to wait for the database")
         server.start()
-        assert worker.process.wait(180) == 0, "".join(worker.lines)
+        assert worker.process.wait(180) == 0, worker.text
     finally:
         worker.stop()
-    assert not worker.said("Traceback"), "".join(worker.lines)
-    store = open_store(server.url, cached=False)
-    run = store.list_runs()[0]
-    assert run.status is RunStatus.COMPLETED and store.count_trials(run.id) > 2
-    store.engine.dispose()
+    assert_completed_cleanly(worker, server.url, trials_over=2)
 
 
 def test_a_worker_started_while_postgres_is_down_waits_then_takes_a_queued_run(server):
     open_store(server.url, cached=False).engine.dispose()  # the tables exist; the server goes
     server.stop()
-    worker = Studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
+    worker = studio(server.url, "worker", "--max-runs", "1", "--poll-seconds", "0.2")
     try:
         wait_until(lambda: worker.said("waiting for the database"), timeout=120,
                    message="the worker to wait for its database")
-        assert worker.process.poll() is None, "".join(worker.lines)
+        assert worker.process.poll() is None, worker.text
         server.start()
         wait_until(lambda: worker.said("takes runs from queue"), timeout=60,
                    message="the worker to open the database once it answers")
         queue_example(server.url, iterations=1)
-        assert worker.process.wait(180) == 0, "".join(worker.lines)
+        assert worker.process.wait(180) == 0, worker.text
     finally:
         worker.stop()
-    assert not worker.said("Traceback"), "".join(worker.lines)
-    store = open_store(server.url, cached=False)
-    assert store.list_runs()[0].status is RunStatus.COMPLETED
-    store.engine.dispose()
+    assert_completed_cleanly(worker, server.url)
 
 
 def test_a_worker_waiting_for_its_database_stops_on_sigterm(server):
     server.stop()
-    worker = Studio(server.url, "worker")
+    worker = studio(server.url, "worker")
     try:
         wait_until(lambda: worker.said("waiting for the database"), timeout=120,
                    message="the worker to wait for its database")
         worker.process.terminate()
-        assert worker.process.wait(30) == 0, "".join(worker.lines)
+        assert worker.process.wait(30) == 0, worker.text
     finally:
         worker.stop()
-    assert worker.said("stopped before its database answered"), "".join(worker.lines)
+    assert worker.said("stopped before its database answered"), worker.text

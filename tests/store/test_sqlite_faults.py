@@ -8,7 +8,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from studio.model.errors import StoreError
 from studio.model.records import Run, RunStatus
 from studio.store import open_store
-from tests.helpers import ROOT, wait_until
+from tests.helpers import ROOT, StudioProcess, wait_until
 
 PROJECT = ROOT / "examples/haiku_scripted.yaml"
 
@@ -25,29 +24,6 @@ def studio(url: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **env},
                           capture_output=True, text=True, timeout=300)
-
-
-class Background:
-    """A `studio` command in its own process, its stderr collected line by line."""
-
-    def __init__(self, url: str, *args: str, **env: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **env}, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.process.stderr:
-            self.lines.append(line)
-
-    def said(self, text: str) -> bool:
-        return any(text in line for line in self.lines)
-
-    @property
-    def text(self) -> str:
-        return "".join(self.lines)
 
 
 @pytest.fixture
@@ -90,7 +66,7 @@ def stored_trials(url: str) -> tuple[str, int]:
 @pytest.mark.slow
 def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     url = f"sqlite:///{small_disk}/studio.db"
-    run = Background(url, "run", str(PROJECT), "--max-iterations", "3",
+    run = StudioProcess(url, "run", str(PROJECT), "--max-iterations", "3",
                      STUDIO_DB_RETRY_SECONDS="2", STUDIO_STALE_AFTER_SECONDS="1")
     wait_until(lambda: stored_trials(url)[1] >= 2, timeout=120, message="trials stored")
     filler = fill(small_disk)
@@ -114,7 +90,7 @@ def test_a_long_external_write_lock_is_waited_for_then_the_run_completes(tmp_pat
     open_store(url, cached=False).close()
     holder = sqlite3.connect(tmp_path / "studio.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    run = Background(url, "run", str(PROJECT), "--max-iterations", "1",
+    run = StudioProcess(url, "run", str(PROJECT), "--max-iterations", "1",
                      STUDIO_DB_RETRY_SECONDS="120")
     try:
         wait_until(lambda: run.said("locked by another process"), timeout=120,
