@@ -147,7 +147,8 @@ def node_story(candidate_id: object, candidates: Sequence[Candidate],
     """The story of one node, or None when ``candidate_id`` (from a click in the browser:
     untrusted) is not a candidate of this run."""
     by_id = {stored_id(c): c for c in candidates}
-    if not isinstance(candidate_id, int) or candidate_id not in by_id:
+    if not isinstance(candidate_id, int) or isinstance(candidate_id, bool) \
+            or candidate_id not in by_id:
         return None
     candidate = by_id[candidate_id]
     parent = by_id.get(candidate.parent_ids[0]) if candidate.parent_ids else None
