@@ -9,14 +9,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from studio.engine.history import ProposalRow
 from studio.model.records import Candidate, Example, Proposal, stored_id
 from studio.views.matrix import DEFAULT_PASS_AT, Verdict
 from studio.views.tables import example_label, one_line
+
+if TYPE_CHECKING:  # the rows are built by the engine's history; only read here
+    from studio.engine.history import ProposalRow
 
 
 def candidate_index(candidates: Sequence[Candidate]) -> dict[int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from studio.engine.gates import decide
 from studio.engine.worker import get_manager
@@ -102,6 +103,11 @@ def test_a_lineage_node_and_a_heatmap_cell_open_what_they_stand_for(tmp_path):
         panel.get_by_text(added, exact=False).first.wait_for()  # the diff's new line
         wait_idle(page)
         shot(page, "compare_lineage_node")
+
+        panel.get_by_role("button", name="Compare it above").click()  # a version picked here
+        picker = page.get_by_test_id("stMultiSelect").first
+        picker.get_by_role("button", name=re.compile(rf"^Remove #{child.index} ")).wait_for()
+        expect(panel.get_by_role("button", name="Compare it above")).to_be_disabled()
 
         heatmap = f"compare-heatmap-{run.id}"
         click_point(page, heatmap, 1, 1)  # the second candidate on the second example
