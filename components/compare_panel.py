@@ -19,7 +19,7 @@ from studio.views.diffing import changes_by_agent
 from studio.views.lineage import NodeStory, node_story
 from studio.views.markdown import escape_markdown
 from studio.views.matrix import DEFAULT_PASS_AT
-from studio.views.tables import candidate_label
+from studio.views.tables import candidate_label, evidence_frame
 
 
 def pick(analysis: Any) -> list[int]:
@@ -156,9 +156,10 @@ def node_panel(run_id: str, story: NodeStory, analysis: Any) -> None:
                       on_click=add_version, args=(run_id, candidate.id), width="stretch",
                       disabled=candidate.id in st.session_state.get(
                           f"{session.COMPARE_SELECTED}.{run_id}", []))
-        evidence_metrics(story)
-        st.markdown("**Why** · " + escape_markdown(story.verdict))
         st.markdown("**Decision** · " + escape_markdown(story.decision))
+        st.markdown("**The rule** · " + escape_markdown(story.verdict))
+        evidence_metrics(story)
+        by_example(story, analysis)
         if story.parent is not None:
             st.caption(f"What changed from its parent #{story.parent.index} (word diff)")
             if any("." in key for key in story.parent.components):
@@ -182,6 +183,22 @@ def evidence_metrics(story: NodeStory) -> None:
                    delta=round(evidence.child_sum - evidence.parent_sum, 3))
     cols[2].metric("Examples compared", evidence.compared)
     cols[3].metric("GEPA's rule would", "accept" if evidence.rule_accepts else "reject")
+
+
+def by_example(story: NodeStory, analysis: Any) -> None:
+    """The same evidence example by example: parent and child scores and feedback."""
+    if story.row is None or story.evidence is None or story.evidence.compared == 0:
+        return
+    proposal = next((p for p in analysis.proposals if p.id == story.row.id), None)
+    if proposal is None:
+        return
+    with st.expander(f"The minibatch example by example ({len(proposal.minibatch)})"):
+        trials = loaders.proposal_evidence(proposal)
+        st.dataframe(evidence_frame(trials.parent, trials.child), hide_index=True,
+                     width="stretch", placeholder="could not evaluate", column_config={
+                         "parent_score": st.column_config.NumberColumn("parent", format="%.3f"),
+                         "child_score": st.column_config.NumberColumn("child", format="%.3f"),
+                         "delta": st.column_config.NumberColumn("Δ", format="%+.3f")})
 
 
 def add_version(run_id: str, candidate_id: int) -> None:

@@ -97,6 +97,7 @@ def test_a_lineage_node_and_a_heatmap_cell_open_what_they_stand_for(tmp_path):
         panel.get_by_text(re.compile(r"The rule (accepts|rejects): child minibatch sum")).wait_for()
         for label in ("Parent minibatch sum", "Child minibatch sum", "Examples compared"):
             panel.get_by_text(label, exact=True).wait_for()
+        panel.get_by_text(re.compile(r"^The minibatch example by example \(\d+\)")).wait_for()
         panel.get_by_text(f"What changed from its parent #{parent.index} (word diff)").wait_for()
         added = child.components["instruction"].splitlines()[-1]
         assert added not in parent.components["instruction"]
