@@ -347,6 +347,17 @@ def proposal_rows(run_id: str) -> list[ProposalRow]:
     return redacted(_proposal_rows(store(), run_id))
 
 
+def proposal_history(run_id: str) -> list[ProposalRow]:
+    """:func:`proposal_rows`, read once per marker of the run (the Compare page's charts read
+    the rows on every click)."""
+    return _proposal_history(run_id, run_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner=False)
+def _proposal_history(run_id: str, marker: tuple[int, ...]) -> list[ProposalRow]:
+    return redacted(_proposal_rows(store(), run_id))
+
+
 def skipped_iterations(run_id: str) -> list[RunEvent]:
     """The run's iterations that ended without a proposal to decide on, with why."""
     return store().events(run_id, kind=EventKind.ITERATION_SKIPPED)

@@ -132,9 +132,10 @@ def detail(run_id: str, matrix: OutputMatrix, result: Filtered, position: int,
                 correction(run_id, full)
 
 
-def correction(run_id: str, trial: Any) -> None:
-    """Correct the critic here: the human's score and/or feedback for this trial."""
-    with st.form(f"{KEY}.correct.{trial.id}", border=False, clear_on_submit=True):
+def correction(run_id: str, trial: Any, *, where: str = KEY) -> None:
+    """Correct the critic here: the human's score and/or feedback for this trial (``where``
+    keeps two forms for one trial apart, the matrix's and the heatmap's)."""
+    with st.form(f"{where}.correct.{trial.id}", border=False, clear_on_submit=True):
         cols = st.columns([1, 3, 1], vertical_alignment="bottom")
         score = cols[0].number_input("Human score", 0.0, 1.0, value=None, step=0.05,
                                      placeholder="keep the judge's")

@@ -58,6 +58,11 @@ COMPARE_SELECTED = "compare.selected"
 COMPARE_COMPONENT = "compare.component"
 COMPARE_BLAME = "compare.blame"
 """Prefix of the blame view's picker: ``compare.blame.<run id>``."""
+COMPARE_LINEAGE = "compare.lineage"
+"""Prefix of the lineage chart's key, per run: ``compare.lineage.<run id>`` (its clicked node
+is the chart's own selection, so another run starts with none)."""
+COMPARE_HEATMAP = "compare.heatmap"
+"""Prefix of the candidates x examples heatmap's key, per run: ``compare.heatmap.<run id>``."""
 
 # Agreement page
 AGREEMENT_SCOPE = "agreement.scope"

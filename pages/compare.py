@@ -37,20 +37,14 @@ compare_panel.per_example(analysis, selected)
 test_guard.show(run_id)
 
 st.subheader("Score per iteration")
-best, markers = chart_data.iteration_series(view.candidates, view.means, analysis.proposals,
-                                            analysis.child_means, analysis.last_iteration)
-plots.score_per_iteration(best, markers)
+best, _ = chart_data.iteration_series(view.candidates, view.means, analysis.proposals,
+                                      analysis.child_means, analysis.last_iteration)
+plots.score_per_iteration(best, chart_data.minibatch_points(loaders.proposal_history(run_id)))
 
-left, right = st.columns(2)
-with left:
-    st.subheader("Candidates × examples")
-    val = [e for e in analysis.examples if e.id in set(view.val_ids)]
-    plots.heatmap(chart_data.score_matrix(view.matrix, view.candidates, val))
-with right:
-    st.subheader("Lineage")
-    statuses = {p.child_id: p.status.value for p in analysis.proposals if p.child_id}
-    plots.lineage(chart_data.lineage_layout(view.candidates, view.means, view.front,
-                                             view.best_id, statuses, shown=selected))
+st.subheader("Lineage")
+compare_panel.lineage(run_id, analysis, selected)
+st.subheader("Candidates × examples")
+compare_panel.heatmap(run_id, analysis)
 
 st.subheader("Pareto front")
 compare_panel.front(analysis)

@@ -9,12 +9,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from studio.model.records import Candidate, Example, Proposal, stored_id
-from studio.views.tables import example_label
+from studio.views.matrix import DEFAULT_PASS_AT, Verdict
+from studio.views.tables import example_label, one_line
+
+if TYPE_CHECKING:  # the rows are built by the engine's history; only read here
+    from studio.engine.history import ProposalRow
 
 
 def candidate_index(candidates: Sequence[Candidate]) -> dict[int, int]:
@@ -51,6 +55,99 @@ def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | N
                       "proposal": p.id})
     markers = pd.DataFrame(marks, columns=["iteration", "score", "status", "proposal"])
     return best, markers
+
+
+def minibatch_points(rows: Sequence[ProposalRow]) -> pd.DataFrame:
+    """One row per proposal with a child compared on its minibatch: the parent's and the
+    child's mean there (the sums over the examples compared, as the rule reads them), so a chart
+    shows each proposal against its own parent and not against the validation line."""
+    points = []
+    for row in rows:
+        now = row.now
+        if now is None or now.compared == 0:
+            continue
+        points.append({"iteration": row.iteration, "proposal": row.id,
+                       "status": row.status.value, "child": row.child_index,
+                       "parent_mean": now.parent_sum / now.compared,
+                       "child_mean": now.child_sum / now.compared,
+                       "compared": now.compared})
+    return pd.DataFrame(points, columns=["iteration", "proposal", "status", "child",
+                                         "parent_mean", "child_mean", "compared"])
+
+
+EXAMPLE_TEXT_CHARS = 18
+"""Characters of an example's distinguishing text on a chart's axis (the full input hovers)."""
+HOVER_CHARS = 300
+"""Characters of an example's input in a chart's hover box."""
+
+
+@dataclass(frozen=True)
+class ExampleAxis:
+    """How examples are named on a chart's axis: ``val 3 · France?`` (the per-run number and
+    the text that tells it from its neighbours once their common opening is dropped), and the
+    full input (bounded) for the hover box."""
+
+    labels: list[str]
+    hovers: list[str]
+
+
+def example_axis(examples: Sequence[Example], chars: int = EXAMPLE_TEXT_CHARS) -> ExampleAxis:
+    """Axis labels that differ where the examples differ: twenty questions that all begin "What
+    is the capital of" are labelled by what follows it."""
+    texts = [_example_text(e) for e in examples]
+    start = _common_words(texts)
+    labels = [f"{e.split.value} {e.index} · " + one_line(text[start:], chars)
+              if text[start:] else f"{e.split.value} {e.index}"
+              for e, text in zip(examples, texts, strict=True)]
+    return ExampleAxis(labels, [one_line(text, HOVER_CHARS) for text in texts])
+
+
+def _example_text(example: Example) -> str:
+    """The example's input on one line (its other fields when it has no ``input``)."""
+    return example_label(example, 10**6).split(": ", 1)[1]
+
+
+def _common_words(texts: Sequence[str]) -> int:
+    """Length of the whole words every text begins with (0 for fewer than two texts)."""
+    if len(texts) < 2:
+        return 0
+    prefix = texts[0]
+    for text in texts[1:]:
+        while not text.startswith(prefix):
+            prefix = prefix[:-1]
+    return prefix.rfind(" ") + 1
+
+
+@dataclass(frozen=True)
+class ScoreGrid:
+    """The candidates x examples heatmap with what a click needs: which candidate and which
+    example each cell is."""
+
+    scores: pd.DataFrame
+    """Rows ``#index``, columns the example axis labels; NaN = could not evaluate."""
+    candidate_ids: list[int]
+    example_ids: list[int]
+    hovers: list[str]
+    """Each column's example input in full (bounded)."""
+
+    def cell(self, row: int, column: int) -> tuple[int, int] | None:
+        """``(candidate id, example id)`` of a cell, None outside the grid."""
+        if 0 <= row < len(self.candidate_ids) and 0 <= column < len(self.example_ids):
+            return self.candidate_ids[row], self.example_ids[column]
+        return None
+
+
+def score_grid(matrix: dict[int, dict[int, float | None]], candidates: Sequence[Candidate],
+               examples: Sequence[Example]) -> ScoreGrid:
+    """Candidates (rows, in index order) x the validation examples any was scored on."""
+    index = candidate_index(candidates)
+    shown = [e for e in examples if any(stored_id(e) in row for row in matrix.values())]
+    axis = example_axis(shown)
+    rows = sorted(matrix, key=lambda cid: index.get(cid, 0))
+    data = {f"#{index.get(c, '?')}": [_nan(matrix[c].get(stored_id(e))) for e in shown]
+            for c in rows}
+    scores = pd.DataFrame(data, index=axis.labels).T
+    return ScoreGrid(scores, rows, [stored_id(e) for e in shown], axis.hovers)
 
 
 def score_matrix(matrix: dict[int, dict[int, float | None]], candidates: Sequence[Candidate],
@@ -157,6 +254,31 @@ def lineage_layout(candidates: Sequence[Candidate], means: dict[int, float | Non
     return Lineage(pd.DataFrame(rows, columns=["id", "index", "x", "y", "mean", "pooled",
                                                "on_front", "best", "status", "parents"]),
                    edges, note)
+
+
+def example_results(matrix: dict[int, dict[int, float | None]], candidate_ids: Sequence[int],
+                    example_ids: Sequence[int], pass_at: float = DEFAULT_PASS_AT
+                    ) -> dict[int, list[Verdict]]:
+    """Per candidate scored on the validation set, its verdict on each example (in
+    ``example_ids`` order): the lineage draws them as dots around the node, so which candidate
+    wins where (the Pareto front) reads off the tree. Candidates never scored there (a rejected
+    proposal's child) have none."""
+    results: dict[int, list[Verdict]] = {}
+    for cid in candidate_ids:
+        row = matrix.get(cid)
+        if row is None:
+            continue
+        results[cid] = [_verdict(row, e, pass_at) for e in example_ids]
+    return results
+
+
+def _verdict(row: dict[int, float | None], example_id: int, pass_at: float) -> Verdict:
+    if example_id not in row:
+        return Verdict.MISSING
+    score = row[example_id]
+    if score is None:
+        return Verdict.UNSCORED
+    return Verdict.PASS if score >= pass_at else Verdict.FAIL
 
 
 def _tree_rows(roots: list[int], children: dict[int, list[int]]) -> dict[int, float]:

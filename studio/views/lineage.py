@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from studio.model.records import Candidate, Run, stored_id
+from studio.engine.evidence import verdict_reason
+from studio.engine.history import ProposalRow
+from studio.model.evidence import Evidence
+from studio.model.records import Candidate, DecisionAction, ProposalStatus, Run, stored_id
 from studio.projects.forking import RunTree
 from studio.views.charts import lineage_layout
 from studio.views.tables import format_score
@@ -109,3 +112,104 @@ def candidate_choices(candidates: Sequence[Candidate], means: dict[int, float | 
 
 def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
+
+
+# --------------------------------------------------------------------------- a node opened
+
+
+@dataclass(frozen=True)
+class NodeStory:
+    """What a person reads when they open a node of the lineage: the candidate, the parent it
+    is diffed against, and the proposal that made it with its evidence, the rule's verdict and
+    the decision (who, what, why)."""
+
+    candidate: Candidate
+    parent: Candidate | None
+    """The first parent (a merge's: the first of its two); None for the seed."""
+    row: ProposalRow | None
+    """The proposal whose child this is; None for the seed."""
+    headline: str
+    evidence: Evidence | None
+    """The minibatch evidence as it is now (corrections made since count)."""
+    verdict: str
+    """The acceptance rule's verdict in words."""
+    decision: str
+    """How the proposal ended: the rule's or a person's decision and reason, or why it is not
+    decided."""
+
+
+ACTION_WORDS = {DecisionAction.ACCEPT: "Accepted", DecisionAction.REJECT: "Rejected",
+                DecisionAction.EDIT: "Edited", DecisionAction.STOP: "Stopped at"}
+
+
+def node_story(candidate_id: object, candidates: Sequence[Candidate],
+               rows: Sequence[ProposalRow], means: dict[int, float | None]) -> NodeStory | None:
+    """The story of one node, or None when ``candidate_id`` (from a click in the browser:
+    untrusted) is not a candidate of this run."""
+    by_id = {stored_id(c): c for c in candidates}
+    if not isinstance(candidate_id, int) or isinstance(candidate_id, bool) \
+            or candidate_id not in by_id:
+        return None
+    candidate = by_id[candidate_id]
+    parent = by_id.get(candidate.parent_ids[0]) if candidate.parent_ids else None
+    row = next((r for r in rows if r.child_id == candidate_id), None)
+    evidence = row.now if row is not None else None
+    return NodeStory(candidate, parent, row, _headline(candidate, parent, row, means),
+                     evidence, rule_verdict(row), decision_words(row, rows))
+
+
+def _headline(candidate: Candidate, parent: Candidate | None, row: ProposalRow | None,
+              means: dict[int, float | None]) -> str:
+    mean = means.get(stored_id(candidate))
+    scored = (f"validation mean {format_score(mean)}" if candidate.pooled
+              else "not scored on the validation set")
+    if row is None and parent is None:
+        return f"#{candidate.index} · the seed · {scored}"
+    origin = (f"as a {row.label}" if row is not None and row.merge is not None
+              else f"from #{parent.index}" if parent is not None else "")
+    status = row.status.value if row is not None else ("pooled" if candidate.pooled else "")
+    proposal = f" · proposal #{row.id}" if row is not None else ""
+    return (f"#{candidate.index} · born in iteration {candidate.iteration} {origin}"
+            f"{proposal} · {status} · {scored}")
+
+
+def rule_verdict(row: ProposalRow | None) -> str:
+    """The rule's verdict on the evidence now, and on the evidence the decision was made on
+    when corrections changed it since."""
+    if row is None:
+        return "The seed is not a proposal: nothing was decided about it."
+    if row.now is None or row.now.compared == 0:
+        return "No example could be compared yet: the rule has nothing to go on."
+    words = ("The rule accepts: " if row.now.rule_accepts else "The rule rejects: ") + \
+        verdict_reason(row.now) + "."
+    if row.changed_since_decision and row.at_decision is not None:
+        words += " At the decision: " + verdict_reason(row.at_decision) + \
+            " (corrections made since changed the sums)."
+    return words
+
+
+def decision_words(row: ProposalRow | None, rows: Sequence[ProposalRow]) -> str:
+    """Who decided what and why, or why nothing is decided."""
+    if row is None:
+        return "The run started from it."
+    if row.decision is not None:
+        who = "the acceptance rule" if row.automatic else f"{row.decided_by or 'a person'}"
+        words = f"{ACTION_WORDS[row.decision]} by {who}"
+        if row.reason and not row.automatic:
+            words += f", who said: “{row.reason}”"
+        if row.decision is DecisionAction.EDIT:
+            edits = [r.id for r in rows if r.edited_from == row.id]
+            words += f"; the edit is proposal #{edits[0]}" if edits else ""
+        return words + "."
+    return STATUS_WORDS.get(row.status, "Not decided.") + (
+        f" {row.invalid_reason}" if row.invalid_reason else "")
+
+
+STATUS_WORDS = {
+    ProposalStatus.EVALUATING: "Being scored on its minibatch: no decision yet.",
+    ProposalStatus.PENDING: "Waiting for a person's decision on the Proposals page.",
+    ProposalStatus.INVALID: "Invalid: it was never compared.",
+    ProposalStatus.ACCEPTED: "Accepted.",
+    ProposalStatus.REJECTED: "Rejected.",
+    ProposalStatus.EDITED: "Replaced by a person's edit.",
+}

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import math
 
+from studio.engine.history import ProposalRow
+from studio.model.evidence import Evidence, Sums
 from studio.model.records import (
     Candidate,
     Example,
     Proposal,
+    ProposalKind,
     ProposalStatus,
     Split,
 )
 from studio.views.charts import (
+    example_axis,
     example_comparison,
+    example_results,
     front_frame,
     iteration_series,
     lineage_layout,
+    minibatch_points,
+    score_grid,
     score_matrix,
 )
+from studio.views.matrix import Verdict
 
 
 def cand(id_, index, parents=(), iteration=0, pooled=True):
@@ -96,3 +104,64 @@ def test_a_large_lineage_shows_the_pool_the_chosen_and_their_ancestors():
     assert sorted(tree.edges) == [(10, 11), (10, 13), (11, 12), (13, 15)]
     assert tree.note.startswith("Showing 5 of 7 candidates") and "2 rejected" in tree.note
     assert lineage_layout(candidates, MEANS, {}, 12, limit=7).note is None
+
+
+# --------------------------------------------------------------------------- clickable charts
+
+
+def question(id_, index, text, split=Split.VAL):
+    return Example(id=id_, run_id="r", split=split, index=index,
+                   data={"input": text, "expected": "x"})
+
+
+def test_example_axis_names_examples_by_number_and_what_tells_them_apart():
+    examples = [question(1, 0, "What is the capital of France?"),
+                question(2, 1, "What is the capital of Finland?"),
+                question(3, 2, "What is the capital of the country with the longest coast?")]
+    axis = example_axis(examples, chars=14)
+    assert axis.labels == ["val 0 · France?", "val 1 · Finland?", "val 2 · the country w…"]
+    assert axis.hovers[2] == "What is the capital of the country with the longest coast?"
+    assert len(set(axis.labels)) == 3  # every column reads differently
+
+
+def test_example_axis_keeps_whole_words_and_a_lone_example():
+    words = example_axis([question(1, 0, "Paris"), question(2, 1, "Paris in spring")])
+    assert words.labels == ["val 0 · Paris", "val 1 · Paris in spring"]
+    assert example_axis([question(1, 4, "Only one")]).labels == ["val 4 · Only one"]
+    assert example_axis([question(1, 0, "same"), question(2, 1, "same")]).labels == [
+        "val 0 · same", "val 1 · same"]
+
+
+def test_score_grid_maps_each_cell_to_its_candidate_and_example():
+    grid = score_grid(MATRIX, CANDIDATES, [ex(1, 0), ex(2, 1), ex(3, 2)])
+    assert list(grid.scores.index) == ["#0", "#1", "#3"]
+    assert grid.example_ids == [1, 2]  # example 3 was never scored: no column
+    assert grid.cell(2, 0) == (13, 1) and grid.cell(1, 1) == (11, 2)
+    assert grid.cell(3, 0) is None and grid.cell(0, -1) is None
+    assert math.isnan(grid.scores.loc["#1"].iloc[1])
+
+
+def test_example_results_give_each_scored_node_a_verdict_per_example():
+    results = example_results({10: {1: 0.0, 2: 0.5}, 11: {1: 0.9, 2: None}, 13: {1: 1.0}},
+                              [10, 11, 12, 13], [1, 2], pass_at=0.5)
+    assert results == {10: [Verdict.FAIL, Verdict.PASS], 11: [Verdict.PASS, Verdict.UNSCORED],
+                       13: [Verdict.PASS, Verdict.MISSING]}  # 12: a rejected child, none
+
+
+def test_minibatch_points_put_each_child_beside_its_own_parent():
+    def row(id_, status, now):
+        return ProposalRow(id=id_, iteration=id_, kind=ProposalKind.REFLECTION,
+                           component="instruction", label="instruction", parent_id=10,
+                           parent_ids=[10], child_id=10 + id_, child_index=id_, status=status,
+                           now=now)
+
+    rows = [row(1, ProposalStatus.ACCEPTED, Evidence(effective=Sums(
+                parent_sum=1.0, child_sum=2.0, compared=4), rule_accepts=True)),
+            row(2, ProposalStatus.REJECTED, Evidence(effective=Sums(
+                parent_sum=3.0, child_sum=3.0, compared=3))),
+            row(3, ProposalStatus.INVALID, None),
+            row(4, ProposalStatus.REJECTED, Evidence())]  # nothing compared: no point
+    points = minibatch_points(rows)
+    assert points[["proposal", "status", "parent_mean", "child_mean"]].to_dict("records") == [
+        {"proposal": 1, "status": "accepted", "parent_mean": 0.25, "child_mean": 0.5},
+        {"proposal": 2, "status": "rejected", "parent_mean": 1.0, "child_mean": 1.0}]
