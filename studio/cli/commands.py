@@ -1,6 +1,9 @@
 """``studio``: run projects headless into the same store the studio watches, and export runs.
 
     studio run project.yaml [--review review] [--max-iterations N] [--db URL]
+    studio run my_agent --evalset my_agent/x.evalset.json [--val-evalset FILE]
+               [--sampler-config FILE] [--optimizer-config FILE] [--criteria FILE]
+               [--write-project FILE]              (an ADK agent folder, as adk optimize)
     studio resume RUN_ID [--max-metric-calls N]
     studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
     studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
@@ -78,13 +81,35 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _run_options(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """A project and the settings that override its ``run:`` section (run and queue)."""
-    command.add_argument("project", type=Path)
+    command.add_argument("project", type=Path, help="a project file, or an ADK agent folder "
+                         "(with --evalset or --sampler-config, as `adk optimize` takes them)")
     command.add_argument("--review", choices=["auto", "review"])
     command.add_argument("--max-iterations", type=whole_number(0))
     command.add_argument("--max-metric-calls", type=whole_number(1))
     command.add_argument("--seed", type=whole_number(0))
     command.add_argument("--name", type=bounded_name)
+    _agent_folder_options(command.add_argument_group(
+        "an ADK agent folder instead of a project file"))
     return command
+
+
+def _agent_folder_options(group: Any) -> None:
+    """What ``adk optimize`` takes, for ``studio run my_agent``
+    (:mod:`studio.projects.adk_runs`)."""
+    group.add_argument("--evalset", action="append", type=Path, default=[],
+                       help="an eval set (*.evalset.json, *.test.json) to train on (repeatable)")
+    group.add_argument("--val-evalset", action="append", type=Path, default=[],
+                       help="an eval set to validate on (repeatable; default: the train set)")
+    group.add_argument("--sampler-config", type=Path, help="adk optimize's sampler config "
+                       "(app_name, train_eval_set, eval_config, ...) instead of --evalset")
+    group.add_argument("--optimizer-config", type=Path, help="adk optimize's optimizer config "
+                       "(optimizer_model, max_metric_calls, reflection_minibatch_size)")
+    group.add_argument("--criteria", type=Path, help="ADK eval criteria (test_config.json); "
+                       "default: the sampler config's, else ADK's default")
+    group.add_argument("--reflection-model", help="the model that writes the proposals "
+                       "(default: the optimizer config's, else local/smollm2)")
+    group.add_argument("--write-project", type=Path, metavar="FILE",
+                       help="also save the equivalent project file")
 
 
 
