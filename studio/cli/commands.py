@@ -11,7 +11,7 @@
     studio runs
     studio trials RUN_ID [--candidate ID] [--phase P] [--offset N] [--limit N] [--json]
     studio proposals RUN_ID [--pending] [--json]
-    studio export RUN_ID --format jsonl|csv [--out PATH]
+    studio export RUN_ID --format jsonl|csv|adk-evalset-result [--out PATH]
     studio test RUN_ID                             (score baseline and best on the test set)
     studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
                 [--config key=value ...] [--queue NAME]
@@ -138,8 +138,12 @@ def parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=whole_number(1), default=20)
     export = sub.add_parser("export", help="write a run's candidates and trials")
     export.add_argument("run_id")
-    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    export.add_argument("--format", choices=["jsonl", "csv", "adk-evalset-result"],
+                        default="jsonl", help="adk-evalset-result: the best candidate's "
+                        "validation results as ADK's EvalSetResult (adk web lists them)")
     export.add_argument("--out")
+    export.add_argument("--threshold", type=float, default=0.5,
+                        help="adk-evalset-result: the score a case passes at (default 0.5)")
     test = sub.add_parser("test", help="score a run's baseline and best candidate on its "
                           "held-out test set (the overfitting guard)")
     test.add_argument("run_id")

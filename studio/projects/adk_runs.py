@@ -246,7 +246,8 @@ def _rows(split: _Split, where: str) -> list[dict[str, Any]]:
         for index, case in enumerate(eval_set.eval_cases):
             seen.add(case.eval_id)
             if split.case_ids is None or case.eval_id in split.case_ids:
-                rows.append(case_row(case, source=str(path), where=f"{where}[{index}]"))
+                rows.append(case_row(case, source=str(path), where=f"{where}[{index}]",
+                                     eval_set_id=eval_set.eval_set_id))
     unknown = [i for i in split.case_ids or () if i not in seen]
     if unknown:
         raise DatasetError(f"eval case ids {unknown} are not in {', '.join(map(str, split.files))}",
