@@ -27,7 +27,7 @@
     studio override TRIAL_ID [--score X] [--feedback TEXT] [--corrected-output TEXT]
     studio validate project.yaml
     studio schema
-    studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs]
+    studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs] [--agents DIR]
 """
 
 from __future__ import annotations
@@ -232,6 +232,9 @@ def parser() -> argparse.ArgumentParser:
                     help="a Host name the browser uses to reach the server (repeatable)")
     ui.add_argument("--allow-code-refs", action="store_true",
                     help="let projects from the browser load Python agents (agent.ref)")
+    ui.add_argument("--agents", type=Path, metavar="DIR",
+                    help="offer the ADK agent folders under DIR on the Projects page (as "
+                    "`adk web DIR`; trusted: you chose them)")
     ui.add_argument("--print-command", action="store_true", help=argparse.SUPPRESS)
     return root
 
