@@ -149,11 +149,10 @@ def _read_adk_config(path: Path | None, model: str) -> Any:
     """ADK's own pydantic model for a config file (``None`` when not given)."""
     if path is None:
         return None
-    from google.adk.optimization import gepa_root_agent_prompt_optimizer
+    from google.adk.optimization import gepa_root_agent_prompt_optimizer as optimizer
 
-    cls = {"LocalEvalSamplerConfig": SamplerConfig,
-           "GEPARootAgentPromptOptimizerConfig":
-               gepa_root_agent_prompt_optimizer.GEPARootAgentPromptOptimizerConfig}[model]
+    cls: type[BaseModel] = SamplerConfig if model == "LocalEvalSamplerConfig" else \
+        optimizer.GEPARootAgentPromptOptimizerConfig
     text = _read_text(path, where=model)
     try:
         return cls.model_validate_json(text)
