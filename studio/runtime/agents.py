@@ -61,6 +61,11 @@ def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
                           value=reference) from exc
     target: Any = module
     for name in attribute.split("."):
+        if folder is not None and attribute == "root_agent" and not hasattr(target, name):
+            raise ConfigError(f"the agent folder {folder} has no root_agent: its {module_name} "
+                              "module must define one (e.g. `root_agent = LlmAgent(...)`), the "
+                              "agent ADK's adk web, adk run and adk optimize load too",
+                              where="agent.folder", value=reference)
         if name.startswith("_") or not hasattr(target, name):
             raise ConfigError(f"{module_name!r} has no attribute {attribute!r} (private names "
                               "starting with _ are not loaded)",

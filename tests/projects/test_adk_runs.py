@@ -155,7 +155,8 @@ def test_a_folder_without_root_agent_says_so(tmp_path, capsys, monkeypatch):
     write_eval_set(folder / "haiku.evalset.json")
     assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(folder), "--evalset",
                  str(folder / "haiku.evalset.json")]) == 2
-    assert "has no attribute 'root_agent'" in capsys.readouterr().err
+    assert "no_root_agent has no root_agent: its no_root_agent.agent module must define one" \
+        in capsys.readouterr().err
 
 
 def test_a_folder_that_is_not_an_agent_folder_is_refused(tmp_path, capsys):
