@@ -117,7 +117,8 @@ def folder_project(request: FolderRunRequest, *, project_dir: Path | None = None
     data: dict[str, Any] = {
         "name": folder.name,
         "agent": {"folder": os.path.relpath(folder, base_dir)},
-        "critic": critic_section(_criteria(request, sampler)),
+        "critic": critic_section(_criteria(request, sampler),
+                                 judge_model=request.reflection_model),
         "reflection": {"model": request.reflection_model or "local/smollm2"},
         "components": ["instruction"],
         "dataset": {"train": _source(train, base_dir, "dataset.train")},
@@ -277,14 +278,25 @@ def _criteria(request: FolderRunRequest, sampler: Any) -> dict[str, Any]:
             for name, value in config.criteria.items()} or dict(ADK_DEFAULT_CRITERIA)
 
 
-def critic_section(criteria: dict[str, Any]) -> dict[str, Any]:
+OFFLINE_METRICS = ("response_match_score", "tool_trajectory_avg_score")
+"""The ADK metrics an offline evaluator scores here (:func:`critic_section`)."""
+
+
+def critic_section(criteria: dict[str, Any], *, judge_model: str | None = None
+                   ) -> dict[str, Any]:
     """A project's critic section scoring ``criteria`` (ADK metric names to thresholds or
     criterion dicts) with the offline evaluators; one metric is one evaluator, several are
-    averaged with equal weights. This is the one place an ADK-metric critic would plug in.
+    averaged with equal weights. Criteria naming another metric are scored by ADK's own
+    evaluators where the project file has that critic (``type: adk_metrics``, judged by
+    ``judge_model``), else refused.
 
     Raises:
-        ConfigError: a metric without an offline counterpart, naming it and the ones mapped.
+        ConfigError: a metric without an offline counterpart and no ADK metrics critic,
+            naming it and the ones mapped.
     """
+    if any(name not in OFFLINE_METRICS for name in criteria) and adk_metrics_critic_exists():
+        return {"type": "adk_metrics", "name": "adk_metrics",
+                "adk_metrics": {"criteria": criteria}, "model": judge_model or "local/smollm2"}
     items = [_metric_evaluator(name, value) for name, value in criteria.items()]
     if len(items) == 1:
         only = items[0]
@@ -292,6 +304,13 @@ def critic_section(criteria: dict[str, Any]) -> dict[str, Any]:
                 "evaluator": {"evaluator": only["name"], "params": only["params"]}}
     return {"type": "evaluator", "name": "adk_criteria",
             "evaluator": {"name": "adk_criteria", "evaluators": items}}
+
+
+def adk_metrics_critic_exists() -> bool:
+    """Whether a project's critic may be ``type: adk_metrics`` (ADK's metric evaluators)."""
+    from studio.projects.files.sections import CriticSection
+
+    return "adk_metrics" in CriticSection.model_fields
 
 
 def _metric_evaluator(name: str, criterion: Any) -> dict[str, Any]:

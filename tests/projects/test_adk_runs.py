@@ -16,6 +16,7 @@ from studio.model.errors import ConfigError, DatasetError
 from studio.projects.adk_runs import (
     FolderRunRequest,
     SamplerConfig,
+    adk_metrics_critic_exists,
     critic_section,
     folder_project,
 )
@@ -115,9 +116,18 @@ def test_two_eval_sets_are_read_as_inline_rows(agent_dir, tmp_path):
     assert len(made.project.dataset.train) == 4
 
 
+@pytest.mark.skipif(adk_metrics_critic_exists(), reason="ADK's metrics critic scores it")
 def test_an_adk_metric_without_a_counterpart_is_refused_by_name():
     with pytest.raises(ConfigError, match="ADK metric 'final_response_match_v2' has no offline"):
         critic_section({"final_response_match_v2": {"threshold": 0.5}})
+
+
+@pytest.mark.skipif(not adk_metrics_critic_exists(), reason="no ADK metrics critic here")
+def test_an_adk_metric_without_a_counterpart_is_scored_by_adks_own_evaluators():
+    criteria = {"final_response_match_v2": {"threshold": 0.5}, "response_match_score": 0.8}
+    assert critic_section(criteria, judge_model="scripted/demo") == {
+        "type": "adk_metrics", "name": "adk_metrics", "adk_metrics": {"criteria": criteria},
+        "model": "scripted/demo"}
 
 
 @pytest.mark.parametrize(("args", "message"), [
