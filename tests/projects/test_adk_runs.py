@@ -182,3 +182,29 @@ def test_folder_options_with_a_project_file_are_refused(tmp_path, capsys):
     assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(project), "--evalset",
                  "x.evalset.json"]) == 2
     assert "--evalset is for an agent folder" in capsys.readouterr().err
+
+
+def test_a_legacy_test_file_is_an_eval_set_too(agent_dir, tmp_path):
+    legacy = tmp_path / "dice.test.json"
+    legacy.write_text(json.dumps([{"query": "Roll a die", "reference": "I rolled a 4.",
+                                   "expected_tool_use": []}]), encoding="utf-8")
+    made = folder_project(FolderRunRequest(folder=agent_dir, evalsets=(legacy,)))
+    assert made.project.dataset.train.path == "dice.test.json"
+    assert made.base_dir == tmp_path
+
+
+def test_a_multi_turn_case_is_refused_by_its_eval_id(agent_dir, tmp_path, capsys):
+    from google.adk.evaluation.eval_case import EvalCase, Invocation
+    from google.adk.evaluation.eval_set import EvalSet
+    from google.genai import types
+
+    def turn(text: str) -> Invocation:
+        return Invocation(user_content=types.Content(role="user",
+                                                     parts=[types.Part.from_text(text=text)]))
+    talk = tmp_path / "talk.evalset.json"
+    talk.write_text(EvalSet(eval_set_id="talk", eval_cases=[EvalCase(
+        eval_id="chat", conversation=[turn("hi"), turn("and then?")])]).model_dump_json(),
+        encoding="utf-8")
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(agent_dir), "--evalset",
+                 str(talk)]) == 2
+    assert "eval case 'chat' in" in capsys.readouterr().err
