@@ -85,3 +85,14 @@ def test_evolve_reads_an_agents_bare_gemini_name_as_adk_does():
     assert agent_model_string(LlmAgent(name="a", model="gemini-2.5-flash")) == "gemini-2.5-flash"
     assert agent_model_string(LlmAgent(name="a", model=LiteLlm(model="scripted/demo"))) == \
         "scripted/demo"
+
+
+def test_evolve_on_an_agent_named_by_adk_checks_adks_variables_first(no_google_env):
+    from studio import EvolutionConfig, evolve_sync
+    from studio.evaluators import ExactMatch
+
+    agent = LlmAgent(name="writer", model="gemini-2.5-flash", instruction="Answer.")
+    with pytest.raises(ModelConfigError, match="ADK's Gemini, which needs GOOGLE_API_KEY"):
+        evolve_sync(agent=agent, trainset=[{"input": "hi", "expected": "hello"}],
+                    critic=ExactMatch(), reflection_model="scripted/demo",
+                    config=EvolutionConfig(max_iterations=1))
