@@ -68,6 +68,7 @@ from studio.projects.reviewing import (
     review_records,
     reviewed_seconds,
 )
+from studio.projects.served_agents import ServedAgent, list_served_agents
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import (
     ExampleProject,
@@ -131,6 +132,12 @@ def _project(project_id: int) -> Project | None:
 @st.cache_data(ttl=30, show_spinner=False)
 def examples_available() -> list[ExampleProject]:
     return list_examples()
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def served_agents() -> list[ServedAgent]:
+    """The agent folders ``studio ui --agents DIR`` serves (read from disk, never imported)."""
+    return list_served_agents()
 
 
 # --------------------------------------------------------------------------- runs

@@ -3,9 +3,10 @@ reflection agent and dataset; try the project on one example."""
 
 import streamlit as st
 
-from components import frame, project_bar, project_editor
+from components import frame, project_bar, project_editor, served_agents
 
 st.title("Projects")
+served_agents.panel()
 record = project_bar.toolbar()
 if record is None:
     project_bar.empty_state()

@@ -1,6 +1,9 @@
 """``studio``: run projects headless into the same store the studio watches, and export runs.
 
     studio run project.yaml [--review review] [--max-iterations N] [--db URL]
+    studio run my_agent --evalset my_agent/x.evalset.json [--val-evalset FILE]
+               [--sampler-config FILE] [--optimizer-config FILE] [--criteria FILE]
+               [--write-project FILE]              (an ADK agent folder, as adk optimize)
     studio resume RUN_ID [--max-metric-calls N]
     studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
     studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
@@ -8,7 +11,7 @@
     studio runs
     studio trials RUN_ID [--candidate ID] [--phase P] [--offset N] [--limit N] [--json]
     studio proposals RUN_ID [--pending] [--json]
-    studio export RUN_ID --format jsonl|csv [--out PATH]
+    studio export RUN_ID --format jsonl|csv|adk-evalset-result [--out PATH]
     studio test RUN_ID                             (score baseline and best on the test set)
     studio fork RUN_ID --candidate N [--critic FILE_OR_YAML] [--dataset PATH]
                 [--config key=value ...] [--queue NAME]
@@ -24,7 +27,7 @@
     studio override TRIAL_ID [--score X] [--feedback TEXT] [--corrected-output TEXT]
     studio validate project.yaml
     studio schema
-    studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs]
+    studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs] [--agents DIR]
 """
 
 from __future__ import annotations
@@ -78,13 +81,35 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _run_options(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """A project and the settings that override its ``run:`` section (run and queue)."""
-    command.add_argument("project", type=Path)
+    command.add_argument("project", type=Path, help="a project file, or an ADK agent folder "
+                         "(with --evalset or --sampler-config, as `adk optimize` takes them)")
     command.add_argument("--review", choices=["auto", "review"])
     command.add_argument("--max-iterations", type=whole_number(0))
     command.add_argument("--max-metric-calls", type=whole_number(1))
     command.add_argument("--seed", type=whole_number(0))
     command.add_argument("--name", type=bounded_name)
+    _agent_folder_options(command.add_argument_group(
+        "an ADK agent folder instead of a project file"))
     return command
+
+
+def _agent_folder_options(group: Any) -> None:
+    """What ``adk optimize`` takes, for ``studio run my_agent``
+    (:mod:`studio.projects.adk_runs`)."""
+    group.add_argument("--evalset", action="append", type=Path, default=[],
+                       help="an eval set (*.evalset.json, *.test.json) to train on (repeatable)")
+    group.add_argument("--val-evalset", action="append", type=Path, default=[],
+                       help="an eval set to validate on (repeatable; default: the train set)")
+    group.add_argument("--sampler-config", type=Path, help="adk optimize's sampler config "
+                       "(app_name, train_eval_set, eval_config, ...) instead of --evalset")
+    group.add_argument("--optimizer-config", type=Path, help="adk optimize's optimizer config "
+                       "(optimizer_model, max_metric_calls, reflection_minibatch_size)")
+    group.add_argument("--criteria", type=Path, help="ADK eval criteria (test_config.json); "
+                       "default: the sampler config's, else ADK's default")
+    group.add_argument("--reflection-model", help="the model that writes the proposals "
+                       "(default: the optimizer config's, else local/smollm2)")
+    group.add_argument("--write-project", type=Path, metavar="FILE",
+                       help="also save the equivalent project file")
 
 
 
@@ -113,8 +138,12 @@ def parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=whole_number(1), default=20)
     export = sub.add_parser("export", help="write a run's candidates and trials")
     export.add_argument("run_id")
-    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    export.add_argument("--format", choices=["jsonl", "csv", "adk-evalset-result"],
+                        default="jsonl", help="adk-evalset-result: the best candidate's "
+                        "validation results as ADK's EvalSetResult (adk web lists them)")
     export.add_argument("--out")
+    export.add_argument("--threshold", type=float, default=0.5,
+                        help="adk-evalset-result: the score a case passes at (default 0.5)")
     test = sub.add_parser("test", help="score a run's baseline and best candidate on its "
                           "held-out test set (the overfitting guard)")
     test.add_argument("run_id")
@@ -203,6 +232,9 @@ def parser() -> argparse.ArgumentParser:
                     help="a Host name the browser uses to reach the server (repeatable)")
     ui.add_argument("--allow-code-refs", action="store_true",
                     help="let projects from the browser load Python agents (agent.ref)")
+    ui.add_argument("--agents", type=Path, metavar="DIR",
+                    help="offer the ADK agent folders under DIR on the Projects page (as "
+                    "`adk web DIR`; trusted: you chose them)")
     ui.add_argument("--print-command", action="store_true", help=argparse.SUPPRESS)
     return root
 

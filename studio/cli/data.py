@@ -17,6 +17,13 @@ from studio.views.provenance import blame_lines
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.format == "adk-evalset-result":
+        from studio.projects.adk_results import write_adk_results  # ADK's models: when used
+
+        for path in write_adk_results(_store(args), args.run_id, args.out,
+                                      threshold=args.threshold):
+            print(path)
+        return 0
     if args.out == "-":  # the JSONL stream on stdout (CSV is three files: it needs a path)
         if args.format != "jsonl":
             raise StudioError("--out -: writing to stdout works with --format jsonl only (CSV "

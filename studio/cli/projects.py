@@ -13,6 +13,7 @@ from studio.projects.files import (
     check_project_datasets,
     load_project,
 )
+from studio.projects.served_agents import AGENTS_DIR_ENV, check_agents_dir
 from studio.projects.serving import (
     ALLOW_REMOTE_ENV,
     check_bind_address,
@@ -34,13 +35,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     """Start the studio's web server with its settings, on this machine unless told otherwise."""
     check_bind_address(args.address, allow_remote=args.allow_remote)
-    env = dict(os.environ)
-    if args.allow_remote:
-        env[ALLOW_REMOTE_ENV] = "1"
-    if args.allow_code_refs:
-        env[ALLOW_CODE_REFS_ENV] = "1"
-    if args.db:
-        env["STUDIO_DB_URL"] = args.db
+    env = server_environment(args)
     command = streamlit_command(address=args.address, port=args.port,
                                 allowed_hosts=args.allowed_host or None)
     print(f"studio on http://{args.address}:{args.port}", file=sys.stderr)
@@ -51,6 +46,20 @@ def cmd_ui(args: argparse.Namespace) -> int:
         return serve(command, env)
     except KeyboardInterrupt:
         return 130
+
+
+def server_environment(args: argparse.Namespace) -> dict[str, str]:
+    """The environment the Streamlit server starts with: this one plus the command's settings."""
+    env = dict(os.environ)
+    if args.allow_remote:
+        env[ALLOW_REMOTE_ENV] = "1"
+    if args.allow_code_refs:
+        env[ALLOW_CODE_REFS_ENV] = "1"
+    if args.db:
+        env["STUDIO_DB_URL"] = args.db
+    if args.agents is not None:
+        env[AGENTS_DIR_ENV] = str(check_agents_dir(args.agents))
+    return env
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,18 +20,53 @@ from studio.engine.queue import live_workers
 from studio.engine.worker import get_manager
 from studio.model.errors import ConfigError, StudioError
 from studio.model.records import RunStatus, StopReason
+from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run, load_project
 from studio.projects.forking import fork_from_cli
 
 
 def _stored_run(args: argparse.Namespace):
-    """The project's run, checked and stored with its examples (not started): ``(store, run)``."""
-    project, base_dir = load_project(args.project)
+    """The project's run, checked and stored with its examples (not started): ``(store, run)``.
+    An agent folder is made into its project first (:func:`folder_project_from_args`)."""
+    if args.project.is_dir():
+        project, base_dir = folder_project_from_args(args)
+    else:
+        refuse_folder_options(args)
+        project, base_dir = load_project(args.project)
     config = _run_config(project.run, args)
     store = _store(args)
     return store, create_project_run(store, project, base_dir, name=args.name or project.name,
                                      config=config, source=str(args.project))
 
+
+
+_FOLDER_OPTIONS = ("evalset", "val_evalset", "sampler_config", "optimizer_config", "criteria",
+                   "reflection_model", "write_project")
+
+
+def folder_project_from_args(args: argparse.Namespace) -> tuple[Any, Path]:
+    """``studio run my_agent --evalset ...``: the project an agent folder and its eval sets
+    make, saved first with ``--write-project``."""
+    target = args.write_project
+    made = folder_project(FolderRunRequest(
+        folder=args.project, evalsets=tuple(args.evalset), val_evalsets=tuple(args.val_evalset),
+        sampler_config=args.sampler_config, optimizer_config=args.optimizer_config,
+        criteria=args.criteria, reflection_model=args.reflection_model),
+        project_dir=target.resolve().parent if target else None)
+    if target is not None:
+        target.write_text(made.text, encoding="utf-8")
+        print(f"project written to {target}", file=sys.stderr)
+    return made.project, made.base_dir
+
+
+def refuse_folder_options(args: argparse.Namespace) -> None:
+    """The agent folder options with a project file: the file says all of it."""
+    given = [name for name in _FOLDER_OPTIONS if getattr(args, name, None)]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise ConfigError(f"{flag} is for an agent folder (`studio run my_agent {flag} ...`); "
+                          f"{args.project} is a project file, which names its own agent and "
+                          "datasets", where=flag, value=str(args.project))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -47,6 +47,7 @@ from studio.model.workflow import WorkflowSpec, last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers import check_model
+from studio.runtime.providers.adk_names import is_adk_model_name
 from studio.runtime.workflows import (
     build_workflow,
     describe_workflow,
@@ -131,7 +132,7 @@ def check_spec_models(spec: RunSpec) -> None:
 def agent_model_string(agent: Any) -> str | None:
     model = getattr(agent, "model", None)
     if isinstance(model, str):
-        return model if "/" in model else f"gemini/{model}" if model.startswith("gemini") else None
+        return model if "/" in model or is_adk_model_name(model) else None  # ADK's Gemini
     return getattr(model, "model", None)
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import ConfigError, SchemaError, TemplateError
 from studio.model.records import validate_json_schema
-from studio.runtime.providers import LOCAL_MODEL, litellm_model
+from studio.runtime.providers import LOCAL_MODEL, adk_or_litellm_model
 
 if TYPE_CHECKING:  # ADK takes seconds to import: only where an agent is built
     from google.adk.agents import BaseAgent, LlmAgent
@@ -128,7 +128,7 @@ def validate_output_schema(schema_text: str) -> dict[str, Any]:
 def _model(model: str | BaseLlm) -> BaseLlm:
     if isinstance(model, str):
 
-        return litellm_model(model)
+        return adk_or_litellm_model(model)
     return model
 
 

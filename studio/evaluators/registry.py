@@ -26,6 +26,7 @@ from studio.evaluators.rag_triad import (
     GroundednessEvaluator,
 )
 from studio.evaluators.requirements_judge import AgentAsJudgeEvaluator
+from studio.evaluators.response_match import ResponseMatch
 from studio.evaluators.rubric_dag import make_rubric_dag
 from studio.evaluators.text import (
     Contains,
@@ -52,6 +53,8 @@ _REGISTRY: dict[str, tuple[Factory, str]] = {
     "contains": (Contains, "Output contains a substring"),
     "regex_match": (RegexMatch, "Output matches a regular expression"),
     "edit_distance": (EditDistance, "1 - Levenshtein distance / max length"),
+    "response_match": (ResponseMatch, "ROUGE-1 F against the reference (ADK's "
+                       "response_match_score)"),
     "json_valid": (JSONValid, "Output parses as JSON"),
     "json_schema_match": (JSONSchemaMatch, "Output validates against a JSON Schema"),
     "embedding_distance": (EmbeddingDistance, "Cosine similarity of embeddings"),

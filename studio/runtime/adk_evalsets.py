@@ -14,6 +14,7 @@ ADK                                         row field
 expected tool uses (``intermediate_data``)  ``expected_trajectory``: ``[{name, args}]``,
                                             what the trajectory evaluators read
 ``session_input.state``                     one field each (the agent's session state)
+``eval_id``, the eval set's ``eval_set_id``  ``eval_id``, ``eval_set_id`` (for the export)
 ==========================================  ==========================================
 
 A multi-turn case (several invocations in one session) or a user-simulator scenario is refused
@@ -34,7 +35,11 @@ from studio.model.records import EXPECTED_KEY, INPUT_KEY
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 TRAJECTORY_KEY = "expected_trajectory"
 """The column the trajectory evaluators read as the reference (``studio.critics.adapters``)."""
-_RESERVED = (INPUT_KEY, EXPECTED_KEY, TRAJECTORY_KEY)
+EVAL_ID_KEY = "eval_id"
+EVAL_SET_ID_KEY = "eval_set_id"
+"""Where a row came from, kept so the run's results export back as ADK's eval set result with
+the same ids (:mod:`studio.projects.adk_results`)."""
+_RESERVED = (INPUT_KEY, EXPECTED_KEY, TRAJECTORY_KEY, EVAL_ID_KEY, EVAL_SET_ID_KEY)
 
 
 def is_eval_set_file(path: Path | str) -> bool:
@@ -51,7 +56,8 @@ def eval_set_rows(text: str, *, source: str, where: str = "dataset") -> list[dic
             key collides with a row field.
     """
     eval_set = parse_eval_set(text, source=source, where=where)
-    rows = [case_row(case, source=source, where=f"{where}[{i}]")
+    rows = [case_row(case, source=source, where=f"{where}[{i}]",
+                     eval_set_id=eval_set.eval_set_id)
             for i, case in enumerate(eval_set.eval_cases)]
     if not rows:
         raise DatasetError(f"the eval set {source} has no eval cases", where=where,
@@ -107,8 +113,10 @@ def _first_error(exc: Any) -> str:
     return f"{place}: {error['msg']}" if place else error["msg"]
 
 
-def case_row(case: Any, *, source: str, where: str) -> dict[str, Any]:
-    """One single-turn ADK ``EvalCase`` as a row (see the module docstring)."""
+def case_row(case: Any, *, source: str, where: str, eval_set_id: str | None = None
+             ) -> dict[str, Any]:
+    """One single-turn ADK ``EvalCase`` as a row (see the module docstring), with its
+    ``eval_id`` and ``eval_set_id``."""
     from google.adk.evaluation.eval_case import get_all_tool_calls
 
     where = f"{where} ({case.eval_id})"
@@ -122,7 +130,10 @@ def case_row(case: Any, *, source: str, where: str) -> dict[str, Any]:
                            "and files in eval cases are not read yet, and are never dropped "
                            "silently); give it text parts only, or leave the case out",
                            where=where)
-    row: dict[str, Any] = {**_session_state(case, source, where), INPUT_KEY: text}
+    row: dict[str, Any] = {**_session_state(case, source, where), INPUT_KEY: text,
+                           EVAL_ID_KEY: case.eval_id}
+    if eval_set_id:
+        row[EVAL_SET_ID_KEY] = eval_set_id
     expected = content_text(invocation.final_response)
     if expected:
         row[EXPECTED_KEY] = expected

@@ -11,19 +11,20 @@ from typing import Any
 from studio.model.errors import ConfigError
 from studio.model.records import AgentSpec
 from studio.runtime.demos import FewShotDemos
-from studio.runtime.providers import litellm_model
+from studio.runtime.providers import adk_or_litellm_model
 from studio.runtime.tools import resolve_tools
 
 
 def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = "agent") -> Any:
-    """A real ADK ``LlmAgent`` for ``spec``, reaching its model through LiteLLM, with its
+    """A real ADK ``LlmAgent`` for ``spec``, reaching its model through LiteLLM (or ADK's own
+    class for a name like ``gemini-2.5-flash``: :func:`adk_or_litellm_model`), with its
     function tools (``where`` places a bad tool's error: ``agent`` or ``agents.<name>``) and its
     few-shot demos as prior turns (:class:`FewShotDemos`)."""
     from google.adk.agents import LlmAgent  # ADK is heavy: loaded on first build, not at import
 
     return LlmAgent(
         name=spec.name,
-        model=litellm_model(spec.model),
+        model=adk_or_litellm_model(spec.model),
         instruction=spec.instruction,
         output_schema=spec.output_schema,
         output_key=output_key,
@@ -60,6 +61,11 @@ def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
                           value=reference) from exc
     target: Any = module
     for name in attribute.split("."):
+        if folder is not None and attribute == "root_agent" and not hasattr(target, name):
+            raise ConfigError(f"the agent folder {folder} has no root_agent: its {module_name} "
+                              "module must define one (e.g. `root_agent = LlmAgent(...)`), the "
+                              "agent ADK's adk web, adk run and adk optimize load too",
+                              where="agent.folder", value=reference)
         if name.startswith("_") or not hasattr(target, name):
             raise ConfigError(f"{module_name!r} has no attribute {attribute!r} (private names "
                               "starting with _ are not loaded)",

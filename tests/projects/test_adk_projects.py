@@ -44,8 +44,10 @@ dataset: {train: {path: haiku.evalset.json}}
 """, source="p.yaml")
     sets = check_project_datasets(project, tmp_path, source="p.yaml")
     assert sets.train == [
-        {"input": "autumn leaves", "expected": "Red leaves fall", "expected_trajectory": []},
-        {"input": "city rain", "expected": "Rain on the roofs",
+        {"input": "autumn leaves", "eval_id": "leaves", "eval_set_id": "haiku",
+         "expected": "Red leaves fall", "expected_trajectory": []},
+        {"input": "city rain", "eval_id": "rain", "eval_set_id": "haiku",
+         "expected": "Rain on the roofs",
          "expected_trajectory": [{"name": "weather", "args": {"city": "Oslo"}}]}]
 
 

@@ -43,7 +43,8 @@ def test_a_single_turn_case_becomes_input_expected_trajectory_and_state():
                     session_input=SessionInput(app_name="weather", user_id="u",
                                                state={"units": "metric"}))
     assert eval_set_rows(recorded(case), source="w.evalset.json") == [{
-        "units": "metric", "input": "Weather in Paris?", "expected": "Sunny.",
+        "units": "metric", "input": "Weather in Paris?", "eval_id": "paris",
+        "eval_set_id": "weather", "expected": "Sunny.",
         "expected_trajectory": [{"name": "get_weather", "args": {"city": "Paris"}}]}]
 
 
@@ -63,7 +64,7 @@ def test_tool_calls_recorded_as_invocation_events_are_the_trajectory_too():
 def test_a_case_without_a_reference_or_tools_has_only_its_input():
     rows = eval_set_rows(recorded(EvalCase(eval_id="open", conversation=[turn("Hello")])),
                          source="o.evalset.json")
-    assert rows == [{"input": "Hello"}]
+    assert rows == [{"input": "Hello", "eval_id": "open", "eval_set_id": "weather"}]
 
 
 def test_a_multi_turn_case_is_refused_naming_it_and_what_to_do():
@@ -98,7 +99,8 @@ def test_a_legacy_test_file_is_one_session_as_adk_runs_it():
     one = [{"query": "Roll a 6 sided die", "reference": "I rolled a 4.",
             "expected_tool_use": [{"tool_name": "roll_die", "tool_input": {"sides": 6}}]}]
     assert eval_set_rows(json.dumps(one), source="dice.test.json") == [{
-        "input": "Roll a 6 sided die", "expected": "I rolled a 4.",
+        "input": "Roll a 6 sided die", "eval_id": "dice", "eval_set_id": "dice",
+        "expected": "I rolled a 4.",
         "expected_trajectory": [{"name": "roll_die", "args": {"sides": 6}}]}]
     with pytest.raises(DatasetError, match="'dice' in dice.test.json has 2 turns"):
         eval_set_rows(json.dumps(one * 2), source="dice.test.json")
@@ -108,7 +110,8 @@ def test_legacy_named_cases_keep_their_names_and_initial_state():
     cases = [{"name": "hi", "data": [{"query": "Hi", "reference": "Hello"}],
               "initial_session": {"app_name": "a", "user_id": "u", "state": {"lang": "en"}}}]
     assert eval_set_rows(json.dumps(cases), source="old.test.json") == [
-        {"lang": "en", "input": "Hi", "expected": "Hello", "expected_trajectory": []}]
+        {"lang": "en", "input": "Hi", "eval_id": "hi", "eval_set_id": "old", "expected": "Hello",
+         "expected_trajectory": []}]
 
 
 def test_a_file_in_neither_format_is_refused_with_adks_reason():

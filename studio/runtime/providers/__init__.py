@@ -63,6 +63,14 @@ def litellm_model(model: str):
     return LiteLlm(model=model)
 
 
+def adk_or_litellm_model(model: str):
+    """The model object an agent gets for a model string: ADK's own class for a name ADK's
+    registry gives to Google (``gemini-2.5-flash``: :mod:`.adk_names`), else LiteLLM's."""
+    from studio.runtime.providers.adk_names import adk_model, is_adk_model_name
+
+    return adk_model(model) if is_adk_model_name(model) else litellm_model(model)
+
+
 def check_model(model: str) -> None:
     """Fail early and clearly if ``model`` cannot be called from this machine.
 
@@ -82,6 +90,11 @@ def check_model(model: str) -> None:
         from studio.runtime.providers.scripted import check_script  # imports litellm: see above
 
         check_script(name)
+        return
+    from studio.runtime.providers.adk_names import check_adk_model, is_adk_model_name
+
+    if is_adk_model_name(model):
+        check_adk_model(model)
         return
     _check_hosted_model(model)
 

@@ -1,0 +1,182 @@
+"""A run's best candidate, scored on the validation set, as ADK eval set results
+(``studio export RUN --format adk-evalset-result``).
+
+``adk eval`` writes an ``EvalSetResult`` (``google.adk.evaluation.eval_result``) per eval set
+to ``<agent folder>/.adk/eval_history/<id>.evalset_result.json``, which ``adk web`` lists and
+compares. The studio writes the same model, built and serialised by ADK's own classes, for the
+best candidate's validation trials:
+
+- one ``EvalSetResult`` per eval set the examples came from (their ``eval_set_id`` column, kept
+  by :mod:`studio.runtime.adk_evalsets`; examples from elsewhere are the run's own set), one
+  ``EvalCaseResult`` per example, under its ``eval_id`` (else ``<split>_<index>``);
+- the effective score (a person's correction wins) is the critic's metric; a weighted critic's
+  parts (``response_match_score``, ``tool_trajectory_avg_score`` when the run came from
+  ``studio run my_agent``) are each a metric too, unless a person corrected the trial;
+- a metric passes at ``threshold`` (ADK compares each metric with its own threshold; the studio's
+  critic has one score, so one threshold); no score is ``NOT_EVALUATED``, never a failure;
+- the actual invocation is the trial's input, final reply and tool calls; the expected one is the
+  example's input, ``expected`` and ``expected_trajectory``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from studio.engine.pool import pool_scores
+from studio.model.errors import ConfigError
+from studio.model.records import EXPECTED_KEY, TrialPhase, stored_id
+from studio.model.redaction import redact
+from studio.projects.export import check_target, write_atomically
+from studio.runtime.adk_evalsets import EVAL_ID_KEY, EVAL_SET_ID_KEY, TRAJECTORY_KEY
+from studio.store import Store
+
+RESULT_SUFFIX = ".evalset_result.json"
+"""ADK's file name ending for eval set results (``LocalEvalSetResultsManager``)."""
+DEFAULT_THRESHOLD = 0.5
+
+
+def adk_eval_set_results(store: Store, run_id: str, *, threshold: float = DEFAULT_THRESHOLD
+                         ) -> list[Any]:
+    """ADK ``EvalSetResult`` objects for the run's best candidate's validation trials.
+
+    Raises:
+        ConfigError: the threshold is outside [0, 1], or the best candidate has no validation
+            trials yet (the run has not scored its seed).
+    """
+    if not 0.0 <= threshold <= 1.0:
+        raise ConfigError("the pass threshold must be between 0 and 1", where="--threshold",
+                          value=threshold)
+    run = store.get_run(run_id)
+    best = pool_scores(store, run).best_id
+    trials = _latest_per_example(store.trials(run_id, candidate_id=best,
+                                              phase=TrialPhase.VALSET.value)) \
+        if best is not None else {}
+    if not trials:
+        raise ConfigError(f"run {run_id} has no scored candidate yet: export it once its seed "
+                          "is scored on the validation set", where="run", value=run_id)
+    examples = {stored_id(e): e for e in store.examples(run_id)}
+    cases: dict[str, list[Any]] = {}
+    for example_id, trial in sorted(trials.items(), key=lambda item: item[1].example_index):
+        example = examples[example_id]
+        set_id = str(example.data.get(EVAL_SET_ID_KEY) or _safe(run.name or run_id))
+        cases.setdefault(set_id, []).append(
+            case_result(trial, example, set_id, run.spec.critic.name, threshold))
+    return [_set_result(set_id, run.name or run_id, results) for set_id, results in cases.items()]
+
+
+def _latest_per_example(trials: Iterable[Any]) -> dict[int, Any]:
+    latest: dict[int, Any] = {}
+    for trial in trials:  # oldest first: a later trial (a resumed run's) replaces an earlier
+        latest[trial.example_id] = trial
+    return latest
+
+
+def case_result(trial: Any, example: Any, eval_set_id: str, critic: str, threshold: float
+                ) -> Any:
+    """One example's ``EvalCaseResult``: its metrics, overall and for its one invocation."""
+    from google.adk.evaluation.eval_metrics import EvalMetricResultPerInvocation
+    from google.adk.evaluation.eval_result import EvalCaseResult
+
+    metrics = _metrics(trial, critic, threshold)
+    return EvalCaseResult(
+        eval_set_id=eval_set_id,
+        eval_id=str(example.data.get(EVAL_ID_KEY) or f"{example.split.value}_{example.index}"),
+        final_eval_status=metrics[0].eval_status,
+        overall_eval_metric_results=metrics,
+        eval_metric_result_per_invocation=[EvalMetricResultPerInvocation(
+            actual_invocation=_invocation(trial.input_text, trial.output, _tool_calls(trial)),
+            expected_invocation=_invocation(trial.input_text,
+                                            _text(example.data.get(EXPECTED_KEY)),
+                                            example.data.get(TRAJECTORY_KEY)),
+            eval_metric_results=metrics)],
+        session_id=f"studio-trial-{trial.id}", user_id="studio")
+
+
+def _metrics(trial: Any, critic: str, threshold: float) -> list[Any]:
+    """The effective score as the critic's metric first (it decides the case), then the
+    weighted critic's parts, unless a person's correction replaced the critic's score."""
+    metrics = [_metric(critic, trial.effective_score, threshold)]
+    if trial.overridden:
+        return metrics
+    for part in trial.feedback.extra.get("components") or []:
+        if isinstance(part, dict) and part.get("name"):
+            metrics.append(_metric(str(part["name"]), part.get("score"), threshold))
+    return metrics
+
+
+def _metric(name: str, score: float | None, threshold: float) -> Any:
+    from google.adk.evaluation.eval_metrics import EvalMetricResult
+    from google.adk.evaluation.evaluator import EvalStatus
+
+    status = EvalStatus.NOT_EVALUATED if score is None else \
+        EvalStatus.PASSED if score >= threshold else EvalStatus.FAILED
+    return EvalMetricResult(metric_name=name, threshold=threshold, score=score,
+                            eval_status=status)
+
+
+def _invocation(user_text: str, reply: str | None, tool_calls: list[dict[str, Any]] | None
+                ) -> Any:
+    from google.adk.evaluation.eval_case import IntermediateData, Invocation
+    from google.genai import types
+
+    def content(role: str, text: str) -> Any:
+        return types.Content(role=role, parts=[types.Part.from_text(text=redact(text))])
+
+    calls = [types.FunctionCall(name=str(c.get("name", "")), args=dict(c.get("args") or {}))
+             for c in tool_calls or [] if isinstance(c, dict)]
+    return Invocation(user_content=content("user", user_text),
+                      final_response=content("model", reply) if reply is not None else None,
+                      intermediate_data=IntermediateData(tool_uses=calls)
+                      if tool_calls is not None else None)
+
+
+def _tool_calls(trial: Any) -> list[dict[str, Any]]:
+    return [e for e in (trial.trace or {}).get("events", []) if e.get("type") == "tool_call"]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _set_result(eval_set_id: str, app_name: str, cases: list[Any]) -> Any:
+    """ADK's ``EvalSetResult``, its id made as ``adk eval`` makes it (app, set, time)."""
+    from google.adk.evaluation.eval_result import EvalSetResult
+
+    now = time.time()
+    result_id = _safe(f"{app_name}_{eval_set_id}_{now}")
+    return EvalSetResult(eval_set_result_id=result_id, eval_set_result_name=result_id,
+                         eval_set_id=eval_set_id, eval_case_results=cases,
+                         creation_timestamp=now)
+
+
+def _safe(name: str) -> str:
+    """A file-name-safe id (ADK's ``_sanitize_eval_set_result_name`` replaces ``/`` too)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:200]
+
+
+def write_adk_results(store: Store, run_id: str, out: str | Path | None = None, *,
+                      threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
+    """Write the run's eval set results as ADK writes them (``model_dump_json``); returns the
+    files. ``out`` may be a folder (``my_agent/.adk/eval_history``, where ``adk web`` lists
+    them: each file named by its result id), a ``*.evalset_result.json`` file (one eval set),
+    or a stem (``run_<id>`` by default) followed by each eval set's id."""
+    results = adk_eval_set_results(store, run_id, threshold=threshold)
+    paths = [_result_path(out, run_id, result, single=len(results) == 1) for result in results]
+    for path in paths:
+        check_target(path)
+    for path, result in zip(paths, results, strict=True):
+        write_atomically(path, [redact(result.model_dump_json(indent=2)) + "\n"])
+    return paths
+
+
+def _result_path(out: str | Path | None, run_id: str, result: Any, *, single: bool) -> Path:
+    if out is not None and Path(out).is_dir():
+        return Path(out) / f"{result.eval_set_result_id}{RESULT_SUFFIX}"
+    if out is not None and str(out).endswith(RESULT_SUFFIX) and single:
+        return Path(out)
+    stem = str(out).removesuffix(RESULT_SUFFIX) if out is not None else f"run_{run_id}"
+    return Path(f"{stem}_{_safe(result.eval_set_id)}{RESULT_SUFFIX}")

@@ -1,0 +1,73 @@
+"""``studio ui --agents DIR``: the agent folders under DIR, picked by name from the browser."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from studio.cli import main, parser
+from studio.cli.projects import server_environment
+from studio.engine.worker import get_manager
+from studio.model.config import EvolutionConfig
+from studio.model.errors import ConfigError
+from studio.model.records import RunStatus
+from studio.projects.served_agents import (
+    AGENTS_DIR_ENV,
+    list_served_agents,
+    start_served_agent_run,
+)
+from studio.store import open_store
+from tests.projects.test_adk_projects import write_agent_folder, write_eval_set
+
+
+@pytest.fixture
+def agents_root(tmp_path, monkeypatch):
+    """DIR with one agent (its eval set inside), a folder without root_agent, a hidden folder
+    and a file."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    root = tmp_path / "agents"
+    folder = write_agent_folder(root, "served_haiku", "SERVED_HAIKU_TASK")
+    monkeypatch.delenv("SERVED_HAIKU_TASK", raising=False)
+    write_eval_set(folder / "haiku.evalset.json")
+    (root / "helpers").mkdir()
+    (root / "helpers" / "__init__.py").write_text("x = 1\n", encoding="utf-8")
+    (root / ".venv").mkdir()
+    (root / "README.md").write_text("agents\n", encoding="utf-8")
+    return root
+
+
+def test_the_agent_folders_under_dir_are_listed_with_their_eval_sets(agents_root):
+    [agent] = list_served_agents(agents_root)
+    assert (agent.name, agent.eval_sets) == ("served_haiku", ("haiku.evalset.json",))
+
+
+def test_a_served_agent_runs_on_its_eval_set_trusted(agents_root, tmp_path):
+    store = open_store(f"sqlite:///{tmp_path}/s.db", cached=False)
+    run = start_served_agent_run(store, "served_haiku", "haiku.evalset.json",
+                                 EvolutionConfig(max_iterations=1), root=agents_root,
+                                 reflection_model="scripted/demo")
+    get_manager(store).handle(run.id).wait(timeout=60)
+    run = store.get_run(run.id)
+    assert run.status is RunStatus.COMPLETED
+    assert run.spec.agent_folder == str((agents_root / "served_haiku").resolve())
+
+
+@pytest.mark.parametrize(("name", "eval_set", "message"), [
+    ("helpers", "haiku.evalset.json", "no agent 'helpers' is served here (served: served_haiku)"),
+    ("../agents/served_haiku", "haiku.evalset.json", "no agent '../agents/served_haiku'"),
+    ("served_haiku", "../../secret.evalset.json", "has no eval set '../../secret.evalset.json'"),
+])
+def test_only_names_from_the_lists_are_accepted(agents_root, tmp_path, name, eval_set,
+                                                message):
+    store = open_store(f"sqlite:///{tmp_path}/s.db", cached=False)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        start_served_agent_run(store, name, eval_set, EvolutionConfig(), root=agents_root)
+
+
+def test_studio_ui_passes_the_folder_to_the_server(agents_root, tmp_path, capsys):
+    args = parser().parse_args(["ui", "--agents", str(agents_root)])
+    assert server_environment(args)[AGENTS_DIR_ENV] == str(agents_root.resolve())
+    assert main(["ui", "--agents", str(agents_root), "--print-command"]) == 0
+    assert main(["ui", "--agents", str(tmp_path / "missing"), "--print-command"]) == 2
+    assert "--agents" in capsys.readouterr().err

@@ -1,0 +1,84 @@
+"""End to end in headless Chromium: ``studio ui --agents DIR`` offers the ADK agent folder under
+DIR on the Projects page; picking it with its eval set starts a run (the scripted model) that the
+Run page shows, and the run completes with the folder as its agent.
+
+Run with ``pytest -m browser tests/ui/test_browser_adk_agents.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from studio.store import open_store
+from tests.helpers import StudioProcess, wait_until
+from tests.projects.test_adk_projects import write_agent_folder, write_eval_set
+from tests.ui.browser import ARTIFACTS, _healthy, chromium_page, free_port, full_page_shot
+from tests.ui.test_browser import nav, wait_idle
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path(os.environ.get("STUDIO_SHOTS_DIR") or ARTIFACTS)
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    """``studio ui --agents DIR`` on a free port, DIR holding one agent folder and its eval
+    set."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    root = tmp_path / "agents"
+    folder = write_agent_folder(root, "browser_haiku", "BROWSER_HAIKU_TASK")
+    write_eval_set(folder / "haiku.evalset.json")
+    db = f"sqlite:///{tmp_path}/studio.db"
+    port = free_port()
+    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port))
+    url = f"http://localhost:{port}"
+    try:
+        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
+                   message="studio ui to serve")
+        assert server.process.poll() is None, server.text
+        yield url, db, folder
+    finally:
+        server.stop()
+
+
+def test_studio_ui_agents_offers_the_folder_and_runs_it(served):
+    url, db, folder = served
+    with chromium_page() as page:
+        try:
+            page.goto(url)
+            page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
+            nav(page, "Projects")
+            page.get_by_role("heading", name="Your ADK agents").wait_for()
+            page.get_by_role("textbox", name="Reflection model").wait_for()
+            page.get_by_role("textbox", name="Reflection model").fill("scripted/demo")
+            page.get_by_role("spinbutton", name="Iterations").fill("1")
+            full_page_shot(page, SHOTS / "adk_agents_projects.png")
+            page.get_by_role("button", name="Start a run").click()
+            page.get_by_role("heading", name="Run", exact=True).first.wait_for()
+            page.get_by_text("browser_haiku").first.wait_for()
+            wait_until(lambda: _status(db) == "completed", 90, step=0.5,
+                       message="the served agent's run to complete")
+            page.get_by_text("completed", exact=True).first.wait_for(timeout=60_000)
+            page.get_by_text("1 of 1 iterations done", exact=False).first.wait_for()
+            wait_idle(page)
+            full_page_shot(page, SHOTS / "adk_agents_run.png")
+        except Exception:
+            full_page_shot(page, SHOTS / "adk_agents_failure.png")
+            raise
+    store = open_store(db, cached=False)
+    [run] = store.list_runs()
+    store.close()
+    assert run.spec.agent_folder == str(folder.resolve())
+
+
+def _status(db: str) -> str | None:
+    store = open_store(db, cached=False)
+    try:
+        runs = store.list_runs()
+        return runs[0].status.value if runs else None
+    finally:
+        store.close()

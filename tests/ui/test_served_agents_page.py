@@ -1,0 +1,33 @@
+"""The Projects page's "Your ADK agents" panel under AppTest: shown only with ``--agents``, and
+a pick starts a trusted run of the folder's agent on its eval set."""
+
+from __future__ import annotations
+
+from studio.engine.worker import get_manager
+from studio.projects.served_agents import AGENTS_DIR_ENV
+from tests.projects.test_served_agents import agents_root  # noqa: F401  (the fixture)
+from tests.ui.conftest import assert_ok, texts
+
+
+def test_no_panel_without_agents(app, monkeypatch):
+    monkeypatch.delenv(AGENTS_DIR_ENV, raising=False)
+    at = app("projects")
+    assert "Your ADK agents" not in texts(at.subheader)
+
+
+def test_a_served_agent_starts_a_run_from_the_projects_page(app, studio_db, monkeypatch,
+                                                            agents_root):  # noqa: F811
+    monkeypatch.setenv(AGENTS_DIR_ENV, str(agents_root))
+    at = app("projects")
+    assert "Your ADK agents" in texts(at.subheader)
+    assert at.selectbox(key="projects.agents.agent").options == ["served_haiku"]
+    assert at.selectbox(key="projects.agents.evalset").options == ["haiku.evalset.json"]
+    at.text_input(key="projects.agents.model").set_value("scripted/demo")
+    at.number_input(key="projects.agents.iterations").set_value(1)
+    next(b for b in at.button if b.label == "Start a run").click().run()
+    assert_ok(at)
+    [run] = studio_db.list_runs()
+    assert run.name == "served_haiku"
+    assert run.spec.agent_folder == str((agents_root / "served_haiku").resolve())
+    get_manager(studio_db).handle(run.id).wait(timeout=60)
+    assert studio_db.get_run(run.id).status.value == "completed"
