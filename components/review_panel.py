@@ -47,7 +47,8 @@ def effect_panel(run_id: str) -> None:
     if before is not None and before.pending_id == effect.pending_id and \
             before.rule_accepts != effect.rule_accepts:
         was = f"was {'accept' if before.rule_accepts else 'reject'}"
-    cols[2].metric(f"Proposal #{effect.pending_id}: the rule would", verdict, delta=was,
+    cols[2].metric(f"Proposal {effect.pending_number} (id {effect.pending_id}): the rule would",
+                   verdict, delta=was,
                    delta_color="off")
     if effect.pending_is_merge:
         st.caption(f"A merge. Subsample sums (effective scores): merged child "
@@ -71,7 +72,8 @@ def scope_trials(run_id: str) -> list[Any]:
             st.caption("No proposal is waiting: showing the latest trials.")
             return loaders.recent_trials(run_id, 100)
         evidence = loaders.proposal_evidence(proposal)
-        st.caption(f"The parent's and the child's trials on proposal #{proposal.id}'s minibatch: "
+        st.caption(f"The parent's and the child's trials on "
+                   f"{loaders.proposal_title(proposal).lower()}'s minibatch: "
                    "correcting them changes the verdict above.")
         return evidence.parent + evidence.child
     if scope == SCOPES[1]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from studio.engine.history import proposal_numbers
 from studio.model.records import Candidate, Example, Proposal, stored_id
 from studio.views.tables import example_label
 
@@ -43,12 +44,13 @@ def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | N
         rows.append({"iteration": iteration, "best": running})
     best = pd.DataFrame(rows, columns=["iteration", "best"])
     marks = []
+    numbers = proposal_numbers(proposals)  # the run's own count, as the Proposals page shows
     for p in proposals:
         mean = trials_means.get(stored_id(p), {}).get("child")
         if mean is None:
             continue
         marks.append({"iteration": p.iteration, "score": mean, "status": p.status.value,
-                      "proposal": p.id})
+                      "proposal": numbers[stored_id(p)]})
     markers = pd.DataFrame(marks, columns=["iteration", "score", "status", "proposal"])
     return best, markers
 
