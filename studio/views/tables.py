@@ -47,10 +47,10 @@ TRIAL_COLUMNS = ["number", "id", "iteration", "phase", "candidate", "example", "
                  "candidate_id", "proposal_id"]
 
 STATUS_HINTS = {
-    RunStatus.QUEUED: "queued: the first free `studio worker` takes it",
+    RunStatus.QUEUED: "the first free `studio worker` takes it",
     RunStatus.PENDING: "created, waiting for its worker to start",
     RunStatus.RUNNING: "scoring, reflecting or waiting at a gate",
-    RunStatus.PAUSED: "paused: resume it to continue",
+    RunStatus.PAUSED: "resume it to continue",
     RunStatus.COMPLETED: "finished: a stop condition was reached",
     RunStatus.STOPPED: "stopped by a person; it can be resumed",
     RunStatus.FAILED: "failed; see the error, fix it and resume",
