@@ -39,7 +39,7 @@ def score_per_iteration(best: pd.DataFrame, markers: pd.DataFrame) -> None:
             marker={"color": color, "symbol": symbol, "size": 12,
                     "line": {"width": 2, "color": color}},
             customdata=group["proposal"],
-            hovertemplate="proposal #%{customdata}<br>iteration %{x}<br>child minibatch mean "
+            hovertemplate="proposal %{customdata}<br>iteration %{x}<br>child minibatch mean "
                           "%{y:.3f}<extra>" + html.escape(str(status)) + "</extra>"))
     figure.update_layout(height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                          yaxis={"range": [-0.05, 1.05], "title": "score (mean in [0, 1])"},

@@ -256,7 +256,7 @@ def awaiting(run) -> None:
 
     pending = loaders.pending_proposal(run.id)
     if pending is not None:
-        st.warning(f"Proposal #{pending.id} is waiting for your decision; the run is on "
+        st.warning(f"{loaders.proposal_title(pending)} is waiting for your decision; the run is on "
                    "hold until you accept, edit or reject it.", icon=":material/how_to_vote:")
         frame.link(frame.PROPOSALS, "Decide on the Proposals page", ":material/arrow_forward:")
 

@@ -269,8 +269,15 @@ def test_run_controls_pause_resume_stop(app, studio_db):
     at = app("run", run_id=run.id)
     button(at, "Pause").click().run()
     assert studio_db.get_run(run.id).control == "pause"
+    # the status line says paused at once (the worker holds the run at its next step)
+    assert any(run.id in s and "**paused**: holds at its next step" in s
+               for s in texts(at.caption))
+    at.switch_page("../pages/home.py").run()
+    assert at.dataframe(key="home.runs").value.set_index("id").loc[run.id, "status"] == "paused"
+    at.switch_page("../pages/run.py").run()
     button(at, "Resume").click().run()
     assert studio_db.get_run(run.id).control is None
+    assert any(run.id in s and "**running**:" in s for s in texts(at.caption))
     button(at, "Stop").click().run()
     assert_ok(at)
     wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED)
