@@ -255,7 +255,7 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
     if proposal is not None:
         evidence = proposal_evidence(store, proposal)
         effect.pending_id = proposal.id
-        effect.pending_number = proposal_numbers(store.proposals(run_id)).get(proposal.id)
+        effect.pending_number = proposal_numbers(store.proposals(run_id)).get(stored_id(proposal))
         effect.parent_sum = evidence.parent_sum
         effect.child_sum = evidence.child_sum
         effect.rule_accepts = evidence.rule_accepts
