@@ -1,7 +1,9 @@
 """Export a run's candidates, the provenance of its best candidate's sentences, its proposals
-(each with the evidence it was decided on and the evidence now) and its trials (JSONL: one file;
-CSV: one file each), streamed: trials are read and written a batch at a time,
-so a 100,000-trial run exports in constant memory.
+(each with its decision, who made it and why, the evidence it was decided on and the evidence
+now) and its trials (with their corrections) (JSONL: one file; CSV: one file each), streamed:
+trials are read and written a batch at a time, so a 100,000-trial run exports in constant
+memory. Proposals and trials carry their number in the run beside their database id. The
+studio's Export button (:func:`spooled_download`) and ``studio export`` write the same lines.
 
 Secrets in the environment are redacted; JSON is strict (NaN and infinities become ``null``); CSV
 cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR) are
