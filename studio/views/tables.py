@@ -383,18 +383,22 @@ def dimension_scores(feedback: Feedback) -> pd.DataFrame:
 # --------------------------------------------------------------------------- review (overrides)
 
 
-REVIEW_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "judge_score",
+REVIEW_COLUMNS = ["number", "id", "iteration", "phase", "candidate", "example", "judge_score",
                   "human_score", "judge_feedback", "human_feedback", "by", "when", "input",
                   "output"]
 
 
-def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd.DataFrame:
-    """Rows for the override editor: the judge's values beside the human's (editable)."""
+def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int],
+                 numbers: Mapping[int, int] | None = None) -> pd.DataFrame:
+    """Rows for the override editor: the judge's values beside the human's (editable);
+    ``number`` is the trial's in its run (``numbers``: trial id -> number)."""
     rows = []
+    numbers = numbers or {}
     for t in trials:
         o = t.override
         rows.append({
-            "id": t.id, "iteration": t.iteration, "phase": t.phase.value,
+            "number": numbers.get(stored_id(t)), "id": t.id, "iteration": t.iteration,
+            "phase": t.phase.value,
             "candidate": candidate_index.get(t.candidate_id, -1),
             "example": f"{t.split.value} {t.example_index}", "input": one_line(t.input_text, 160),
             "output": one_line(t.output, 400),
@@ -406,7 +410,8 @@ def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd
             "when": _local(o.created_at) if o is not None else "",
         })
     frame = pd.DataFrame(rows, columns=REVIEW_COLUMNS)
-    return frame.astype({"id": "int64", "judge_score": "float64", "human_score": "float64"})
+    return frame.astype({"number": "Int64", "id": "int64", "judge_score": "float64",
+                         "human_score": "float64"})
 
 
 @dataclass(frozen=True)
@@ -459,7 +464,8 @@ def overrides_frame(overrides: Sequence[Override], trial_info: dict[int, dict[st
     for o in reversed(list(overrides)):
         info = trial_info.get(o.trial_id, {})
         rows.append({
-            "override": o.id, "trial": o.trial_id, "iteration": info.get("iteration"),
+            "override": o.id, "trial": info.get("number"), "trial_id": o.trial_id,
+            "iteration": info.get("iteration"),
             "example": info.get("example", ""),
             "judge_score": math.nan if o.judge_score is None else o.judge_score,
             "human_score": math.nan if o.score is None else o.score,
@@ -469,9 +475,10 @@ def overrides_frame(overrides: Sequence[Override], trial_info: dict[int, dict[st
             "when": _local(o.created_at),
             "undone": _local(o.undone_at) if o.undone_at else "",
         })
-    return pd.DataFrame(rows, columns=["override", "trial", "iteration", "example", "judge_score",
-                                       "human_score", "judge_feedback", "human_feedback",
-                                       "corrected_output", "by", "when", "undone"])
+    return pd.DataFrame(rows, columns=["override", "trial", "trial_id", "iteration", "example",
+                                       "judge_score", "human_score", "judge_feedback",
+                                       "human_feedback", "corrected_output", "by", "when",
+                                       "undone"])
 
 
 # --------------------------------------------------------------------------- proposals

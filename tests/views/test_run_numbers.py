@@ -19,7 +19,7 @@ from studio.model.records import (
     TrialPhase,
 )
 from studio.projects.inbox import run_to_open
-from studio.views.tables import runs_frame, status_line, trial_frame
+from studio.views.tables import review_frame, runs_frame, status_line, trial_frame
 
 NOW = datetime(2026, 11, 24, 23, 0, tzinfo=UTC)
 
@@ -82,3 +82,5 @@ def test_the_trials_table_shows_the_runs_number_beside_the_database_id():
     frame = trial_frame(trials, {7: 0}, {480: 11, 481: 12})
     assert frame["number"].tolist() == [11, 12] and frame["id"].tolist() == [480, 481]
     assert frame["candidate"].tolist() == [0, 0]
+    review = review_frame(trials, {7: 0}, {480: 11, 481: 12})  # Review's "Correct many"
+    assert review["number"].tolist() == [11, 12] and review["id"].tolist() == [480, 481]
