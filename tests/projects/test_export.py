@@ -93,5 +93,7 @@ def test_trial_numbers_count_each_run_from_one(store, reviewed):
     ids = [t.id for t in store.trials(run_id)]
     assert store.trial_numbers(run_id, ids) == {tid: n for n, tid in enumerate(ids, start=1)}
     assert store.trial_numbers(first_run, ids) == {}  # another run's trials have none there
+    assert store.trial_numbers(first_run, ids[:2]) == {}  # (a few: counted, not windowed)
+    assert store.trial_numbers(run_id, ids[-2:]) == {ids[-2]: len(ids) - 1, ids[-1]: len(ids)}
     assert store.trial_numbers(run_id, []) == {}
     assert store.trial_numbers(run_id, [corrected.id]) == {corrected.id: 2}
