@@ -43,6 +43,8 @@ def sidebar(sections: dict[str, list]) -> None:
     with st.sidebar:
         st.markdown("### :material/biotech: Evolution Studio")
         inbox()
+        if session.wants_first_run():
+            session.open_first_run(loaders.run_to_open())
         params = session.url_params()
         for section, pages in sections.items():
             st.caption(section)

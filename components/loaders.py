@@ -22,6 +22,7 @@ Nothing here writes. Writes go through :mod:`studio.projects` and :mod:`studio.e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ import streamlit as st
 from studio.critics.agreement import AgreementSummary, agreement_from_store
 from studio.engine.evidence import EvidenceTrials, evidence_trials
 from studio.engine.guard import HoldoutReport
-from studio.engine.history import ProposalRow
+from studio.engine.history import ProposalRow, numbered, proposal_numbers
 from studio.engine.history import proposal_rows as _proposal_rows
 from studio.engine.holdout import load_holdout, test_problem
 from studio.engine.pool import RunView, load_view
@@ -49,6 +50,7 @@ from studio.model.records import (
     Trial,
     TrialPhase,
     example_expected,
+    stored_id,
 )
 from studio.model.redaction import redacted
 from studio.projects.aligning import AlignReport, FoundRuns, LabelStatus, RescorePass
@@ -58,9 +60,11 @@ from studio.projects.aligning import align_runs as _align_runs
 from studio.projects.aligning import label_status as _label_status
 from studio.projects.aligning import measure_marker as _measure_marker
 from studio.projects.aligning import rescore_passes as _rescore_passes
+from studio.projects.export import Download, spooled_download
 from studio.projects.forking import RunTree, ancestry, forks_of
 from studio.projects.inbox import RunSummary, waiting_proposals
 from studio.projects.inbox import run_summaries as _summaries
+from studio.projects.inbox import run_to_open as _run_to_open
 from studio.projects.provenance import Provenance, load_provenance
 from studio.projects.reviewing import (
     ReviewRecord,
@@ -161,6 +165,24 @@ def waiting() -> dict[str, Proposal]:
 @st.cache_data(ttl=INBOX_TTL_SECONDS, show_spinner=False)
 def _waiting(database: str) -> dict[str, Proposal]:
     return waiting_proposals(store(), runs())
+
+
+def download(run_id: str, what: Download) -> Callable[[], bytes]:
+    """What a download button hands Streamlit: a function that makes the file when clicked
+    (on Streamlit's thread, so the database is taken here) from the export's stream, held once
+    as the bytes Streamlit serves."""
+    database = store()
+
+    def made() -> bytes:
+        with spooled_download(database, run_id, what) as spool:
+            return spool.read()
+
+    return made
+
+
+def run_to_open() -> str | None:
+    """The run a new session opens (:func:`studio.projects.inbox.run_to_open`)."""
+    return _run_to_open(runs(), waiting())
 
 
 def decided() -> None:
@@ -337,6 +359,23 @@ def recent_trials(run_id: str, limit: int, phases: tuple[TrialPhase, ...] = (),
 
 def proposals(run_id: str) -> list[Proposal]:
     return redacted(store().proposals(run_id))
+
+
+def proposal_title(proposal: Proposal) -> str:
+    """``Proposal 3 (id 26)``: its number in its run (what people follow) and the database id
+    (what ``studio decide`` takes)."""
+    numbers = proposal_numbers(store().proposals(proposal.run_id))
+    return numbered("Proposal", numbers.get(stored_id(proposal)), proposal.id)
+
+
+def trial_numbers(run_id: str, trial_ids: list[int]) -> dict[int, int]:
+    """``trial id -> its number in the run`` (1, 2, 3 … as the run stored them)."""
+    return store().trial_numbers(run_id, trial_ids)
+
+
+def trial_title(run_id: str, trial_id: int) -> str:
+    """``Trial 12 (id 481)``: its number in its run and the id ``studio override`` takes."""
+    return numbered("Trial", store().trial_numbers(run_id, [trial_id]).get(trial_id), trial_id)
 
 
 def proposal_decisions(proposal_id: int) -> list[Decision]:

@@ -153,6 +153,7 @@ def save(run_id: str, trial: Any, score: float | None, feedback: str | None) -> 
     except StudioError as exc:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return
-    session.flash(f"Saved the correction of trial #{trial.id} as "
+    title = loaders.trial_title(trial.run_id, trial.id).lower()
+    session.flash(f"Saved the correction of {title} as "
                   f"{escape_markdown(session.author())}.")
     st.rerun()

@@ -52,7 +52,8 @@ def current(run: Any) -> Any | None:
         return pending
     evaluating = [p for p in proposals if p.status is ProposalStatus.EVALUATING]
     if evaluating and run.status.is_active:
-        st.info(f"Proposal #{evaluating[-1].id} (iteration {evaluating[-1].iteration}) is being "
+        st.info(f"{loaders.proposal_title(evaluating[-1])} (iteration "
+                f"{evaluating[-1].iteration}) is being "
                 "scored on its minibatch; it comes here when it is ready.",
                 icon=":material/hourglass_top:")
     elif run.config.review is not ReviewMode.REVIEW:
@@ -111,8 +112,8 @@ def _reflection_header(proposal: Any) -> Any:
         parent_text, proposal.text,
         left=f"Parent #{index_of.get(parent.id, '?')}: {agent + ' · ' if agent else ''}"
              f"{component}",
-        right=f"Proposal #{proposal.id}" + (f" (an edit of #{proposal.edited_from})"
-                                            if proposal.edited_from else ""))
+        right=loaders.proposal_title(proposal) + (f" (an edit of id {proposal.edited_from})"
+                                                  if proposal.edited_from else ""))
     if proposal.reasoning:
         with st.expander("The reflection's reasoning"):
             text_block("Reasoning", proposal.reasoning)
@@ -198,7 +199,8 @@ def _decide(proposal: Any, action: str, *, reason: str = "", reason_key: str = "
         decide(proposal.id, action, reason=reason, edited_text=edited_text,
                author=session.author(), store=loaders.store())
     except StudioError as exc:
-        session.flash(f"Proposal #{proposal.id}: {escape_markdown(str(exc))}", kind="error")
+        session.flash(f"{loaders.proposal_title(proposal)}: {escape_markdown(str(exc))}",
+                      kind="error")
         return
     loaders.decided()
     words = {"accept": "Accepted; the child is now scored on the validation set.",
@@ -207,8 +209,8 @@ def _decide(proposal: Any, action: str, *, reason: str = "", reason_key: str = "
              "edit": "Your edit is being scored on the same minibatch; it comes back here.",
              "stop": "The run stops; this proposal waits here again when it resumes."}
     later = when_applied(loaders.store(), proposal.run_id) if action != "stop" else None
-    session.flash(f"Proposal #{proposal.id}: {words[action]}" + (f" ({later})" if later else ""),
-                  about=proposal.id)
+    session.flash(f"{loaders.proposal_title(proposal)}: {words[action]}"
+                  + (f" ({later})" if later else ""), about=proposal.id)
 
 
 def history(run_id: str) -> None:
@@ -225,7 +227,11 @@ def history(run_id: str) -> None:
     picked = st.dataframe(
         table, hide_index=True, width="stretch", key="proposals.history",
         on_select="rerun", selection_mode="single-row", placeholder="—",
-        column_config={"parent": st.column_config.NumberColumn(format="#%d"),
+        column_config={"proposal": st.column_config.NumberColumn(
+                           help="its number in this run (id: the database's, for `studio "
+                                "decide`)"),
+                       "id": st.column_config.NumberColumn(format="%d"),
+                       "parent": st.column_config.NumberColumn(format="#%d"),
                        "child": st.column_config.NumberColumn(format="#%d"),
                        "parent_sum": st.column_config.NumberColumn("parent sum now",
                                                                    format="%.3f"),
@@ -236,10 +242,10 @@ def history(run_id: str) -> None:
                        "reason": st.column_config.TextColumn(width="large")})
     selected = picked.selection.rows if picked else []
     if selected:
-        chosen = int(table.iloc[selected[0]]["proposal"])
+        chosen = int(table.iloc[selected[0]]["id"])
         row = next(r for r in rows if r.id == chosen)
         with st.container(border=True):
-            st.markdown(f"**Proposal #{row.id}** · iteration {row.iteration} · "
+            st.markdown(f"**{row.title}** · iteration {row.iteration} · "
                         f"{row.status.value}")
             if row.invalid_reason:
                 st.warning(escape_markdown(row.invalid_reason))

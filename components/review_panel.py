@@ -10,6 +10,7 @@ import streamlit as st
 from components import loaders, review_queue, session
 from components.trial_detail import show_thumbnails
 from studio.engine.gates import merge_correction, override, undo_override
+from studio.engine.history import numbered
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS
 from studio.views.markdown import escape_markdown
@@ -47,7 +48,8 @@ def effect_panel(run_id: str) -> None:
     if before is not None and before.pending_id == effect.pending_id and \
             before.rule_accepts != effect.rule_accepts:
         was = f"was {'accept' if before.rule_accepts else 'reject'}"
-    cols[2].metric(f"Proposal #{effect.pending_id}: the rule would", verdict, delta=was,
+    cols[2].metric(f"Proposal {effect.pending_number} (id {effect.pending_id}): the rule would",
+                   verdict, delta=was,
                    delta_color="off")
     if effect.pending_is_merge:
         st.caption(f"A merge. Subsample sums (effective scores): merged child "
@@ -71,7 +73,8 @@ def scope_trials(run_id: str) -> list[Any]:
             st.caption("No proposal is waiting: showing the latest trials.")
             return loaders.recent_trials(run_id, 100)
         evidence = loaders.proposal_evidence(proposal)
-        st.caption(f"The parent's and the child's trials on proposal #{proposal.id}'s minibatch: "
+        st.caption(f"The parent's and the child's trials on "
+                   f"{loaders.proposal_title(proposal).lower()}'s minibatch: "
                    "correcting them changes the verdict above.")
         return evidence.parent + evidence.child
     if scope == SCOPES[1]:
@@ -89,14 +92,16 @@ def editor(run_id: str, trials: list[Any]) -> None:
         st.info("No trials to review yet. They appear as the run scores its examples.")
         return
     index_of = {c.id: c.index for c in loaders.candidates(run_id)}
-    frame = review_frame(trials, index_of)
+    frame = review_frame(trials, index_of, loaders.trial_numbers(run_id, [t.id for t in trials]))
     nonce = st.session_state.get(NONCE, 0)
     edited = st.data_editor(
         frame, key=f"{session.REVIEW_EDITOR}.{run_id}.{nonce}", hide_index=True, width="stretch",
         height=min(420, 38 + 35 * len(frame)), placeholder="—",
         disabled=[c for c in frame.columns if c not in ("human_score", "human_feedback")],
         column_config={
-            "id": st.column_config.NumberColumn("trial", format="%d"),
+            "number": st.column_config.NumberColumn("trial", format="%d",
+                                                    help="its number in this run"),
+            "id": st.column_config.NumberColumn("id", format="%d"),
             "candidate": st.column_config.NumberColumn("cand.", format="#%d"),
             "judge_score": st.column_config.NumberColumn("judge score", format="%.3f"),
             "human_score": st.column_config.NumberColumn(
@@ -118,8 +123,10 @@ def single(run_id: str, trials: list[Any]) -> None:
     """One trial: pick it, see its images, set its score and/or feedback."""
     if not trials:
         return
-    labels = {t.id: f"#{t.id} · iteration {t.iteration} · {t.phase.value} · "
-                    f"{t.split.value} {t.example_index} · judge {format_score(t.score)}"
+    numbers = loaders.trial_numbers(run_id, [t.id for t in trials])
+    labels = {t.id: f"{numbered('Trial', numbers.get(t.id), t.id)} · iteration {t.iteration} · "
+                    f"{t.phase.value} · {t.split.value} {t.example_index} · "
+                    f"judge {format_score(t.score)}"
               for t in trials}
     st.markdown("**Correct one trial**")
     trial_id = st.selectbox("Trial", list(labels), format_func=labels.get,
@@ -176,16 +183,20 @@ def history(run_id: str) -> None:
     if not overrides:
         st.caption("No corrections yet in this run.")
         return
-    info = {t.id: {"iteration": t.iteration, "example": f"{t.split.value} {t.example_index}"}
-            for t in loaders.trials_by_id(run_id, sorted({o.trial_id for o in overrides}))}
+    ids = sorted({o.trial_id for o in overrides})
+    numbers = loaders.trial_numbers(run_id, ids)
+    info = {t.id: {"iteration": t.iteration, "example": f"{t.split.value} {t.example_index}",
+                   "number": numbers.get(t.id)} for t in loaders.trials_by_id(run_id, ids)}
     st.dataframe(overrides_frame(overrides, info), hide_index=True, width="stretch",
                  placeholder="—", column_config={
                      "judge_score": st.column_config.NumberColumn("judge", format="%.3f"),
-                     "human_score": st.column_config.NumberColumn("human", format="%.3f")})
+                     "human_score": st.column_config.NumberColumn("human", format="%.3f"),
+                     "trial_id": st.column_config.NumberColumn("id", format="%d")})
     active = [o for o in overrides if o.undone_at is None]
     if not active:
         return
-    labels = {o.id: f"override {o.id} on trial #{o.trial_id} by {o.author}: "
+    labels = {o.id: f"override {o.id} on "
+                    f"{numbered('trial', numbers.get(o.trial_id), o.trial_id)} by {o.author}: "
                     f"{format_score(o.judge_score)} → "
                     f"{format_score(o.score, missing='(feedback only)')}"
               for o in reversed(active)}

@@ -103,7 +103,7 @@ def _card(run_id: str, trial: Trial, item: QueueItem | None) -> None:
     badge = (f":orange-badge[{GROUP_LABELS[item.group]}]" if item is not None
              else ":gray-badge[shown earlier in this sitting]")
     with st.container(border=True):
-        st.markdown(f"**Trial #{trial.id}** · {trial.split.value} example "
+        st.markdown(f"**{loaders.trial_title(run_id, trial.id)}** · {trial.split.value} example "
                     f"{trial.example_index} · {trial.phase.value} · candidate #{index} · judge "
                     f"{format_score(trial.score)} · {badge}")
         if item is not None:
@@ -209,9 +209,10 @@ def _submit(run_id: str, action: Action) -> None:
             record_review(loaders.store(), run_id, trial_id, seconds=seconds, action=done,
                           author=session.author())
     except StudioError as exc:
-        ss[NOTICE] = ("error", f"Trial #{trial_id}: {exc}")
+        ss[NOTICE] = ("error", f"{loaders.trial_title(run_id, trial_id)}: {exc}")
         return
-    ss[NOTICE] = ("success", _done_text(trial_id, done, score, feedback, corrected, seconds))
+    title = loaders.trial_title(run_id, trial_id).lower()
+    ss[NOTICE] = ("success", _done_text(title, done, score, feedback, corrected, seconds))
     ss.pop(SHOWN, None)
     sitting.forward()
     _clear_fields()
@@ -222,19 +223,19 @@ def _clear_fields() -> None:
     ss[SCORE], ss[FEEDBACK], ss[CORRECTED] = None, "", ""  # empty for the next trial
 
 
-def _done_text(trial_id: int, action: str, score: float | None, feedback: str | None,
+def _done_text(trial: str, action: str, score: float | None, feedback: str | None,
                corrected: str | None, seconds: float) -> str:
     if action == "corrected":
         what = ", ".join(part for part in (
             f"score {score:.2f}" if score is not None else "",
             "feedback" if feedback else "",
             "corrected output" if corrected else "") if part)
-        return f"Saved trial #{trial_id}'s correction ({what}) in {seconds:.0f} s."
+        return f"Saved the correction of {trial} ({what}) in {seconds:.0f} s."
     if action == "confirmed":
-        return f"Confirmed the judge on trial #{trial_id} in {seconds:.0f} s."
+        return f"Confirmed the judge on {trial} in {seconds:.0f} s."
     if action == "kept":
-        return f"Kept trial #{trial_id} as it was."
-    return f"Skipped trial #{trial_id} for now."
+        return f"Kept {trial} as it was."
+    return f"Skipped {trial} for now."
 
 
 def _notice() -> None:

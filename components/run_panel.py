@@ -8,13 +8,14 @@ import streamlit as st
 from pydantic import ValidationError
 
 from components import frame, loaders, session, test_guard
+from components.export_menu import export_menu
 from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.errors import StudioError
 from studio.model.records import RunRequest, RunStatus
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
 from studio.views.markdown import escape_markdown
-from studio.views.tables import STATUS_HINTS, align_note
+from studio.views.tables import align_note, status_line
 
 START = session.RUN_START
 REVIEW_LABELS = {"review": "Review: I decide on each proposal",
@@ -132,7 +133,8 @@ def _header(run: Any) -> None:
         review = ("you decide on each proposal" if run.config.review is ReviewMode.REVIEW
                   else "automatic (the acceptance rule decides)")
         worker = f" · worker `{run.worker}`" if run.worker else ""
-        st.caption(f"Run `{run.id}` · **{run.status.value}**: {STATUS_HINTS[run.status]} · "
+        status, hint = status_line(run).split(": ", 1)
+        st.caption(f"Run `{run.id}` · **{status}**: {escape_markdown(hint)} · "
                    f"review: {review}{worker}")
         if run.spec.aligns is not None:
             st.info(f"This run {escape_markdown(align_note(run))}: its examples are your "
@@ -166,6 +168,7 @@ def controls(run: Any) -> None:
     if status.is_active or status is RunStatus.ORPHANED:
         actions.append((cols[1], "Stop", ":material/stop:",
                         lambda: workspace.stop_run(loaders.store(), run.id)))
+    export_menu(run.id, where=cols[2])
     for column, label, icon, action in actions:
         if column.button(label, icon=icon, key=f"run.control.{label}", width="stretch"):
             try:

@@ -21,6 +21,9 @@ RUN_ID = "app.run_id"
 PROJECT_ID = "app.project_id"
 RUN_PICKER = "app.run_picker"
 FLASH = "app.flash"
+OPEN_FIRST = "app.open_first"
+"""Set on a new session without a run in its URL: the sidebar then opens the run that waits
+for the person (or the newest), instead of saying "No run yet" while runs exist."""
 PAGE = "app.page"
 """The page being drawn (``home``, ``run``, ...), set by the router before the page runs."""
 
@@ -88,6 +91,8 @@ def init_app_state() -> None:
     project = int(project) if project and project.isdigit() else None
     # The URL wins when it names a run or project (a link, a refresh, the back button); without
     # one, the session keeps its own.
+    if RUN_ID not in ss and run is None:
+        ss[OPEN_FIRST] = True
     if RUN_ID not in ss or run is not None:
         ss[RUN_ID] = run if run is not None else ss.get(RUN_ID)
     if PROJECT_ID not in ss or project is not None:
@@ -113,6 +118,18 @@ def sync_url() -> None:
     wanted = url_params()
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
+
+
+def open_first_run(run_id: str | None) -> None:
+    """On a new session's first draw only: make ``run_id`` current unless a run already is
+    (the URL's is kept). Not written into the URL: this run is not a navigation of the
+    person's, and the sidebar's links carry the run from here on."""
+    if st.session_state.pop(OPEN_FIRST, False) and current_run_id() is None:
+        st.session_state[RUN_ID] = run_id
+
+
+def wants_first_run() -> bool:
+    return bool(st.session_state.get(OPEN_FIRST))
 
 
 def current_run_id() -> str | None:

@@ -35,7 +35,8 @@ def text_block(label: str, text: str | None, *, empty: str = "(empty)") -> None:
 def show_trial(trial: Any, *, candidate: int | None = None, scored: str | None = None) -> None:
     """Everything about one stored trial (``scored``: the agent whose reply a workflow run
     scores)."""
-    head = f"Trial #{trial.id} · iteration {trial.iteration} · {trial.phase.value}"
+    head = (f"{loaders.trial_title(trial.run_id, trial.id)} · iteration {trial.iteration} · "
+            f"{trial.phase.value}")
     if candidate is not None:
         head += f" · candidate #{candidate}"
     head += f" · {trial.split.value} example {trial.example_index}"

@@ -126,8 +126,10 @@ def shared_page(run_id: str, database: str, marker: tuple[int, ...], filters_key
     if not rows and matching and page > 1:  # fewer pages than before: show the last one
         page = max(1, math.ceil(matching / page_rows))
         rows, matching = loaders.trial_page(run_id, (page - 1) * page_rows, page_rows, **kwargs)
-    latest = trial_frame(loaders.recent_trials(run_id, LATEST_ROWS)[::-1], index_of)
-    return SharedPage(trial_frame(rows, index_of), latest, matching, page, index_of)
+    recent = loaders.recent_trials(run_id, LATEST_ROWS)[::-1]
+    numbers = loaders.trial_numbers(run_id, [t.id for t in (*rows, *recent) if t.id])
+    latest = trial_frame(recent, index_of, numbers)
+    return SharedPage(trial_frame(rows, index_of, numbers), latest, matching, page, index_of)
 
 
 def filters(run_id: str, max_iterations: int) -> TrialFilters:
@@ -254,7 +256,7 @@ def awaiting(run) -> None:
 
     pending = loaders.pending_proposal(run.id)
     if pending is not None:
-        st.warning(f"Proposal #{pending.id} is waiting for your decision; the run is on "
+        st.warning(f"{loaders.proposal_title(pending)} is waiting for your decision; the run is on "
                    "hold until you accept, edit or reject it.", icon=":material/how_to_vote:")
         frame.link(frame.PROPOSALS, "Decide on the Proposals page", ":material/arrow_forward:")
 
@@ -267,8 +269,8 @@ def latest(cache: TableCache) -> None:
     st.caption("Latest trials")
     st.dataframe(cache.latest, hide_index=True, width="stretch",
                  placeholder="could not evaluate", key="run.latest",
-                 column_order=["id", "iteration", "phase", "candidate", "example", "score",
-                               "judge_score", "overridden", "error", "feedback"],
+                 column_order=["number", "id", "iteration", "phase", "candidate", "example",
+                               "score", "judge_score", "overridden", "error", "feedback"],
                  column_config=_COLUMNS)
 
 
@@ -284,8 +286,8 @@ def table(cache: TableCache) -> None:
     st.dataframe(
         shown, key=table_key(cache.run_id), on_select="rerun", selection_mode="single-row",
         hide_index=True, height=400, width="stretch", placeholder="could not evaluate",
-        column_order=["id", "iteration", "phase", "candidate", "example", "score", "judge_score",
-                      "overridden", "error", "feedback", "output", "latency_s"],
+        column_order=["number", "id", "iteration", "phase", "candidate", "example", "score",
+                      "judge_score", "overridden", "error", "feedback", "output", "latency_s"],
         column_config=_COLUMNS)
     paged = cache.matching > PAGE_ROWS
     first = (cache.page - 1) * PAGE_ROWS + 1
@@ -294,7 +296,8 @@ def table(cache: TableCache) -> None:
         where = (f" (rows {first}–{first + len(shown) - 1} of {cache.matching}"
                  + (" matching" if cache.matching != cache.total else "") + ")")
     st.caption(f"Showing {len(shown)} of {cache.total} trials" + where
-               + (f" · newest trial #{cache.newest}" if cache.newest is not None else "")
+               + (f" · newest trial {cache.total} (id {cache.newest})"
+                  if cache.newest is not None else "")
                + " · select a row to see it in full")
     if paged:
         key = f"{RUN_PAGE}.{cache.run_id}"
@@ -334,7 +337,10 @@ def _selected_id(run_id: str, ids: list[int]) -> int | None:
 
 
 _COLUMNS = {
-    "id": st.column_config.NumberColumn("trial", format="%d", width="small"),
+    "number": st.column_config.NumberColumn("trial", format="%d", width="small",
+                                            help="its number in this run"),
+    "id": st.column_config.NumberColumn("id", format="%d", width="small",
+                                        help="the database id (`studio override ID`)"),
     "iteration": st.column_config.NumberColumn("iter.", width="small"),
     "candidate": st.column_config.NumberColumn("cand.", format="#%d", width="small"),
     "score": st.column_config.NumberColumn("score", format="%.3f", width="small",

@@ -14,6 +14,7 @@ from components import (
     plots,
     test_guard,
 )
+from components.export_menu import export_menu
 from studio.views import charts as chart_data
 
 st.title("Compare")
@@ -49,3 +50,4 @@ compare_panel.heatmap(run_id, analysis)
 st.subheader("Pareto front")
 compare_panel.front(analysis)
 fork_panel.show(run_id, analysis)
+export_menu(run_id, where=st.columns(4)[0])  # the run's decisions, reasons and corrections

@@ -17,7 +17,7 @@ proposal_view.watch(run_id)
 proposal = proposal_view.current(run)
 if proposal is not None:
     index_of = {c.id: c.index for c in loaders.candidates(run_id)}
-    st.subheader(f"Proposal #{proposal.id} · iteration {proposal.iteration} · "
+    st.subheader(f"{loaders.proposal_title(proposal)} · iteration {proposal.iteration} · "
                  f"{escape_markdown(proposal_label(proposal, index_of).replace('.', ' · '))}")
     proposal_view.evidence(proposal)
     proposal_view.decision_form(proposal)

@@ -19,7 +19,8 @@ def test_run_then_export(tmp_path, capsys):
     out, err = capsys.readouterr()
     summary = json.loads(out)
     assert summary["status"] == "completed" and summary["final_score"] > summary["original_score"]
-    assert "iteration 2/2" in err and "run finished: max_iterations" in err
+    assert "iteration 2/2" in err
+    assert "run finished: max_iterations (reached its iteration limit)" in err
     run_id = summary["run_id"]
 
     assert main(["--db", db, "export", run_id, "--format", "jsonl",
@@ -36,7 +37,8 @@ def test_run_then_export(tmp_path, capsys):
     assert len(rows) == summary["metric_calls"] and "effective_score" in rows[0]
 
     assert main(["--db", db, "runs"]) == 0
-    assert run_id in capsys.readouterr().out
+    [listed] = [line for line in capsys.readouterr().out.splitlines() if run_id in line]
+    assert "completed" in listed and "reached its iteration limit" in listed
 
 
 def test_override_and_decide_from_the_command_line(tmp_path, capsys, store):
@@ -105,9 +107,10 @@ def test_proposals_and_trials_show_what_waits_and_what_was_corrected(tmp_path, c
     assert main(["--db", db, "trials", run_id, "--offset", "3", "--limit", "4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == everything[3:7]
     seed = everything[0]["candidate"]
+    assert seed == 0 and everything[0]["candidate_id"] == child.candidate_id - 1
     assert main(["--db", db, "trials", run_id, "--candidate", str(seed), "--limit", "2"]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert len(listed) == 2 and all(f"cand {seed} " in line for line in listed)
+    assert len(listed) == 2 and all(f"cand #{seed} " in line for line in listed)
     assert main(["--db", db, "trials", run_id, "--offset", "999", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
     with pytest.raises(SystemExit):
@@ -118,6 +121,63 @@ def test_proposals_and_trials_show_what_waits_and_what_was_corrected(tmp_path, c
     assert "phase 'kid' is not one of" in capsys.readouterr().err
     assert main(["--db", db, "proposals", "no-such-run"]) == 2
     assert "no-such-run" in capsys.readouterr().err
+
+
+def _two_runs(db: str, capsys) -> str:
+    """Two runs of the example in one database; the second's id."""
+    for _ in range(2):
+        assert main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "2"]) == 0
+        run_id = json.loads(capsys.readouterr().out)["run_id"]
+    return run_id
+
+
+def test_trials_and_proposals_speak_the_runs_own_numbers_beside_the_database_ids(tmp_path,
+                                                                                  capsys):
+    """A second run's first proposal is "1 (id 3)", its trials count from 1, its candidates are
+    #0, #1 … whatever the database holds; a filtered listing keeps each trial's number."""
+    db = f"sqlite:///{tmp_path}/numbers.db"
+    second = _two_runs(db, capsys)
+
+    assert main(["--db", db, "proposals", second, "--json"]) == 0
+    proposals = json.loads(capsys.readouterr().out)
+    assert [p["number"] for p in proposals] == [1, 2]
+    assert [p["id"] for p in proposals] == [3, 4]  # the first run made ids 1 and 2
+    assert main(["--db", db, "proposals", second]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].lstrip().startswith("1 (id 3)") and lines[1].lstrip().startswith("2 (id 4)")
+
+    assert main(["--db", db, "trials", second, "--json"]) == 0
+    trials = json.loads(capsys.readouterr().out)
+    assert [t["number"] for t in trials] == list(range(1, len(trials) + 1))
+    assert trials[0]["id"] > len(trials)  # the database id counts the first run's trials too
+    assert {t["candidate"] for t in trials} <= {0, 1, 2}
+    assert all(t["candidate_id"] > 2 for t in trials)  # ids: the first run has 1..3 at most
+    child = next(t for t in trials if t["phase"] == "child")
+    assert main(["--db", db, "trials", second, "--candidate", str(child["candidate"]),
+                 "--json"]) == 0
+    only = json.loads(capsys.readouterr().out)
+    assert child["number"] in [t["number"] for t in only]
+    assert all(t == next(u for u in trials if u["id"] == t["id"]) for t in only)
+    assert main(["--db", db, "trials", second, "--offset", "2", "--limit", "1"]) == 0
+    assert capsys.readouterr().out.lstrip().startswith(f"3 (id {trials[2]['id']})")
+    assert main(["--db", db, "trials", second, "--candidate", "9"]) == 2
+    assert "the run has no candidate #9 (it has: #0" in capsys.readouterr().err
+
+
+def test_the_export_carries_decisions_reasons_and_the_runs_numbers(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path}/export.db"
+    second = _two_runs(db, capsys)
+    assert main(["--db", db, "export", second, "--out", "-"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    proposals = [line for line in lines if line["type"] == "proposal"]
+    assert [p["number"] for p in proposals] == [1, 2] and proposals[0]["proposal_id"] == 3
+    assert all(p["decision"] in ("accept", "reject") and p["automatic"] is True
+               and p["decided_by"] == "rule" and p["reason"] for p in proposals)
+    trials = [line for line in lines if line["type"] == "trial"]
+    assert [t["number"] for t in trials] == list(range(1, len(trials) + 1))
+    children = [t for t in trials if t["phase"] == "child"]
+    assert children and {t["proposal_number"] for t in children} <= {1, 2}
+    assert all(t["candidate"] is not None and t["candidate_id"] > 2 for t in trials)
 
 
 def test_trials_are_listed_without_reading_the_run_at_once(tmp_path, capsys, monkeypatch):

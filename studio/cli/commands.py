@@ -213,7 +213,8 @@ def parser() -> argparse.ArgumentParser:
     proposals.add_argument("--json", action="store_true")
     trials = sub.add_parser("trials", help="list a run's trials with corrected scores")
     trials.add_argument("run_id")
-    trials.add_argument("--candidate", type=whole_number(1))
+    trials.add_argument("--candidate", type=whole_number(0),
+                        help="only candidate #N's trials (its number in the run, as listed)")
     trials.add_argument("--phase", help="parent, child, valset or test")
     trials.add_argument("--offset", type=whole_number(0), default=0,
                         help="skip the first N matching trials (oldest first)")

@@ -43,7 +43,8 @@ class ProgressBar:
         elif kind is EventKind.ITERATION_SKIPPED:
             self.note(f"iteration {event.iteration} skipped: {event.reason}")
         elif kind is EventKind.RUN_FINISHED:
-            self.note(f"run finished: {event.stop_reason}")
+            reason = event.stop_reason
+            self.note(f"run finished: {reason}" + (f" ({reason.words})" if reason else ""))
 
     def draw(self, newline: bool = False) -> None:
         info = self.last

@@ -48,8 +48,10 @@ def cmd_blame(args: argparse.Namespace) -> int:
 
 
 def cmd_trials(args: argparse.Namespace) -> int:
-    """Trials are written as they are read, a page at a time: constant memory on any run."""
-    rows = trial_rows(_store(args), args.run_id, candidate_id=args.candidate, phase=args.phase,
+    """Trials are written as they are read, a page at a time: constant memory on any run. Each
+    line leads with the trial's number in the run and its database id (what ``studio
+    override`` takes)."""
+    rows = trial_rows(_store(args), args.run_id, candidate=args.candidate, phase=args.phase,
                       offset=args.offset, limit=args.limit)
     if args.json:
         _write_json_array(rows, sys.stdout)
@@ -59,7 +61,9 @@ def cmd_trials(args: argparse.Namespace) -> int:
         judge = "-" if r["score"] is None else f"{r['score']:.2f}"
         mark = " corrected" if r["overridden"] else ""
         feedback = " ".join((r["feedback"] or r["error"] or "").split())[:80]
-        print(f"{r['id']:>6}  cand {r['candidate']:<4} ex {r['example']:<4} {r['phase']:<7} "
+        trial = f"{r['number']} (id {r['id']})"
+        example = f"{r['split']} {r['example_index']}"
+        print(f"{trial:>14}  cand #{r['candidate']:<3} ex {example:<9} {r['phase']:<7} "
               f"score {score} (judge {judge}){mark}  {feedback}")
     return 0
 

@@ -11,6 +11,7 @@ from studio.cli.common import _store
 def cmd_runs(args: argparse.Namespace) -> int:
     store = _store(args)
     for run in store.list_runs(limit=args.limit):
-        print(f"{run.id}  {run.status.value:<10} {run.created_at:%Y-%m-%d %H:%M}  "
-              f"{run.stop_reason or '':<16} {run.name}")
+        reason = run.stop_reason.words if run.stop_reason else ""
+        print(f"{run.id}  {run.shown_status.value:<10} {run.created_at:%Y-%m-%d %H:%M}  "
+              f"{reason:<32} {run.name}")
     return 0

@@ -10,6 +10,7 @@ from studio.cli.common import _store
 from studio.engine.gates import decide, override, when_applied
 from studio.engine.history import proposal_rows
 from studio.model.records import EventKind
+from studio.model.redaction import redact
 from studio.projects.workspace import require_reason
 from studio.views.skips import skip_text
 
@@ -53,8 +54,10 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         decided = (f"{r.decision.value} by {r.decided_by} at {r.decided_at:%Y-%m-%d %H:%M:%S}"
                    if r.decision else ("WAITING FOR YOU" if r.waiting_for_you else "-"))
         sums = r.sums_text() or "-"
-        print(f"{r.id:>5}  iter {r.iteration:<3} {_changes(r):<24} {r.status.value:<10} "
-              f"{sums}  {decided}" + (f"  ({r.invalid_reason})" if r.invalid_reason else ""))
+        said = f": {' '.join(r.reason.split())}" if r.decision and r.reason else ""
+        print(redact(f"{r.number:>3} (id {r.id})  iter {r.iteration:<3} {_changes(r):<24} "
+                     f"{r.status.value:<10} {sums}  {decided}{said}"
+                     + (f"  ({r.invalid_reason})" if r.invalid_reason else "")))
         if r.merge:
             print("       " + ", ".join(f"{key} from #{source}"
                                         for key, source in r.merge.sources.items()))

@@ -9,6 +9,7 @@ both what a person decided on and what is true now.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +42,10 @@ class ProposalRow(BaseModel):
     """One proposal of a run: what it changed, how it ended, who decided and on what evidence."""
 
     id: int
+    """The database id (``studio decide ID`` takes it)."""
+    number: int = 0
+    """Its number in the run: 1, 2, 3 … in the order the run made its proposals (what people
+    read; 0 for a row built without its run's order)."""
     iteration: int
     kind: ProposalKind
     component: str
@@ -57,7 +62,9 @@ class ProposalRow(BaseModel):
     """A merge's component key -> id of the candidate it is taken from."""
     merge: MergeRow | None = None
     edited_from: int | None = None
-    """The proposal this one is a person's edit of."""
+    """The proposal this one is a person's edit of (its database id)."""
+    edited_from_number: int | None = None
+    """That proposal's number in the run."""
     status: ProposalStatus
     invalid_reason: str | None = None
     """Why it ended other than by its decision's own words: an invalid or repeated text (an
@@ -77,6 +84,12 @@ class ProposalRow(BaseModel):
     decided_at: datetime | None = None
     reason: str = ""
     """The decision's reason (a rejection's, the rule's verdict), else the invalid reason."""
+
+    @property
+    def title(self) -> str:
+        """``Proposal 3 (id 26)``: the run's own number first, the database id beside it for
+        the CLI's ``decide``."""
+        return numbered("Proposal", self.number, self.id)
 
     @property
     def accepted(self) -> bool:
@@ -120,13 +133,15 @@ class ProposalRow(BaseModel):
 
     def flat(self) -> dict[str, Any]:
         """One flat record per proposal for a spreadsheet (an export's CSV and JSONL)."""
-        row = {"proposal_id": self.id, "iteration": self.iteration, "kind": self.kind.value,
+        row = {"proposal_id": self.id, "number": self.number, "iteration": self.iteration,
+               "kind": self.kind.value,
                "component": self.component, "label": self.label,
                "parent_ids": self.parent_ids, "child_id": self.child_id,
-               "edited_from": self.edited_from, "status": self.status.value,
+               "edited_from": self.edited_from,
+               "edited_from_number": self.edited_from_number, "status": self.status.value,
                "invalid_reason": self.invalid_reason,
                "decision": self.decision.value if self.decision else None,
-               "decided_by": self.decided_by,
+               "automatic": self.automatic, "decided_by": self.decided_by,
                "decided_at": self.decided_at.isoformat() if self.decided_at else None,
                "reason": self.reason, "minibatch": self.minibatch}
         for moment, evidence in (("now", self.now), ("at_decision", self.at_decision)):
@@ -150,6 +165,7 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False
     person, if any). A fixed handful of queries however many proposals the run has."""
     store.get_run(run_id)  # a clear error for an unknown run
     proposals = store.proposals(run_id)
+    numbers = proposal_numbers(proposals)
     waiting = latest_pending(proposals)
     if pending_only:
         proposals = [waiting] if waiting is not None else []
@@ -158,15 +174,33 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False
     index = store.candidate_indexes(run_id)
     evidence = evidence_for(store, run_id, [p for p in proposals if p.child_id is not None])
     return [proposal_row(p, decisions.get(p.id), evidence.get(p.id), index,
-                         waiting=p is waiting) for p in proposals]
+                         waiting=p is waiting, numbers=numbers) for p in proposals]
+
+
+def proposal_numbers(proposals: Iterable[Proposal]) -> dict[int, int]:
+    """``proposal id -> its number in the run`` (1, 2, 3 … in the order they were made) for
+    all of one run's proposals: computed from the ids' order, never stored."""
+    return {pid: n for n, pid in enumerate(sorted(stored_id(p) for p in proposals), start=1)}
+
+
+def numbered(noun: str, number: int | None, db_id: int | None) -> str:
+    """``Proposal 3 (id 26)``, ``Trial 12 (id 481)``: a run's own number for people, the
+    database id beside it for the commands that take one (``#26`` alone without a number)."""
+    if not number:
+        return f"{noun} #{db_id}"
+    return f"{noun} {number}" + (f" (id {db_id})" if db_id is not None else "")
 
 
 def proposal_row(proposal: Proposal, decision: Decision | None, now: Evidence | None,
-                 index: dict[int, int], *, waiting: bool = False) -> ProposalRow:
-    """One proposal's row from its records (``index``: candidate id -> index)."""
+                 index: dict[int, int], *, waiting: bool = False,
+                 numbers: dict[int, int] | None = None) -> ProposalRow:
+    """One proposal's row from its records (``index``: candidate id -> index; ``numbers``:
+    :func:`proposal_numbers` of the run)."""
     merge = proposal.merge
+    numbers = numbers or {}
     return ProposalRow(
-        id=stored_id(proposal), iteration=proposal.iteration, kind=proposal.kind,
+        id=stored_id(proposal), number=numbers.get(stored_id(proposal), 0),
+        iteration=proposal.iteration, kind=proposal.kind,
         component=proposal.component, label=_label(proposal, index),
         parent_id=proposal.parent_id,
         parent_ids=list(merge.parents) if merge else [proposal.parent_id],
@@ -177,7 +211,9 @@ def proposal_row(proposal: Proposal, decision: Decision | None, now: Evidence | 
                        ancestor=index.get(merge.ancestor),
                        sources={k: index.get(s) for k, s in merge.sources.items()})
         if merge else None,
-        edited_from=proposal.edited_from, status=proposal.status,
+        edited_from=proposal.edited_from,
+        edited_from_number=numbers.get(proposal.edited_from)
+        if proposal.edited_from is not None else None, status=proposal.status,
         invalid_reason=proposal.invalid_reason, waiting_for_you=waiting,
         minibatch=list(proposal.minibatch), now=now,
         at_decision=decision.evidence if decision else None,

@@ -504,12 +504,32 @@ class StopReason(StrEnum):
         """The :class:`EvolutionConfig` field whose limit this reason reports, if any."""
         return _LIMIT_FIELDS.get(self)
 
+    @property
+    def words(self) -> str:
+        """Why the run ended, for people ("reached its iteration limit"): the one wording the
+        studio's pages and the CLI both print."""
+        return _STOP_WORDS.get(self, self.value.replace("_", " "))
+
 
 _STOP_REASON_ALIASES = {"lost": StopReason.LEASE_LOST, "lease_lost": StopReason.LEASE_LOST}
 _LIMIT_FIELDS = {StopReason.MAX_ITERATIONS: "max_iterations",
                  StopReason.MAX_METRIC_CALLS: "max_metric_calls",
                  StopReason.PATIENCE: "patience", StopReason.SCORE_THRESHOLD: "score_threshold",
                  StopReason.TIMEOUT: "timeout_seconds"}
+_STOP_WORDS = {
+    StopReason.MAX_ITERATIONS: "reached its iteration limit",
+    StopReason.MAX_METRIC_CALLS: "used its budget of metric calls",
+    StopReason.PATIENCE: "no gain for too many iterations",
+    StopReason.SCORE_THRESHOLD: "reached the target score",
+    StopReason.TIMEOUT: "ran out of time",
+    StopReason.USER: "stopped by a person",
+    StopReason.SHUTDOWN: "its worker shut down",
+    StopReason.DATABASE_UNAVAILABLE: "the database was unavailable",
+    StopReason.ERROR: "an error",
+    StopReason.NOT_STARTED: "could not start",
+    StopReason.LEASE_LOST: "another worker took it over",
+    StopReason.TEST_SCORED: "scored its test set",
+}
 
 
 class Run(BaseModel):
@@ -534,6 +554,15 @@ class Run(BaseModel):
     queue: str | None = None
     """The queue a ``studio worker`` takes it from; None for a run started in a process of
     its own (``studio run``, the studio without a live worker), which no worker adopts."""
+
+    @property
+    def shown_status(self) -> RunStatus:
+        """The status a person sees: ``paused`` as soon as they asked for a pause (the worker
+        holds the run at its next step, between iterations; the stored status follows then)."""
+        if self.control is RunRequest.PAUSE and self.status in (RunStatus.RUNNING,
+                                                                 RunStatus.PENDING):
+            return RunStatus.PAUSED
+        return self.status
 
 
 class WorkerInfo(BaseModel):

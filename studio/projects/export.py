@@ -1,7 +1,9 @@
 """Export a run's candidates, the provenance of its best candidate's sentences, its proposals
-(each with the evidence it was decided on and the evidence now) and its trials (JSONL: one file;
-CSV: one file each), streamed: trials are read and written a batch at a time,
-so a 100,000-trial run exports in constant memory.
+(each with its decision, who made it and why, the evidence it was decided on and the evidence
+now) and its trials (with their corrections) (JSONL: one file; CSV: one file each), streamed:
+trials are read and written a batch at a time, so a 100,000-trial run exports in constant
+memory. Proposals and trials carry their number in the run beside their database id. The
+studio's Export button (:func:`spooled_download`) and ``studio export`` write the same lines.
 
 Secrets in the environment are redacted; JSON is strict (NaN and infinities become ``null``); CSV
 cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR) are
@@ -19,10 +21,12 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from studio.engine.history import proposal_rows
+from studio.engine.history import proposal_numbers, proposal_rows
 from studio.engine.holdout import load_holdout, test_means
 from studio.engine.pool import PoolScores, pool_scores
 from studio.model.errors import ConfigError
@@ -36,18 +40,22 @@ from studio.store import Store
 FORMATS = ("jsonl", "csv")
 
 
-def trial_record(trial: Any, steps: bool = False) -> dict[str, Any]:
+def trial_record(trial: Any, steps: bool = False, numbers: RunNumbers | None = None
+                 ) -> dict[str, Any]:
     """One trial's row; ``steps`` adds who said what in a group run's pipeline (from the
-    trace: ``[{"author": "writer", "text": ...}, ...]``)."""
+    trace: ``[{"author": "writer", "text": ...}, ...]``); ``numbers`` adds the run's own
+    numbers (``number``, ``candidate``, ``proposal_number``) beside the database ids."""
     override = trial.override
+    numbered = numbers.of_trial(trial) if numbers is not None else {}
     record = {
-        "trial_id": trial.id, "candidate_id": trial.candidate_id, "iteration": trial.iteration,
-        "phase": trial.phase.value, "split": trial.split.value,
+        "trial_id": trial.id, **numbered, "candidate_id": trial.candidate_id,
+        "iteration": trial.iteration, "phase": trial.phase.value, "split": trial.split.value,
         "example_index": trial.example_index, "proposal_id": trial.proposal_id,
         "input": trial.input_text, "output": trial.output, "judge_score": trial.score,
         "judge_feedback": trial.feedback_text, "effective_score": trial.effective_score,
         "effective_feedback": trial.effective_feedback, "overridden": trial.overridden,
         "override_author": override.author if override else None,
+        "overridden_at": override.created_at.isoformat() if override else None,
         "corrected_output": override.corrected_output if override else None,
         "error": trial.error, "latency_s": round(trial.latency_s, 4), "tokens": trial.tokens,
         "created_at": trial.created_at.isoformat(),
@@ -97,12 +105,36 @@ def iter_guard_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
         yield load_holdout(store, run_id).to_dict()
 
 
+@dataclass
+class RunNumbers:
+    """What a trial's row needs to speak the run's own numbers: candidate indexes and proposal
+    numbers (both small: one per candidate, one per proposal); a trial's own number is its
+    place in the run's oldest-first stream, counted by the reader."""
+
+    candidate_index: dict[int, int]
+    proposal_number: dict[int, int]
+    count: int = 0
+
+    @classmethod
+    def of_run(cls, store: Store, run_id: str) -> RunNumbers:
+        return cls(store.candidate_indexes(run_id), proposal_numbers(store.proposals(run_id)))
+
+    def of_trial(self, trial: Any) -> dict[str, Any]:
+        """The next trial's numbers (trials must come oldest first, every one of the run)."""
+        self.count += 1
+        proposal = trial.proposal_id
+        return {"number": self.count, "candidate": self.candidate_index.get(trial.candidate_id),
+                "proposal_number": self.proposal_number.get(proposal) if proposal else None}
+
+
 def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
-    """Every trial's record, oldest first, read from the store a batch at a time; a group run's
-    records carry their pipeline ``steps`` (so traces are read only for group runs)."""
+    """Every trial's record, oldest first, read from the store a batch at a time, with its
+    number in the run; a group run's records carry their pipeline ``steps`` (so traces are
+    read only for group runs)."""
     group = store.get_run(run_id).spec.is_group
+    numbers = RunNumbers.of_run(store, run_id)
     for trial in store.iter_trials(run_id, with_trace=group):
-        yield trial_record(trial, steps=group)
+        yield trial_record(trial, steps=group, numbers=numbers)
 
 
 def provenance_records(store: Store, run_id: str, scores: PoolScores | None = None
@@ -135,6 +167,45 @@ def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
                        ("trial", iter_trial_records(store, run_id))):
         for row in rows:
             yield json_escaped_controls(redact(strict_json({"type": kind, **row}))) + "\n"
+
+
+class Download(StrEnum):
+    """What the studio's download buttons give: the whole run as JSONL (what ``studio export``
+    writes), or its trials as one CSV for a spreadsheet."""
+
+    JSONL = "jsonl"
+    TRIALS_CSV = "trials_csv"
+
+    def file_name(self, run_id: str) -> str:
+        return f"run_{run_id}.jsonl" if self is Download.JSONL else f"run_{run_id}_trials.csv"
+
+    @property
+    def mime(self) -> str:
+        return "application/jsonl" if self is Download.JSONL else "text/csv"
+
+
+def download_lines(store: Store, run_id: str, what: Download) -> Iterator[str]:
+    """The text of a download, line by line: the JSONL export or the trials' CSV, the same
+    lines :func:`export_run` writes."""
+    store.get_run(run_id)  # NotFoundError before the first line
+    if what is Download.JSONL:
+        return jsonl_lines(store, run_id)
+    return csv_lines(iter_trial_records(store, run_id))
+
+
+def spooled_download(store: Store, run_id: str, what: Download) -> IO[bytes]:
+    """The download in a temporary file, rewound: the lines are streamed into it, so a big run
+    is held once (by whoever reads the file), never as a string and then as its bytes. The file
+    is deleted when closed."""
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 (the caller reads and closes it)
+    try:
+        for line in download_lines(store, run_id, what):
+            spool.write(line.encode("utf-8"))
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
 
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = None) -> list[Path]:

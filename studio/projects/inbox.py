@@ -8,7 +8,7 @@ so a list of 50 runs does not re-score 50 pools; the Compare page has the correc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from studio.engine.events import BaselineScored, Progress, StoredEventError
@@ -50,6 +50,16 @@ def waiting_proposals(store: Store, runs: Sequence[Run]) -> dict[str, Proposal]:
         if proposal is not None and proposal.status is ProposalStatus.PENDING:
             found[run.id] = proposal
     return found
+
+
+def run_to_open(runs: Sequence[Run], waiting: Mapping[str, Proposal]) -> str | None:
+    """The run a new session opens: the one whose proposal has waited longest for a person's
+    decision (what most needs them), else the newest run; None when there is no run."""
+    if waiting:
+        return min(waiting, key=lambda run_id: (waiting[run_id].created_at, run_id))
+    if not runs:
+        return None
+    return max(runs, key=lambda run: run.created_at).id
 
 
 def run_summaries(store: Store, runs: Sequence[Run]) -> list[RunSummary]:

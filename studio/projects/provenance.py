@@ -25,6 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from studio.engine.evidence import evidence_for
+from studio.engine.history import proposal_numbers
 from studio.engine.pool import pool_scores
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import Candidate, DecisionAction, Proposal, ProposalStatus, stored_id
@@ -73,6 +74,8 @@ class UnitOrigin:
     author: str | None = None
     """The person who edited the proposal (edits only)."""
     score: StepScore | None = None
+    proposal_number: int | None = None
+    """The proposal's number in its run (what people read; ``proposal_id`` is the database's)."""
 
     @property
     def by(self) -> str:
@@ -83,13 +86,14 @@ class UnitOrigin:
         return "unrecorded change" if self.kind == CHANGE else self.kind
 
     def label(self, run_id: str | None = None) -> str:
-        """Compact: ``it 3 · p12 · reflection · +0.25`` (the run named when it differs)."""
+        """Compact: ``it 3 · p12 · reflection · +0.25`` (p12: the run's twelfth proposal; the
+        run named when it differs)."""
         where = f"run {self.run_id} · " if run_id is not None and run_id != self.run_id else ""
         if self.kind == SEED:
             return f"{where}seed (candidate #{self.candidate_index})"
         parts = [f"it {self.iteration}"]
-        parts.append(f"p{self.proposal_id}" if self.proposal_id is not None
-                     else f"candidate #{self.candidate_index}")
+        parts.append(f"p{self.proposal_number or self.proposal_id}"  # its number in its run
+                     if self.proposal_id is not None else f"candidate #{self.candidate_index}")
         parts.append(f"edited by {self.by}" if self.kind == EDIT else self.by)
         parts.append("score n/a" if self.score is None else f"{self.score.change:+.2f}")
         return where + " · ".join(parts)
@@ -100,7 +104,7 @@ class UnitOrigin:
             "kind": self.kind, "by": self.by, "run_id": self.run_id,
             "candidate_id": self.candidate_id, "candidate_index": self.candidate_index,
             "iteration": self.iteration, "proposal_id": self.proposal_id,
-            "author": self.author,
+            "proposal_number": self.proposal_number, "author": self.author,
             "parent_mean": None if score is None else score.parent_mean,
             "child_mean": None if score is None else score.child_mean,
             "score_change": None if score is None else score.change,
@@ -126,6 +130,11 @@ class RunLineage:
     """Id of an edited proposal (the person's text) -> who edited."""
     scores: dict[int, StepScore] = field(default_factory=dict)
     """Proposal id -> its minibatch evidence."""
+
+    def proposal_number(self, proposal: Proposal) -> int | None:
+        """Its number in its own run (a fork's lineage holds the proposals of several runs)."""
+        same_run = [p for p in self.proposals.values() if p.run_id == proposal.run_id]
+        return proposal_numbers(same_run).get(stored_id(proposal))
 
 
 @dataclass
@@ -266,7 +275,8 @@ def _proposal_origin(lineage: RunLineage, proposal: Proposal, candidate: Candida
     return UnitOrigin(EDIT if edited else REFLECTION, candidate.run_id, stored_id(candidate),
                   candidate.index, proposal.iteration, proposal.id,
                   author=lineage.edit_authors.get(stored_id(proposal)) if edited else None,
-                  score=lineage.scores.get(stored_id(proposal)))
+                  score=lineage.scores.get(stored_id(proposal)),
+                  proposal_number=lineage.proposal_number(proposal))
 
 
 # --------------------------------------------------------------------------- from the store

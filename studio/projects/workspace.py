@@ -15,6 +15,7 @@ from pathlib import Path
 from studio.engine.dispatch import dispatch
 from studio.engine.evidence import proposal_evidence
 from studio.engine.gates import latest_pending
+from studio.engine.history import proposal_numbers
 from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers
 from studio.engine.worker import get_manager
@@ -28,6 +29,7 @@ from studio.model.records import (
     RunStatus,
     Trial,
     TrialPhase,
+    stored_id,
 )
 from studio.model.redaction import redact
 from studio.projects.files import (
@@ -235,6 +237,8 @@ class RunEffect:
     best_index: int | None
     best_score: float | None
     pending_id: int | None = None
+    pending_number: int | None = None
+    """The pending proposal's number in the run (what the pages show beside its id)."""
     parent_sum: float | None = None
     child_sum: float | None = None
     rule_accepts: bool | None = None
@@ -251,6 +255,7 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
     if proposal is not None:
         evidence = proposal_evidence(store, proposal)
         effect.pending_id = proposal.id
+        effect.pending_number = proposal_numbers(store.proposals(run_id)).get(stored_id(proposal))
         effect.parent_sum = evidence.parent_sum
         effect.child_sum = evidence.child_sum
         effect.rule_accepts = evidence.rule_accepts
@@ -261,27 +266,63 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
 # --------------------------------------------------------------------------- listings (CLI)
 
 
-def trial_rows(store: Store, run_id: str, *, candidate_id: int | None = None,
+def trial_rows(store: Store, run_id: str, *, candidate: int | None = None,
                phase: str | None = None, offset: int = 0, limit: int | None = None
                ) -> Iterator[dict]:
     """A run's trials with the judge's and the effective (corrected) score and feedback, oldest
     first, streamed from the store in pages (a 100,000-trial run is never held in memory).
-    The run and the phase are checked before the first row is read."""
+    Each row speaks the run's own numbers (``number``: the trial's place in the run,
+    ``candidate``: the candidate's #N, ``candidate`` takes one too) with the database ids beside
+    them (``id``, ``candidate_id``: what ``studio override`` takes). The run, the candidate and
+    the phase are checked before the first row is read."""
     store.get_run(run_id)
     if phase is not None and phase not in {p.value for p in TrialPhase}:
         allowed = ", ".join(p.value for p in TrialPhase)
         raise ConfigError(f"phase {phase!r} is not one of: {allowed}", where="--phase",
                           value=phase)
+    indexes = store.candidate_indexes(run_id)
+    candidate_id = None if candidate is None else _candidate_id(indexes, candidate)
     trials = store.iter_trials(run_id, candidate_id=candidate_id, phase=phase, offset=offset,
                                limit=limit, with_trace=False)
-    return (_trial_row(t) for t in trials)
+    if candidate_id is None and phase is None:  # every trial: its number is its place
+        return (_trial_row(t, n, indexes) for n, t in enumerate(trials, start=offset + 1))
+    return _numbered_rows(store, run_id, trials, indexes)
 
 
-def _trial_row(t: Trial) -> dict:
+def _candidate_id(indexes: dict[int, int], candidate: int) -> int:
+    found = next((cid for cid, index in indexes.items() if index == candidate), None)
+    if found is None:
+        known = ", ".join(f"#{i}" for i in sorted(indexes.values())) or "none yet"
+        raise ConfigError(f"the run has no candidate #{candidate} (it has: {known})",
+                          where="--candidate", value=candidate)
+    return found
+
+
+def _numbered_rows(store: Store, run_id: str, trials: Iterator[Trial],
+                   indexes: dict[int, int], page: int = 500) -> Iterator[dict]:
+    """A filtered listing's rows: each page's numbers in the run read in one query."""
+    batch: list[Trial] = []
+    for trial in trials:
+        batch.append(trial)
+        if len(batch) == page:
+            yield from _page_rows(store, run_id, batch, indexes)
+            batch = []
+    yield from _page_rows(store, run_id, batch, indexes)
+
+
+def _page_rows(store: Store, run_id: str, batch: list[Trial], indexes: dict[int, int]
+               ) -> Iterator[dict]:
+    numbers = store.trial_numbers(run_id, [stored_id(t) for t in batch])
+    return (_trial_row(t, numbers.get(stored_id(t)), indexes) for t in batch)
+
+
+def _trial_row(t: Trial, number: int | None, indexes: dict[int, int]) -> dict:
     """A row to show: secrets redacted here, before a caller clips the text (a clipped key
     would no longer be recognised)."""
-    return {"id": t.id, "iteration": t.iteration, "phase": t.phase.value,
-            "candidate": t.candidate_id, "example": t.example_id, "score": t.score,
+    return {"id": t.id, "number": number, "iteration": t.iteration, "phase": t.phase.value,
+            "candidate": indexes.get(t.candidate_id), "candidate_id": t.candidate_id,
+            "example": t.example_id, "split": t.split.value, "example_index": t.example_index,
+            "score": t.score,
             "effective_score": t.effective_score,
             "feedback": None if t.effective_feedback is None else redact(t.effective_feedback),
             "overridden": t.overridden, "error": t.error}

@@ -142,6 +142,7 @@ class Store:
     trial_page = _forward("trials_repo", TrialRepository.trial_page)
     iter_trials = _forward("trials_repo", TrialRepository.iter_trials)
     count_trials = _forward("trials_repo", TrialRepository.count_trials)
+    trial_numbers = _forward("trials_repo", TrialRepository.trial_numbers)
 
     # trial scores straight from SQL (repos/scores.py)
     effective_scores = _forward("scores_repo", ScoreRepository.effective_scores)

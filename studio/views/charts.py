@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from studio.engine.history import proposal_numbers
 from studio.model.records import Candidate, Example, Proposal, stored_id
 from studio.views.matrix import DEFAULT_PASS_AT, Verdict
 from studio.views.tables import example_label, one_line
@@ -47,12 +48,13 @@ def iteration_series(candidates: Sequence[Candidate], means: dict[int, float | N
         rows.append({"iteration": iteration, "best": running})
     best = pd.DataFrame(rows, columns=["iteration", "best"])
     marks = []
+    numbers = proposal_numbers(proposals)  # the run's own count, as the Proposals page shows
     for p in proposals:
         mean = trials_means.get(stored_id(p), {}).get("child")
         if mean is None:
             continue
         marks.append({"iteration": p.iteration, "score": mean, "status": p.status.value,
-                      "proposal": p.id})
+                      "proposal": numbers[stored_id(p)]})
     markers = pd.DataFrame(marks, columns=["iteration", "score", "status", "proposal"])
     return best, markers
 
@@ -66,7 +68,7 @@ def minibatch_points(rows: Sequence[ProposalRow]) -> pd.DataFrame:
         now = row.now
         if now is None or now.compared == 0:
             continue
-        points.append({"iteration": row.iteration, "proposal": row.id,
+        points.append({"iteration": row.iteration, "proposal": row.number or row.id,
                        "status": row.status.value, "child": row.child_index,
                        "parent_mean": now.parent_sum / now.compared,
                        "child_mean": now.child_sum / now.compared,

@@ -29,6 +29,7 @@ from studio.model.records import (
     RunStatus,
     StopReason,
     Trial,
+    stored_id,
 )
 from studio.model.redaction import redact
 from studio.model.workflow import split_component
@@ -41,15 +42,15 @@ NOT_EVALUATED = "could not evaluate"
 CLIP = 240
 """Characters of output and feedback shown in a table cell (the detail view shows all)."""
 
-TRIAL_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "score", "judge_score",
-                 "overridden", "error", "feedback", "output", "latency_s", "candidate_id",
-                 "proposal_id"]
+TRIAL_COLUMNS = ["number", "id", "iteration", "phase", "candidate", "example", "score",
+                 "judge_score", "overridden", "error", "feedback", "output", "latency_s",
+                 "candidate_id", "proposal_id"]
 
 STATUS_HINTS = {
-    RunStatus.QUEUED: "queued: the first free `studio worker` takes it",
+    RunStatus.QUEUED: "the first free `studio worker` takes it",
     RunStatus.PENDING: "created, waiting for its worker to start",
     RunStatus.RUNNING: "scoring, reflecting or waiting at a gate",
-    RunStatus.PAUSED: "paused: resume it to continue",
+    RunStatus.PAUSED: "resume it to continue",
     RunStatus.COMPLETED: "finished: a stop condition was reached",
     RunStatus.STOPPED: "stopped by a person; it can be resumed",
     RunStatus.FAILED: "failed; see the error, fix it and resume",
@@ -120,29 +121,22 @@ def example_label(example: Example, limit: int = 40) -> str:
 # --------------------------------------------------------------------------- runs
 
 
-STOP_REASONS = {
-    StopReason.MAX_ITERATIONS: "reached its iteration limit",
-    StopReason.MAX_METRIC_CALLS: "used its budget of metric calls",
-    StopReason.PATIENCE: "no gain for too many iterations",
-    StopReason.SCORE_THRESHOLD: "reached the target score",
-    StopReason.TIMEOUT: "ran out of time",
-    StopReason.USER: "stopped by a person",
-    StopReason.SHUTDOWN: "its worker shut down",
-    StopReason.DATABASE_UNAVAILABLE: "the database was unavailable",
-    StopReason.ERROR: "an error",
-    StopReason.NOT_STARTED: "could not start",
-    StopReason.LEASE_LOST: "another worker took it over",
-    StopReason.TEST_SCORED: "scored its test set",
-}
-"""Why a run ended, in words for run lists."""
-
-
 def stop_reason_words(reason: StopReason | None) -> str:
-    """``max_iterations`` -> "reached its iteration limit" (a reason without words here is
-    shown as stored, never hidden)."""
-    if reason is None:
-        return ""
-    return STOP_REASONS.get(reason, reason.value.replace("_", " "))
+    """``max_iterations`` -> "reached its iteration limit" (:attr:`StopReason.words`, the
+    wording the CLI prints too); "" for a run that has not ended."""
+    return "" if reason is None else reason.words
+
+
+def status_line(run: Run) -> str:
+    """``paused: resume it to continue``, ``finished: reached its iteration limit``: the
+    status and what it means for this run (a completed run names its stop reason)."""
+    status = run.shown_status
+    if status is RunStatus.COMPLETED and run.stop_reason is not None:
+        return f"{status.value}: finished, {run.stop_reason.words}"
+    if status is RunStatus.PAUSED and run.status is not RunStatus.PAUSED:
+        return f"{status.value}: holds at its next step (the step under way ends first); " \
+            "resume it to continue"
+    return f"{status.value}: {STATUS_HINTS[status]}"
 
 
 def waiting_words(since: datetime | None, now: datetime | None = None) -> str:
@@ -170,7 +164,7 @@ def runs_frame(runs: Sequence[Run], summaries: Sequence[RunSummary] = (),
         rows.append({
             "id": r.id, "name": " · ".join(x for x in (r.name, align_note(r)) if x),
             "waiting": waiting_words(waiting.created_at if waiting else None, now),
-            "status": r.status.value,
+            "status": r.shown_status.value,
             "best": _float(summary.best_score if summary else None),
             "gain": _float(summary.gain if summary else None),
             "review": r.config.review.value, "iterations": r.config.max_iterations,
@@ -195,9 +189,14 @@ def _local(moment: datetime | None) -> str:
 # --------------------------------------------------------------------------- trials
 
 
-def trial_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd.DataFrame:
-    """One row per trial, oldest first; ``score`` is the effective (human-corrected) score."""
-    rows = [_trial_row(t, candidate_index) for t in trials]
+def trial_frame(trials: Iterable[Trial], candidate_index: dict[int, int],
+                numbers: Mapping[int, int] | None = None) -> pd.DataFrame:
+    """One row per trial, oldest first; ``score`` is the effective (human-corrected) score;
+    ``number`` the trial's number in its run (``numbers``: trial id -> number, from
+    ``Store.trial_numbers``), ``id`` the database's (what ``studio override`` takes)."""
+    numbers = numbers or {}
+    rows = [_trial_row(t, candidate_index) | {"number": numbers.get(stored_id(t))}
+            for t in trials]
     frame = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
     return _typed(frame)
 
@@ -218,9 +217,9 @@ def _trial_row(trial: Trial, candidate_index: dict[int, int]) -> dict[str, Any]:
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.astype({"id": "int64", "iteration": "int64", "candidate": "int64",
-                         "score": "float64", "judge_score": "float64", "overridden": "bool",
-                         "latency_s": "float64", "candidate_id": "int64",
+    return frame.astype({"number": "Int64", "id": "int64", "iteration": "int64",
+                         "candidate": "int64", "score": "float64", "judge_score": "float64",
+                         "overridden": "bool", "latency_s": "float64", "candidate_id": "int64",
                          "proposal_id": "Int64"})
 
 
@@ -384,18 +383,22 @@ def dimension_scores(feedback: Feedback) -> pd.DataFrame:
 # --------------------------------------------------------------------------- review (overrides)
 
 
-REVIEW_COLUMNS = ["id", "iteration", "phase", "candidate", "example", "judge_score",
+REVIEW_COLUMNS = ["number", "id", "iteration", "phase", "candidate", "example", "judge_score",
                   "human_score", "judge_feedback", "human_feedback", "by", "when", "input",
                   "output"]
 
 
-def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd.DataFrame:
-    """Rows for the override editor: the judge's values beside the human's (editable)."""
+def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int],
+                 numbers: Mapping[int, int] | None = None) -> pd.DataFrame:
+    """Rows for the override editor: the judge's values beside the human's (editable);
+    ``number`` is the trial's in its run (``numbers``: trial id -> number)."""
     rows = []
+    numbers = numbers or {}
     for t in trials:
         o = t.override
         rows.append({
-            "id": t.id, "iteration": t.iteration, "phase": t.phase.value,
+            "number": numbers.get(stored_id(t)), "id": t.id, "iteration": t.iteration,
+            "phase": t.phase.value,
             "candidate": candidate_index.get(t.candidate_id, -1),
             "example": f"{t.split.value} {t.example_index}", "input": one_line(t.input_text, 160),
             "output": one_line(t.output, 400),
@@ -407,7 +410,8 @@ def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int]) -> pd
             "when": _local(o.created_at) if o is not None else "",
         })
     frame = pd.DataFrame(rows, columns=REVIEW_COLUMNS)
-    return frame.astype({"id": "int64", "judge_score": "float64", "human_score": "float64"})
+    return frame.astype({"number": "Int64", "id": "int64", "judge_score": "float64",
+                         "human_score": "float64"})
 
 
 @dataclass(frozen=True)
@@ -460,7 +464,8 @@ def overrides_frame(overrides: Sequence[Override], trial_info: dict[int, dict[st
     for o in reversed(list(overrides)):
         info = trial_info.get(o.trial_id, {})
         rows.append({
-            "override": o.id, "trial": o.trial_id, "iteration": info.get("iteration"),
+            "override": o.id, "trial": info.get("number"), "trial_id": o.trial_id,
+            "iteration": info.get("iteration"),
             "example": info.get("example", ""),
             "judge_score": math.nan if o.judge_score is None else o.judge_score,
             "human_score": math.nan if o.score is None else o.score,
@@ -470,9 +475,10 @@ def overrides_frame(overrides: Sequence[Override], trial_info: dict[int, dict[st
             "when": _local(o.created_at),
             "undone": _local(o.undone_at) if o.undone_at else "",
         })
-    return pd.DataFrame(rows, columns=["override", "trial", "iteration", "example", "judge_score",
-                                       "human_score", "judge_feedback", "human_feedback",
-                                       "corrected_output", "by", "when", "undone"])
+    return pd.DataFrame(rows, columns=["override", "trial", "trial_id", "iteration", "example",
+                                       "judge_score", "human_score", "judge_feedback",
+                                       "human_feedback", "corrected_output", "by", "when",
+                                       "undone"])
 
 
 # --------------------------------------------------------------------------- proposals
@@ -548,7 +554,7 @@ def proposal_history(rows: Sequence[ProposalRow]) -> pd.DataFrame:
     for r in reversed(list(rows)):
         now = r.now
         records.append({
-            "proposal": r.id, "iteration": r.iteration, "agent": agent_of(r),
+            "proposal": r.number, "id": r.id, "iteration": r.iteration, "agent": agent_of(r),
             "component": r.label if r.merge is not None else split_component(r.component)[1],
             "status": r.status.value,
             "parent": r.parent_index if r.parent_index is not None else -1,
@@ -560,9 +566,9 @@ def proposal_history(rows: Sequence[ProposalRow]) -> pd.DataFrame:
             "by": r.decided_by or "",
             "reason": one_line(r.reason, 200),
             "when": _local(r.decided_at) if r.decided_at else "",
-            "edited_from": r.edited_from,
+            "edited_from": r.edited_from_number,
         })
-    frame = pd.DataFrame(records, columns=["proposal", "iteration", "agent", "component",
+    frame = pd.DataFrame(records, columns=["proposal", "id", "iteration", "agent", "component",
                                            "status", "parent", "child", "parent_sum",
                                            "child_sum", "evidence", "decision", "by", "reason",
                                            "when", "edited_from"])

@@ -289,7 +289,8 @@ def _export_before(store, run_id, fmt, base):
         "best": c.id == result.best_candidate_id, **{f"component.{k}": v
                                                      for k, v in c.components.items()},
     } for c in result.candidates]
-    trials = [export.trial_record(t) for t in store.trials(run_id)]
+    numbers = export.RunNumbers.of_run(store, run_id)  # each trial's number in the run
+    trials = [export.trial_record(t, numbers=numbers) for t in store.trials(run_id)]
     provenance = export.provenance_records(store, run_id)
     proposals = [row.flat() for row in proposal_rows(store, run_id)]
     if fmt == "jsonl":

@@ -90,11 +90,11 @@ def new_user_flow(page, server: str) -> None:
     started = page.get_by_text(re.compile(r"Run \w+ started"))
     started.wait_for(timeout=30_000)
     run_id = re.search(r"Run (\w+) started", started.inner_text()).group(1)
-    page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
+    page.get_by_text(NEWEST).wait_for(timeout=30_000)
     page.get_by_text("is waiting for your decision").wait_for(timeout=60_000)
     shot(page, "04_run_live")
     select_first_row(page)
-    page.get_by_text(re.compile(r"Trial #\d+ · iteration")).wait_for(timeout=20_000)
+    page.get_by_text(re.compile(r"Trial \d+ \(id \d+\) · iteration")).wait_for(timeout=20_000)
     shot(page, "05_run_trial_detail")
 
     nav(page, "Review")
@@ -124,7 +124,7 @@ def new_user_flow(page, server: str) -> None:
 
     second_tab = page.context.new_page()  # another tab on the same run sees the same state
     second_tab.goto(f"{server}/run?run={run_id}")
-    second_tab.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
+    second_tab.get_by_text(NEWEST).wait_for(timeout=30_000)
     second_tab.get_by_text(run_id).first.wait_for()
     second_tab.close()
 
@@ -179,7 +179,7 @@ def test_headless_cli_run_is_watchable(server, tmp_path):
         with chromium_page() as page:
             try:
                 page.goto(f"{server}/run?run={run_id}")
-                page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=30_000)
+                page.get_by_text(NEWEST).wait_for(timeout=30_000)
                 page.get_by_text(run_id).first.wait_for()
                 keeps_scroll_and_selection_while_trials_arrive(page)
                 page.get_by_text("completed", exact=True).first.wait_for(timeout=180_000)
@@ -201,7 +201,7 @@ def select_first_row(page) -> None:
 
 
 def proposal_heading(page) -> str:
-    heading = page.get_by_role("heading", name=re.compile(r"Proposal #\d+ · iteration"))
+    heading = page.get_by_role("heading", name=re.compile(r"Proposal \d+ \(id \d+\) · iteration"))
     heading.first.wait_for(timeout=30_000)
     return heading.first.inner_text()
 
@@ -209,7 +209,7 @@ def proposal_heading(page) -> str:
 def proposal_headings(page) -> list[str]:
     """The proposal headings shown now (``all_inner_texts`` never waits)."""
     return page.get_by_role(
-        "heading", name=re.compile(r"Proposal #\d+ · iteration")).all_inner_texts()
+        "heading", name=re.compile(r"Proposal \d+ \(id \d+\) · iteration")).all_inner_texts()
 
 
 def wait_until_decided(page, previous: str, timeout: float = 30.0) -> None:
@@ -228,13 +228,16 @@ def wait_for_new_proposal(page, previous: str, timeout: float = 60.0) -> None:
                message=f"a new pending proposal after {previous!r}")
 
 
+NEWEST = re.compile(r"newest trial \d+ \(id \d+\)")
+
+
 def newest_trial(page) -> int:
-    match = re.search(r"newest trial #(\d+)", page.get_by_text("newest trial #").inner_text())
-    return int(match.group(1))
+    caption = page.get_by_text(NEWEST).inner_text()
+    return int(re.search(r"newest trial \d+ \(id (\d+)\)", caption).group(1))
 
 
 def trials_shown(page) -> int:
-    caption = page.get_by_text("newest trial #").inner_text()
+    caption = page.get_by_text(NEWEST).inner_text()
     return int(re.search(r"Showing \d+ of (\d+) trials", caption).group(1))
 
 
@@ -243,9 +246,9 @@ def keeps_scroll_and_selection_while_trials_arrive(page) -> None:
     wait_until(lambda: trials_shown(page) >= 20, 60, step=0.2,
                message="enough rows to scroll the trials table")
     select_first_row(page)
-    selected = page.get_by_text(re.compile(r"Trial #(\d+) · iteration"))
+    selected = page.get_by_text(re.compile(r"Trial \d+ \(id \d+\) · iteration"))
     selected.wait_for(timeout=10_000)
-    trial = re.search(r"Trial #(\d+)", selected.inner_text()).group(1)
+    trial = re.search(r"Trial \d+ \(id (\d+)\)", selected.inner_text()).group(1)
     scroller = page.locator("[class*='st-key-run-table-']").locator(".dvn-scroller").first
     scroller.evaluate("element => { element.scrollTop = 70; }")
     assert scroller.evaluate("element => element.scrollTop") == 70
@@ -254,4 +257,5 @@ def keeps_scroll_and_selection_while_trials_arrive(page) -> None:
         wait_until(lambda before=before: newest_trial(page) > before, 30, step=0.1,
                    message=f"a trial newer than #{before} in the live panel")
     assert scroller.evaluate("element => element.scrollTop") == 70
-    page.get_by_text(re.compile(rf"Trial #{trial} · iteration")).wait_for(timeout=5_000)
+    page.get_by_text(re.compile(rf"Trial \d+ \(id {trial}\) · iteration")).wait_for(
+        timeout=5_000)

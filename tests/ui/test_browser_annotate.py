@@ -82,10 +82,10 @@ def card_trial(page, other_than: tuple[int, ...] = ()) -> int:
     found: list[int] = []
 
     def shown() -> bool:
-        header = page.get_by_text(re.compile(r"^Trial #\d+")).first
+        header = page.get_by_text(re.compile(r"^Trial \d+ \(id \d+\)")).first
         if not header.is_visible():
             return False
-        number = int(re.match(r"Trial #(\d+)", header.inner_text()).group(1))
+        number = int(re.match(r"Trial \d+ \(id (\d+)\)", header.inner_text()).group(1))
         found[:] = [number]
         return number not in other_than
 
@@ -126,7 +126,7 @@ def annotate(page, url: str, store, run_id: str) -> None:
     page.keyboard.type(CORRECTED)
     full_page_shot(page, SHOTS / "02_first_typed.png")
     page.keyboard.press("Control+Enter")
-    page.get_by_text(f"Saved trial #{first}'s correction (score 0.20, feedback, corrected "
+    page.get_by_text(f"(id {first}) (score 0.20, feedback, corrected "
                      "output)").wait_for()
     second = card_trial(page, (first,))
     score_focused(page)  # defect 3: the focus came back to the score, not the feedback
@@ -135,13 +135,13 @@ def annotate(page, url: str, store, run_id: str) -> None:
     page.keyboard.press("Tab")
     page.keyboard.type("Vivid.")
     page.keyboard.press("Enter")  # Enter in the feedback saves
-    page.get_by_text(f"Saved trial #{second}'s correction (score 0.90, feedback)").wait_for()
+    page.get_by_text(f"(id {second}) (score 0.90, feedback)").wait_for()
     third = card_trial(page, (first, second))
     score_focused(page)
 
     page.keyboard.type("0.4")
     page.keyboard.press("Enter")
-    page.get_by_text(f"Saved trial #{third}'s correction (score 0.40)").wait_for()
+    page.get_by_text(f"(id {third}) (score 0.40)").wait_for()
     card_trial(page, (first, second, third))
     score_focused(page)
     page.get_by_text(re.compile(r"^3 of \d+ done")).wait_for()
@@ -149,7 +149,7 @@ def annotate(page, url: str, store, run_id: str) -> None:
 
     for expected in (third, second, first):  # back through the sitting
         page.keyboard.press("Alt+P")
-        page.get_by_text(re.compile(rf"^Trial #{expected} ·")).wait_for()
+        page.get_by_text(re.compile(rf"^Trial \d+ \(id {expected}\) ·")).wait_for()
         score_focused(page)
     page.get_by_text("What the answer should have been").first.wait_for()
     page.get_by_text("shown earlier in this sitting").wait_for()

@@ -48,7 +48,8 @@ def test_the_output_matrix_filters_failures_and_differing_rows(tmp_path):
         grid.scroll_into_view_if_needed()
         box = grid.bounding_box()
         page.mouse.click(box["x"] + 16, box["y"] + 35 + 17)  # the first row's marker
-        page.get_by_text(re.compile(r"Trial #\d+ · iteration 0 · valset")).first.wait_for()
+        page.get_by_text(re.compile(r"Trial \d+ \(id \d+\) · iteration 0 · valset")
+                         ).first.wait_for()
         page.get_by_text("Score (effective)").first.wait_for()
         page.get_by_role("button", name="Save correction").first.wait_for()
         wait_idle(page)

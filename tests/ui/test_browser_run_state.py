@@ -16,7 +16,7 @@ from tests.ui.test_pages import finished_run
 
 pytestmark = pytest.mark.browser
 
-DETAIL = re.compile(r"Trial #(\d+) · iteration")
+DETAIL = re.compile(r"Trial \d+ \(id (\d+)\) · iteration")
 
 
 def selected_rows(page) -> int:
@@ -45,6 +45,6 @@ def test_switching_runs_clears_the_detail_and_the_selection(tmp_path):
         page.get_by_text(second.id).first.wait_for(timeout=30_000)  # the run's header
         wait_idle(page)
         detail.wait_for(state="detached", timeout=30_000)  # no trial of the first run
-        assert page.get_by_text(f"Trial #{shown} · iteration").count() == 0
+        assert page.get_by_text(f"(id {shown}) · iteration").count() == 0
         assert selected_rows(page) == 0
         shot(page, "run_state_switched")

@@ -25,11 +25,27 @@ def test_a_waiting_proposal_shows_in_the_badge_on_home_and_by_the_picker(app, st
     assert table.loc[done.id, "stop reason"] == "reached its iteration limit"
     assert table.loc[done.id, "gain"] > 0 and table.loc[done.id, "best"] > 0
     waits = "A proposal of this run waits for your decision."
-    assert not any(waits in s for s in texts(at.sidebar.caption))  # no current run yet
-    at.selectbox(key="app.run_picker").set_value(run.id).run()
+    # a new session opens the run that waits for the person, not "No run yet"
+    assert at.session_state["app.run_id"] == run.id
     assert any(waits in s for s in texts(at.sidebar.caption))
     at.selectbox(key="app.run_picker").set_value(done.id).run()
     assert not any(waits in s for s in texts(at.sidebar.caption))
+    at.selectbox(key="app.run_picker").set_value(run.id).run()
+    assert any(waits in s for s in texts(at.sidebar.caption))
+
+
+def test_a_new_session_opens_the_newest_run_when_none_waits_and_keeps_a_chosen_one(
+        app, studio_db):
+    older, newer = finished_run(studio_db), finished_run(studio_db, seed=3)
+    at = app("run")
+    assert at.session_state["app.run_id"] == newer.id
+    assert not any("No run yet" in s for s in texts(at.info))
+    assert any(newer.id in s for s in texts(at.caption))  # the Run page shows it
+    at.selectbox(key="app.run_picker").set_value(older.id).run()
+    at.run()
+    assert at.session_state["app.run_id"] == older.id  # the person's choice stays
+    chosen = app("run", run_id=older.id)  # a run in the URL (a link, a refresh) wins
+    assert chosen.session_state["app.run_id"] == older.id
 
 
 def test_the_badge_opens_the_oldest_waiting_proposal_and_clears_once_decided(app, studio_db):

@@ -78,7 +78,7 @@ def test_a_selected_cell_opens_the_trial_and_takes_a_correction(app, studio_db):
     at.session_state[key] = {"selection": {"rows": [], "columns": [], "cells": [[0, best]]}}
     at.run()
     assert_ok(at)
-    heads = [s for s in texts(at.markdown) if s.startswith("**Trial #")]
+    heads = [s for s in texts(at.markdown) if s.startswith("**Trial ")]
     assert heads and "valset" in heads[0] and f"candidate #{best.split()[0][1:]}" in heads[0]
     next(n for n in at.number_input if n.label == "Human score").set_value(0.1)
     next(b for b in at.button if b.label == "Save correction").click().run()

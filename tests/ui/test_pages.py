@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from studio.engine import EvolutionConfig, decide, override
@@ -184,14 +186,14 @@ def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
     latest = next(d for d in at.dataframe if d.key != f"run.table.{run.id}").value
     assert list(latest["id"]) == sorted(table["id"], reverse=True)[:5]  # the newest, to watch
     assert any("is waiting for your decision" in s for s in texts(at.warning))
-    assert any("newest trial #" in s for s in texts(at.caption))
+    assert any(re.search(r"newest trial \d+ \(id \d+\)", s) for s in texts(at.caption))
 
     # select a row: the trial is shown in full, and stays selected when filters change
     newest = int(table["id"].iloc[0])  # (the oldest: row 0)
     at.session_state[f"run.table.{run.id}"] = {"selection": {"rows": [0], "columns": [],
                                                              "cells": []}}
     at.run()
-    assert any(f"Trial #{newest}" in s for s in texts(at.markdown))
+    assert any(f"(id {newest}) · iteration" in s for s in texts(at.markdown))
     at.segmented_control(key=f"run.filter.{run.id}.errors").set_value("no errors").run()
     assert at.session_state[f"run.selected.{run.id}"] == newest
 
@@ -267,8 +269,15 @@ def test_run_controls_pause_resume_stop(app, studio_db):
     at = app("run", run_id=run.id)
     button(at, "Pause").click().run()
     assert studio_db.get_run(run.id).control == "pause"
+    # the status line says paused at once (the worker holds the run at its next step)
+    assert any(run.id in s and "**paused**: holds at its next step" in s
+               for s in texts(at.caption))
+    at.switch_page("../pages/home.py").run()
+    assert at.dataframe(key="home.runs").value.set_index("id").loc[run.id, "status"] == "paused"
+    at.switch_page("../pages/run.py").run()
     button(at, "Resume").click().run()
     assert studio_db.get_run(run.id).control is None
+    assert any(run.id in s and "**running**:" in s for s in texts(at.caption))
     button(at, "Stop").click().run()
     assert_ok(at)
     wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED)
@@ -293,7 +302,7 @@ def test_review_corrects_many_trials_shows_the_effect_and_undoes(app, studio_db)
     at = app("review", run_id=run.id)
     verdict = {m.label: m.value for m in at.metric}
     proposal = pending_proposal(studio_db, run.id)
-    assert verdict[f"Proposal #{proposal.id}: the rule would"] == "accept"
+    assert verdict[f"Proposal 1 (id {proposal.id}): the rule would"] == "accept"
     editor_key = f"review.editor.{run.id}.0"
     frame = at.data_editor(key=editor_key).value
     parents = [i for i, phase in enumerate(frame["phase"]) if phase == "parent"]
@@ -307,7 +316,7 @@ def test_review_corrects_many_trials_shows_the_effect_and_undoes(app, studio_db)
     overrides = studio_db.overrides(run.id, include_undone=False)
     assert len(overrides) == len(parents) and all(o.score == 1.0 for o in overrides)
     metrics = {m.label: m for m in at.metric}
-    rule = metrics[f"Proposal #{proposal.id}: the rule would"]
+    rule = metrics[f"Proposal 1 (id {proposal.id}): the rule would"]
     assert rule.value == "reject" and "was accept" in rule.delta
 
     button(at, "Undo").click().run()
@@ -338,7 +347,7 @@ def test_proposals_accept_and_reject_with_reason(app, studio_db):
     run = review_run(studio_db)
     first = pending_proposal(studio_db, run.id)
     at = app("proposals", run_id=run.id)
-    assert any(f"Proposal #{first.id}" in s for s in texts(at.subheader))
+    assert any(f"(id {first.id})" in s for s in texts(at.subheader))
     assert {m.label for m in at.metric} >= {"Parent minibatch sum", "Child minibatch sum"}
     assert any(":green-background[" in s for s in texts(at.markdown))  # the diff
     button(at, "Accept").click().run()
@@ -369,7 +378,7 @@ def test_proposals_edit_is_rescored(app, studio_db):
                                     if p.edited_from == first.id
                                     and p.status is ProposalStatus.PENDING), None))
     at.run()
-    assert any(f"Proposal #{edited.id}" in s for s in texts(at.subheader))
+    assert any(f"(id {edited.id})" in s for s in texts(at.subheader))
 
 
 def test_proposals_history_shows_the_sums_at_decision_and_now(app, studio_db):
@@ -474,7 +483,7 @@ def test_decide_from_another_tab_is_seen(app, studio_db):
     decide(first.id, "accept", author="other tab", store=studio_db)
     at.run()
     assert any("Decision recorded: accept by other tab" in s for s in texts(at.success)) or \
-        not any(f"Proposal #{first.id} ·" in s for s in texts(at.subheader))
+        not any(f"(id {first.id}) ·" in s for s in texts(at.subheader))
 
 
 def test_opening_a_run_from_home_and_switching_runs_in_the_sidebar(app, studio_db):

@@ -61,12 +61,12 @@ def wait_focused(page, label: str) -> None:
 def card_trial(page, other_than: tuple[int, ...] = ()) -> int:
     """The trial on the card, once it is none of ``other_than`` (the card is redrawn after the
     notice above it)."""
-    header = page.get_by_text(re.compile(r"^Trial #\d+")).first
+    header = page.get_by_text(re.compile(r"^Trial \d+ \(id \d+\)")).first
     header.wait_for(timeout=30_000)
     found = []
 
     def drawn() -> bool:
-        found[:] = [int(re.match(r"Trial #(\d+)", header.inner_text()).group(1))]
+        found[:] = [int(re.match(r"Trial \d+ \(id (\d+)\)", header.inner_text()).group(1))]
         return found[0] not in other_than
 
     wait_until(drawn, 30, step=0.1, message="the next trial's card")
@@ -102,7 +102,7 @@ def review_by_keyboard(page, url: str, store, run_id: str) -> None:
     page.keyboard.type("Vivid and on topic: the critic is too strict.")
     shot(page, "02_first_trial_typed")
     page.keyboard.press("Enter")
-    page.get_by_text(f"Saved trial #{first}'s correction").wait_for(timeout=30_000)
+    page.get_by_text(f"(id {first}) (score").wait_for(timeout=30_000)
     second = card_trial(page, (first,))
     assert second != first
     wait_focused(page, "Your score")  # back on the score, not left in the feedback
@@ -110,12 +110,12 @@ def review_by_keyboard(page, url: str, store, run_id: str) -> None:
 
     page.keyboard.type("0.2")
     page.keyboard.press("Enter")
-    page.get_by_text(f"Saved trial #{second}'s correction").wait_for(timeout=30_000)
+    page.get_by_text(f"(id {second}) (score").wait_for(timeout=30_000)
     third = card_trial(page, (first, second))
     assert third not in (first, second)
     wait_focused(page, "Your score")
     page.keyboard.press("Escape")
-    page.get_by_text(f"Skipped trial #{third} for now.").wait_for(timeout=30_000)
+    page.get_by_text(f"(id {third}) for now.").wait_for(timeout=30_000)
     shot(page, "04_after_two_reviews_and_a_skip")
 
     page.goto(f"{url}/run?run={run_id}")  # the Run page's ETA counts the review still due

@@ -17,9 +17,9 @@ SKIP = "FormSubmitter:review.next.form-Skip for now"
 
 
 def shown_trial(at) -> int:
-    """The id of the trial on the card (its header reads "**Trial #N** · ...")."""
-    header = next(m.value for m in at.markdown if m.value.startswith("**Trial #"))
-    return int(re.match(r"\*\*Trial #(\d+)\*\*", header).group(1))
+    """The id of the trial on the card (its header reads "**Trial N (id M)** · ...")."""
+    header = next(m.value for m in at.markdown if m.value.startswith("**Trial "))
+    return int(re.match(r"\*\*Trial \d+ \(id (\d+)\)\*\*", header).group(1))
 
 
 def test_the_queue_shows_the_margin_trial_first_and_reviews_from_the_form(app, studio_db):
@@ -28,7 +28,7 @@ def test_the_queue_shows_the_margin_trial_first_and_reviews_from_the_form(app, s
     assert "Review next" in texts(at.subheader)
     assert any("could flip the pending decision" in c for c in texts(at.caption))
     first = shown_trial(at)
-    header = next(m.value for m in at.markdown if m.value.startswith("**Trial #"))
+    header = next(m.value for m in at.markdown if m.value.startswith("**Trial "))
     assert "could flip the pending decision" in header
     reasons = next(m.value for m in at.markdown if m.value.startswith("- "))
     assert "rule would" in reasons and "flip it to" in reasons
@@ -39,7 +39,8 @@ def test_the_queue_shows_the_margin_trial_first_and_reviews_from_the_form(app, s
     assert_ok(at)
     active = studio_db.overrides(run.id, include_undone=False)
     assert [(o.trial_id, o.score, o.feedback) for o in active] == [(first, 0.9, "reads well")]
-    assert any(f"Saved trial #{first}'s correction" in s for s in texts(at.success))
+    assert any(re.search(rf"Saved the correction of trial \d+ \(id {first}\)", s)
+               for s in texts(at.success))
     second = shown_trial(at)
     assert second != first
     assert at.number_input(key="review.next.score").value is None  # cleared for the next

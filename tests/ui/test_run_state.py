@@ -10,7 +10,7 @@ from components import session
 from tests.ui.conftest import assert_ok, texts
 from tests.ui.test_pages import button, finished_run
 
-DETAIL = re.compile(r"Trial #(\d+) · iteration")
+DETAIL = re.compile(r"Trial \d+ \(id (\d+)\) · iteration")
 
 
 def details(at) -> list[int]:

@@ -26,7 +26,7 @@ def test_the_second_tab_is_told_the_proposal_was_already_decided(app, studio_db)
     decisions = studio_db.decisions(proposal_id=proposal.id)
     assert [(d.action.value, d.author) for d in decisions] == [("accept", "ana")]
     errors = texts(second.error)
-    assert any(f"Proposal #{proposal.id}" in e and "already decided by ana" in e
+    assert any(f"(id {proposal.id})" in e and "already decided by ana" in e
                for e in errors), errors
 
 

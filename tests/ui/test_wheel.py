@@ -156,7 +156,7 @@ def every_page_renders(page, url: str) -> None:
     page.get_by_text("Auto: the acceptance rule decides").click()
     page.get_by_role("button", name="Start run").click()
     page.get_by_text(re.compile(r"Run \w+ started")).wait_for(timeout=30_000)
-    page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(r"newest trial \d+ \(id \d+\)")).wait_for(timeout=60_000)
     for title in PAGES:
         nav(page, title)
         assert problems_shown(page) == [], title

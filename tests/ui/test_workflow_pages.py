@@ -215,7 +215,7 @@ def test_proposals_name_the_agent_and_component(app, studio_db):
     wait_until(lambda: studio_db.get_proposal(proposal.id).status is ProposalStatus.ACCEPTED)
     at.run()
     history = at.dataframe(key="proposals.history").value
-    row = history[history["proposal"] == proposal.id].iloc[0]
+    row = history[history["id"] == proposal.id].iloc[0]
     assert (row["agent"], row["component"], row["decision"]) == ("writer", "instruction",
                                                                  "accept")
 

@@ -205,6 +205,37 @@ class TrialRepository(Repository):
             return c.execute(select(func.count()).select_from(t.trials)
                              .where(*where)).scalar_one()
 
+    @guard
+    def trial_numbers(self, run_id: str, trial_ids: Iterable[int]) -> dict[int, int]:
+        """``trial id -> its number in the run`` (1, 2, 3 … in the order the run stored its
+        trials), for the trials of ``trial_ids`` that belong to the run: people follow a run's
+        own count, not the database's ids, which every run shares. Computed, not stored: a
+        count of the run's ids up to each for a few trials (a trial shown in full), else one
+        window over the run's ids (a page of a table)."""
+        wanted = sorted(set(trial_ids))
+        if not wanted:
+            return {}
+        if len(wanted) <= 4:
+            return self._counted_numbers(run_id, wanted)
+        number = func.row_number().over(order_by=t.trials.c.id).label("number")
+        ranked = select(t.trials.c.id, number).where(t.trials.c.run_id == run_id).subquery()
+        found: dict[int, int] = {}
+        with self.engine.connect() as c:
+            for start in range(0, len(wanted), 1000):  # bounded IN lists on either database
+                chunk = wanted[start:start + 1000]
+                found.update(c.execute(select(ranked.c.id, ranked.c.number)
+                                       .where(ranked.c.id.in_(chunk))).tuples().all())
+        return found
+
+    def _counted_numbers(self, run_id: str, wanted: list[int]) -> dict[int, int]:
+        run = t.trials.c.run_id == run_id
+        with self.engine.connect() as c:
+            mine = set(c.execute(select(t.trials.c.id).where(run, t.trials.c.id.in_(wanted)))
+                       .scalars())
+            return {tid: c.execute(select(func.count()).select_from(t.trials)
+                                   .where(run, t.trials.c.id <= tid)).scalar_one()
+                    for tid in wanted if tid in mine}
+
     @staticmethod
     def _trial(row: Row, override: Override | None) -> Trial:
         data = dict(row._mapping)
