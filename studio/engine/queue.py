@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from studio.engine.build import build_engine, check_seed_state, create_run
+from studio.engine.build import build_engine, check_seed_state, check_spec_models, create_run
 from studio.engine.worker import (
     HEARTBEAT_SECONDS,
     STALE_AFTER_SECONDS,
@@ -286,6 +286,7 @@ class QueueWorker:
             self._release(run)
             return StopReason.SHUTDOWN
         try:
+            check_spec_models(run.spec)  # a key missing on this machine: before any call
             self._handle = self.manager.start(build_engine(self.store, run.id))
         except RunStateError as exc:  # another worker holds it after all
             self.say(str(exc))
