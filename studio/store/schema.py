@@ -179,7 +179,7 @@ runs = Table(
     Column("error", Text),
     Column("control", String(20)),  # added in version 2
     Column("queue", String(64)),  # added in version 3
-    Column("build_tries", Integer, nullable=False, default=0),  # added in version 8
+    Column("build_tries", Integer, nullable=False, default=0, server_default="0"),  # v8
     Column("build_error", Text),  # version 8
     Column("build_tries_max", Integer),  # version 8
     Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
@@ -232,7 +232,7 @@ trials = Table(
     Column("tokens", Integer, nullable=False, default=0),
     Column("created_at", UTCDateTime, nullable=False),
     Column("worker", String(200)),  # added in version 3
-    Column("cost_usd", Float, nullable=False, default=0.0),  # added in version 8
+    Column("cost_usd", Float, nullable=False, default=0.0, server_default="0"),  # v8
     Index("ix_trials_run_id_id", "run_id", "id"),
     Index("ix_trials_candidate_example", "candidate_id", "example_id"),
     Index("ix_trials_run_phase_proposal", "run_id", "phase", "proposal_id"),  # version 4
