@@ -20,6 +20,7 @@ from studio.cli import main
 from studio.engine import EvolutionConfig, create_run
 from studio.engine.queue import QueueWorker, queue_run
 from studio.model.records import AgentSpec, RunStatus, StopReason, WorkerInfo
+from studio.store import open_store
 from studio.store.connection import database_now
 from tests.helpers import (
     QUEUE_ENV,
@@ -130,10 +131,11 @@ def test_a_run_no_worker_can_build_fails_after_its_tries_with_the_last_reason(
 
 
 @pytest.mark.slow  # two `studio worker` processes
-def test_a_worker_without_the_key_leaves_the_run_to_one_that_has_it(store, queue, monkeypatch,
-                                                                      capsys):
+def test_a_worker_without_the_key_leaves_the_run_to_one_that_has_it(database_url, queue,
+                                                                      monkeypatch, capsys):
+    store = open_store(database_url, cached=False)
     run_id = hosted_run(store, queue, monkeypatch)
-    url = store.url
+    url = database_url
     workers = []
     with local_openai(lambda body: "a haiku about the sea") as server:
         env = {"OPENAI_API_BASE": server.url, **QUEUE_ENV}
@@ -162,3 +164,4 @@ def test_a_worker_without_the_key_leaves_the_run_to_one_that_has_it(store, queue
         str(workers[1].process.pid)}
     assert server.requests and json.dumps(server.requests[0])  # the agent ran on the server
     assert store.get_run(run_id).build_tries == 1  # kept: what happened on the way
+    store.close()
