@@ -8,6 +8,7 @@ import streamlit as st
 
 from components import diff_view, loaders, output_matrix, plots, session
 from components.trial_detail import show_trial, text_block
+from studio.model.costs import format_cost
 from studio.views.charts import (
     example_comparison,
     example_results,
@@ -107,9 +108,16 @@ def per_example(analysis: Any, selected: list[int]) -> None:
 
 def front(analysis: Any) -> None:
     view = analysis.view
-    table = front_frame(view.candidates, view.means, view.front, view.best_id)
+    costs = loaders.candidate_costs(view.run.id)
+    table = front_frame(view.candidates, view.means, view.front, view.best_id, costs)
+    st.caption("Cost of the run's trials so far: "
+               f"{escape_markdown(format_cost(sum(costs.values())))} "
+               "(LiteLLM's prices; the embedded and scripted models cost nothing)")
     st.dataframe(table, hide_index=True, width="stretch", placeholder="could not evaluate",
                  column_config={"mean": st.column_config.NumberColumn(format="%.3f"),
+                                "cost_usd": st.column_config.NumberColumn(
+                                    "cost ($)", format="%.6f",
+                                    help="What its trials' model calls cost (agent and critic)"),
                                 "on_front": st.column_config.CheckboxColumn("on front"),
                                 "wins": st.column_config.NumberColumn(
                                     help="Validation examples where it has the top score"),

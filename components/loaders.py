@@ -433,6 +433,16 @@ def run_marker(run_id: str) -> tuple[int, ...]:
     return store().run_marker(run_id)
 
 
+def candidate_costs(run_id: str) -> dict[int, float]:
+    """Candidate id -> the price of its trials (US dollars), read once per marker of the run."""
+    return _candidate_costs(run_id, run_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def _candidate_costs(run_id: str, marker: tuple[int, ...]) -> dict[int, float]:
+    return store().candidate_costs(run_id)
+
+
 @dataclass
 class Analysis:
     """Everything the Compare page draws, for one marker of a run."""

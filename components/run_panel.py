@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from components import frame, loaders, session, test_guard
 from components.export_menu import export_menu
 from studio.model.config import EvolutionConfig, ReviewMode
+from studio.model.costs import format_cost
 from studio.model.errors import StudioError
 from studio.model.records import RunRequest, RunStatus
 from studio.projects import workspace
@@ -134,8 +135,11 @@ def _header(run: Any) -> None:
                   else "automatic (the acceptance rule decides)")
         worker = f" · worker `{run.worker}`" if run.worker else ""
         status, hint = status_line(run).split(": ", 1)
+        cost = escape_markdown(format_cost(sum(loaders.candidate_costs(run.id).values())))
         st.caption(f"Run `{run.id}` · **{status}**: {escape_markdown(hint)} · "
-                   f"review: {review}{worker}")
+                   f"review: {review}{worker} · cost {cost}")
+        if run.waiting_note:
+            st.warning(escape_markdown(run.waiting_note), icon=":material/hourglass_empty:")
         if run.spec.aligns is not None:
             st.info(f"This run {escape_markdown(align_note(run))}: its examples are your "
                     "corrections, its score is agreement with you.", icon=":material/tune:")

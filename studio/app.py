@@ -31,6 +31,7 @@ import streamlit as st  # noqa: E402
 
 from components import frame, session  # noqa: E402
 from studio.model.errors import ConfigError  # noqa: E402
+from studio.runtime.tracing import enable_tracing  # noqa: E402
 
 st.set_page_config(page_title="Evolution Studio", page_icon="🧬",
                    layout="wide")
@@ -40,6 +41,7 @@ except ConfigError as refused:
     st.error(str(refused))
     st.stop()
 frame.setup_logging()
+enable_tracing()  # ADK's OpenTelemetry setup when OTEL_EXPORTER_OTLP_ENDPOINT is set; once
 session.init_app_state()
 
 _PAGES = _UI / "pages"

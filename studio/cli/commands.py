@@ -6,7 +6,7 @@
                [--write-project FILE]              (an ADK agent folder, as adk optimize)
     studio resume RUN_ID [--max-metric-calls N]
     studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
-    studio worker [--max-runs N] [--poll-seconds S] [--queue NAME]
+    studio worker [--max-runs N] [--poll-seconds S] [--queue NAME] [--build-tries N]
     studio workers
     studio runs
     studio trials RUN_ID [--candidate ID] [--phase P] [--offset N] [--limit N] [--json]
@@ -128,6 +128,9 @@ def parser() -> argparse.ArgumentParser:
                         help="how often an idle worker looks for a run (default 1)")
     worker.add_argument("--queue", default="default", type=bounded_queue,
                         help="queue name (default: default)")
+    worker.add_argument("--build-tries", type=whole_number(1), default=5,
+                        help="a run no worker can build (a key missing on their machines) "
+                             "goes back to the queue; after N tries it fails (default 5)")
     workers = sub.add_parser("workers", help="list live workers")
     workers.add_argument("--queue", type=bounded_queue)
     resume = sub.add_parser("resume", help="continue a stopped or orphaned run")

@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 
 from studio.cli.common import _store
+from studio.model.costs import format_cost
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     store = _store(args)
-    for run in store.list_runs(limit=args.limit):
+    runs = store.list_runs(limit=args.limit)
+    costs = store.run_costs(run.id for run in runs)
+    for run in runs:
         reason = run.stop_reason.words if run.stop_reason else ""
+        note = f"  ({run.waiting_note})" if run.waiting_note else ""
         print(f"{run.id}  {run.shown_status.value:<10} {run.created_at:%Y-%m-%d %H:%M}  "
-              f"{reason:<32} {run.name}")
+              f"{reason:<32} {format_cost(costs.get(run.id, 0.0)):>9}  {run.name}{note}")
     return 0

@@ -23,6 +23,7 @@ from studio.model.records import RunStatus, StopReason
 from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run, load_project
 from studio.projects.forking import fork_from_cli
+from studio.runtime.tracing import enable_tracing
 
 
 def _stored_run(args: argparse.Namespace):
@@ -74,6 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run {run.id} started (database: {database_label(store.url)}); watch it with "
           f"`studio ui`", file=sys.stderr)
     bar = ProgressBar()
+    enable_tracing()
     handle = dispatch(store, run.id, Placement.HERE, listeners=[bar]).handle
     return _wait(handle, store, run.id)
 
@@ -110,6 +112,7 @@ def _run_config(config: Any, args: argparse.Namespace) -> Any:
 def cmd_resume(args: argparse.Namespace) -> int:
     store = _store(args)
     manager = get_manager(store)
+    enable_tracing()
     handle = manager.resume(args.run_id, listeners=[ProgressBar()],
                             max_metric_calls=args.max_metric_calls)
     print(f"run {args.run_id} resumed", file=sys.stderr)

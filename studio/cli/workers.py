@@ -9,6 +9,7 @@ import threading
 
 from studio.cli.common import _store, database_label
 from studio.engine.queue import QueueWorker, live_workers, open_store_when_reachable
+from studio.runtime.tracing import enable_tracing
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -28,8 +29,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         if store is None:
             _say("worker stopped before its database answered")
             return 0
+        enable_tracing()
         worker = QueueWorker(store, queue=args.queue, poll_seconds=args.poll_seconds,
-                             max_runs=args.max_runs, say=_say)
+                             max_runs=args.max_runs, say=_say, build_tries=args.build_tries)
         workers.append(worker)
         _say(f"worker {worker.id} takes runs from queue {args.queue!r} "
              f"(database: {database_label(store.url)})")

@@ -22,6 +22,7 @@ from studio.engine.prefetch import Prefetch
 from studio.engine.processes import ChainResult, run_chain
 from studio.model.errors import RunStateError
 from studio.model.records import Candidate, Example, Trial, TrialPhase, stored_id
+from studio.runtime.tracing import TrialIds, end_trial_span
 
 
 async def score_batch(
@@ -79,11 +80,18 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
         async with slots:  # a prefetched chain holds its slot until it is done
             started = prefetched.take(stored_id(example)) if prefetched is not None else None
             result = await (started if started is not None else run_chain(
-                ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary))
+                ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary,
+                trial_ids(ctx, candidate, example)))
         await asyncio.sleep(0)  # the next example's call starts before this commit
         return [commit(example, result)]
 
     return [group.create_task(one(example)) for example in examples]
+
+
+def trial_ids(ctx: RunContext, candidate: Candidate, example: Example) -> TrialIds:
+    """What the trial's span carries (its stored id is added at the commit)."""
+    return TrialIds(run_id=ctx.run_id, candidate_id=stored_id(candidate),
+                    example_id=stored_id(example), split=example.split.value)
 
 
 def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
@@ -106,6 +114,7 @@ def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration:
     if unscored is not None and result.feedback.score is None and not (  # undone: no failure
             ctx.labels is not None and ctx.labels.undone(stored_id(example))):
         unscored.append(f"example {example.index}: {result.error or 'no score'}")
+        end_trial_span(result.span, error=result.error, cost_usd=result.cost_usd)
         return None
     trial = ctx.store.add_trial(Trial(
         run_id=ctx.run_id, candidate_id=stored_id(candidate), example_id=stored_id(example),
@@ -113,7 +122,9 @@ def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration:
         proposal_id=proposal_id, input_text=result.input_text, output=result.output,
         feedback=result.feedback, error=result.error,
         trace=result.trace, latency_s=result.latency_s, tokens=result.tokens, worker=ctx.worker,
+        cost_usd=result.cost_usd,
     ))
+    end_trial_span(result.span, trial_id=trial.id, error=result.error, cost_usd=result.cost_usd)
     if metered:
         ctx.count_metric_call()
     ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,

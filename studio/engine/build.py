@@ -48,6 +48,7 @@ from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers import check_model
 from studio.runtime.providers.adk_names import is_adk_model_name
+from studio.runtime.providers.calls import set_rate_limits
 from studio.runtime.workflows import (
     build_workflow,
     describe_workflow,
@@ -306,6 +307,7 @@ def build_engine(
     check_processes(config, spec, from_objects=agent is not None or critic is not None)
     agent = agent or spec_agent(spec)
     spec = complete_spec(spec, agent)  # a workflow loaded by reference: qualify its components
+    set_rate_limits(config.rate_limits)  # shared with the other runs of this process
     executor = AgentExecutor(max_concurrency=config.max_concurrency,
                              timeout_s=config.call_timeout_seconds,
                              max_retries=config.max_retries, app_name=f"run_{run_id}")
@@ -355,6 +357,7 @@ def process_setup(spec: RunSpec, config: EvolutionConfig, default_model: str,
                   concurrency: int) -> tuple[BaseAgent, Critic, AgentExecutor]:
     """What a worker process of :class:`ProcessFanOut` builds once: the agent template, the
     critic and an executor of its own (``concurrency`` is its share of the run's limit)."""
+    set_rate_limits(config.rate_limits)  # each process has its own limiters
     executor = AgentExecutor(max_concurrency=concurrency, timeout_s=config.call_timeout_seconds,
                              max_retries=config.max_retries, app_name=f"run_p{os.getpid()}")
     return spec_agent(spec), critic_for_run(spec.critic, executor, default_model), executor

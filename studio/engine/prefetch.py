@@ -29,7 +29,8 @@ import contextlib
 from studio.engine.context import RunContext
 from studio.engine.processes import ChainResult, run_chain
 from studio.model.config import ReviewMode
-from studio.model.records import Candidate
+from studio.model.records import Candidate, stored_id
+from studio.runtime.tracing import TrialIds, end_trial_span
 
 
 class Prefetch:
@@ -49,7 +50,9 @@ class Prefetch:
             task.cancel()
         for task in tasks:  # retrieved, so a chain's own error is never reported as lost
             with contextlib.suppress(BaseException):
-                await task
+                result = await task
+                end_trial_span(result.span, error="not needed: the validation was not run",
+                               cost_usd=result.cost_usd)
 
 
 def start_validation(ctx: RunContext, child: Candidate, minibatch: list[int]) -> Prefetch:
@@ -67,5 +70,6 @@ def start_validation(ctx: RunContext, child: Candidate, minibatch: list[int]) ->
         return Prefetch({})
     agent = ctx.agent_for(child)
     return Prefetch({e: asyncio.ensure_future(run_chain(
-        ctx.executor, agent, ctx.critic, ctx.examples[e].data, ctx.input_key, ctx.primary))
+        ctx.executor, agent, ctx.critic, ctx.examples[e].data, ctx.input_key, ctx.primary,
+        TrialIds(ctx.run_id, stored_id(child), e, ctx.examples[e].split.value)))
         for e in rest[:early]})

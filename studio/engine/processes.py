@@ -62,6 +62,8 @@ from studio.model.records import (
 )
 from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.protocol import ExecutionResult
+from studio.runtime.providers.calls import metered
+from studio.runtime.tracing import TrialIds, current_span, end_trial_span, start_trial_span
 from studio.runtime.workflows import primary_for
 
 T = TypeVar("T")
@@ -81,14 +83,36 @@ class ChainResult:
     trace: dict[str, Any] = field(default_factory=dict)
     latency_s: float = 0.0
     tokens: int = 0
+    cost_usd: float = 0.0
+    """LiteLLM's price of the agent's and the critic's model calls (US dollars)."""
+    span: Any = None
+    """The open trial span (tracing on, this process), ended when the trial is committed."""
+
+    def __getstate__(self) -> dict[str, Any]:  # to the engine's process: a span stays here
+        return {**self.__dict__, "span": None}
 
 
 async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
-                    input_key: str | None, primary: str | None = None) -> ChainResult:
+                    input_key: str | None, primary: str | None = None,
+                    ids: TrialIds | None = None) -> ChainResult:
     """Run the agent (or workflow) on one example and let the critic judge its output (in a
     workflow, the ``primary`` agent's last reply). The example's images and videos go to the
     agent (and to a critic agent) as parts of the message; the text and the state hold their
-    labels."""
+    labels. The model calls of both are priced (``cost_usd``) and, when tracing is on, made
+    under a trial span for ``ids`` that the commit ends (:mod:`studio.runtime.tracing`)."""
+    span = start_trial_span(ids)
+    with current_span(span), metered() as meter:
+        try:
+            result = await _chain(executor, agent, critic, data, input_key, primary)
+        except BaseException:
+            end_trial_span(span, error="the chain did not finish", cost_usd=meter.cost_usd)
+            raise
+    result.cost_usd, result.span = meter.cost_usd, span
+    return result
+
+
+async def _chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
+                 input_key: str | None, primary: str | None) -> ChainResult:
     input_text = example_input_text(data, input_key)
     media = example_media(data)
     extra = {"media": media} if media else {}  # any executor runs text-only examples

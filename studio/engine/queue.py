@@ -21,15 +21,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from studio.engine.build import build_engine, check_seed_state, create_run, mark_not_started
+from studio.engine.build import build_engine, check_seed_state, check_spec_models, create_run
 from studio.engine.worker import (
     HEARTBEAT_SECONDS,
     STALE_AFTER_SECONDS,
     RunHandle,
     get_manager,
+    seconds_setting,
 )
 from studio.model.config import EvolutionConfig
-from studio.model.errors import RunStateError, StoreError, StoreUnavailableError
+from studio.model.errors import ConfigError, RunStateError, StoreError, StoreUnavailableError
 from studio.model.limits import MAX_QUEUE_CHARS, check_length
 from studio.model.records import (
     AgentSpec,
@@ -50,6 +51,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_QUEUE = "default"
 FORGET_WORKERS_AFTER_SECONDS = 24 * 3600.0
 """A dead worker's row is dropped a day after its last beat (it is not live long before)."""
+BUILD_TRIES = 5
+"""Workers (or tries) that may fail to build a queued run before it fails for everyone."""
+BUILD_RETRY_SECONDS = seconds_setting("STUDIO_BUILD_RETRY_SECONDS", 30.0, 0.0, 86_400.0)
+"""How long a worker leaves a run it could not build to the others before trying it again."""
 SLICE_SECONDS = 0.1
 """How often a waiting worker looks at its shutdown request (a signal handler only counts)."""
 
@@ -143,9 +148,16 @@ class QueueWorker:
     """
 
     def __init__(self, store: Store, *, queue: str = DEFAULT_QUEUE, poll_seconds: float = 1.0,
-                 max_runs: int | None = None, say: Callable[[str], None] | None = None) -> None:
+                 max_runs: int | None = None, say: Callable[[str], None] | None = None,
+                 build_tries: int = BUILD_TRIES) -> None:
         self.store = store
         check_length(queue, MAX_QUEUE_CHARS, "queue name (--queue)")
+        if isinstance(build_tries, bool) or not isinstance(build_tries, int) or build_tries < 1:
+            raise ConfigError(f"must be a whole number of tries, 1 or more, got {build_tries!r}",
+                              where="studio worker --build-tries", value=build_tries)
+        self.build_tries = build_tries
+        self._unbuilt: dict[str, float] = {}
+        """Runs this worker could not build -> when it may try again (monotonic seconds)."""
         self.manager = get_manager(store)
         now = utcnow()
         self.info = WorkerInfo(id=self.manager.worker_id, queue=queue,
@@ -211,7 +223,8 @@ class QueueWorker:
             while not self.stopping and not self._enough():
                 try:
                     run = self.store.claim_next_run(self.id, self.info.queue,
-                                                    stale_after_s=STALE_AFTER_SECONDS)
+                                                    stale_after_s=STALE_AFTER_SECONDS,
+                                                    skip=self._not_now())
                 except StoreUnavailableError as exc:  # a restart: wait, never exit
                     self.say(f"waiting for the database: {exc}")
                     run = None
@@ -224,6 +237,12 @@ class QueueWorker:
             beat.join(HEARTBEAT_SECONDS + 1)
             self.store.remove_worker(self.id)
         return len(self.done)
+
+    def _not_now(self) -> list[str]:
+        """Runs this worker could not build lately: left to other workers for a while."""
+        now = time.monotonic()
+        self._unbuilt = {run: until for run, until in self._unbuilt.items() if until > now}
+        return list(self._unbuilt)
 
     def _enough(self) -> bool:
         return self.max_runs is not None and len(self.done) >= self.max_runs
@@ -249,6 +268,8 @@ class QueueWorker:
             reason = self._drive(run)
         finally:
             self.info.run_id = None
+        if reason is None:  # could not build it here: back in the queue (already said)
+            return
         if reason is StopReason.SHUTDOWN:
             released = self.store.requeue_run(run.id, self.info.queue)
             self.say(f"run {run.id} checkpointed and "
@@ -258,19 +279,20 @@ class QueueWorker:
             self.done.append(run.id)
         self.say(f"run {run.id} ended: {reason}")
 
-    def _drive(self, run: Run) -> StopReason:
-        """Build the run's engine, run it, and return its stop reason."""
+    def _drive(self, run: Run) -> StopReason | None:
+        """Build the run's engine, run it, and return its stop reason (None: given back to the
+        queue unbuilt)."""
         if self.stopping:
             self._release(run)
             return StopReason.SHUTDOWN
         try:
+            check_spec_models(run.spec)  # a key missing on this machine: before any call
             self._handle = self.manager.start(build_engine(self.store, run.id))
         except RunStateError as exc:  # another worker holds it after all
             self.say(str(exc))
             return StopReason.LEASE_LOST
-        except Exception as exc:  # a model or key missing here: failed, not claimed again
-            mark_not_started(self.store, run.id, exc, worker_id=self.id)
-            return StopReason.NOT_STARTED
+        except Exception as exc:  # a model or key missing here: back to the queue
+            return self._give_back_unbuilt(run, exc)
         handle = self._handle
         while not handle.join(SLICE_SECONDS):
             self._act_on_requests()
@@ -279,6 +301,21 @@ class QueueWorker:
         except BaseException as exc:  # recorded on the run by the engine
             self.say(f"run {run.id} failed ({type(exc).__name__})")
             return StopReason.ERROR
+
+    def _give_back_unbuilt(self, run: Run, exc: Exception) -> StopReason | None:
+        """A run this worker cannot build (a key missing on this machine) goes back to the
+        queue for a worker that can, counted; it fails for everyone only after
+        :attr:`build_tries` tries, with the last reason."""
+        reason = f"{type(exc).__name__}: {exc}"
+        tries, failed = self.store.requeue_unbuilt(run.id, self.id, reason,
+                                                   max_tries=self.build_tries)
+        self._unbuilt[run.id] = time.monotonic() + BUILD_RETRY_SECONDS
+        if failed:
+            self.say(f"run {run.id} could not be built after {tries} tries: {reason}")
+            return StopReason.NOT_STARTED
+        self.say(f"run {run.id} could not be built here ({reason}); back in the queue for "
+                 f"another worker (tries {tries}/{self.build_tries})")
+        return None
 
     def _release(self, run: Run) -> None:
         """Give back a claimed run that was never started (shutdown came first)."""

@@ -30,6 +30,27 @@ class Selection(StrEnum):
     EPSILON_GREEDY = "epsilon_greedy"
 
 
+class RateLimit(BaseModel):
+    """At most ``requests`` model calls start in any ``per_seconds`` window, for one model, in
+    one process (every run a worker or the studio's server holds shares it). In a project
+    ``rate_limits: {openai/gpt-4o-mini: 500}`` is 500 requests per minute."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    requests: int = Field(ge=1, le=1_000_000)
+    per_seconds: float = Field(default=60.0, gt=0, le=86_400)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_rpm(cls, data: Any) -> Any:
+        """A bare number is requests per minute (LiteLLM's ``rpm``); ``{rpm: N}`` too."""
+        if isinstance(data, int) and not isinstance(data, bool):
+            return {"requests": data}
+        if isinstance(data, dict) and set(data) == {"rpm"}:
+            return {"requests": data["rpm"]}
+        return data
+
+
 class _RefusesWithConfigError(type(BaseModel)):  # type: ignore[misc]
     """``EvolutionConfig(...)`` refusals raise :class:`ConfigError` (gepa-adk's documented
     ``ConfigurationError``), not pydantic's ``ValidationError``.
@@ -96,6 +117,10 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     trials, against ``max_metric_calls``. A trial that could not be evaluated is not perfect."""
     perfect_score: float = Field(default=1.0, ge=0.0, le=1.0)
     """The score that counts as perfect for ``skip_perfect_score`` (GEPA's ``perfect_score``)."""
+    rate_limits: dict[str, RateLimit] = Field(default_factory=dict, max_length=100)
+    """Per model string: requests per minute (``{openai/gpt-4o-mini: 500}``) or
+    ``{requests: N, per_seconds: S}``. Shared by every run in the same process (a worker's runs
+    together); a team behind a LiteLLM proxy sets its limits there (docs/guides/providers.md)."""
 
     @model_validator(mode="before")
     @classmethod

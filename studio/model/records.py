@@ -554,6 +554,21 @@ class Run(BaseModel):
     queue: str | None = None
     """The queue a ``studio worker`` takes it from; None for a run started in a process of
     its own (``studio run``, the studio without a live worker), which no worker adopts."""
+    build_tries: int = 0
+    """Workers (or tries) that claimed the run and could not build it (a key missing there)."""
+    build_error: str | None = None
+    """Why the last of them could not."""
+    build_tries_max: int | None = None
+    """Tries allowed before the run fails (the worker's ``--build-tries``)."""
+
+    @property
+    def waiting_note(self) -> str:
+        """What a queued run waits for after a worker could not build it; "" otherwise."""
+        if self.status is not RunStatus.QUEUED or not self.build_tries:
+            return ""
+        limit = f"/{self.build_tries_max}" if self.build_tries_max else ""
+        return (f"waiting for a worker that can build it: {self.build_error or 'unknown'} "
+                f"(tries {self.build_tries}{limit})")
 
     @property
     def shown_status(self) -> RunStatus:
@@ -669,6 +684,9 @@ class Trial(BaseModel):
     trace: dict[str, Any] = Field(default_factory=dict)
     latency_s: float = 0.0
     tokens: int = 0
+    cost_usd: float = 0.0
+    """LiteLLM's price of the trial's model calls (agent and critic), in US dollars; 0 for a
+    model without a price (the embedded and scripted models) and for trials stored before."""
     created_at: datetime = Field(default_factory=utcnow)
     worker: str | None = None
     """The worker process that judged it (``host:pid:token``): who did what, across workers."""

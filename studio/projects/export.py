@@ -58,7 +58,7 @@ def trial_record(trial: Any, steps: bool = False, numbers: RunNumbers | None = N
         "overridden_at": override.created_at.isoformat() if override else None,
         "corrected_output": override.corrected_output if override else None,
         "error": trial.error, "latency_s": round(trial.latency_s, 4), "tokens": trial.tokens,
-        "created_at": trial.created_at.isoformat(),
+        "cost_usd": trial.cost_usd, "created_at": trial.created_at.isoformat(),
     }
     if steps:
         record["steps"] = export_steps(trial.trace)
@@ -78,12 +78,14 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
     candidates are read a batch at a time."""
     scores = scores or pool_scores(store, store.get_run(run_id))
     tested = tested_means(store, run_id)
+    costs = store.candidate_costs(run_id)
     for c in store.iter_candidates(run_id):
         yield {
             "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids,
             "pooled": c.pooled, "mean_score": scores.means.get(stored_id(c)),
             **({} if tested is None else {"test_mean": tested.get(stored_id(c))}),
             "on_front": c.id in scores.front, "best": c.id == scores.best_id,
+            "cost_usd": costs.get(stored_id(c), 0.0),
             **{f"component.{k}": v for k, v in c.components.items()},
         }
 

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -301,6 +302,20 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
     transaction; row locks (``SELECT ... FOR UPDATE``) do the rest."""
     with _explicit(engine, "BEGIN IMMEDIATE") as connection:
         yield connection
+
+
+def database_now(connection: Connection) -> datetime:
+    """The database server's clock, in UTC: what leases and worker beats are written with and
+    compared to, so that machines whose clocks disagree never take a live lease from each
+    other (each machine's own clock would make a fast one see every lease as expired)."""
+    if connection.dialect.name == "postgresql":
+        value = connection.execute(text("SELECT now() AT TIME ZONE 'UTC'")).scalar_one()
+    else:  # SQLite: its own 'now' (UTC, milliseconds), one clock for every process of the file
+        value = connection.execute(text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")
+                                   ).scalar_one()
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 MIGRATION_LOCK_KEY = 0x5757_0001

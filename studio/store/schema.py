@@ -38,7 +38,7 @@ from studio.model.limits import (
     check_length,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class UTCDateTime(TypeDecorator):
@@ -179,6 +179,9 @@ runs = Table(
     Column("error", Text),
     Column("control", String(20)),  # added in version 2
     Column("queue", String(64)),  # added in version 3
+    Column("build_tries", Integer, nullable=False, default=0, server_default="0"),  # v8
+    Column("build_error", Text),  # version 8
+    Column("build_tries_max", Integer),  # version 8
     Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
 )
 
@@ -229,6 +232,7 @@ trials = Table(
     Column("tokens", Integer, nullable=False, default=0),
     Column("created_at", UTCDateTime, nullable=False),
     Column("worker", String(200)),  # added in version 3
+    Column("cost_usd", Float, nullable=False, default=0.0, server_default="0"),  # v8
     Index("ix_trials_run_id_id", "run_id", "id"),
     Index("ix_trials_candidate_example", "candidate_id", "example_id"),
     Index("ix_trials_run_phase_proposal", "run_id", "phase", "proposal_id"),  # version 4
@@ -444,6 +448,17 @@ def _v6_to_v7(connection: Connection) -> None:
     _add_column(connection, "overrides", "corrected_output", "TEXT")
 
 
+def _v7_to_v8(connection: Connection) -> None:
+    """Version 8 prices trials and counts failed builds: ``trials.cost_usd`` (LiteLLM's price
+    of the trial's model calls; 0 for older trials, unpriced then) and, on runs, ``build_tries``
+    / ``build_error`` / ``build_tries_max`` (workers that could not build a queued run, and
+    why). Idempotent."""
+    _add_column(connection, "trials", "cost_usd", "FLOAT NOT NULL DEFAULT 0")
+    _add_column(connection, "runs", "build_tries", "INTEGER NOT NULL DEFAULT 0")
+    _add_column(connection, "runs", "build_error", "TEXT")
+    _add_column(connection, "runs", "build_tries_max", "INTEGER")
+
+
 def _started_minibatches(connection: Connection) -> dict[tuple[str, int], list[int]]:
     """(run id, iteration) -> the minibatch of its latest "iteration started" event."""
     e = run_events.c
@@ -480,5 +495,6 @@ def _add_column(connection: Connection, table: str, column: str, sql_type: str) 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                         3: _v3_to_v4, 4: _v4_to_v5,
-                                                        5: _v5_to_v6, 6: _v6_to_v7}
+                                                        5: _v5_to_v6, 6: _v6_to_v7,
+                                                        7: _v7_to_v8}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

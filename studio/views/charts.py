@@ -189,16 +189,19 @@ def example_comparison(matrix: dict[int, dict[int, float | None]], selected: Seq
 
 
 def front_frame(candidates: Sequence[Candidate], means: dict[int, float | None],
-                front: dict[int, int], best_id: int | None) -> pd.DataFrame:
-    """Pooled candidates with their mean, Pareto-front membership and wins."""
+                front: dict[int, int], best_id: int | None,
+                costs: dict[int, float] | None = None) -> pd.DataFrame:
+    """Pooled candidates with their mean, Pareto-front membership and wins; with ``costs``
+    (candidate id -> US dollars) also what its trials cost."""
     index = candidate_index(candidates)
     rows = [{"candidate": f"#{c.index}", "iteration": c.iteration,
              "parents": ", ".join(f"#{index[p]}" for p in c.parent_ids if p in index) or "-",
              "mean": _nan(means.get(stored_id(c))), "on_front": stored_id(c) in front,
-             "wins": front.get(stored_id(c), 0), "best": stored_id(c) == best_id}
+             "wins": front.get(stored_id(c), 0), "best": stored_id(c) == best_id,
+             "cost_usd": (costs or {}).get(stored_id(c), 0.0)}
             for c in candidates if c.pooled]
-    return pd.DataFrame(rows, columns=["candidate", "iteration", "parents", "mean", "on_front",
-                                       "wins", "best"])
+    columns = ["candidate", "iteration", "parents", "mean", "on_front", "wins", "best"]
+    return pd.DataFrame(rows, columns=columns + (["cost_usd"] if costs is not None else []))
 
 
 @dataclass

@@ -283,11 +283,12 @@ def test_version_4_indexes_migrate_idempotently(tmp_path):
 def _export_before(store, run_id, fmt, base):
     """The export as it was written before it streamed (every record in a list)."""
     result = load_result(store, run_id)
+    costs = store.candidate_costs(run_id)
     candidates = [{
         "candidate_id": c.id, "index": c.index, "parent_ids": c.parent_ids, "pooled": c.pooled,
         "mean_score": c.mean_score, "on_front": c.on_front,
-        "best": c.id == result.best_candidate_id, **{f"component.{k}": v
-                                                     for k, v in c.components.items()},
+        "best": c.id == result.best_candidate_id, "cost_usd": costs.get(c.id, 0.0),
+        **{f"component.{k}": v for k, v in c.components.items()},
     } for c in result.candidates]
     numbers = export.RunNumbers.of_run(store, run_id)  # each trial's number in the run
     trials = [export.trial_record(t, numbers=numbers) for t in store.trials(run_id)]

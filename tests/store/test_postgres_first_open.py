@@ -60,3 +60,37 @@ def test_workers_opening_a_new_database_together_all_open_it(tmp_path):
         assert c.execute(text("SELECT value FROM meta WHERE key = 'schema_version'"))\
             .scalars().all() == [str(tables.SCHEMA_VERSION)]
     store.close()
+
+
+def test_workers_opening_an_older_database_together_upgrade_it_once(tmp_path):
+    """The upgrade, not the creation: four processes open a version-7 database at once; the
+    advisory lock lets one run the v7->v8 step and the others find it done."""
+    if not PG_URL:
+        pytest.fail("STUDIO_REQUIRE_POSTGRES=1 but STUDIO_TEST_PG_URL is not set")
+    engine = create_engine(resolve_url(PG_URL))
+    tables.metadata.drop_all(engine)
+    engine.dispose()
+    open_store(PG_URL, cached=False).close()
+    engine = create_engine(resolve_url(PG_URL))
+    with engine.begin() as c:  # as version 7 left it
+        c.execute(text("ALTER TABLE trials DROP COLUMN cost_usd"))
+        c.execute(text("ALTER TABLE runs DROP COLUMN build_tries, DROP COLUMN build_error, "
+                       "DROP COLUMN build_tries_max"))
+        c.execute(text("UPDATE meta SET value = '7' WHERE key = 'schema_version'"))
+    engine.dispose()
+    go = tmp_path / "go"
+    openers = [subprocess.Popen([sys.executable, "-c", OPENER, str(tmp_path / f"ready{i}"),
+                                 str(go)], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for i in range(4)]
+    wait_until(lambda: all((tmp_path / f"ready{i}").exists() for i in range(4)), timeout=120,
+               message="every opener to have imported the studio")
+    go.touch()
+    results = [(p.wait(timeout=120), *p.communicate()) for p in openers]
+    assert [(code, out.strip()) for code, out, _ in results] == [(0, "0")] * 4, results
+    store = open_store(PG_URL, cached=False)
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT value FROM meta WHERE key = 'schema_version'"))\
+            .scalars().all() == [str(tables.SCHEMA_VERSION)]
+        assert c.execute(text("SELECT count(*) FROM information_schema.columns WHERE "
+                              "table_name = 'trials' AND column_name = 'cost_usd'")).scalar() == 1
+    store.close()

@@ -76,6 +76,19 @@ def test_front_frame():
     assert list(table["candidate"]) == ["#0", "#1", "#3"]
     assert table.set_index("candidate").loc["#3", "on_front"]
     assert table.set_index("candidate").loc["#3", "parents"] == "#1"
+    assert "cost_usd" not in table.columns
+
+
+def test_front_frame_with_costs_shows_each_candidates():
+    table = front_frame(CANDIDATES, MEANS, {13: 2}, 13, {10: 0.5, 13: 0.25})
+    assert list(table["cost_usd"]) == [0.5, 0.0, 0.25]  # #1 has no priced trial: 0
+
+
+def test_costs_are_shown_in_dollars_without_rounding_cents_away():
+    from studio.model.costs import format_cost
+
+    assert [format_cost(v) for v in (0, 0.000002, 0.0123, 12.5, float("nan"))] == [
+        "$0", "$2e-06", "$0.0123", "$12.50", "$0"]
 
 
 def test_lineage_layout_puts_parents_between_children():

@@ -56,11 +56,14 @@ def register_providers() -> None:
 
 
 def litellm_model(model: str):
-    """An ADK ``LiteLlm`` for a model string, with the studio's providers registered."""
+    """An ADK ``LiteLlm`` for a model string, with the studio's providers registered and its
+    calls rate-limited, retried on ``Retry-After`` and priced (:mod:`.calls`)."""
     register_providers()
     from google.adk.models.lite_llm import LiteLlm
 
-    return LiteLlm(model=model)
+    from studio.runtime.providers.calls import metered_client
+
+    return LiteLlm(model=model, llm_client=metered_client())
 
 
 def adk_or_litellm_model(model: str):

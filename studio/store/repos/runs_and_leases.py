@@ -9,8 +9,9 @@ from sqlalchemy import and_, insert, or_, select, update
 
 import studio.store.schema as t
 from studio.model.errors import LeaseLostError, NotFoundError
-from studio.model.records import Run, RunRequest, RunStatus, utcnow
+from studio.model.records import Run, RunRequest, RunStatus
 from studio.model.redaction import redact, redact_data
+from studio.store.connection import database_now
 from studio.store.repos.base import Repository, guard, to_model
 
 
@@ -70,9 +71,9 @@ class RunRepository(Repository):
         already does, or when the holder's heartbeat is older than ``stale_after_s`` (it
         died). Of two processes claiming at once, exactly one wins (row lock on PostgreSQL,
         one writer at a time on SQLite)."""
-        now = utcnow()
-        stale = now - timedelta(seconds=stale_after_s)
         with self.engine.begin() as c:
+            now = database_now(c)
+            stale = now - timedelta(seconds=stale_after_s)
             result = c.execute(
                 update(t.runs)
                 .where(t.runs.c.id == run_id)
@@ -92,7 +93,7 @@ class RunRepository(Repository):
         with self.engine.begin() as c:
             renewed = c.execute(update(t.runs).where(and_(t.runs.c.id == run_id,
                                                           t.runs.c.worker == worker))
-                                .values(heartbeat_at=utcnow())).rowcount
+                                .values(heartbeat_at=database_now(c))).rowcount
             row = c.execute(select(t.runs.c.control, t.runs.c.worker)
                             .where(t.runs.c.id == run_id)).first()
         if not renewed:
@@ -112,12 +113,12 @@ class RunRepository(Repository):
     @guard
     def mark_orphans(self, stale_after_s: float) -> list[str]:
         """Runs whose worker stopped sending heartbeats become ``orphaned`` (resumable)."""
-        stale = utcnow() - timedelta(seconds=stale_after_s)
         active = [RunStatus.RUNNING.value, RunStatus.PAUSED.value, RunStatus.PENDING.value]
-        condition = and_(t.runs.c.status.in_(active),
-                         or_(t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale),
-                         t.runs.c.created_at < stale)
         with self.engine.begin() as c:
+            stale = database_now(c) - timedelta(seconds=stale_after_s)
+            condition = and_(t.runs.c.status.in_(active),
+                             or_(t.runs.c.heartbeat_at.is_(None), t.runs.c.heartbeat_at < stale),
+                             t.runs.c.created_at < stale)
             ids = [r[0] for r in c.execute(select(t.runs.c.id).where(condition))]
             if ids:
                 c.execute(update(t.runs).where(t.runs.c.id.in_(ids))

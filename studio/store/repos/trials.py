@@ -236,6 +236,28 @@ class TrialRepository(Repository):
                                    .where(run, t.trials.c.id <= tid)).scalar_one()
                     for tid in wanted if tid in mine}
 
+    @guard
+    def candidate_costs(self, run_id: str) -> dict[int, float]:
+        """Candidate id -> the summed price of its trials (US dollars; see ``Trial.cost_usd``)."""
+        c_ = t.trials.c
+        query = (select(c_.candidate_id, func.coalesce(func.sum(c_.cost_usd), 0.0))
+                 .where(c_.run_id == run_id).group_by(c_.candidate_id))
+        with self.engine.connect() as c:
+            return {int(row[0]): float(row[1] or 0.0) for row in c.execute(query)}
+
+    @guard
+    def run_costs(self, run_ids: Iterable[str]) -> dict[str, float]:
+        """Run id -> the summed price of its trials, for the runs given (one query)."""
+        ids = list(run_ids)
+        if not ids:
+            return {}
+        c_ = t.trials.c
+        query = (select(c_.run_id, func.coalesce(func.sum(c_.cost_usd), 0.0))
+                 .where(c_.run_id.in_(ids)).group_by(c_.run_id))
+        with self.engine.connect() as c:
+            found = {row[0]: float(row[1] or 0.0) for row in c.execute(query)}
+        return {run_id: found.get(run_id, 0.0) for run_id in ids}
+
     @staticmethod
     def _trial(row: Row, override: Override | None) -> Trial:
         data = dict(row._mapping)
