@@ -19,7 +19,12 @@ from studio.critics.agent import (
     SimpleCriticOutput,
 )
 from studio.critics.protocol import Critic
-from studio.engine.components import apply_components, check_components, check_seed_placeholders
+from studio.engine.components import (
+    apply_components,
+    check_components,
+    check_seed_placeholders,
+    find_llm_agent,
+)
 from studio.engine.context import Listener, RunContext
 from studio.engine.labels import LabelBook
 from studio.engine.loop import Engine
@@ -46,6 +51,7 @@ from studio.model.redaction import redact
 from studio.model.workflow import WorkflowSpec, last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
+from studio.runtime.graphs import is_graph_workflow
 from studio.runtime.providers import check_model
 from studio.runtime.workflows import (
     build_workflow,
@@ -338,11 +344,14 @@ def default_model_for(agent: Any, spec: RunSpec, primary: str | None) -> str:
 
 
 def _primary_model(root: Any, primary: str | None) -> str | None:
-    return agent_model_string(root.find_agent(primary)) if primary else None
+    return agent_model_string(find_llm_agent(root, primary)) if primary else None
 
 
 def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
-    """For a workflow: whose reply is scored, its shape, and what state each agent can read."""
+    """For a workflow: whose reply is scored, its shape, and what state each agent can read
+    (a graph ``Workflow``: whose reply is scored, :func:`studio.engine.api.graph_primary`)."""
+    if is_graph_workflow(agent):
+        return {"primary": primary}
     if not is_workflow(agent):
         return {}
     workflow, _ = describe_workflow(agent)

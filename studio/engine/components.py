@@ -23,6 +23,7 @@ from studio.model.records import (
 )
 from studio.model.workflow import components_by_agent, qualify, split_component, state_before
 from studio.runtime.demos import demos_of, with_demos
+from studio.runtime.graphs import graph_agent, is_graph_workflow, rebuild_graph
 from studio.runtime.workflows import describe_workflow, is_workflow
 
 
@@ -60,7 +61,10 @@ def extract_components(agent: Any, names: list[str]) -> dict[str, str]:
 
 
 def find_llm_agent(root: Any, name: str) -> Any:
-    """The agent called ``name`` in the tree under ``root`` (ADK's own lookup)."""
+    """The agent called ``name`` in the tree under ``root`` (ADK's own lookup), or the
+    ``LlmAgent`` node of that name in a graph ``Workflow``."""
+    if is_graph_workflow(root):
+        return graph_agent(root, name)
     found = root.find_agent(name)
     if found is None:
         raise ConfigError(f"the workflow has no agent named {name!r}", where="components",
@@ -99,6 +103,10 @@ def apply_components(agent: Any, components: dict[str, str]) -> Any:
     by_agent = components_by_agent(components)
     if "" in by_agent:
         return _apply_one(agent, components)
+    if is_graph_workflow(agent):  # a new graph, same edges and routes, the nodes swapped
+        return rebuild_graph(agent, lambda node: _apply_one(node, {
+            name: components[qualify(node.name, name)] for name in by_agent[node.name]})
+            if node.name in by_agent else None)
     return _copy_tree(agent, {owner: {name: components[qualify(owner, name)] for name in names}
                               for owner, names in by_agent.items()})
 

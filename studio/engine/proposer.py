@@ -27,6 +27,7 @@ from studio.engine.tried import (
 )
 from studio.model.errors import ProposalError
 from studio.model.feedback import Feedback
+from studio.model.graph import node_role
 from studio.model.limits import (
     MAX_COMPONENT_CHARS,
     MAX_FEEDBACK_CHARS,
@@ -46,6 +47,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.model.workflow import role_of, split_component
+from studio.runtime.graphs import graph_shape, is_graph_workflow
 
 RULES_AUTHOR = "the rules operator"
 NOTHING_TO_ADD = ("nothing to add: no check failed on the minibatch (or each already has its "
@@ -85,6 +87,9 @@ class PipelineView:
 
 def pipeline_view(ctx: RunContext, component: str) -> PipelineView | None:
     agent, _ = split_component(component)
+    if agent is not None and is_graph_workflow(ctx.agent):  # a node told its neighbours
+        return PipelineView(agent=agent, role=node_role(graph_shape(ctx.agent), agent),
+                            primary=ctx.primary or "")
     if ctx.workflow is None or agent is None:
         return None
     return PipelineView(agent=agent, role=role_of(ctx.workflow, agent),
