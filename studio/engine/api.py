@@ -413,10 +413,10 @@ async def evolve_graph(
     keys = graph_components(workflow, components)
     chosen = graph_primary(workflow, primary)
     agents = graph_agents(workflow)
-    critic = critic if critic is not None else own_schema_critic(
-        agents[chosen or split_component(keys[0])[0]])
+    lead = agents[chosen or split_component(keys[0])[0] or ""]  # keys are node-qualified
+    critic = critic if critic is not None else own_schema_critic(lead)
     if resume is None:
-        model = _agent_model(agents[chosen or split_component(keys[0])[0]])
+        model = _agent_model(lead)
         spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
                        reflection=reflection_spec(reflection_model or model,
                                                   reflection_strategy),
