@@ -45,6 +45,7 @@ from studio.critics.protocol import Sample
 from studio.model.errors import ConfigError
 from studio.model.feedback import Feedback
 from studio.model.jsontools import to_jsonable
+from studio.model.records import CriticSpec
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ class AdkMetricsCritic:
         self.eval_config = eval_config(config, judge_model=judge_model, where=where)
         self.registry = _registry(self.eval_config, registry, allow_custom_metrics, where)
         self.metrics = [_metric(m, self.registry, where) for m in _eval_metrics(self.eval_config)]
+        _check_judges(self.eval_config, where)
         if not self.metrics:
             raise ConfigError("the eval config names no metric: give criteria such as "
                               '{"criteria": {"tool_trajectory_avg_score": 1.0, '
@@ -275,6 +277,24 @@ def _refuse_unscorable(name: str, registry: Any, where: str) -> None:
                           "GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (or GOOGLE_API_KEY) "
                           "set; set them, or score by final_response_match_v2 or a rubric "
                           "metric, which ask the run's judge model", where=where, value=name)
+
+
+def _check_judges(config: Any, where: str) -> None:
+    """A judge reached through LiteLLM (``provider/model``) is callable from here: its key is
+    set, its script registered (ADK's own names, ``gemini-2.5-flash``, ADK checks itself)."""
+    from studio.runtime.providers import check_model
+
+    for name in LLM_JUDGED:
+        criterion = config.criteria.get(name)
+        options = criterion.model_dump().get("judge_model_options") if criterion is not None \
+            and not isinstance(criterion, int | float) else None
+        judge = (options or {}).get("judge_model")
+        if isinstance(judge, str) and "/" in judge:
+            try:
+                check_model(judge)
+            except ConfigError as exc:
+                raise ConfigError(f"the judge model of {name!r}: {exc.message}",
+                                  where=f"{where}.criteria.{name}", value=judge) from exc
 
 
 def _vertex_configured() -> bool:
@@ -481,6 +501,25 @@ def combined_feedback(results: list[MetricResult], rule: ScoreRule) -> Feedback:
         scored = [n for r in evaluated if (n := r.normalized) is not None]
         score = sum(scored) / len(scored) if scored else 0.0
     return Feedback(score=score, text=text, dimensions=dimensions, extra=details)
+
+
+def adk_metrics_critic_spec(criteria_file: str | Path, *, judge_model: str | None = None,
+                            score: ScoreRule | str = ScoreRule.PASS,
+                            name: str = "adk_metrics") -> CriticSpec:
+    """The stored critic of a run scored by ADK's criteria file (``studio run DIR --evalset X
+    --criteria test_config.json``): the file's criteria themselves, so a worker rebuilds the
+    critic without the file; checked now as the run will build it (no ``custom_metrics``).
+
+    Raises:
+        ConfigError: the file or a metric is refused (see :class:`AdkMetricsCritic`).
+    """
+    data = load_eval_config_file(criteria_file, where=str(criteria_file))
+    AdkMetricsCritic(data, judge_model=judge_model, score=score, allow_custom_metrics=False,
+                     where=str(criteria_file))
+    evaluator: dict[str, Any] = {"adk_metrics": data, "score": ScoreRule(score).value}
+    if judge_model:
+        evaluator["judge_model"] = judge_model
+    return CriticSpec(type="evaluator", name=name, evaluator=evaluator)
 
 
 def adk_metrics_critic(criteria_file: str | Path, *, judge_model: str | None = None,

@@ -231,3 +231,32 @@ def test_the_judge_model_fills_only_criteria_that_name_none():
               for name, criterion in critic.eval_config.criteria.items()}
     assert judges == {"final_response_match_v2": "scripted/demo",
                       "hallucinations_v1": "scripted/echo"}
+
+
+def test_the_cli_spec_carries_the_criteria_and_rebuilds_the_same_critic(tmp_path):
+    from studio.critics.adk_metrics import adk_metrics_critic_spec
+    from studio.engine.build import critic_for_run
+    from studio.runtime.execution import AgentExecutor
+
+    criteria = {"criteria": {"response_match_score": 0.8}}
+    path = tmp_path / "test_config.json"
+    path.write_text(json.dumps(criteria))
+    spec = adk_metrics_critic_spec(path, judge_model="scripted/echo", score="mean")
+    assert spec.evaluator == {"adk_metrics": criteria, "score": "mean",
+                              "judge_model": "scripted/echo"}
+    critic = critic_for_run(spec, AgentExecutor(), "scripted/echo")
+    assert isinstance(critic, AdkMetricsCritic) and critic.rule.value == "mean"
+    path.write_text(json.dumps({"criteria": {"mine": 0.5}, "custom_metrics": {
+        "mine": {"code_config": {"name": "os.getcwd"}}}}))
+    with pytest.raises(ConfigError, match="custom_metrics"):
+        adk_metrics_critic_spec(path)
+
+
+def test_a_judge_that_cannot_be_called_is_refused_up_front(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="judge model of 'final_response_match_v2'.*OPENAI"):
+        AdkMetricsCritic({"criteria": {"final_response_match_v2": 0.5}},
+                         judge_model="openai/gpt-4o")
+    with pytest.raises(ConfigError, match="unknown scripted model 'scripted/nobody'"):
+        AdkMetricsCritic({"criteria": {"final_response_match_v2": 0.5}},
+                         judge_model="scripted/nobody")
