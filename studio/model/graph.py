@@ -84,6 +84,27 @@ def node_role(shape: GraphShape, name: str) -> str:
     return where + ": " + "; ".join(p for p in parts if p)
 
 
+def upstream_agents(shape: GraphShape, name: str) -> tuple[str, ...]:
+    """The ``LlmAgent`` nodes whose replies reach node ``name``: its predecessors, looking
+    through joins, functions and nested workflows to the agents behind them."""
+    found: list[str] = []
+    seen: set[str] = set()
+    pending = [e.source for e in shape.predecessors(name)]
+    while pending:
+        source = pending.pop(0)
+        if source in seen:
+            continue
+        seen.add(source)
+        node = shape.node(source)
+        if node is not None and node.kind is NodeKind.LLM_AGENT:
+            found.append(source)
+        else:
+            inner = [e.target for e in shape.edges if e.parent == source]
+            pending += [n for n in inner if not shape.successors(n)] or \
+                [e.source for e in shape.predecessors(source)]
+    return tuple(found)
+
+
 def _neighbour(shape: GraphShape, name: str, route: str | None) -> str:
     node = shape.node(name)
     label = "the user's input" if name == START_NODE else name

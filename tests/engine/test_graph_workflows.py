@@ -135,3 +135,19 @@ def evolve_sync_refused(workflow, components, store):
     asyncio.run(evolve(workflow, [{"topic": "x"}], critic=build_critic(
         {"evaluator": "contains", "params": {"substring": "x"}}), components=components,
         store=store, reflection_model="scripted/echo"))
+
+
+def test_a_node_is_told_what_its_upstream_agents_sent_not_its_siblings(script):
+    from studio.engine.proposer import PipelineView
+    from studio.model.graph import upstream_agents
+
+    shape = graph_shape(decision_graph(script(node_model)))
+    assert upstream_agents(shape, "pros") == ("plan",)
+    assert set(upstream_agents(shape, "final")) == {"pros", "cons"}  # through the join
+    view = PipelineView(agent="cons", role=node_role(shape, "cons"), primary="final",
+                        sources=upstream_agents(shape, "cons"))
+    trace = {"events": [{"author": a, "type": "text", "text": f"{a} says"}
+                        for a in ("plan", "pros", "cons", "final")]}
+    step = view.step_of(trace)
+    assert step["received_from_earlier_agents"] == [{"from": "plan", "text": "plan says"}]
+    assert step["this_agent_produced"] == ["cons says"]
