@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from studio.critics.agent import CriticScorer, own_schema_critic
 from studio.engine.build import agent_model_string, build_engine, create_run
-from studio.engine.components import check_components, check_seed_placeholders
+from studio.engine.components import check_seed_placeholders, graph_components, graph_primary
 from studio.engine.context import Listener
 from studio.engine.guard import HoldoutReport
 from studio.engine.history import proposal_rows
@@ -429,50 +429,6 @@ async def evolve_graph(
     else:
         run_id = resume
     return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
-
-
-def graph_components(workflow: Any, components: Any) -> list[str]:
-    """``components`` of a graph as ``node.component`` keys, each node an ``LlmAgent`` of the
-    graph; the graph's own refusals first (:func:`studio.runtime.graphs.graph_agents`)."""
-    names = list(graph_agents(workflow, where="workflow"))
-    if isinstance(components, str):
-        components = [components]
-    if isinstance(components, Mapping):
-        unknown = [n for n in components if n not in names]
-        if unknown:
-            raise ConfigError(f"components name node {unknown[0]!r}, which is not an LlmAgent "
-                              f"node of graph {workflow.name!r} (its LlmAgent nodes: {names})",
-                              where="components", value=unknown[0])
-        keys = [f"{node}.{c}" for node, cs in components.items() for c in cs]
-    else:
-        keys = expand_components(list(components or ["instruction"]), names)
-    check_components(keys)
-    for key in keys:
-        node, part = split_component(key)
-        if node not in names:
-            raise ConfigError(f"component {key!r} names no LlmAgent node of graph "
-                              f"{workflow.name!r} (its LlmAgent nodes: {names})",
-                              where="components", value=key)
-        if part == "output_schema" and getattr(graph_agents(workflow)[node], "output_schema",
-                                               None) is None:
-            raise ConfigError(f"cannot evolve {key!r}: node {node!r} has no output_schema",
-                              where="components", value=key)
-    return keys
-
-
-def graph_primary(workflow: Any, primary: str | None) -> str | None:
-    """Whose reply a graph run scores: ``primary`` (an ``LlmAgent`` node), else the only
-    terminal ``LlmAgent`` node, else None (the run's last reply)."""
-    shape = graph_shape(workflow)
-    names = shape.llm_agents()
-    if primary is not None:
-        if primary not in names:
-            raise ConfigError(f"primary {primary!r} is not an LlmAgent node of graph "
-                              f"{workflow.name!r} ({names})", where="primary", value=primary)
-        return primary
-    terminal = [n for n in names if not shape.successors(n)
-                and shape.node(n).parent == workflow.name]  # type: ignore[union-attr]
-    return terminal[0] if len(terminal) == 1 else None
 
 
 async def evolve_group(

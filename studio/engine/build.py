@@ -24,6 +24,8 @@ from studio.engine.components import (
     check_components,
     check_seed_placeholders,
     find_llm_agent,
+    graph_components,
+    graph_primary,
 )
 from studio.engine.context import Listener, RunContext
 from studio.engine.labels import LabelBook
@@ -51,7 +53,7 @@ from studio.model.redaction import redact
 from studio.model.workflow import WorkflowSpec, last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
-from studio.runtime.graphs import is_graph_workflow
+from studio.runtime.graphs import graph_shape, is_graph_workflow
 from studio.runtime.providers import check_model
 from studio.runtime.workflows import (
     build_workflow,
@@ -89,6 +91,10 @@ def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
     if not spec.agent_ref or spec.agents or spec.workflow is not None:
         return spec
     root = root if root is not None else load_agent(spec.agent_ref, folder=spec.agent_folder)
+    if is_graph_workflow(root):  # a graph by reference: its nodes' components, its shape
+        return spec.model_copy(update={"components": graph_components(root, spec.components),
+                                       "primary": graph_primary(root, spec.primary),
+                                       "graph": graph_shape(root)})
     if not is_workflow(root):
         return spec
     shape, agents = describe_workflow(root)

@@ -47,9 +47,9 @@ def is_workflow(agent: Any) -> bool:
 
 def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
     """Refuse an ADK 2 graph ``Workflow`` (``google.adk.workflow.Workflow``) up front where a
-    tree of agents is expected (``evolve_workflow()``, a project's ``agent.ref``), naming its
-    ``LlmAgent`` nodes: patching a graph as a tree would run a whole evolution that changes
-    nothing. ``evolve()`` evolves a graph itself (:func:`studio.engine.api.evolve_graph`).
+    tree of agents is expected (``evolve_workflow()``), naming its ``LlmAgent`` nodes: patching
+    a graph as a tree would run a whole evolution that changes nothing. ``evolve()`` and a
+    project's ``agent.ref`` evolve a graph itself (:func:`studio.engine.api.evolve_graph`).
 
     Raises:
         ConfigError: ``obj`` is a graph ``Workflow``; the message says what to evolve instead.
@@ -65,8 +65,8 @@ def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
     raise ConfigError(
         f"{obj.name!r} is an ADK 2 graph Workflow (google.adk.workflow.Workflow), which is "
         f"not a tree of agents; evolve it from Python with evolve(workflow, trainset, "
-        f"components={{node: ['instruction']}}), which keeps the graph's edges and routes (a "
-        f"project cannot name a graph yet). Its LlmAgent nodes: {shown}",
+        f"components={{node: ['instruction']}}) or a project's agent.ref, which keep the "
+        f"graph's edges and routes. Its LlmAgent nodes: {shown}",
         where=where, value=type(obj).__name__)
 
 

@@ -1,7 +1,7 @@
-"""An ADK 2 graph ``Workflow`` is refused before anything runs where a tree of agents is expected,
-naming its LlmAgent nodes and what to call instead (it used to be a run that "completed" having
-changed nothing); ``evolve()`` evolves it (tests/engine/test_graph_workflows.py) and refuses a
-component it cannot evolve."""
+"""An ADK 2 graph ``Workflow`` is refused before anything runs where a tree of agents is expected
+(``evolve_workflow``), naming its LlmAgent nodes and what to call instead (it used to be a run
+that "completed" having changed nothing); ``evolve()`` and a project's ``agent.ref`` evolve it
+(tests/engine/test_graph_workflows.py) and refuse a component it cannot evolve."""
 
 from __future__ import annotations
 
@@ -60,10 +60,10 @@ def test_evolve_workflow_refuses_it_too(store, calls):
     assert seen == [] and store.list_runs() == []
 
 
-def test_a_reference_to_a_graph_workflow_is_refused_naming_it(calls, monkeypatch):
+def test_a_reference_to_a_graph_workflow_loads_it_as_it_is(calls, monkeypatch):
+    """A project's ``agent.ref`` may name a graph: its nodes evolve with the graph kept
+    (tests/projects/test_graph_projects.py)."""
     module = types.ModuleType("graph_agents_for_test")
     module.root_agent = calls[1]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    with pytest.raises(ConfigError, match="'pipeline' is an ADK 2 graph Workflow") as caught:
-        load_agent("graph_agents_for_test:root_agent")
-    assert caught.value.where == "agent.ref"
+    assert load_agent("graph_agents_for_test:root_agent") is calls[1]
