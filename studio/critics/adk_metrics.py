@@ -82,11 +82,11 @@ class ScoreRule(StrEnum):
 
 @dataclass(frozen=True)
 class _Metric:
-    """One configured metric: ADK's ``EvalMetric``, its evaluator and its value interval."""
+    """One configured metric: ADK's ``EvalMetric`` (its evaluator built once up front, so a
+    criterion ADK refuses is refused before the run) and its value interval."""
 
     name: str
     eval_metric: Any
-    evaluator: Any
     interval: tuple[float, float]
 
 
@@ -141,8 +141,10 @@ class AdkMetricsCritic:
         missing = _missing_reference(metric.name, sample)
         if missing:
             return MetricResult.not_evaluated(metric, missing)
-        try:
-            result = metric.evaluator.evaluate_invocations(
+        try:  # a fresh evaluator per trial, as LocalEvalService makes one per case: ADK's
+            # rubric evaluators keep per-call state, and trials are scored concurrently
+            evaluator = self.registry.get_evaluator(metric.eval_metric)
+            result = evaluator.evaluate_invocations(
                 actual_invocations=[actual], expected_invocations=[expected])
             if inspect.isawaitable(result):
                 result = await result
@@ -256,11 +258,11 @@ def _metric(eval_metric: Any, registry: Any, where: str) -> _Metric:
     name = eval_metric.metric_name
     _refuse_unscorable(name, registry, f"{where}.criteria.{name}")
     try:
-        evaluator = registry.get_evaluator(eval_metric)
+        registry.get_evaluator(eval_metric)
     except Exception as exc:  # ADK's criterion checks raise ValueError / pydantic errors
         raise ConfigError(f"ADK refuses the criterion of {name!r}: {exc}"[:600],
                           where=f"{where}.criteria.{name}", value=name) from exc
-    return _Metric(name, eval_metric, evaluator, _interval(name, registry))
+    return _Metric(name, eval_metric, _interval(name, registry))
 
 
 def _refuse_unscorable(name: str, registry: Any, where: str) -> None:
