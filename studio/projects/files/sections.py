@@ -115,9 +115,9 @@ class CriticSection(BaseModel):
     """For ``type: adk_metrics``: ADK's eval criteria config (``{criteria: {metric: threshold or
     criterion}}``, as in ``test_config.json``), or the path of such a file relative to the
     project file (see :mod:`studio.critics.adk_metrics`)."""
-    score: str = Field(default="pass", pattern="^(pass|mean)$")
-    """For ``type: adk_metrics``: ``pass`` (1 when every metric passes, as ``adk optimize``) or
-    ``mean`` (the mean of the metrics' scores)."""
+    score: str | None = Field(default=None, pattern="^(pass|mean)$")
+    """For ``type: adk_metrics``: ``pass`` (the default: 1 when every metric passes, as ``adk
+    optimize``) or ``mean`` (the mean of the metrics' scores)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -129,7 +129,7 @@ class CriticSection(BaseModel):
             if base_dir is not None:
                 config = criteria_config(config, base_dir, "critic.adk_metrics")
             return CriticSpec(type="evaluator", name=self.name, evaluator={
-                "adk_metrics": config, "judge_model": self.model, "score": self.score})
+                "adk_metrics": config, "judge_model": self.model, "score": self.score or "pass"})
         if self.type == "evaluator":
             return CriticSpec(type="evaluator", name=self.name, evaluator=self.evaluator or {})
         agent = AgentSpec(name=_identifier(self.name), model=self.model,
