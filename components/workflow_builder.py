@@ -16,7 +16,7 @@ import streamlit as st
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.views import builder
 from studio.views.markdown import escape_markdown
-from studio.views.workflows import workflow_dot
+from studio.views.workflows import graph_dot, workflow_dot
 
 COMPONENT_CHOICES = ("instruction", "output_schema", "generate_content_config", "few_shot")
 KIND_HELP = {"sequential": "one after the other", "loop": "in order, several times",
@@ -69,6 +69,23 @@ def picture(fields: dict[str, Any]) -> None:
     st.graphviz_chart(dot, width="stretch")
     st.caption("Double border: the agent whose output the critic scores · blue: agents with "
                "components to evolve · arrows: the state key handed on (`{key}`).")
+
+
+def graph_picture(spec: Any) -> None:
+    """An ADK 2 graph run's workflow: its nodes and edges (routes labelled), the evolved nodes
+    in blue and the scored one doubled; nothing for other runs."""
+    if getattr(spec, "graph", None) is None:
+        return
+    with st.expander(f"Graph workflow `{escape_markdown(spec.graph.name)}`", expanded=False):
+        try:
+            dot = graph_dot(spec.graph, spec.components, spec.primary)
+        except ValueError as exc:
+            st.caption(f"No picture: {escape_markdown(str(exc))}")
+            return
+        st.graphviz_chart(dot, width="stretch")
+        st.caption("Boxes: LlmAgent nodes (blue: evolving; double border: scored) · "
+                   "arrows: edges, labelled with their routes · each candidate is this graph "
+                   "with the evolved nodes' agents swapped.")
 
 
 def _settings(editor: Any, fields: dict[str, Any], errors: dict[str, str],

@@ -54,6 +54,8 @@ _LAZY_EXPORTS = {
     "image_file": "studio.model.media",
     "ConfigError": "studio.model.errors",
     "SchemaBasedScorer": "studio.critics.agent",
+    "AdkMetricsCritic": "studio.critics.adk_metrics",
+    "adk_metrics_critic": "studio.critics.adk_metrics",
     "AgentAsJudgeEval": "studio.evaluators.criteria_judge",
     "AgentAsJudgeEvaluation": "studio.evaluators.criteria_judge",
     "AgentAsJudgeResult": "studio.evaluators.criteria_judge",

@@ -136,6 +136,8 @@ def _adk_fixture(folder: Path) -> None:
         case("leaves", "autumn leaves", "leaves"), case("rain", "city rain", "rain")])
     (agent / "haiku.evalset.json").write_text(eval_set.model_dump_json(indent=2),
                                               encoding="utf-8")
+    (agent / "test_config.json").write_text(  # ADK's eval criteria, beside the eval set
+        '{"criteria": {"response_match_score": 0.8}}', encoding="utf-8")
 
 
 FIXTURES = {"images": _images_fixture, "adk": _adk_fixture}

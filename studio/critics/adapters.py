@@ -31,6 +31,11 @@ Declarative configs for :func:`build_critic` (a project file's critic section; `
         {"name": "rubric_dag", "params": {"preset": "answer_quality"}, "label": "quality"},
         {"agent_as_judge": {"criteria": "Be concise"}, "weight": 1}]}
 
+    # ADK's metrics, as `adk eval` scores (studio.critics.adk_metrics): its eval criteria
+    # config (test_config.json's content; no custom_metrics here)
+    {"adk_metrics": {"criteria": {"tool_trajectory_avg_score": 1.0}},
+     "judge_model": "openai/gpt-4o", "score": "pass"}
+
     # Agno-style criteria judge
     {"agent_as_judge": {"criteria": "...", "scoring_strategy": "numeric", "threshold": 7,
                         "additional_guidelines": ["..."], "model": "local/smollm2"}}
@@ -66,8 +71,9 @@ _PASSED_THROUGH = ("verdicts", "path", "claims")
 """Component metadata lifted to the top of a weighted result, so the studio can show it."""
 _IGNORED_KEYS = {"type", "description"}
 _CRITIC_KEYS = {"evaluator", "evaluators", "agent_as_judge", "params", "name", "use",
-                "reference_key"}
-_ITEM_KEYS = {"name", "params", "weight", "use", "reference_key", "label", "agent_as_judge"}
+                "reference_key", "adk_metrics", "judge_model", "score"}
+_ITEM_KEYS = {"name", "params", "weight", "use", "reference_key", "label", "agent_as_judge",
+              "adk_metrics", "judge_model", "score"}
 _JUDGE_KEYS = {"criteria", "scoring_strategy", "threshold", "additional_guidelines", "model",
                "name"}
 
@@ -319,11 +325,14 @@ def build_critic(config: Mapping[str, Any]) -> Critic:
     if not isinstance(config, Mapping):
         raise ConfigError("a critic config must be a mapping", where="critic", value=config)
     _check_keys(config, _CRITIC_KEYS, "critic")
-    kinds = [k for k in ("evaluator", "evaluators", "agent_as_judge") if k in config]
+    kinds = [k for k in ("evaluator", "evaluators", "agent_as_judge", "adk_metrics")
+             if k in config]
     if len(kinds) != 1:
-        raise ConfigError("give exactly one of 'evaluator', 'evaluators' or 'agent_as_judge'",
-                          where="critic", value=dict(config))
+        raise ConfigError("give exactly one of 'evaluator', 'evaluators', 'agent_as_judge' or "
+                          "'adk_metrics'", where="critic", value=dict(config))
     name = config.get("name")
+    if kinds[0] == "adk_metrics":
+        return declared_adk_metrics(config, name, "critic")
     if kinds[0] == "evaluator":
         return _evaluator_critic(config, name, "critic")
     if kinds[0] == "agent_as_judge":
@@ -360,6 +369,8 @@ def _weighted(items: Any, name: str) -> WeightedCritic:
 
 
 def _item_critic(item: Mapping[str, Any], where: str) -> Critic:
+    if "adk_metrics" in item:
+        return declared_adk_metrics(item, item.get("label"), where)
     if "agent_as_judge" in item:
         return JudgeCritic(_judge(item["agent_as_judge"], f"{where}.agent_as_judge"),
                            item.get("label"))
@@ -367,6 +378,20 @@ def _item_critic(item: Mapping[str, Any], where: str) -> Critic:
         raise ConfigError("each entry needs an evaluator 'name' or an 'agent_as_judge' block",
                           where=where, value=dict(item))
     return _evaluator_critic(item, item.get("label"), where)
+
+
+def declared_adk_metrics(spec: Mapping[str, Any], name: str | None, where: str) -> Critic:
+    """An :class:`AdkMetricsCritic` from a declarative config: ``custom_metrics`` are refused
+    (they import code; a stored or uploaded config may not)."""
+    from studio.critics.adk_metrics import AdkMetricsCritic  # ADK's evaluation: when used
+
+    if not isinstance(spec["adk_metrics"], Mapping):  # a path would read the server's files
+        raise ConfigError("adk_metrics must be the eval config itself ({criteria: {...}}); a "
+                          "project file may name a test_config.json beside it instead",
+                          where=f"{where}.adk_metrics", value=spec["adk_metrics"])
+    return AdkMetricsCritic(spec["adk_metrics"], judge_model=spec.get("judge_model"),
+                            score=spec.get("score") or "pass", name=name or "adk_metrics",
+                            allow_custom_metrics=False, where=f"{where}.adk_metrics")
 
 
 def _judge(spec: Any, where: str) -> AgentAsJudgeEval:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from studio.critics.agent import CriticScorer, own_schema_critic
 from studio.engine.build import agent_model_string, build_engine, create_run
-from studio.engine.components import check_seed_placeholders
+from studio.engine.components import check_seed_placeholders, graph_components, graph_primary
 from studio.engine.context import Listener
 from studio.engine.guard import HoldoutReport
 from studio.engine.history import proposal_rows
@@ -33,7 +33,8 @@ from studio.model.records import (
     expand_components,
     stored_id,
 )
-from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec
+from studio.model.workflow import MAX_WORKFLOW_DEPTH, WorkflowSpec, split_component
+from studio.runtime.graphs import graph_agents, graph_shape, is_graph_workflow
 from studio.runtime.protocol import AgentExecutorProtocol
 from studio.runtime.workflows import (
     describe_workflow,
@@ -176,7 +177,7 @@ async def evolve(
     trainset: list[dict[str, Any]],
     critic: Any = None,
     valset: list[dict[str, Any]] | None = None,
-    components: list[str] | tuple[str, ...] = ("instruction",),
+    components: list[str] | tuple[str, ...] | dict[str, list[str]] = ("instruction",),
     reflection_agent: BaseAgent | None = None,
     config: EvolutionConfig | None = None,
     *,
@@ -191,6 +192,7 @@ async def evolve(
     scorer: Any = None,
     executor: AgentExecutorProtocol | None = None,
     candidate_selector: str | None = None,
+    primary: str | None = None,
 ) -> EvolutionResult:
     """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
 
@@ -198,7 +200,8 @@ async def evolve(
     happens, so it can be watched (and steered) in the studio. ``agent`` is never mutated.
 
     Args:
-        agent: the ADK ``LlmAgent`` to improve.
+        agent: the ADK ``LlmAgent`` to improve, or an ADK 2 graph ``Workflow`` (its
+            ``LlmAgent`` nodes evolve, the graph kept: see :func:`evolve_graph`).
         trainset: examples as dicts, e.g. ``{"topic": "autumn leaves"}``; ``expected`` is the
             optional reference.
         critic: an ADK critic agent (``output_schema=SimpleCriticOutput``), an evaluator from
@@ -234,6 +237,13 @@ async def evolve(
         config = (config or EvolutionConfig()).model_copy(
             update={"candidate_selection": Selection(candidate_selector)})
 
+    if is_graph_workflow(agent):
+        return await evolve_graph(
+            agent, trainset, critic=critic, valset=valset, components=components,
+            primary=primary, reflection_agent=reflection_agent, config=config, store=store,
+            name=name, input_key=input_key, reflection_model=reflection_model,
+            on_event=on_event, resume=resume, testset=testset,
+            reflection_strategy=reflection_strategy)
     if is_workflow(agent):  # gepa-adk users pass workflows to evolve() too
         return await evolve_workflow(
             agent, trainset, critic=critic, valset=valset, components=list(components),
@@ -264,7 +274,9 @@ def check_agent(agent: object, components: str | Iterable[str] | None) -> None:
     Raises:
         ConfigError: naming the argument and what to pass instead.
     """
-    refuse_graph_workflow(agent)
+    if is_graph_workflow(agent):
+        graph_components(agent, components)  # what cannot evolve is refused, naming it
+        return
     if not isinstance(agent, BaseAgent):
         shown = repr(agent) if len(repr(agent)) <= 60 else repr(agent)[:57] + "..."
         raise ConfigError(f"agent must be an ADK agent (an LlmAgent, or a SequentialAgent, "
@@ -359,6 +371,57 @@ async def evolve_workflow(
                                                   reflection_strategy),
                        components=keys, input_key=input_key, resumable=False, primary=chosen)
         spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
+        store = store or open_store()
+        run_id = create_run(store, spec=spec, trainset=trainset, valset=valset,
+                            config=config or EvolutionConfig(),
+                            name=name or f"evolve {workflow.name}", testset=testset).id
+    else:
+        run_id = resume
+    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
+
+
+async def evolve_graph(
+    workflow: Any,
+    trainset: list[dict[str, Any]],
+    *,
+    critic: Any = None,
+    components: dict[str, list[str]] | list[str] | tuple[str, ...] | None = None,
+    primary: str | None = None,
+    config: EvolutionConfig | None = None,
+    valset: list[dict[str, Any]] | None = None,
+    reflection_agent: BaseAgent | None = None,
+    store: Store | None = None,
+    name: str = "",
+    input_key: str | None = None,
+    reflection_model: str | None = None,
+    on_event: Listener | None = None,
+    resume: str | None = None,
+    testset: list[dict[str, Any]] | None = None,
+    reflection_strategy: str = "llm",
+) -> EvolutionResult:
+    """Evolve the ``LlmAgent`` nodes of an ADK 2 graph ``Workflow`` (chains, fan-out, routes,
+    ``FunctionNode``s, ``JoinNode``s, nested workflows), the graph kept: each candidate is a new
+    ``Workflow`` with the same edges and routes, the evolved nodes' agents swapped
+    (:func:`studio.runtime.graphs.rebuild_graph`); ``workflow`` is never changed.
+
+    ``components`` maps node names to components (``{"pros": ["instruction"]}``); a plain list
+    means those components of every ``LlmAgent`` node. ``primary`` names the node whose reply
+    is scored (default: the graph's only terminal ``LlmAgent`` node, else the run's last reply).
+    Reflection is told each node's neighbours (what it receives from, what it feeds). Anything
+    the studio cannot evolve raises :class:`ConfigError` before a model is called.
+    """
+    keys = graph_components(workflow, components)
+    chosen = graph_primary(workflow, primary)
+    agents = graph_agents(workflow)
+    lead = agents[chosen or split_component(keys[0])[0] or ""]  # keys are node-qualified
+    critic = critic if critic is not None else own_schema_critic(lead)
+    if resume is None:
+        model = _agent_model(lead)
+        spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
+                       reflection=reflection_spec(reflection_model or model,
+                                                  reflection_strategy),
+                       components=keys, input_key=input_key, resumable=False, primary=chosen,
+                       graph=graph_shape(workflow))
         store = store or open_store()
         run_id = create_run(store, spec=spec, trainset=trainset, valset=valset,
                             config=config or EvolutionConfig(),

@@ -19,7 +19,14 @@ from studio.critics.agent import (
     SimpleCriticOutput,
 )
 from studio.critics.protocol import Critic
-from studio.engine.components import apply_components, check_components, check_seed_placeholders
+from studio.engine.components import (
+    apply_components,
+    check_components,
+    check_seed_placeholders,
+    find_llm_agent,
+    graph_components,
+    graph_primary,
+)
 from studio.engine.context import Listener, RunContext
 from studio.engine.labels import LabelBook
 from studio.engine.loop import Engine
@@ -46,6 +53,7 @@ from studio.model.redaction import redact
 from studio.model.workflow import WorkflowSpec, last_agent, split_component
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
+from studio.runtime.graphs import graph_shape, is_graph_workflow
 from studio.runtime.providers import check_model
 from studio.runtime.providers.adk_names import is_adk_model_name
 from studio.runtime.providers.calls import set_rate_limits
@@ -85,6 +93,10 @@ def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
     if not spec.agent_ref or spec.agents or spec.workflow is not None:
         return spec
     root = root if root is not None else load_agent(spec.agent_ref, folder=spec.agent_folder)
+    if is_graph_workflow(root):  # a graph by reference: its nodes' components, its shape
+        return spec.model_copy(update={"components": graph_components(root, spec.components),
+                                       "primary": graph_primary(root, spec.primary),
+                                       "graph": graph_shape(root)})
     if not is_workflow(root):
         return spec
     shape, agents = describe_workflow(root)
@@ -341,11 +353,14 @@ def default_model_for(agent: Any, spec: RunSpec, primary: str | None) -> str:
 
 
 def _primary_model(root: Any, primary: str | None) -> str | None:
-    return agent_model_string(root.find_agent(primary)) if primary else None
+    return agent_model_string(find_llm_agent(root, primary)) if primary else None
 
 
 def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
-    """For a workflow: whose reply is scored, its shape, and what state each agent can read."""
+    """For a workflow: whose reply is scored, its shape, and what state each agent can read
+    (a graph ``Workflow``: whose reply is scored, :func:`studio.engine.api.graph_primary`)."""
+    if is_graph_workflow(agent):
+        return {"primary": primary}
     if not is_workflow(agent):
         return {}
     workflow, _ = describe_workflow(agent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from studio.model.errors import ConfigError, ProposalError, ProposalProblem, SchemaError
@@ -17,12 +17,20 @@ from studio.model.records import (
     config_to_yaml,
     demos_from_text,
     demos_to_text,
+    expand_components,
     instruction_placeholders,
     parse_components,
     validate_json_schema,
 )
 from studio.model.workflow import components_by_agent, qualify, split_component, state_before
 from studio.runtime.demos import demos_of, with_demos
+from studio.runtime.graphs import (
+    graph_agent,
+    graph_agents,
+    graph_shape,
+    is_graph_workflow,
+    rebuild_graph,
+)
 from studio.runtime.workflows import describe_workflow, is_workflow
 
 
@@ -60,7 +68,10 @@ def extract_components(agent: Any, names: list[str]) -> dict[str, str]:
 
 
 def find_llm_agent(root: Any, name: str) -> Any:
-    """The agent called ``name`` in the tree under ``root`` (ADK's own lookup)."""
+    """The agent called ``name`` in the tree under ``root`` (ADK's own lookup), or the
+    ``LlmAgent`` node of that name in a graph ``Workflow``."""
+    if is_graph_workflow(root):
+        return graph_agent(root, name)
     found = root.find_agent(name)
     if found is None:
         raise ConfigError(f"the workflow has no agent named {name!r}", where="components",
@@ -99,6 +110,10 @@ def apply_components(agent: Any, components: dict[str, str]) -> Any:
     by_agent = components_by_agent(components)
     if "" in by_agent:
         return _apply_one(agent, components)
+    if is_graph_workflow(agent):  # a new graph, same edges and routes, the nodes swapped
+        return rebuild_graph(agent, lambda node: _apply_one(node, {
+            name: components[qualify(node.name, name)] for name in by_agent[node.name]})
+            if node.name in by_agent else None)
     return _copy_tree(agent, {owner: {name: components[qualify(owner, name)] for name in names}
                               for owner, names in by_agent.items()})
 
@@ -227,6 +242,8 @@ def check_seed_placeholders(agent: Any, example_keys: set[str],
     Raises:
         ConfigError: naming the agent, the placeholder, what it can read and how to fix it.
     """
+    if is_graph_workflow(agent):  # nodes pass replies as node input; function nodes may
+        return                    # write any state key, so no placeholder can be refused
     if not is_workflow(agent):
         _check_placeholders(agent, example_keys, None, {}, "agent")
         return
@@ -274,3 +291,47 @@ def _why_unfillable(name: str, readable: set[str], owner: str | None = None) -> 
                 f"(ADK would fail to fill it); {owner} can read: {sorted(readable)}")
     return (f"which no example provides (ADK would fail to fill it); example fields: "
             f"{sorted(readable)}")
+
+
+def graph_components(workflow: Any, components: Any) -> list[str]:
+    """``components`` of a graph as ``node.component`` keys, each node an ``LlmAgent`` of the
+    graph; the graph's own refusals first (:func:`studio.runtime.graphs.graph_agents`)."""
+    names = list(graph_agents(workflow, where="workflow"))
+    if isinstance(components, str):
+        components = [components]
+    if isinstance(components, Mapping):
+        unknown = [n for n in components if n not in names]
+        if unknown:
+            raise ConfigError(f"components name node {unknown[0]!r}, which is not an LlmAgent "
+                              f"node of graph {workflow.name!r} (its LlmAgent nodes: {names})",
+                              where="components", value=unknown[0])
+        keys = [f"{node}.{c}" for node, cs in components.items() for c in cs]
+    else:
+        keys = expand_components(list(components or ["instruction"]), names)
+    check_components(keys)
+    for key in keys:
+        node, part = split_component(key)
+        if node not in names:
+            raise ConfigError(f"component {key!r} names no LlmAgent node of graph "
+                              f"{workflow.name!r} (its LlmAgent nodes: {names})",
+                              where="components", value=key)
+        if part == "output_schema" and getattr(graph_agents(workflow)[node], "output_schema",
+                                               None) is None:
+            raise ConfigError(f"cannot evolve {key!r}: node {node!r} has no output_schema",
+                              where="components", value=key)
+    return keys
+
+
+def graph_primary(workflow: Any, primary: str | None) -> str | None:
+    """Whose reply a graph run scores: ``primary`` (an ``LlmAgent`` node), else the only
+    terminal ``LlmAgent`` node, else None (the run's last reply)."""
+    shape = graph_shape(workflow)
+    names = shape.llm_agents()
+    if primary is not None:
+        if primary not in names:
+            raise ConfigError(f"primary {primary!r} is not an LlmAgent node of graph "
+                              f"{workflow.name!r} ({names})", where="primary", value=primary)
+        return primary
+    terminal = [n for n in names if not shape.successors(n)
+                and shape.node(n).parent == workflow.name]  # type: ignore[union-attr]
+    return terminal[0] if len(terminal) == 1 else None

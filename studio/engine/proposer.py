@@ -27,6 +27,7 @@ from studio.engine.tried import (
 )
 from studio.model.errors import ProposalError
 from studio.model.feedback import Feedback
+from studio.model.graph import node_role, upstream_agents
 from studio.model.limits import (
     MAX_COMPONENT_CHARS,
     MAX_FEEDBACK_CHARS,
@@ -46,6 +47,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.model.workflow import role_of, split_component
+from studio.runtime.graphs import graph_shape, is_graph_workflow
 
 RULES_AUTHOR = "the rules operator"
 NOTHING_TO_ADD = ("nothing to add: no check failed on the minibatch (or each already has its "
@@ -66,6 +68,9 @@ class PipelineView:
     agent: str
     role: str
     primary: str
+    sources: tuple[str, ...] | None = None
+    """A graph node's upstream agents: only their replies are what it received (None: every
+    reply before its own, as in a sequence)."""
 
     def step_of(self, trace: dict[str, Any]) -> dict[str, Any]:
         received: list[dict[str, str]] = []
@@ -75,7 +80,7 @@ class PipelineView:
                 continue
             if event.get("author") == self.agent:
                 produced.append(_clip(str(event.get("text", ""))))
-            elif not produced:
+            elif not produced and (self.sources is None or event.get("author") in self.sources):
                 received.append({"from": str(event.get("author")),
                                  "text": _clip(str(event.get("text", "")))})
         return {"agent": self.agent, "role": self.role, "scored_output_is_from": self.primary,
@@ -85,6 +90,10 @@ class PipelineView:
 
 def pipeline_view(ctx: RunContext, component: str) -> PipelineView | None:
     agent, _ = split_component(component)
+    if agent is not None and is_graph_workflow(ctx.agent):  # a node told its neighbours
+        shape = graph_shape(ctx.agent)
+        return PipelineView(agent=agent, role=node_role(shape, agent), primary=ctx.primary or "",
+                            sources=upstream_agents(shape, agent))
     if ctx.workflow is None or agent is None:
         return None
     return PipelineView(agent=agent, role=role_of(ctx.workflow, agent),

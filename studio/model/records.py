@@ -29,6 +29,7 @@ from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError, StudioError
 from studio.model.evidence import Evidence
 from studio.model.feedback import Feedback
+from studio.model.graph import GraphShape
 from studio.model.limits import (
     MAX_COMPONENT_CHARS,
     MAX_DATASET_MEDIA_BYTES,
@@ -943,6 +944,9 @@ class RunSpec(BaseModel):
     """Set on a fork: its seed candidate is that candidate's components, not the agent's."""
     aligns: AlignOrigin | None = None
     """Set on an align run: the critic it aligns with a person's corrections."""
+    graph: GraphShape | None = None
+    """An ADK 2 graph ``Workflow`` run's nodes and edges (display and reflection; the graph
+    itself is the live object the run was started with)."""
 
     @property
     def is_group(self) -> bool:

@@ -71,9 +71,10 @@ def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
                               "starting with _ are not loaded)",
                               where="agent.ref", value=reference)
         target = getattr(target, name)
-    from studio.runtime.workflows import refuse_graph_workflow  # it builds agents: imports us
+    from studio.runtime.graphs import is_graph_workflow
 
-    refuse_graph_workflow(target, where="agent.ref")
+    if is_graph_workflow(target):  # its nodes evolve with the graph kept (engine.api)
+        return target
     if not isinstance(target, BaseAgent):
         raise ConfigError(f"{reference!r} is a {type(target).__name__}, not an ADK agent "
                           "instance (a reference is never called: point it at the agent object "

@@ -46,10 +46,10 @@ def is_workflow(agent: Any) -> bool:
 
 
 def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
-    """Refuse an ADK 2 graph ``Workflow`` (``google.adk.workflow.Workflow``) up front, naming
-    its ``LlmAgent`` nodes: the studio evolves ``LlmAgent``s and ``SequentialAgent`` /
-    ``LoopAgent`` / ``ParallelAgent`` trees, and patching a graph it does not model would run
-    a whole evolution that changes nothing.
+    """Refuse an ADK 2 graph ``Workflow`` (``google.adk.workflow.Workflow``) up front where a
+    tree of agents is expected (``evolve_workflow()``), naming its ``LlmAgent`` nodes: patching
+    a graph as a tree would run a whole evolution that changes nothing. ``evolve()`` and a
+    project's ``agent.ref`` evolve a graph itself (:func:`studio.engine.api.evolve_graph`).
 
     Raises:
         ConfigError: ``obj`` is a graph ``Workflow``; the message says what to evolve instead.
@@ -63,11 +63,11 @@ def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
     nodes = graph_llm_agents(obj)
     shown = ", ".join(repr(name) for name in nodes) or "none"
     raise ConfigError(
-        f"{obj.name!r} is an ADK 2 graph Workflow (google.adk.workflow.Workflow), which the "
-        f"studio cannot evolve yet: a candidate would have to be a rebuilt graph with the same "
-        f"edges and routes. Its LlmAgent nodes: {shown}. Evolve one node's instruction with "
-        "evolve(node) on its own, or express the agents as a SequentialAgent / LoopAgent / "
-        "ParallelAgent tree for evolve_workflow()", where=where, value=type(obj).__name__)
+        f"{obj.name!r} is an ADK 2 graph Workflow (google.adk.workflow.Workflow), which is "
+        f"not a tree of agents; evolve it from Python with evolve(workflow, trainset, "
+        f"components={{node: ['instruction']}}) or a project's agent.ref, which keep the "
+        f"graph's edges and routes. Its LlmAgent nodes: {shown}",
+        where=where, value=type(obj).__name__)
 
 
 def graph_llm_agents(workflow: Any) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from studio.model.graph import START_NODE, GraphNode, GraphShape, NodeKind
 from studio.model.records import RunSpec
 from studio.model.workflow import WorkflowKind, WorkflowSpec, last_agent, role_of, split_component
 
@@ -58,6 +59,74 @@ def workflow_dot(workflow: WorkflowSpec, agents: list[AgentBox], primary: str | 
             graph.edge(exit_, "critic")
     graph.lines.append("}")
     return "\n".join(graph.lines)
+
+
+def graph_dot(shape: GraphShape, components: list[str] | tuple[str, ...] = (),
+              primary: str | None = None) -> str:
+    """DOT for an ADK 2 graph ``Workflow``: its nodes (LlmAgents as boxes, blue where a
+    component evolves, the scored one doubled; functions, joins and the start in their own
+    shapes) and its edges labelled with their routes; nested workflows as clusters."""
+    if len(shape.nodes) > MAX_NODES:
+        raise ValueError(f"the graph has more than {MAX_NODES} nodes to draw")
+    evolving = {agent for agent, _ in map(split_component, components) if agent}
+    ids = {node.name: f"n{i}" for i, node in enumerate(shape.nodes)}
+    lines = ['digraph graph_workflow {', '  rankdir=LR;',
+             '  node [fontname="Helvetica", fontsize=11];',
+             '  edge [fontname="Helvetica", fontsize=10, color="#607d8b"];']
+    for parent in dict.fromkeys(n.parent for n in shape.nodes):
+        members = [n for n in shape.nodes if n.parent == parent]
+        nested = parent != shape.name
+        if nested:
+            lines.append(f"  subgraph cluster_{ids.get(parent, 'x')} {{ "
+                         f'label={quote(_short(parent))}; style="rounded,dashed"; '
+                         'color="#90a4ae";')
+        lines += [f"    {ids[n.name]} [{_graph_node_attrs(n, evolving, primary)}];"
+                  for n in members if n.kind is not NodeKind.WORKFLOW]
+        if nested:
+            lines.append("  }")
+    for edge in shape.edges:
+        tail, head = _edge_end(shape, edge.source, ids, last=True), _edge_end(
+            shape, edge.target, ids, last=False)
+        label = f" [label={quote(_short(edge.route))}]" if edge.route else ""
+        lines.append(f"  {tail} -> {head}{label};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_GRAPH_SHAPES = {NodeKind.START: 'shape=circle, label="start", fontsize=9',
+                 NodeKind.FUNCTION: 'shape=cds, style=filled, fillcolor="#fff8e1"',
+                 NodeKind.JOIN: 'shape=invtriangle, style=filled, fillcolor="#eceff1"',
+                 NodeKind.OTHER: 'shape=box, style="dashed"'}
+
+
+def _graph_node_attrs(node: GraphNode, evolving: set[str], primary: str | None) -> str:
+    if node.kind is not NodeKind.LLM_AGENT:
+        shape = _GRAPH_SHAPES.get(node.kind, "shape=box")
+        if node.kind is NodeKind.START:
+            return shape
+        return f"label={quote(_short(node.name))}, {shape}"
+    fill = "#e3f2fd" if node.name in evolving else "#f5f7fa"
+    attrs = [f"label={quote(_short(node.name))}", "shape=box",
+             f'style="rounded,filled", fillcolor="{fill}"']
+    if node.name == primary:
+        attrs += ["peripheries=2", 'color="#2e7d32"', "penwidth=2"]
+    return ", ".join(attrs)
+
+
+def _edge_end(shape: GraphShape, name: str, ids: dict[str, str], *, last: bool) -> str:
+    """A nested workflow's edge lands on its first node (or leaves from its last ones')."""
+    node = shape.node(name)
+    if node is None or node.kind is not NodeKind.WORKFLOW:
+        return ids.get(name, "missing")
+    inner = [e for e in shape.edges if e.parent == name]
+    if not inner:
+        return ids.get(name, "missing")
+    if last:
+        sources = {e.source for e in inner}
+        ends = [e.target for e in inner if e.target not in sources]
+        return _edge_end(shape, ends[-1], ids, last=True) if ends else ids[name]
+    starts = [e.target for e in inner if e.source == START_NODE]
+    return _edge_end(shape, starts[0], ids, last=False) if starts else ids[name]
 
 
 def _last_or_none(workflow: WorkflowSpec) -> str | None:

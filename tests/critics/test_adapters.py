@@ -257,7 +257,8 @@ def test_build_critic_unknown_evaluator_names_the_known_ones():
 
 
 def test_build_critic_bad_shapes():
-    with pytest.raises(ConfigError, match="give exactly one of 'evaluator', 'evaluators' or"):
+    with pytest.raises(ConfigError, match="give exactly one of 'evaluator', 'evaluators', "
+                                          "'agent_as_judge' or 'adk_metrics'"):
         build_critic({"evaluator": "exact_match", "agent_as_judge": {"criteria": "c"}})
     with pytest.raises(ConfigError, match="give exactly one of"):
         build_critic({"name": "nothing"})

@@ -1,5 +1,7 @@
-"""An ADK 2 graph ``Workflow`` is refused before anything runs, naming its LlmAgent nodes and
-what to evolve instead (it used to be a run that "completed" having changed nothing)."""
+"""An ADK 2 graph ``Workflow`` is refused before anything runs where a tree of agents is expected
+(``evolve_workflow``), naming its LlmAgent nodes and what to call instead (it used to be a run
+that "completed" having changed nothing); ``evolve()`` and a project's ``agent.ref`` evolve it
+(tests/engine/test_graph_workflows.py) and refuse a component it cannot evolve."""
 
 from __future__ import annotations
 
@@ -38,29 +40,30 @@ def calls(script):
     return seen, graph(model)
 
 
-def test_evolve_refuses_a_graph_workflow_before_any_model_call_or_run(store, calls):
+def test_evolve_refuses_a_function_nodes_component_before_any_model_call_or_run(store, calls):
     seen, workflow = calls
     with pytest.raises(ConfigError) as caught:
-        asyncio.run(evolve(workflow, [{"topic": "a"}], store=store, reflection_model="x"))
+        asyncio.run(evolve(workflow, [{"topic": "a"}], components={"upper": ["instruction"]},
+                           store=store, reflection_model="x"))
     message = caught.value.message
-    assert "'pipeline' is an ADK 2 graph Workflow" in message
-    assert "'draft', 'left', 'right'" in message and "evolve(node)" in message
-    assert "evolve_workflow()" in message
+    assert "'upper', which is not an LlmAgent node of graph 'pipeline'" in message
+    assert "['draft', 'left', 'right']" in message
     assert seen == [] and store.list_runs() == []
 
 
 def test_evolve_workflow_refuses_it_too(store, calls):
     seen, workflow = calls
-    with pytest.raises(ConfigError, match="graph Workflow.*'draft', 'left', 'right'") as caught:
+    with pytest.raises(ConfigError, match="graph Workflow.*evolve\\(workflow, trainset.*"
+                       "'draft', 'left', 'right'") as caught:
         asyncio.run(evolve_workflow(workflow, [{"topic": "a"}], store=store))
     assert caught.value.where == "workflow"
     assert seen == [] and store.list_runs() == []
 
 
-def test_a_reference_to_a_graph_workflow_is_refused_naming_it(calls, monkeypatch):
+def test_a_reference_to_a_graph_workflow_loads_it_as_it_is(calls, monkeypatch):
+    """A project's ``agent.ref`` may name a graph: its nodes evolve with the graph kept
+    (tests/projects/test_graph_projects.py)."""
     module = types.ModuleType("graph_agents_for_test")
     module.root_agent = calls[1]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    with pytest.raises(ConfigError, match="'pipeline' is an ADK 2 graph Workflow") as caught:
-        load_agent("graph_agents_for_test:root_agent")
-    assert caught.value.where == "agent.ref"
+    assert load_agent("graph_agents_for_test:root_agent") is calls[1]

@@ -131,3 +131,57 @@ def test_a_folder_without_an_agent_says_what_adk_expects(tmp_path):
     project = parse_project(PROJECT.format(agent="{folder: empty_agent}"))
     with pytest.raises(ConfigError, match="is not an ADK agent folder: it needs agent.py"):
         check_project_datasets(project, tmp_path, source="p.yaml")
+
+
+ADK_METRICS_PROJECT = """
+name: scored-as-adk
+agent: {name: writer, model: scripted/demo, instruction: Write a haiku about the topic.}
+critic: {type: adk_metrics, adk_metrics: test_config.json, model: scripted/demo, score: mean}
+reflection: {model: scripted/demo}
+dataset: {train: {path: haiku.evalset.json}}
+run: {max_iterations: 1, minibatch_size: 2, review: auto}
+"""
+
+
+@pytest.mark.slow
+def test_adks_criteria_file_scores_a_studio_run(tmp_path, capsys):
+    """``critic: {type: adk_metrics, adk_metrics: test_config.json}``: the trials carry ADK's
+    per-metric verdicts, and the run's stored spec carries the criteria themselves."""
+    write_eval_set(tmp_path / "haiku.evalset.json")
+    criteria = {"criteria": {"response_match_score": 0.5, "tool_trajectory_avg_score": 1.0}}
+    (tmp_path / "test_config.json").write_text(json.dumps(criteria), encoding="utf-8")
+    (tmp_path / "project.yaml").write_text(ADK_METRICS_PROJECT, encoding="utf-8")
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run",
+                 str(tmp_path / "project.yaml")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    store = open_store(f"sqlite:///{tmp_path}/s.db", cached=False)
+    run, trials = store.get_run(summary["run_id"]), store.trials(summary["run_id"])
+    store.close()
+    assert run.spec.critic.evaluator == {"adk_metrics": criteria, "judge_model": "scripted/demo",
+                                         "score": "mean"}
+    verdicts = [trial.feedback.extra["metrics"] for trial in trials]
+    assert verdicts and all(set(v) == set(criteria["criteria"]) for v in verdicts)
+    assert all(trial.feedback.text.startswith("[response_match_score]") for trial in trials)
+
+
+@pytest.mark.parametrize(("value", "refusal"), [
+    ("../test_config.json", "outside the project's folder"),
+    ("/etc/passwd", "an absolute path"),
+])
+def test_a_criteria_file_outside_the_project_is_refused(tmp_path, value, refusal):
+    project = parse_project(ADK_METRICS_PROJECT.replace("test_config.json", value),
+                            source="p.yaml")
+    write_eval_set(tmp_path / "haiku.evalset.json")
+    with pytest.raises(ProjectFileError, match=refusal):
+        check_project_datasets(project, tmp_path, source="p.yaml")
+
+
+def test_a_criteria_file_from_the_browser_is_refused_and_inline_criteria_are_not(tmp_path):
+    project = parse_project(ADK_METRICS_PROJECT, source="p.yaml")
+    with pytest.raises(ProjectFileError, match="cannot read files on the server; paste"):
+        check_project_datasets(project, tmp_path, source="p.yaml", origin=Origin.BROWSER)
+    inline = parse_project(ADK_METRICS_PROJECT.replace(
+        "adk_metrics: test_config.json", "adk_metrics: {criteria: {response_match_score: 0.5}}"
+    ).replace("{path: haiku.evalset.json}", "[{input: autumn, expected: red leaves}]"),
+        source="p.yaml")
+    check_project_datasets(inline, tmp_path, source="p.yaml", origin=Origin.BROWSER)

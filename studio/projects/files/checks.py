@@ -110,6 +110,12 @@ def _check_columns(dataset: DatasetSection, source: str) -> None:
 def check_critic_section(critic: CriticSection, source: str) -> None:
     """A custom critic schema must describe a JSON object with a numeric ``score``."""
     where = f"{source}: critic.output_schema"
+    if critic.type == "adk_metrics":
+        if not critic.adk_metrics:
+            raise ProjectFileError("a critic of type 'adk_metrics' needs an 'adk_metrics:' eval "
+                                   "config ({criteria: {response_match_score: 0.8}}) or the path "
+                                   "of a test_config.json", where=f"{source}: critic")
+        return
     if critic.type != "agent":
         if not critic.evaluator:
             raise ProjectFileError("a critic of type 'evaluator' needs an 'evaluator:' config "

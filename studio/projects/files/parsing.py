@@ -66,7 +66,8 @@ def dump_project(project: ProjectFile) -> str:
 
 
 _OPTIONAL_KEYS = {"": ("agent", "agents", "workflow", "primary"),
-                  "agent": ("output_key", "tools"), "dataset": ("images",)}
+                  "agent": ("output_key", "tools"), "dataset": ("images",),
+                  "critic": ("adk_metrics", "score")}
 """Keys left out of a stored project while unused (empty or None), so a one-agent project reads
 as it always did; every other field is written out with its value."""
 
@@ -76,7 +77,7 @@ def _without_unused_sections(data: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in section.items() if k not in keys or v not in (None, [], {})}
 
     data = prune(data, _OPTIONAL_KEYS[""])
-    for name in ("agent", "dataset"):
+    for name in ("agent", "dataset", "critic"):
         if isinstance(data.get(name), dict):
             data[name] = prune(data[name], _OPTIONAL_KEYS[name])
     if data.get("agents"):

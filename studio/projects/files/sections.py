@@ -30,6 +30,7 @@ from studio.model.records import (
 from studio.model.tools import TOOLS_JSON_SCHEMA, check_tool_refs
 from studio.model.workflow import WorkflowSpec
 from studio.projects.adk_folders import folder_section
+from studio.projects.files.criteria import criteria_config
 from studio.runtime.agents import resolve_agent_folder
 
 
@@ -97,9 +98,11 @@ class AgentSection(BaseModel):
 class CriticSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    type: str = Field(default="agent", pattern="^(agent|evaluator)$")
+    type: str = Field(default="agent", pattern="^(agent|evaluator|adk_metrics)$")
     name: str = "critic"
     model: str = "local/smollm2"
+    """The critic agent's model; for ``type: adk_metrics``, the judge model of the metrics
+    judged by a model whose criterion names none."""
     instruction: str = ""
     """Empty: the seed's SIMPLE or ADVANCED critic instruction, by ``schema``."""
     schema_kind: str = Field(default="simple", alias="schema",
@@ -108,10 +111,25 @@ class CriticSection(BaseModel):
     """Only for ``schema: custom``."""
     evaluator: dict[str, Any] | None = None
     """For ``type: evaluator``: see :func:`studio.critics.adapters.build_critic`."""
+    adk_metrics: dict[str, Any] | str | None = None
+    """For ``type: adk_metrics``: ADK's eval criteria config (``{criteria: {metric: threshold or
+    criterion}}``, as in ``test_config.json``), or the path of such a file relative to the
+    project file (see :mod:`studio.critics.adk_metrics`)."""
+    score: str | None = Field(default=None, pattern="^(pass|mean)$")
+    """For ``type: adk_metrics``: ``pass`` (the default: 1 when every metric passes, as ``adk
+    optimize``) or ``mean`` (the mean of the metrics' scores)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    def to_spec(self) -> CriticSpec:
+    def to_spec(self, base_dir: Path | None = None) -> CriticSpec:
+        """The run's critic; a criteria file is read from ``base_dir`` (the project file's
+        folder, once its origin is checked), and left as its path without one."""
+        if self.type == "adk_metrics":
+            config = self.adk_metrics or {}
+            if base_dir is not None:
+                config = criteria_config(config, base_dir, "critic.adk_metrics")
+            return CriticSpec(type="evaluator", name=self.name, evaluator={
+                "adk_metrics": config, "judge_model": self.model, "score": self.score or "pass"})
         if self.type == "evaluator":
             return CriticSpec(type="evaluator", name=self.name, evaluator=self.evaluator or {})
         agent = AgentSpec(name=_identifier(self.name), model=self.model,
@@ -222,14 +240,17 @@ class ProjectFile(BaseModel):
                     for name in names]
         return list(self.components)
 
-    def run_spec(self, base_dir: Path = Path(".")) -> RunSpec:
+    def run_spec(self, base_dir: Path | None = None) -> RunSpec:
+        """The run's spec; files the project names (a criteria file) are read only with
+        ``base_dir``, which callers give once the project's origin is checked."""
         single = self.agent
         agent = single.to_spec() if single is not None and not single.ref else None
+        folder = resolve_agent_folder(single.ref, single.folder, base_dir or Path(".")) \
+            if single else None
         return RunSpec(agent=agent, agent_ref=single.ref if single else None,
-                       agent_folder=resolve_agent_folder(single.ref, single.folder, base_dir)
-                       if single else None,
+                       agent_folder=folder,
                        agents=[a.to_spec() for a in self.agents], workflow=self.workflow,
-                       primary=self.primary, critic=self.critic.to_spec(),
+                       primary=self.primary, critic=self.critic.to_spec(base_dir),
                        reflection=self.reflection, components=self.component_keys(),
                        input_key=self._input_key(), project=self.name)
 

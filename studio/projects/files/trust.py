@@ -42,6 +42,12 @@ def check_trust(project: ProjectFile, origin: Origin, source: str) -> None:
     check_folder_trust(project.agent.folder if project.agent else None,
                        origin is not Origin.BROWSER or code_refs_allowed(), source)
     check_code_ref(project.agent.ref if project.agent else None, origin, f"{source}: agent.ref")
+    if isinstance(project.critic.adk_metrics, str) and origin is Origin.BROWSER:
+        raise ProjectFileError(
+            f"critic.adk_metrics {project.critic.adk_metrics!r}: a project from the browser "
+            "cannot read files on the server; paste the criteria inline "
+            "(adk_metrics: {criteria: {...}})", where=f"{source}: critic.adk_metrics",
+            value=project.critic.adk_metrics)
     for agent in ([project.agent] if project.agent else []) + list(project.agents):
         where = f"{source}: " + ("agent" if agent is project.agent else f"agents.{agent.name}")
         check_tool_trust(agent.tools, agent.name, origin, where)
