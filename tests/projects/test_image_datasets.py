@@ -17,6 +17,7 @@ from studio.projects.files import (
     check_project,
     dump_project,
     inline_datasets,
+    load_project,
     parse_project,
     resolve_datasets,
 )
@@ -165,10 +166,13 @@ def test_a_project_too_large_once_its_images_are_inlined_is_not_stored(folder, s
     from studio.model.errors import ProjectFileError
     from studio.projects import workspace
 
-    monkeypatch.setattr(workspace, "MAX_PROJECT_BYTES", 1100)  # the plain one: ~1,030
     plain, pictured = folder / "plain.yaml", folder / "pictured.yaml"
     plain.write_text(project_text("[{photo: '', answer: red}]"))
     pictured.write_text(project_text("[{photo: data/img/red.png, answer: red}]"))
+    # The limit sits just above the plain project's stored size (it grows with the project
+    # file's fields), well under the pictured one's (its PNG inlined as a data URI).
+    plain_size = len(dump_project(inline_datasets(*load_project(plain))))
+    monkeypatch.setattr(workspace, "MAX_PROJECT_BYTES", plain_size + 50)
     workspace.import_example(store, plain)  # fits without its image
     with pytest.raises(ProjectFileError, match="with its datasets inlined"):
         workspace.import_example(store, pictured)
