@@ -62,10 +62,15 @@ def add_projects() -> None:
             _act(lambda e=example: _load_example(e))
         cols[1].caption(escape_markdown(example.description))
     st.markdown("**Import a project file**")
-    upload = st.file_uploader("Project YAML", type=["yaml", "yml"], key=session.PROJECTS_UPLOAD,
+    # A new uploader after each import: the next file is read afresh, even one fixed and chosen
+    # again under the same name.
+    generation = st.session_state.get(f"{session.PROJECTS_UPLOAD}.generation", 0)
+    upload = st.file_uploader("Project YAML", type=["yaml", "yml"],
+                              key=f"{session.PROJECTS_UPLOAD}.{generation}",
                               label_visibility="collapsed")
     if upload is not None and st.button("Import", icon=":material/upload:"):
         data = upload.getvalue()
+        st.session_state[f"{session.PROJECTS_UPLOAD}.generation"] = generation + 1
         _act(lambda: _import(data, upload.name))
 
 
@@ -114,7 +119,10 @@ def _import(data: bytes, filename: str):
 @st.dialog("Delete this project?")
 def _confirm_delete(record) -> None:
     st.write(f"{escape_markdown(record.name)} will be deleted. Its runs stay in the database.")
-    if st.button("Delete", type="primary"):
+    keep, delete = st.columns(2)
+    if keep.button("Keep the project", type="primary", width="stretch"):
+        st.rerun()  # closes the dialog
+    if delete.button("Delete", type="secondary", icon=":material/delete:", width="stretch"):
         loaders.store().delete_project(record.id)
         loaders.projects.clear()
         session.set_current_project(None)

@@ -42,6 +42,8 @@ class Editor:
     def __init__(self, record: Any) -> None:
         self.record = record
         self.prefix = f"{session.PROJECTS_FIELD}.{record.id}."
+        self.stored: dict[str, Any] = {}
+        """The stored project's values, field by field (what "unsaved" compares against)."""
 
     def key(self, field: str) -> str:
         return self.prefix + field
@@ -59,6 +61,8 @@ class Editor:
         for name in RUN_FIELDS:
             values[f"run_{name}"] = run.get(name)
         values["run_rest"] = {k: v for k, v in run.items() if k not in RUN_FIELDS}
+        if not force:
+            self.stored = values
         for name, value in values.items():
             if force or self.key(name) not in st.session_state:
                 self.set(name, value)
@@ -74,6 +78,11 @@ class Editor:
                 run[name] = value
         values["run"] = run
         return values
+
+    def unsaved(self) -> bool:
+        """True when a field differs from the stored project (valid or not yet)."""
+        current = {name: self.get(name) for name in self.stored}
+        return drafts.unsaved(current, self.stored)
 
 
 def open_editor(record: Any) -> Editor | None:
@@ -297,7 +306,8 @@ def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
         where = ", ".join(sorted({_FIELD_TAB.get(f, "Agent") for f in errors}))
         st.warning(f"{len(errors)} field(s) need attention ({where} tab); the project can be "
                    "saved once they are fixed. Your edits are kept meanwhile.")
-    dirty = project is not None and dump_project(project) != editor.record.yaml
+    dirty = (dump_project(project) != editor.record.yaml if project is not None
+             else editor.unsaved())
     left, right = st.columns([1, 4], vertical_alignment="center")
     if left.button("Save project", type="primary", disabled=project is None or not dirty,
                    icon=":material/save:"):
@@ -310,7 +320,40 @@ def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
         st.session_state[f"projects.yaml_saved.{record.id}"] = record.yaml
         session.flash(f"Saved {escape_markdown(record.name)}.")
         st.rerun()
-    right.caption("Unsaved changes." if dirty else "All changes saved.")
+    right.caption(save_state(dirty, bool(errors)))
+    leave_guard(dirty)
+
+
+def save_state(dirty: bool, has_errors: bool) -> str:
+    """The line beside Save: never "saved" while an edit is not."""
+    if dirty and has_errors:
+        return ("Unsaved changes: fix the field(s) above to save them. Reloading or closing "
+                "this tab drops them.")
+    if dirty:
+        return "Unsaved changes (reloading or closing this tab drops them)."
+    return "All changes saved."
+
+
+LEAVE_GUARD = """<script>/* unsaved: %s */
+(() => {
+  window.studioUnsaved = %s;
+  if (window.studioLeaveGuard) return;
+  window.studioLeaveGuard = true;
+  window.addEventListener("beforeunload", (event) => {
+    if (!window.studioUnsaved) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+})();
+</script>"""
+"""Asks the browser to confirm a reload or a close while the editor has unsaved edits (a
+session's edits live in the server's session, which a reload replaces). No project text goes
+into it."""
+
+
+def leave_guard(dirty: bool) -> None:
+    flag = "true" if dirty else "false"
+    st.html(LEAVE_GUARD % (flag, flag), unsafe_allow_javascript=True)
 
 
 _FIELD_TAB = {
@@ -318,6 +361,7 @@ _FIELD_TAB = {
     "reflection_model": "Reflection", "reflection_instruction": "Reflection",
     "reflection_strategy": "Reflection",
     "components": "Reflection", "train_rows": "Dataset", "val_rows": "Dataset",
+    "test_rows": "Dataset", "split_seed": "Dataset",
     "input_column": "Dataset", "expected_column": "Dataset", "val_fraction": "Dataset",
     "run": "Run defaults", "project": "YAML",
 }
