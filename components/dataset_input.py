@@ -146,6 +146,7 @@ def _confirm(editor: Any, pending: RowsImport) -> None:
         st.markdown(escape_markdown(pending.summary()))
         if pending.target is RowsTarget.TRAIN:
             _pending_columns(editor, pending)
+            _other_sets_note(editor, pending)
         elif editor.get("input_column") and editor.get("input_column") not in pending.columns:
             st.warning(f"These rows have no column `{escape_markdown(editor.get('input_column'))}`"
                        ", the training rows' input column.", icon=":material/warning:")
@@ -179,6 +180,20 @@ def _pending_columns(editor: Any, pending: RowsImport) -> None:
         if st.session_state.get(key) not in choices:
             st.session_state[key] = default
         column.selectbox(label, choices, key=key, format_func=lambda c, b=blank: c or b)
+
+
+def _other_sets_note(editor: Any, pending: RowsImport) -> None:
+    """Say so when the validation or test rows given separately lack the new columns (they
+    must have the training rows' columns)."""
+    new = set(pending.columns)
+    for target in (RowsTarget.VAL, RowsTarget.TEST):
+        rows = editor.get(target.value)
+        old = set(drafts.columns(rows))
+        if rows and not new <= old:
+            st.caption(f"The {len(rows)} {target.label} have other columns "
+                       f"({escape_markdown(', '.join(sorted(old))[:200])}): load new ones "
+                       "after these" + (", or split the training rows instead."
+                                        if target is RowsTarget.VAL else "."))
 
 
 def _apply(editor: Any, pending: RowsImport) -> None:

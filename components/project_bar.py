@@ -7,7 +7,13 @@ import streamlit as st
 
 from components import loaders, session
 from studio.model.errors import StudioError
-from studio.projects.workspace import duplicate_project, import_example, import_upload, new_project
+from studio.projects.workspace import (
+    ExampleKind,
+    duplicate_project,
+    import_example,
+    import_upload,
+    new_project,
+)
 from studio.views.markdown import escape_markdown
 
 
@@ -56,11 +62,14 @@ def empty_state() -> None:
 def add_projects() -> None:
     st.markdown("**Examples**")
     for example in loaders.examples_available():
+        first = example.kind is ExampleKind.SCRIPTED
         cols = st.columns([2, 5], vertical_alignment="center")
         if cols[0].button(f"Load example: {example.name}", key=f"projects.example.{example.name}",
-                          width="stretch"):
+                          width="stretch", type="primary" if first else "secondary"):
             _act(lambda e=example: _load_example(e))
-        cols[1].caption(escape_markdown(example.description))
+        note = (":green[:material/bolt:] " if first else ":orange[:material/hourglass:] ") + \
+            example.kind.note
+        cols[1].caption(f"{escape_markdown(example.description)}  \n{note}")
     st.markdown("**Import a project file**")
     # A new uploader after each import: the next file is read afresh, even one fixed and chosen
     # again under the same name.
