@@ -21,7 +21,7 @@ from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import example_input_text
 from studio.projects.files import dump_project, parse_project
-from studio.projects.probe import probe_sync
+from studio.projects.probe import ProbeJob, ProbePhase, check_probe
 from studio.projects.workspace import save_project
 from studio.views import drafts
 from studio.views.markdown import escape_markdown
@@ -388,15 +388,21 @@ def try_one(editor: Editor, project: Any) -> None:
     index = left.selectbox("Example", range(len(rows)), format_func=labels.__getitem__,
                            key=f"projects.try_example.{editor.record.id}")
     key = f"{session.PROJECTS_PROBE}.{editor.record.id}"
-    if right.button("Try it", icon=":material/science:", width="stretch"):
-
-        with st.spinner("Running the agent, then the critic (the embedded model takes a few "
-                        "seconds per call)…"):
-            try:
-                st.session_state[key] = probe_sync(project, rows[index])
-            except StudioError as exc:
-                st.error(escape_markdown(str(exc)), icon=":material/error:")
-                return
+    job_key = f"{key}.job"
+    if right.button("Try it", icon=":material/science:", width="stretch",
+                    disabled=_probing(job_key)):
+        try:  # a configuration problem (unknown model, missing key) is said before any call
+            check_probe(project)
+        except StudioError as exc:
+            st.error(escape_markdown(str(exc)), icon=":material/error:")
+            return
+        st.session_state.pop(key, None)
+        st.session_state[job_key] = ProbeJob(project, rows[index])
+    if st.session_state.get(job_key) is not None:
+        _probe_progress(key, job_key)
+    stopped = st.session_state.pop(key + ".stopped", None)
+    if stopped:
+        st.warning(escape_markdown(stopped), icon=":material/stop_circle:")
     result = st.session_state.get(key)
     if result is not None:
         show_probe(result, example_thumbnails(rows[index]),
@@ -404,3 +410,45 @@ def try_one(editor: Editor, project: Any) -> None:
     else:
         st.caption("Runs the agent and the critic once and shows the trial; nothing is stored.")
 
+
+
+def _probing(job_key: str) -> bool:
+    job = st.session_state.get(job_key)
+    return job is not None and job.running
+
+
+@st.fragment(run_every=0.5)
+def _probe_progress(key: str, job_key: str) -> None:
+    """The running probe's phase, time and tokens, with a Cancel that stops it; its result
+    goes to the page once it is done."""
+    job: ProbeJob | None = st.session_state.get(job_key)
+    if job is None:
+        return
+    if job.running:
+        left, right = st.columns([4, 1], vertical_alignment="center")
+        left.info(probe_status(job), icon=":material/hourglass_top:")
+        if right.button("Cancel", icon=":material/stop_circle:", width="stretch",
+                        key=f"{job_key}.cancel", disabled=job.watch.cancelled):
+            job.cancel()
+            job.wait(timeout=5)
+        else:
+            return
+    st.session_state.pop(job_key, None)
+    if job.phase is ProbePhase.DONE:
+        st.session_state[key] = job.result
+    else:
+        st.session_state[key + ".stopped"] = probe_status(job)
+    st.rerun(scope="app")
+
+
+def probe_status(job: ProbeJob) -> str:
+    """What the page says of a probe: its phase, the time so far and the tokens written."""
+    tokens = f" · {job.watch.tokens} token(s) written" if job.watch.tokens else ""
+    if job.phase is ProbePhase.CANCELLED:
+        return f"Cancelled after {job.elapsed_s:.0f} s{tokens}."
+    if job.phase is ProbePhase.FAILED:
+        return f"Stopped after {job.elapsed_s:.0f} s: {job.error}"
+    if job.watch.cancelled:
+        return f"Cancelling… ({job.elapsed_s:.0f} s{tokens})"
+    return (f"{job.phase.value.capitalize()}… {job.elapsed_s:.0f} s{tokens} (the embedded "
+            "model takes a few seconds per call, up to a minute on a busy machine).")

@@ -242,9 +242,30 @@ def test_projects_try_on_one_example(app, studio_db):
     at = app("projects", project_id=project.id)
     button(at, "Try it").click().run()
     assert_ok(at)
+    job = at.session_state[f"projects.probe.{project.id}.job"]
+    assert job.wait(timeout=60)
+    at.run()
+    assert_ok(at)
     metrics = {m.label: m.value for m in at.metric}
     assert float(metrics["Critic score"]) >= 0.0
     assert any("Missing" in c.value for c in at.code)
+
+
+def test_projects_try_it_shows_progress_and_cancel_stops_it(app, studio_db):
+    text = SCRIPTED.read_text().replace("scripted/demo@150ms", "scripted/demo@30000ms", 1)
+    project = studio_db.save_project("slow", text.replace("name: haiku-scripted", "name: slow"))
+    at = app("projects", project_id=project.id)
+    button(at, "Try it").click().run()
+    job = at.session_state[f"projects.probe.{project.id}.job"]
+    wait_until(lambda: job.phase.value == "running the agent", timeout=30)
+    at.run()
+    assert any(s.startswith("Running the agent…") for s in texts(at.info)), texts(at.info)
+    assert button(at, "Try it").disabled
+    button(at, "Cancel").click().run()
+    assert_ok(at)
+    assert not job.running  # stopped, not left behind
+    assert any(s.startswith("Cancelled after") for s in texts(at.warning)), texts(at.warning)
+    assert not button(at, "Try it").disabled and not at.metric
 
 
 # --------------------------------------------------------------------------- run
