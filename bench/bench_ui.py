@@ -377,7 +377,8 @@ def action_times(work: Path, repeats: int = 5) -> dict[str, list[float]]:
                 lambda: page.get_by_role("button", name="Resume").wait_for()))
             times.setdefault("Stop", []).append(_click_until(
                 page, lambda: page.get_by_role("button", name="Stop").click(),
-                lambda: page.get_by_role("button", name="Stop").wait_for(state="detached")))
+                lambda: page.get_by_role("button", name="Stop", exact=True).wait_for(
+                    state="detached")))
     store.close()
     return times
 

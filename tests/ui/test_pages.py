@@ -378,6 +378,22 @@ def test_run_controls_pause_resume_stop(app, studio_db):
     wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED)
 
 
+def test_stop_answers_at_once_while_the_run_finishes_its_step(app, studio_db):
+    text = SCRIPTED.read_text().replace("scripted/demo@150ms", "scripted/demo@3000ms")
+    project = studio_db.save_project("slow", text.replace("name: haiku-scripted", "name: slow"))
+    run = start_project_run(studio_db, project.id, EvolutionConfig(
+        max_iterations=20, minibatch_size=3, review="auto", seed=7))
+    wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.RUNNING)
+    at = app("run", run_id=run.id)
+    button(at, "Stop").click().run()
+    assert_ok(at)
+    assert not any(b.label == "Stop" for b in at.button)  # no second Stop to click
+    if studio_db.get_run(run.id).status.is_active:  # still finishing its model call
+        assert button(at, "Stopping…").disabled
+        assert not any(b.label == "Pause" for b in at.button)
+    wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED, timeout=60)
+
+
 def test_run_start_errors_are_inline(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     text = studio_db.get_project(project.id).yaml.replace("scripted/demo@150ms", "nope/model", 1)
