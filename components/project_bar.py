@@ -61,13 +61,13 @@ def empty_state() -> None:
 
 def add_projects() -> None:
     st.markdown("**Examples**")
-    for example in loaders.examples_available():
-        first = example.kind is ExampleKind.SCRIPTED
+    for n, example in enumerate(loaders.examples_available()):
+        scripted = example.kind is ExampleKind.SCRIPTED
         cols = st.columns([2, 5], vertical_alignment="center")
         if cols[0].button(f"Load example: {example.name}", key=f"projects.example.{example.name}",
-                          width="stretch", type="primary" if first else "secondary"):
+                          width="stretch", type="primary" if n == 0 and scripted else "secondary"):
             _act(lambda e=example: _load_example(e))
-        note = (":green[:material/bolt:] " if first else ":orange[:material/hourglass:] ") + \
+        note = (":green[:material/bolt:] " if scripted else ":orange[:material/hourglass:] ") + \
             example.kind.note
         cols[1].caption(f"{escape_markdown(example.description)}  \n{note}")
     st.markdown("**Import a project file**")
