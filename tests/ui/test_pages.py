@@ -392,6 +392,7 @@ def test_stop_answers_at_once_while_the_run_finishes_its_step(app, studio_db):
         assert button(at, "Stopping…").disabled
         assert not any(b.label == "Pause" for b in at.button)
     wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED, timeout=60)
+    get_manager(studio_db).handle(run.id).wait(timeout=60)  # its thread has ended too
 
 
 def test_run_start_errors_are_inline(app, studio_db):
