@@ -11,8 +11,12 @@ Prints:
 3. **Server memory**: resident memory of a real ``streamlit run studio/app.py`` server before and
    after a browser opened the Run and Compare pages of the 10,000-trial run, and how long the
    browser waited for each.
+4. **Action times**: from a click in the browser (1440x900) to the page showing its answer and
+   settling, on an idle server: selecting a trial row, Add agent, Import, Try it (scripted),
+   Pause and Stop (target: <= 0.5 s each; median of ``--repeats``).
 
     python bench/bench_ui.py [--trials 10000] [--iterations 12] [--skip-browser]
+    python bench/bench_ui.py --actions-only [--repeats 5]
 """
 
 from __future__ import annotations
@@ -291,6 +295,100 @@ def commit_to_browser(db: Path, iterations: int) -> list[float]:
     return latencies
 
 
+# --------------------------------------------------------------------------- action times
+
+
+def _click_until(page, click: Callable[[], None], answered: Callable[[], None]) -> float:
+    """Seconds from ``click()`` to ``answered()`` returning and the page settling (no script
+    running, two frames painted)."""
+    from tests.ui.browser import settled
+
+    settled(page)
+    started = time.perf_counter()
+    click()
+    answered()
+    settled(page)
+    return time.perf_counter() - started
+
+
+def action_times(work: Path, repeats: int = 5) -> dict[str, list[float]]:
+    """Each action's seconds, ``repeats`` times, on a server with no run going except the one
+    Pause and Stop act on."""
+    import re
+
+    from studio.engine import EvolutionConfig
+    from studio.projects.workspace import EXAMPLES_DIR, import_example, start_project_run
+    from studio.store import open_store
+    from tests.ui.browser import chromium_page, studio_server
+    from tests.ui.test_pages import finished_run
+
+    db = work / "actions.db"
+    store = open_store(f"sqlite:///{db}", cached=False)
+    done = finished_run(store)
+    workflow = import_example(store, EXAMPLES_DIR / "pipeline_scripted.yaml")
+    slow = store.save_project("slow", EXAMPLE.read_text().replace(
+        "scripted/demo@150ms", "scripted/demo@2000ms").replace("name: haiku-scripted",
+                                                                "name: slow"))
+    upload = EXAMPLE.read_text().replace("name: haiku-scripted", "name: uploaded")
+    times: dict[str, list[float]] = {}
+    with studio_server(db) as url, chromium_page(1440, 900) as page:
+        page.goto(f"{url}/run?run={done.id}")
+        page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=60_000)
+        grid = page.locator("[class*='st-key-run-table-'] canvas").first
+        grid.wait_for()
+        for n in range(repeats):
+            grid.scroll_into_view_if_needed()
+            box = grid.bounding_box()
+            x, y = box["x"] + 16, box["y"] + 35 + 17 + 35 * (n % 5)
+            times.setdefault("select a trial row", []).append(_click_until(
+                page, lambda x=x, y=y: page.mouse.click(x, y),
+                lambda: page.get_by_text(re.compile(r"Trial #\d+ · iteration")).first.wait_for()))
+
+        page.goto(f"{url}/projects?project={workflow.id}")
+        page.get_by_role("button", name="Add agent").wait_for(timeout=60_000)
+        for _ in range(repeats):
+            cards = page.get_by_text(re.compile(r"^\S+ \d+: ")).count()
+            times.setdefault("Add agent", []).append(_click_until(
+                page, lambda: page.get_by_role("button", name="Add agent").click(),
+                lambda c=cards: page.wait_for_function(
+                    "n => [...document.querySelectorAll('strong')].filter("
+                    "e => /^\\S+ \\d+: /.test(e.innerText)).length > n", arg=c)))
+
+        for n in range(repeats):
+            uploader = page.locator("[class*='st-key-projects-upload-']")
+            if not uploader.is_visible():
+                page.get_by_text("Add a project: examples and import").click()
+            uploader.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+                {"name": "uploaded.yaml", "mimeType": "text/plain",
+                 "buffer": upload.encode()})
+            page.get_by_role("button", name="Import").wait_for()
+            times.setdefault("Import", []).append(_click_until(
+                page, lambda: page.get_by_role("button", name="Import").click(),
+                lambda k=n: page.get_by_text(
+                    "Imported uploaded" + (f" ({k + 1})" if k else "")).wait_for()))
+
+        for _ in range(repeats):
+            run = start_project_run(store, slow.id, EvolutionConfig(
+                max_iterations=50, minibatch_size=3, review="auto", seed=7))
+            page.goto(f"{url}/run?run={run.id}")
+            page.get_by_role("button", name="Pause").wait_for(timeout=60_000)
+            times.setdefault("Pause", []).append(_click_until(
+                page, lambda: page.get_by_role("button", name="Pause").click(),
+                lambda: page.get_by_role("button", name="Resume").wait_for()))
+            times.setdefault("Stop", []).append(_click_until(
+                page, lambda: page.get_by_role("button", name="Stop").click(),
+                lambda: page.get_by_role("button", name="Stop", exact=True).wait_for(
+                    state="detached")))
+    store.close()
+    return times
+
+
+def print_action_times(times: dict[str, list[float]]) -> None:
+    for action, values in times.items():
+        print(f"action {action:<20} median {statistics.median(values):.2f} s, max "
+              f"{max(values):.2f} s over {len(values)}  (target <= 0.5 s)")
+
+
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
@@ -302,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=12,
                         help="iterations of the watched scripted run (latency benchmark)")
     parser.add_argument("--skip-browser", action="store_true")
+    parser.add_argument("--actions-only", action="store_true",
+                        help="only the action times (click -> settled)")
+    parser.add_argument("--repeats", type=int, default=5, help="times each action is timed")
     args = parser.parse_args(argv)
 
     from studio.cli import quiet_library_logs
@@ -309,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
 
     quiet_library_logs()
     work = Path(tempfile.mkdtemp(prefix="bench-ui-"))
+    if args.actions_only:
+        print_action_times(action_times(work, args.repeats))
+        return 0
     if not args.skip_browser:
         latencies = commit_to_browser(work / "latency.db", args.iterations)
         print(f"commit -> browser ({len(latencies)} trials, run page polled every 0.5 s): "
@@ -334,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{memory['rss_loaded_mb']:.0f} MB with the {args.trials}-trial run loaded on the "
               f"Run and Compare pages (browser waited {memory['run_page_browser_s']:.2f} s for "
               f"Run, {memory['compare_page_browser_s']:.2f} s for Compare)")
+        print_action_times(action_times(work, args.repeats))
     return 0
 
 

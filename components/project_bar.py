@@ -7,7 +7,13 @@ import streamlit as st
 
 from components import loaders, session
 from studio.model.errors import StudioError
-from studio.projects.workspace import duplicate_project, import_example, import_upload, new_project
+from studio.projects.workspace import (
+    ExampleKind,
+    duplicate_project,
+    import_example,
+    import_upload,
+    new_project,
+)
 from studio.views.markdown import escape_markdown
 
 
@@ -55,17 +61,25 @@ def empty_state() -> None:
 
 def add_projects() -> None:
     st.markdown("**Examples**")
-    for example in loaders.examples_available():
+    for n, example in enumerate(loaders.examples_available()):
+        scripted = example.kind is ExampleKind.SCRIPTED
         cols = st.columns([2, 5], vertical_alignment="center")
         if cols[0].button(f"Load example: {example.name}", key=f"projects.example.{example.name}",
-                          width="stretch"):
+                          width="stretch", type="primary" if n == 0 and scripted else "secondary"):
             _act(lambda e=example: _load_example(e))
-        cols[1].caption(escape_markdown(example.description))
+        note = (":green[:material/bolt:] " if scripted else ":orange[:material/hourglass:] ") + \
+            example.kind.note
+        cols[1].caption(f"{escape_markdown(example.description)}  \n{note}")
     st.markdown("**Import a project file**")
-    upload = st.file_uploader("Project YAML", type=["yaml", "yml"], key=session.PROJECTS_UPLOAD,
+    # A new uploader after each import: the next file is read afresh, even one fixed and chosen
+    # again under the same name.
+    generation = st.session_state.get(f"{session.PROJECTS_UPLOAD}.generation", 0)
+    upload = st.file_uploader("Project YAML", type=["yaml", "yml"],
+                              key=f"{session.PROJECTS_UPLOAD}.{generation}",
                               label_visibility="collapsed")
     if upload is not None and st.button("Import", icon=":material/upload:"):
         data = upload.getvalue()
+        st.session_state[f"{session.PROJECTS_UPLOAD}.generation"] = generation + 1
         _act(lambda: _import(data, upload.name))
 
 
@@ -114,7 +128,10 @@ def _import(data: bytes, filename: str):
 @st.dialog("Delete this project?")
 def _confirm_delete(record) -> None:
     st.write(f"{escape_markdown(record.name)} will be deleted. Its runs stay in the database.")
-    if st.button("Delete", type="primary"):
+    keep, delete = st.columns(2)
+    if keep.button("Keep the project", type="primary", width="stretch"):
+        st.rerun()  # closes the dialog
+    if delete.button("Delete", type="secondary", icon=":material/delete:", width="stretch"):
         loaders.store().delete_project(record.id)
         loaders.projects.clear()
         session.set_current_project(None)

@@ -21,7 +21,7 @@ from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import example_input_text
 from studio.projects.files import dump_project, parse_project
-from studio.projects.probe import probe_sync
+from studio.projects.probe import ProbeJob, ProbePhase, check_probe
 from studio.projects.workspace import save_project
 from studio.views import drafts
 from studio.views.markdown import escape_markdown
@@ -42,6 +42,8 @@ class Editor:
     def __init__(self, record: Any) -> None:
         self.record = record
         self.prefix = f"{session.PROJECTS_FIELD}.{record.id}."
+        self.stored: dict[str, Any] = {}
+        """The stored project's values, field by field (what "unsaved" compares against)."""
 
     def key(self, field: str) -> str:
         return self.prefix + field
@@ -59,6 +61,8 @@ class Editor:
         for name in RUN_FIELDS:
             values[f"run_{name}"] = run.get(name)
         values["run_rest"] = {k: v for k, v in run.items() if k not in RUN_FIELDS}
+        if not force:
+            self.stored = values
         for name, value in values.items():
             if force or self.key(name) not in st.session_state:
                 self.set(name, value)
@@ -74,6 +78,11 @@ class Editor:
                 run[name] = value
         values["run"] = run
         return values
+
+    def unsaved(self) -> bool:
+        """True when a field differs from the stored project (valid or not yet)."""
+        current = {name: self.get(name) for name in self.stored}
+        return drafts.unsaved(current, self.stored)
 
 
 def open_editor(record: Any) -> Editor | None:
@@ -297,7 +306,8 @@ def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
         where = ", ".join(sorted({_FIELD_TAB.get(f, "Agent") for f in errors}))
         st.warning(f"{len(errors)} field(s) need attention ({where} tab); the project can be "
                    "saved once they are fixed. Your edits are kept meanwhile.")
-    dirty = project is not None and dump_project(project) != editor.record.yaml
+    dirty = (dump_project(project) != editor.record.yaml if project is not None
+             else editor.unsaved())
     left, right = st.columns([1, 4], vertical_alignment="center")
     if left.button("Save project", type="primary", disabled=project is None or not dirty,
                    icon=":material/save:"):
@@ -310,7 +320,40 @@ def save_bar(editor: Editor, project: Any, errors: dict[str, str]) -> None:
         st.session_state[f"projects.yaml_saved.{record.id}"] = record.yaml
         session.flash(f"Saved {escape_markdown(record.name)}.")
         st.rerun()
-    right.caption("Unsaved changes." if dirty else "All changes saved.")
+    right.caption(save_state(dirty, bool(errors)))
+    leave_guard(dirty)
+
+
+def save_state(dirty: bool, has_errors: bool) -> str:
+    """The line beside Save: never "saved" while an edit is not."""
+    if dirty and has_errors:
+        return ("Unsaved changes: fix the field(s) above to save them. Reloading or closing "
+                "this tab drops them.")
+    if dirty:
+        return "Unsaved changes (reloading or closing this tab drops them)."
+    return "All changes saved."
+
+
+LEAVE_GUARD = """<script>/* unsaved: %s */
+(() => {
+  window.studioUnsaved = %s;
+  if (window.studioLeaveGuard) return;
+  window.studioLeaveGuard = true;
+  window.addEventListener("beforeunload", (event) => {
+    if (!window.studioUnsaved) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+})();
+</script>"""
+"""Asks the browser to confirm a reload or a close while the editor has unsaved edits (a
+session's edits live in the server's session, which a reload replaces). No project text goes
+into it."""
+
+
+def leave_guard(dirty: bool) -> None:
+    flag = "true" if dirty else "false"
+    st.html(LEAVE_GUARD % (flag, flag), unsafe_allow_javascript=True)
 
 
 _FIELD_TAB = {
@@ -318,6 +361,7 @@ _FIELD_TAB = {
     "reflection_model": "Reflection", "reflection_instruction": "Reflection",
     "reflection_strategy": "Reflection",
     "components": "Reflection", "train_rows": "Dataset", "val_rows": "Dataset",
+    "test_rows": "Dataset", "split_seed": "Dataset",
     "input_column": "Dataset", "expected_column": "Dataset", "val_fraction": "Dataset",
     "run": "Run defaults", "project": "YAML",
 }
@@ -344,15 +388,21 @@ def try_one(editor: Editor, project: Any) -> None:
     index = left.selectbox("Example", range(len(rows)), format_func=labels.__getitem__,
                            key=f"projects.try_example.{editor.record.id}")
     key = f"{session.PROJECTS_PROBE}.{editor.record.id}"
-    if right.button("Try it", icon=":material/science:", width="stretch"):
-
-        with st.spinner("Running the agent, then the critic (the embedded model takes a few "
-                        "seconds per call)…"):
-            try:
-                st.session_state[key] = probe_sync(project, rows[index])
-            except StudioError as exc:
-                st.error(escape_markdown(str(exc)), icon=":material/error:")
-                return
+    job_key = f"{key}.job"
+    if right.button("Try it", icon=":material/science:", width="stretch",
+                    disabled=_probing(job_key)):
+        try:  # a configuration problem (unknown model, missing key) is said before any call
+            check_probe(project)
+        except StudioError as exc:
+            st.error(escape_markdown(str(exc)), icon=":material/error:")
+            return
+        st.session_state.pop(key, None)
+        st.session_state[job_key] = ProbeJob(project, rows[index])
+    if st.session_state.get(job_key) is not None:
+        _probe_progress(key, job_key)
+    stopped = st.session_state.pop(key + ".stopped", None)
+    if stopped:
+        st.warning(escape_markdown(stopped), icon=":material/stop_circle:")
     result = st.session_state.get(key)
     if result is not None:
         show_probe(result, example_thumbnails(rows[index]),
@@ -360,3 +410,45 @@ def try_one(editor: Editor, project: Any) -> None:
     else:
         st.caption("Runs the agent and the critic once and shows the trial; nothing is stored.")
 
+
+
+def _probing(job_key: str) -> bool:
+    job = st.session_state.get(job_key)
+    return job is not None and job.running
+
+
+@st.fragment(run_every=0.5)
+def _probe_progress(key: str, job_key: str) -> None:
+    """The running probe's phase, time and tokens, with a Cancel that stops it; its result
+    goes to the page once it is done."""
+    job: ProbeJob | None = st.session_state.get(job_key)
+    if job is None:
+        return
+    if job.running:
+        left, right = st.columns([4, 1], vertical_alignment="center")
+        left.info(probe_status(job), icon=":material/hourglass_top:")
+        if right.button("Cancel", icon=":material/stop_circle:", width="stretch",
+                        key=f"{job_key}.cancel", disabled=job.watch.cancelled):
+            job.cancel()
+            job.wait(timeout=5)
+        else:
+            return
+    st.session_state.pop(job_key, None)
+    if job.phase is ProbePhase.DONE:
+        st.session_state[key] = job.result
+    else:
+        st.session_state[key + ".stopped"] = probe_status(job)
+    st.rerun(scope="app")
+
+
+def probe_status(job: ProbeJob) -> str:
+    """What the page says of a probe: its phase, the time so far and the tokens written."""
+    tokens = f" · {job.watch.tokens} token(s) written" if job.watch.tokens else ""
+    if job.phase is ProbePhase.CANCELLED:
+        return f"Cancelled after {job.elapsed_s:.0f} s{tokens}."
+    if job.phase is ProbePhase.FAILED:
+        return f"Stopped after {job.elapsed_s:.0f} s: {job.error}"
+    if job.watch.cancelled:
+        return f"Cancelling… ({job.elapsed_s:.0f} s{tokens})"
+    return (f"{job.phase.value.capitalize()}… {job.elapsed_s:.0f} s{tokens} (the embedded "
+            "model takes a few seconds per call, up to a minute on a busy machine).")

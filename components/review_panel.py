@@ -86,6 +86,13 @@ def scope_trials(run_id: str) -> list[Any]:
     return loaders.recent_trials(run_id, 5000, iteration=int(iteration))
 
 
+MANY_COLUMN_ORDER = ("number", "output", "judge_score", "judge_feedback", "human_score",
+                     "human_feedback", "example", "input", "iteration", "phase", "candidate", "by",
+                     "when", "id")
+"""What a person reads to correct a trial first (its output, the judge's verdict, the columns
+to edit) so they fit a laptop's width; the bookkeeping columns follow, past a scroll."""
+
+
 def editor(run_id: str, trials: list[Any]) -> None:
     """Many trials at once: edit the human columns, then save."""
     if not trials:
@@ -97,20 +104,26 @@ def editor(run_id: str, trials: list[Any]) -> None:
     edited = st.data_editor(
         frame, key=f"{session.REVIEW_EDITOR}.{run_id}.{nonce}", hide_index=True, width="stretch",
         height=min(420, 38 + 35 * len(frame)), placeholder="—",
+        column_order=MANY_COLUMN_ORDER,
         disabled=[c for c in frame.columns if c not in ("human_score", "human_feedback")],
         column_config={
-            "number": st.column_config.NumberColumn("trial", format="%d",
+            "number": st.column_config.NumberColumn("trial", format="%d", width=50,
                                                     help="its number in this run"),
             "id": st.column_config.NumberColumn("id", format="%d"),
             "candidate": st.column_config.NumberColumn("cand.", format="#%d"),
             "judge_score": st.column_config.NumberColumn("judge score", format="%.3f"),
             "human_score": st.column_config.NumberColumn(
                 "human score ✎", min_value=0.0, max_value=1.0, step=0.05, format="%.3f",
+                width=115,
                 help="Your score in [0, 1]; it replaces the judge's everywhere."),
             "human_feedback": st.column_config.TextColumn(
-                "human feedback ✎", help="Your feedback; the next reflection reads it."),
-            "judge_feedback": st.column_config.TextColumn("judge feedback", width="medium"),
-            "output": st.column_config.TextColumn("output", width="large"),
+                "human feedback ✎", width=180,
+                help="Your feedback; the next reflection reads it."),
+            "judge_feedback": st.column_config.TextColumn("judge feedback", width=200),
+            "output": st.column_config.TextColumn(
+                "output", width=330, help="The agent's output (one line; the trial's full "
+                "output is under Correct one trial and on the Run page)."),
+            "input": st.column_config.TextColumn("input", width="small"),
         })
     changes = override_changes(frame, edited)
     label = f"Save {len(changes)} correction(s)" if changes else "No corrections to save"

@@ -161,15 +161,20 @@ def controls(run: Any) -> None:
 
     status = run.status
     paused = status is RunStatus.PAUSED or run.control is RunRequest.PAUSE
+    stopping = status.is_active and run.control is RunRequest.STOP
     cols = st.columns(3)
     actions = []
-    if status in (RunStatus.RUNNING, RunStatus.PENDING) and not paused:
+    if status in (RunStatus.RUNNING, RunStatus.PENDING) and not paused and not stopping:
         actions.append((cols[0], "Pause", ":material/pause:",
                         lambda: workspace.pause_run(loaders.store(), run.id)))
     if paused or status in (RunStatus.STOPPED, RunStatus.ORPHANED, RunStatus.FAILED):
         actions.append((cols[0], "Resume", ":material/play_arrow:",
                         lambda: workspace.resume_run(loaders.store(), run.id)))
-    if status.is_active or status is RunStatus.ORPHANED:
+    if stopping:  # asked: the run stops after its current model call (seconds on a slow model)
+        cols[1].button("Stopping…", icon=":material/hourglass_top:", key="run.control.stopping",
+                       width="stretch", disabled=True,
+                       help="The run stops after its current step; its work so far is kept.")
+    elif status.is_active or status is RunStatus.ORPHANED:
         actions.append((cols[1], "Stop", ":material/stop:",
                         lambda: workspace.stop_run(loaders.store(), run.id)))
     export_menu(run.id, where=cols[2])

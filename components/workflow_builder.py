@@ -50,7 +50,10 @@ def show(editor: Any, errors: dict[str, str], model_help: str) -> None:
     if problem:
         st.warning(escape_markdown(problem), icon=":material/warning:")
     _settings(editor, fields, errors, nested)
-    picture(fields)
+    # One click away: a picture drawn inline is laid out again by the browser (viz.js) on every
+    # edit, which made Add agent take ~2 s on two cores (bench/bench_ui.py --actions-only).
+    with st.popover("Picture of the workflow", icon=":material/account_tree:"):
+        picture(fields)
     agents = builder.agents_of(fields)
     for position, agent in enumerate(agents):
         _agent_card(editor, agent, position, len(agents), errors, model_help, nested)

@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from studio.engine.events import BaselineScored, Progress, StoredEventError
-from studio.model.records import EventKind, Proposal, ProposalStatus, Run, RunStatus
-from studio.projects.workspace import pending_proposal
+from studio.model.records import EventKind, Proposal, Run, RunStatus
 from studio.store import Store
 
 CANNOT_WAIT = (RunStatus.COMPLETED, RunStatus.QUEUED)
@@ -41,15 +40,11 @@ class RunSummary:
 
 
 def waiting_proposals(store: Store, runs: Sequence[Run]) -> dict[str, Proposal]:
-    """Run id -> its proposal waiting for a decision, for the runs that have one."""
-    found = {}
-    for run in runs:
-        if run.status in CANNOT_WAIT:
-            continue
-        proposal = pending_proposal(store, run.id)
-        if proposal is not None and proposal.status is ProposalStatus.PENDING:
-            found[run.id] = proposal
-    return found
+    """Run id -> its proposal waiting for a decision, for the listed runs that have one (one
+    store query, whatever the number of runs)."""
+    listed = {run.id for run in runs if run.status not in CANNOT_WAIT}
+    return {run_id: proposal for run_id, proposal in store.waiting_proposals().items()
+            if run_id in listed}
 
 
 def run_to_open(runs: Sequence[Run], waiting: Mapping[str, Proposal]) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from studio.engine.dispatch import dispatch
@@ -53,23 +54,55 @@ from studio.store import Store
 EXAMPLES_DIR = ui_root() / "examples"
 
 
+class ExampleKind(StrEnum):
+    """What an example's models make of a first run: the offer beside its Load button."""
+
+    SCRIPTED = "scripted"
+    EMBEDDED = "embedded"
+    HOSTED = "hosted"
+
+    @property
+    def note(self) -> str:
+        return {
+            "scripted": "Instant and deterministic, no API key: the first run to try.",
+            "embedded": "Embedded SmolLM2 model: slow, weak: shows the machinery, not a gain "
+                        "(minutes per iteration on a laptop; scores stay low).",
+            "hosted": "Hosted models: needs their API key.",
+        }[self.value]
+
+
+def example_kind(project: ProjectFile) -> ExampleKind:
+    """Scripted when every model is the scripted test model, embedded when any is the local
+    one (it sets the pace), else hosted."""
+    models = [agent.model for agent in ([project.agent] if project.agent else project.agents)]
+    models += [project.critic.model, project.reflection.model]
+    providers = {str(model).split("/", 1)[0] for model in models if model}
+    if providers <= {"scripted"}:
+        return ExampleKind.SCRIPTED
+    return ExampleKind.EMBEDDED if "local" in providers else ExampleKind.HOSTED
+
+
 @dataclass(frozen=True)
 class ExampleProject:
     path: Path
     name: str
     description: str
+    kind: ExampleKind = ExampleKind.SCRIPTED
 
 
 def list_examples(folder: Path = EXAMPLES_DIR) -> list[ExampleProject]:
-    """The example project files shipped with the studio (``examples/*.yaml``)."""
+    """The example project files shipped with the studio (``examples/*.yaml``), the scripted
+    ones (instant, the first run to try) first."""
     found = []
     for path in sorted(folder.glob("*.yaml")):
         try:
             project, _ = load_project(path)
         except ConfigError:
             continue  # a broken example must not hide the others
-        found.append(ExampleProject(path, project.name, project.description))
-    return found
+        found.append(ExampleProject(path, project.name, project.description,
+                                    example_kind(project)))
+    order = list(ExampleKind)
+    return sorted(found, key=lambda example: order.index(example.kind))
 
 
 def unique_name(store: Store, name: str) -> str:

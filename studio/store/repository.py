@@ -164,6 +164,7 @@ class Store:
     update_proposal = _forward("proposals_repo", ProposalRepository.update_proposal)
     get_proposal = _forward("proposals_repo", ProposalRepository.get_proposal)
     proposals = _forward("proposals_repo", ProposalRepository.proposals)
+    waiting_proposals = _forward("proposals_repo", ProposalRepository.waiting_proposals)
     add_decision = _forward("proposals_repo", ProposalRepository.add_decision)
     already_decided = _forward("proposals_repo", ProposalRepository.already_decided)
     decisions = _forward("proposals_repo", ProposalRepository.decisions)

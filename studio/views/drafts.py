@@ -9,6 +9,9 @@ JSONL or a JSON array, uploaded or pasted).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import yaml
@@ -203,6 +206,99 @@ def columns(rows: list[dict[str, Any]] | None) -> list[str]:
         for key in row:
             seen.setdefault(str(key), None)
     return list(seen)
+
+
+class RowsTarget(StrEnum):
+    """Which of a project's datasets loaded rows go into (the value is the editor field)."""
+
+    TRAIN = "train_rows"
+    VAL = "val_rows"
+    TEST = "test_rows"
+
+    @property
+    def label(self) -> str:
+        return {"train_rows": "training rows", "val_rows": "validation rows",
+                "test_rows": "test rows"}[self.value]
+
+
+INPUT_NAMES = ("input", "question", "prompt", "query", "text", "topic", "message")
+"""Column names taken for the agent's input when new rows come without the current one."""
+EXPECTED_NAMES = ("expected", "answer", "reference", "output", "label", "target", "ground_truth")
+"""Column names taken for the reference answer likewise."""
+
+
+def suggest_columns(names: list[str], input_column: str | None,
+                    expected_column: str | None) -> tuple[str, str]:
+    """``(input, expected)`` columns for rows with these column ``names``: the current choice
+    where the new rows still have it, else a column with a usual name (``question``,
+    ``answer``...), else for the input all fields (when that was the choice) or the first
+    other column, and no reference for the expected. ``""`` means all fields for the input and
+    no reference for the expected (as the pickers)."""
+    lowered = {name.lower(): name for name in names}
+
+    def usual(candidates: tuple[str, ...], taken: str = "") -> str:
+        return next((lowered[c] for c in candidates if c in lowered and lowered[c] != taken), "")
+
+    expected = expected_column if expected_column in names else usual(EXPECTED_NAMES)
+    if input_column in names and input_column != expected:
+        return input_column or "", expected or ""
+    chosen = usual(INPUT_NAMES, expected)
+    if not chosen and input_column:  # a named column that is gone: the first other one
+        chosen = next((n for n in names if n != expected), "")
+    return chosen, expected or ""
+
+
+@dataclass(frozen=True)
+class RowsImport:
+    """Rows read from an upload or a paste, waiting for the person to confirm them: where they
+    go, their columns, and how many rows they would replace."""
+
+    target: RowsTarget
+    rows: list[dict[str, Any]]
+    source: str
+    replaces: int
+    """How many rows the target holds now (0: nothing is replaced)."""
+
+    @property
+    def columns(self) -> list[str]:
+        return columns(self.rows)
+
+    def summary(self) -> str:
+        names = ", ".join(repr(name) for name in self.columns[:20])
+        more = f" and {len(self.columns) - 20} more" if len(self.columns) > 20 else ""
+        return (f"{len(self.rows)} row(s) from {self.source} for the {self.target.label}, "
+                f"with the columns {names}{more}.")
+
+
+def read_import(text: str, fmt: str, source: str, target: RowsTarget,
+                current: list[dict[str, Any]] | None) -> RowsImport:
+    """Parse rows for ``target`` and say what they would replace (nothing is changed yet).
+
+    Raises:
+        DatasetError: the text is empty or does not parse (naming the line).
+    """
+    rows = parse_rows(text, fmt, source=source)
+    return RowsImport(target, rows, source, len(current or []))
+
+
+def unsaved(current: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """True when the editor's fields differ from the stored project's: compared field by field
+    with an empty text and None alike (a text box holds "" where the project has nothing) and
+    numbers by value, so a field merely drawn is not a change."""
+    return any(_comparable(current.get(name)) != _comparable(value)
+               for name, value in stored.items())
+
+
+def _comparable(value: Any) -> Any:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 def check_dataset(fields: dict[str, Any]) -> dict[str, str]:

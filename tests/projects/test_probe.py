@@ -6,8 +6,11 @@ import pytest
 
 from studio.model.errors import ModelConfigError
 from studio.projects.files import load_project
-from studio.projects.probe import probe_sync
+from studio.projects.probe import ProbeJob, ProbePhase, probe_sync
 from studio.projects.workspace import EXAMPLES_DIR
+from studio.runtime.providers.local import local_model
+from studio.runtime.watch import CallWatch, GenerationCancelled
+from tests.helpers import wait_until
 
 
 @pytest.fixture
@@ -99,3 +102,49 @@ def test_try_it_on_a_referenced_workflow_spec_judges_with_the_primarys_model():
     assert result.error is None and result.score is not None
     judged = [r for r in recorded_requests("pipeline", since=before) if r.json_schema]
     assert len(judged) == 1 and "snow owl" in judged[0].prompt_text
+
+
+def test_a_probe_job_says_its_phase_and_keeps_its_result(project):
+    job = ProbeJob(project, {"topic": "autumn leaves"})
+    assert job.wait(timeout=60)
+    assert job.phase is ProbePhase.DONE and job.error is None
+    assert job.result.score is not None and "Missing" in job.result.feedback_text
+    assert job.elapsed_s == job.finished_s
+
+
+def test_cancel_stops_a_slow_probe_and_its_thread(project):
+    slow = project.model_copy(update={"agent": project.agent.model_copy(
+        update={"model": "scripted/demo@30000ms"})})
+    job = ProbeJob(slow, {"topic": "autumn leaves"})
+    wait_until(lambda: job.phase is ProbePhase.AGENT, timeout=30)
+    job.cancel()
+    assert job.wait(timeout=5), "the probe's thread is still running after Cancel"
+    assert job.phase is ProbePhase.CANCELLED and job.result is None
+    assert job.elapsed_s < 25
+
+
+def test_a_watch_stops_a_generation_at_its_next_token():
+    watch = CallWatch()
+    watch.token()
+    watch.token()
+    watch.cancel()
+    with pytest.raises(GenerationCancelled, match="after 2 token"):
+        watch.token()
+    assert watch.tokens == 2 and watch.cancelled
+
+
+@pytest.mark.local_model
+def test_cancel_stops_the_embedded_model_mid_reply(project):
+    """The embedded model generates on its own thread: Cancel must stop it there, counted in
+    tokens, and leave the model free for the next call."""
+    local = project.model_copy(update={"agent": project.agent.model_copy(
+        update={"model": "local/smollm2"}), "critic": project.critic.model_copy(
+        update={"model": "local/smollm2"})})
+    job = ProbeJob(local, {"topic": "a long story about the sea"})
+    wait_until(lambda: job.watch.tokens >= 3, timeout=120)
+    at_cancel = job.watch.tokens
+    job.cancel()
+    assert job.wait(timeout=10)
+    assert job.phase is ProbePhase.CANCELLED
+    assert local_model().wait_idle(timeout=10)  # no generation left burning the CPU
+    assert job.watch.tokens <= at_cancel + 1  # stopped at the next token, not at the reply's end

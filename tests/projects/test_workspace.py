@@ -12,6 +12,7 @@ from studio.model.records import ProposalStatus, RunStatus
 from studio.projects.files import parse_project
 from studio.projects.workspace import (
     EXAMPLES_DIR,
+    ExampleKind,
     duplicate_project,
     import_example,
     import_yaml,
@@ -101,3 +102,13 @@ def test_with_a_live_worker_the_studio_queues_runs_instead_of_running_them(store
     assert store.get_run(run.id).status is RunStatus.QUEUED
     store.remove_worker("elsewhere:1:a")
     assert store.claim_next_run("w", "default", stale_after_s=10).id == run.id
+
+
+def test_examples_say_which_is_the_first_run_and_which_is_slow():
+    examples = list_examples()
+    kinds = {e.name: e.kind for e in examples}
+    assert kinds["haiku-scripted"] is ExampleKind.SCRIPTED
+    assert kinds["haiku"] is ExampleKind.EMBEDDED
+    assert "slow, weak: shows the machinery, not a gain" in ExampleKind.EMBEDDED.note
+    order = [e.kind for e in examples]
+    assert order == sorted(order, key=list(ExampleKind).index)  # scripted ones first

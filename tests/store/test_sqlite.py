@@ -100,6 +100,25 @@ def test_proposals_decisions_events_and_checkpoints(store):
     assert store.load_checkpoint(run.id) == (2, {"iteration": 2})
 
 
+def test_waiting_proposals_are_the_latest_undecided_pending_one_per_run(store):
+    run, _, candidate = seed_run(store)
+    other, _, other_candidate = seed_run(store, run_id="r2")
+    quiet, _, quiet_candidate = seed_run(store, run_id="r3")
+
+    def proposal(run_id, parent_id, status):
+        added = store.add_proposal(Proposal(run_id=run_id, iteration=1, parent_id=parent_id,
+                                            component="instruction", text="y"))
+        return store.update_proposal(added.id, status=status)
+
+    proposal(run.id, candidate.id, ProposalStatus.PENDING)
+    latest = proposal(run.id, candidate.id, ProposalStatus.PENDING)
+    decided = proposal(other.id, other_candidate.id, ProposalStatus.PENDING)
+    store.add_decision(Decision(proposal_id=decided.id, action=DecisionAction.ACCEPT))
+    proposal(quiet.id, quiet_candidate.id, ProposalStatus.EVALUATING)
+    waiting = store.waiting_proposals()
+    assert {run_id: p.id for run_id, p in waiting.items()} == {run.id: latest.id}
+
+
 def test_override_pairs_name_the_critic(store):
     run, examples, candidate = seed_run(store, spec={"critic": {"name": "haiku_critic"}})
     trial = add_trial(store, run, candidate, examples[0], score=0.3)

@@ -136,5 +136,8 @@ def build_two_agent_workflow(page) -> None:
     wait_idle(page)
     first, second = agent_card(page, 0).inner_text(), agent_card(page, 1).inner_text()
     assert first.startswith("Step 1: outliner") and second.startswith("Step 2: writer")
+    page.get_by_role("button", name="Picture of the workflow").click()  # one click away
     page.locator("[data-testid='stGraphVizChart'] svg").first.wait_for(timeout=20_000)
+    page.screenshot(path=str(SHOTS / "workflow_picture.png"))
+    page.keyboard.press("Escape")
     assert not page.get_by_text("need attention").count(), "the builder shows errors"

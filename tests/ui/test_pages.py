@@ -16,6 +16,7 @@ from studio.projects.workspace import (
     pending_proposal,
     start_project_run,
 )
+from studio.views.drafts import RowsTarget
 from tests.helpers import wait_until
 from tests.ui.conftest import assert_ok, texts
 
@@ -121,14 +122,81 @@ def test_projects_critic_template_and_dataset_paste(app, studio_db):
         "question,answer\nWhat is 2+2?,4\nCapital of France?,Paris\n").run()
     button(at, "Use the pasted rows").click().run()
     assert_ok(at)
+    replace = next(b for b in at.button if b.label.startswith("Replace the"))
+    replace.click().run()
     assert at.session_state[key("train_rows")][1] == {"question": "Capital of France?",
                                                        "answer": "Paris"}
-    # the separate validation rows no longer fit the new columns: said next to the field
-    assert any("same fields" in s or "column" in s for s in texts(at.error)) or at.error == []
-    at.selectbox(key=key("input_column")).set_value("question").run()
-    at.selectbox(key=key("expected_column")).set_value("answer").run()
+    # the new rows' usual names were chosen, so only the separate validation rows (the old
+    # columns) are in the way
+    assert at.selectbox(key=key("input_column")).value == "question"
+    assert at.selectbox(key=key("expected_column")).value == "answer"
+    assert not any("has no column 'question'" in s for s in texts(at.error)
+                   if "train" in s), texts(at.error)
     button(at, "Split the training rows instead").click().run()
     assert not at.error, texts(at.error)
+
+
+def test_projects_new_columns_wait_for_a_confirmation_with_the_columns_chosen(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("projects", project_id=project.id)
+    key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
+    before = at.session_state[key("train_rows")]
+    at.text_area(key=f"projects.rows_paste.{project.id}").set_value(
+        "id,prompt,reference\n1,Say hi,hi\n2,Say bye,bye\n").run()
+    button(at, "Use the pasted rows").click().run()
+    assert_ok(at)
+    assert at.session_state[key("train_rows")] == before  # nothing replaced yet
+    assert any("2 row(s) from pasted data" in s and "'prompt'" in s and "'reference'" in s
+               for s in texts(at.markdown))
+    assert at.selectbox(key=f"projects.rows_pending_input.{project.id}").value == "prompt"
+    assert at.selectbox(key=f"projects.rows_pending_expected.{project.id}").value == "reference"
+    keep = button(at, "Keep the current rows")
+    assert keep.proto.type == "primary"  # the safe choice
+    keep.click().run()
+    assert at.session_state[key("train_rows")] == before
+    assert not any(b.label.startswith("Replace the") for b in at.button)
+
+    at.text_area(key=f"projects.rows_paste.{project.id}").set_value(
+        "id,prompt,reference\n1,Say hi,hi\n2,Say bye,bye\n").run()
+    button(at, "Use the pasted rows").click().run()
+    at.selectbox(key=f"projects.rows_pending_input.{project.id}").set_value("id").run()
+    button(at, f"Replace the {len(before)} training rows").click().run()
+    assert_ok(at)
+    assert [r["prompt"] for r in at.session_state[key("train_rows")]] == ["Say hi", "Say bye"]
+    assert at.selectbox(key=key("input_column")).value == "id"
+    assert at.selectbox(key=key("expected_column")).value == "reference"
+    assert not any("has no column" in s for s in texts(at.error)
+                   if "dataset.train" in s), texts(at.error)
+
+
+def test_projects_never_say_saved_beside_a_field_that_needs_attention(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("projects", project_id=project.id)
+    key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
+    assert "All changes saved." in texts(at.caption)
+    at.text_input(key=key("agent_model")).set_value("nope/model").run()
+    assert any("need attention" in s for s in texts(at.warning))
+    assert "All changes saved." not in texts(at.caption)
+    assert any(s.startswith("Unsaved changes: fix the field(s) above") for s in texts(at.caption))
+    at.text_input(key=key("agent_model")).set_value("scripted/demo@150ms").run()
+    assert "All changes saved." in texts(at.caption)
+
+
+def test_projects_test_set_is_shown_and_added_on_the_dataset_tab(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("projects", project_id=project.id)
+    assert any("No test set" in s for s in texts(at.caption))
+    at.radio(key=f"projects.rows_target.{project.id}").set_value(RowsTarget.TEST).run()
+    at.text_area(key=f"projects.rows_paste.{project.id}").set_value(
+        '{"topic": "snow at dusk"}\n{"topic": "a kettle"}\n').run()
+    button(at, "Use the pasted rows").click().run()
+    button(at, "Use these rows as the test rows").click().run()
+    assert_ok(at)
+    assert any(s.startswith("2 test rows") for s in texts(at.caption))
+    button(at, "Save project").click().run()
+    assert_ok(at)
+    stored = parse_project(studio_db.get_project(project.id).yaml)
+    assert [row["topic"] for row in stored.dataset.test] == ["snow at dusk", "a kettle"]
 
 
 def test_projects_import_duplicate_export(app, studio_db):
@@ -146,6 +214,21 @@ def test_projects_import_duplicate_export(app, studio_db):
     assert at.get("download_button")
 
 
+def test_projects_reimport_under_the_same_name_reads_the_new_file(app, studio_db):
+    import_example(studio_db, SCRIPTED)
+    at = app("projects")
+    yaml_text = (EXAMPLES_DIR / "haiku_scripted.yaml").read_text()
+    for n, description in enumerate(("first version", "fixed version")):
+        text = yaml_text.replace("name: haiku-scripted", f"name: same-file-{n}").replace(
+            "description:", f"description: {description}.", 1)
+        at.get("file_uploader")[0].upload("project.yaml", text.encode(), "application/x-yaml")
+        at.run()
+        button(at, "Import").click().run()
+        assert_ok(at)
+        stored = studio_db.find_project(f"same-file-{n}")
+        assert stored is not None and description in stored.yaml
+
+
 def test_projects_import_error_is_shown_inline(app, studio_db):
     import_example(studio_db, SCRIPTED)
     at = app("projects")
@@ -161,9 +244,30 @@ def test_projects_try_on_one_example(app, studio_db):
     at = app("projects", project_id=project.id)
     button(at, "Try it").click().run()
     assert_ok(at)
+    job = at.session_state[f"projects.probe.{project.id}.job"]
+    assert job.wait(timeout=60)
+    at.run()
+    assert_ok(at)
     metrics = {m.label: m.value for m in at.metric}
     assert float(metrics["Critic score"]) >= 0.0
     assert any("Missing" in c.value for c in at.code)
+
+
+def test_projects_try_it_shows_progress_and_cancel_stops_it(app, studio_db):
+    text = SCRIPTED.read_text().replace("scripted/demo@150ms", "scripted/demo@30000ms", 1)
+    project = studio_db.save_project("slow", text.replace("name: haiku-scripted", "name: slow"))
+    at = app("projects", project_id=project.id)
+    button(at, "Try it").click().run()
+    job = at.session_state[f"projects.probe.{project.id}.job"]
+    wait_until(lambda: job.phase.value == "running the agent", timeout=30)
+    at.run()
+    assert any(s.startswith("Running the agent…") for s in texts(at.info)), texts(at.info)
+    assert button(at, "Try it").disabled
+    button(at, "Cancel").click().run()
+    assert_ok(at)
+    assert not job.running  # stopped, not left behind
+    assert any(s.startswith("Cancelled after") for s in texts(at.warning)), texts(at.warning)
+    assert not button(at, "Try it").disabled and not at.metric
 
 
 # --------------------------------------------------------------------------- run
@@ -281,6 +385,23 @@ def test_run_controls_pause_resume_stop(app, studio_db):
     button(at, "Stop").click().run()
     assert_ok(at)
     wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED)
+
+
+def test_stop_answers_at_once_while_the_run_finishes_its_step(app, studio_db):
+    text = SCRIPTED.read_text().replace("scripted/demo@150ms", "scripted/demo@3000ms")
+    project = studio_db.save_project("slow", text.replace("name: haiku-scripted", "name: slow"))
+    run = start_project_run(studio_db, project.id, EvolutionConfig(
+        max_iterations=20, minibatch_size=3, review="auto", seed=7))
+    wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.RUNNING)
+    at = app("run", run_id=run.id)
+    button(at, "Stop").click().run()
+    assert_ok(at)
+    assert not any(b.label == "Stop" for b in at.button)  # no second Stop to click
+    if studio_db.get_run(run.id).status.is_active:  # still finishing its model call
+        assert button(at, "Stopping…").disabled
+        assert not any(b.label == "Pause" for b in at.button)
+    wait_until(lambda: studio_db.get_run(run.id).status is RunStatus.STOPPED, timeout=60)
+    get_manager(studio_db).handle(run.id).wait(timeout=60)  # its thread has ended too
 
 
 def test_run_start_errors_are_inline(app, studio_db):

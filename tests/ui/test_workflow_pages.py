@@ -167,6 +167,9 @@ def test_try_on_one_example_runs_the_workflow_and_scores_the_primary(app, studio
     at = app("projects", project_id=project.id)
     button(at, "Try it").click().run()
     assert_ok(at)
+    assert at.session_state[f"projects.probe.{project.id}.job"].wait(timeout=60)  # in background
+    at.run()
+    assert_ok(at)
     assert float({m.label: m.value for m in at.metric}["Critic score"]) >= 0.0
     assert "Pipeline: 2 step(s) in order" in texts(at.caption)
     assert "Output (scored: writer's reply)" in texts(at.caption)

@@ -107,3 +107,36 @@ def test_parse_rows_in_every_format():
     with pytest.raises(DatasetError, match="array of objects"):
         drafts.parse_rows("[1, 2]", "json")
     assert drafts.columns([{"a": 1}, {"b": 2, "a": 3}]) == ["a", "b"]
+
+
+# --------------------------------------------------------------------------- loading new rows
+
+
+@pytest.mark.parametrize(("names", "current", "wanted"), [
+    (["topic", "expected"], ("topic", "expected"), ("topic", "expected")),  # still there: kept
+    (["question", "answer"], ("input", "expected"), ("question", "answer")),  # usual names
+    (["Prompt", "Reference"], ("input", ""), ("Prompt", "Reference")),  # any case
+    (["id", "body"], ("input", ""), ("id", "")),  # nothing usual: the first column
+    (["id", "body"], ("", ""), ("", "")),  # all fields was the choice: still works
+    (["answer", "x"], ("answer", ""), ("x", "answer")),  # one column is not both
+])
+def test_new_rows_get_their_columns_suggested(names, current, wanted):
+    assert drafts.suggest_columns(names, *current) == wanted
+
+
+def test_loaded_rows_say_where_they_go_what_they_replace_and_their_columns():
+    pending = drafts.read_import("q,a\nx,y\n", "auto", "data.csv", drafts.RowsTarget.TRAIN,
+                                 [{"topic": "t"}] * 3)
+    assert (pending.replaces, pending.columns) == (3, ["q", "a"])
+    assert pending.summary() == ("1 row(s) from data.csv for the training rows, with the "
+                                 "columns 'q', 'a'.")
+    with pytest.raises(DatasetError, match="no data"):
+        drafts.read_import(" ", "auto", "data.csv", drafts.RowsTarget.TEST, None)
+
+
+def test_unsaved_compares_values_not_how_a_widget_holds_them(fields):
+    drawn = dict(fields, description=fields["description"] or "", split_seed=float(
+        fields["split_seed"]), agent_tools="")
+    assert not drafts.unsaved(drawn, fields)
+    assert drafts.unsaved(dict(fields, agent_model="nope/model"), fields)
+    assert drafts.unsaved(dict(fields, train_rows=[{"topic": "other"}]), fields)

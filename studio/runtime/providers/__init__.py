@@ -39,11 +39,13 @@ def register_providers() -> None:
         # litellm and the providers built on it take seconds to import: only when a model is used.
         import litellm
 
+        from studio.runtime.litellm_logging import per_loop_logging
         from studio.runtime.providers.local import LocalModelProvider
         from studio.runtime.providers.scripted import ScriptedProvider
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
+        per_loop_logging()  # no logging task destroyed while pending when loops run side by side
         register_free_model(LOCAL_MODEL)
         ours = {LOCAL_PROVIDER, SCRIPTED_PROVIDER}
         litellm.custom_provider_map = [

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import importlib.util
 import logging
 import os
@@ -32,6 +33,7 @@ from studio.runtime.providers._protocol import (
     fill_response,
     streaming_chunk,
 )
+from studio.runtime.watch import CallWatch, current_watch
 
 logger = logging.getLogger(__name__)
 
@@ -97,16 +99,34 @@ class _LocalModel:
 
     def complete(self, request: ChatRequest) -> dict[str, Any]:
         """Blocking call; runs the generation on the model's worker thread."""
-        return self._worker.submit(self._generate, request).result()
+        return self._worker.submit(contextvars.copy_context().run, self._generate,
+                                   request).result()
 
     async def acomplete(self, request: ChatRequest) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, self._generate, request)
+        context = contextvars.copy_context()  # the caller's CallWatch reaches the worker
+        future = loop.run_in_executor(self._worker, context.run, self._generate, request)
+        # A cancelled caller no longer awaits it: its GenerationCancelled is read here, not
+        # reported as never retrieved.
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return await future
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once the worker has finished every generation handed to it so far (a
+        cancelled one stops at its next token)."""
+        try:
+            self._worker.submit(bool).result(timeout=timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def _generate(self, request: ChatRequest) -> dict[str, Any]:
         llama = self.llama()
         kwargs = _generation_kwargs(request)
+        watch = current_watch()
         try:
+            if watch is not None:  # someone waits on it: token by token, stoppable
+                return _generate_watched(llama, request, kwargs, watch)
             result = llama.create_chat_completion(messages=request.messages, **kwargs)
         except ValueError as exc:
             if "exceed context window" in str(exc):
@@ -120,6 +140,35 @@ class _LocalModel:
             "prompt_tokens": int(usage.get("prompt_tokens", 0)),
             "completion_tokens": int(usage.get("completion_tokens", 0)),
         }
+
+
+def _generate_watched(llama: Any, request: ChatRequest, kwargs: dict[str, Any],
+                      watch: CallWatch) -> dict[str, Any]:
+    """A reply generated token by token (llama.cpp's stream), each reported to ``watch``; once
+    the request is cancelled the stream is closed at the next token, which ends the generation
+    (a logits processor cannot: llama.cpp calls it through a C callback that swallows errors).
+
+    Raises:
+        GenerationCancelled: the request was cancelled.
+    """
+    stream = llama.create_chat_completion(messages=request.messages, stream=True, **kwargs)
+    parts: list[str] = []
+    finish, tokens = "stop", 0
+    try:
+        for chunk in stream:
+            choice = chunk["choices"][0]
+            content = (choice.get("delta") or {}).get("content")
+            if content:
+                watch.token()
+                tokens += 1
+                parts.append(content)
+            finish = choice.get("finish_reason") or finish
+    finally:
+        stream.close()
+    # A stream reports no usage: the tokens counted are the completion's; the prompt's are not
+    # counted (nothing a watched request stores reads them).
+    return {"text": "".join(parts), "finish_reason": finish, "prompt_tokens": 0,
+            "completion_tokens": tokens}
 
 
 def _load_llama(path: Path) -> Any:

@@ -54,6 +54,18 @@ class ProposalRepository(Repository):
             return [to_model(Proposal, r) for r in c.execute(query.order_by(t.proposals.c.id))]
 
     @guard
+    def waiting_proposals(self) -> dict[str, Proposal]:
+        """Run id -> the proposal waiting at its gate for a person's decision (the latest,
+        should a run have several), for every run that has one, in one query: the inbox badge
+        reads it on every page, so it must not cost a query per listed run. Waiting proposals
+        are few (at most one or two per unfinished run), so callers filter by run."""
+        query = select(t.proposals).where(
+            t.proposals.c.status == ProposalStatus.PENDING.value,
+            t.proposals.c.decided_at.is_(None)).order_by(t.proposals.c.id)
+        with self.engine.connect() as c:
+            return {row.run_id: to_model(Proposal, row) for row in c.execute(query)}
+
+    @guard
     def add_decision(self, decision: Decision) -> Decision:
         """Record the decision on a proposal that has none yet: the first decision wins.
 
