@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from studio.engine import EvolutionConfig, build_engine
+from studio.engine import EvolutionConfig, build_engine, worker
 from studio.engine.lanes import LaneOrder, auto_lanes, lane_count
 from studio.engine.state import LoopState
 from studio.engine.worker import get_manager
@@ -204,10 +204,11 @@ def project(tmp_path: Path, latency_ms: int) -> Path:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_round_then_resume_gives_the_same_run(tmp_path):
+def test_sigkill_mid_round_then_resume_gives_the_same_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(worker, "STALE_AFTER_SECONDS", 1.5)
     url = f"sqlite:///{tmp_path}/studio.db"
     killed = StudioProcess(url, "run", str(project(tmp_path, 150)),
-                           STUDIO_STALE_AFTER_SECONDS="1")
+                           STUDIO_STALE_AFTER_SECONDS="1.5")
     store = open_store(url, cached=False)
     try:
         def mid_round() -> str | None:
@@ -223,10 +224,11 @@ def test_sigkill_mid_round_then_resume_gives_the_same_run(tmp_path):
         killed.process.send_signal(signal.SIGKILL)
         killed.process.wait(10)
     assert store.get_run(run_id).status is RunStatus.RUNNING  # killed: no end was written
-    wait_until(lambda: run_id in get_manager(store).recover_orphans(), timeout=30,
+    manager = get_manager(store)
+    wait_until(lambda: run_id in manager.recover_orphans(), timeout=30,
                message="the killed run is found orphaned")
-    wait_until(lambda: store.get_run(run_id).status is RunStatus.COMPLETED, timeout=180,
-               message="the resumed run completes")
+    assert manager.resume(run_id).wait(180) == "max_iterations"
+    assert store.get_run(run_id).status is RunStatus.COMPLETED
     whole = StudioProcess(url, "run", str(project(tmp_path, 5)))
     assert whole.process.wait(180) == 0, whole.text
     other = next(r.id for r in store.list_runs() if r.id != run_id)
