@@ -18,8 +18,10 @@ Reproducible by construction, whatever finishes first (1 or N processes, after S
   the duplicate) and pooling an accepted child;
 - a (candidate, example) pair two lanes both need is judged once (:mod:`studio.engine.batch`).
 
-One lane where a person decides (review mode: one proposal waits at a time), with merge (a
-merge is planned from the pool after each acceptance), in align runs (labels can change a
+Where a person decides, every lane's proposal may wait at the gate at once (Proposals and
+``studio proposals --pending`` list them in lane order, the order to decide them in: pooling
+follows it), and the lanes not waiting keep scoring. One lane with merge (a merge is planned
+from the pool after each acceptance), in align runs (labels can change a
 verdict meanwhile) and on the embedded model (one model serves every call one at a time: more
 lanes only queue, on 2 cores they gain nothing).
 """
@@ -32,7 +34,6 @@ from dataclasses import dataclass, field
 
 from studio.engine.context import RunContext
 from studio.engine.state import LoopState
-from studio.model.config import ReviewMode
 
 
 def auto_lanes(max_concurrency: int, minibatch_size: int) -> int:
@@ -64,8 +65,7 @@ def lane_count(ctx: RunContext, state: LoopState) -> int:
 def parallel_allowed(ctx: RunContext) -> bool:
     """Whether this run may have more than one lane (the module's doc says why not)."""
     config = ctx.config
-    return (config.review is ReviewMode.AUTO and not config.use_merge
-            and ctx.labels is None and not ctx.serialized_model)
+    return not config.use_merge and ctx.labels is None and not ctx.serialized_model
 
 
 @dataclass

@@ -119,6 +119,7 @@ class Engine:
         self.pools = PoolReader(ctx.store, ctx.run, ctx.val_ids)
         self.meter = ProgressMeter()
         self.round: Round | None = None
+        self._holding, self._held_since = 0, 0.0
         """The round of parallel proposals in flight, if any (:mod:`studio.engine.lanes`)."""
 
     @property
@@ -309,11 +310,15 @@ class Engine:
     async def held(self, waiting: Awaitable[T]) -> T:
         """Await a person (a pause, a gate): their time is never toward ``timeout_seconds``,
         nor in the ETA."""
-        started = time.monotonic()
+        if not self._holding:  # lanes waiting at their gates at once: their time counts once
+            self._held_since = time.monotonic()
+        self._holding += 1
         try:
             return await waiting
         finally:
-            self.ctx.clock.held_seconds += time.monotonic() - started
+            self._holding -= 1
+            if not self._holding:
+                self.ctx.clock.held_seconds += time.monotonic() - self._held_since
 
     # ------------------------------------------------------------------ one iteration
 

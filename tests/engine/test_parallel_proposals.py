@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, worker
+from studio.engine.gates import decide, pending_in_order
+from studio.engine.history import proposal_rows
 from studio.engine.lanes import LaneOrder, auto_lanes, lane_count
 from studio.engine.state import LoopState
 from studio.engine.worker import get_manager
-from studio.model.records import EventKind, RunStatus, TrialPhase
+from studio.model.records import EventKind, ProposalStatus, RunStatus, TrialPhase
 from studio.store import Store, open_store
+from studio.views.waiting import waiting_note
 from tests.helpers import StudioProcess, demo_spec, trainset, wait_until
 
 VALSET = [{"topic": "harbor fog"}, {"topic": "desert wind"}]
@@ -63,7 +66,7 @@ def test_the_automatic_lane_count_fills_the_slots_nearest():
     assert auto_lanes(6, 4) == 1  # a tie: the fewer lanes
 
 
-def test_one_lane_where_a_person_decides_with_merge_and_on_the_embedded_model(runner, store):
+def test_one_lane_with_merge_and_on_the_embedded_model(runner, store):
     def lanes(spec=None, **config):
         run_id = runner.create(spec or demo_spec(), trainset(), VALSET,
                                **{**LANES, **config})
@@ -71,7 +74,7 @@ def test_one_lane_where_a_person_decides_with_merge_and_on_the_embedded_model(ru
 
     assert lanes() == 2
     assert lanes(parallel_proposals=None, max_concurrency=5, minibatch_size=3) == 2
-    assert lanes(review="review") == 1
+    assert lanes(review="review") == 2  # each lane's proposal waits for the person
     assert lanes(use_merge=True) == 1
     local = demo_spec().model_copy(update={"reflection": demo_spec().reflection.model_copy(
         update={"model": "local/smollm2"})})
@@ -235,3 +238,40 @@ def test_sigkill_mid_round_then_resume_gives_the_same_run(tmp_path, monkeypatch)
     assert signature(store, run_id) == signature(store, other)
     pairs_judged_once(store, run_id)
     store.close()
+
+
+# ---------------------------------------------------------------------- a person at the gates
+
+
+def test_in_review_mode_two_proposals_wait_at_once_and_each_decision_applies_to_its_own(
+        runner, store, script):
+    writer, critic, reflector = flat_world(script, latency_ms=5)
+    spec = demo_spec(writer).model_copy(update={
+        "critic": demo_spec(critic).critic, "reflection": demo_spec(reflector).reflection})
+    run_id, handle = runner.start(spec, trainset(4), VALSET,
+                                  **{**LANES, "max_iterations": 2, "review": "review"})
+    rows = wait_until(lambda: len(proposal_rows(store, run_id, pending_only=True)) == 2
+                      and proposal_rows(store, run_id, pending_only=True), timeout=60,
+                      message="both lanes' proposals wait")
+    assert [row.iteration for row in rows] == [1, 2] and all(r.waiting_for_you for r in rows)
+    first, second = (store.get_proposal(row.id) for row in rows)
+    note = waiting_note(pending_in_order(store.proposals(run_id)))
+    assert note and note.index(f"#{first.id}") < note.index(f"#{second.id}")
+
+    # a stop is no decision: both wait again when the run resumes
+    assert decide(first.id, "stop", store=store) is None
+    assert handle.wait(60) == "user"
+    assert store.decisions(run_id) == []
+    assert [p.id for p in pending_in_order(store.proposals(run_id))] == [first.id, second.id]
+    handle = get_manager(store).resume(run_id)
+    decide(second.id, "accept", author="ana", store=store)
+    decide(first.id, "reject", reason="too vague", author="ana", store=store)
+    assert handle.wait(60) == "max_iterations"
+
+    first, second = store.get_proposal(first.id), store.get_proposal(second.id)
+    assert first.status is ProposalStatus.REJECTED and second.status is ProposalStatus.ACCEPTED
+    assert [d.reason for d in store.decisions(proposal_id=first.id)] == ["too vague"]
+    assert [d.action.value for d in store.decisions(proposal_id=second.id)] == ["accept"]
+    assert store.get_candidate(second.child_id).pooled
+    assert not store.get_candidate(first.child_id).pooled
+    pairs_judged_once(store, run_id)
