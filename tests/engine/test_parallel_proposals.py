@@ -275,3 +275,17 @@ def test_in_review_mode_two_proposals_wait_at_once_and_each_decision_applies_to_
     assert store.get_candidate(second.child_id).pooled
     assert not store.get_candidate(first.child_id).pooled
     pairs_judged_once(store, run_id)
+
+
+def test_evolve_takes_parallel_proposals_and_refuses_zero(store):
+    from studio import evolve_sync
+    from studio.model.errors import ConfigError
+    from tests.helpers import critic, writer
+
+    result = evolve_sync(writer("scripted/demo@5ms"), trainset(), critic=critic(), store=store,
+                         valset=VALSET, reflection_model="scripted/demo", parallel_proposals=2,
+                         config=EvolutionConfig(max_iterations=2, minibatch_size=2, seed=5))
+    assert store.get_run(result.run_id).config.parallel_proposals == 2
+    assert lanes_overlapped(store, result.run_id)
+    with pytest.raises(ConfigError, match="parallel_proposals"):
+        evolve_sync(writer(), trainset(), critic=critic(), store=store, parallel_proposals=0)
