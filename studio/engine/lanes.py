@@ -20,7 +20,9 @@ Reproducible by construction, whatever finishes first (1 or N processes, after S
 
 Where a person decides, every lane's proposal may wait at the gate at once (Proposals and
 ``studio proposals --pending`` list them in lane order, the order to decide them in: pooling
-follows it), and the lanes not waiting keep scoring. One lane with merge (a merge is planned
+follows it), and the lanes not waiting keep scoring; under a ``max_metric_calls`` budget one
+lane there (an edit is charged against the trials committed so far, which would not count a
+sibling lane's reserved validation). One lane with merge (a merge is planned
 from the pool after each acceptance), in align runs (labels can change a
 verdict meanwhile) and on the embedded model (one model serves every call one at a time: more
 lanes only queue, on 2 cores they gain nothing).
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 
 from studio.engine.context import RunContext
 from studio.engine.state import LoopState
+from studio.model.config import ReviewMode
 
 
 def auto_lanes(max_concurrency: int, minibatch_size: int) -> int:
@@ -65,7 +68,9 @@ def lane_count(ctx: RunContext, state: LoopState) -> int:
 def parallel_allowed(ctx: RunContext) -> bool:
     """Whether this run may have more than one lane (the module's doc says why not)."""
     config = ctx.config
-    return not config.use_merge and ctx.labels is None and not ctx.serialized_model
+    budgeted_edits = config.review is ReviewMode.REVIEW and config.max_metric_calls is not None
+    return (not config.use_merge and ctx.labels is None and not ctx.serialized_model
+            and not budgeted_edits)
 
 
 @dataclass

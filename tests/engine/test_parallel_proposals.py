@@ -76,6 +76,7 @@ def test_one_lane_with_merge_and_on_the_embedded_model(runner, store):
     assert lanes(parallel_proposals=None, max_concurrency=5, minibatch_size=3) == 2
     assert lanes(review="review") == 2  # each lane's proposal waits for the person
     assert lanes(use_merge=True) == 1
+    assert lanes(review="review", max_metric_calls=500) == 1  # an edit's charge is per lane
     local = demo_spec().model_copy(update={"reflection": demo_spec().reflection.model_copy(
         update={"model": "local/smollm2"})})
     assert lanes(local) == 1
