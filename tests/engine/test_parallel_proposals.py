@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from studio.cli import main as cli_main
 from studio.engine import EvolutionConfig, build_engine, worker
 from studio.engine.gates import decide, pending_in_order
 from studio.engine.history import proposal_rows
@@ -245,7 +246,7 @@ def test_sigkill_mid_round_then_resume_gives_the_same_run(tmp_path, monkeypatch)
 
 
 def test_in_review_mode_two_proposals_wait_at_once_and_each_decision_applies_to_its_own(
-        runner, store, script):
+        runner, store, script, capsys):
     writer, critic, reflector = flat_world(script, latency_ms=5)
     spec = demo_spec(writer).model_copy(update={
         "critic": demo_spec(critic).critic, "reflection": demo_spec(reflector).reflection})
@@ -258,6 +259,10 @@ def test_in_review_mode_two_proposals_wait_at_once_and_each_decision_applies_to_
     first, second = (store.get_proposal(row.id) for row in rows)
     note = waiting_note(pending_in_order(store.proposals(run_id)))
     assert note and note.index(f"#{first.id}") < note.index(f"#{second.id}")
+    capsys.readouterr()
+    assert cli_main(["--db", store.url, "proposals", run_id, "--pending"]) == 0
+    waiting = [line for line in capsys.readouterr().out.splitlines() if "WAITING" in line]
+    assert [line.split()[0] for line in waiting] == [str(first.id), str(second.id)]
 
     # a stop is no decision: both wait again when the run resumes
     assert decide(first.id, "stop", store=store) is None
