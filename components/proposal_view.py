@@ -9,7 +9,7 @@ import streamlit as st
 
 from components import diff_view, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import decide, latest_pending, when_applied
+from studio.engine.gates import decide, pending_in_order, when_applied
 from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
@@ -19,6 +19,7 @@ from studio.projects.workspace import require_reason
 from studio.views.markdown import escape_markdown
 from studio.views.skips import skipped_note
 from studio.views.tables import evidence_frame, format_score, merge_source_frame, proposal_history
+from studio.views.waiting import waiting_note
 from studio.views.workflows import describe_component
 
 
@@ -35,21 +36,25 @@ def watch(run_id: str) -> None:
         previous = st.session_state.get(key)
         st.session_state[key] = signature
         if previous is not None and previous != signature:
-            pending = latest_pending(proposals)
-            if pending is not None:  # before the rerun, so a message about the last is gone
-                session.retire_flash_unless_about(pending.id)
+            pending = pending_in_order(proposals)
+            if pending:  # before the rerun, so a message about the last is gone
+                session.retire_flash_unless_about(pending[0].id)
             st.rerun(scope="app")
 
     watcher()
 
 
 def current(run: Any) -> Any | None:
-    """The proposal to show now: the pending one, else one being scored (with a note)."""
+    """The proposal to show now: the first pending one in the order to decide them (naming
+    the others), else one being scored (with a note)."""
     proposals = loaders.proposals(run.id)
-    pending = latest_pending(proposals)
-    if pending is not None:
-        session.retire_flash_unless_about(pending.id)
-        return pending
+    waiting = pending_in_order(proposals)
+    if waiting:
+        session.retire_flash_unless_about(waiting[0].id)
+        note = waiting_note(waiting)
+        if note:
+            st.info(note, icon=":material/low_priority:")
+        return waiting[0]
     evaluating = [p for p in proposals if p.status is ProposalStatus.EVALUATING]
     if evaluating and run.status.is_active:
         st.info(f"{loaders.proposal_title(evaluating[-1])} (iteration "

@@ -193,6 +193,7 @@ async def evolve(
     executor: AgentExecutorProtocol | None = None,
     candidate_selector: str | None = None,
     primary: str | None = None,
+    parallel_proposals: int | None = None,
 ) -> EvolutionResult:
     """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
 
@@ -222,8 +223,13 @@ async def evolve(
         scorer, executor, candidate_selector: gepa-adk's names: ``scorer`` is a critic;
             ``executor`` (any :class:`studio.AgentExecutorProtocol`) runs an ADK critic agent;
             ``candidate_selector`` sets ``config.candidate_selection``.
+        parallel_proposals: proposals in flight at once (sets ``config.parallel_proposals``;
+            unset: chosen from ``max_concurrency`` and ``minibatch_size``).
     """
     check_agent(agent, components)
+    if parallel_proposals is not None:  # validated (bounds) like the config's own field
+        config = EvolutionConfig(**{**(config or EvolutionConfig()).model_dump(),
+                                    "parallel_proposals": parallel_proposals})
     if scorer is not None:
         if critic is not None:
             raise ConfigError("give critic or scorer, not both", where="scorer")

@@ -48,12 +48,15 @@ async def score_batch(
     ctx.refresh_labels()  # an align run scores against the corrections as they are now
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
+    elsewhere = judged_elsewhere(ctx, candidate, missing)  # another lane judges these now
+    missing = [example for example in missing if stored_id(example) not in elsewhere]
     if prefetched is not None:  # in flight already: first to their slots
         missing.sort(key=lambda example: example.id not in prefetched.tasks)
     if metered:  # the budget was reserved when the iteration started (studio.engine.limits)
         ctx.check_stop()
     commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered,
                                unscored)
+    commit = claimed(ctx, candidate, missing, commit)
     judge = (functools.partial(_in_this_process, prefetched=prefetched)
              if ctx.fan_out is None or not ctx.fan_out.ready else _in_processes)
     # A task group: when one example raises, its siblings are cancelled before the error
@@ -63,6 +66,9 @@ async def score_batch(
             tasks = judge(ctx, group, candidate, missing, commit)
     except BaseExceptionGroup as failed:
         raise failed.exceptions[0] from None  # the first error, as the loop reports it
+    finally:
+        release(ctx, candidate, missing)
+    cached.update(await trials_from_elsewhere(ctx, candidate, elsewhere))
     for task in tasks:
         cached.update({trial.example_id: trial for trial in task.result() if trial is not None})
     if ctx.refresh_labels():  # a correction changed while the batch was judged
@@ -74,7 +80,7 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
                      examples: list[Example], commit: Callable,
                      prefetched: Prefetch | None = None) -> list[asyncio.Task]:
     agent = ctx.agent_for(candidate)
-    slots = asyncio.Semaphore(ctx.config.max_concurrency)
+    slots = ctx.slots  # one budget for every batch in flight (parallel proposals)
 
     async def one(example: Example) -> list[Trial]:
         async with slots:  # a prefetched chain holds its slot until it is done
@@ -106,6 +112,58 @@ def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidat
         return [commit(example, result) for example, result in zip(part, results, strict=True)]
 
     return [group.create_task(shard(part)) for part in fan_out.shards(examples)]
+
+
+def judged_elsewhere(ctx: RunContext, candidate: Candidate, examples: list[Example]
+                     ) -> dict[int, asyncio.Future]:
+    """The pairs another batch in flight judges now (two lanes, one parent): awaited, never
+    judged twice."""
+    owner = stored_id(candidate)
+    return {stored_id(e): ctx.in_flight[(owner, stored_id(e))] for e in examples
+            if (owner, stored_id(e)) in ctx.in_flight}
+
+
+def claimed(ctx: RunContext, candidate: Candidate, examples: list[Example],
+            commit: Callable) -> Callable:
+    """Mark ``examples`` as judged by this batch; ``commit`` then hands each trial to the
+    batches waiting for it."""
+    owner = stored_id(candidate)
+    loop = asyncio.get_running_loop()
+    for example in examples:
+        ctx.in_flight[(owner, stored_id(example))] = loop.create_future()
+
+    def committed(example: Example, result: ChainResult) -> Trial | None:
+        trial = commit(example, result)
+        future = ctx.in_flight.pop((owner, stored_id(example)), None)
+        if future is not None and not future.done():
+            future.set_result(trial)
+        return trial
+
+    return committed
+
+
+def release(ctx: RunContext, candidate: Candidate, examples: list[Example]) -> None:
+    """The pairs this batch did not commit (it failed or was stopped): no one waits for them."""
+    owner = stored_id(candidate)
+    for example in examples:
+        future = ctx.in_flight.pop((owner, stored_id(example)), None)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+
+async def trials_from_elsewhere(ctx: RunContext, candidate: Candidate,
+                                elsewhere: dict[int, asyncio.Future]) -> dict[int, Trial]:
+    """The trials another batch judged for us (shielded: our stop does not cancel theirs); a
+    pair it did not commit is read from the store, or left out."""
+    trials: dict[int, Trial] = {}
+    for example_id, future in elsewhere.items():
+        trial = await asyncio.shield(future)
+        if trial is not None:
+            trials[example_id] = trial
+    left = [e for e in elsewhere if e not in trials]
+    if left:
+        trials.update(ctx.store.first_trials(candidate.id, left))
+    return trials
 
 
 def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,

@@ -339,11 +339,16 @@ def build_engine(
         test_ids=test, examples=examples, input_key=spec.input_key,
         reflection_strategy=spec.reflection.strategy, listeners=list(listeners or []),
         labels=LabelBook.for_run(spec, examples),
+        serialized_model=LOCAL_PREFIX in (default_model[:6], spec.reflection.model[:6]),
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
                  if config.processes > 1 else None),
         **flow)
     ctx.refresh_labels()  # an align run resumes on the corrections as they are now
     return Engine(ctx)
+
+
+LOCAL_PREFIX = "local/"
+"""The embedded model's provider: one model in-process serving its calls one at a time."""
 
 
 def default_model_for(agent: Any, spec: RunSpec, primary: str | None) -> str:

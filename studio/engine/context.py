@@ -203,8 +203,27 @@ class RunContext:
     control: RunControl = field(default_factory=RunControl)
     clock: RunClock = field(default_factory=RunClock)
     """Active time over all sessions, and how much of it a person held (pauses, gates)."""
+    serialized_model: bool = False
+    """The embedded model serves every call one at a time: parallel proposals only queue."""
+    history_before: int | None = None
+    """While lanes are in flight (:mod:`studio.engine.lanes`): the round's first iteration; a
+    reflection reads only what was proposed before it, so a seeded run reproduces."""
+    in_flight: dict[tuple[int, int], asyncio.Future] = field(default_factory=dict)
+    """(candidate, example) pairs being judged, with their trial to come: a batch that needs
+    one waits for it instead of judging it again (:mod:`studio.engine.batch`)."""
+    _slots: asyncio.Semaphore | None = None
+    _slots_loop: asyncio.AbstractEventLoop | None = None
     _agents: dict[int, BaseAgent] = field(default_factory=dict)
     _metric_calls: int | None = None
+
+    @property
+    def slots(self) -> asyncio.Semaphore:
+        """The run's one concurrency budget (``max_concurrency`` chains), shared by every batch
+        in flight, so a slot one proposal leaves idle another fills."""
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots_loop is not loop:  # a semaphore serves one loop
+            self._slots, self._slots_loop = asyncio.Semaphore(self.config.max_concurrency), loop
+        return self._slots
 
     @property
     def run_id(self) -> str:

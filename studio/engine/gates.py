@@ -250,6 +250,15 @@ def latest_pending(proposals: Iterable[Proposal]) -> Proposal | None:
     return pending[-1] if pending else None
 
 
+def pending_in_order(proposals: Iterable[Proposal]) -> list[Proposal]:
+    """Every proposal waiting at the gate, in the order a person should decide them: by
+    iteration (with parallel proposals, lane order, which is the order their children are
+    pooled in), then as stored (an edit after the text it replaces)."""
+    return sorted((p for p in proposals
+                   if p.status is ProposalStatus.PENDING and p.decided_at is None),
+                  key=lambda p: (p.iteration, p.id or 0))
+
+
 def undo_override(override_id: int, *, store: Store | None = None) -> Override:
     """Withdraw an override; the previous one (or the judge's value) applies again."""
     store = store or open_store()
@@ -278,4 +287,5 @@ def deciding(decisions: list[Decision]) -> list[Decision]:
 
 
 __all__ = ["await_decision", "decide", "latest_pending", "merge_correction", "override",
+           "pending_in_order",
            "undo_override", "when_applied", "StopRun"]

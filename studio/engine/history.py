@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from studio.engine.evidence import evidence_for
-from studio.engine.gates import deciding, latest_pending
+from studio.engine.gates import deciding, pending_in_order
 from studio.model.evidence import Evidence
 from studio.model.records import (
     Decision,
@@ -161,20 +161,22 @@ def _flat_evidence(moment: str, evidence: Evidence | None) -> dict[str, Any]:
 
 def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False
                   ) -> list[ProposalRow]:
-    """Every proposal of the run, oldest first (``pending_only``: the one waiting for a
-    person, if any). A fixed handful of queries however many proposals the run has."""
+    """Every proposal of the run, oldest first (``pending_only``: those waiting for a
+    person, in the order to decide them: several with parallel proposals). A fixed handful
+    of queries however many proposals the run has."""
     store.get_run(run_id)  # a clear error for an unknown run
     proposals = store.proposals(run_id)
     numbers = proposal_numbers(proposals)
-    waiting = latest_pending(proposals)
+    waiting = pending_in_order(proposals)  # several with parallel proposals
+    waiting_ids = {p.id for p in waiting}
     if pending_only:
-        proposals = [waiting] if waiting is not None else []
+        proposals = waiting
     # the first decision that decides (an older store's "stop" rows decide nothing)
     decisions = {d.proposal_id: d for d in reversed(deciding(store.decisions(run_id)))}
     index = store.candidate_indexes(run_id)
     evidence = evidence_for(store, run_id, [p for p in proposals if p.child_id is not None])
     return [proposal_row(p, decisions.get(p.id), evidence.get(p.id), index,
-                         waiting=p is waiting, numbers=numbers) for p in proposals]
+                         waiting=p.id in waiting_ids, numbers=numbers) for p in proposals]
 
 
 def proposal_numbers(proposals: Iterable[Proposal]) -> dict[int, int]:

@@ -44,5 +44,5 @@ def check_budget_for_iteration(ctx: RunContext) -> None:
 def iteration_started(state: LoopState) -> bool:
     """Whether the next iteration was planned before a stop, a kill or a shutdown: its
     limits were checked then, and it replays whole."""
-    plan = state.plan
+    plan = state.round[0] if state.round else state.plan
     return plan is not None and plan["iteration"] == state.iteration + 1

@@ -43,7 +43,8 @@ from studio.engine.events import (
 )
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
-from studio.engine.limits import check_limits
+from studio.engine.lanes import Round, lane_count
+from studio.engine.limits import check_limits, iteration_started
 from studio.engine.perfect import perfect_on_minibatch, skip_perfect
 from studio.engine.planning import Planner
 from studio.engine.pool import PoolReader
@@ -117,6 +118,9 @@ class Engine:
         """Draws each iteration's parent, minibatch and component (or merge), seeded."""
         self.pools = PoolReader(ctx.store, ctx.run, ctx.val_ids)
         self.meter = ProgressMeter()
+        self.round: Round | None = None
+        self._holding, self._held_since = 0, 0.0
+        """The round of parallel proposals in flight, if any (:mod:`studio.engine.lanes`)."""
 
     @property
     def run_id(self) -> str:
@@ -221,7 +225,7 @@ class Engine:
             while True:
                 check_limits(self.ctx, self.state)
                 await self.pause_point()
-                await self.iterate(self.state.iteration + 1)
+                await self.advance()
         except StopRun as stop:
             return stop.reason
 
@@ -306,13 +310,67 @@ class Engine:
     async def held(self, waiting: Awaitable[T]) -> T:
         """Await a person (a pause, a gate): their time is never toward ``timeout_seconds``,
         nor in the ETA."""
-        started = time.monotonic()
+        if not self._holding:  # lanes waiting at their gates at once: their time counts once
+            self._held_since = time.monotonic()
+        self._holding += 1
         try:
             return await waiting
         finally:
-            self.ctx.clock.held_seconds += time.monotonic() - started
+            self._holding -= 1
+            if not self._holding:
+                self.ctx.clock.held_seconds += time.monotonic() - self._held_since
 
     # ------------------------------------------------------------------ one iteration
+
+    async def advance(self) -> None:
+        """The next iteration, or the next round of parallel proposals; a round drawn before a
+        stop or a kill replays whole, whatever the lane count would be now."""
+        first = self.state.iteration + 1
+        if self.state.round and self.state.round[0]["iteration"] == first:
+            await self.iterate_round([Plan(**plan) for plan in self.state.round])
+            return
+        lanes = 1 if iteration_started(self.state) else lane_count(self.ctx, self.state)
+        if lanes == 1:
+            await self.iterate(first)
+        else:
+            await self.iterate_round(self.draw_round(first, lanes))
+
+    def draw_round(self, first: int, lanes: int) -> list[Plan]:
+        """The round's plans, drawn once in lane order and checkpointed together."""
+        plans = self.planner.draw_round(first, lanes, self.pools.recent)
+        self.state.round = [asdict(plan) for plan in plans]
+        self._checkpoint()
+        for plan in plans:
+            self.ctx.emit(IterationStarted(
+                run_id=self.ctx.run_id, iteration=plan.iteration, parent_id=plan.parent_id,
+                component=plan.component, minibatch=plan.minibatch,
+                proposal_kind=ProposalKind.REFLECTION))
+        return plans
+
+    async def iterate_round(self, plans: list[Plan]) -> None:
+        """Every lane of the round at once, sharing the run's slots; a lane that fails or is
+        stopped cancels its siblings (nothing of theirs is committed after)."""
+        started, held = time.monotonic(), self.ctx.clock.held_seconds
+        self.pools.forget()
+        self.round = Round(plans[0].iteration, len(plans))
+        self.ctx.history_before = plans[0].iteration
+        try:
+            async with asyncio.TaskGroup() as group:
+                for plan in plans:
+                    group.create_task(self.lane(plan))
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None  # the first error, as the loop reports it
+        finally:
+            self.round, self.ctx.history_before = None, None
+        self._end_round(plans, time.monotonic() - started
+                        - (self.ctx.clock.held_seconds - held))
+
+    async def lane(self, plan: Plan) -> None:
+        try:
+            await self.reflection_step(plan)
+        finally:
+            if self.round is not None:
+                self.round.ended(plan.iteration)
 
     async def iterate(self, iteration: int) -> None:
         started, held = time.monotonic(), self.ctx.clock.held_seconds
@@ -349,8 +407,10 @@ class Engine:
         if perfect_on_minibatch(self.ctx, parent_trials):
             skip_perfect(self.ctx, parent, plan.iteration)
             return
+        turn = (functools.partial(self.round.propose_turn, plan.iteration)
+                if self.round is not None else None)
         proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
-                                          parent_trials)
+                                          parent_trials, turn)
         if proposal.status is not ProposalStatus.INVALID:
             await self.evaluate_and_gate(proposal, parent, plan)
 
@@ -382,6 +442,8 @@ class Engine:
         proposal = proposer.latest_in_chain(ctx, proposal)
         while True:
             child = proposer.child_of(ctx, proposal, parent)
+            if self.round is not None:  # the next lane may store its proposal now
+                self.round.proposed(plan.iteration)
             prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
             try:
                 await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
@@ -423,6 +485,8 @@ class Engine:
         await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
                           iteration=proposal.iteration, proposal_id=proposal.id,
                           prefetched=prefetch)
+        if self.round is not None:  # pooled in lane order
+            await self.round.pool_turn(proposal.iteration)
         ctx.store.set_pooled(stored_id(child))
         ctx.store.update_proposal(stored_id(proposal), status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())
@@ -441,6 +505,21 @@ class Engine:
         self.state.iteration = iteration
         self.state.plan = None
         self.meter.iteration_done(seconds)
+        self._checkpoint()
+        self.meter.report(self.ctx, self.state, pool)
+
+
+    def _end_round(self, plans: list[Plan], seconds: float) -> None:
+        """Every lane's iteration done, in one checkpoint (a kill before it replays the round)."""
+        pool = self.pools.keep(self.pools.recent())
+        best, previous = pool.best_score, self.state.best_score
+        improved = best is not None and (previous is None or best > previous + 1e-12)
+        self.state.stale_iterations = 0 if improved else self.state.stale_iterations + len(plans)
+        self.state.best_score = best if best is not None else previous
+        self.state.iteration = plans[-1].iteration
+        self.state.plan = self.state.round = None
+        for _ in plans:
+            self.meter.iteration_done(seconds / len(plans))
         self._checkpoint()
         self.meter.report(self.ctx, self.state, pool)
 

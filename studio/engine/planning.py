@@ -39,6 +39,13 @@ class Planner:
         return merge_plan(iteration, merge) if merge is not None \
             else self.reflection_plan(iteration, scores)
 
+    def draw_round(self, first: int, lanes: int, pool: Callable[[], PoolScores]) -> list[Plan]:
+        """The plans of a round of parallel proposals (no merge: :mod:`studio.engine.lanes`),
+        in lane order from one read of the pool: each lane its parent and minibatch, as
+        GEPA's independent sampling draws them."""
+        scores = pool()
+        return [self.reflection_plan(first + lane, scores) for lane in range(lanes)]
+
     def reflection_plan(self, iteration: int, pool: PoolScores) -> Plan:
         config = self.ctx.config
         parent_id = select_parent(config.candidate_selection, pool.matrix, self.rng,

@@ -16,7 +16,9 @@ child's validation takes it (:func:`studio.engine.batch.score_batch`, ``prefetch
 store holds the same trials as without prefetching, and a run killed meanwhile loses only
 uncommitted calls, judged again on resume. Off where a person decides (review mode: their time
 is not the machine's to spend), in align runs (their labels may change a verdict meanwhile),
-with worker processes (their shards are scheduled there) and under a ``max_metric_calls``
+with worker processes (their shards are scheduled there), while parallel proposals are in
+flight (their lanes fill the idle slots: :mod:`studio.engine.lanes`) and under a
+``max_metric_calls``
 budget (the budget counts stored trials, and a rejected child's early chains are spent but
 never stored: a person who capped the calls gets no call the cap does not count).
 """
@@ -59,7 +61,8 @@ def start_validation(ctx: RunContext, child: Candidate, minibatch: list[int]) ->
     """Start ``child``'s first validation examples in the slots its minibatch leaves idle, when
     the rule will decide at once (auto mode, in this process, no labels); else nothing."""
     if (ctx.config.review is not ReviewMode.AUTO or ctx.labels is not None
-            or ctx.fan_out is not None or ctx.config.max_metric_calls is not None):
+            or ctx.fan_out is not None or ctx.config.max_metric_calls is not None
+            or ctx.history_before is not None):  # lanes in flight fill the idle slots
         return Prefetch({})
     judged = ctx.store.first_trials(child.id, list(dict.fromkeys([*minibatch, *ctx.val_ids])))
     pending = [e for e in dict.fromkeys(minibatch) if e not in judged]

@@ -5,6 +5,7 @@ calls, and ask again (a bounded number of times) while it repeats a text already
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,17 +196,22 @@ def current_trials(ctx: RunContext, trials: list[Trial]) -> list[Trial]:
 
 
 async def propose(ctx: RunContext, iteration: int, parent: Candidate, component: str,
-                  parent_trials: list[Trial]) -> Proposal:
+                  parent_trials: list[Trial], turn: Turn | None = None) -> Proposal:
     """This iteration's proposal. An answer that repeats a text already tried is refused (kept
     as an invalid proposal, the audit trail) and the reflection is asked again, naming it, up
     to ``MAX_ATTEMPTS`` calls in all; then the iteration is skipped (:func:`skipped`). Resuming
-    replays the attempts already stored, so a run killed between attempts asks no more."""
+    replays the attempts already stored, so a run killed between attempts asks no more.
+    ``turn``: awaited before anything is stored or checked against the run's candidates (a
+    lane of parallel proposals waits for the earlier lanes: :mod:`studio.engine.lanes`)."""
+    turn = turn or _no_wait
     stored = [p for p in ctx.store.proposals(ctx.run_id, iteration=iteration)
               if p.edited_from is None]
     attempts: list[Proposal] = []
     for n in range(MAX_ATTEMPTS):
+        if n < len(stored):
+            await turn()
         proposal = revalidated(ctx, stored[n], parent) if n < len(stored) else \
-            await attempt(ctx, iteration, parent, component, parent_trials, attempts)
+            await attempt(ctx, iteration, parent, component, parent_trials, attempts, turn)
         attempts.append(proposal)
         if not is_repeat(proposal):
             return proposal
@@ -228,11 +234,18 @@ def skipped(ctx: RunContext, attempts: list[Proposal]) -> Proposal:
 
 
 async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component: str,
-                  parent_trials: list[Trial], refused: list[Proposal]) -> Proposal:
+                  parent_trials: list[Trial], refused: list[Proposal],
+                  turn: Turn | None = None) -> Proposal:
     """One reflection call and its proposal, stored and validated; ``refused`` are this
-    iteration's earlier answers, named in the prompt with why they were refused."""
+    iteration's earlier answers, named in the prompt with why they were refused. Only the
+    reflection agent's call runs before ``turn``: the model-free operators read the run's
+    candidates, which an earlier lane may still be adding to."""
+    turn = turn or _no_wait
+    if not by_model_only(ctx, component):
+        await turn()
     result = await reflect(ctx, parent, component, current_trials(ctx, parent_trials),
                            iteration=iteration, refused=refused)
+    await turn()
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=stored_id(parent), component=component,
@@ -249,6 +262,20 @@ async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component:
     return check(ctx, proposal, parent)
 
 
+Turn = Callable[[], Awaitable[None]]
+"""What a proposal waits for before it is stored (:func:`propose`)."""
+
+
+async def _no_wait() -> None:
+    return None
+
+
+def by_model_only(ctx: RunContext, component: str) -> bool:
+    """Whether ``component``'s proposal comes from the reflection agent alone (its prompt reads
+    no candidate list), not from the rules operator or the demo selector."""
+    return ctx.reflection_strategy == "llm" and split_component(component)[1] != "few_shot"
+
+
 async def reflect(ctx: RunContext, parent: Candidate, component: str,
                   trials: list[Trial], *, iteration: int = 1,
                   refused: list[Proposal] | tuple[Proposal, ...] = ()) -> ReflectionResult:
@@ -261,14 +288,16 @@ async def reflect(ctx: RunContext, parent: Candidate, component: str,
     strategy = ctx.reflection_strategy
     if strategy != "llm" and split_component(component)[1] == "instruction":
         found = propose_rules(parent.components[component], trials, ctx.examples)
-        every = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None)
+        every = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None,
+                        before=ctx.history_before)
         if found is not None and not already_tried(ctx, parent, component, found.text, every):
             return ReflectionResult(text=found.text, reasoning=found.reasoning,
                                     author=RULES_AUTHOR)
         if strategy == "rules":
             return ReflectionResult.nothing(RULES_AUTHOR,
                                             NOTHING_TO_ADD if found is None else NOTHING_NEW)
-    tried = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component)
+    tried = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component,
+                        before=ctx.history_before)
     records = reflection_trials(trials, tried, pipeline_view(ctx, component), refused=refused)
     return await run_reflection(ctx.reflection_agents[component],
                                 parent.components[component], records, ctx.executor)
@@ -278,7 +307,8 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
                  iteration: int) -> ReflectionResult:
     """The demo selector's proposal; a window that makes an already tried candidate is
     skipped here rather than refused as a duplicate afterwards."""
-    earlier = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None)
+    earlier = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None,
+                        before=ctx.history_before)
 
     def tried(text: str) -> bool:
         return already_tried(ctx, parent, component, text, earlier)

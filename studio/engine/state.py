@@ -22,6 +22,9 @@ class LoopState:
     """Of ``active_seconds``, the time paused or waiting at a gate (not toward the timeout)."""
     plan: dict[str, Any] | None = None
     """The in-progress iteration: parent, minibatch and component (drawn once, then replayed)."""
+    round: list[dict[str, Any]] | None = None
+    """The in-progress round of parallel proposals: one plan per lane, in lane order (drawn
+    once, then replayed; :mod:`studio.engine.lanes`)."""
 
 
 @dataclass

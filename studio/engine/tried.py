@@ -73,16 +73,19 @@ class TriedText:
 
 
 def tried_texts(store: Store, run_id: str, parent_id: int, component: str, *,
-                limit: int | None = TRIED_SHOWN) -> list[TriedText]:
+                limit: int | None = TRIED_SHOWN, before: int | None = None) -> list[TriedText]:
     """Texts tried for ``component`` of this parent, and the ones a person rejected for the
     same component on other parents; newest first, one entry per text, at most ``limit``
-    (None: all, for the model-free operators' exact check)."""
+    (None: all, for the model-free operators' exact check). ``before``: only iterations
+    before it (a round of parallel proposals reads the history as the round began)."""
     decisions = _last_decisions(store.decisions(run_id))
     indexes = store.candidate_indexes(run_id)
     found: list[TriedText] = []
     seen: set[str] = set()
     for proposal in reversed(store.proposals(run_id)):
         if proposal.component != component or proposal.is_merge or not proposal.text.strip():
+            continue
+        if before is not None and proposal.iteration >= before:
             continue
         tried = _tried(proposal, decisions.get(proposal.id), indexes)
         if tried is None or proposal.text.strip() in seen:

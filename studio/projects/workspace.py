@@ -15,7 +15,7 @@ from pathlib import Path
 
 from studio.engine.dispatch import dispatch
 from studio.engine.evidence import proposal_evidence
-from studio.engine.gates import latest_pending
+from studio.engine.gates import pending_in_order
 from studio.engine.history import proposal_numbers
 from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers
@@ -259,8 +259,10 @@ def recover_orphans(store: Store) -> list[str]:
 
 
 def pending_proposal(store: Store, run_id: str) -> Proposal | None:
-    """The run's proposal waiting for a person's decision, or None."""
-    return latest_pending(store.proposals(run_id, status=ProposalStatus.PENDING))
+    """The run's proposal waiting for a person's decision (with parallel proposals, the first
+    of them in the order to decide them), or None."""
+    waiting = pending_in_order(store.proposals(run_id, status=ProposalStatus.PENDING))
+    return waiting[0] if waiting else None
 
 
 @dataclass
