@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from studio.model.errors import ConfigError
@@ -54,11 +55,7 @@ def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
     Raises:
         ConfigError: ``obj`` is a graph ``Workflow``; the message says what to evolve instead.
     """
-    try:
-        from google.adk.workflow import Workflow
-    except ImportError:  # an ADK before graph workflows: nothing to refuse
-        return
-    if not isinstance(obj, Workflow):
+    if not is_graph_workflow(obj):
         return
     nodes = graph_llm_agents(obj)
     shown = ", ".join(repr(name) for name in nodes) or "none"
@@ -68,6 +65,20 @@ def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
         f"edges and routes. Its LlmAgent nodes: {shown}. Evolve one node's instruction with "
         "evolve(node) on its own, or express the agents as a SequentialAgent / LoopAgent / "
         "ParallelAgent tree for evolve_workflow()", where=where, value=type(obj).__name__)
+
+
+GRAPH_WORKFLOW_MODULE = "google.adk.workflow._workflow"
+"""Where ADK defines the graph ``Workflow`` class (``google.adk.workflow`` loads it lazily)."""
+
+
+def is_graph_workflow(obj: Any) -> bool:
+    """True when ``obj`` is an ADK 2 graph ``Workflow``, without importing one: an object can
+    only be an instance of the class once its module is loaded, and loading it (the graph
+    machinery) costs ~0.2 s of CPU that every ``evolve()`` of an ``LlmAgent`` paid for nothing
+    (issue 22: CPU per model call). An ADK without graph workflows never loads the module."""
+    module = sys.modules.get(GRAPH_WORKFLOW_MODULE)
+    workflow = getattr(module, "Workflow", None)
+    return isinstance(workflow, type) and isinstance(obj, workflow)
 
 
 def graph_llm_agents(workflow: Any) -> list[str]:

@@ -64,3 +64,18 @@ def test_a_reference_to_a_graph_workflow_is_refused_naming_it(calls, monkeypatch
     with pytest.raises(ConfigError, match="'pipeline' is an ADK 2 graph Workflow") as caught:
         load_agent("graph_agents_for_test:root_agent")
     assert caught.value.where == "agent.ref"
+
+
+def test_checking_an_llm_agent_does_not_load_the_graph_machinery():
+    """Loading ADK's graph ``Workflow`` costs ~0.2 s of CPU: an ``evolve()`` of an LlmAgent in
+    a fresh process must not pay it to learn that its agent is not one (issue 22)."""
+    import subprocess
+
+    code = ("import sys; from google.adk.agents import LlmAgent; "
+            "from studio.engine.api import check_agent; "
+            "from studio.runtime.workflows import GRAPH_WORKFLOW_MODULE; "
+            "check_agent(LlmAgent(name='w', model='scripted/demo'), ['instruction']); "
+            "print(GRAPH_WORKFLOW_MODULE in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-500:]
