@@ -74,8 +74,9 @@ GRAPH_WORKFLOW_MODULE = "google.adk.workflow._workflow"
 def is_graph_workflow(obj: Any) -> bool:
     """True when ``obj`` is an ADK 2 graph ``Workflow``, without importing one: an object can
     only be an instance of the class once its module is loaded, and loading it (the graph
-    machinery) costs ~0.2 s of CPU that every ``evolve()`` of an ``LlmAgent`` paid for nothing
-    (issue 22: CPU per model call). An ADK without graph workflows never loads the module."""
+    machinery, ~0.2 s of CPU) is not needed to check an agent (``check_agent``, ``load_agent``).
+    ADK 2.13's ``Runner`` loads it at its first run anyway, so a run itself saves nothing here.
+    An ADK without graph workflows never loads the module."""
     module = sys.modules.get(GRAPH_WORKFLOW_MODULE)
     workflow = getattr(module, "Workflow", None)
     return isinstance(workflow, type) and isinstance(obj, workflow)

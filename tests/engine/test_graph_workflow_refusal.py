@@ -67,8 +67,8 @@ def test_a_reference_to_a_graph_workflow_is_refused_naming_it(calls, monkeypatch
 
 
 def test_checking_an_llm_agent_does_not_load_the_graph_machinery():
-    """Loading ADK's graph ``Workflow`` costs ~0.2 s of CPU: an ``evolve()`` of an LlmAgent in
-    a fresh process must not pay it to learn that its agent is not one (issue 22)."""
+    """Loading ADK's graph ``Workflow`` costs ~0.2 s of CPU: checking an LlmAgent in a fresh
+    process must not pay it to learn that its agent is not one."""
     import subprocess
 
     code = ("import sys; from google.adk.agents import LlmAgent; "
