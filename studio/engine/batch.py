@@ -156,11 +156,11 @@ def _commit_all(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iterat
     stored = iter(ctx.store.add_trials([trial for trial in trials if trial is not None])
                   if any(trial is not None for trial in trials) else [])
     committed = [next(stored) if trial is not None else None for trial in trials]
+    if metered and any(trial is not None for trial in committed):  # once: the store counts all
+        ctx.count_metric_call(sum(trial is not None for trial in committed))
     for trial in committed:
         if trial is None:
             continue
-        if metered:
-            ctx.count_metric_call()
         ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
                                 candidate_id=stored_id(candidate), score=trial.feedback.score))
     return committed

@@ -11,7 +11,7 @@ from sqlalchemy import event
 from studio import evolve_sync
 from studio.engine import EvolutionConfig
 from studio.engine.batch import GroupCommit
-from studio.engine.events import TrialCommitted
+from studio.engine.events import Progress, TrialCommitted
 from studio.model.errors import LeaseLostError
 from studio.model.records import Candidate, Run, Split, Trial, TrialPhase
 from studio.store import open_store
@@ -111,8 +111,11 @@ def test_every_announced_trial_of_a_run_is_already_committed(tmp_path):
     reader = open_store(url, cached=False)
     announced: list[int] = []
     unreadable: list[int] = []
+    counted: list[tuple[int, int]] = []  # (the engine's metric calls, trials announced)
 
     def on_event(ev):
+        if isinstance(ev, Progress):
+            counted.append((ev.metric_calls, len(announced)))
         if isinstance(ev, TrialCommitted):
             announced.append(ev.trial_id)
             try:
@@ -125,5 +128,7 @@ def test_every_announced_trial_of_a_run_is_already_committed(tmp_path):
     stored = store.trials(result.run_id)
     assert announced and unreadable == []
     assert sorted(announced) == sorted(t.id for t in stored)
+    # a group of trials counts each once against the budget (max_metric_calls)
+    assert counted and all(calls == seen for calls, seen in counted), counted
     pairs = [(t.candidate_id, t.example_id) for t in stored]
     assert len(pairs) == len(set(pairs))  # no pair judged twice
