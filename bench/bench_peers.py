@@ -16,6 +16,12 @@ concurrency) and its CPU per model call over gepa-adk's.
     python bench/bench_peers.py                      # the three worlds, twice each
     python bench/bench_peers.py --worlds slow --repeats 3 --tools studio gepa-adk
     python bench/bench_peers.py --baseline-root /tmp/main   # + main's studio: before/after
+
+The studio runs with its stack imported before the clock, as the harness does for the peers
+(``bench/peers_studio.py`` says why); ``--import-in-clock`` runs the harness as it is. Each
+studio checkout's sources are compiled first (``compileall``): with ``PYTHONDONTWRITEBYTECODE``
+set, a checkout extracted with ``git archive`` would otherwise compile every module in every
+run (~0.2 s of CPU in the clock that an installed peer never pays).
 """
 
 from __future__ import annotations
@@ -77,15 +83,18 @@ def peer_python(kind: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def run_once(tool: str, world: dict[str, str], python: str, root: Path = ROOT) -> dict:
+def run_once(tool: str, world: dict[str, str], python: str, root: Path = ROOT,
+             import_in_clock: bool = False) -> dict:
     """One run of ``tool`` on ``world`` in a fresh directory (and a fresh studio database);
-    the studio imported from ``root``."""
+    the studio imported from ``root``, before the clock unless ``import_in_clock``."""
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
-        env = {**os.environ, **world, **TOOLS[tool].env,
+        env = {**os.environ, **world, **TOOLS[tool].env, "STUDIO_PEERS_DIR": str(PEERS),
                "PYTHONPATH": os.pathsep.join([str(PEERS), str(root)])}
+        script = PEERS / "side_by_side.py"
         if tool in STUDIOS:
             env["STUDIO_DB_URL"] = f"sqlite:///{tmp}/sbs.db"
-        done = subprocess.run([python, str(PEERS / "side_by_side.py")], cwd=tmp, env=env,
+            script = script if import_in_clock else ROOT / "bench" / "peers_studio.py"
+        done = subprocess.run([python, str(script)], cwd=tmp, env=env,
                               capture_output=True, text=True, timeout=900)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -158,6 +167,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="also run the studio of this checkout (e.g. main, extracted with "
                              "git archive), alternating with the others: before/after in one "
                              "session")
+    parser.add_argument("--import-in-clock", action="store_true",
+                        help="run the harness as it is: the studio's engine is imported by its "
+                             "first evolve() call, inside the timed region")
     args = parser.parse_args(argv)
     tools = [*args.tools, *(["studio-base"] if args.baseline_root else [])]
     roots = {"studio-base": args.baseline_root.resolve()} if args.baseline_root else {}
@@ -165,13 +177,16 @@ def main(argv: list[str] | None = None) -> None:
         TOOLS["studio-base"] = Tool(f"studio at {args.baseline_root}", {"TOOL": "studio"}, None)
     pythons = {t: peer_python(TOOLS[t].peer) if TOOLS[t].peer else sys.executable
                for t in tools}
+    for root in {ROOT, *roots.values()}:  # as an installed package is: no compiling in the clock
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "studio")],
+                       check=True)
     every: dict[str, dict[str, list[dict]]] = {}
     for name in args.worlds:
         runs: dict[str, list[dict]] = {t: [] for t in tools}
         for _ in range(args.repeats):  # alternate the tools: load changes over minutes
             for tool in tools:
                 runs[tool].append(run_once(tool, WORLDS[name], pythons[tool],
-                                           roots.get(tool, ROOT)))
+                                           roots.get(tool, ROOT), args.import_in_clock))
                 print(f"  {name} {tool}: {runs[tool][-1]['wall_s']:.1f} s", file=sys.stderr)
         every[name] = runs
         print(table(name, WORLDS[name], runs), "\n", flush=True)

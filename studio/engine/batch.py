@@ -8,6 +8,13 @@ chains run at once, so each holds at most one call and its critic call never que
 agent calls of examples that have not started, which keeps every slot busy while a batch runs
 (``bench/README.md``). A chain gives its slot to the next example as soon as its critic replies,
 and commits its trial after that example's call is on its way.
+
+Commits: the chains that finish in the same turn of the event loop (a round of replies with
+similar latencies returns together) are committed in one transaction (:class:`GroupCommit`),
+as are a worker process's shard, whose results come back together. A trial is returned, counted
+and announced (``TrialCommitted``, what the UI follows) only after its transaction commits, so
+whatever anyone is shown is durable; a crash loses at most the results of the turn not yet
+committed, which a resumed run judges again.
 """
 
 from __future__ import annotations
@@ -54,8 +61,8 @@ async def score_batch(
         missing.sort(key=lambda example: example.id not in prefetched.tasks)
     if metered:  # the budget was reserved when the iteration started (studio.engine.limits)
         ctx.check_stop()
-    commit = functools.partial(_commit, ctx, candidate, phase, iteration, proposal_id, metered,
-                               unscored)
+    commit = functools.partial(_commit_all, ctx, candidate, phase, iteration, proposal_id,
+                               metered, unscored)
     commit = claimed(ctx, candidate, missing, commit)
     judge = (functools.partial(_in_this_process, prefetched=prefetched)
              if ctx.fan_out is None or not ctx.fan_out.ready else _in_processes)
@@ -81,15 +88,16 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
                      prefetched: Prefetch | None = None) -> list[asyncio.Task]:
     agent = ctx.agent_for(candidate)
     slots = ctx.slots  # one budget for every batch in flight (parallel proposals)
+    group_commit = GroupCommit(commit)
 
-    async def one(example: Example) -> list[Trial]:
+    async def one(example: Example) -> list[Trial | None]:
         async with slots:  # a prefetched chain holds its slot until it is done
             started = prefetched.take(stored_id(example)) if prefetched is not None else None
             result = await (started if started is not None else run_chain(
                 ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary,
                 trial_ids(ctx, candidate, example)))
-        await asyncio.sleep(0)  # the next example's call starts before this commit
-        return [commit(example, result)]
+        # committed on the loop's next turn: the next example's call starts first
+        return [await group_commit.add(example, result)]
 
     return [group.create_task(one(example)) for example in examples]
 
@@ -109,7 +117,7 @@ def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidat
     async def shard(part: list[Example]) -> list[Trial]:
         results = await fan_out.run_shard(candidate.components, [e.data for e in part],
                                           ctx.input_key)
-        return [commit(example, result) for example, result in zip(part, results, strict=True)]
+        return commit(list(zip(part, results, strict=True)))  # one transaction per shard
 
     return [group.create_task(shard(part)) for part in fan_out.shards(examples)]
 
@@ -132,12 +140,13 @@ def claimed(ctx: RunContext, candidate: Candidate, examples: list[Example],
     for example in examples:
         ctx.in_flight[(owner, stored_id(example))] = loop.create_future()
 
-    def committed(example: Example, result: ChainResult) -> Trial | None:
-        trial = commit(example, result)
-        future = ctx.in_flight.pop((owner, stored_id(example)), None)
-        if future is not None and not future.done():
-            future.set_result(trial)
-        return trial
+    def committed(finished: list[tuple[Example, ChainResult]]) -> list[Trial | None]:
+        trials = commit(finished)
+        for (example, _), trial in zip(finished, trials, strict=True):
+            future = ctx.in_flight.pop((owner, stored_id(example)), None)
+            if future is not None and not future.done():
+                future.set_result(trial)
+        return trials
 
     return committed
 
@@ -166,25 +175,83 @@ async def trials_from_elsewhere(ctx: RunContext, candidate: Candidate,
     return trials
 
 
-def _commit(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
-            proposal_id: int | None, metered: bool, unscored: list[str] | None,
-            example: Example, result: ChainResult) -> Trial | None:
+class GroupCommit:
+    """Commits the results of chains that finish in the same turn of the event loop together.
+
+    Each result waits (:meth:`add`) for the next turn of the loop, when every result added in
+    between is committed by one call of ``commit`` (one transaction): per trial, the
+    transaction's fixed cost (begin, the lease check, commit) is paid once per group. A chain
+    whose task was cancelled while waiting (a sibling failed, the run stops) is left out, as it
+    would have been before its own commit."""
+
+    def __init__(self, commit: Callable[[list[tuple[Example, ChainResult]]], list[Trial | None]]
+                 ) -> None:
+        self._commit = commit
+        self._waiting: list[tuple[Example, ChainResult, asyncio.Future[Trial | None]]] = []
+
+    async def add(self, example: Example, result: ChainResult) -> Trial | None:
+        """``example``'s trial once committed (None: not stored, see ``unscored``)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Trial | None] = loop.create_future()
+        if not self._waiting:
+            loop.call_soon(self._flush)
+        self._waiting.append((example, result, future))
+        return await future
+
+    def _flush(self) -> None:
+        waiting = [entry for entry in self._waiting if not entry[2].done()]
+        self._waiting = []
+        if not waiting:
+            return
+        try:
+            trials = self._commit([(example, result) for example, result, _ in waiting])
+        except Exception as exc:  # raised in every waiting chain: the batch fails
+            for *_, future in waiting:
+                future.set_exception(exc)
+            return
+        for (*_, future), trial in zip(waiting, trials, strict=True):
+            future.set_result(trial)
+
+
+def _commit_all(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
+                proposal_id: int | None, metered: bool, unscored: list[str] | None,
+                finished: list[tuple[Example, ChainResult]]) -> list[Trial | None]:
+    """The trials of ``finished``, committed in one transaction, then each counted and
+    announced; None where a result is not stored (``unscored``)."""
+    trials = [_trial(ctx, candidate, phase, iteration, proposal_id, unscored, example, result)
+              for example, result in finished]
+    stored = iter(ctx.store.add_trials([trial for trial in trials if trial is not None])
+                  if any(trial is not None for trial in trials) else [])
+    committed = [next(stored) if trial is not None else None for trial in trials]
+    for (_, result), trial in zip(finished, committed, strict=True):
+        if trial is not None:
+            end_trial_span(result.span, trial_id=trial.id, error=result.error,
+                           cost_usd=result.cost_usd)
+    if metered and any(trial is not None for trial in committed):  # once: the store counts all
+        ctx.count_metric_call(sum(trial is not None for trial in committed))
+    for trial in committed:
+        if trial is None:
+            continue
+        ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
+                                candidate_id=stored_id(candidate), score=trial.feedback.score))
+    return committed
+
+
+def _trial(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iteration: int,
+           proposal_id: int | None, unscored: list[str] | None, example: Example,
+           result: ChainResult) -> Trial | None:
+    """The trial to store for ``example``'s result; None for a result without a score when
+    ``unscored`` collects those (its error appended there)."""
     if unscored is not None and result.feedback.score is None and not (  # undone: no failure
             ctx.labels is not None and ctx.labels.undone(stored_id(example))):
         unscored.append(f"example {example.index}: {result.error or 'no score'}")
         end_trial_span(result.span, error=result.error, cost_usd=result.cost_usd)
         return None
-    trial = ctx.store.add_trial(Trial(
+    return Trial(
         run_id=ctx.run_id, candidate_id=stored_id(candidate), example_id=stored_id(example),
         split=example.split, example_index=example.index, iteration=iteration, phase=phase,
         proposal_id=proposal_id, input_text=result.input_text, output=result.output,
         feedback=result.feedback, error=result.error,
         trace=result.trace, latency_s=result.latency_s, tokens=result.tokens, worker=ctx.worker,
         cost_usd=result.cost_usd,
-    ))
-    end_trial_span(result.span, trial_id=trial.id, error=result.error, cost_usd=result.cost_usd)
-    if metered:
-        ctx.count_metric_call()
-    ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
-                            candidate_id=stored_id(candidate), score=result.feedback.score))
-    return trial
+    )

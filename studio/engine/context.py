@@ -261,12 +261,13 @@ class RunContext:
             self._metric_calls = self.store.count_trials(self.run_id, loop_only=True)
         return self._metric_calls
 
-    def count_metric_call(self) -> None:
-        """Called after a trial is committed (the store's count already includes it)."""
+    def count_metric_call(self, committed: int = 1) -> None:
+        """Called after ``committed`` trials were committed together (the store's count
+        already includes them all)."""
         if self._metric_calls is None:
             self._metric_calls = self.store.count_trials(self.run_id, loop_only=True)
         else:
-            self._metric_calls += 1
+            self._metric_calls += committed
 
     # ------------------------------------------------------------------ events
 

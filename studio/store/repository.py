@@ -136,6 +136,7 @@ class Store:
 
     # trials (repos/trials.py)
     add_trial = _forward("trials_repo", TrialRepository.add_trial)
+    add_trials = _forward("trials_repo", TrialRepository.add_trials)
     rejudge_trial = _forward("trials_repo", TrialRepository.rejudge_trial)
     trials = _forward("trials_repo", TrialRepository.trials)
     candidate_costs = _forward("trials_repo", TrialRepository.candidate_costs)

@@ -67,3 +67,18 @@ def test_a_reference_to_a_graph_workflow_loads_it_as_it_is(calls, monkeypatch):
     module.root_agent = calls[1]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     assert load_agent("graph_agents_for_test:root_agent") is calls[1]
+
+
+def test_checking_an_llm_agent_does_not_load_the_graph_machinery():
+    """Loading ADK's graph ``Workflow`` costs ~0.2 s of CPU: checking an LlmAgent in a fresh
+    process must not pay it to learn that its agent is not one."""
+    import subprocess
+
+    code = ("import sys; from google.adk.agents import LlmAgent; "
+            "from studio.engine.api import check_agent; "
+            "from studio.runtime.workflows import GRAPH_WORKFLOW_MODULE; "
+            "check_agent(LlmAgent(name='w', model='scripted/demo'), ['instruction']); "
+            "print(GRAPH_WORKFLOW_MODULE in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-500:]

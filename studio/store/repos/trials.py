@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import and_, func, insert, or_, select, update
@@ -26,10 +26,24 @@ class TrialRepository(Repository):
 
     @guard
     def add_trial(self, trial: Trial) -> Trial:
-        """Insert and commit one trial (the UI sees it on its next poll).
+        """Insert and commit one trial (the UI sees it on its next poll): :meth:`add_trials`
+        with one trial.
+
+        Raises:
+            LeaseLostError: ``trial.worker`` no longer holds the run.
+        """
+        return self.add_trials([trial])[0]
+
+    @guard
+    def add_trials(self, trials: Sequence[Trial]) -> list[Trial]:
+        """Insert ``trials`` and commit them in one transaction: all are stored, or none.
+
+        The engine commits the trials of chains that finish together this way
+        (:mod:`studio.engine.batch`): one transaction instead of one each, and every trial is
+        committed before anything (the event the UI follows, the loop) sees it.
 
         A trial judged by a worker is committed only while that worker holds the run: the run's
-        row is read under a share lock after the insert, so a takeover either waits for this
+        row is read under a share lock after the inserts, so a takeover either waits for this
         commit or makes it roll back (then nothing a lost worker judged is ever stored).
 
         Stored as judged, secrets included: reflection and a resumed run read trials back, and
@@ -38,19 +52,20 @@ class TrialRepository(Repository):
         string (the trace, the costly part, is not walked).
 
         Raises:
-            LeaseLostError: ``trial.worker`` no longer holds the run.
+            LeaseLostError: a trial's ``worker`` no longer holds its run (nothing is stored).
         """
-        values = _finite_trial(trial.model_dump(exclude={"id", "override"}))
-        values["error"] = _redacted_error(values["error"])
+        rows = [_trial_row(trial) for trial in trials]
         with self.engine.begin() as c:
-            new_id = c.execute(_INSERT_TRIAL, values).inserted_primary_key[0]
-            if trial.worker is not None:
-                holder = c.execute(select(t.runs.c.worker).where(t.runs.c.id == trial.run_id)
+            ids = [c.execute(_INSERT_TRIAL, row).inserted_primary_key[0] for row in rows]
+            for run_id, worker in dict.fromkeys((trial.run_id, trial.worker) for trial in trials
+                                                if trial.worker is not None):
+                holder = c.execute(select(t.runs.c.worker).where(t.runs.c.id == run_id)
                                    .with_for_update(read=True)).scalar()
-                if holder != trial.worker:
-                    raise LeaseLostError(f"worker {trial.worker} lost run {trial.run_id}: it "
+                if holder != worker:
+                    raise LeaseLostError(f"worker {worker} lost run {run_id}: it "
                                          f"is now held by {holder or 'no worker'}")
-        return trial.model_copy(update={"id": new_id})
+        return [trial.model_copy(update={"id": new_id}) for trial, new_id in zip(trials, ids,
+                                                                                   strict=True)]
 
     @guard
     def rejudge_trial(self, trial_id: int, feedback: Feedback, error: str | None) -> None:
@@ -330,6 +345,13 @@ def _not_finite_fields(value: Any, where: str) -> list[str]:
     if isinstance(value, list | tuple):
         return [f for i, v in enumerate(value) for f in _not_finite_fields(v, f"{where}[{i}]")]
     return []
+
+
+def _trial_row(trial: Trial) -> dict[str, Any]:
+    """The row of one trial to insert: non-finite numbers made null, the error redacted."""
+    values = _finite_trial(trial.model_dump(exclude={"id", "override"}))
+    values["error"] = _redacted_error(values["error"])
+    return values
 
 
 def _finite_trial(values: dict[str, Any]) -> dict[str, Any]:
