@@ -61,9 +61,8 @@ async def score_batch(
         missing.sort(key=lambda example: example.id not in prefetched.tasks)
     if metered:  # the budget was reserved when the iteration started (studio.engine.limits)
         ctx.check_stop()
-    commit = functools.partial(_commit_all, ctx, candidate, phase, iteration, proposal_id,
-                               metered, unscored)
-    commit = claimed(ctx, candidate, missing, commit)
+    commit = claimed(ctx, candidate, missing, functools.partial(
+        _commit_all, ctx, candidate, phase, iteration, proposal_id, metered, unscored))
     judge = (functools.partial(_in_this_process, prefetched=prefetched)
              if ctx.fan_out is None or not ctx.fan_out.ready else _in_processes)
     # A task group: when one example raises, its siblings are cancelled before the error
