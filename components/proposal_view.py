@@ -10,6 +10,7 @@ import streamlit as st
 from components import diff_view, loaders, session
 from components.trial_detail import text_block
 from studio.engine.gates import decide, pending_in_order, when_applied
+from studio.engine.history import proposal_numbers
 from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
@@ -51,7 +52,7 @@ def current(run: Any) -> Any | None:
     waiting = pending_in_order(proposals)
     if waiting:
         session.retire_flash_unless_about(waiting[0].id)
-        note = waiting_note(waiting)
+        note = waiting_note(waiting, proposal_numbers(proposals))
         if note:
             st.info(note, icon=":material/low_priority:")
         return waiting[0]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from studio.model.errors import ConfigError
@@ -17,6 +16,7 @@ from studio.model.workflow import (
     state_before,
 )
 from studio.runtime.agents import build_agent
+from studio.runtime.graphs import is_graph_workflow
 
 
 def workflow_classes() -> dict[WorkflowKind, type]:
@@ -65,21 +65,6 @@ def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
         f"components={{node: ['instruction']}}) or a project's agent.ref, which keep the "
         f"graph's edges and routes. Its LlmAgent nodes: {shown}",
         where=where, value=type(obj).__name__)
-
-
-GRAPH_WORKFLOW_MODULE = "google.adk.workflow._workflow"
-"""Where ADK defines the graph ``Workflow`` class (``google.adk.workflow`` loads it lazily)."""
-
-
-def is_graph_workflow(obj: Any) -> bool:
-    """True when ``obj`` is an ADK 2 graph ``Workflow``, without importing one: an object can
-    only be an instance of the class once its module is loaded, and loading it (the graph
-    machinery, ~0.2 s of CPU) is not needed to check an agent (``check_agent``, ``load_agent``).
-    ADK 2.13's ``Runner`` loads it at its first run anyway, so a run itself saves nothing here.
-    An ADK without graph workflows never loads the module."""
-    module = sys.modules.get(GRAPH_WORKFLOW_MODULE)
-    workflow = getattr(module, "Workflow", None)
-    return isinstance(workflow, type) and isinstance(obj, workflow)
 
 
 def graph_llm_agents(workflow: Any) -> list[str]:

@@ -76,7 +76,7 @@ def test_checking_an_llm_agent_does_not_load_the_graph_machinery():
 
     code = ("import sys; from google.adk.agents import LlmAgent; "
             "from studio.engine.api import check_agent; "
-            "from studio.runtime.workflows import GRAPH_WORKFLOW_MODULE; "
+            "from studio.runtime.graphs import GRAPH_WORKFLOW_MODULE; "
             "check_agent(LlmAgent(name='w', model='scripted/demo'), ['instruction']); "
             "print(GRAPH_WORKFLOW_MODULE in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

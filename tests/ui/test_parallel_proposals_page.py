@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from studio.engine import EvolutionConfig
 from studio.engine.gates import pending_in_order
+from studio.engine.history import proposal_numbers
 from studio.projects.workspace import import_example, start_project_run
 from tests.helpers import wait_until
 from tests.ui.conftest import assert_ok, texts
@@ -20,13 +21,15 @@ def test_two_waiting_proposals_are_listed_in_order_and_decided_one_after_the_oth
         lambda: len(waiting := pending_in_order(studio_db.proposals(run.id))) == 2 and waiting,
         timeout=60, message="both lanes' proposals wait")
     assert (first.iteration, second.iteration) == (1, 2)
+    numbers = proposal_numbers(studio_db.proposals(run.id))  # the run's own, as people read
+    named = {p.id: f"Proposal {numbers[p.id]} (id {p.id})" for p in (first, second)}
     at = app("proposals", run_id=run.id)
-    assert any(f"Proposal #{first.id}" in s for s in texts(at.subheader))
+    assert any(named[first.id] in s for s in texts(at.subheader))
     note = next(s for s in texts(at.info) if "proposals wait" in s)
-    assert note.index(f"#{first.id}") < note.index(f"#{second.id}")
+    assert note.index(named[first.id]) < note.index(named[second.id])
     button(at, "Accept").click().run()
     assert_ok(at)
     assert studio_db.decisions(proposal_id=first.id)[-1].action.value == "accept"
     at.run()
-    assert any(f"Proposal #{second.id}" in s for s in texts(at.subheader))
+    assert any(named[second.id] in s for s in texts(at.subheader))
     assert not any("proposals wait" in s for s in texts(at.info))

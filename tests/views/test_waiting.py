@@ -18,5 +18,12 @@ def test_one_or_no_waiting_proposal_needs_no_line():
 def test_several_are_named_in_the_order_given_the_first_shown():
     note = waiting_note([proposal(7, 3), proposal(9, 4), proposal(8, 5)])
     assert note is not None and note.startswith("3 proposals wait")
-    assert note.index("#7 (iteration 3, shown here)") < note.index("#9 (iteration 4)") \
-        < note.index("#8 (iteration 5)")
+    assert note.index("Proposal #7 (iteration 3, shown here)") \
+        < note.index("Proposal #9 (iteration 4)") < note.index("Proposal #8 (iteration 5)")
+
+
+def test_the_runs_own_numbers_name_them_with_the_database_id_beside():
+    note = waiting_note([proposal(26, 1), proposal(27, 1)], {26: 1, 27: 2})
+    assert note is not None
+    assert note.index("Proposal 1 (id 26) (iteration 1, shown here)") \
+        < note.index("Proposal 2 (id 27) (iteration 1)")
