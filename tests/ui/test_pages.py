@@ -112,6 +112,31 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     assert [d.output for d in stored.agent.few_shot] == ["<b>Rain on the roof</b>"]
 
 
+def test_projects_draw_only_the_open_tab_and_keep_the_closed_tabs_edits(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("projects", project_id=project.id)
+    key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
+    drawn = {w.key for w in at.text_input} | {w.key for w in at.text_area}
+    assert key("agent_model") in drawn and key("critic_name") not in drawn
+    at.text_input(key=key("agent_model")).set_value("nope/model").run()
+
+    open_tab(at, project.id, "Critic")
+    drawn = {w.key for w in at.text_input} | {w.key for w in at.text_area}
+    assert key("critic_name") in drawn and key("agent_model") not in drawn
+    # the closed Agent tab's bad field still blocks Save, and the warning says where it is
+    assert any("(Agent tab)" in s for s in texts(at.warning)), texts(at.warning)
+    assert button(at, "Save project").disabled
+    at.text_input(key=key("critic_name")).set_value("strict_judge").run()
+
+    open_tab(at, project.id, "Agent")
+    assert at.text_input(key=key("agent_model")).value == "nope/model"  # kept while closed
+    at.text_input(key=key("agent_model")).set_value("scripted/demo").run()
+    button(at, "Save project").click().run()
+    assert_ok(at)
+    stored = parse_project(studio_db.get_project(project.id).yaml)
+    assert stored.agent.model == "scripted/demo" and stored.critic.name == "strict_judge"
+
+
 def test_projects_critic_template_and_dataset_paste(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
