@@ -333,7 +333,7 @@ def action_times(work: Path, repeats: int = 5) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {}
     with studio_server(db) as url, chromium_page(1440, 900) as page:
         page.goto(f"{url}/run?run={done.id}")
-        page.get_by_text(re.compile(r"newest trial #\d+")).wait_for(timeout=60_000)
+        page.get_by_text(re.compile(r"newest trial \d+")).wait_for(timeout=60_000)
         grid = page.locator("[class*='st-key-run-table-'] canvas").first
         grid.wait_for()
         for n in range(repeats):
@@ -342,7 +342,7 @@ def action_times(work: Path, repeats: int = 5) -> dict[str, list[float]]:
             x, y = box["x"] + 16, box["y"] + 35 + 17 + 35 * (n % 5)
             times.setdefault("select a trial row", []).append(_click_until(
                 page, lambda x=x, y=y: page.mouse.click(x, y),
-                lambda: page.get_by_text(re.compile(r"Trial #\d+ · iteration")).first.wait_for()))
+                lambda: page.get_by_text(re.compile(r"Trial \d+ .*· iteration")).first.wait_for()))
 
         page.goto(f"{url}/projects?project={workflow.id}")
         page.get_by_role("button", name="Add agent").wait_for(timeout=60_000)

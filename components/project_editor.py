@@ -98,24 +98,37 @@ def open_editor(record: Any) -> Editor | None:
     return editor
 
 
+TABS = ("Agent", "Critic", "Reflection", "Dataset", "Run defaults", "YAML")
+
+
+def tab_key(project_id: int) -> str:
+    """The editor's tab bar key; its value is the open tab's label (set it to open a tab)."""
+    return f"projects.tab.{project_id}"
+
+
 def edit(editor: Editor) -> tuple[Any, dict[str, str]]:
-    """Render the editor tabs; returns ``(project or None, errors by field)``."""
+    """Render the open editor tab; returns ``(project or None, errors by field)``.
+
+    Only the open tab is drawn: drawing all six made every action on the page (Add agent,
+    Import) repaint the whole editor in the browser, ~0.65 s on two cores (issue 21, defect
+    10). The fields of closed tabs keep their values: they live in the session under
+    ``projects.field.`` (see ``session.PERSISTENT_PREFIXES``) and the project is built from
+    there, so errors on a closed tab still block Save and are named by tab in the save bar.
+    """
     project, errors = drafts.from_fields(editor.fields())
-    # A keyed tab bar keeps the chosen tab when a button below re-runs the page.
-    tabs = st.tabs(["Agent", "Critic", "Reflection", "Dataset", "Run defaults", "YAML"],
-                   key=f"projects.tab.{editor.record.id}", on_change="rerun")
-    with tabs[0]:
-        agent_tab(editor, errors)
-    with tabs[1]:
-        critic_tab(editor, errors)
-    with tabs[2]:
-        reflection_tab(editor, errors)
-    with tabs[3]:
-        dataset_tab(editor, errors)
-    with tabs[4]:
-        run_tab(editor, errors)
-    with tabs[5]:
-        yaml_tab(editor, project=project)
+    # A keyed tab bar keeps the chosen tab when a button below re-runs the page, and tells
+    # which tab is open (``.open``), so the others are not drawn.
+    tabs = st.tabs(list(TABS), key=tab_key(editor.record.id), on_change="rerun")
+    draw = {"Agent": lambda: agent_tab(editor, errors),
+            "Critic": lambda: critic_tab(editor, errors),
+            "Reflection": lambda: reflection_tab(editor, errors),
+            "Dataset": lambda: dataset_tab(editor, errors),
+            "Run defaults": lambda: run_tab(editor, errors),
+            "YAML": lambda: yaml_tab(editor, project=project)}
+    for label, tab in zip(TABS, tabs, strict=True):
+        if tab.open is not False:  # None: a tab bar without state draws every tab
+            with tab:
+                draw[label]()
     return project, errors
 
 

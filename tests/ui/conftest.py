@@ -64,6 +64,15 @@ def assert_ok(at) -> None:
     assert not problems, problems[0]
 
 
+def open_tab(at, project_id: int, label: str) -> None:
+    """Open one of the project editor's tabs (only the open tab is drawn), as a click would."""
+    from components.project_editor import tab_key
+
+    at.session_state[tab_key(project_id)] = label
+    at.run()
+    assert_ok(at)
+
+
 def texts(elements) -> list[str]:
     """Element texts with Markdown backslash escapes removed (as a person reads them)."""
     return [re.sub(r"\\(.)", r"\1", str(e.value)) for e in elements]

@@ -79,6 +79,8 @@ def new_user_flow(page, server: str) -> None:
     page.get_by_role("button", name="Load example: haiku-scripted").click()
     page.get_by_text("Loaded the example").wait_for(timeout=20_000)
     page.get_by_role("tab", name="Dataset").click()
+    page.get_by_text("Load rows: upload a CSV/JSONL file or paste").wait_for()  # drawn on open
+    wait_idle(page)
     shot(page, "03_project_loaded")
     page.get_by_role("button", name="Try it").click()
     page.get_by_text("Critic score", exact=True).wait_for(timeout=30_000)

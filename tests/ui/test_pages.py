@@ -18,7 +18,7 @@ from studio.projects.workspace import (
 )
 from studio.views.drafts import RowsTarget
 from tests.helpers import wait_until
-from tests.ui.conftest import assert_ok, texts
+from tests.ui.conftest import assert_ok, open_tab, texts
 
 SCRIPTED = EXAMPLES_DIR / "haiku_scripted.yaml"
 
@@ -95,6 +95,7 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     assert any("agent.few_shot[0]" in s and "output" in s for s in texts(at.error))
     at.text_area(key=key("agent_few_shot")).set_value(
         '[{"input": "topic: rain", "output": "<b>Rain on the roof</b>"}]').run()
+    open_tab(at, studio_db.find_project("haiku-scripted").id, "Reflection")
     at.text_area(key=key("reflection_instruction")).set_value("Improve {component_text}").run()
     assert any("{trials}" in s for s in texts(at.error))
     at.text_area(key=key("reflection_instruction")).set_value("").run()
@@ -111,13 +112,40 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     assert [d.output for d in stored.agent.few_shot] == ["<b>Rain on the roof</b>"]
 
 
+def test_projects_draw_only_the_open_tab_and_keep_the_closed_tabs_edits(app, studio_db):
+    project = import_example(studio_db, SCRIPTED)
+    at = app("projects", project_id=project.id)
+    key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
+    drawn = {w.key for w in at.text_input} | {w.key for w in at.text_area}
+    assert key("agent_model") in drawn and key("critic_name") not in drawn
+    at.text_input(key=key("agent_model")).set_value("nope/model").run()
+
+    open_tab(at, project.id, "Critic")
+    drawn = {w.key for w in at.text_input} | {w.key for w in at.text_area}
+    assert key("critic_name") in drawn and key("agent_model") not in drawn
+    # the closed Agent tab's bad field still blocks Save, and the warning says where it is
+    assert any("(Agent tab)" in s for s in texts(at.warning)), texts(at.warning)
+    assert button(at, "Save project").disabled
+    at.text_input(key=key("critic_name")).set_value("strict_judge").run()
+
+    open_tab(at, project.id, "Agent")
+    assert at.text_input(key=key("agent_model")).value == "nope/model"  # kept while closed
+    at.text_input(key=key("agent_model")).set_value("scripted/demo").run()
+    button(at, "Save project").click().run()
+    assert_ok(at)
+    stored = parse_project(studio_db.get_project(project.id).yaml)
+    assert stored.agent.model == "scripted/demo" and stored.critic.name == "strict_judge"
+
+
 def test_projects_critic_template_and_dataset_paste(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
     key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
+    open_tab(at, project.id, "Critic")
     button(at, "Use template").click().run()
     assert at.text_area(key=key("critic_instruction")).value.startswith(
         "Evaluate the quality of the output.")
+    open_tab(at, project.id, "Dataset")
     at.text_area(key=f"projects.rows_paste.{project.id}").set_value(
         "question,answer\nWhat is 2+2?,4\nCapital of France?,Paris\n").run()
     button(at, "Use the pasted rows").click().run()
@@ -140,6 +168,7 @@ def test_projects_new_columns_wait_for_a_confirmation_with_the_columns_chosen(ap
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
     key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
+    open_tab(at, project.id, "Dataset")
     before = at.session_state[key("train_rows")]
     at.text_area(key=f"projects.rows_paste.{project.id}").set_value(
         "id,prompt,reference\n1,Say hi,hi\n2,Say bye,bye\n").run()
@@ -185,6 +214,7 @@ def test_projects_never_say_saved_beside_a_field_that_needs_attention(app, studi
 def test_projects_test_set_is_shown_and_added_on_the_dataset_tab(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
+    open_tab(at, project.id, "Dataset")
     assert any("No test set" in s for s in texts(at.caption))
     at.radio(key=f"projects.rows_target.{project.id}").set_value(RowsTarget.TEST).run()
     at.text_area(key=f"projects.rows_paste.{project.id}").set_value(

@@ -17,7 +17,7 @@ from studio.projects.workspace import (
     start_project_run,
 )
 from tests.helpers import wait_until
-from tests.ui.conftest import assert_ok, texts
+from tests.ui.conftest import assert_ok, open_tab, texts
 
 SCRIPTED = EXAMPLES_DIR / "haiku_scripted.yaml"
 TWO_AGENTS = """\
@@ -138,9 +138,11 @@ def test_builder_round_trips_through_the_yaml_editor(app, studio_db):
     key = lambda field: f"projects.field.{project.id}.{field}"  # noqa: E731
     assert button(at, "Save project").disabled  # loading the stored project changes nothing
     text = studio_db.get_project(project.id).yaml.replace("type: sequential", "type: loop")
+    open_tab(at, project.id, "YAML")
     at.text_area(key=f"projects.yaml.{project.id}").set_value(text)
     button(at, "Apply YAML to the editor").click().run()
     assert_ok(at)
+    open_tab(at, project.id, "Agent")
     assert at.segmented_control(key=key("workflow_type")).value == "loop"
     assert at.session_state[key("primary")] == "a1"
     button(at, "Save project").click().run()
