@@ -443,6 +443,17 @@ def _candidate_costs(run_id: str, marker: tuple[int, ...]) -> dict[int, float]:
     return store().candidate_costs(run_id)
 
 
+def run_cost(run_id: str) -> float:
+    """The run's price so far (its trials' and its reflection calls', US dollars), read once
+    per marker of the run (a proposal's price shows with its child's first trial)."""
+    return _run_cost(run_id, run_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def _run_cost(run_id: str, marker: tuple[int, ...]) -> float:
+    return store().run_costs([run_id])[run_id]
+
+
 @dataclass
 class Analysis:
     """Everything the Compare page draws, for one marker of a run."""
