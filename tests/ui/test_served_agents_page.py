@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from studio.engine.worker import get_manager
 from studio.projects.served_agents import AGENTS_DIR_ENV
-from tests.projects.test_served_agents import agents_root  # noqa: F401  (the fixture)
+from tests.projects.test_served_agents import agents_root, write_graph_folder  # noqa: F401
 from tests.ui.conftest import assert_ok, texts
 
 
@@ -31,3 +31,21 @@ def test_a_served_agent_starts_a_run_from_the_projects_page(app, studio_db, monk
     assert run.spec.agent_folder == str((agents_root / "served_haiku").resolve())
     get_manager(studio_db).handle(run.id).wait(timeout=60)
     assert studio_db.get_run(run.id).status.value == "completed"
+
+
+def test_a_served_graph_workflow_shows_its_graph_on_the_projects_page(app, monkeypatch,
+                                                                      agents_root):  # noqa: F811
+    write_graph_folder(agents_root)
+    monkeypatch.setenv(AGENTS_DIR_ENV, str(agents_root))
+    at = app("projects")
+    assert at.selectbox(key="projects.agents.agent").options == ["served_graph", "served_haiku"]
+    assert at.selectbox(key="projects.agents.agent").value == "served_graph"
+    assert_ok(at)
+    assert any(e.label == "Graph workflow `decide`" for e in at.expander)
+    [chart] = at.get("graphviz_chart")
+    spec = chart.proto.spec
+    assert all(f'"{node}"' in spec for node in ("plan", "pros", "cons", "join", "final"))
+    at.selectbox(key="projects.agents.agent").set_value("served_haiku").run()
+    assert_ok(at)
+    assert not any(e.label.startswith("Graph workflow") for e in at.expander)
+    assert not at.get("graphviz_chart")
