@@ -177,6 +177,7 @@ def test_rescore_keeps_the_old_scores_and_compares_both_passes(store):
     stored = rescore_passes(store, source)[0]
     assert (stored.before, stored.after, stored.in_sample_after) == (
         scoring.before, scoring.after, scoring.in_sample_after)
+    assert stored.cost_usd == scoring.cost_usd == 0.0  # the strict scripted critic is free
 
 
 def test_the_library_aligns_and_reports_in_one_call(store):
