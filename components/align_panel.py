@@ -17,6 +17,7 @@ import streamlit as st
 from components import diff_view, frame, loaders, session, test_guard
 from studio.critics.alignable import alignable_parts
 from studio.model.config import EvolutionConfig
+from studio.model.costs import format_cost
 from studio.model.errors import StudioError
 from studio.model.records import Run, RunStatus
 from studio.projects import background
@@ -279,7 +280,7 @@ def rescore_table(run_id: str) -> None:
     for scoring in loaders.rescore_passes(run_id):
         st.caption(f"Scoring pass {scoring.id} with the critic aligned by run "
                    f"{scoring.align_run_id}: agreement with your corrections, on "
-                   f"{scoring.scope}")
+                   f"{scoring.scope} · cost {escape_markdown(format_cost(scoring.cost_usd))}")
         st.dataframe(agreement_frame(scoring.before, scoring.after,
                                      ("original scores", f"pass {scoring.id}")),
                      hide_index=True, width="stretch", key=f"{FORM}.pass.{scoring.id}")

@@ -110,9 +110,10 @@ def front(analysis: Any) -> None:
     view = analysis.view
     costs = loaders.candidate_costs(view.run.id)
     table = front_frame(view.candidates, view.means, view.front, view.best_id, costs)
-    st.caption("Cost of the run's trials so far: "
-               f"{escape_markdown(format_cost(sum(costs.values())))} "
-               "(LiteLLM's prices; the embedded and scripted models cost nothing)")
+    st.caption("Cost of the run so far: "
+               f"{escape_markdown(format_cost(loaders.run_cost(view.run.id)))}, of which its "
+               f"trials {escape_markdown(format_cost(sum(costs.values())))} and the rest the "
+               "reflection (LiteLLM's prices; the embedded and scripted models cost nothing)")
     st.dataframe(table, hide_index=True, width="stretch", placeholder="could not evaluate",
                  column_config={"mean": st.column_config.NumberColumn(format="%.3f"),
                                 "cost_usd": st.column_config.NumberColumn(

@@ -47,6 +47,7 @@ from studio.model.records import (
     Proposal,
     Run,
     RunEvent,
+    RunSpec,
     Trial,
     TrialPhase,
     example_expected,
@@ -73,6 +74,7 @@ from studio.projects.reviewing import (
     reviewed_seconds,
 )
 from studio.projects.served_agents import ServedAgent, list_served_agents
+from studio.projects.served_agents import served_agent_graph as load_served_agent_graph
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import (
     ExampleProject,
@@ -142,6 +144,13 @@ def examples_available() -> list[ExampleProject]:
 def served_agents() -> list[ServedAgent]:
     """The agent folders ``studio ui --agents DIR`` serves (read from disk, never imported)."""
     return list_served_agents()
+
+
+@st.cache_data(ttl=60, max_entries=8, show_spinner="Loading the agent's graph…")
+def served_agent_graph(name: str) -> RunSpec | None:
+    """A served agent's graph workflow, if it is one (its folder is imported: trusted, as the
+    server's --agents chose it); a minute, so an edit of its agent.py shows without a restart."""
+    return load_served_agent_graph(name)
 
 
 # --------------------------------------------------------------------------- runs
@@ -441,6 +450,17 @@ def candidate_costs(run_id: str) -> dict[int, float]:
 @st.cache_data(ttl=600, max_entries=16, show_spinner=False)
 def _candidate_costs(run_id: str, marker: tuple[int, ...]) -> dict[int, float]:
     return store().candidate_costs(run_id)
+
+
+def run_cost(run_id: str) -> float:
+    """The run's price so far (its trials' and its reflection calls', US dollars), read once
+    per marker of the run (a proposal's price shows with its child's first trial)."""
+    return _run_cost(run_id, run_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def _run_cost(run_id: str, marker: tuple[int, ...]) -> float:
+    return store().run_costs([run_id])[run_id]
 
 
 @dataclass

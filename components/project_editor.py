@@ -26,7 +26,7 @@ from studio.projects.workspace import save_project
 from studio.views import drafts
 from studio.views.markdown import escape_markdown
 from studio.views.media import example_thumbnails
-from studio.views.workflows import scored_author
+from studio.views.workflows import latest_graph_spec, scored_author
 
 MODEL_HELP = ("A LiteLLM model string: `local/smollm2` (embedded, offline), `scripted/demo` "
               "(deterministic test model), `gemini/gemini-2.5-flash`, `openai/gpt-4o-mini`, "
@@ -155,6 +155,8 @@ def agent_tab(editor: Editor, errors: dict[str, str]) -> None:
     if editor.get("agent_ref"):
         st.info(f"This agent is loaded from Python (`{escape_markdown(editor.get('agent_ref'))}`)"
                 "; the fields below are not used for it.")
+        workflow_builder.graph_picture(latest_graph_spec(
+            loaders.runs(), editor.record.id, editor.record.name))  # as its latest run read it
     left, right = st.columns(2)
     left.text_input("Agent name", key=editor.key("agent_name"))
     with right:

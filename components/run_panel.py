@@ -135,7 +135,7 @@ def _header(run: Any) -> None:
                   else "automatic (the acceptance rule decides)")
         worker = f" · worker `{run.worker}`" if run.worker else ""
         status, hint = status_line(run).split(": ", 1)
-        cost = escape_markdown(format_cost(sum(loaders.candidate_costs(run.id).values())))
+        cost = escape_markdown(format_cost(loaders.run_cost(run.id)))
         st.caption(f"Run `{run.id}` · **{status}**: {escape_markdown(hint)} · "
                    f"review: {review}{worker} · cost {cost}")
         if run.waiting_note:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 from pydantic import ValidationError
 
-from components import frame, loaders, session
+from components import frame, loaders, session, workflow_builder
 from studio.model.config import EvolutionConfig
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
@@ -32,6 +32,8 @@ def panel() -> None:
     by_name = {agent.name: agent for agent in agents}
     name = st.selectbox("Agent", list(by_name), key=f"{KEY}.agent")
     sets = by_name[name].eval_sets if name in by_name else ()
+    if name in by_name:
+        _graph(name)
     with st.form(KEY):
         st.selectbox("Eval set", sets or ["(none: record one in adk web)"],
                      key=f"{KEY}.evalset", help="the eval sets saved in the agent's folder")
@@ -47,6 +49,17 @@ def panel() -> None:
         started = st.form_submit_button("Start a run", icon=":material/play_circle:")
     if started:
         _start(name, sets)
+
+
+def _graph(name: str) -> None:
+    """An agent that is an ADK 2 graph Workflow: its picture (what a run of it evolves)."""
+    try:
+        spec = loaders.served_agent_graph(name)
+    except StudioError as exc:
+        st.caption(f"Its agent does not load: {escape_markdown(str(exc))}")
+        return
+    if spec is not None:
+        workflow_builder.graph_picture(spec)
 
 
 def _start(name: str, sets: tuple[str, ...]) -> None:

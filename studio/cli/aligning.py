@@ -11,6 +11,7 @@ from studio.cli.common import ProgressBar, _store, database_label
 from studio.cli.runs import _wait
 from studio.engine.dispatch import Placement, dispatch
 from studio.model.config import EvolutionConfig
+from studio.model.costs import format_cost
 from studio.model.redaction import redact
 from studio.projects.aligning import (
     align_report,
@@ -68,7 +69,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         print(json.dumps(scoring.model_dump(mode="json"), indent=2))
         return 0
     print(f"scoring pass {scoring.id}: {len(scoring.scores)} trials of run {args.run_id} "
-          f"scored again (their old scores are kept); agreement on {scoring.scope}:")
+          f"scored again (their old scores are kept; cost {format_cost(scoring.cost_usd)}); "
+          f"agreement on {scoring.scope}:")
     for row in agreement_rows(scoring.before, scoring.after, ("original", "aligned")):
         print(f"{row['statistic']:<22} {row['original']:>8} {row['aligned']:>8}")
     return 0

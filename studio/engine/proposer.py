@@ -49,6 +49,7 @@ from studio.model.records import (
 )
 from studio.model.workflow import role_of, split_component
 from studio.runtime.graphs import graph_shape, is_graph_workflow
+from studio.runtime.providers.calls import metered
 
 RULES_AUTHOR = "the rules operator"
 NOTHING_TO_ADD = ("nothing to add: no check failed on the minibatch (or each already has its "
@@ -243,15 +244,16 @@ async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component:
     turn = turn or _no_wait
     if not by_model_only(ctx, component):
         await turn()
-    result = await reflect(ctx, parent, component, current_trials(ctx, parent_trials),
-                           iteration=iteration, refused=refused)
+    with metered() as meter:  # the reflection's calls are part of the run's cost
+        result = await reflect(ctx, parent, component, current_trials(ctx, parent_trials),
+                               iteration=iteration, refused=refused)
     await turn()
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=stored_id(parent), component=component,
         text=clip(result.text, MAX_COMPONENT_CHARS),
         reasoning=clip(result.reasoning, MAX_FEEDBACK_CHARS),
-        minibatch=[trial.example_id for trial in parent_trials]))
+        minibatch=[trial.example_id for trial in parent_trials], cost_usd=meter.cost_usd))
     ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
                              parent_id=stored_id(parent), component=component))
     if result.outcome is not ReflectionOutcome.PROPOSED:

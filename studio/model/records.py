@@ -766,6 +766,9 @@ class Proposal(BaseModel):
     """The example ids parent and child are compared on: the iteration's minibatch (an edit
     keeps its original's), a merge's validation subsample. Recorded with the proposal, so its
     evidence is computed from the proposal alone (:mod:`studio.engine.evidence`)."""
+    cost_usd: float = 0.0
+    """LiteLLM's price of the reflection calls that made it (US dollars; a refused repeat
+    keeps its own), part of the run's cost; 0 for the model-free operators and edits."""
 
     @property
     def is_merge(self) -> bool:

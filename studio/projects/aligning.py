@@ -62,6 +62,7 @@ from studio.model.records import (
 from studio.projects.background import Job, start_job
 from studio.projects.files import dump_project, parse_project
 from studio.runtime.execution import AgentExecutor
+from studio.runtime.providers.calls import metered
 from studio.store import Store
 
 MIN_ALIGN_LABELS = 10
@@ -195,6 +196,9 @@ class RescorePass(BaseModel):
     scope: str = HELD_OUT_SCOPE
     """Which corrections before/after cover (:data:`HELD_OUT_SCOPE`, :data:`ALL_SCOPE`, or
     :data:`IN_SAMPLE_SCOPE` for passes stored before held-out was kept apart)."""
+    cost_usd: float = 0.0
+    """LiteLLM's price of the pass's critic calls (US dollars; 0 for passes stored before it
+    was kept, and for the embedded and scripted models)."""
     in_sample_before: AgreementReport | None = None
     """On every corrected trial, the aligned critic's training labels included (it has seen
     those: an overstated reference); None when :attr:`scope` already covers them all."""
@@ -731,19 +735,22 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
     run = store.get_run(run_id)
     default_model = (origin_default_model(store, origin) if run_id == origin.run_id
                      else run_default_model(run.spec))
-    results = _score_samples(run, critic_spec, [_sample(store, trial) for trial in trials],
-                             concurrency, progress.step if progress is not None else None,
-                             default_model)
+    with metered() as meter:  # the re-judging's price, kept with the pass
+        results = _score_samples(run, critic_spec, [_sample(store, trial) for trial in trials],
+                                 concurrency, progress.step if progress is not None else None,
+                                 default_model)
     cases = [{"trial_id": trial.id, "score": score, "feedback": clip(feedback, 2_000)}
              for trial, (score, feedback) in zip(trials, results, strict=True)]
     scores = {case["trial_id"]: case["score"] for case in cases}
     measured = _pass_agreement(store, run_id, scores, origin)
     summary = {"run_id": run_id, "align_run_id": align_run_id, "critic": critic_spec.name,
-               "trials": len(cases), **{k: v.model_dump(mode="json") if isinstance(
+               "trials": len(cases), "cost_usd": meter.cost_usd,
+               **{k: v.model_dump(mode="json") if isinstance(
                    v, AgreementReport) else v for k, v in measured.items()}}
     pass_id = store.add_eval_run(f"{RESCORE_KIND}:{run_id}", RESCORE_KIND, summary, cases)
     return RescorePass(id=pass_id, run_id=run_id, align_run_id=align_run_id,
-                       critic=critic_spec.name, scores=scores, **measured)
+                       critic=critic_spec.name, scores=scores, cost_usd=meter.cost_usd,
+                       **measured)
 
 
 def start_rescore(store: Store, run_id: str, align_run_id: str) -> Job:
@@ -772,6 +779,7 @@ def rescore_passes(store: Store, run_id: str) -> list[RescorePass]:
     """The run's scoring passes, newest first."""
     return [RescorePass(id=e.id, run_id=run_id, align_run_id=e.summary["align_run_id"],
                         critic=e.summary.get("critic", ""),
+                        cost_usd=float(e.summary.get("cost_usd") or 0.0),
                         scores={int(c["trial_id"]): c["score"] for c in e.cases},
                         **_stored_pass_agreement(e.summary))
             for e in store.list_eval_runs(name=f"{RESCORE_KIND}:{run_id}")]

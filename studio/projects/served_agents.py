@@ -17,12 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from studio.engine.build import complete_spec, spec_agent
 from studio.engine.dispatch import dispatch
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
+from studio.model.records import RunSpec
 from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run
 from studio.runtime.adk_evalsets import is_eval_set_file
+from studio.runtime.agents import folder_reference
+from studio.runtime.graphs import is_graph_workflow
 
 AGENTS_DIR_ENV = "STUDIO_AGENTS_DIR"
 """The folder ``studio ui --agents DIR`` serves agents from (absolute)."""
@@ -111,6 +115,23 @@ def served_agent(name: str, root: Path | None = None) -> ServedAgent:
         raise ConfigError(f"no agent {name!r} is served here (served: {known})",
                           where="agent", value=name)
     return agents[name]
+
+
+def served_agent_graph(name: str, root: Path | None = None) -> RunSpec | None:
+    """The spec a run of served agent ``name`` starts from when its ``root_agent`` is an ADK 2
+    graph ``Workflow``: its shape (nodes, edges, routes), the nodes whose instructions evolve
+    and the scored node, for the Projects page's picture; None for any other agent. It imports
+    the folder's agent, which is trusted (the person who started the server chose the folder);
+    uploads and stored projects never come here.
+
+    Raises:
+        ConfigError: no agent of that name is served, or its folder does not load.
+    """
+    folder = served_agent(name, root).folder.resolve()
+    spec = RunSpec(agent_ref=folder_reference(folder), agent_folder=str(folder),
+                   components=["instruction"])  # what a folder run evolves (folder_project)
+    agent = spec_agent(spec)
+    return complete_spec(spec, agent) if is_graph_workflow(agent) else None
 
 
 def start_served_agent_run(store: Any, name: str, eval_set: str, config: EvolutionConfig, *,

@@ -38,7 +38,7 @@ from studio.model.limits import (
     check_length,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 class UTCDateTime(TypeDecorator):
@@ -275,6 +275,7 @@ proposals = Table(
            server_default="reflection"),  # added in version 5
     Column("merge", JSON),  # added in version 5
     Column("minibatch", JSON),  # added in version 6
+    Column("cost_usd", Float, nullable=False, default=0.0, server_default="0"),  # v9
     Index("ix_proposals_run", "run_id", "iteration"),
 )
 
@@ -459,6 +460,13 @@ def _v7_to_v8(connection: Connection) -> None:
     _add_column(connection, "runs", "build_tries_max", "INTEGER")
 
 
+def _v8_to_v9(connection: Connection) -> None:
+    """Version 9 prices the reflection: ``proposals.cost_usd`` (LiteLLM's price of the
+    reflection agent's calls that made the proposal; 0 for older proposals, unpriced then, and
+    for the model-free operators, merges and a person's edits). Idempotent."""
+    _add_column(connection, "proposals", "cost_usd", "FLOAT NOT NULL DEFAULT 0")
+
+
 def _started_minibatches(connection: Connection) -> dict[tuple[str, int], list[int]]:
     """(run id, iteration) -> the minibatch of its latest "iteration started" event."""
     e = run_events.c
@@ -496,5 +504,5 @@ def _add_column(connection: Connection, table: str, column: str, sql_type: str) 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                         3: _v3_to_v4, 4: _v4_to_v5,
                                                         5: _v5_to_v6, 6: _v6_to_v7,
-                                                        7: _v7_to_v8}
+                                                        7: _v7_to_v8, 8: _v8_to_v9}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

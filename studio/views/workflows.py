@@ -61,6 +61,19 @@ def workflow_dot(workflow: WorkflowSpec, agents: list[AgentBox], primary: str | 
     return "\n".join(graph.lines)
 
 
+def latest_graph_spec(runs: Any, project_id: int | None, project_name: str) -> RunSpec | None:
+    """The spec of the newest of ``runs`` (newest first) that ran this project as an ADK 2
+    graph ``Workflow``: its stored shape is what the Projects page draws for a project whose
+    agent is loaded from Python, so the page never imports the project's code to draw it (the
+    trusted side that ran it, ``studio run`` or a served folder, read the graph then)."""
+    for run in runs:
+        ours = (project_id is not None and run.project_id == project_id) or (
+            bool(project_name) and run.spec.project == project_name)
+        if ours and run.spec.graph is not None:
+            return run.spec
+    return None
+
+
 def graph_dot(shape: GraphShape, components: list[str] | tuple[str, ...] = (),
               primary: str | None = None) -> str:
     """DOT for an ADK 2 graph ``Workflow``: its nodes (LlmAgents as boxes, blue where a

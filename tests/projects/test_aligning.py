@@ -6,9 +6,12 @@ the align run evolves the critic's instruction; its held-out error to the person
 
 from __future__ import annotations
 
+import litellm
 import pytest
 import yaml
+from sqlalchemy import update
 
+import studio.store.schema as tables
 from studio.critics.alignment import CriticAgreement, label_text
 from studio.engine import build_engine, decide
 from studio.engine.worker import get_manager
@@ -31,6 +34,7 @@ from studio.projects.aligning import (
 from studio.projects.workspace import import_example, start_project_run, stored_project
 from studio.runtime.providers.strict import FIX_PHRASE, is_short
 from tests.helpers import ROOT, wait_until
+from tests.runtime.test_model_calls import MODEL, VERDICT, hosted  # noqa: F401  (fixture)
 
 EXAMPLE = ROOT / "examples" / "short_answers_scripted.yaml"
 SHORT_SAID = "Short is fine: it answers the question."
@@ -177,6 +181,7 @@ def test_rescore_keeps_the_old_scores_and_compares_both_passes(store):
     stored = rescore_passes(store, source)[0]
     assert (stored.before, stored.after, stored.in_sample_after) == (
         scoring.before, scoring.after, scoring.in_sample_after)
+    assert stored.cost_usd == scoring.cost_usd == 0.0  # the strict scripted critic is free
 
 
 def test_the_library_aligns_and_reports_in_one_call(store):
@@ -188,3 +193,24 @@ def test_the_library_aligns_and_reports_in_one_call(store):
     assert report.status == "completed" and report.held_out == 3
     assert report.after.mae < report.before.mae
     assert FIX_PHRASE in studio.aligned_critic(store, report.align_run_id).agent.instruction
+
+
+def test_a_scoring_pass_keeps_the_price_of_its_critic_calls(store, hosted):  # noqa: F811
+    """The aligned critic on a priced model (a local OpenAI-compatible server): the pass's
+    price is LiteLLM's for each re-judging call, kept with the pass."""
+    source = corrected_run(store, count=12)
+    run = create_align_run(store, source, config=EvolutionConfig(max_iterations=1, seed=3))
+    finish(store, run.id)
+    spec = store.get_run(run.id).spec
+    critic = spec.aligns.critic
+    priced = critic.model_copy(update={"agent": critic.agent.model_copy(update={"model": MODEL})})
+    with store.engine.begin() as c:  # the source critic as if it had judged with MODEL
+        c.execute(update(tables.runs).where(tables.runs.c.id == run.id).values(
+            spec=spec.model_copy(update={"aligns": spec.aligns.model_copy(
+                update={"critic": priced})}).model_dump(mode="json")))
+    server = hosted(lambda body: VERDICT)
+    scoring = rescore_run(store, source, run.id)
+    price = sum(litellm.cost_per_token(model=MODEL, prompt_tokens=1, completion_tokens=1))
+    assert len(server.requests) == len(scoring.scores) > 0
+    assert scoring.cost_usd == pytest.approx(price * len(server.requests))
+    assert rescore_passes(store, source)[0].cost_usd == pytest.approx(scoring.cost_usd)

@@ -11,10 +11,12 @@ from studio.cli.projects import server_environment
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
+from studio.model.graph import NodeKind
 from studio.model.records import RunStatus
 from studio.projects.served_agents import (
     AGENTS_DIR_ENV,
     list_served_agents,
+    served_agent_graph,
     start_served_agent_run,
 )
 from studio.store import open_store
@@ -71,3 +73,40 @@ def test_studio_ui_passes_the_folder_to_the_server(agents_root, tmp_path, capsys
     assert main(["ui", "--agents", str(agents_root), "--print-command"]) == 0
     assert main(["ui", "--agents", str(tmp_path / "missing"), "--print-command"]) == 2
     assert "--agents" in capsys.readouterr().err
+
+
+GRAPH_AGENT = """from google.adk.agents import LlmAgent
+from google.adk.models.lite_llm import LiteLlm
+from google.adk.workflow import JoinNode, Workflow
+
+
+def agent(name, instruction):
+    return LlmAgent(name=name, model=LiteLlm(model="scripted/demo"), instruction=instruction)
+
+
+root_agent = Workflow(name="decide", edges=[
+    ("START", agent("plan", "Plan it."), (agent("pros", "List pros."), agent("cons", "List cons.")),
+     JoinNode(name="join"), agent("final", "Decide."))])
+"""
+
+
+def write_graph_folder(root, name: str = "served_graph"):
+    """An agent folder whose root_agent is an ADK 2 graph Workflow (a chain with a fan-out)."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+    (folder / "agent.py").write_text(GRAPH_AGENT, encoding="utf-8")
+    write_eval_set(folder / "haiku.evalset.json")
+    return folder
+
+
+def test_a_served_graph_workflows_shape_is_read_for_its_picture(agents_root):
+    write_graph_folder(agents_root)
+    spec = served_agent_graph("served_graph", agents_root)
+    assert spec is not None and spec.graph is not None and spec.graph.name == "decide"
+    assert spec.graph.node("join").kind is NodeKind.JOIN
+    assert spec.components == [f"{n}.instruction" for n in ("plan", "pros", "cons", "final")]
+    assert spec.primary == "final"
+    assert served_agent_graph("served_haiku", agents_root) is None  # one LlmAgent: no graph
+    with pytest.raises(ConfigError, match="no agent 'elsewhere'"):
+        served_agent_graph("elsewhere", agents_root)

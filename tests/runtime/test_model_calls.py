@@ -24,7 +24,7 @@ from studio.engine.loop import RunFailed
 from studio.engine.worker import get_manager
 from studio.model.config import RateLimit
 from studio.model.costs import format_cost
-from studio.model.records import AgentSpec, CriticSpec, RunStatus
+from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunStatus
 from studio.runtime.providers.calls import (
     MAX_RETRY_AFTER_SECONDS,
     SlidingWindowLimiter,
@@ -194,3 +194,26 @@ def test_a_wait_longer_than_the_cap_is_not_waited(store, hosted):
         baseline(store, hosted_spec(), n=1, max_retries=0)
     assert time.monotonic() - started < 30
     assert len(server.requests) == 1
+
+
+def writer_judge_or_reflection(body) -> str:
+    """The reflection agent is asked to 'Propose the improved component text now.'"""
+    if "Propose the improved component text now." in json.dumps(body.get("messages")):
+        return "Write a haiku about the sea; name one colour."
+    return writer_or_judge(body)
+
+
+def test_the_reflections_calls_are_priced_with_its_proposal_and_in_the_runs_cost(store, hosted):
+    server = hosted(writer_judge_or_reflection)
+    spec = hosted_spec().model_copy(update={"reflection": ReflectionSpec(model=MODEL)})
+    run_id = baseline(store, spec, n=2, max_iterations=1, minibatch_size=2)
+    price = sum(litellm.cost_per_token(model=MODEL, prompt_tokens=1, completion_tokens=1))
+    reflections = sum("Propose the improved component text now." in json.dumps(r.get("messages"))
+                      for r in server.requests)
+    assert reflections == 1
+    [proposal] = store.proposals(run_id)
+    assert proposal.text.startswith("Write a haiku about the sea")
+    assert proposal.cost_usd == pytest.approx(price)  # one reflection call, priced
+    trials_cost = sum(t.cost_usd for t in store.trials(run_id))
+    assert trials_cost == pytest.approx(price * (len(server.requests) - reflections))
+    assert store.run_costs([run_id]) == pytest.approx({run_id: trials_cost + price})

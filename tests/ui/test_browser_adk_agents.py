@@ -16,6 +16,7 @@ import pytest
 from studio.store import open_store
 from tests.helpers import StudioProcess, wait_until
 from tests.projects.test_adk_projects import write_agent_folder, write_eval_set
+from tests.projects.test_served_agents import write_graph_folder
 from tests.ui.browser import ARTIFACTS, _healthy, chromium_page, free_port, full_page_shot
 from tests.ui.test_browser import nav, wait_idle
 
@@ -82,3 +83,36 @@ def _status(db: str) -> str | None:
         return runs[0].status.value if runs else None
     finally:
         store.close()
+
+
+def test_a_served_graph_workflow_is_drawn_on_the_projects_page(tmp_path, monkeypatch):
+    """An agent folder whose root_agent is a graph Workflow: its picture (nodes, edges) under
+    the agent picker, drawn by Streamlit's Graphviz renderer from the DOT the page makes."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    root = tmp_path / "agents"
+    write_graph_folder(root, "browser_graph")
+    db = f"sqlite:///{tmp_path}/studio.db"
+    port = free_port()
+    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port))
+    url = f"http://localhost:{port}"
+    try:
+        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
+                   message="studio ui to serve")
+        assert server.process.poll() is None, server.text
+        with chromium_page() as page:
+            try:
+                page.goto(url)
+                page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
+                nav(page, "Projects")
+                page.get_by_role("heading", name="Your ADK agents").wait_for()
+                page.get_by_text("Graph workflow decide").click(timeout=30_000)
+                svg = page.locator("svg").filter(has_text="pros")
+                svg.first.wait_for(timeout=30_000)
+                full_page_shot(page, SHOTS / "adk_agents_graph.png")
+            except Exception:
+                full_page_shot(page, SHOTS / "adk_agents_graph_failure.png")
+                raise
+            for name in ("plan", "pros", "cons", "join", "final"):
+                assert svg.first.get_by_text(name, exact=True).count() >= 1, name
+    finally:
+        server.stop()

@@ -10,6 +10,7 @@ from sqlalchemy import update
 import studio.store.schema as tables
 from studio.engine import EvolutionConfig, create_run
 from studio.engine.queue import queue_run
+from studio.model.costs import format_cost
 from studio.model.records import RunStatus
 from tests.helpers import demo_spec, trainset
 from tests.ui.conftest import assert_ok, texts
@@ -37,6 +38,23 @@ def test_the_run_and_compare_pages_show_what_the_trials_cost(app, studio_db):
     front = next(d.value for d in at.dataframe if "cost_usd" in d.value.columns)
     assert round(float(front["cost_usd"].sum()), 6) <= round(total, 6)
     assert float(front["cost_usd"].max()) > 0
+
+
+@pytest.mark.slow  # a finished run, then two pages
+def test_the_reflections_price_is_part_of_the_runs_cost_on_run_and_compare(app, studio_db):
+    run = finished_run(studio_db, max_iterations=1)
+    trials = priced_trials(studio_db, run.id, 0.01)
+    with studio_db.engine.begin() as c:  # as a priced reflection model would have left them
+        c.execute(update(tables.proposals).where(tables.proposals.c.run_id == run.id)
+                  .values(cost_usd=0.5))
+    total = sum(studio_db.run_costs([run.id]).values())
+    assert total == pytest.approx(trials + 0.5 * len(studio_db.proposals(run.id)))
+    at = app("run", run_id=run.id)
+    assert any(f"cost {format_cost(total)}" in s for s in texts(at.caption)), texts(at.caption)
+    at.switch_page("../pages/compare.py").run()
+    assert_ok(at)
+    assert any(f"so far: {format_cost(total)}, of which its trials {format_cost(trials)}" in s
+               for s in texts(at.caption)), texts(at.caption)
 
 
 def test_a_run_no_worker_here_could_build_says_what_it_waits_for(app, studio_db):

@@ -3,9 +3,13 @@ a pick starts a trusted run of the folder's agent on its eval set."""
 
 from __future__ import annotations
 
+import streamlit as st
+
+from studio.engine.build import create_run
 from studio.engine.worker import get_manager
-from studio.projects.served_agents import AGENTS_DIR_ENV
-from tests.projects.test_served_agents import agents_root  # noqa: F401  (the fixture)
+from studio.projects.files import dump_project, parse_project
+from studio.projects.served_agents import AGENTS_DIR_ENV, served_agent_graph
+from tests.projects.test_served_agents import agents_root, write_graph_folder  # noqa: F401
 from tests.ui.conftest import assert_ok, texts
 
 
@@ -31,3 +35,49 @@ def test_a_served_agent_starts_a_run_from_the_projects_page(app, studio_db, monk
     assert run.spec.agent_folder == str((agents_root / "served_haiku").resolve())
     get_manager(studio_db).handle(run.id).wait(timeout=60)
     assert studio_db.get_run(run.id).status.value == "completed"
+
+
+def test_a_served_graph_workflow_shows_its_graph_on_the_projects_page(app, monkeypatch,
+                                                                      agents_root):  # noqa: F811
+    write_graph_folder(agents_root)
+    monkeypatch.setenv(AGENTS_DIR_ENV, str(agents_root))
+    at = app("projects")
+    assert at.selectbox(key="projects.agents.agent").options == ["served_graph", "served_haiku"]
+    assert at.selectbox(key="projects.agents.agent").value == "served_graph"
+    assert_ok(at)
+    assert any(e.label == "Graph workflow `decide`" for e in at.expander)
+    [chart] = at.get("graphviz_chart")
+    spec = chart.proto.spec
+    assert all(f'"{node}"' in spec for node in ("plan", "pros", "cons", "join", "final"))
+    at.selectbox(key="projects.agents.agent").set_value("served_haiku").run()
+    assert_ok(at)
+    assert not any(e.label.startswith("Graph workflow") for e in at.expander)
+    assert not at.get("graphviz_chart")
+
+
+GRAPH_PROJECT = """
+name: decide-graph
+agent: {ref: "served_graph.agent:root_agent"}
+critic: {type: agent, schema: advanced, model: scripted/demo}
+reflection: {model: scripted/demo}
+dataset: {train: {path: served_graph/haiku.evalset.json}}
+"""
+
+
+def test_a_stored_graph_project_shows_its_latest_runs_graph_without_importing_it(
+        app, studio_db, agents_root):  # noqa: F811
+    write_graph_folder(agents_root)
+    project = studio_db.save_project("decide-graph", dump_project(parse_project(GRAPH_PROJECT)))
+    at = app("projects", project_id=project.id)
+    assert "loaded from Python" in " ".join(texts(at.info))
+    assert not any(e.label.startswith("Graph workflow") for e in at.expander)  # never run
+    # a trusted side (studio run, a served folder) ran it and stored the graph's shape
+    spec = served_agent_graph("served_graph", agents_root).model_copy(
+        update={"project": "decide-graph"})
+    create_run(studio_db, spec=spec, trainset=[{"topic": "x"}], name="decide-graph")
+    st.cache_data.clear()  # the runs list is read at most every 2 s; a page open that late
+    at = app("projects", project_id=project.id)
+    assert_ok(at)
+    assert any(e.label == "Graph workflow `decide`" for e in at.expander)
+    [chart] = at.get("graphviz_chart")
+    assert '"pros"' in chart.proto.spec and '"join"' in chart.proto.spec

@@ -262,16 +262,19 @@ class TrialRepository(Repository):
 
     @guard
     def run_costs(self, run_ids: Iterable[str]) -> dict[str, float]:
-        """Run id -> the summed price of its trials, for the runs given (one query)."""
+        """Run id -> the run's price: its trials' and its reflection calls' (the proposals'),
+        for the runs given (one query per table)."""
         ids = list(run_ids)
         if not ids:
             return {}
-        c_ = t.trials.c
-        query = (select(c_.run_id, func.coalesce(func.sum(c_.cost_usd), 0.0))
-                 .where(c_.run_id.in_(ids)).group_by(c_.run_id))
+        found = dict.fromkeys(ids, 0.0)
         with self.engine.connect() as c:
-            found = {row[0]: float(row[1] or 0.0) for row in c.execute(query)}
-        return {run_id: found.get(run_id, 0.0) for run_id in ids}
+            for table in (t.trials, t.proposals):
+                query = (select(table.c.run_id, func.coalesce(func.sum(table.c.cost_usd), 0.0))
+                         .where(table.c.run_id.in_(ids)).group_by(table.c.run_id))
+                for run_id, cost in c.execute(query):
+                    found[run_id] += float(cost or 0.0)
+        return found
 
     @staticmethod
     def _trial(row: Row, override: Override | None) -> Trial:
