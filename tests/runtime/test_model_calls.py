@@ -146,9 +146,12 @@ def test_a_rate_limit_holds_across_two_runs_of_one_process(store, hosted):
         handle.wait(60)
     assert [store.get_run(r).status for r in runs] == [RunStatus.COMPLETED] * 2
     assert len(starts) == 8
-    for first in starts:  # no more than 3 a second (less 0.25 s for the way to the server)
-        assert sum(first <= s < first + 0.75 for s in starts) <= 3, starts
-    assert starts[-1] - starts[0] >= 1.0  # 8 calls at 3 a second: the limit made them wait
+    # Measured where the provider sees them: the 4th call may leave a window after the 1st,
+    # the 7th two windows after. A call's way to the server only delays it, so the bounds hold
+    # whatever the load, less the first call's own way there (allowed up to half a second).
+    arrived = sorted(starts)
+    assert arrived[3] - arrived[0] >= 0.5, arrived
+    assert arrived[6] - arrived[0] >= 1.5, arrived
 
 
 def test_the_limiter_books_starts_a_window_apart():
