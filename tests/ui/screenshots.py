@@ -15,7 +15,11 @@ from tests.ui.browser import ROOT, chromium_page, full_page_shot, settled, studi
 from tests.ui.test_pages import finished_run, review_run
 
 SIZE = {"width": 1440, "height": 900}
-PAGES = ("", "projects", "run", "review", "proposals", "compare", "agreement")
+PAGES = {"": "Recent runs", "projects": "Project name", "run": "Latest trials",
+         "review": "Review next", "proposals": "Your decision", "compare": "Pareto front",
+         "agreement": "Align critic"}
+"""Each page's path and a text that shows once its content is drawn (the project editor draws
+its open tab on a second pass, after the tabs report which is open)."""
 
 
 def seed(db: Path) -> tuple[str, str]:
@@ -45,10 +49,15 @@ def shoot(page, path: Path) -> None:
     drawn(page)
     page.screenshot(path=str(path))
     size = page.viewport_size
-    height = page.evaluate(
-        "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
-    drawn(page)
+    height = 0
+    for _ in range(6):  # charts mounted below the fold make the page taller: until it settles
+        taller = page.evaluate(
+            "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+        if taller == height:
+            break
+        height = taller
+        page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+        drawn(page)
     full_page_shot(page, path.with_name(path.stem + "_full.png"))
     page.set_viewport_size(size)
 
@@ -60,11 +69,12 @@ def take(out: Path) -> list[Path]:
         db = Path(tmp) / "studio.db"
         done, waiting = seed(db)
         with studio_server(db) as url, chromium_page(**SIZE) as page:
-            for name in PAGES:
+            for name, ready in PAGES.items():
                 run = waiting if name in ("proposals",) else done
                 page.goto(f"{url}/{name}?run={run}")
                 page.get_by_test_id("stMain").wait_for()
                 page.locator("h1").first.wait_for(timeout=60_000)
+                page.get_by_text(ready).first.wait_for(timeout=60_000)
                 first = out / f"{name or 'home'}.png"
                 shoot(page, first)
                 written += [first, first.with_name(first.stem + "_full.png")]
