@@ -114,8 +114,8 @@ def test_a_lineage_node_and_a_heatmap_cell_open_what_they_stand_for(tmp_path):
         click_point(page, heatmap, 1, 1)  # the second candidate on the second example
         trial = page.locator(TRIAL_PANEL)
         trial.wait_for(timeout=30_000)
-        trial.get_by_text(re.compile(r"^Trial #\d+ · iteration \d+ · valset · candidate #\d+ · "
-                                     r"val example 1$")).wait_for()
+        trial.get_by_text(re.compile(r"^Trial \d+ \(id \d+\) · iteration \d+ · valset · "
+                                     r"candidate #\d+ · val example 1$")).wait_for()
         trial.get_by_role("button", name="Save correction").wait_for()
         assert page.locator(NODE_PANEL).count() == 1  # the node stays open beside it
         wait_idle(page)
