@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import litellm
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from studio.model.errors import ModelConfigError
 from studio.runtime.providers import LOCAL_MODEL, check_model, register_providers
 from studio.runtime.providers._protocol import schema_from_response_format
-from studio.runtime.providers.local import bounded_schema
+from studio.runtime.providers.local import bounded_schema, strict_json
 from studio.runtime.providers.scripted import ScriptedReply, ToolCall, recorded_requests
 
 
@@ -145,3 +146,13 @@ def test_bounded_schema_turns_numeric_ranges_into_enums():
     assert bounded_schema({"type": "integer", "minimum": 1, "maximum": 10})["enum"] == list(
         range(1, 11))
     assert bounded_schema({"type": "number"}) == {"type": "number"}
+
+
+def test_a_structured_reply_with_raw_newlines_in_a_string_is_written_as_strict_json():
+    """llama.cpp's grammar let a newline into the feedback string of an embedded-model reply
+    (a CI run): strict parsers refuse it, so the reply is written again with it escaped."""
+    raw = '{ "score" : 1.0, "feedback" : ");\n\nRoses are red.\n" } '
+    fixed = strict_json(raw)
+    assert json.loads(fixed) == {"score": 1.0, "feedback": ");\n\nRoses are red.\n"}
+    assert strict_json('{"score": 0.5}') == '{"score": 0.5}'  # already strict: untouched
+    assert strict_json('{"score": 0.5, "feedb') == '{"score": 0.5, "feedb'  # cut: as it is

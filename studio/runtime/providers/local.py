@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import contextvars
 import importlib.util
+import json
 import logging
 import os
 import threading
@@ -121,6 +122,12 @@ class _LocalModel:
         return True
 
     def _generate(self, request: ChatRequest) -> dict[str, Any]:
+        reply = self._sample(request)
+        if request.json_schema is not None or request.json_mode:
+            reply["text"] = strict_json(reply["text"])
+        return reply
+
+    def _sample(self, request: ChatRequest) -> dict[str, Any]:
         llama = self.llama()
         kwargs = _generation_kwargs(request)
         watch = current_watch()
@@ -219,6 +226,23 @@ def _generation_kwargs(request: ChatRequest) -> dict[str, Any]:
         if request.json_schema is not None:
             kwargs["response_format"]["schema"] = bounded_schema(request.json_schema)
     return kwargs
+
+
+def strict_json(text: str) -> str:
+    """``text`` as JSON any parser reads: llama.cpp's grammar lets raw control characters (a
+    newline) into a string, which strict parsers (``json.loads``, pydantic) refuse, so a reply
+    the grammar accepted is read leniently and written again with them escaped. Text that is
+    not JSON even so (a reply cut at its token budget) is returned as it is, for the caller's
+    own error."""
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        return json.dumps(json.loads(text, strict=False), ensure_ascii=False)
+    except ValueError:
+        return text
 
 
 def bounded_schema(schema: Any) -> Any:
