@@ -37,8 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = Path(os.environ.get("STUDIO_PEERS_DIR", ROOT.parent.parent / "shared" / "peers"))
-"""The shared harness: ``/work/shared/peers`` beside the work trees (override: STUDIO_PEERS_DIR)."""
+PEERS = Path(os.environ.get("STUDIO_PEERS_DIR") or next(
+    (up / "shared" / "peers" for up in ROOT.parents if (up / "shared" / "peers").is_dir()),
+    ROOT.parent / "shared" / "peers"))
+"""The shared harness: ``shared/peers`` beside this checkout or a parent of it (``/work/main``
+and ``/work/wt/<name>`` both find ``/work/shared``; override: STUDIO_PEERS_DIR)."""
 
 WORLDS = {
     "slow": {"LATENCY": "0.5", "N": "10", "ITERS": "4", "CONC": "5"},
