@@ -205,9 +205,8 @@ class RunContext:
     """Active time over all sessions, and how much of it a person held (pauses, gates)."""
     serialized_model: bool = False
     """The embedded model serves every call one at a time: parallel proposals only queue."""
-    history_before: int | None = None
-    """While lanes are in flight (:mod:`studio.engine.lanes`): the round's first iteration; a
-    reflection reads only what was proposed before it, so a seeded run reproduces."""
+    lanes: int = 1
+    """Iterations kept in flight (:mod:`studio.engine.lanes`); set by the engine's loop."""
     in_flight: dict[tuple[int, int], asyncio.Future] = field(default_factory=dict)
     """(candidate, example) pairs being judged, with their trial to come: a batch that needs
     one waits for it instead of judging it again (:mod:`studio.engine.batch`)."""
@@ -270,6 +269,12 @@ class RunContext:
             self._metric_calls += committed
 
     # ------------------------------------------------------------------ events
+
+    def history_cutoff(self, iteration: int) -> int | None:
+        """With k lanes, ``iteration``'s reflection reads the history of iterations before
+        ``iteration - k + 1`` only (what it would read whatever its siblings did meanwhile, so
+        a seeded run reproduces); None: all of it (one lane)."""
+        return iteration - self.lanes + 1 if self.lanes > 1 else None
 
     def emit(self, event: EngineEvent) -> None:
         if isinstance(event, STORED_EVENTS):

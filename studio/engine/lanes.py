@@ -1,31 +1,36 @@
-"""Parallel proposals (issue 22): a round of k iterations, each a *lane*, in flight at once.
+"""Parallel proposals (issue 22): a sliding window of k iterations, each a *lane*, in flight
+at once.
 
 Why: one proposal keeps only its minibatch busy (GEPA's 3 of 5 slots) and its reflection keeps
 one; k proposals share the run's one slot budget (:attr:`RunContext.slots`), so a slot one lane
-leaves idle another fills. Lanes are GEPA's ``IndependentSampling``: each draws its own
-parent and minibatch from the pool as it stood when the round began.
+leaves idle another fills. A window, not rounds: iteration ``i`` is drawn as soon as iteration
+``i - k`` has settled, so no slot waits at a round's end for its slowest lane's validation, and
+the first k iterations start while the seed is still being scored (their parent can only be the
+seed; their minibatches are scored first).
 
 Reproducible by construction, whatever finishes first (1 or N processes, after SIGKILL):
 
-- the round's k plans are drawn in lane order from the seeded random state, from one pool read,
-  and checkpointed together (:attr:`LoopState.round`), so a resumed round replays them;
-- a reflection reads the run's history as it stood when the round began
-  (:attr:`RunContext.history_before`): what a sibling lane proposes or decides meanwhile reaches
-  the *next* round's reflections, never this one's (a rejection reaches the next reflection of
-  that parent);
-- the store writes whose outcome depends on order take turns in lane order
-  (:class:`LaneOrder`): storing a proposal and its child (the later lane's identical text is
+- iteration ``i`` sees the run as iteration ``i - k`` left it and nothing later: its parent is
+  drawn from the pool of the seed and the children of iterations up to ``i - k``
+  (:meth:`studio.engine.pool.PoolReader.through`), its reflection reads the history of those
+  iterations only (:meth:`RunContext.history_cutoff`), and the limits it is drawn under
+  (patience, score threshold) are the state as iteration ``i - k`` settled. A rejection in one
+  lane thus reaches the reflection k iterations later, that of the same lane;
+- plans are drawn one at a time in iteration order from the seeded random state and
+  checkpointed with the plans still in flight (:attr:`LoopState.round`), which a resumed run
+  replays;
+- the store writes whose outcome depends on order take turns in iteration order
+  (:class:`Window`): storing a proposal and its child (the later iteration's identical text is
   the duplicate) and pooling an accepted child;
 - a (candidate, example) pair two lanes both need is judged once (:mod:`studio.engine.batch`).
 
 Where a person decides, every lane's proposal may wait at the gate at once (Proposals and
-``studio proposals --pending`` list them in lane order, the order to decide them in: pooling
-follows it), and the lanes not waiting keep scoring; under a ``max_metric_calls`` budget one
-lane there (an edit is charged against the trials committed so far, which would not count a
-sibling lane's reserved validation). One lane with merge (a merge is planned
-from the pool after each acceptance), in align runs (labels can change a
-verdict meanwhile) and on the embedded model (one model serves every call one at a time: more
-lanes only queue, on 2 cores they gain nothing).
+``studio proposals --pending`` list them in iteration order, the order to decide them in:
+pooling follows it), and the lanes not waiting keep scoring. One lane (the plain loop) under a
+``max_metric_calls`` budget (what a lane may spend depends on what its siblings committed, which
+depends on timing), with merge (a merge is planned from the pool after each acceptance), in align
+runs (labels can change a verdict meanwhile) and on the embedded model (one model serves every
+call one at a time: more lanes only queue, on 2 cores they gain nothing).
 """
 
 from __future__ import annotations
@@ -35,8 +40,6 @@ import math
 from dataclasses import dataclass, field
 
 from studio.engine.context import RunContext
-from studio.engine.state import LoopState
-from studio.model.config import ReviewMode
 
 
 def auto_lanes(max_concurrency: int, minibatch_size: int) -> int:
@@ -50,84 +53,67 @@ def auto_lanes(max_concurrency: int, minibatch_size: int) -> int:
     return max(1, math.ceil(max_concurrency / minibatch_size - 0.5))
 
 
-def lane_count(ctx: RunContext, state: LoopState) -> int:
-    """How many proposals the next round puts in flight: the setting or :func:`auto_lanes`,
-    no more than the iterations left and than the budget can pay for."""
+def lane_count(ctx: RunContext) -> int:
+    """How many iterations the run keeps in flight: the setting or :func:`auto_lanes`, no more
+    than the run's iterations (1 where parallel proposals are not allowed). Fixed by the run's
+    settings, so a resumed run draws alike."""
     config = ctx.config
     if not parallel_allowed(ctx):
         return 1
     wanted = config.parallel_proposals or auto_lanes(config.max_concurrency,
                                                      config.minibatch_size)
-    lanes = min(wanted, config.max_iterations - state.iteration)
-    if config.max_metric_calls is not None:
-        per_lane = 2 * config.minibatch_size + len(ctx.val_ids)
-        lanes = min(lanes, (config.max_metric_calls - ctx.metric_calls()) // per_lane)
-    return max(1, lanes)
+    return max(1, min(wanted, config.max_iterations))
 
 
 def parallel_allowed(ctx: RunContext) -> bool:
     """Whether this run may have more than one lane (the module's doc says why not)."""
     config = ctx.config
-    budgeted_edits = config.review is ReviewMode.REVIEW and config.max_metric_calls is not None
     return (not config.use_merge and ctx.labels is None and not ctx.serialized_model
-            and not budgeted_edits)
+            and config.max_metric_calls is None)
 
 
 @dataclass
-class LaneOrder:
-    """A point the lanes of a round pass in lane order: lane j passes once every earlier lane
-    has passed (or ended). Each lane passes with :meth:`wait` and marks itself with
-    :meth:`passed`, always (in a ``finally``), so no later lane waits forever."""
+class Window:
+    """The turns of the iterations in flight: iteration ``i`` takes a turn once iteration
+    ``i - 1`` has taken it (or ended, or was never in this window). Each iteration marks itself
+    with :meth:`proposed`, :meth:`pooled` or :meth:`ended` (always, in a ``finally``), so no
+    later iteration waits forever. Iteration 0 is the seed: the first child is pooled after it."""
 
-    lanes: int
-    _done: list[asyncio.Event] = field(default_factory=list)
+    _proposed: dict[int, asyncio.Event] = field(default_factory=dict)
+    _pooled: dict[int, asyncio.Event] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self._done = [asyncio.Event() for _ in range(self.lanes)]
-
-    async def wait(self, lane: int) -> None:
-        for earlier in self._done[:lane]:
-            await earlier.wait()
-
-    def passed(self, lane: int) -> None:
-        self._done[lane].set()
-
-
-@dataclass
-class Round:
-    """The lanes in flight: iterations ``first`` .. ``first + size - 1``, and their turns."""
-
-    first: int
-    size: int
-    proposing: LaneOrder = field(init=False)
-    """Storing a proposal and creating its child (duplicates are found in lane order)."""
-    pooling: LaneOrder = field(init=False)
-    """Adding an accepted child to the pool."""
-
-    def __post_init__(self) -> None:
-        self.proposing = LaneOrder(self.size)
-        self.pooling = LaneOrder(self.size)
-
-    def lane(self, iteration: int) -> int:
-        return iteration - self.first
-
-    def holds(self, iteration: int) -> bool:
-        return 0 <= iteration - self.first < self.size
+    def open(self, iteration: int, *, proposes: bool = True) -> None:
+        """``iteration`` is in flight: later ones wait for its turns (the seed, iteration 0,
+        has only the pooling turn: the first lanes propose while it is scored)."""
+        if proposes:
+            self._proposed[iteration] = asyncio.Event()
+        self._pooled[iteration] = asyncio.Event()
 
     async def propose_turn(self, iteration: int) -> None:
-        if self.holds(iteration):
-            await self.proposing.wait(self.lane(iteration))
-
-    def proposed(self, iteration: int) -> None:
-        if self.holds(iteration):
-            self.proposing.passed(self.lane(iteration))
+        await _after(self._proposed, iteration - 1)
 
     async def pool_turn(self, iteration: int) -> None:
-        if self.holds(iteration):
-            await self.pooling.wait(self.lane(iteration))
+        await _after(self._pooled, iteration - 1)
+
+    def proposed(self, iteration: int) -> None:
+        _mark(self._proposed, iteration)
+
+    def pooled(self, iteration: int) -> None:
+        _mark(self._pooled, iteration)
 
     def ended(self, iteration: int) -> None:
-        """A lane is over (settled, skipped, or failed): later lanes need not wait for it."""
-        if self.holds(iteration):
-            self.proposing.passed(self.lane(iteration))
-            self.pooling.passed(self.lane(iteration))
+        """An iteration is over (settled, skipped, failed or stopped)."""
+        self.proposed(iteration)
+        self.pooled(iteration)
+
+
+async def _after(turns: dict[int, asyncio.Event], earlier: int) -> None:
+    event = turns.get(earlier)
+    if event is not None:
+        await event.wait()
+
+
+def _mark(turns: dict[int, asyncio.Event], iteration: int) -> None:
+    event = turns.get(iteration)
+    if event is not None:
+        event.set()

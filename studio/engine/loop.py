@@ -13,7 +13,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import asdict
 from typing import TypeVar
 
@@ -43,8 +43,8 @@ from studio.engine.events import (
 )
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
-from studio.engine.lanes import Round, lane_count
-from studio.engine.limits import check_limits, iteration_started
+from studio.engine.lanes import Window, lane_count
+from studio.engine.limits import check_limits
 from studio.engine.perfect import perfect_on_minibatch, skip_perfect
 from studio.engine.planning import Planner
 from studio.engine.pool import PoolReader
@@ -52,6 +52,7 @@ from studio.engine.prefetch import Prefetch, start_validation
 from studio.engine.processes import CRITIC_NOT_CALLED
 from studio.engine.progress import ProgressMeter
 from studio.engine.state import LoopState, Plan
+from studio.engine.window import LaneRun
 from studio.model.errors import (
     LeaseLostError,
     ScoringError,
@@ -118,9 +119,9 @@ class Engine:
         """Draws each iteration's parent, minibatch and component (or merge), seeded."""
         self.pools = PoolReader(ctx.store, ctx.run, ctx.val_ids)
         self.meter = ProgressMeter()
-        self.round: Round | None = None
+        self.window: Window | None = None
+        """The turns of the parallel proposals in flight, if any (:mod:`studio.engine.lanes`)."""
         self._holding, self._held_since = 0, 0.0
-        """The round of parallel proposals in flight, if any (:mod:`studio.engine.lanes`)."""
 
     @property
     def run_id(self) -> str:
@@ -220,7 +221,10 @@ class Engine:
 
     async def _loop(self) -> StopReason:
         """The baseline, then iterations until a stop condition; returns the stop reason."""
+        self.ctx.lanes = lane_count(self.ctx)
         try:
+            if self.ctx.lanes > 1:
+                raise await LaneRun(self).run()  # the limit that ended it
             await self.score_baseline()
             while True:
                 check_limits(self.ctx, self.state)
@@ -231,7 +235,7 @@ class Engine:
 
     def _finish(self, status: RunStatus, reason: StopReason, error: str | None = None) -> None:
         ctx = self.ctx
-        self._checkpoint()
+        self.checkpoint()
         ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
                              finished_at=utcnow(), control=None,
                              error=redact(error) if error else None)
@@ -251,7 +255,7 @@ class Engine:
         self.ctx.clock.held_seconds = self.state.held_seconds
         return True
 
-    def _checkpoint(self) -> None:
+    def checkpoint(self) -> None:
         self.state.rng, self.state.sampler = self.planner.snapshot()
         self.state.active_seconds = self.ctx.active_seconds()
         self.state.held_seconds = self.ctx.clock.held_seconds
@@ -261,17 +265,24 @@ class Engine:
 
     # ------------------------------------------------------------------ baseline
 
-    async def score_baseline(self) -> None:
-        """Score the seed candidate on the validation set and make it the pool's first member."""
+    def seed(self) -> Candidate:
+        """Candidate #0, added on the run's first start."""
+        candidates = self.ctx.store.candidates(self.ctx.run_id)
+        return candidates[0] if candidates else self._add_seed()
+
+    async def score_baseline(self, first: Sequence[int] = ()) -> None:
+        """Score the seed candidate on the validation set and make it the pool's first member;
+        the examples in ``first`` (lanes waiting for them) take the first slots."""
         ctx = self.ctx
-        candidates = ctx.store.candidates(ctx.run_id)
-        seed = candidates[0] if candidates else self._add_seed()
+        seed = self.seed()
         if seed.pooled:
             return
         budget = ctx.config.max_metric_calls
         if budget is not None and len(ctx.val_ids) > budget:  # never a baseline half-scored
             raise StopRun(StopReason.MAX_METRIC_CALLS)
-        trials = await score_batch(ctx, seed, ctx.val_ids, phase=TrialPhase.VALSET, iteration=0)
+        order = [e for e in dict.fromkeys(first) if e in set(ctx.val_ids)]
+        order += [e for e in ctx.val_ids if e not in set(order)]
+        trials = await score_batch(ctx, seed, order, phase=TrialPhase.VALSET, iteration=0)
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
         ctx.store.set_pooled(stored_id(seed))
@@ -279,7 +290,7 @@ class Engine:
         self.state.best_score = pool.best_score
         ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=stored_id(seed),
                                 score=pool.means.get(stored_id(seed))))
-        self._checkpoint()
+        self.checkpoint()
         self.meter.report(ctx, self.state, pool)
 
     def _add_seed(self) -> Candidate:
@@ -323,54 +334,17 @@ class Engine:
     # ------------------------------------------------------------------ one iteration
 
     async def advance(self) -> None:
-        """The next iteration, or the next round of parallel proposals; a round drawn before a
-        stop or a kill replays whole, whatever the lane count would be now."""
-        first = self.state.iteration + 1
-        if self.state.round and self.state.round[0]["iteration"] == first:
-            await self.iterate_round([Plan(**plan) for plan in self.state.round])
-            return
-        lanes = 1 if iteration_started(self.state) else lane_count(self.ctx, self.state)
-        if lanes == 1:
-            await self.iterate(first)
-        else:
-            await self.iterate_round(self.draw_round(first, lanes))
-
-    def draw_round(self, first: int, lanes: int) -> list[Plan]:
-        """The round's plans, drawn once in lane order and checkpointed together."""
-        plans = self.planner.draw_round(first, lanes, self.pools.recent)
-        self.state.round = [asdict(plan) for plan in plans]
-        self._checkpoint()
-        for plan in plans:
-            self.ctx.emit(IterationStarted(
-                run_id=self.ctx.run_id, iteration=plan.iteration, parent_id=plan.parent_id,
-                component=plan.component, minibatch=plan.minibatch,
-                proposal_kind=ProposalKind.REFLECTION))
-        return plans
-
-    async def iterate_round(self, plans: list[Plan]) -> None:
-        """Every lane of the round at once, sharing the run's slots; a lane that fails or is
-        stopped cancels its siblings (nothing of theirs is committed after)."""
-        started, held = time.monotonic(), self.ctx.clock.held_seconds
-        self.pools.forget()
-        self.round = Round(plans[0].iteration, len(plans))
-        self.ctx.history_before = plans[0].iteration
-        try:
-            async with asyncio.TaskGroup() as group:
-                for plan in plans:
-                    group.create_task(self.lane(plan))
-        except BaseExceptionGroup as failed:
-            raise failed.exceptions[0] from None  # the first error, as the loop reports it
-        finally:
-            self.round, self.ctx.history_before = None, None
-        self._end_round(plans, time.monotonic() - started
-                        - (self.ctx.clock.held_seconds - held))
+        """The next iteration (one lane; :class:`studio.engine.window.LaneRun` keeps several
+        in flight)."""
+        await self.iterate(self.state.iteration + 1)
 
     async def lane(self, plan: Plan) -> None:
+        """One of several iterations in flight: its turns are passed when it ends, however."""
         try:
             await self.reflection_step(plan)
         finally:
-            if self.round is not None:
-                self.round.ended(plan.iteration)
+            if self.window is not None:
+                self.window.ended(plan.iteration)
 
     async def iterate(self, iteration: int) -> None:
         started, held = time.monotonic(), self.ctx.clock.held_seconds
@@ -388,11 +362,13 @@ class Engine:
         """A merge when one is due and a pair qualifies; else select the parent, sample the
         minibatch and pick the component. Once per iteration: a resumed iteration replays the
         stored plan."""
-        if self.state.plan and self.state.plan["iteration"] == iteration:
-            return Plan(**self.state.plan)
+        stored = [self.state.plan, *(self.state.round or [])]  # lanes' plans: an older run's
+        replay = next((p for p in stored if p and p["iteration"] == iteration), None)
+        if replay is not None:
+            return Plan(**replay)
         plan = self.planner.draw(iteration, self.pools.recent)
         self.state.plan = asdict(plan)
-        self._checkpoint()
+        self.checkpoint()
         kind = ProposalKind.MERGE if plan.merge is not None else ProposalKind.REFLECTION
         self.ctx.emit(IterationStarted(
             run_id=self.ctx.run_id, iteration=iteration, parent_id=plan.parent_id,
@@ -407,8 +383,8 @@ class Engine:
         if perfect_on_minibatch(self.ctx, parent_trials):
             skip_perfect(self.ctx, parent, plan.iteration)
             return
-        turn = (functools.partial(self.round.propose_turn, plan.iteration)
-                if self.round is not None else None)
+        turn = (functools.partial(self.window.propose_turn, plan.iteration)
+                if self.window is not None else None)
         proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
                                           parent_trials, turn)
         if proposal.status is not ProposalStatus.INVALID:
@@ -442,8 +418,8 @@ class Engine:
         proposal = proposer.latest_in_chain(ctx, proposal)
         while True:
             child = proposer.child_of(ctx, proposal, parent)
-            if self.round is not None:  # the next lane may store its proposal now
-                self.round.proposed(plan.iteration)
+            if self.window is not None:  # the next lane may store its proposal now
+                self.window.proposed(plan.iteration)
             prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
             try:
                 await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
@@ -485,8 +461,8 @@ class Engine:
         await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
                           iteration=proposal.iteration, proposal_id=proposal.id,
                           prefetched=prefetch)
-        if self.round is not None:  # pooled in lane order
-            await self.round.pool_turn(proposal.iteration)
+        if self.window is not None:  # pooled in iteration order
+            await self.window.pool_turn(proposal.iteration)
         ctx.store.set_pooled(stored_id(child))
         ctx.store.update_proposal(stored_id(proposal), status=ProposalStatus.ACCEPTED,
                                   decided_at=utcnow())
@@ -505,23 +481,9 @@ class Engine:
         self.state.iteration = iteration
         self.state.plan = None
         self.meter.iteration_done(seconds)
-        self._checkpoint()
+        self.checkpoint()
         self.meter.report(self.ctx, self.state, pool)
 
-
-    def _end_round(self, plans: list[Plan], seconds: float) -> None:
-        """Every lane's iteration done, in one checkpoint (a kill before it replays the round)."""
-        pool = self.pools.keep(self.pools.recent())
-        best, previous = pool.best_score, self.state.best_score
-        improved = best is not None and (previous is None or best > previous + 1e-12)
-        self.state.stale_iterations = 0 if improved else self.state.stale_iterations + len(plans)
-        self.state.best_score = best if best is not None else previous
-        self.state.iteration = plans[-1].iteration
-        self.state.plan = self.state.round = None
-        for _ in plans:
-            self.meter.iteration_done(seconds / len(plans))
-        self._checkpoint()
-        self.meter.report(self.ctx, self.state, pool)
 
 
 class TestScoring(Engine):

@@ -39,17 +39,24 @@ class Planner:
         return merge_plan(iteration, merge) if merge is not None \
             else self.reflection_plan(iteration, scores)
 
-    def draw_round(self, first: int, lanes: int, pool: Callable[[], PoolScores]) -> list[Plan]:
-        """The plans of a round of parallel proposals (no merge: :mod:`studio.engine.lanes`),
-        in lane order from one read of the pool: each lane its parent and minibatch, as
-        GEPA's independent sampling draws them."""
-        scores = pool()
-        return [self.reflection_plan(first + lane, scores) for lane in range(lanes)]
+    def lane_plan(self, iteration: int, pool: PoolScores | None, seed_id: int) -> Plan:
+        """A lane's plan (:mod:`studio.engine.lanes`; no merge) from ``pool``, the pool as
+        iteration ``iteration - k`` left it; None before the seed is scored. A pool of one (the
+        first k iterations) is the seed, drawn without the random source, so the draws are the
+        same whether or not the seed's scores are in yet."""
+        if pool is None or len(pool.pooled_ids) <= 1:
+            return self.plan_for(iteration, seed_id)
+        return self.reflection_plan(iteration, pool)
 
     def reflection_plan(self, iteration: int, pool: PoolScores) -> Plan:
         config = self.ctx.config
         parent_id = select_parent(config.candidate_selection, pool.matrix, self.rng,
                                   order=pool.pooled_ids, epsilon=config.epsilon)
+        return self.plan_for(iteration, parent_id)
+
+    def plan_for(self, iteration: int, parent_id: int) -> Plan:
+        """``parent_id``'s plan: its minibatch and the component whose turn it is."""
+        config = self.ctx.config
         minibatch = self.sampler.sample(self.rng)
         components = self.ctx.components
         turn = iteration - 1

@@ -107,6 +107,14 @@ class PoolReader:
         return pool if pool is not None else pool_scores(self.store, self.run,
                                                           val_ids=self.val_ids)
 
+    def through(self, iteration: int) -> PoolScores:
+        """The pool as iteration ``iteration`` left it: the seed and the pooled children of
+        iterations up to it, never a later one pooled early (parallel proposals read this, so
+        what finishes first elsewhere changes no draw: :mod:`studio.engine.lanes`)."""
+        made = {c.id: c.iteration for c in self.store.candidates(self.run.id)}
+        pooled = [c for c in self.store.pooled_ids(self.run.id) if made.get(c, 0) <= iteration]
+        return pool_scores(self.store, self.run, pooled=pooled, val_ids=self.val_ids)
+
     def keep(self, pool: PoolScores) -> PoolScores:
         self._last = pool
         return pool

@@ -62,7 +62,7 @@ def start_validation(ctx: RunContext, child: Candidate, minibatch: list[int]) ->
     the rule will decide at once (auto mode, in this process, no labels); else nothing."""
     if (ctx.config.review is not ReviewMode.AUTO or ctx.labels is not None
             or ctx.fan_out is not None or ctx.config.max_metric_calls is not None
-            or ctx.history_before is not None):  # lanes in flight fill the idle slots
+            or ctx.lanes > 1):  # lanes in flight fill the idle slots
         return Prefetch({})
     judged = ctx.store.first_trials(child.id, list(dict.fromkeys([*minibatch, *ctx.val_ids])))
     pending = [e for e in dict.fromkeys(minibatch) if e not in judged]

@@ -291,7 +291,7 @@ async def reflect(ctx: RunContext, parent: Candidate, component: str,
     if strategy != "llm" and split_component(component)[1] == "instruction":
         found = propose_rules(parent.components[component], trials, ctx.examples)
         every = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None,
-                        before=ctx.history_before)
+                        before=ctx.history_cutoff(iteration))
         if found is not None and not already_tried(ctx, parent, component, found.text, every):
             return ReflectionResult(text=found.text, reasoning=found.reasoning,
                                     author=RULES_AUTHOR)
@@ -299,7 +299,7 @@ async def reflect(ctx: RunContext, parent: Candidate, component: str,
             return ReflectionResult.nothing(RULES_AUTHOR,
                                             NOTHING_TO_ADD if found is None else NOTHING_NEW)
     tried = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component,
-                        before=ctx.history_before)
+                        before=ctx.history_cutoff(iteration))
     records = reflection_trials(trials, tried, pipeline_view(ctx, component), refused=refused)
     return await run_reflection(ctx.reflection_agents[component],
                                 parent.components[component], records, ctx.executor)
@@ -310,7 +310,7 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
     """The demo selector's proposal; a window that makes an already tried candidate is
     skipped here rather than refused as a duplicate afterwards."""
     earlier = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None,
-                        before=ctx.history_before)
+                        before=ctx.history_cutoff(iteration))
 
     def tried(text: str) -> bool:
         return already_tried(ctx, parent, component, text, earlier)

@@ -23,7 +23,7 @@ class LoopState:
     plan: dict[str, Any] | None = None
     """The in-progress iteration: parent, minibatch and component (drawn once, then replayed)."""
     round: list[dict[str, Any]] | None = None
-    """The in-progress round of parallel proposals: one plan per lane, in lane order (drawn
+    """Parallel proposals: the plans drawn and not yet settled in order, by iteration (drawn
     once, then replayed; :mod:`studio.engine.lanes`)."""
 
 

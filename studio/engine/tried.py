@@ -77,7 +77,8 @@ def tried_texts(store: Store, run_id: str, parent_id: int, component: str, *,
     """Texts tried for ``component`` of this parent, and the ones a person rejected for the
     same component on other parents; newest first, one entry per text, at most ``limit``
     (None: all, for the model-free operators' exact check). ``before``: only iterations
-    before it (a round of parallel proposals reads the history as the round began)."""
+    before it (with parallel proposals an iteration reads the history k iterations back:
+    :mod:`studio.engine.lanes`)."""
     decisions = _last_decisions(store.decisions(run_id))
     indexes = store.candidate_indexes(run_id)
     found: list[TriedText] = []

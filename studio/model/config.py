@@ -96,11 +96,12 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     max_concurrency: int = Field(default=4, ge=1, le=256)
     """Agent and critic calls in flight at once."""
     parallel_proposals: int | None = Field(default=None, ge=1, le=64)
-    """Proposals in flight at once (lanes of a round), sharing the ``max_concurrency`` slots;
-    None picks the count whose minibatches come nearest to filling the slots (1 for the
-    default 4 slots and minibatches of 3, 2 for 5 slots). Decided in lane order, so a seeded
-    run reproduces; in review mode each lane's proposal waits for a person. One lane with
-    merge, in align runs and on the embedded model (:mod:`studio.engine.lanes`)."""
+    """Iterations in flight at once (lanes: iteration i starts when iteration i - k has
+    settled), sharing the ``max_concurrency`` slots; None picks the count whose minibatches
+    come nearest to filling the slots (1 for the default 4 slots and minibatches of 3, 2 for 5
+    slots). Each iteration sees what iteration i - k left, so a seeded run reproduces; in
+    review mode each lane's proposal waits for a person. One lane under ``max_metric_calls``,
+    with merge, in align runs and on the embedded model (:mod:`studio.engine.lanes`)."""
     processes: int = Field(default=1, ge=1, le=64)
     """Worker processes a batch's agent->critic chains fan out to (framework CPU is bound by
     one process's GIL); the concurrency limit holds in total. Runs defined by a spec only."""

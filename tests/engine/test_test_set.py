@@ -121,7 +121,8 @@ def test_overfitting_is_warned_when_the_validation_gain_does_not_carry(store, sc
                                                        "morning coffee")]
     tests = [{"topic": t, "expected": "yes"} for t in TEST_TOPICS]
     run = create_run(store, spec=spec, trainset=rows, testset=tests,
-                     config=EvolutionConfig(max_iterations=4, minibatch_size=2, seed=1))
+                     config=EvolutionConfig(max_iterations=4, minibatch_size=2, seed=1,
+                                            parallel_proposals=1))  # each child builds on the last
     asyncio.run(build_engine(store, run.id).run())
     report = load_holdout(store, run.id)
     assert report.val.baseline == 0.0 and report.val.best == 1.0
