@@ -38,6 +38,7 @@ class LaneRun:
         self.limits_at: dict[int, tuple[float | None, int]] = {}
         """(best, stale iterations) as each iteration left them: the limits a later draw
         is checked against."""
+        self.window = Window()
         self.moved = asyncio.Event()
         self.seed_pooled = False
         self.last_move = time.monotonic()
@@ -47,7 +48,7 @@ class LaneRun:
         """Until a limit is reached and every iteration in flight has settled; returns that
         limit. A person's stop or a failure cancels the lanes (their plans replay)."""
         engine = self.engine
-        engine.window = Window()
+        engine.window = self.window
         seed = engine.seed()
         self.seed_pooled = seed.pooled
         try:
@@ -76,14 +77,14 @@ class LaneRun:
                     self.draw(iteration, seed)
             first = [e for p in sorted(self.plans.values(), key=lambda p: p.iteration)
                      for e in p.minibatch]
-        self.engine.window.open(0, proposes=False)
+        self.window.open(0, proposes=False)
         group.create_task(self.baseline(first))
 
     async def baseline(self, first: list[int]) -> None:
         try:
             await self.engine.score_baseline(first)
         finally:
-            self.engine.window.ended(0)  # the first child is pooled after the seed
+            self.window.ended(0)  # the first child is pooled after the seed
         self.seed_pooled = True
         self.limits_at[0] = (self.state.best_score, self.state.stale_iterations)
         self.fold()
@@ -146,7 +147,7 @@ class LaneRun:
         return plan
 
     def launch(self, group: asyncio.TaskGroup, plan: Plan) -> None:
-        self.engine.window.open(plan.iteration)
+        self.window.open(plan.iteration)
         group.create_task(self.lane(plan))
 
     async def lane(self, plan: Plan) -> None:
