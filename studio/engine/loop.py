@@ -473,17 +473,11 @@ class Engine:
 
     def _end_iteration(self, iteration: int, seconds: float) -> None:
         pool = self.pools.keep(self.pools.recent())
-        best = pool.best_score
-        previous = self.state.best_score
-        improved = best is not None and (previous is None or best > previous + 1e-12)
-        self.state.stale_iterations = 0 if improved else self.state.stale_iterations + 1
-        self.state.best_score = best if best is not None else previous
-        self.state.iteration = iteration
+        self.state.settled(iteration, pool.best_score)
         self.state.plan = None
         self.meter.iteration_done(seconds)
         self.checkpoint()
         self.meter.report(self.ctx, self.state, pool)
-
 
 
 class TestScoring(Engine):

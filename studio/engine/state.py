@@ -26,6 +26,15 @@ class LoopState:
     """Parallel proposals: the plans drawn and not yet settled in order, by iteration (drawn
     once, then replayed; :mod:`studio.engine.lanes`)."""
 
+    def settled(self, iteration: int, best: float | None) -> None:
+        """``iteration`` is done and the pool's best is now ``best``: an iteration that does
+        not raise it counts toward ``patience``."""
+        previous = self.best_score
+        improved = best is not None and (previous is None or best > previous + 1e-12)
+        self.stale_iterations = 0 if improved else self.stale_iterations + 1
+        self.best_score = best if best is not None else previous
+        self.iteration = iteration
+
 
 @dataclass
 class Plan:

@@ -172,11 +172,7 @@ class LaneRun:
     def end_iteration(self, iteration: int) -> None:
         engine, state = self.engine, self.state
         pool = engine.pools.through(iteration)
-        best, previous = pool.best_score, state.best_score
-        improved = best is not None and (previous is None or best > previous + 1e-12)
-        state.stale_iterations = 0 if improved else state.stale_iterations + 1
-        state.best_score = best if best is not None else previous
-        state.iteration = iteration
+        state.settled(iteration, pool.best_score)
         self.limits_at[iteration] = (state.best_score, state.stale_iterations)
         now, held = time.monotonic(), self.ctx.clock.held_seconds
         engine.meter.iteration_done(now - self.last_move - (held - self.held_at_move))
