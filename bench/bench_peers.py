@@ -113,7 +113,11 @@ def run_once(tool: str, world: dict[str, str], python: str, root: Path = ROOT,
     if done.returncode != 0 or not lines:
         raise HarnessError(f"{tool} on {world}: exit {done.returncode}; stderr tail: "
                            f"{done.stderr.strip()[-800:]}")
-    return json.loads(lines[-1])
+    run = json.loads(lines[-1])
+    skipped = [ln.split(":", 2)[-1].strip() for ln in done.stderr.splitlines()
+               if ln.startswith("peers_preload: not importable here:")]
+    run["preload_skipped"] = skipped[-1] if skipped else ""
+    return run
 
 
 def throughput_bound(run: dict) -> float:
@@ -142,6 +146,10 @@ def table(name: str, world: dict[str, str], runs: dict[str, list[dict]]) -> str:
             f"{statistics.mean(r['cpu_ms_per_call'] for r in rs):.1f} | "
             f"{statistics.mean(r['wall_s'] / throughput_bound(r) for r in rs):.2f} | "
             f"{rs[0]['original']:.1f} -> {statistics.mean(r['final'] for r in rs):.2f} |")
+    skipped = [f"{t}: {rs[0]['preload_skipped']}" for t, rs in runs.items()
+               if rs[0].get("preload_skipped")]
+    if skipped:  # that tool's venv cannot import them: it pays what its environment makes it
+        lines += ["", "Not importable before the clock (left to the tool): " + "; ".join(skipped)]
     for tool in STUDIOS:
         if tool in runs:
             lines += ["", f"{TOOLS[tool].label}:", *ratios(runs, tool)]
