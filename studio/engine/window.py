@@ -62,6 +62,7 @@ class LaneRun:
             raise failed.exceptions[0] from None  # the first error, as the loop reports it
         finally:
             engine.window = None
+        self.ctx.check_stop()  # a person's stop while the last lanes finished comes first
         return limit
 
     # ------------------------------------------------------------------ the seed
