@@ -62,7 +62,8 @@ class LaneRun:
             raise failed.exceptions[0] from None  # the first error, as the loop reports it
         finally:
             engine.window = None
-        self.ctx.check_stop()  # a person's stop while the last lanes finished comes first
+        self.ctx.check_stop()  # as the one-lane loop checks after its last iteration: a
+        self.ctx.check_timeout()  # person's stop, then the timeout, come before the limit
         return limit
 
     # ------------------------------------------------------------------ the seed

@@ -21,6 +21,7 @@ from studio.engine.worker import get_manager
 from studio.model.records import EventKind, ProposalStatus, RunStatus, TrialPhase
 from studio.store import Store, open_store
 from studio.views.waiting import waiting_note
+from tests.engine.invariants import nothing_stranded
 from tests.helpers import StudioProcess, demo_spec, trainset, wait_until
 
 VALSET = [{"topic": "harbor fog"}, {"topic": "desert wind"}]
@@ -228,6 +229,19 @@ def test_with_a_score_threshold_the_seed_is_scored_before_the_first_lane(runner,
     kinds = [(e.kind, e.iteration) for e in store.events(run_id)]
     assert kinds.index((EventKind.BASELINE_SCORED, 0)) < \
         kinds.index((EventKind.ITERATION_STARTED, 1))
+
+
+def test_a_timeout_lets_every_lane_in_flight_finish_whole(runner, store):
+    """Stop conditions are checked when an iteration is drawn: the lanes already in flight
+    when the time is up end whole (nothing open, every plan settled), then the run ends on its
+    timeout."""
+    run_id, reason = runner.run(demo_spec("scripted/demo@40ms"), trainset(), VALSET,
+                                **{**LANES, "max_iterations": 40, "timeout_seconds": 1.5})
+    assert reason == "timeout"
+    iteration, state = store.load_checkpoint(run_id)
+    assert state["round"] is None and 1 <= iteration < 40
+    assert max(p.iteration for p in store.proposals(run_id)) == iteration
+    nothing_stranded(store, run_id, "(timeout with lanes in flight)")
 
 
 # ---------------------------------------------------------------------- processes, SIGKILL

@@ -235,7 +235,8 @@ def world_for(phase: str, model: str) -> tuple[RunSpec, list[dict], dict]:
                        reflection=ReflectionSpec(model=model), components=list(world.COMPONENTS))
         return spec, world.TRAINSET, world.config(max_iterations=4)
     return demo_spec(model), trainset(3), {"valset": VALSET, "max_iterations": 3,
-                                           "minibatch_size": 2}
+                                           "minibatch_size": 2,  # one lane: one phase at a time
+                                           "parallel_proposals": 1}
 
 
 PHASES = ["parent", "reflection", "child", "validation", "merge"]
