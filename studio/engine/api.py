@@ -260,14 +260,12 @@ async def evolve(
     model = agent_model_string(agent) or "local/smollm2"
     reflection = reflection_spec(reflection_model or model, reflection_strategy)
     critic = critic if critic is not None else own_schema_critic(agent)  # as gepa-adk
-    store = store or open_store()
     if resume is None:
         spec = RunSpec(agent=describe_agent(agent), critic=CriticSpec(name=_critic_name(critic)),
                        reflection=reflection,
                        components=list(components), input_key=input_key, resumable=False)
-        run_id = create_run(store, spec=spec, trainset=trainset, valset=valset, config=config,
-                            name=name or f"evolve {getattr(agent, 'name', 'agent')}",
-                            testset=testset).id
+        store, run_id = _new_run(store, spec, trainset, valset, config,
+                                 name or f"evolve {getattr(agent, 'name', 'agent')}", testset)
     else:
         run_id = resume
     return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event)
@@ -377,10 +375,8 @@ async def evolve_workflow(
                                                   reflection_strategy),
                        components=keys, input_key=input_key, resumable=False, primary=chosen)
         spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
-        store = store or open_store()
-        run_id = create_run(store, spec=spec, trainset=trainset, valset=valset,
-                            config=config or EvolutionConfig(),
-                            name=name or f"evolve {workflow.name}", testset=testset).id
+        store, run_id = _new_run(store, spec, trainset, valset, config,
+                                 name or f"evolve {workflow.name}", testset)
     else:
         run_id = resume
     return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
@@ -428,10 +424,8 @@ async def evolve_graph(
                                                   reflection_strategy),
                        components=keys, input_key=input_key, resumable=False, primary=chosen,
                        graph=graph_shape(workflow))
-        store = store or open_store()
-        run_id = create_run(store, spec=spec, trainset=trainset, valset=valset,
-                            config=config or EvolutionConfig(),
-                            name=name or f"evolve {workflow.name}", testset=testset).id
+        store, run_id = _new_run(store, spec, trainset, valset, config,
+                                 name or f"evolve {workflow.name}", testset)
     else:
         run_id = resume
     return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
@@ -507,6 +501,17 @@ def describe_agents(agents: Mapping[str, LlmAgent]) -> list[AgentSpec]:
 
 def _agent_model(agent: BaseAgent) -> str:
     return agent_model_string(agent) or "local/smollm2"
+
+
+def _new_run(store: Store | None, spec: RunSpec, trainset: list[dict[str, Any]],
+             valset: list[dict[str, Any]] | None, config: EvolutionConfig | None, name: str,
+             testset: list[dict[str, Any]] | None) -> tuple[Store, str]:
+    """The store (the default one when None) and the id of a new run of ``spec``: how every
+    ``evolve*()`` starts unless it resumes."""
+    store = store or open_store()
+    run = create_run(store, spec=spec, trainset=trainset, valset=valset,
+                     config=config or EvolutionConfig(), name=name, testset=testset)
+    return store, run.id
 
 
 async def _run_objects(store: Store | None, run_id: str, agent: BaseAgent, critic: Any,
