@@ -18,15 +18,22 @@ def check_limits(ctx: RunContext, state: LoopState) -> None:
     ctx.check_timeout()
     if state.iteration >= config.max_iterations:
         raise StopRun(StopReason.MAX_ITERATIONS)
-    if config.score_threshold is not None and state.best_score is not None \
-            and state.best_score >= config.score_threshold:
-        raise StopRun(StopReason.SCORE_THRESHOLD)
-    if config.patience is not None and state.stale_iterations >= config.patience:
-        raise StopRun(StopReason.PATIENCE)
+    check_progress(ctx, state.best_score, state.stale_iterations)
     if config.max_metric_calls is not None \
             and ctx.metric_calls() >= config.max_metric_calls:
         raise StopRun(StopReason.MAX_METRIC_CALLS)
     check_budget_for_iteration(ctx)
+
+
+def check_progress(ctx: RunContext, best: float | None, stale: int) -> None:
+    """Raise StopRun when the best score reached ``score_threshold`` or ``stale`` iterations
+    without improvement reached ``patience``."""
+    config = ctx.config
+    if config.score_threshold is not None and best is not None \
+            and best >= config.score_threshold:
+        raise StopRun(StopReason.SCORE_THRESHOLD)
+    if config.patience is not None and stale >= config.patience:
+        raise StopRun(StopReason.PATIENCE)
 
 
 def check_budget_for_iteration(ctx: RunContext) -> None:

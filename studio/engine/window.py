@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from studio.engine.context import StopRun
 from studio.engine.events import IterationStarted
 from studio.engine.lanes import Window
+from studio.engine.limits import check_progress
 from studio.engine.state import Plan
 from studio.model.records import Candidate, ProposalKind, StopReason, stored_id
 
@@ -122,16 +123,11 @@ class LaneRun:
     def check_limits(self, reference: int) -> None:
         """The limits as iteration ``reference`` left them (a person's stop and the timeout
         as they are now)."""
-        ctx, config = self.ctx, self.ctx.config
-        ctx.check_stop()
-        ctx.check_timeout()
+        self.ctx.check_stop()
+        self.ctx.check_timeout()
         best, stale = self.limits_at.get(reference, (self.state.best_score,
                                                      self.state.stale_iterations))
-        if config.score_threshold is not None and best is not None \
-                and best >= config.score_threshold:
-            raise StopRun(StopReason.SCORE_THRESHOLD)
-        if config.patience is not None and stale >= config.patience:
-            raise StopRun(StopReason.PATIENCE)
+        check_progress(self.ctx, best, stale)
 
     def draw(self, iteration: int, seed: Candidate) -> Plan:
         """``iteration``'s plan from the pool iteration ``iteration - k`` left (the seed alone
