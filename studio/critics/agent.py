@@ -284,6 +284,12 @@ class CriticScorer:
         self._app_name = app_name
         self.name = critic_agent.name
 
+    @property
+    def executor(self) -> AgentExecutorProtocol:
+        """What runs the critic agent (a run that shares it counts the critic's calls in its
+        own call limit: :attr:`studio.engine.context.RunContext.chain_slots`)."""
+        return self._executor
+
     async def async_score(
         self,
         input_text: str,

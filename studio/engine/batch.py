@@ -3,11 +3,26 @@
 Each (candidate, example) pair is judged at most once per run: a committed trial is reused, which
 is also what makes resuming after a crash free of re-scoring.
 
-Scheduling: an example's agent call and critic call form a chain. At most ``max_concurrency``
-chains run at once, so each holds at most one call and its critic call never queues behind
-agent calls of examples that have not started, which keeps every slot busy while a batch runs
-(``bench/README.md``). A chain gives its slot to the next example as soon as its critic replies,
-and commits its trial after that example's call is on its way.
+Scheduling: an example's agent call and critic call form a chain, and every chain of every batch
+in flight starts at once; the one limit is the executor's (``max_concurrency`` model calls at
+once, a reflection's among them), and a freed call slot goes to the most urgent call waiting,
+not the oldest (:mod:`studio.runtime.slots`):
+
+- a reflection's call, then a chain a gate waits for (a minibatch, or a seed example a lane's
+  minibatch needs), then a validation's or the test set's, the older iteration first
+  (:func:`chain_urgency`): with parallel proposals a lane's minibatch never queues behind a
+  sibling's validation, which only settles that sibling, while the lane's gate, validation and
+  next reflection wait on it;
+- of equal urgency, a chain's critic call before another chain's agent call, so a begun trial
+  ends (and streams to the UI) before a new one starts: one call at a time (the embedded
+  model), trials come every other call, not after every agent call of the batch.
+
+No second limit per chain when the critic judges through the run's executor: a chain that
+held a slot from its agent call through its critic call made an urgent chain wait for a whole
+chain of a validation to end, and left a slot idle whenever a reflection took one
+(``bench/README.md``). A critic that judges elsewhere (an evaluator, a judge with an executor
+of its own) keeps that limit (:attr:`RunContext.chain_slots`): its calls are not counted by
+the executor's, and ``max_concurrency`` stays a bound on the run's model calls.
 
 Commits: the chains that finish in the same turn of the event loop (a round of replies with
 similar latencies returns together) are committed in one transaction (:class:`GroupCommit`),
@@ -20,8 +35,9 @@ committed, which a resumed run judges again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from studio.engine.context import RunContext
 from studio.engine.events import TrialCommitted
@@ -29,6 +45,7 @@ from studio.engine.prefetch import Prefetch
 from studio.engine.processes import ChainResult, run_chain
 from studio.model.errors import RunStateError
 from studio.model.records import Candidate, Example, Trial, TrialPhase, stored_id
+from studio.runtime.slots import GATING, ORDINARY, VALIDATING, Urgency, set_urgency
 from studio.runtime.tracing import TrialIds, end_trial_span
 
 
@@ -43,6 +60,7 @@ async def score_batch(
     metered: bool = True,
     unscored: list[str] | None = None,
     prefetched: Prefetch | None = None,
+    gating: Collection[int] = (),
 ) -> list[Trial]:
     """Trials of ``candidate`` on ``example_ids``, in that order (cached ones reused).
 
@@ -51,19 +69,21 @@ async def score_batch(
     scores. ``unscored``: a result without a score is not committed but its error appended
     there (the test set: a later ``studio test`` judges it again); the trials returned are then
     those committed. ``prefetched``: chains already in flight for some of the examples
-    (:mod:`studio.engine.prefetch`), committed here like any other."""
+    (:mod:`studio.engine.prefetch`), committed here like any other. ``gating``: examples a gate
+    waits for although this batch is a validation (the seed's, for the first lanes' minibatches):
+    their chains are served as a minibatch's (:func:`chain_urgency`)."""
     ctx.refresh_labels()  # an align run scores against the corrections as they are now
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
     elsewhere = judged_elsewhere(ctx, candidate, missing)  # another lane judges these now
     missing = [example for example in missing if stored_id(example) not in elsewhere]
-    if prefetched is not None:  # in flight already: first to their slots
-        missing.sort(key=lambda example: example.id not in prefetched.tasks)
     if metered:  # the budget was reserved when the iteration started (studio.engine.limits)
         ctx.check_stop()
     commit = claimed(ctx, candidate, missing, functools.partial(
         _commit_all, ctx, candidate, phase, iteration, proposal_id, metered, unscored))
-    judge = (functools.partial(_in_this_process, prefetched=prefetched)
+    judge = (functools.partial(_in_this_process, prefetched=prefetched,
+                               urgency=functools.partial(chain_urgency, phase, iteration,
+                                                         frozenset(gating)))
              if ctx.fan_out is None or not ctx.fan_out.ready else _in_processes)
     # A task group: when one example raises, its siblings are cancelled before the error
     # reaches the loop, so nothing is committed after the run is marked failed.
@@ -84,14 +104,17 @@ async def score_batch(
 
 def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
                      examples: list[Example], commit: Callable,
-                     prefetched: Prefetch | None = None) -> list[asyncio.Task]:
+                     prefetched: Prefetch | None = None,
+                     urgency: Callable[[int], Urgency] = lambda _: ORDINARY
+                     ) -> list[asyncio.Task]:
     agent = ctx.agent_for(candidate)
-    slots = ctx.slots  # one budget for every batch in flight (parallel proposals)
     group_commit = GroupCommit(commit)
+    chains = ctx.chain_slots or contextlib.nullcontext()
 
     async def one(example: Example) -> list[Trial | None]:
-        async with slots:  # a prefetched chain holds its slot until it is done
-            started = prefetched.take(stored_id(example)) if prefetched is not None else None
+        set_urgency(urgency(stored_id(example)))  # in this task only; its calls wait with it
+        started = prefetched.take(stored_id(example)) if prefetched is not None else None
+        async with chains:  # a prefetched chain holds its slot until it is done
             result = await (started if started is not None else run_chain(
                 ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary,
                 trial_ids(ctx, candidate, example)))
@@ -99,6 +122,14 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
         return [await group_commit.add(example, result)]
 
     return [group.create_task(one(example)) for example in examples]
+
+
+def chain_urgency(phase: TrialPhase, iteration: int, gating: frozenset[int],
+                  example_id: int) -> Urgency:
+    """How urgent a chain is (module doc): a minibatch's or a gating example's before a
+    validation's or the test set's, then the older iteration."""
+    waited_on = phase in (TrialPhase.PARENT, TrialPhase.CHILD) or example_id in gating
+    return (GATING if waited_on else VALIDATING, iteration)
 
 
 def trial_ids(ctx: RunContext, candidate: Candidate, example: Example) -> TrialIds:

@@ -16,6 +16,7 @@ from studio.engine.events import STORED_EVENTS, EngineEvent
 from studio.model.config import EvolutionConfig
 from studio.model.records import Candidate, Example, Run, RunRequest, StopReason, stored_id
 from studio.model.workflow import WorkflowSpec, split_component
+from studio.runtime.slots import PrioritySlots
 from studio.store import Store
 
 if TYPE_CHECKING:  # types only: these modules build on this one, or are heavy to import
@@ -210,23 +211,30 @@ class RunContext:
     in_flight: dict[tuple[int, int], asyncio.Future] = field(default_factory=dict)
     """(candidate, example) pairs being judged, with their trial to come: a batch that needs
     one waits for it instead of judging it again (:mod:`studio.engine.batch`)."""
-    _slots: asyncio.Semaphore | None = None
-    _slots_loop: asyncio.AbstractEventLoop | None = None
     _agents: dict[int, BaseAgent] = field(default_factory=dict)
     _metric_calls: int | None = None
-
-    @property
-    def slots(self) -> asyncio.Semaphore:
-        """The run's one concurrency budget (``max_concurrency`` chains), shared by every batch
-        in flight, so a slot one proposal leaves idle another fills."""
-        loop = asyncio.get_running_loop()
-        if self._slots is None or self._slots_loop is not loop:  # a semaphore serves one loop
-            self._slots, self._slots_loop = asyncio.Semaphore(self.config.max_concurrency), loop
-        return self._slots
+    _chain_slots: PrioritySlots | None = None
+    _chain_slots_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def run_id(self) -> str:
         return self.run.id
+
+    @property
+    def chain_slots(self) -> PrioritySlots | None:
+        """A limit of ``max_concurrency`` chains, for a critic that judges outside the run's
+        executor (an evaluator, a judge or scorer with an executor of its own): its calls are
+        then not counted by the run's call limit, and bounding the chains keeps the run's
+        model calls within ``max_concurrency`` as a person set it. None when the critic's
+        calls go through the run's executor: every call then waits on that one limit, most
+        urgent first (:mod:`studio.engine.batch`)."""
+        if getattr(self.critic, "executor", None) is self.executor:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._chain_slots is None or self._chain_slots_loop is not loop:  # one per loop
+            self._chain_slots = PrioritySlots(self.config.max_concurrency)
+            self._chain_slots_loop = loop
+        return self._chain_slots
 
     def active_seconds(self) -> float:
         """:meth:`RunClock.active_seconds`."""

@@ -2,8 +2,9 @@
 at once.
 
 Why: one proposal keeps only its minibatch busy (GEPA's 3 of 5 slots) and its reflection keeps
-one; k proposals share the run's one slot budget (:attr:`RunContext.slots`), so a slot one lane
-leaves idle another fills. A window, not rounds: iteration ``i`` is drawn as soon as iteration
+one; k proposals share the run's one call budget (``max_concurrency``, served most urgent first:
+:mod:`studio.engine.batch`), so a slot one lane leaves idle another fills.
+A window, not rounds: iteration ``i`` is drawn as soon as iteration
 ``i - k`` has settled, so no slot waits at a round's end for its slowest lane's validation, and
 the first k iterations start while the seed is still being scored (their parent can only be the
 seed; their minibatches are scored first).

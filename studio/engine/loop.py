@@ -79,6 +79,7 @@ from studio.model.records import (
 )
 from studio.model.redaction import redact
 from studio.runtime.execution import describe_error
+from studio.runtime.slots import PROPOSING, VALIDATING, urgency
 
 logger = logging.getLogger(__name__)
 
@@ -282,7 +283,8 @@ class Engine:
             raise StopRun(StopReason.MAX_METRIC_CALLS)
         order = [e for e in dict.fromkeys(first) if e in set(ctx.val_ids)]
         order += [e for e in ctx.val_ids if e not in set(order)]
-        trials = await score_batch(ctx, seed, order, phase=TrialPhase.VALSET, iteration=0)
+        trials = await score_batch(ctx, seed, order, phase=TrialPhase.VALSET, iteration=0,
+                                   gating=first)
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
         ctx.store.set_pooled(stored_id(seed))
@@ -385,8 +387,9 @@ class Engine:
             return
         turn = (functools.partial(self.window.propose_turn, plan.iteration)
                 if self.window is not None else None)
-        proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
-                                          parent_trials, turn)
+        with urgency((PROPOSING, plan.iteration)):  # its call before any chain's
+            proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
+                                              parent_trials, turn)
         if proposal.status is not ProposalStatus.INVALID:
             await self.evaluate_and_gate(proposal, parent, plan)
 
@@ -420,7 +423,8 @@ class Engine:
             child = proposer.child_of(ctx, proposal, parent)
             if self.window is not None:  # the next lane may store its proposal now
                 self.window.proposed(plan.iteration)
-            prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
+            with urgency((VALIDATING, plan.iteration)):  # behind the minibatch's chains
+                prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
             try:
                 await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                                   iteration=plan.iteration, proposal_id=proposal.id)

@@ -63,6 +63,7 @@ from studio.model.records import (
 from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.protocol import ExecutionResult
 from studio.runtime.providers.calls import metered
+from studio.runtime.slots import finishing
 from studio.runtime.tracing import TrialIds, current_span, end_trial_span, start_trial_span
 from studio.runtime.workflows import primary_for
 
@@ -128,7 +129,8 @@ async def _chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any]
                            result.trace, result.latency_s, result.tokens)
     sample = Sample(input_text=input_text, output=output, expected=example_expected(data),
                     example=data, trace=result.trace, media=tuple(media))
-    feedback, error = await judge_sample(critic, sample)
+    with finishing():  # before other chains' agent calls: this trial ends and streams first
+        feedback, error = await judge_sample(critic, sample)
     return ChainResult(input_text, output, feedback, error, result.trace, result.latency_s,
                        result.tokens)
 

@@ -31,6 +31,7 @@ from studio.model.media import Media
 from studio.model.redaction import redact
 from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
+from studio.runtime.slots import PrioritySlots
 
 __all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
 
@@ -99,7 +100,7 @@ class AgentExecutor:
         self.user_id = user_id
         self._runners: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
         self._copies: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any]] = OrderedDict()
-        self._semaphores: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
+        self._semaphores: weakref.WeakKeyDictionary[Any, PrioritySlots] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -174,11 +175,13 @@ class AgentExecutor:
 
     # ------------------------------------------------------------------ internals
 
-    def _semaphore(self) -> asyncio.Semaphore:
+    def _semaphore(self) -> PrioritySlots:
+        """The call limit of this event loop; the most urgent call goes first
+        (:mod:`studio.runtime.slots`: a reflection before the chains queued ahead of it)."""
         loop = asyncio.get_running_loop()
         semaphore = self._semaphores.get(loop)
         if semaphore is None:
-            semaphore = asyncio.Semaphore(self.max_concurrency)
+            semaphore = PrioritySlots(self.max_concurrency)
             self._semaphores[loop] = semaphore
         return semaphore
 

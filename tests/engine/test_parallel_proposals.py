@@ -19,6 +19,7 @@ from studio.engine.history import proposal_rows
 from studio.engine.lanes import Window, auto_lanes, lane_count
 from studio.engine.worker import get_manager
 from studio.model.records import EventKind, ProposalStatus, RunStatus, TrialPhase
+from studio.runtime.providers.scripted import recorded_requests, request_mark
 from studio.store import Store, open_store
 from studio.views.waiting import waiting_note
 from tests.engine.invariants import nothing_stranded
@@ -202,6 +203,35 @@ def test_a_rejection_reaches_the_reflection_k_iterations_later_not_a_sibling_in_
     # rejections each prompt read: none in the first three (iterations 1, 2, 2's retry), one
     # in iteration 3's two, two in iteration 4's two
     assert sorted(prompt.count(REJECTED) for prompt in prompts) == [0, 0, 0, 1, 1, 2, 2]
+    pairs_judged_once(store, run_id)
+
+
+def test_a_gate_and_a_reflection_go_before_a_validation_queued_earlier(runner, store, script):
+    """One call slot, two lanes: the seed's validation is queued first, yet the first lanes'
+    minibatches, their reflections and their children's minibatches are served before it ends
+    (:mod:`studio.runtime.slots`); first come, first served made them wait for all of it."""
+    writer, critic, reflector = flat_world(script, latency_ms=5)
+    spec = demo_spec(writer).model_copy(update={
+        "critic": demo_spec(critic).critic, "reflection": demo_spec(reflector).reflection})
+    valset = [{"topic": f"validation topic {i}"} for i in range(6)]
+    mark = request_mark()
+    run_id, reason = runner.run(spec, trainset(4), valset,
+                                **{**LANES, "max_iterations": 2, "max_concurrency": 1})
+    assert reason == "max_iterations"
+    calls = recorded_requests(since=mark)
+
+    def served(model: str, text: str = "") -> list[int]:
+        return [i for i, r in enumerate(calls)
+                if r.model == model and text in r.prompt_text]
+
+    last_seed_validation = max(i for i in served(writer, "validation topic")
+                               if "(v1)" not in calls[i].prompt_text)
+    reflections = served(reflector)
+    children = served(writer, "(v1)")
+    assert len(reflections) >= 2 and children
+    assert reflections[0] < reflections[1] < last_seed_validation
+    minibatch = [i for i in children if "validation topic" not in calls[i].prompt_text]
+    assert minibatch and minibatch[0] < last_seed_validation
     pairs_judged_once(store, run_id)
 
 
