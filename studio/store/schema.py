@@ -78,12 +78,30 @@ def storable(value: Any) -> Any:
 
 
 def _is_storable(value: Any) -> bool:
+    if isinstance(value, dict | list) and _clean_when_encoded(value):
+        return True
+    return _walked_storable(value)
+
+
+def _clean_when_encoded(value: dict | list) -> bool:
+    """True when ``value``'s JSON text (all non-ASCII escaped, one pass of the C encoder) has
+    no NUL and no surrogate escape: then no string in it needs a change. A surrogate escape is
+    also how an emoji is written, and an escaped backslash can look like one: those are
+    walked, which is slower, never wrong."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):  # not JSON: the walk decides
+        return False
+    return "\\u0000" not in text and "\\ud" not in text
+
+
+def _walked_storable(value: Any) -> bool:
     if isinstance(value, str):
         return "\x00" not in value and (value.isascii() or not _has_surrogate(value))
     if isinstance(value, dict):
-        return all(_is_storable(k) and _is_storable(v) for k, v in value.items())
+        return all(_walked_storable(k) and _walked_storable(v) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return all(_is_storable(v) for v in value)
+        return all(_walked_storable(v) for v in value)
     return True
 
 

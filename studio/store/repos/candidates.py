@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 import studio.store.schema as t
 from studio.model.errors import NotFoundError
@@ -12,6 +12,19 @@ from studio.model.records import Candidate
 from studio.store.repos.base import Repository, guard, to_model
 
 _CANDIDATE_RENAME = {"idx": "index"}
+_RUN = t.candidates.c.run_id == bindparam("run_id")
+_INSERT = insert(t.candidates)
+_CANDIDATES = select(t.candidates).where(_RUN).order_by(t.candidates.c.idx)
+_BY_HASH = (select(t.candidates).where(_RUN, t.candidates.c.content_hash == bindparam("hash"))
+            .order_by(t.candidates.c.idx).limit(1))
+_POOLED_IDS = (select(t.candidates.c.id).where(_RUN, t.candidates.c.pooled.is_(True))
+               .order_by(t.candidates.c.idx))
+_BY_ID = select(t.candidates).where(t.candidates.c.id == bindparam("candidate_id"))
+_SET_POOLED = (update(t.candidates).where(t.candidates.c.id == bindparam("candidate_id"))
+               .values(pooled=bindparam("b_pooled")))
+_INDEXES = select(t.candidates.c.id, t.candidates.c.idx).where(_RUN).order_by(t.candidates.c.idx)
+"""Built once (the engine reads candidates every iteration: building a statement costs more
+than running it)."""
 
 
 class CandidateRepository(Repository):
@@ -22,34 +35,28 @@ class CandidateRepository(Repository):
         values = candidate.model_dump(exclude={"id"})
         values["idx"] = values.pop("index")
         with self.engine.begin() as c:
-            new_id = c.execute(insert(t.candidates), values).inserted_primary_key[0]
+            new_id = c.execute(_INSERT, values).inserted_primary_key[0]
         return candidate.model_copy(update={"id": new_id})
 
     @guard
     def candidates(self, run_id: str) -> list[Candidate]:
-        query = (select(t.candidates).where(t.candidates.c.run_id == run_id)
-                 .order_by(t.candidates.c.idx))
         with self.engine.connect() as c:
-            return [to_model(Candidate, r, **_CANDIDATE_RENAME) for r in c.execute(query)]
+            return [to_model(Candidate, r, **_CANDIDATE_RENAME)
+                    for r in c.execute(_CANDIDATES, {"run_id": run_id})]
 
     @guard
     def find_candidate(self, run_id: str, content_hash: str) -> Candidate | None:
         """The run's first candidate with these components (by content hash), or None: one
         lookup in SQL, not every candidate read (duplicate checks on long runs)."""
-        query = (select(t.candidates).where(t.candidates.c.run_id == run_id,
-                                            t.candidates.c.content_hash == content_hash)
-                 .order_by(t.candidates.c.idx).limit(1))
         with self.engine.connect() as c:
-            return to_model(Candidate, c.execute(query).first(), **_CANDIDATE_RENAME)
+            row = c.execute(_BY_HASH, {"run_id": run_id, "hash": content_hash}).first()
+        return to_model(Candidate, row, **_CANDIDATE_RENAME)
 
     @guard
     def pooled_ids(self, run_id: str) -> list[int]:
         """The pooled candidates' ids, by index (the seed first)."""
-        query = (select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
-                                                 t.candidates.c.pooled.is_(True))
-                 .order_by(t.candidates.c.idx))
         with self.engine.connect() as c:
-            return [row[0] for row in c.execute(query)]
+            return [row[0] for row in c.execute(_POOLED_IDS, {"run_id": run_id})]
 
     def iter_candidates(self, run_id: str, *, batch_size: int = 200) -> Iterator[Candidate]:
         """Every candidate of a run by index, read ``batch_size`` at a time (exports)."""
@@ -72,7 +79,7 @@ class CandidateRepository(Repository):
     @guard
     def get_candidate(self, candidate_id: int) -> Candidate:
         with self.engine.connect() as c:
-            row = c.execute(select(t.candidates).where(t.candidates.c.id == candidate_id)).first()
+            row = c.execute(_BY_ID, {"candidate_id": candidate_id}).first()
         if row is None:
             raise NotFoundError(f"candidate {candidate_id} does not exist")
         return to_model(Candidate, row, **_CANDIDATE_RENAME)
@@ -80,14 +87,11 @@ class CandidateRepository(Repository):
     @guard
     def set_pooled(self, candidate_id: int, pooled: bool = True) -> None:
         with self.engine.begin() as c:
-            c.execute(update(t.candidates).where(t.candidates.c.id == candidate_id)
-                      .values(pooled=pooled))
+            c.execute(_SET_POOLED, {"candidate_id": candidate_id, "b_pooled": pooled})
 
     @guard
     def candidate_indexes(self, run_id: str) -> dict[int, int]:
         """``candidate id -> index`` (#0 is the seed), without the components."""
-        query = select(t.candidates.c.id, t.candidates.c.idx).where(
-            t.candidates.c.run_id == run_id).order_by(t.candidates.c.idx)
         with self.engine.connect() as c:
-            return {row[0]: row[1] for row in c.execute(query)}
+            return {row[0]: row[1] for row in c.execute(_INDEXES, {"run_id": run_id})}
 

@@ -11,6 +11,8 @@ from studio.model.jsontools import finite_json
 from studio.model.records import EventKind, RunEvent
 from studio.store.repos.base import Repository, guard, to_model
 
+_INSERT = insert(t.run_events)
+
 
 class EventRepository(Repository):
     """A run's typed events: the channel of what happened to the UI."""
@@ -22,7 +24,7 @@ class EventRepository(Repository):
         with self.engine.begin() as c:
             values = event.model_dump(exclude={"id"}) | {"kind": event.kind.value,
                                                          "payload": finite_json(event.payload)}
-            new_id = c.execute(insert(t.run_events), values).inserted_primary_key[0]
+            new_id = c.execute(_INSERT, values).inserted_primary_key[0]
         return event.model_copy(update={"id": new_id})
 
     @guard

@@ -2,14 +2,53 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.sql import Select
 
 import studio.store.schema as t
 from studio.model.errors import NotFoundError, RunStateError
 from studio.model.records import Decision, Proposal, ProposalKind, ProposalStatus
 from studio.store.repos.base import Repository, guard, to_model
+
+_INSERT = insert(t.proposals)
+_BY_ID = select(t.proposals).where(t.proposals.c.id == bindparam("proposal_id"))
+_UPDATE = update(t.proposals).where(t.proposals.c.id == bindparam("proposal_id"))
+"""Its SET clause comes from each call's values (one compiled form per set of fields)."""
+_INSERT_DECISION = insert(t.decisions)
+_CLAIM = (update(t.proposals)
+          .where(t.proposals.c.id == bindparam("proposal_id"),
+                 t.proposals.c.decided_at.is_(None),
+                 t.proposals.c.status.in_([ProposalStatus.EVALUATING.value,
+                                           ProposalStatus.PENDING.value]))
+          .values(decided_at=bindparam("b_decided_at")))
+"""Built once (the engine reads and writes proposals every iteration: building a statement
+costs more than running it)."""
+
+
+@functools.cache
+def _proposals_query(by_status: bool, by_iteration: bool, by_kind: bool) -> Select:
+    query = select(t.proposals).where(t.proposals.c.run_id == bindparam("run_id"))
+    if by_status:
+        query = query.where(t.proposals.c.status == bindparam("status"))
+    if by_iteration:
+        query = query.where(t.proposals.c.iteration == bindparam("iteration"))
+    if by_kind:
+        query = query.where(t.proposals.c.kind == bindparam("kind"))
+    return query.order_by(t.proposals.c.id)
+
+
+@functools.cache
+def _decisions_query(by_run: bool, by_proposal: bool) -> Select:
+    query = select(*[c for c in t.decisions.c if c.name != "run_id"]).order_by(
+        t.decisions.c.id)
+    if by_run:
+        query = query.where(t.decisions.c.run_id == bindparam("run_id"))
+    if by_proposal:
+        query = query.where(t.decisions.c.proposal_id == bindparam("proposal_id"))
+    return query
 
 
 class ProposalRepository(Repository):
@@ -20,7 +59,7 @@ class ProposalRepository(Repository):
         """Stored as proposed (a resumed run reads it back); redacted where it is shown."""
         values = proposal.model_dump(exclude={"id"})
         with self.engine.begin() as c:
-            new_id = c.execute(insert(t.proposals), values).inserted_primary_key[0]
+            new_id = c.execute(_INSERT, values).inserted_primary_key[0]
         return proposal.model_copy(update={"id": new_id})
 
     @guard
@@ -28,13 +67,13 @@ class ProposalRepository(Repository):
         if isinstance(fields.get("status"), ProposalStatus):
             fields["status"] = fields["status"].value
         with self.engine.begin() as c:
-            c.execute(update(t.proposals).where(t.proposals.c.id == proposal_id).values(**fields))
+            c.execute(_UPDATE, {**fields, "proposal_id": proposal_id})
         return self.get_proposal(proposal_id)
 
     @guard
     def get_proposal(self, proposal_id: int) -> Proposal:
         with self.engine.connect() as c:
-            row = c.execute(select(t.proposals).where(t.proposals.c.id == proposal_id)).first()
+            row = c.execute(_BY_ID, {"proposal_id": proposal_id}).first()
         if row is None:
             raise NotFoundError(f"proposal {proposal_id} does not exist")
         return to_model(Proposal, row)
@@ -43,15 +82,16 @@ class ProposalRepository(Repository):
     def proposals(self, run_id: str, *, status: ProposalStatus | None = None,
                   iteration: int | None = None, kind: ProposalKind | None = None
                   ) -> list[Proposal]:
-        query = select(t.proposals).where(t.proposals.c.run_id == run_id)
+        values: dict[str, Any] = {"run_id": run_id}
         if status is not None:
-            query = query.where(t.proposals.c.status == ProposalStatus(status).value)
+            values["status"] = ProposalStatus(status).value
         if iteration is not None:
-            query = query.where(t.proposals.c.iteration == iteration)
+            values["iteration"] = iteration
         if kind is not None:
-            query = query.where(t.proposals.c.kind == ProposalKind(kind).value)
+            values["kind"] = ProposalKind(kind).value
+        query = _proposals_query(status is not None, iteration is not None, kind is not None)
         with self.engine.connect() as c:
-            return [to_model(Proposal, r) for r in c.execute(query.order_by(t.proposals.c.id))]
+            return [to_model(Proposal, r) for r in c.execute(query, values)]
 
     @guard
     def waiting_proposals(self) -> dict[str, Proposal]:
@@ -79,16 +119,11 @@ class ProposalRepository(Repository):
         proposal = self.get_proposal(decision.proposal_id)
         values = decision.model_dump(exclude={"id"})
         values["run_id"] = proposal.run_id
-        open_statuses = [ProposalStatus.EVALUATING.value, ProposalStatus.PENDING.value]
-        with self.engine.begin() as c:
-            claimed = c.execute(
-                update(t.proposals)
-                .where(t.proposals.c.id == decision.proposal_id,
-                       t.proposals.c.decided_at.is_(None),
-                       t.proposals.c.status.in_(open_statuses))
-                .values(decided_at=decision.created_at)).rowcount
+        with self.engine.begin() as c:  # only a proposal evaluating or waiting is claimed
+            claimed = c.execute(_CLAIM, {"proposal_id": decision.proposal_id,
+                                         "b_decided_at": decision.created_at}).rowcount
             if claimed == 1:
-                new_id = c.execute(insert(t.decisions), values).inserted_primary_key[0]
+                new_id = c.execute(_INSERT_DECISION, values).inserted_primary_key[0]
         if claimed != 1:
             raise RunStateError(self.already_decided(proposal))
         return decision.model_copy(update={"id": new_id})
@@ -106,12 +141,9 @@ class ProposalRepository(Repository):
     @guard
     def decisions(self, run_id: str | None = None, *, proposal_id: int | None = None
                   ) -> list[Decision]:
-        query = select(*[c for c in t.decisions.c if c.name != "run_id"]).order_by(
-            t.decisions.c.id)
-        if run_id is not None:
-            query = query.where(t.decisions.c.run_id == run_id)
-        if proposal_id is not None:
-            query = query.where(t.decisions.c.proposal_id == proposal_id)
+        values = {"run_id": run_id, "proposal_id": proposal_id}
+        query = _decisions_query(run_id is not None, proposal_id is not None)
         with self.engine.connect() as c:
-            return [to_model(Decision, r) for r in c.execute(query)]
+            return [to_model(Decision, r) for r in c.execute(
+                query, {name: value for name, value in values.items() if value is not None})]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import and_, bindparam, insert, or_, select, update
 
 import studio.store.schema as t
 from studio.model.errors import LeaseLostError, NotFoundError
@@ -13,6 +13,13 @@ from studio.model.records import Run, RunRequest, RunStatus
 from studio.model.redaction import redact, redact_data
 from studio.store.connection import database_now
 from studio.store.repos.base import Repository, guard, to_model
+
+_RUN = t.runs.c.id == bindparam("run_id")
+_BY_ID = select(t.runs).where(_RUN)
+_RENEW = (update(t.runs).where(_RUN, t.runs.c.worker == bindparam("b_worker"))
+          .values(heartbeat_at=bindparam("now")))
+_CONTROL_AND_WORKER = select(t.runs.c.control, t.runs.c.worker).where(_RUN)
+"""Built once: a run reads itself and beats every second."""
 
 
 class RunRepository(Repository):
@@ -30,7 +37,7 @@ class RunRepository(Repository):
     @guard
     def get_run(self, run_id: str) -> Run:
         with self.engine.connect() as c:
-            row = c.execute(select(t.runs).where(t.runs.c.id == run_id)).first()
+            row = c.execute(_BY_ID, {"run_id": run_id}).first()
         if row is None:
             raise NotFoundError(f"run {run_id!r} does not exist")
         return to_model(Run, row)
@@ -91,11 +98,9 @@ class RunRepository(Repository):
             LeaseLostError: ``worker`` no longer holds the run (another worker took it over).
         """
         with self.engine.begin() as c:
-            renewed = c.execute(update(t.runs).where(and_(t.runs.c.id == run_id,
-                                                          t.runs.c.worker == worker))
-                                .values(heartbeat_at=database_now(c))).rowcount
-            row = c.execute(select(t.runs.c.control, t.runs.c.worker)
-                            .where(t.runs.c.id == run_id)).first()
+            renewed = c.execute(_RENEW, {"run_id": run_id, "b_worker": worker,
+                                         "now": database_now(c)}).rowcount
+            row = c.execute(_CONTROL_AND_WORKER, {"run_id": run_id}).first()
         if not renewed:
             holder = row[1] if row else None
             raise LeaseLostError(f"worker {worker} lost run {run_id}: it is now held by "

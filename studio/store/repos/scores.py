@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from typing import Any
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import bindparam, exists, func, select
+from sqlalchemy.sql import Select
 
 import studio.store.schema as t
 from studio.store.repos.base import Repository, guard
@@ -23,21 +26,15 @@ class ScoreRepository(Repository):
         ``example_ids``, ``candidate_ids`` and ``pooled_only`` narrow the pairs in SQL (the
         pool's views need only the pooled candidates on the validation examples, not every
         minibatch pair)."""
-        where = [t.trials.c.run_id == run_id]
+        values: dict[str, Any] = {"run_id": run_id}
         if example_ids is not None:
-            where.append(t.trials.c.example_id.in_(list(example_ids)))
+            values["example_ids"] = list(example_ids)
         if candidate_ids is not None:
-            where.append(t.trials.c.candidate_id.in_(list(candidate_ids)))
-        if pooled_only:
-            where.append(t.trials.c.candidate_id.in_(
-                select(t.candidates.c.id).where(t.candidates.c.run_id == run_id,
-                                                t.candidates.c.pooled.is_(True))))
-        first = (select(func.min(t.trials.c.id)).where(*where)
-                 .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
-        query = select(t.trials.c.candidate_id, t.trials.c.example_id,
-                       effective_score()).where(t.trials.c.id.in_(first))
+            values["candidate_ids"] = list(candidate_ids)
+        query = _effective_scores_query("example_ids" in values, "candidate_ids" in values,
+                                        pooled_only)
         with self.engine.connect() as c:  # the overrides are merged in SQL: none are loaded
-            return {(row[0], row[1]): row[2] for row in c.execute(query)}
+            return {(row[0], row[1]): row[2] for row in c.execute(query, values)}
 
     @guard
     def first_scores(self, run_id: str, *, example_ids: Iterable[int],
@@ -46,15 +43,12 @@ class ScoreRepository(Repository):
         """``(candidate_id, example_id) -> (judge's score, effective score)`` of the first
         trial of each pair, in one query: what a proposal's evidence is computed from
         (:mod:`studio.engine.evidence`). ``candidate_ids`` narrows the pairs in SQL."""
-        where = [t.trials.c.run_id == run_id, t.trials.c.example_id.in_(list(example_ids))]
+        values: dict[str, Any] = {"run_id": run_id, "example_ids": list(example_ids)}
         if candidate_ids is not None:
-            where.append(t.trials.c.candidate_id.in_(list(candidate_ids)))
-        first = (select(func.min(t.trials.c.id)).where(*where)
-                 .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
-        query = select(t.trials.c.candidate_id, t.trials.c.example_id, t.trials.c.score,
-                       effective_score()).where(t.trials.c.id.in_(first))
+            values["candidate_ids"] = list(candidate_ids)
+        query = _first_scores_query("candidate_ids" in values)
         with self.engine.connect() as c:
-            return {(row[0], row[1]): (row[2], row[3]) for row in c.execute(query)}
+            return {(row[0], row[1]): (row[2], row[3]) for row in c.execute(query, values)}
 
     @guard
     def child_means(self, run_id: str) -> dict[int, float]:
@@ -83,6 +77,39 @@ class ScoreRepository(Repository):
             second = tuple(c.execute(o).one())
             third = c.execute(d).scalar_one()
         return (*first, *second, third)
+
+
+def _first_trial_ids(by_examples: bool, by_candidates: bool, pooled_only: bool) -> Select:
+    """The id of each (candidate, example) pair's first trial in the run, narrowed by the
+    filters named (bound to ``example_ids``, ``candidate_ids``; the run's pooled candidates)."""
+    where = [t.trials.c.run_id == bindparam("run_id")]
+    if by_examples:
+        where.append(t.trials.c.example_id.in_(bindparam("example_ids", expanding=True)))
+    if by_candidates:
+        where.append(t.trials.c.candidate_id.in_(bindparam("candidate_ids", expanding=True)))
+    if pooled_only:
+        where.append(t.trials.c.candidate_id.in_(
+            select(t.candidates.c.id).where(t.candidates.c.run_id == bindparam("run_id"),
+                                            t.candidates.c.pooled.is_(True))))
+    return (select(func.min(t.trials.c.id)).where(*where)
+            .group_by(t.trials.c.candidate_id, t.trials.c.example_id))
+
+
+@functools.cache
+def _effective_scores_query(by_examples: bool, by_candidates: bool, pooled_only: bool) -> Select:
+    """Built once per shape and run with each call's values: building this statement and its
+    cache key cost more than running it, on a path the engine takes every iteration."""
+    first = _first_trial_ids(by_examples, by_candidates, pooled_only)
+    return select(t.trials.c.candidate_id, t.trials.c.example_id,
+                  effective_score()).where(t.trials.c.id.in_(first))
+
+
+@functools.cache
+def _first_scores_query(by_candidates: bool) -> Select:
+    """As :func:`_effective_scores_query`, with the judge's score beside the effective one."""
+    first = _first_trial_ids(True, by_candidates, False)
+    return select(t.trials.c.candidate_id, t.trials.c.example_id, t.trials.c.score,
+                  effective_score()).where(t.trials.c.id.in_(first))
 
 
 def _human_score():

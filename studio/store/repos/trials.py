@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Row
+from sqlalchemy.sql import Select
 
 import studio.store.schema as t
 from studio.model.errors import LeaseLostError, NotFoundError
@@ -19,6 +21,21 @@ from studio.store.repos.base import Repository, guard, to_model
 from studio.store.repos.scores import effective_score, is_overridden
 
 _INSERT_TRIAL = insert(t.trials)
+_RUN_HOLDER = (select(t.runs.c.worker).where(t.runs.c.id == bindparam("run_id"))
+               .with_for_update(read=True))
+_FIRST_TRIALS = (select(t.trials)
+                 .where(t.trials.c.candidate_id == bindparam("candidate_id"),
+                        t.trials.c.example_id.in_(bindparam("example_ids", expanding=True)))
+                 .order_by(t.trials.c.id))
+_OVERRIDES_OF = (select(t.overrides)
+                 .where(t.overrides.c.trial_id.in_(bindparam("trial_ids", expanding=True)),
+                        t.overrides.c.undone_at.is_(None))
+                 .order_by(t.overrides.c.id))
+_RUN_OVERRIDES_AFTER = (select(t.overrides)
+                        .where(t.overrides.c.run_id == bindparam("run_id"),
+                               t.overrides.c.trial_id > bindparam("after_id"),
+                               t.overrides.c.undone_at.is_(None))
+                        .order_by(t.overrides.c.id))
 
 
 class TrialRepository(Repository):
@@ -59,8 +76,7 @@ class TrialRepository(Repository):
             ids = [c.execute(_INSERT_TRIAL, row).inserted_primary_key[0] for row in rows]
             for run_id, worker in dict.fromkeys((trial.run_id, trial.worker) for trial in trials
                                                 if trial.worker is not None):
-                holder = c.execute(select(t.runs.c.worker).where(t.runs.c.id == run_id)
-                                   .with_for_update(read=True)).scalar()
+                holder = c.execute(_RUN_HOLDER, {"run_id": run_id}).scalar()
                 if holder != worker:
                     raise LeaseLostError(f"worker {worker} lost run {run_id}: it "
                                          f"is now held by {holder or 'no worker'}")
@@ -98,26 +114,14 @@ class TrialRepository(Repository):
     ) -> list[Trial]:
         """Trials of a run with each trial's active override attached: oldest first, or with
         ``newest_first`` the newest ``limit`` ones (for "latest trials" strips)."""
-        columns = list(t.trials.c) if with_trace else [
-            col for col in t.trials.c if col.name != "trace"]
-        query = select(*columns).where(t.trials.c.run_id == run_id, t.trials.c.id > after_id)
-        if candidate_id is not None:
-            query = query.where(t.trials.c.candidate_id == candidate_id)
-        if phase is not None:
-            query = query.where(t.trials.c.phase == phase)
-        if proposal_id is not None:
-            query = query.where(t.trials.c.proposal_id == proposal_id)
-        if ids is not None:
-            query = query.where(t.trials.c.id.in_(list(ids)))
-        if phases is not None:
-            query = query.where(t.trials.c.phase.in_(list(phases)))
-        if iteration is not None:
-            query = query.where(t.trials.c.iteration == iteration)
-        query = query.order_by(t.trials.c.id.desc() if newest_first else t.trials.c.id)
-        if limit is not None:
-            query = query.limit(limit)
+        given = {"candidate_id": candidate_id, "phase": phase, "proposal_id": proposal_id,
+                 "ids": None if ids is None else list(ids),
+                 "phases": None if phases is None else list(phases), "iteration": iteration,
+                 "limit": limit}
+        given = {name: value for name, value in given.items() if value is not None}
+        query = _trials_query(frozenset(given), with_trace, newest_first)
         with self.engine.connect() as c:
-            rows = c.execute(query).all()
+            rows = c.execute(query, {"run_id": run_id, "after_id": after_id, **given}).all()
             active = self._active_overrides(c, run_id, after_id)
         return [self._trial(row, active.get(row.id)) for row in rows]
 
@@ -133,14 +137,10 @@ class TrialRepository(Repository):
     @guard
     def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:
         """The committed trial per example for one candidate (one query for a whole batch)."""
-        query = (select(t.trials).where(t.trials.c.candidate_id == candidate_id,
-                                        t.trials.c.example_id.in_(example_ids))
-                 .order_by(t.trials.c.id))
         with self.engine.connect() as c:
-            rows = c.execute(query).all()
-            ids = [row.id for row in rows]
-            active = (self._effective_overrides(c, t.overrides.c.trial_id.in_(ids))
-                      if ids else {})
+            rows = c.execute(_FIRST_TRIALS, {"candidate_id": candidate_id,
+                                             "example_ids": list(example_ids)}).all()
+            active = self._overrides_of(c, [row.id for row in rows])
         found: dict[int, Trial] = {}
         for row in rows:
             if row.example_id not in found:
@@ -283,21 +283,57 @@ class TrialRepository(Repository):
         data["override"] = override
         return Trial.model_validate(data)
 
-    @classmethod
-    def _active_overrides(cls, connection, run_id: str, after_id: int = 0) -> dict[int, Override]:
-        return cls._effective_overrides(connection, t.overrides.c.run_id == run_id,
-                                        t.overrides.c.trial_id > after_id)
+    @staticmethod
+    def _active_overrides(connection, run_id: str, after_id: int = 0) -> dict[int, Override]:
+        return _merged(connection.execute(_RUN_OVERRIDES_AFTER,
+                                          {"run_id": run_id, "after_id": after_id}))
+
+    @staticmethod
+    def _overrides_of(connection, trial_ids: list[int]) -> dict[int, Override]:
+        """``trial_id -> merge_overrides(active overrides)`` for these trials."""
+        if not trial_ids:
+            return {}
+        return _merged(connection.execute(_OVERRIDES_OF, {"trial_ids": trial_ids}))
 
     @staticmethod
     def _effective_overrides(connection, *where) -> dict[int, Override]:
         """``trial_id -> merge_overrides(active overrides)`` for the trials ``where`` selects."""
-        rows = connection.execute(
+        return _merged(connection.execute(
             select(t.overrides).where(*where, t.overrides.c.undone_at.is_(None))
-            .order_by(t.overrides.c.id))
-        per_trial: dict[int, list[Override]] = {}
-        for row in rows:
-            per_trial.setdefault(row.trial_id, []).append(to_model(Override, row))
-        return {trial_id: merge_overrides(found) for trial_id, found in per_trial.items()}
+            .order_by(t.overrides.c.id)))
+
+
+def _merged(rows: Iterable[Row]) -> dict[int, Override]:
+    """``trial_id -> merge_overrides(its active overrides)`` from override rows in id order."""
+    per_trial: dict[int, list[Override]] = {}
+    for row in rows:
+        per_trial.setdefault(row.trial_id, []).append(to_model(Override, row))
+    return {trial_id: merge_overrides(found) for trial_id, found in per_trial.items()}
+
+
+_TRIAL_FILTERS = {
+    "candidate_id": lambda: t.trials.c.candidate_id == bindparam("candidate_id"),
+    "phase": lambda: t.trials.c.phase == bindparam("phase"),
+    "proposal_id": lambda: t.trials.c.proposal_id == bindparam("proposal_id"),
+    "ids": lambda: t.trials.c.id.in_(bindparam("ids", expanding=True)),
+    "phases": lambda: t.trials.c.phase.in_(bindparam("phases", expanding=True)),
+    "iteration": lambda: t.trials.c.iteration == bindparam("iteration"),
+}
+"""The optional filters of :meth:`TrialRepository.trials`, each bound to its argument."""
+
+
+@functools.cache
+def _trials_query(given: frozenset[str], with_trace: bool, newest_first: bool) -> Select:
+    """:meth:`TrialRepository.trials`'s query for the filters ``given``, built once per shape
+    and reused with each call's values (parameters): building a statement and its cache key
+    costs more than running it on the engine's hot paths (``bench/README.md``)."""
+    columns = list(t.trials.c) if with_trace else [
+        col for col in t.trials.c if col.name != "trace"]
+    query = select(*columns).where(t.trials.c.run_id == bindparam("run_id"),
+                                   t.trials.c.id > bindparam("after_id"))
+    query = query.where(*(_TRIAL_FILTERS[name]() for name in sorted(given) if name != "limit"))
+    query = query.order_by(t.trials.c.id.desc() if newest_first else t.trials.c.id)
+    return query.limit(bindparam("limit")) if "limit" in given else query
 
 
 def _trial_filters(run_id: str, *, iterations: tuple[int, int] | None = None,
