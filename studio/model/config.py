@@ -94,7 +94,10 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     epsilon: float = Field(default=0.1, ge=0.0, le=1.0)
     """Exploration rate for ``epsilon_greedy``."""
     max_concurrency: int = Field(default=4, ge=1, le=256)
-    """Agent and critic calls in flight at once."""
+    """Model calls in flight at once: the agent's, the critic's and the reflection's, a freed
+    slot going to the most urgent call (a reflection, then a minibatch a gate waits for, then
+    a validation: :mod:`studio.runtime.slots`). A critic that calls its models outside the
+    run's executor is counted by its chains (at most this many at once)."""
     parallel_proposals: int | None = Field(default=None, ge=1, le=64)
     """Iterations in flight at once (lanes: iteration i starts when iteration i - k has
     settled), sharing the ``max_concurrency`` slots; None picks the count whose minibatches

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.model.records import RunStatus
+from studio.model.records import EventKind, RunStatus
 from studio.store import open_store
 from studio.store.schema import NUL_MARKER
 from tests.helpers import demo_spec, empty_postgres_store, trainset
@@ -75,3 +76,29 @@ def test_a_run_name_and_error_text_with_bad_characters_are_stored(any_store):
     any_store.update_run(run.id, error="boom \x00 \udc80")
     stored = any_store.get_run(run.id)
     assert stored.name == f"name \ufffd{NUL_MARKER}" and "\x00" not in stored.error
+
+
+def test_a_trace_event_and_checkpoint_keep_clean_values_and_mend_the_rest(any_store, script):
+    """JSON values are checked in one pass of the C encoder and walked only when it finds
+    something (a NUL, a surrogate escape, a non-finite number): whatever the path, a trace, an
+    event's payload and a checkpoint are stored with markers and nulls where needed, and the
+    rest exactly as written (an emoji, a backslash before 'ud', ordinary text)."""
+    run, _reason = run_with_writer_reply(any_store, script, "fine")
+    trial = any_store.trials(run.id)[0]
+    trace = {"events": [{"text": NUL_REPLY, "k\x00": LONE_SURROGATE},
+                        {"emoji": "\U0001F600", "escaped": "a \\ud83d b", "plain": "x"}],
+             "usage": {"latency": math.nan, "cost": math.inf, "tokens": [1, 2.5]}}
+    stored = any_store.add_trials([trial.model_copy(update={"id": None, "worker": None,
+                                                            "trace": trace})])[0]
+    back = any_store.get_trial(stored.id).trace
+    first, second = back["events"]
+    assert first == {"text": "before" + NUL_MARKER + "after",
+                     "k" + NUL_MARKER: "split emoji \ufffd here"}
+    assert second == {"emoji": "\U0001F600", "escaped": "a \\ud83d b", "plain": "x"}
+    assert back["usage"] == {"latency": None, "cost": None, "tokens": [1, 2.5]}
+
+    any_store.add_event(run.id, EventKind.RUN_STARTED, 0, {"bad": -math.inf, "ok": [1.5]})
+    payload = any_store.latest_event(run.id, EventKind.RUN_STARTED).payload
+    assert payload == {"bad": None, "ok": [1.5]}
+    any_store.save_checkpoint(run.id, 3, {"best": math.nan, "rng": (1, [2, 3])})
+    assert any_store.load_checkpoint(run.id) == (3, {"best": None, "rng": [1, [2, 3]]})
