@@ -17,12 +17,15 @@ not the oldest (:mod:`studio.runtime.slots`):
   ends (and streams to the UI) before a new one starts: one call at a time (the embedded
   model), trials come every other call, not after every agent call of the batch.
 
-No second limit per chain when the critic judges through the run's executor: a chain that
-held a slot from its agent call through its critic call made an urgent chain wait for a whole
-chain of a validation to end, and left a slot idle whenever a reflection took one
-(``bench/README.md``). A critic that judges elsewhere (an evaluator, a judge with an executor
-of its own) keeps that limit (:attr:`RunContext.chain_slots`): its calls are not counted by
-the executor's, and ``max_concurrency`` stays a bound on the run's model calls.
+Chains a gate waits for are not limited again (:func:`chain_limit`): a chain that held a slot
+from its agent call through its critic call made an urgent chain wait for a whole validation
+chain to end, and left a slot idle whenever a reflection took one (``bench/README.md``).
+Validation and test-set chains are admitted :data:`WAITING_CHAINS_PER_SLOT` per call slot, most
+urgent first: enough that a freed slot always has a chain ready, and a 100,000-example set does
+not prepare (message, media, trace span) every example at once. A critic that judges outside
+the run's executor (an evaluator, a judge with an executor of its own) is not counted by the
+executor's limit, so there every chain holds one of ``max_concurrency`` chain slots, and
+``max_concurrency`` stays a bound on the run's model calls.
 
 Commits: the chains that finish in the same turn of the event loop (a round of replies with
 similar latencies returns together) are committed in one transaction (:class:`GroupCommit`),
@@ -45,7 +48,7 @@ from studio.engine.prefetch import Prefetch
 from studio.engine.processes import ChainResult, run_chain
 from studio.model.errors import RunStateError
 from studio.model.records import Candidate, Example, Trial, TrialPhase, stored_id
-from studio.runtime.slots import GATING, ORDINARY, VALIDATING, Urgency, set_urgency
+from studio.runtime.slots import GATING, VALIDATING, Urgency, set_urgency
 from studio.runtime.tracing import TrialIds, end_trial_span
 
 
@@ -104,17 +107,16 @@ async def score_batch(
 
 def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
                      examples: list[Example], commit: Callable,
-                     prefetched: Prefetch | None = None,
-                     urgency: Callable[[int], Urgency] = lambda _: ORDINARY
-                     ) -> list[asyncio.Task]:
+                     urgency: Callable[[int], Urgency],
+                     prefetched: Prefetch | None = None) -> list[asyncio.Task]:
     agent = ctx.agent_for(candidate)
     group_commit = GroupCommit(commit)
-    chains = ctx.chain_slots or contextlib.nullcontext()
 
     async def one(example: Example) -> list[Trial | None]:
-        set_urgency(urgency(stored_id(example)))  # in this task only; its calls wait with it
+        key = urgency(stored_id(example))
+        set_urgency(key)  # in this task only; its calls (and its admission) wait with it
         started = prefetched.take(stored_id(example)) if prefetched is not None else None
-        async with chains:  # a prefetched chain holds its slot until it is done
+        async with chain_limit(ctx, key):
             result = await (started if started is not None else run_chain(
                 ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary,
                 trial_ids(ctx, candidate, example)))
@@ -122,6 +124,23 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
         return [await group_commit.add(example, result)]
 
     return [group.create_task(one(example)) for example in examples]
+
+
+WAITING_CHAINS_PER_SLOT = 2
+"""Validation chains admitted per call slot: one in a call, one ready for the next free slot."""
+
+
+def chain_limit(ctx: RunContext, key: Urgency) -> contextlib.AbstractAsyncContextManager:
+    """What a chain of urgency ``key`` holds from its start to its trial (module doc): nothing
+    for a chain a gate waits for, a place among the validation chains admitted otherwise; one
+    of ``max_concurrency`` chain slots for every chain when the critic judges outside the
+    run's executor."""
+    config = ctx.config
+    if not ctx.critic_on_run_executor:
+        return ctx.limit("chains", config.max_concurrency)
+    if key < (VALIDATING, 0):
+        return contextlib.nullcontext()
+    return ctx.limit("validation chains", WAITING_CHAINS_PER_SLOT * config.max_concurrency)
 
 
 def chain_urgency(phase: TrialPhase, iteration: int, gating: frozenset[int],

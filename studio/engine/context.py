@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -16,7 +17,7 @@ from studio.engine.events import STORED_EVENTS, EngineEvent
 from studio.model.config import EvolutionConfig
 from studio.model.records import Candidate, Example, Run, RunRequest, StopReason, stored_id
 from studio.model.workflow import WorkflowSpec, split_component
-from studio.runtime.slots import PrioritySlots
+from studio.runtime.slots import PrioritySlots, slots_of_loop
 from studio.store import Store
 
 if TYPE_CHECKING:  # types only: these modules build on this one, or are heavy to import
@@ -213,28 +214,22 @@ class RunContext:
     one waits for it instead of judging it again (:mod:`studio.engine.batch`)."""
     _agents: dict[int, BaseAgent] = field(default_factory=dict)
     _metric_calls: int | None = None
-    _chain_slots: PrioritySlots | None = None
-    _chain_slots_loop: asyncio.AbstractEventLoop | None = None
+    _limits: dict[str, weakref.WeakKeyDictionary] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
         return self.run.id
 
+    def limit(self, name: str, size: int) -> PrioritySlots:
+        """The run's limit ``name`` of ``size`` slots on the running event loop, made on first
+        use (:func:`studio.engine.batch.chain_limit` says which limits chains wait on)."""
+        return slots_of_loop(self._limits.setdefault(name, weakref.WeakKeyDictionary()), size)
+
     @property
-    def chain_slots(self) -> PrioritySlots | None:
-        """A limit of ``max_concurrency`` chains, for a critic that judges outside the run's
-        executor (an evaluator, a judge or scorer with an executor of its own): its calls are
-        then not counted by the run's call limit, and bounding the chains keeps the run's
-        model calls within ``max_concurrency`` as a person set it. None when the critic's
-        calls go through the run's executor: every call then waits on that one limit, most
-        urgent first (:mod:`studio.engine.batch`)."""
-        if getattr(self.critic, "executor", None) is self.executor:
-            return None
-        loop = asyncio.get_running_loop()
-        if self._chain_slots is None or self._chain_slots_loop is not loop:  # one per loop
-            self._chain_slots = PrioritySlots(self.config.max_concurrency)
-            self._chain_slots_loop = loop
-        return self._chain_slots
+    def critic_on_run_executor(self) -> bool:
+        """Whether the critic's model calls go through the run's executor (a critic agent of
+        the run): they are then counted by its call limit."""
+        return getattr(self.critic, "executor", None) is self.executor
 
     def active_seconds(self) -> float:
         """:meth:`RunClock.active_seconds`."""

@@ -42,9 +42,9 @@ class DuplicateKeyError(ValueError):
 
 def finite_json(value: Any) -> Any:
     """``value`` with NaN and infinities as None: they are not JSON (strict parsers and
-    PostgreSQL refuse them). A value with none (nearly every one) is returned as it is: this
-    runs on every trace, event and checkpoint the store writes, and the check is one pass of
-    the C encoder instead of a walk in Python."""
+    PostgreSQL refuse them). A value with none (nearly every one) is returned as it is, tuples
+    and all (JSON writes them as lists anyway): this runs on every trace, event and checkpoint
+    the store writes, and the check is one pass of the C encoder instead of a walk in Python."""
     return value if _all_finite(value) else _made_finite(value)
 
 
@@ -55,9 +55,7 @@ def _all_finite(value: Any) -> bool:
         return True
     try:
         json.dumps(value, allow_nan=False)
-    except ValueError:  # a NaN or an infinity somewhere (or a circular value: the walk says)
-        return False
-    except TypeError:  # a value JSON cannot encode: walk it
+    except (ValueError, TypeError):  # a NaN or an infinity, or a value JSON cannot encode
         return False
     return True
 

@@ -31,7 +31,7 @@ from studio.model.media import Media
 from studio.model.redaction import redact
 from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
-from studio.runtime.slots import PrioritySlots
+from studio.runtime.slots import PrioritySlots, slots_of_loop
 
 __all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
 
@@ -100,7 +100,7 @@ class AgentExecutor:
         self.user_id = user_id
         self._runners: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
         self._copies: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any]] = OrderedDict()
-        self._semaphores: weakref.WeakKeyDictionary[Any, PrioritySlots] = (
+        self._slots_by_loop: weakref.WeakKeyDictionary[Any, PrioritySlots] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -132,13 +132,12 @@ class AgentExecutor:
         app = app_name or self.app_name
         limit = timeout_s or self.timeout_s
         message = content or user_message(input_text, media)
-        async with self._semaphore():
-            started = time.perf_counter()
-            result = await self._with_retries(agent, message, state, session_id, app,
-                                              output_author, timeout_s=limit)
-            result.execution_time_seconds = time.perf_counter() - started
-            result.trace["latency_s"] = round(result.latency_s, 4)
-            return result
+        held_from: list[float] = []  # when the first attempt got its call slot
+        result = await self._with_retries(agent, message, state, session_id, app,
+                                          output_author, timeout_s=limit, held_from=held_from)
+        result.execution_time_seconds = time.perf_counter() - held_from[0] if held_from else 0.0
+        result.trace["latency_s"] = round(result.latency_s, 4)
+        return result
 
     async def execute_agent(
         self,
@@ -175,15 +174,10 @@ class AgentExecutor:
 
     # ------------------------------------------------------------------ internals
 
-    def _semaphore(self) -> PrioritySlots:
-        """The call limit of this event loop; the most urgent call goes first
+    def call_slots(self) -> PrioritySlots:
+        """The call limit of the running event loop; the most urgent call goes first
         (:mod:`studio.runtime.slots`: a reflection before the chains queued ahead of it)."""
-        loop = asyncio.get_running_loop()
-        semaphore = self._semaphores.get(loop)
-        if semaphore is None:
-            semaphore = PrioritySlots(self.max_concurrency)
-            self._semaphores[loop] = semaphore
-        return semaphore
+        return slots_of_loop(self._slots_by_loop, self.max_concurrency)
 
     def _overridden(self, agent: Any, instruction: str | None, schema: Any) -> Any:
         """A copy of ``agent`` with the overrides, cached so that its ADK Runner is reused."""
@@ -217,16 +211,23 @@ class AgentExecutor:
         return runner
 
     async def _with_retries(self, agent, message, state, session_id, app, output_author=None,
-                            *, timeout_s: float) -> ExecutionResult:
+                            *, timeout_s: float, held_from: list[float]) -> ExecutionResult:
+        """Each attempt holds a call slot; the backoff before a retry holds none, so a waiting
+        call (a reflection's, a gate's minibatch) is not kept behind a sleep. ``held_from``
+        gets the time the first attempt got its slot (the call's latency counts from it)."""
         retryable = _retryable_errors()
         attempt, started = 0, time.perf_counter()
         earlier: list[str] = []
         while True:
             attempt += 1
             try:
-                async with asyncio.timeout(timeout_s):
-                    result = await self._run_once(agent, message, state, session_id, app,
-                                                  output_author)
+                async with self.call_slots():
+                    if not held_from:  # the call's latency counts from its first slot
+                        started = time.perf_counter()
+                        held_from.append(started)
+                    async with asyncio.timeout(timeout_s):
+                        result = await self._run_once(agent, message, state, session_id, app,
+                                                      output_author)
                 result.attempts = attempt
                 return result
             except retryable as exc:

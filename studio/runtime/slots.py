@@ -22,8 +22,10 @@ import contextlib
 import contextvars
 import heapq
 import itertools
+import weakref
 from collections.abc import Iterator
 from types import TracebackType
+from typing import Any
 
 Urgency = tuple[int, int]
 """(class, iteration): the class first (lower is more urgent), then the older iteration."""
@@ -79,9 +81,15 @@ class PrioritySlots:
     def __init__(self, size: int) -> None:
         if size < 1:
             raise ValueError(f"a limit needs at least one slot, not {size}")
+        self.size = size
         self._free = size
         self._waiters: list[tuple[Urgency, bool, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        """Waiters not yet handed a slot (cancelled ones left out)."""
+        return sum(not entry[-1].done() for entry in self._waiters)
 
     async def acquire(self) -> None:
         if self._free > 0 and not self._waiters:
@@ -115,3 +123,15 @@ class PrioritySlots:
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         traceback: TracebackType | None) -> None:
         self.release()
+
+
+def slots_of_loop(by_loop: weakref.WeakKeyDictionary[Any, PrioritySlots],
+                  size: int) -> PrioritySlots:
+    """The limit of ``size`` slots kept in ``by_loop`` for the running event loop (made on first
+    use): a limit serves one loop, and a run's engine, "Try it" and an alignment job each drive
+    their own."""
+    loop = asyncio.get_running_loop()
+    slots = by_loop.get(loop)
+    if slots is None:
+        slots = by_loop[loop] = PrioritySlots(size)
+    return slots

@@ -84,15 +84,15 @@ def _is_storable(value: Any) -> bool:
 
 
 def _clean_when_encoded(value: dict | list) -> bool:
-    """True when ``value``'s JSON text (all non-ASCII escaped, one pass of the C encoder) has
-    no NUL and no surrogate escape: then no string in it needs a change. A surrogate escape is
-    also how an emoji is written, and an escaped backslash can look like one: those are
-    walked, which is slower, never wrong."""
+    """True when ``value``'s JSON text (one pass of the C encoder, non-ASCII kept) has no NUL
+    (which the encoder writes as an escape) and encodes as UTF-8 (a lone surrogate does not):
+    then no string in it needs a change. An escaped backslash before ``u0000`` looks like a
+    NUL: that value is walked, which is slower, never wrong."""
     try:
-        text = json.dumps(value)
+        text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):  # not JSON: the walk decides
         return False
-    return "\\u0000" not in text and "\\ud" not in text
+    return "\\u0000" not in text and not _has_surrogate(text)
 
 
 def _walked_storable(value: Any) -> bool:

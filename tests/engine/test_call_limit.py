@@ -9,11 +9,14 @@ begun and not ended, each with at most one call in flight."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from studio.critics.protocol import Sample
 from studio.engine import build_engine
+from studio.engine.batch import WAITING_CHAINS_PER_SLOT, chain_limit
 from studio.model.feedback import Feedback
 from studio.runtime.providers.scripted import recorded_requests, request_mark
+from studio.runtime.slots import GATING, VALIDATING
 from tests.helpers import demo_spec, trainset
 
 VALSET = [{"topic": f"validation topic {i}"} for i in range(6)]
@@ -56,13 +59,41 @@ def test_a_critic_outside_the_runs_executor_keeps_the_run_within_max_concurrency
 
 
 def test_the_runs_own_critic_agent_judges_through_the_runs_executor(runner, store, script):
-    """Its calls wait on the executor's limit: no second limit on chains."""
+    """Its calls wait on the executor's limit: a chain a gate waits for holds nothing else, a
+    validation chain a place among WAITING_CHAINS_PER_SLOT per call slot."""
     writer = script("the same reply")
-    run_id = runner.create(demo_spec(writer), trainset(2), max_iterations=1)
+    run_id = runner.create(demo_spec(writer), trainset(2), max_iterations=1, max_concurrency=3)
     ctx = build_engine(store, run_id).ctx
-    assert ctx.critic.executor is ctx.executor
+    assert ctx.critic.executor is ctx.executor and ctx.critic_on_run_executor
 
-    async def limit():
-        return ctx.chain_slots
+    async def limits():
+        return (chain_limit(ctx, (GATING, 1)), chain_limit(ctx, (VALIDATING, 1)),
+                chain_limit(ctx, (VALIDATING, 2)))
 
-    assert asyncio.run(limit()) is None
+    gate, validation, later = asyncio.run(limits())
+    assert isinstance(gate, contextlib.nullcontext)
+    assert validation is later and validation.size == WAITING_CHAINS_PER_SLOT * 3
+
+
+def test_a_large_validation_never_prepares_every_example_at_once(runner, store, script):
+    """One call slot, twelve validation examples: while the seed's validation runs, at most one
+    other admitted chain waits for the slot (two per slot admitted), not all eleven."""
+    waiting: list[int] = []
+    slots = {}
+
+    def writer_reply(request):
+        if "validation topic" in request.prompt_text:
+            waiting.append(slots["calls"]().waiting)
+        return "the same reply"
+
+    writer = script(writer_reply)
+    critic = script({"score": 0.5, "feedback": "fine"})
+    spec = demo_spec(writer).model_copy(update={"critic": demo_spec(critic).critic})
+    valset = [{"topic": f"validation topic {i}"} for i in range(12)]
+    run_id = runner.create(spec, trainset(2), valset, max_iterations=1, max_concurrency=1,
+                           seed=2)
+    engine = build_engine(store, run_id)
+    slots["calls"] = engine.ctx.executor.call_slots
+    assert asyncio.run(engine.run()) == "max_iterations"
+    assert len(waiting) >= len(valset)
+    assert max(waiting) <= WAITING_CHAINS_PER_SLOT - 1, waiting

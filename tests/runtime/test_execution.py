@@ -68,6 +68,38 @@ def test_rate_limits_are_retried_with_backoff(script):
     assert result.output == "finally" and result.attempts == 3
 
 
+def test_a_retrys_backoff_holds_no_call_slot(script):
+    """One slot: while a rate-limited call sleeps before its retry, another call runs in the
+    slot (a reflection is not kept waiting behind a sleep); the retry then gets it back."""
+    order = []
+
+    def flaky(request):
+        order.append("flaky")
+        if len(order) == 1:
+            raise litellm.RateLimitError(message="slow down", model="scripted/flaky2",
+                                         llm_provider="scripted")
+        return "finally"
+
+    def other(request):
+        order.append("other")
+        return "done"
+
+    executor = AgentExecutor(max_concurrency=1, backoff_s=0.5)
+
+    async def both():
+        first = asyncio.ensure_future(executor.execute(writer(script("flaky2", flaky)), "x"))
+        while not order:  # the first attempt has failed and sleeps before its retry
+            await asyncio.sleep(0.01)
+        second = await executor.execute(writer(script("other", other)), "y")
+        return await first, second
+
+    flaky_result, other_result = asyncio.run(both())
+    assert order == ["flaky", "other", "flaky"]
+    assert flaky_result.output == "finally" and flaky_result.attempts == 2
+    assert other_result.output == "done"
+    assert flaky_result.latency_s >= 0.5  # counted from its first slot, its backoff included
+
+
 def test_persistent_5xx_becomes_an_error_result_not_an_exception(script):
     def down(request):
         raise litellm.InternalServerError(message="boom", model="scripted/down",

@@ -6,7 +6,7 @@ import functools
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.sql import Select
+from sqlalchemy.sql import Select, Update
 
 import studio.store.schema as t
 from studio.model.errors import NotFoundError, RunStateError
@@ -15,8 +15,6 @@ from studio.store.repos.base import Repository, guard, to_model
 
 _INSERT = insert(t.proposals)
 _BY_ID = select(t.proposals).where(t.proposals.c.id == bindparam("proposal_id"))
-_UPDATE = update(t.proposals).where(t.proposals.c.id == bindparam("proposal_id"))
-"""Its SET clause comes from each call's values (one compiled form per set of fields)."""
 _INSERT_DECISION = insert(t.decisions)
 _CLAIM = (update(t.proposals)
           .where(t.proposals.c.id == bindparam("proposal_id"),
@@ -26,6 +24,14 @@ _CLAIM = (update(t.proposals)
           .values(decided_at=bindparam("b_decided_at")))
 """Built once (the engine reads and writes proposals every iteration: building a statement
 costs more than running it)."""
+
+
+@functools.cache
+def _update_query(fields: frozenset[str]) -> Update:
+    """``UPDATE proposals SET <fields>`` for one proposal, per set of fields (a field that is
+    no column is refused when it is compiled, naming it)."""
+    return (update(t.proposals).where(t.proposals.c.id == bindparam("proposal_id"))
+            .values({name: bindparam(f"b_{name}") for name in sorted(fields)}))
 
 
 @functools.cache
@@ -67,7 +73,8 @@ class ProposalRepository(Repository):
         if isinstance(fields.get("status"), ProposalStatus):
             fields["status"] = fields["status"].value
         with self.engine.begin() as c:
-            c.execute(_UPDATE, {**fields, "proposal_id": proposal_id})
+            c.execute(_update_query(frozenset(fields)),
+                      {"proposal_id": proposal_id, **{f"b_{k}": v for k, v in fields.items()}})
         return self.get_proposal(proposal_id)
 
     @guard

@@ -161,9 +161,7 @@ class TrialRepository(Repository):
         with self.engine.connect() as c:
             total = c.execute(count).scalar_one()
             rows = c.execute(query).all()
-            ids = [row.id for row in rows]
-            active = (self._effective_overrides(c, t.overrides.c.trial_id.in_(ids))
-                      if ids else {})
+            active = self._overrides_of(c, [row.id for row in rows])
         return [self._trial(row, active.get(row.id)) for row in rows], total
 
     def iter_trials(self, run_id: str, *, batch_size: int = 1000, with_trace: bool = True,
