@@ -21,6 +21,9 @@ those seconds are taken from the run), so the processes are shared by the runs o
 one pool per process count, started by the first run that asks for it and reused by the next
 ones (a studio server or a ``studio worker`` runs many). Each run sends its setup (spec, config)
 with its shards; a process builds a run's agent and critic once and keeps the last few runs'.
+A new process makes one call of the offline scripted model before it takes work
+(:mod:`studio.runtime.warm`): the imports of a first call, counted inside a shard's first call,
+could exceed a short call timeout and fail trials a warm process judges in time.
 The processes stay up until this process exits (each holds ADK, LiteLLM and, once a run used
 it, the embedded model), and exit on their own when it is killed (:func:`die_with_parent`).
 While a new pool starts, the engine judges in its own process until
@@ -65,6 +68,7 @@ from studio.runtime.protocol import ExecutionResult
 from studio.runtime.providers.calls import metered
 from studio.runtime.slots import finishing
 from studio.runtime.tracing import TrialIds, current_span, end_trial_span, start_trial_span
+from studio.runtime.warm import warm_up
 from studio.runtime.workflows import primary_for
 
 T = TypeVar("T")
@@ -426,8 +430,12 @@ PARENT_CHECK_SECONDS = 0.5
 
 
 def start_in_process(parent_pid: int, heartbeat_dir: str) -> None:
-    """A worker process's initializer: exit with the parent, and beat while alive."""
+    """A worker process's initializer: exit with the parent, load what a first model call
+    imports (counted inside a shard's first call, seconds of imports could exceed a short call
+    timeout and fail its trials), then beat while alive. The first beat says the process can
+    take work: a shard's deadline counts from it, its start from :data:`PROCESS_START_SECONDS`."""
     die_with_parent(parent_pid)
+    _loop().run_until_complete(warm_up())
     threading.Thread(target=_beat, args=(os.path.join(heartbeat_dir, str(os.getpid())),),
                      daemon=True, name="heartbeat").start()
 
