@@ -41,6 +41,35 @@ def test_run_then_export(tmp_path, capsys):
     assert "completed" in listed and "reached its iteration limit" in listed
 
 
+def test_run_waits_through_a_commit_lost_to_an_outage_and_completes(tmp_path, capsys,
+                                                                   monkeypatch):
+    """A connection lost in the middle of a commit stops the run (the commit may have landed;
+    here it did); `studio run` resumes it once the database answers and ends completed, with
+    no pair judged twice."""
+    from studio.model.errors import StoreUnavailableError
+    from studio.store import Store, open_store
+
+    real_add_trials, calls = Store.add_trials, []
+
+    def commit_then_lose_the_reply(self, trials):
+        stored = real_add_trials(self, trials)
+        calls.append(len(trials))
+        if len(calls) == 3:
+            raise StoreUnavailableError("database x: server closed the connection unexpectedly")
+        return stored
+
+    monkeypatch.setattr(Store, "add_trials", commit_then_lose_the_reply)
+    db = f"sqlite:///{tmp_path}/cli.db"
+    assert main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "2"]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["status"] == "completed", err
+    assert "resuming it when it answers" in err and "resumed from its last committed trial" in err
+    trials = open_store(db, cached=False).trials(summary["run_id"], with_trace=False)
+    pairs = [(t.candidate_id, t.example_id) for t in trials]
+    assert len(calls) > 3 and len(pairs) == len(set(pairs)) == summary["metric_calls"]
+
+
 def test_override_and_decide_from_the_command_line(tmp_path, capsys, store):
     from studio.store import open_store
 

@@ -18,7 +18,7 @@ from studio.engine.dispatch import Placement, dispatch
 from studio.engine.holdout import load_holdout
 from studio.engine.queue import live_workers
 from studio.engine.worker import get_manager
-from studio.model.errors import ConfigError, StudioError
+from studio.model.errors import ConfigError, StoreUnavailableError, StudioError
 from studio.model.records import RunStatus, StopReason
 from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run, load_project
@@ -120,12 +120,25 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _wait(handle: Any, store: Any, run_id: str) -> int:
-    try:
-        while handle.running:
-            time.sleep(0.2)
-        handle.wait()
-    except KeyboardInterrupt:
-        return _stop_on_interrupt(handle, store, run_id)
+    """Wait for the run to end; one stopped by a database outage is resumed once the database
+    answers (``studio run`` waits through a server restart), Ctrl-C stops it."""
+    while True:
+        try:
+            while handle.running:
+                time.sleep(0.2)
+            handle.wait()
+            break
+        except KeyboardInterrupt:
+            return _stop_on_interrupt(handle, store, run_id)
+        except StoreUnavailableError as exc:
+            resumed = get_manager(store).resume_after_outage(
+                run_id, exc, say=lambda line: print(line, file=sys.stderr),
+                stopping=lambda: False, sleep=time.sleep, listeners=[ProgressBar()])
+            if resumed is StopReason.LEASE_LOST:  # another worker holds it now
+                return 1
+            if isinstance(resumed, StopReason):  # it completed as the outage began
+                break
+            handle = resumed
     result = load_result(store, run_id)
     print(json.dumps({"run_id": run_id, "status": result.status,
                       "stop_reason": result.stop_reason,

@@ -24,6 +24,7 @@ from typing import Any
 from studio.engine.build import build_engine, check_seed_state, check_spec_models, create_run
 from studio.engine.worker import (
     HEARTBEAT_SECONDS,
+    OUTAGE_RETRY_SECONDS,
     STALE_AFTER_SECONDS,
     RunHandle,
     get_manager,
@@ -33,7 +34,6 @@ from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, RunStateError, StoreError, StoreUnavailableError
 from studio.model.limits import MAX_QUEUE_CHARS, check_length
 from studio.model.records import (
-    AgentSpec,
     Run,
     RunSpec,
     RunStatus,
@@ -42,8 +42,7 @@ from studio.model.records import (
     WorkerInfo,
     utcnow,
 )
-from studio.runtime.agents import build_agent
-from studio.runtime.execution import AgentExecutor
+from studio.runtime.warm import warm_up
 from studio.store import Store, open_store
 
 logger = logging.getLogger(__name__)
@@ -95,22 +94,6 @@ def enqueue(*, spec: RunSpec, trainset: list[dict[str, Any]],
     return queue_run(store, run.id, queue)
 
 
-def warm_up() -> None:
-    """One call of the offline scripted model through ADK, so the ~1000 modules a run's first
-    call imports (ADK's runner, LiteLLM) load before the worker says it is live: its first
-    claimed run then starts as fast as the next, instead of holding a lease while importing."""
-    agent = build_agent(AgentSpec(name="warm_up", model="scripted/demo", instruction="Write."))
-    executor = AgentExecutor(max_concurrency=1, timeout_s=60, max_retries=0, app_name="warm_up")
-    try:
-        asyncio.run(executor.execute(agent, "topic: warm up", state={}))
-    except Exception:  # only a speed-up: a worker that cannot warm up still works
-        logger.warning("worker warm-up failed", exc_info=True)
-
-
-STORE_WAIT_SECONDS = 2.0
-"""How often a worker started before its database is reachable tries to open it again."""
-
-
 def open_store_when_reachable(url: str | None, *, say: Callable[[str], None],
                               shutdown: threading.Event) -> Store | None:
     """The store at ``url``, waiting while its database is unreachable (a server restarting or
@@ -126,10 +109,10 @@ def open_store_when_reachable(url: str | None, *, say: Callable[[str], None],
             return open_store(url)
         except StoreUnavailableError as exc:
             if not told:
-                say(f"waiting for the database (trying again every {STORE_WAIT_SECONDS:g} s "
+                say(f"waiting for the database (trying again every {OUTAGE_RETRY_SECONDS:g} s "
                     f"until it answers; Ctrl-C to stop): {exc}")
                 told = True
-            shutdown.wait(STORE_WAIT_SECONDS)
+            shutdown.wait(OUTAGE_RETRY_SECONDS)
     return None
 
 
@@ -213,7 +196,7 @@ class QueueWorker:
         """Claim and run until ``max_runs`` runs are done or shutdown is requested; returns the
         number of runs done. The worker is registered (and beating) the whole time, from the
         end of its warm-up on."""
-        warm_up()
+        asyncio.run(warm_up())  # its first claimed run starts as fast as the next
         self.store.forget_workers(FORGET_WORKERS_AFTER_SECONDS)
         self.store.beat_worker(self.info)
         done = threading.Event()
@@ -294,13 +277,20 @@ class QueueWorker:
         except Exception as exc:  # a model or key missing here: back to the queue
             return self._give_back_unbuilt(run, exc)
         handle = self._handle
-        while not handle.join(SLICE_SECONDS):
-            self._act_on_requests()
-        try:
-            return handle.wait() or StopReason.ERROR
-        except BaseException as exc:  # recorded on the run by the engine
-            self.say(f"run {run.id} failed ({type(exc).__name__})")
-            return StopReason.ERROR
+        while True:
+            while not handle.join(SLICE_SECONDS):
+                self._act_on_requests()
+            try:
+                return handle.wait() or StopReason.ERROR
+            except StoreUnavailableError as exc:  # stopped by an outage: resumed once it ends
+                resumed = self.manager.resume_after_outage(
+                    run.id, exc, say=self.say, stopping=lambda: self.stopping, sleep=self._sleep)
+                if not isinstance(resumed, RunHandle):
+                    return resumed
+                handle = self._handle = resumed
+            except BaseException as exc:  # recorded on the run by the engine
+                self.say(f"run {run.id} failed ({type(exc).__name__})")
+                return StopReason.ERROR
 
     def _give_back_unbuilt(self, run: Run, exc: Exception) -> StopReason | None:
         """A run this worker cannot build (a key missing on this machine) goes back to the

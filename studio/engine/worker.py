@@ -17,11 +17,18 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from studio.engine.build import build_engine
 from studio.engine.loop import Engine
-from studio.model.errors import ConfigError, LeaseLostError, RunStateError, StoreError
+from studio.model.errors import (
+    ConfigError,
+    LeaseLostError,
+    RunStateError,
+    StoreError,
+    StoreUnavailableError,
+)
 from studio.model.records import Run, RunRequest, RunStatus, StopReason
 from studio.runtime import eventloop
 from studio.store import Store, open_store
@@ -57,6 +64,9 @@ STALE_AFTER_SECONDS = seconds_setting("STUDIO_STALE_AFTER_SECONDS", max(10.0, HE
 """A running run without a heartbeat for this long is orphaned."""
 LEASE_LOST = StopReason.LEASE_LOST
 """The stop reason of a run this worker gave up because another worker took it over."""
+OUTAGE_RETRY_SECONDS = 2.0
+"""How often a process waiting for its database to answer again tries it (a worker started
+before its database, a run stopped by an outage)."""
 
 
 def _this_task() -> asyncio.Task:
@@ -192,6 +202,37 @@ class RunManager:
             self.store.release_lease(run_id, self.worker_id)
             raise
         return self.start(engine)
+
+    def resume_after_outage(self, run_id: str, exc: StoreUnavailableError, *,
+                            say: Callable[[str], None], stopping: Callable[[], bool],
+                            sleep: Callable[[float], None], listeners: list | None = None
+                            ) -> RunHandle | StopReason:
+        """Resume a run that stopped because the database went away (a restart; a connection
+        lost in the middle of a commit, which no store call may repeat blindly, as the commit
+        may have landed), once the database answers: from what was committed, as
+        ``studio resume`` would, instead of leaving a stopped run for a person to find.
+
+        Returns the resumed run's handle (with ``listeners``), or the reason it ended: its
+        own (the completion was committed as the outage began), ``database_unavailable``
+        (``stopping()`` became true while waiting), or ``lease_lost`` (another worker holds
+        it now)."""
+        say(f"run {run_id} stopped: the database went away ({exc}); resuming it when it "
+            f"answers (trying again every {OUTAGE_RETRY_SECONDS:g} s)")
+        while not stopping():
+            try:
+                handle = self.resume(run_id, listeners=listeners)
+            except StoreUnavailableError:
+                sleep(OUTAGE_RETRY_SECONDS)
+                continue
+            except RunStateError as refused:  # it completed as the outage began, or
+                run = self.store.get_run(run_id)  # another worker holds it now
+                if run.status is RunStatus.COMPLETED and run.stop_reason is not None:
+                    return StopReason(run.stop_reason)
+                say(str(refused))
+                return LEASE_LOST
+            say(f"run {run_id} resumed from its last committed trial")
+            return handle
+        return StopReason.DATABASE_UNAVAILABLE
 
     def _work(self, engine: Engine, handle: RunHandle) -> None:
         try:

@@ -14,8 +14,8 @@ import pytest
 from studio.engine import EvolutionConfig, create_run, decide
 from studio.engine.build import mark_not_started
 from studio.engine.gates import latest_pending
-from studio.engine.queue import enqueue, queue_run
-from studio.model.errors import ConfigError, RunStateError
+from studio.engine.queue import QueueWorker, enqueue, queue_run
+from studio.model.errors import ConfigError, RunStateError, StoreUnavailableError
 from studio.model.records import EventKind, RunStatus, WorkerInfo, utcnow
 from studio.store import open_store
 from tests.helpers import QueueWorkerProcess, demo_spec, trainset, wait_until
@@ -58,6 +58,18 @@ def stop_all(workers) -> None:
     for worker in workers:
         worker.send(signal.SIGKILL)
         worker.wait(30)
+
+
+def serve_one_run(worker: QueueWorker, timeout: float = 120) -> int:
+    """``worker.serve()`` for a test: asked to shut down if it has not returned within
+    ``timeout`` (a worker that did not count its run done would poll on forever)."""
+    served: list[int] = []
+    thread = threading.Thread(target=lambda: served.append(worker.serve()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    worker.request_shutdown()
+    thread.join(60)
+    return served[0] if served else -1
 
 
 # ---------------------------------------------------------------------------- store: the claim
@@ -129,6 +141,59 @@ def test_a_claimed_run_its_worker_cannot_build_fails_with_the_reason_and_is_let_
     assert run.status is RunStatus.FAILED and run.stop_reason == "not_started"
     assert run.error == "worker h:1:a could not start the run: RuntimeError: no API key here"
     assert run.worker is None and db.claim_next_run("h:2:b", queue, stale_after_s=10) is None
+
+
+def test_a_run_stopped_by_a_lost_commit_is_resumed_by_its_worker_once_the_database_answers(
+        db, queue, monkeypatch):
+    """A connection lost in the middle of a commit cannot be repeated blindly (the commit may
+    have landed: here it did), so the run stops. Its worker resumes it from what the store
+    holds: the run completes and no pair is judged twice."""
+    run_id = queued_run(db, queue, iterations=2)
+    real_add_trials, calls = db.add_trials, []
+
+    def commit_then_lose_the_reply(trials):
+        stored = real_add_trials(trials)
+        calls.append(len(trials))
+        if len(calls) == 2:
+            raise StoreUnavailableError("database x: server closed the connection unexpectedly")
+        return stored
+
+    monkeypatch.setattr(db, "add_trials", commit_then_lose_the_reply)
+    said: list[str] = []
+    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    assert serve_one_run(worker) == 1, said
+    run = db.get_run(run_id)
+    assert run.status is RunStatus.COMPLETED, (run.status, run.error, said)
+    assert len(calls) > 2 and judged_twice(db, run_id) == 0
+    assert any("resuming it when it answers" in line for line in said), said
+    assert any("resumed from its last committed trial" in line for line in said), said
+
+
+def test_a_completion_committed_as_the_database_went_away_is_not_run_again(db, queue,
+                                                                          monkeypatch):
+    """The run's last write (completed) lands but its reply is lost, and the database stays
+    away for the engine's attempt to record the stop: the worker finds the run completed, ends
+    with its own reason and counts it done."""
+    run_id = queued_run(db, queue, iterations=1)
+    real_update_run, down = db.update_run, []
+
+    def completion_lands_then_the_database_goes(run_id_, **fields):
+        if down:
+            down.pop()
+            raise StoreUnavailableError("database x: connection refused")
+        updated = real_update_run(run_id_, **fields)
+        if fields.get("status") is RunStatus.COMPLETED:
+            down.append(True)  # the engine's next write fails too
+            raise StoreUnavailableError("database x: server closed the connection unexpectedly")
+        return updated
+
+    monkeypatch.setattr(db, "update_run", completion_lands_then_the_database_goes)
+    said: list[str] = []
+    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    assert serve_one_run(worker) == 1, said
+    run = db.get_run(run_id)
+    assert run.status is RunStatus.COMPLETED and worker.done == [run_id], said
+    assert said[-1] == f"run {run_id} ended: max_iterations", said
 
 
 # ---------------------------------------------------------------------------- worker processes
