@@ -132,11 +132,12 @@ def _wait(handle: Any, store: Any, run_id: str) -> int:
             return _stop_on_interrupt(handle, store, run_id)
         except StoreUnavailableError as exc:
             resumed = get_manager(store).resume_after_outage(
-                run_id, exc, say=lambda line: print(line, file=sys.stderr),
+                handle, exc, say=lambda line: print(line, file=sys.stderr),
                 stopping=lambda: False, sleep=time.sleep, listeners=[ProgressBar()])
-            if resumed is StopReason.LEASE_LOST:  # another worker holds it now
+            if resumed in (StopReason.LEASE_LOST, StopReason.ERROR,
+                           StopReason.DATABASE_UNAVAILABLE):  # said why; not resumed here
                 return 1
-            if isinstance(resumed, StopReason):  # it completed as the outage began
+            if isinstance(resumed, StopReason):  # it completed, or a person stopped it
                 break
             handle = resumed
     result = load_result(store, run_id)

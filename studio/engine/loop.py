@@ -187,7 +187,9 @@ class Engine:
         except StoreUnavailableError as exc:  # resumable: every committed trial is kept
             logger.warning("run %s stopped: %s", ctx.run_id, exc)
             with contextlib.suppress(StoreError):  # still down: it shows as orphaned later
-                self._finish(RunStatus.STOPPED, StopReason.DATABASE_UNAVAILABLE, error=str(exc))
+                if ctx.store.get_run(ctx.run_id).status is not RunStatus.COMPLETED:  # landed
+                    self._finish(RunStatus.STOPPED, StopReason.DATABASE_UNAVAILABLE,
+                                 error=str(exc), keep_control=True)
             raise
         except Exception as exc:
             # the message is what a person needs; the traceback is for a developer (debug)
@@ -234,12 +236,16 @@ class Engine:
         except StopRun as stop:
             return stop.reason
 
-    def _finish(self, status: RunStatus, reason: StopReason, error: str | None = None) -> None:
+    def _finish(self, status: RunStatus, reason: StopReason, error: str | None = None,
+                *, keep_control: bool = False) -> None:
+        """Record the end. ``keep_control``: a person's pending Pause or Stop outlives it (a
+        stop by an outage is resumed by its worker, which must still see them)."""
         ctx = self.ctx
         self.checkpoint()
+        control = {} if keep_control else {"control": None}
         ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
-                             finished_at=utcnow(), control=None,
-                             error=redact(error) if error else None)
+                             finished_at=utcnow(), error=redact(error) if error else None,
+                             **control)
         ctx.emit(RunFinished(run_id=ctx.run_id, iteration=self.state.iteration,
                              status=status, stop_reason=reason))
 

@@ -254,7 +254,11 @@ class QueueWorker:
         if reason is None:  # could not build it here: back in the queue (already said)
             return
         if reason is StopReason.SHUTDOWN:
-            released = self.store.requeue_run(run.id, self.info.queue)
+            try:
+                released = self.store.requeue_run(run.id, self.info.queue)
+            except StoreError as exc:  # the database is away: `studio resume` continues it
+                self.say(f"run {run.id} left stopped (the database did not answer: {exc})")
+                return
             self.say(f"run {run.id} checkpointed and "
                      f"{'back in the queue' if released else 'left as it was'}")
             return
@@ -284,7 +288,7 @@ class QueueWorker:
                 return handle.wait() or StopReason.ERROR
             except StoreUnavailableError as exc:  # stopped by an outage: resumed once it ends
                 resumed = self.manager.resume_after_outage(
-                    run.id, exc, say=self.say, stopping=lambda: self.stopping, sleep=self._sleep)
+                    handle, exc, say=self.say, stopping=lambda: self.stopping, sleep=self._sleep)
                 if not isinstance(resumed, RunHandle):
                     return resumed
                 handle = self._handle = resumed

@@ -150,6 +150,8 @@ class RunManager:
         self.store = store
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._handles: dict[str, RunHandle] = {}
+        self._outage_trials: dict[str, int] = {}
+        """Run -> its trials when it was last resumed after an outage."""
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ starting
@@ -172,12 +174,14 @@ class RunManager:
         return handle
 
     def resume(self, run_id: str, *, listeners: list | None = None,
-               max_metric_calls: int | None = None, **live_objects: Any) -> RunHandle:
+               max_metric_calls: int | None = None, keep_control: bool = False,
+               **live_objects: Any) -> RunHandle:
         """Continue a stopped, failed or orphaned run from its last committed trial;
         ``max_metric_calls`` raises its budget (e.g. to pay for an edit at its gate).
 
         A refused resume changes nothing: the run is claimed first, and only then are its
-        pending request (pause, stop, as read before the claim) cleared and its budget raised.
+        pending request (pause, stop, as read before the claim) cleared (unless
+        ``keep_control``: a resume no person asked for) and its budget raised.
 
         Raises:
             RunStateError: the run completed, another worker holds it, or the budget is lower
@@ -194,7 +198,8 @@ class RunManager:
         if not self.store.claim_run(run_id, self.worker_id, stale_after_s=STALE_AFTER_SECONDS):
             raise RunStateError(held_by(self.store.get_run(run_id)))
         try:
-            self.store.clear_control(run_id, run.control)
+            if not keep_control:
+                self.store.clear_control(run_id, run.control)
             if config:
                 self.store.update_run(run_id, **config)
             engine = build_engine(self.store, run_id, listeners=listeners, **live_objects)
@@ -203,36 +208,62 @@ class RunManager:
             raise
         return self.start(engine)
 
-    def resume_after_outage(self, run_id: str, exc: StoreUnavailableError, *,
+    def resume_after_outage(self, stopped: RunHandle, exc: StoreUnavailableError, *,
                             say: Callable[[str], None], stopping: Callable[[], bool],
                             sleep: Callable[[float], None], listeners: list | None = None
                             ) -> RunHandle | StopReason:
         """Resume a run that stopped because the database went away (a restart; a connection
         lost in the middle of a commit, which no store call may repeat blindly, as the commit
         may have landed), once the database answers: from what was committed, as
-        ``studio resume`` would, instead of leaving a stopped run for a person to find.
+        ``studio resume`` would, keeping a person's pending Pause, instead of leaving a
+        stopped run for a person to find.
 
-        Returns the resumed run's handle (with ``listeners``), or the reason it ended: its
-        own (the completion was committed as the outage began), ``database_unavailable``
-        (``stopping()`` became true while waiting), or ``lease_lost`` (another worker holds
-        it now)."""
+        Not resumed: a run whose completion landed as the outage began (its own reason is
+        returned), a run a person asked to stop (``user``, recorded), a run that committed no
+        trial since its last resume after an outage (``database_unavailable``: an outage that
+        recurs at once would otherwise pay for the same model calls forever), a run another
+        worker took (``lease_lost``), one that cannot be built any more (``error``), and any
+        run once ``stopping()`` (``shutdown``). Returns the resumed run's handle (with
+        ``listeners``) or that reason."""
+        run_id = stopped.run_id
         say(f"run {run_id} stopped: the database went away ({exc}); resuming it when it "
             f"answers (trying again every {OUTAGE_RETRY_SECONDS:g} s)")
         while not stopping():
             try:
-                handle = self.resume(run_id, listeners=listeners)
+                return self._resume_unless_settled(stopped, say, listeners)
             except StoreUnavailableError:
                 sleep(OUTAGE_RETRY_SECONDS)
-                continue
-            except RunStateError as refused:  # it completed as the outage began, or
-                run = self.store.get_run(run_id)  # another worker holds it now
-                if run.status is RunStatus.COMPLETED and run.stop_reason is not None:
-                    return StopReason(run.stop_reason)
-                say(str(refused))
-                return LEASE_LOST
-            say(f"run {run_id} resumed from its last committed trial")
-            return handle
-        return StopReason.DATABASE_UNAVAILABLE
+            except Exception as error:  # e.g. its project's model is gone: the run failed
+                say(f"run {run_id} could not be resumed: {type(error).__name__}: {error}")
+                return StopReason.ERROR
+        return StopReason.SHUTDOWN
+
+    def _resume_unless_settled(self, stopped: RunHandle, say: Callable[[str], None],
+                               listeners: list | None) -> RunHandle | StopReason:
+        run_id = stopped.run_id
+        run = self.store.get_run(run_id)
+        if run.status is RunStatus.COMPLETED and run.stop_reason is not None:
+            return run.stop_reason
+        if StopReason.USER in (stopped.engine.ctx.control.stop_reason, run.stop_reason) or \
+                run.control is RunRequest.STOP:
+            self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason=StopReason.USER,
+                                  control=None, worker=None, heartbeat_at=None)
+            say(f"run {run_id} stays stopped, as a person asked")
+            return StopReason.USER
+        trials = self.store.count_trials(run_id)
+        if trials <= self._outage_trials.get(run_id, -1):
+            say(f"run {run_id} committed no trial since its last resume after an outage; it "
+                f"stays stopped: resume it with `studio resume {run_id}` once the database "
+                f"is healthy")
+            return StopReason.DATABASE_UNAVAILABLE
+        try:
+            handle = self.resume(run_id, listeners=listeners, keep_control=True)
+        except RunStateError as refused:  # another worker holds it now
+            say(str(refused))
+            return LEASE_LOST
+        self._outage_trials[run_id] = trials
+        say(f"run {run_id} resumed from its last committed trial")
+        return handle
 
     def _work(self, engine: Engine, handle: RunHandle) -> None:
         try:

@@ -22,9 +22,11 @@ logger = logging.getLogger(__name__)
 async def warm_up() -> None:
     """One call of the scripted model through ADK's runner and LiteLLM. Only a speed-up: a
     process that cannot warm up still works (the imports then happen in its first call)."""
-    agent = build_agent(AgentSpec(name="warm_up", model="scripted/demo", instruction="Write."))
-    executor = AgentExecutor(max_concurrency=1, timeout_s=60, max_retries=0, app_name="warm_up")
     try:
+        agent = build_agent(AgentSpec(name="warm_up", model="scripted/demo",
+                                      instruction="Write."))
+        executor = AgentExecutor(max_concurrency=1, timeout_s=60, max_retries=0,
+                                 app_name="warm_up")
         await executor.execute(agent, "topic: warm up", state={})
     except Exception:
         logger.warning("warm-up call failed", exc_info=True)

@@ -16,7 +16,7 @@ from studio.engine.build import mark_not_started
 from studio.engine.gates import latest_pending
 from studio.engine.queue import QueueWorker, enqueue, queue_run
 from studio.model.errors import ConfigError, RunStateError, StoreUnavailableError
-from studio.model.records import EventKind, RunStatus, WorkerInfo, utcnow
+from studio.model.records import EventKind, RunRequest, RunStatus, StopReason, WorkerInfo, utcnow
 from studio.store import open_store
 from tests.helpers import QueueWorkerProcess, demo_spec, trainset, wait_until
 
@@ -169,11 +169,12 @@ def test_a_run_stopped_by_a_lost_commit_is_resumed_by_its_worker_once_the_databa
     assert any("resumed from its last committed trial" in line for line in said), said
 
 
-def test_a_completion_committed_as_the_database_went_away_is_not_run_again(db, queue,
-                                                                          monkeypatch):
-    """The run's last write (completed) lands but its reply is lost, and the database stays
-    away for the engine's attempt to record the stop: the worker finds the run completed, ends
-    with its own reason and counts it done."""
+@pytest.mark.parametrize("stop_write_fails", [True, False], ids=["down", "back at once"])
+def test_a_completion_committed_as_the_database_went_away_is_not_run_again(
+        db, queue, monkeypatch, stop_write_fails):
+    """The run's last write (completed) lands but its reply is lost; the engine's write of
+    the outage stop fails too, or lands and must not overwrite the completion: the worker finds
+    the run completed, ends with its own reason and counts it done."""
     run_id = queued_run(db, queue, iterations=1)
     real_update_run, down = db.update_run, []
 
@@ -183,7 +184,7 @@ def test_a_completion_committed_as_the_database_went_away_is_not_run_again(db, q
             raise StoreUnavailableError("database x: connection refused")
         updated = real_update_run(run_id_, **fields)
         if fields.get("status") is RunStatus.COMPLETED:
-            down.append(True)  # the engine's next write fails too
+            down.extend([True] * stop_write_fails)
             raise StoreUnavailableError("database x: server closed the connection unexpectedly")
         return updated
 
@@ -194,6 +195,54 @@ def test_a_completion_committed_as_the_database_went_away_is_not_run_again(db, q
     run = db.get_run(run_id)
     assert run.status is RunStatus.COMPLETED and worker.done == [run_id], said
     assert said[-1] == f"run {run_id} ended: max_iterations", said
+
+
+def test_a_stop_asked_as_the_database_went_away_is_kept_not_resumed(db, queue, monkeypatch):
+    """A person's Stop stored just before the outage (not yet seen by the engine) outlives
+    the outage: the worker records the run stopped by the person instead of resuming it."""
+    run_id = queued_run(db, queue, iterations=3)
+    real_add_trials, calls = db.add_trials, []
+
+    def stop_then_lose_the_reply(trials):
+        stored = real_add_trials(trials)
+        calls.append(len(trials))
+        if len(calls) == 2:
+            db.update_run(run_id, control=RunRequest.STOP)  # as `studio stop` from elsewhere
+            raise StoreUnavailableError("database x: server closed the connection unexpectedly")
+        return stored
+
+    monkeypatch.setattr(db, "add_trials", stop_then_lose_the_reply)
+    said: list[str] = []
+    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    assert serve_one_run(worker) == 1, said
+    run = db.get_run(run_id)
+    assert (run.status, run.stop_reason, run.control) == (
+        RunStatus.STOPPED, StopReason.USER, None), said
+    assert len(calls) == 2 and f"run {run_id} stays stopped, as a person asked" in said
+
+
+def test_an_outage_that_recurs_before_any_trial_is_committed_is_not_resumed_again(
+        db, queue, monkeypatch):
+    """Resumed after an outage, the run fails to commit anything again: the worker leaves it
+    stopped and says how to resume it, instead of paying for the same calls forever."""
+    run_id = queued_run(db, queue, iterations=3)
+    real_add_trials, calls = db.add_trials, []
+
+    def first_commit_then_none(trials):
+        calls.append(len(trials))
+        if len(calls) == 1:
+            return real_add_trials(trials)
+        raise StoreUnavailableError("database x: database or disk is full")
+
+    monkeypatch.setattr(db, "add_trials", first_commit_then_none)
+    said: list[str] = []
+    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    assert serve_one_run(worker) == 1, said
+    run = db.get_run(run_id)
+    assert (run.status, run.stop_reason) == (RunStatus.STOPPED,
+                                             StopReason.DATABASE_UNAVAILABLE), said
+    assert sum("resumed from its last committed trial" in line for line in said) == 1, said
+    assert any("committed no trial since its last resume" in line for line in said), said
 
 
 # ---------------------------------------------------------------------------- worker processes
