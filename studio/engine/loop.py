@@ -167,6 +167,8 @@ class Engine:
         ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING, finished_at=None,
                              stop_reason=None, error=None, **started)
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
+        if ctx.run.control is not None:  # a Pause kept through a resume holds from the start
+            ctx.control.apply(ctx.run.control)  # (None would drop a pause asked since)
         try:
             reason = await self._loop()
             if reason.leaves_resumable:

@@ -213,8 +213,12 @@ class QueueWorker:
                     run = None
                 if run is None:
                     self._sleep(self.poll_seconds)
-                else:
+                    continue
+                try:
                     self._take(run)
+                except StoreUnavailableError as exc:  # before or after its engine ran
+                    self.say(f"run {run.id}: the database went away ({exc}); its lease lapses "
+                             f"and a worker claims it again once the database answers")
         finally:
             done.set()
             beat.join(HEARTBEAT_SECONDS + 1)

@@ -29,7 +29,7 @@ from studio.model.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from studio.model.records import Run, RunRequest, RunStatus, StopReason
+from studio.model.records import Run, RunRequest, RunStatus, StopReason, utcnow
 from studio.runtime import eventloop
 from studio.store import Store, open_store
 
@@ -64,6 +64,10 @@ STALE_AFTER_SECONDS = seconds_setting("STUDIO_STALE_AFTER_SECONDS", max(10.0, HE
 """A running run without a heartbeat for this long is orphaned."""
 LEASE_LOST = StopReason.LEASE_LOST
 """The stop reason of a run this worker gave up because another worker took it over."""
+OUTAGE_RESUMES_WITHOUT_PROGRESS = 3
+"""Resumes after outages in a row, none followed by a committed trial, before a run is left
+stopped (a run waiting at a gate commits none and costs nothing; a commit that fails each time
+would re-judge the same examples each time)."""
 OUTAGE_RETRY_SECONDS = 2.0
 """How often a process waiting for its database to answer again tries it (a worker started
 before its database, a run stopped by an outage)."""
@@ -150,8 +154,9 @@ class RunManager:
         self.store = store
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._handles: dict[str, RunHandle] = {}
-        self._outage_trials: dict[str, int] = {}
-        """Run -> its trials when it was last resumed after an outage."""
+        self._outage_resumes: dict[str, tuple[int, int]] = {}
+        """Run -> (its trials when last resumed after an outage, such resumes in a row
+        without a new trial)."""
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ starting
@@ -218,13 +223,14 @@ class RunManager:
         ``studio resume`` would, keeping a person's pending Pause, instead of leaving a
         stopped run for a person to find.
 
-        Not resumed: a run whose completion landed as the outage began (its own reason is
-        returned), a run a person asked to stop (``user``, recorded), a run that committed no
-        trial since its last resume after an outage (``database_unavailable``: an outage that
-        recurs at once would otherwise pay for the same model calls forever), a run another
-        worker took (``lease_lost``), one that cannot be built any more (``error``), and any
-        run once ``stopping()`` (``shutdown``). Returns the resumed run's handle (with
-        ``listeners``) or that reason."""
+        Not resumed, and the reason returned instead of a handle: a run whose completion
+        landed as the outage began (its own reason), a run a person asked to stop (``user``,
+        recorded), a run that failed, or one that cannot be built any more (``error``), one
+        resumed :data:`OUTAGE_RESUMES_WITHOUT_PROGRESS` times in a row without committing a
+        trial (``database_unavailable``: an outage that recurs at once would otherwise pay for
+        the same model calls forever), one another worker took (``lease_lost``), and any run
+        once ``stopping()`` (``database_unavailable``: left stopped for ``studio resume``,
+        a person's Stop kept)."""
         run_id = stopped.run_id
         say(f"run {run_id} stopped: the database went away ({exc}); resuming it when it "
             f"answers (trying again every {OUTAGE_RETRY_SECONDS:g} s)")
@@ -236,32 +242,43 @@ class RunManager:
             except Exception as error:  # e.g. its project's model is gone: the run failed
                 say(f"run {run_id} could not be resumed: {type(error).__name__}: {error}")
                 return StopReason.ERROR
-        return StopReason.SHUTDOWN
+        if stopped.engine.ctx.control.stop_reason is StopReason.USER:
+            return StopReason.USER  # the person's Stop is on the run's engine, not yet stored
+        return StopReason.DATABASE_UNAVAILABLE
 
     def _resume_unless_settled(self, stopped: RunHandle, say: Callable[[str], None],
                                listeners: list | None) -> RunHandle | StopReason:
         run_id = stopped.run_id
         run = self.store.get_run(run_id)
+        if run.worker not in (None, self.worker_id):  # another worker holds it now
+            say(held_by(run))
+            return LEASE_LOST
         if run.status is RunStatus.COMPLETED and run.stop_reason is not None:
             return run.stop_reason
+        if run.status is RunStatus.FAILED:
+            return StopReason.ERROR
         if StopReason.USER in (stopped.engine.ctx.control.stop_reason, run.stop_reason) or \
                 run.control is RunRequest.STOP:
             self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason=StopReason.USER,
-                                  control=None, worker=None, heartbeat_at=None)
+                                  control=None, worker=None, heartbeat_at=None,
+                                  finished_at=run.finished_at or utcnow())
             say(f"run {run_id} stays stopped, as a person asked")
             return StopReason.USER
         trials = self.store.count_trials(run_id)
-        if trials <= self._outage_trials.get(run_id, -1):
-            say(f"run {run_id} committed no trial since its last resume after an outage; it "
-                f"stays stopped: resume it with `studio resume {run_id}` once the database "
-                f"is healthy")
+        last_trials, in_a_row = self._outage_resumes.get(run_id, (-1, 0))
+        in_a_row = in_a_row + 1 if trials <= last_trials else 1
+        if in_a_row > OUTAGE_RESUMES_WITHOUT_PROGRESS:
+            self._outage_resumes.pop(run_id, None)
+            say(f"run {run_id} was resumed {OUTAGE_RESUMES_WITHOUT_PROGRESS} times after "
+                f"outages without committing a trial; it stays stopped: resume it with "
+                f"`studio resume {run_id}` once the database is healthy")
             return StopReason.DATABASE_UNAVAILABLE
         try:
             handle = self.resume(run_id, listeners=listeners, keep_control=True)
         except RunStateError as refused:  # another worker holds it now
             say(str(refused))
             return LEASE_LOST
-        self._outage_trials[run_id] = trials
+        self._outage_resumes[run_id] = (trials, in_a_row)
         say(f"run {run_id} resumed from its last committed trial")
         return handle
 

@@ -184,11 +184,20 @@ def test_a_completion_committed_as_the_database_went_away_is_not_run_again(
             raise StoreUnavailableError("database x: connection refused")
         updated = real_update_run(run_id_, **fields)
         if fields.get("status") is RunStatus.COMPLETED:
-            down.extend([True] * stop_write_fails)
+            down.extend([True] * 2 * stop_write_fails)  # the engine's read and write
             raise StoreUnavailableError("database x: server closed the connection unexpectedly")
         return updated
 
+    real_get_run = db.get_run
+
+    def get_run_unless_down(run_id_):
+        if down:
+            down.pop()
+            raise StoreUnavailableError("database x: connection refused")
+        return real_get_run(run_id_)
+
     monkeypatch.setattr(db, "update_run", completion_lands_then_the_database_goes)
+    monkeypatch.setattr(db, "get_run", get_run_unless_down)
     said: list[str] = []
     worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
     assert serve_one_run(worker) == 1, said
@@ -221,10 +230,45 @@ def test_a_stop_asked_as_the_database_went_away_is_kept_not_resumed(db, queue, m
     assert len(calls) == 2 and f"run {run_id} stays stopped, as a person asked" in said
 
 
+def test_a_pause_asked_as_the_database_went_away_holds_after_the_resume(db, queue,
+                                                                      monkeypatch):
+    """A Pause stored just before the outage is kept through the worker's resume: the resumed
+    run pauses from its start, and goes on to complete once the person unpauses it."""
+    run_id = queued_run(db, queue, iterations=2)
+    real_add_trials, calls = db.add_trials, []
+
+    def pause_then_lose_the_reply(trials):
+        stored = real_add_trials(trials)
+        calls.append(len(trials))
+        if len(calls) == 2:
+            db.update_run(run_id, control=RunRequest.PAUSE)  # as the Run page's Pause
+            raise StoreUnavailableError("database x: server closed the connection unexpectedly")
+        return stored
+
+    monkeypatch.setattr(db, "add_trials", pause_then_lose_the_reply)
+    said: list[str] = []
+    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    served: list[int] = []
+    thread = threading.Thread(target=lambda: served.append(worker.serve()), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: status(db, run_id) is RunStatus.PAUSED, timeout=60,
+                   message="the resumed run to hold on the kept Pause")
+        assert db.get_run(run_id).control is RunRequest.PAUSE
+        assert any("resumed from its last committed trial" in line for line in said), said
+        worker.manager.unpause(run_id)
+        thread.join(120)
+    finally:
+        worker.request_shutdown()
+        thread.join(60)
+    assert served == [1] and status(db, run_id) is RunStatus.COMPLETED, said
+
+
 def test_an_outage_that_recurs_before_any_trial_is_committed_is_not_resumed_again(
         db, queue, monkeypatch):
-    """Resumed after an outage, the run fails to commit anything again: the worker leaves it
-    stopped and says how to resume it, instead of paying for the same calls forever."""
+    """Resumed after an outage, the run fails to commit anything again, three times in a row:
+    the worker leaves it stopped and says how to resume it, instead of paying for the same
+    calls forever."""
     run_id = queued_run(db, queue, iterations=3)
     real_add_trials, calls = db.add_trials, []
 
@@ -241,8 +285,8 @@ def test_an_outage_that_recurs_before_any_trial_is_committed_is_not_resumed_agai
     run = db.get_run(run_id)
     assert (run.status, run.stop_reason) == (RunStatus.STOPPED,
                                              StopReason.DATABASE_UNAVAILABLE), said
-    assert sum("resumed from its last committed trial" in line for line in said) == 1, said
-    assert any("committed no trial since its last resume" in line for line in said), said
+    assert sum("resumed from its last committed trial" in line for line in said) == 3, said
+    assert any("3 times after outages without committing a trial" in line for line in said), said
 
 
 # ---------------------------------------------------------------------------- worker processes
