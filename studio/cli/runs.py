@@ -18,7 +18,12 @@ from studio.engine.dispatch import Placement, dispatch
 from studio.engine.holdout import load_holdout
 from studio.engine.queue import live_workers
 from studio.engine.worker import get_manager
-from studio.model.errors import ConfigError, StoreUnavailableError, StudioError
+from studio.model.errors import (
+    ConfigError,
+    StoreFullError,
+    StoreUnavailableError,
+    StudioError,
+)
 from studio.model.records import RunStatus, StopReason
 from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run, load_project
@@ -130,6 +135,8 @@ def _wait(handle: Any, store: Any, run_id: str) -> int:
             break
         except KeyboardInterrupt:
             return _stop_on_interrupt(handle, store, run_id)
+        except StoreFullError:  # a disk rarely frees itself: the message says what to do
+            raise
         except StoreUnavailableError as exc:
             resumed = get_manager(store).resume_after_outage(
                 handle, exc, say=lambda line: print(line, file=sys.stderr),

@@ -27,6 +27,7 @@ from studio.model.errors import (
     LeaseLostError,
     RunStateError,
     StoreError,
+    StoreFullError,
     StoreUnavailableError,
 )
 from studio.model.records import Run, RunRequest, RunStatus, StopReason, utcnow
@@ -223,7 +224,8 @@ class RunManager:
         ``studio resume`` would, keeping a person's pending Pause, instead of leaving a
         stopped run for a person to find.
 
-        Not resumed, and the reason returned instead of a handle: a run whose completion
+        Not resumed, and the reason returned instead of a handle: a run stopped by a full
+        disk (``database_unavailable``: it says to free space and resume), a run whose completion
         landed as the outage began (its own reason), a run a person asked to stop (``user``,
         recorded), a run that failed, or one that cannot be built any more (``error``), one
         resumed :data:`OUTAGE_RESUMES_WITHOUT_PROGRESS` times in a row without committing a
@@ -232,6 +234,9 @@ class RunManager:
         once ``stopping()`` (``database_unavailable``: left stopped for ``studio resume``,
         a person's Stop kept)."""
         run_id = stopped.run_id
+        if isinstance(exc, StoreFullError):  # a disk rarely frees itself
+            say(f"run {run_id} stopped: {exc}")
+            return StopReason.DATABASE_UNAVAILABLE
         say(f"run {run_id} stopped: the database went away ({exc}); resuming it when it "
             f"answers (trying again every {OUTAGE_RETRY_SECONDS:g} s)")
         while not stopping():

@@ -143,6 +143,12 @@ class StoreUnavailableError(StoreError):
     the call that failed, so a worker waits and tries again, and a run resumes later."""
 
 
+class StoreFullError(StoreUnavailableError):
+    """The disk holding the SQLite file is full. It may pass (another program frees space), so
+    store calls wait for it like an outage; a run it stopped is not resumed on its own, since
+    a disk rarely frees itself: a person frees space and runs ``studio resume``."""
+
+
 class NotFoundError(StudioError, KeyError):
     """A record (run, trial, proposal, project) does not exist."""
 

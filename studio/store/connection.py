@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError, SQLAlchemyError
 
 import studio.store.schema as schema
-from studio.model.errors import StoreError, StoreUnavailableError
+from studio.model.errors import StoreError, StoreFullError, StoreUnavailableError
 
 DB_URL_ENV = "STUDIO_DB_URL"
 HOME_ENV = "STUDIO_HOME"
@@ -152,7 +152,7 @@ def explain_database_error(exc: DatabaseError, url: str) -> StoreError:
             f"Restore it from a backup, or move it aside so the studio creates a new one, or "
             f"set {DB_URL_ENV} to another database.")
     if path is not None and "full" in message:
-        return StoreUnavailableError(
+        return StoreFullError(
             f"the disk holding the database file {path} is full ({_free_space(path)} free): "
             f"the last change was rolled back and nothing already saved was lost. Free space "
             f"there (or set {DB_URL_ENV} to a database on another disk), then resume "

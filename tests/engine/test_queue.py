@@ -15,7 +15,12 @@ from studio.engine import EvolutionConfig, create_run, decide
 from studio.engine.build import mark_not_started
 from studio.engine.gates import latest_pending
 from studio.engine.queue import QueueWorker, enqueue, queue_run
-from studio.model.errors import ConfigError, RunStateError, StoreUnavailableError
+from studio.model.errors import (
+    ConfigError,
+    RunStateError,
+    StoreFullError,
+    StoreUnavailableError,
+)
 from studio.model.records import EventKind, RunRequest, RunStatus, StopReason, WorkerInfo, utcnow
 from studio.store import open_store
 from tests.helpers import QueueWorkerProcess, demo_spec, trainset, wait_until
@@ -264,6 +269,29 @@ def test_a_pause_asked_as_the_database_went_away_holds_after_the_resume(db, queu
     assert served == [1] and status(db, run_id) is RunStatus.COMPLETED, said
 
 
+def test_a_run_stopped_by_a_full_disk_is_left_for_a_person_to_resume(db, queue, monkeypatch):
+    """A disk rarely frees itself: the worker says what happened and leaves the run stopped
+    (free space, then `studio resume`), instead of resuming it into the same full disk."""
+    run_id = queued_run(db, queue, iterations=3)
+    real_add_trials, calls = db.add_trials, []
+
+    def full_on_the_second_commit(trials):
+        calls.append(len(trials))
+        if len(calls) == 2:
+            raise StoreFullError("the disk holding the database file x.db is full")
+        return real_add_trials(trials)
+
+    monkeypatch.setattr(db, "add_trials", full_on_the_second_commit)
+    said: list[str] = []
+    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    assert serve_one_run(worker) == 1, said
+    run = db.get_run(run_id)
+    assert (run.status, run.stop_reason) == (RunStatus.STOPPED,
+                                             StopReason.DATABASE_UNAVAILABLE), said
+    assert len(calls) == 2 and not any("resum" in line for line in said), said
+    assert f"run {run_id} stopped: the disk holding the database file x.db is full" in said
+
+
 def test_an_outage_that_recurs_before_any_trial_is_committed_is_not_resumed_again(
         db, queue, monkeypatch):
     """Resumed after an outage, the run fails to commit anything again, three times in a row:
@@ -276,7 +304,7 @@ def test_an_outage_that_recurs_before_any_trial_is_committed_is_not_resumed_agai
         calls.append(len(trials))
         if len(calls) == 1:
             return real_add_trials(trials)
-        raise StoreUnavailableError("database x: database or disk is full")
+        raise StoreUnavailableError("database x: connection refused")
 
     monkeypatch.setattr(db, "add_trials", first_commit_then_none)
     said: list[str] = []
