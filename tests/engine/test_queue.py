@@ -148,24 +148,38 @@ def test_a_claimed_run_its_worker_cannot_build_fails_with_the_reason_and_is_let_
     assert run.worker is None and db.claim_next_run("h:2:b", queue, stale_after_s=10) is None
 
 
-def test_a_run_stopped_by_a_lost_commit_is_resumed_by_its_worker_once_the_database_answers(
-        db, queue, monkeypatch):
-    """A connection lost in the middle of a commit cannot be repeated blindly (the commit may
-    have landed: here it did), so the run stops. Its worker resumes it from what the store
-    holds: the run completes and no pair is judged twice."""
-    run_id = queued_run(db, queue, iterations=2)
+def lose_the_second_commits_reply(db, monkeypatch, just_before=lambda: None) -> list[int]:
+    """Patch ``db`` so its second trial commit lands and then its reply is lost (a connection
+    dropped in the middle of the COMMIT), ``just_before`` running first; returns the sizes of
+    the commits made."""
     real_add_trials, calls = db.add_trials, []
 
     def commit_then_lose_the_reply(trials):
         stored = real_add_trials(trials)
         calls.append(len(trials))
         if len(calls) == 2:
+            just_before()
             raise StoreUnavailableError("database x: server closed the connection unexpectedly")
         return stored
 
     monkeypatch.setattr(db, "add_trials", commit_then_lose_the_reply)
+    return calls
+
+
+def worker_saying(db, queue) -> tuple[QueueWorker, list[str]]:
+    """A worker for one run of ``queue``, and the lines it says."""
     said: list[str] = []
-    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    return QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append), said
+
+
+def test_a_run_stopped_by_a_lost_commit_is_resumed_by_its_worker_once_the_database_answers(
+        db, queue, monkeypatch):
+    """A connection lost in the middle of a commit cannot be repeated blindly (the commit may
+    have landed: here it did), so the run stops. Its worker resumes it from what the store
+    holds: the run completes and no pair is judged twice."""
+    run_id = queued_run(db, queue, iterations=2)
+    calls = lose_the_second_commits_reply(db, monkeypatch)
+    worker, said = worker_saying(db, queue)
     assert serve_one_run(worker) == 1, said
     run = db.get_run(run_id)
     assert run.status is RunStatus.COMPLETED, (run.status, run.error, said)
@@ -203,8 +217,7 @@ def test_a_completion_committed_as_the_database_went_away_is_not_run_again(
 
     monkeypatch.setattr(db, "update_run", completion_lands_then_the_database_goes)
     monkeypatch.setattr(db, "get_run", get_run_unless_down)
-    said: list[str] = []
-    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    worker, said = worker_saying(db, queue)
     assert serve_one_run(worker) == 1, said
     run = db.get_run(run_id)
     assert run.status is RunStatus.COMPLETED and worker.done == [run_id], said
@@ -215,19 +228,9 @@ def test_a_stop_asked_as_the_database_went_away_is_kept_not_resumed(db, queue, m
     """A person's Stop stored just before the outage (not yet seen by the engine) outlives
     the outage: the worker records the run stopped by the person instead of resuming it."""
     run_id = queued_run(db, queue, iterations=3)
-    real_add_trials, calls = db.add_trials, []
-
-    def stop_then_lose_the_reply(trials):
-        stored = real_add_trials(trials)
-        calls.append(len(trials))
-        if len(calls) == 2:
-            db.update_run(run_id, control=RunRequest.STOP)  # as `studio stop` from elsewhere
-            raise StoreUnavailableError("database x: server closed the connection unexpectedly")
-        return stored
-
-    monkeypatch.setattr(db, "add_trials", stop_then_lose_the_reply)
-    said: list[str] = []
-    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    calls = lose_the_second_commits_reply(  # the Stop as `studio stop` from elsewhere
+        db, monkeypatch, lambda: db.update_run(run_id, control=RunRequest.STOP))
+    worker, said = worker_saying(db, queue)
     assert serve_one_run(worker) == 1, said
     run = db.get_run(run_id)
     assert (run.status, run.stop_reason, run.control) == (
@@ -240,19 +243,9 @@ def test_a_pause_asked_as_the_database_went_away_holds_after_the_resume(db, queu
     """A Pause stored just before the outage is kept through the worker's resume: the resumed
     run pauses from its start, and goes on to complete once the person unpauses it."""
     run_id = queued_run(db, queue, iterations=2)
-    real_add_trials, calls = db.add_trials, []
-
-    def pause_then_lose_the_reply(trials):
-        stored = real_add_trials(trials)
-        calls.append(len(trials))
-        if len(calls) == 2:
-            db.update_run(run_id, control=RunRequest.PAUSE)  # as the Run page's Pause
-            raise StoreUnavailableError("database x: server closed the connection unexpectedly")
-        return stored
-
-    monkeypatch.setattr(db, "add_trials", pause_then_lose_the_reply)
-    said: list[str] = []
-    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    lose_the_second_commits_reply(  # the Pause as the Run page's
+        db, monkeypatch, lambda: db.update_run(run_id, control=RunRequest.PAUSE))
+    worker, said = worker_saying(db, queue)
     served: list[int] = []
     thread = threading.Thread(target=lambda: served.append(worker.serve()), daemon=True)
     thread.start()
@@ -282,8 +275,7 @@ def test_a_run_stopped_by_a_full_disk_is_left_for_a_person_to_resume(db, queue, 
         return real_add_trials(trials)
 
     monkeypatch.setattr(db, "add_trials", full_on_the_second_commit)
-    said: list[str] = []
-    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    worker, said = worker_saying(db, queue)
     assert serve_one_run(worker) == 1, said
     run = db.get_run(run_id)
     assert (run.status, run.stop_reason) == (RunStatus.STOPPED,
@@ -307,8 +299,7 @@ def test_an_outage_that_recurs_before_any_trial_is_committed_is_not_resumed_agai
         raise StoreUnavailableError("database x: connection refused")
 
     monkeypatch.setattr(db, "add_trials", first_commit_then_none)
-    said: list[str] = []
-    worker = QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append)
+    worker, said = worker_saying(db, queue)
     assert serve_one_run(worker) == 1, said
     run = db.get_run(run_id)
     assert (run.status, run.stop_reason) == (RunStatus.STOPPED,
