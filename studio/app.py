@@ -29,7 +29,7 @@ if str(_UI) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from components import frame, session  # noqa: E402
+from components import frame, session, stale_reruns  # noqa: E402
 from studio.model.errors import ConfigError  # noqa: E402
 from studio.runtime.tracing import enable_tracing  # noqa: E402
 
@@ -40,6 +40,7 @@ try:  # a server reachable from other machines, with no login in front, serves n
 except ConfigError as refused:
     st.error(str(refused))
     st.stop()
+stale_reruns.install()  # once per process: a page switch must not race the fragments' timers
 frame.setup_logging()
 enable_tracing()  # ADK's OpenTelemetry setup when OTEL_EXPORTER_OTLP_ENDPOINT is set; once
 session.init_app_state()

@@ -88,10 +88,26 @@ def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
             profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
             viewport={"width": width, "height": height})
         context.set_default_timeout(30_000)
+        page = context.pages[0] if context.pages else context.new_page()
+        _keep_a_log(page)
         try:
-            yield context.pages[0] if context.pages else context.new_page()
+            yield page
         finally:
             context.close()
+
+
+def _keep_a_log(page) -> None:
+    """What the browser said while a test ran (console errors, uncaught errors, navigations,
+    closed WebSockets), for ``failure_shot`` to print: a blank page alone says nothing."""
+    lines: list[str] = []
+    page.studio_log = lines
+    page.on("console", lambda message: message.type in ("error", "warning")
+            and lines.append(f"console {message.type}: {message.text[:300]}"))
+    page.on("pageerror", lambda error: lines.append(f"page error: {str(error)[:300]}"))
+    page.on("framenavigated", lambda frame: frame.parent_frame is None
+            and lines.append(f"navigated to {frame.url}"))
+    page.on("websocket", lambda socket: socket.on(
+        "close", lambda _socket: lines.append(f"websocket closed: {socket.url}")))
 
 
 def settled(page) -> None:
@@ -114,6 +130,27 @@ def full_page_shot(page, path: Path) -> None:
     settled(page)
     page.screenshot(path=str(path))
     page.set_viewport_size(size)
+
+
+def failure_shot(page, path: Path) -> None:
+    """What the page showed when a test failed, taken without ever hiding that failure: the
+    page may be mid-navigation or an error page with no Streamlit main area, so any error here
+    falls back to a plain screenshot, and that failing too is only reported."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        body = page.evaluate("() => document.body ? document.body.innerText : ''")
+        print(f"page at failure: {page.url}\n{str(body)[:2000]}")
+        print("browser log:\n" + "\n".join(getattr(page, "studio_log", [])[-40:]))
+    except Exception as error:  # noqa: BLE001
+        print(f"page text at failure unreadable: {error}")
+    try:
+        full_page_shot(page, path)
+    except Exception as error:  # noqa: BLE001 - the test's own failure is the one to raise
+        print(f"full-page failure shot failed ({error}); taking the viewport")
+        try:
+            page.screenshot(path=str(path))
+        except Exception as again:  # noqa: BLE001
+            print(f"failure shot failed: {again}")
 
 
 def server_pid(port: int) -> int:

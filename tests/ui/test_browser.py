@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import wait_until
-from tests.ui.browser import ARTIFACTS, ROOT, chromium_page, full_page_shot, studio_server
+from tests.ui.browser import (
+    ARTIFACTS,
+    ROOT,
+    chromium_page,
+    failure_shot,
+    full_page_shot,
+    studio_server,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +70,7 @@ def test_new_user_flow(server):
         try:
             new_user_flow(page, server)
         except Exception:
-            shot(page, "failure_new_user_flow")
+            failure_shot(page, ARTIFACTS / "failure_new_user_flow.png")
             raise
 
 
@@ -187,7 +194,7 @@ def test_headless_cli_run_is_watchable(server, tmp_path):
                 page.get_by_text("completed", exact=True).first.wait_for(timeout=180_000)
                 shot(page, "11_cli_run_watched")
             except Exception:
-                shot(page, "failure_cli_run")
+                failure_shot(page, ARTIFACTS / "failure_cli_run.png")
                 raise
     finally:
         cli.wait(timeout=180)

@@ -17,7 +17,14 @@ from studio.store import open_store
 from tests.helpers import StudioProcess, wait_until
 from tests.projects.test_adk_projects import write_agent_folder, write_eval_set
 from tests.projects.test_served_agents import write_graph_folder
-from tests.ui.browser import ARTIFACTS, _healthy, chromium_page, free_port, full_page_shot
+from tests.ui.browser import (
+    ARTIFACTS,
+    _healthy,
+    chromium_page,
+    failure_shot,
+    free_port,
+    full_page_shot,
+)
 from tests.ui.test_browser import nav, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -44,6 +51,7 @@ def served(tmp_path, monkeypatch):
         yield url, db, folder
     finally:
         server.stop()
+        print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails
 
 
 def test_studio_ui_agents_offers_the_folder_and_runs_it(served):
@@ -68,7 +76,7 @@ def test_studio_ui_agents_offers_the_folder_and_runs_it(served):
             wait_idle(page)
             full_page_shot(page, SHOTS / "adk_agents_run.png")
         except Exception:
-            full_page_shot(page, SHOTS / "adk_agents_failure.png")
+            failure_shot(page, SHOTS / "adk_agents_failure.png")
             raise
     store = open_store(db, cached=False)
     [run] = store.list_runs()
@@ -110,9 +118,10 @@ def test_a_served_graph_workflow_is_drawn_on_the_projects_page(tmp_path, monkeyp
                 svg.first.wait_for(timeout=30_000)
                 full_page_shot(page, SHOTS / "adk_agents_graph.png")
             except Exception:
-                full_page_shot(page, SHOTS / "adk_agents_graph_failure.png")
+                failure_shot(page, SHOTS / "adk_agents_graph_failure.png")
                 raise
             for name in ("plan", "pros", "cons", "join", "final"):
                 assert svg.first.get_by_text(name, exact=True).count() >= 1, name
     finally:
         server.stop()
+        print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails

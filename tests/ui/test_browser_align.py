@@ -16,7 +16,14 @@ from studio.model.records import RunStatus
 from studio.runtime.providers.strict import FIX_PHRASE, is_short
 from studio.store import open_store
 from tests.helpers import wait_until
-from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, settled, studio_server
+from tests.ui.browser import (
+    ARTIFACTS,
+    chromium_page,
+    failure_shot,
+    full_page_shot,
+    settled,
+    studio_server,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -76,7 +83,7 @@ def test_align_the_critic_and_use_it_for_the_next_run(server):
         try:
             align_flow(page, url, store)
         except Exception:
-            shot(page, "failure")
+            failure_shot(page, ARTIFACTS / "align_failure.png")
             raise
 
 

@@ -27,7 +27,7 @@ from studio.projects.workspace import (
 )
 from studio.store import open_store
 from tests.helpers import wait_until
-from tests.ui.browser import chromium_page, full_page_shot, studio_server
+from tests.ui.browser import chromium_page, failure_shot, full_page_shot, studio_server
 
 pytestmark = pytest.mark.browser
 
@@ -99,7 +99,7 @@ def test_keyboard_only_review_of_three_trials_with_a_corrected_output(waiting_ru
         try:
             annotate(page, url, store, run.id)
         except Exception:
-            full_page_shot(page, SHOTS / "failure.png")
+            failure_shot(page, SHOTS / "failure.png")
             raise
 
 

@@ -17,7 +17,7 @@ from studio.model.config import EvolutionConfig
 from studio.runtime.providers.scripted import register_script, unregister_script
 from studio.store import open_store
 from tests.engine.test_graph_workflows import decision_graph
-from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, studio_server
+from tests.ui.browser import ARTIFACTS, chromium_page, failure_shot, full_page_shot, studio_server
 from tests.ui.test_browser import nav
 from tests.ui.test_browser_guard_fork import choose
 
@@ -47,7 +47,7 @@ def test_the_run_page_draws_a_graph_workflow(tmp_path):
         try:
             page.get_by_text("Graph workflow decide").click(timeout=20_000)
         except Exception:
-            full_page_shot(page, SHOTS / "graph_run_failure.png")
+            failure_shot(page, SHOTS / "graph_run_failure.png")
             raise
         svg = page.locator("svg").filter(has_text="pros")
         svg.first.wait_for(timeout=30_000)

@@ -20,7 +20,7 @@ from studio.engine.worker import get_manager
 from studio.model.records import ProposalStatus
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset, wait_until
-from tests.ui.browser import chromium_page, full_page_shot, settled, studio_server
+from tests.ui.browser import chromium_page, failure_shot, full_page_shot, settled, studio_server
 
 pytestmark = pytest.mark.browser
 
@@ -91,7 +91,7 @@ def test_guard_scores_the_test_set_from_compare(server):
                 .scroll_into_view_if_needed()
             shot(page, "guard_02_scored_carries")
         except Exception:
-            shot(page, "guard_failure")
+            failure_shot(page, SHOTS / "guard_failure.png")
             raise
     assert len(store.trials(run_id, phase="test")) == 2 * len(TEST)
 

@@ -18,7 +18,7 @@ from studio.engine.worker import get_manager
 from studio.projects.reviewing import review_records
 from studio.store import open_store
 from tests.helpers import wait_until
-from tests.ui.browser import chromium_page, full_page_shot, studio_server
+from tests.ui.browser import chromium_page, failure_shot, full_page_shot, studio_server
 from tests.ui.test_pages import review_run
 
 pytestmark = pytest.mark.browser
@@ -79,7 +79,7 @@ def test_review_two_trials_with_the_keyboard_only(waiting_run):
         try:
             review_by_keyboard(page, url, store, run.id)
         except Exception:
-            shot(page, "failure_keyboard_review")
+            failure_shot(page, SHOTS / "failure_keyboard_review.png")
             raise
 
 
