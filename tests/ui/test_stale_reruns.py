@@ -10,6 +10,7 @@ import pytest
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
+from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
 
 from components import stale_reruns
 
@@ -50,12 +51,53 @@ def test_a_waiting_page_switch_is_the_page_the_session_is_about_to_be_on():
     assert stale_reruns.session_page(SimpleNamespace()) is None
 
 
-def test_the_patch_drops_stale_ticks_and_passes_everything_else(monkeypatch):
+def test_a_switch_taken_but_not_started_is_the_sessions_page(patched):
+    """Between the runner taking a page switch from its queue and the new page's run starting,
+    Streamlit still reports the old page; a tick from it must not slip through then."""
+    switching = session_on("projects", RerunData(page_script_hash="run"))
+    requests = switching._scriptrunner._requests
+    taken = requests.on_scriptrunner_yield()
+    assert taken.rerun_data.page_script_hash == "run"
+    assert stale_reruns.session_page(switching) == "run"
+    assert stale_reruns.is_stale_fragment_tick(tick("projects"), "run")
+    # the new run starts: what Streamlit reports (st.navigation's page) is the page again
+    ScriptRunContext.reset(SimpleNamespace(script_requests=requests))
+    assert stale_reruns.session_page(switching) == "projects"  # the fake's "current" page
+    # a fragment's rerun taken from the queue says nothing of the session's page
+    requests.request_rerun(RerunData(page_script_hash="other", fragment_id="badge"))
+    requests.on_scriptrunner_ready()
+    assert stale_reruns.session_page(switching) == "projects"
+
+
+def test_internals_that_moved_mean_no_drop(patched):
+    class Moved:
+        @property
+        def _scriptrunner(self):
+            raise RuntimeError("this Streamlit keeps its runner elsewhere")
+
+    AppSession.request_rerun(Moved(), tick("projects"))
+    assert patched == [tick("projects")]
+
+
+@pytest.fixture
+def patched(monkeypatch):
+    """The patch installed over a recorder of what reaches Streamlit, and a bare
+    ``ScriptRunContext.reset``; all of it undone after the test."""
     seen: list[ClientState | None] = []
     monkeypatch.setattr(AppSession, "request_rerun",
                         lambda self, client_state: seen.append(client_state))
+    monkeypatch.setattr(ScriptRunContext, "reset", lambda self, *args, **kwargs: None)
+    for name in ("on_scriptrunner_yield", "on_scriptrunner_ready"):
+        monkeypatch.setattr(ScriptRequests, name, getattr(ScriptRequests, name))
     assert stale_reruns.install()
+    return seen
+
+
+def test_the_patch_drops_stale_ticks_and_passes_everything_else(patched):
+    seen = patched
+    wrapped = ScriptRequests.on_scriptrunner_yield
     assert stale_reruns.install()  # once: a second install does not wrap twice
+    assert ScriptRequests.on_scriptrunner_yield is wrapped
     session = session_on("run")
     AppSession.request_rerun(session, tick("projects"))           # dropped
     AppSession.request_rerun(session, tick("run"))
@@ -68,8 +110,12 @@ def test_the_patch_drops_stale_ticks_and_passes_everything_else(monkeypatch):
 
 
 def test_the_studio_installs_it_when_it_serves_a_page(app, monkeypatch):
-    unpatched = getattr(AppSession.request_rerun, "__wrapped__", AppSession.request_rerun)
-    monkeypatch.setattr(AppSession, "request_rerun", unpatched)
+    targets = [(AppSession, "request_rerun"), (ScriptRunContext, "reset"),
+               (ScriptRequests, "on_scriptrunner_yield"), (ScriptRequests, "on_scriptrunner_ready")]
+    unpatched = [getattr(getattr(owner, name), "__wrapped__", getattr(owner, name))
+                 for owner, name in targets]
+    for (owner, name), original in zip(targets, unpatched, strict=True):
+        monkeypatch.setattr(owner, name, original)
     app()
-    assert AppSession.request_rerun is not unpatched
-    assert AppSession.request_rerun.__wrapped__ is unpatched
+    for (owner, name), original in zip(targets, unpatched, strict=True):
+        assert getattr(owner, name).__wrapped__ is original, name
