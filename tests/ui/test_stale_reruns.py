@@ -119,3 +119,32 @@ def test_the_studio_installs_it_when_it_serves_a_page(app, monkeypatch):
     app()
     for (owner, name), original in zip(targets, unpatched, strict=True):
         assert getattr(owner, name).__wrapped__ is original, name
+
+
+def test_the_internals_it_reads_are_where_this_streamlit_keeps_them():
+    """Against Streamlit's real objects (the other tests use stand-ins for a session): if an
+    upgrade moves any of these, the patch stands aside, and this test says which moved."""
+    import asyncio
+    import dataclasses
+
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.script_data import ScriptData
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
+    async def a_session() -> dict[str, object]:
+        session = AppSession(ScriptData("studio/app.py", is_hello=False),
+                             MemoryUploadedFileManager("/upload"), ScriptCache(), None, {})
+        try:
+            return {name: getattr(session, name) for name in ("_scriptrunner", "_pages_manager")}
+        finally:
+            session.shutdown()
+
+    held = asyncio.run(a_session())
+    assert hasattr(held["_pages_manager"], "current_page_script_hash")
+    requests = ScriptRequests()
+    requests.request_rerun(RerunData(page_script_hash="run"))
+    assert requests._state is ScriptRequestType.RERUN
+    assert requests._rerun_data.page_script_hash == "run"
+    assert requests.on_scriptrunner_ready()._rerun_data.page_script_hash == "run"
+    assert "script_requests" in {field.name for field in dataclasses.fields(ScriptRunContext)}
