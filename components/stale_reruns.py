@@ -112,7 +112,7 @@ def _dropping_stale_ticks(original: Any) -> Any:
 
 def _remembering_taken_page(original: Any) -> Any:
     """``ScriptRequests.on_scriptrunner_*``: as Streamlit's, also noting the page of a full
-    rerun the runner takes (the page the session is on until the next one)."""
+    rerun the runner takes (the session's page until that run starts and resets)."""
     def taken(self: Any) -> Any:
         request = original(self)
         try:
