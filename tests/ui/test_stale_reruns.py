@@ -29,6 +29,20 @@ def session_on(page: str, waiting: RerunData | None = None) -> SimpleNamespace:
                            _scriptrunner=SimpleNamespace(_requests=requests))
 
 
+@pytest.fixture
+def patched(monkeypatch):
+    """The patch installed over a recorder of what reaches Streamlit, and a bare
+    ``ScriptRunContext.reset``; all of it undone after the test."""
+    seen: list[ClientState | None] = []
+    monkeypatch.setattr(AppSession, "request_rerun",
+                        lambda self, client_state: seen.append(client_state))
+    monkeypatch.setattr(ScriptRunContext, "reset", lambda self, *args, **kwargs: None)
+    for name in ("on_scriptrunner_yield", "on_scriptrunner_ready"):
+        monkeypatch.setattr(ScriptRequests, name, getattr(ScriptRequests, name))
+    assert stale_reruns.install()
+    return seen
+
+
 @pytest.mark.parametrize(("state", "stale"), [
     (tick("projects"), True),                      # a tick from the page left
     (tick("run"), False),                          # a tick of the page shown
@@ -77,20 +91,6 @@ def test_internals_that_moved_mean_no_drop(patched):
 
     AppSession.request_rerun(Moved(), tick("projects"))
     assert patched == [tick("projects")]
-
-
-@pytest.fixture
-def patched(monkeypatch):
-    """The patch installed over a recorder of what reaches Streamlit, and a bare
-    ``ScriptRunContext.reset``; all of it undone after the test."""
-    seen: list[ClientState | None] = []
-    monkeypatch.setattr(AppSession, "request_rerun",
-                        lambda self, client_state: seen.append(client_state))
-    monkeypatch.setattr(ScriptRunContext, "reset", lambda self, *args, **kwargs: None)
-    for name in ("on_scriptrunner_yield", "on_scriptrunner_ready"):
-        monkeypatch.setattr(ScriptRequests, name, getattr(ScriptRequests, name))
-    assert stale_reruns.install()
-    return seen
 
 
 def test_the_patch_drops_stale_ticks_and_passes_everything_else(patched):
