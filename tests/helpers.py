@@ -97,9 +97,14 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, step: float 
 
 
 ROOT = Path(__file__).resolve().parents[1]
-STALE_SECONDS = "1.0"
+STALE_SECONDS = "2.0"
 """Heartbeat age after which a killed worker's lease expires, in the worker processes tests
 start (short, so a resume elsewhere does not wait 10 s)."""
+HEARTBEAT_SECONDS = "0.2"
+"""How often those processes beat: ten beats inside :data:`STALE_SECONDS`, so a live holder's
+lease never looks stale to a second worker because a beat came a few milliseconds late (with
+the default one-second beat against a one-second lease, a claim made just before a beat took
+the run from a live worker on a busy machine)."""
 
 
 class CliWorker:
@@ -111,7 +116,8 @@ class CliWorker:
         self.run_id: str | None = None
 
     def _spawn(self, *args: str) -> subprocess.Popen:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE_SECONDS}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE_SECONDS,
+               "STUDIO_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS}
         return subprocess.Popen([sys.executable, "-m", "studio.cli", "--db", self.url, *args],
                                 cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

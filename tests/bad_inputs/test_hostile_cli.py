@@ -170,12 +170,20 @@ def test_trials_into_a_closed_pipe_exits_quietly(finished):
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C as a person's terminal delivers it. A job a shell starts in the background (CI
+    started with ``&`` or ``nohup``) hands its children SIGINT ignored, and Python then raises
+    no KeyboardInterrupt at all: the CLI would rightly keep running."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_twice_leaves_the_run_stopped_and_resumable(tmp_path):
     db = f"sqlite:///{tmp_path}/ctrlc.db"
     process = subprocess.Popen([sys.executable, "-m", "studio.cli", "--db", db, "run",
                                 str(EXAMPLE), "--review", "review", "--max-iterations", "3"],
                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_as_in_a_terminal)
     store = open_store(db)
     try:
         wait_until(lambda: any(p.status.value == "pending" for r in store.list_runs()

@@ -59,7 +59,7 @@ def test_two_workers_resuming_one_run_at_once_start_one_engine(tmp_path, databas
         run_id = starter.start()
         pending = wait_until(lambda: waiting(store, run_id), timeout=60,
                              message="the run reaches its first gate")
-        starter.kill()  # SIGKILL: its lease expires after a second without heartbeats
+        starter.kill()  # SIGKILL: its lease expires two seconds after its last heartbeat
         workers = [starter._spawn("resume", run_id) for _ in range(2)]
         wait_until(lambda: any(w.poll() is not None for w in workers), timeout=60,
                    message="one of the two workers to give up")
