@@ -36,7 +36,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_peers import PEERS, PRELOAD, ROOT, TOOLS, WORLDS, peer_python  # noqa: E402
+from bench_peers import (  # noqa: E402
+    PEERS,
+    PRELOAD,
+    ROOT,
+    TOOLS,
+    WORLDS,
+    HarnessError,
+    harness_env,
+    peer_python,
+)
 
 MARK = "cpu-share: "
 
@@ -66,16 +75,13 @@ def main(argv: list[str] | None = None) -> None:
 def child_run(tool: str, world: dict[str, str], python: str) -> dict:
     """One measured run of ``tool`` on ``world`` in a fresh directory and database."""
     with tempfile.TemporaryDirectory(prefix="cpu-share-") as tmp:
-        env = {**os.environ, **world, **TOOLS[tool].env, "STUDIO_PEERS_DIR": str(PEERS),
-               "PYTHONPATH": os.pathsep.join([str(PEERS), str(ROOT)])}
-        if tool == "studio":
-            env["STUDIO_DB_URL"] = f"sqlite:///{tmp}/sbs.db"
-        done = subprocess.run([python, __file__, "--child"], cwd=tmp, env=env,
+        done = subprocess.run([python, __file__, "--child"], cwd=tmp,
+                              env=harness_env(tool, world, ROOT, tmp),
                               capture_output=True, text=True, timeout=900)
     lines = [ln[len(MARK):] for ln in done.stderr.splitlines() if ln.startswith(MARK)]
     harness = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode != 0 or not lines or not harness:
-        raise RuntimeError(f"{tool}: exit {done.returncode}: {done.stderr.strip()[-800:]}")
+        raise HarnessError(f"{tool}: exit {done.returncode}: {done.stderr.strip()[-800:]}")
     return {**json.loads(lines[-1]), **json.loads(harness[-1])}
 
 

@@ -96,19 +96,26 @@ def peer_python(kind: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def harness_env(tool: str, world: dict[str, str], root: Path, folder: str) -> dict[str, str]:
+    """The environment of one harness run: the world's knobs, the tool's, the harness and the
+    studio of ``root`` importable, a studio's database in ``folder`` (a fresh one per run)."""
+    env = {**os.environ, **world, **TOOLS[tool].env, "STUDIO_PEERS_DIR": str(PEERS),
+           "PYTHONPATH": os.pathsep.join([str(PEERS), str(root)])}
+    if tool in STUDIOS:
+        env["STUDIO_DB_URL"] = f"sqlite:///{folder}/sbs.db"
+    return env
+
+
 def run_once(tool: str, world: dict[str, str], python: str, root: Path = ROOT,
              import_in_clock: bool = False) -> dict:
     """One run of ``tool`` on ``world`` in a fresh directory (and a fresh studio database);
     the studio imported from ``root``; the first-call imports before the clock (the same list
     for every tool: ``peers_preload.py``) unless ``import_in_clock``."""
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
-        env = {**os.environ, **world, **TOOLS[tool].env, "STUDIO_PEERS_DIR": str(PEERS),
-               "PYTHONPATH": os.pathsep.join([str(PEERS), str(root)])}
         script = PEERS / "side_by_side.py" if import_in_clock else PRELOAD
-        if tool in STUDIOS:
-            env["STUDIO_DB_URL"] = f"sqlite:///{tmp}/sbs.db"
-        done = subprocess.run([python, str(script)], cwd=tmp, env=env,
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run([python, str(script)], cwd=tmp,
+                              env=harness_env(tool, world, root, tmp), capture_output=True,
+                              text=True, timeout=900)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode != 0 or not lines:
         raise HarnessError(f"{tool} on {world}: exit {done.returncode}; stderr tail: "
