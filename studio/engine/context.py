@@ -118,8 +118,9 @@ class RunControl:
             if value is not None:
                 return value
             self.check_stop()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), WAKE_FALLBACK_SECONDS)
+            with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it drops a cancel
+                async with asyncio.timeout(WAKE_FALLBACK_SECONDS):  # that meets a wake-up
+                    await self.changed.wait()
 
 
 _live_controls: dict[str, RunControl] = {}

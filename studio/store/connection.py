@@ -83,6 +83,11 @@ def check_sqlite_url(url: str) -> None:
             "store cannot be honoured. Copy the file and open the copy, or remove the options.")
 
 
+SQLITE_BUSY_SECONDS = 15.0
+"""How long one SQLite statement waits for another process's lock before it is refused (then
+the store call is tried again, see :func:`with_retry`)."""
+
+
 def create_db_engine(url: str) -> Engine:
     check_sqlite_url(url)
     retry_seconds()  # a bad setting is refused on opening, not in the middle of a run
@@ -90,7 +95,8 @@ def create_db_engine(url: str) -> Engine:
     if path is not None:
         _prepare_sqlite_dir(path)
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 15}, pool_pre_ping=False
+            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS},
+            pool_pre_ping=False
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "commit", mark_commit)
@@ -129,7 +135,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=15000")
+    cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_SECONDS * 1000)}")
     cursor.close()
 
 
@@ -245,9 +251,11 @@ def mark_commit(_connection) -> None:
     _call.committed = True
 
 
-def with_retry(call: Callable[[], T], url: str) -> T:
-    """``call()``, repeated with backoff while the database is unreachable or locked, up to
-    :func:`retry_seconds`, logging a warning while it waits.
+def with_retry(call: Callable[[], T], url: str,
+               retryable: Callable[[DBAPIError], bool] = transient) -> T:
+    """``call()``, repeated with backoff while the database is unreachable or locked (or
+    whatever ``retryable`` says may pass), up to :func:`retry_seconds`, logging a warning while
+    it waits.
 
     Only the outermost store call of a thread retries, and only when it sent no COMMIT: a
     failure before the commit rolled everything back, so nothing is stored twice; a failure
@@ -257,19 +265,26 @@ def with_retry(call: Callable[[], T], url: str) -> T:
         return call()
     _call.depth = 1
     try:
-        return _retrying(call, url)
+        return _retrying(call, url, retryable)
     finally:
         _call.depth = 0
 
 
-def _retrying(call: Callable[[], T], url: str) -> T:
+def locked(exc: DBAPIError) -> bool:
+    """Whether ``exc`` is another process holding the database's lock (longer than SQLite's
+    busy timeout): a wait that ends, unlike an unreachable server, which on opening is more
+    often a wrong URL and is said at once."""
+    return "locked" in str(exc.orig if exc.orig is not None else exc).lower()
+
+
+def _retrying(call: Callable[[], T], url: str, retryable: Callable[[DBAPIError], bool]) -> T:
     deadline, delay = None, 0.2
     while True:
         _call.committed = False
         try:
             return call()
         except DBAPIError as exc:
-            if not transient(exc) or getattr(_call, "committed", False):
+            if not retryable(exc) or getattr(_call, "committed", False):
                 raise
             now = time.monotonic()
             deadline = deadline or now + retry_seconds()
@@ -353,30 +368,41 @@ def migrate(engine: Engine, url: str) -> int:
     already up to date is only read. A step that writes holds the write lock from its start and
     reads the version again under it: processes opening a new file at once then wait for each
     other (SQLite refuses at once a reader that turns writer after another process wrote) and
-    none repeats what another did.
+    none repeats what another did. A step refused because another process held the lock past
+    SQLite's busy timeout is tried again, as every store call is, for up to
+    :func:`retry_seconds`.
 
     Raises:
         StoreError: the store is newer than this studio, its version is unreadable, or the
             database cannot be opened or written.
     """
+    def step(work: Callable[[Connection], int | None], begin=migration_transaction
+             ) -> int | None:
+        def once() -> int | None:
+            with begin(engine) as connection:
+                return work(connection)
+        return with_retry(once, url, retryable=locked)
+
     try:
-        with transaction(engine) as connection:
-            version = _current_version(connection, url)
+        version = step(lambda connection: _current_version(connection, url), transaction)
         if version is None or version < schema.SCHEMA_VERSION:  # migrations may need new tables
-            with migration_transaction(engine) as connection:
-                version = _create_tables(connection, url)
+            version = step(lambda connection: _create_tables(connection, url))
         while version < schema.SCHEMA_VERSION:
-            with migration_transaction(engine) as connection:
-                version = _current_version(connection, url)
-                if version < schema.SCHEMA_VERSION:
-                    schema.MIGRATIONS[version](connection)
-                    version += 1
-                    connection.execute(update(schema.meta)
-                                       .where(schema.meta.c.key == "schema_version")
-                                       .values(value=str(version)))
+            version = step(lambda connection: _migrate_once(connection, url))
         return version
     except DatabaseError as exc:
         raise explain_database_error(exc, url) from exc
+
+
+def _migrate_once(connection: Connection, url: str) -> int:
+    """The next migration, unless another process made it meanwhile; the version after it."""
+    version = _current_version(connection, url)
+    if version < schema.SCHEMA_VERSION:
+        schema.MIGRATIONS[version](connection)
+        version += 1
+        connection.execute(update(schema.meta).where(schema.meta.c.key == "schema_version")
+                           .values(value=str(version)))
+    return version
 
 
 def _current_version(connection: Connection, url: str) -> int | None:

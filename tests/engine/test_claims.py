@@ -3,6 +3,7 @@ worker processes, SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import socket
 from collections import Counter
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import yaml
 from studio.engine import decide
 from studio.engine.gates import latest_pending
 from studio.store import open_store
-from tests.helpers import ROOT, CliWorker, wait_until
+from tests.helpers import ROOT, STALE_SECONDS, CliWorker, wait_until
 
 
 def review_project(folder: Path) -> Path:
@@ -60,12 +61,18 @@ def test_two_workers_resuming_one_run_at_once_start_one_engine(tmp_path, databas
         pending = wait_until(lambda: waiting(store, run_id), timeout=60,
                              message="the run reaches its first gate")
         starter.kill()  # SIGKILL: its lease expires two seconds after its last heartbeat
+        wait_until(lambda: run_id in store.mark_orphans(float(STALE_SECONDS)), timeout=60,
+                   message="the killed starter's lease expires")
         workers = [starter._spawn("resume", run_id) for _ in range(2)]
         wait_until(lambda: any(w.poll() is not None for w in workers), timeout=60,
                    message="one of the two workers to give up")
         loser = next(w for w in workers if w.poll() is not None)
         winner = next(w for w in workers if w is not loser)
-        assert loser.returncode != 0 and "is being run by worker" in loser.stderr.read()
+        # refused by the winner, which claimed the run after reading it: the Stop below comes
+        # after that read, so its resume cannot withdraw it as a request it found
+        assert loser.returncode != 0
+        assert f"is being run by worker {socket.gethostname()}:{winner.pid}:" \
+            in loser.stderr.read()
         assert winner.poll() is None  # the winner holds the run, waiting at the same gate
         assert wait_until(lambda: waiting(store, run_id), timeout=30).id == pending.id
         decide(pending.id, "stop", store=store)

@@ -158,3 +158,22 @@ def test_until_holds_a_pause_until_it_is_lifted(no_polling):
 
     assert wait_on(control, unpaused) is True
     assert not control.pause_requested
+
+
+def test_a_cancel_in_the_turn_that_wakes_the_wait_is_not_lost(no_polling):
+    """A worker's shutdown (the task cancelled) landing in the loop turn in which a heartbeat's
+    wake-up ends the wait: the waiting task ends cancelled. (Python 3.11's ``wait_for``
+    returned the wake-up and dropped the cancel, so the run went on to its end.)"""
+    control = context.RunControl()
+
+    async def waiting():
+        with control.attached("cancel-turn"):
+            task = asyncio.ensure_future(control.until(lambda: None))
+            await asyncio.sleep(0)  # the task now waits on the control's event
+            loop = asyncio.get_running_loop()
+            loop.call_soon(control.changed.set)  # the wake-up and the cancel, in one turn
+            loop.call_soon(task.cancel)
+            done, _ = await asyncio.wait([task], timeout=20)  # not cancelled: waits 60 s
+            return bool(done) and task.cancelled()
+
+    assert asyncio.run(waiting()) is True

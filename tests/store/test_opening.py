@@ -3,9 +3,11 @@ SQLite file at once all succeed."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,35 @@ def test_four_processes_creating_one_new_store_at_once_all_succeed(tmp_path):
             opener.wait()
     assert outputs == ["opened"] * 4
     assert stored_version(db) == str(SCHEMA_VERSION)
+
+
+def test_opening_waits_for_a_writer_that_holds_the_lock_past_the_busy_timeout(
+        tmp_path, monkeypatch, caplog):
+    """Another process creating the file's tables holds its write lock longer than SQLite's
+    busy timeout (a slow disk): the opening is tried again, as every store call is, instead
+    of failing with "database is locked"."""
+    import studio.store.connection as connection
+
+    monkeypatch.setattr(connection, "SQLITE_BUSY_SECONDS", 0.05)
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE unrelated (id INTEGER)")
+    released = threading.Event()
+
+    def release_when_refused_once() -> None:  # the lock outlives at least one refusal
+        wait_until(lambda: "is locked" in caplog.text, timeout=30,
+                   message="the opening is refused once and waits")
+        holder.execute("COMMIT")
+        holder.close()
+        released.set()
+
+    releaser = threading.Thread(target=release_when_refused_once)
+    with caplog.at_level(logging.WARNING, logger="studio.store.connection"):
+        releaser.start()
+        store = open_store(f"sqlite:///{path}", cached=False)
+    releaser.join()
+    assert released.is_set()
+    store.close()
+    assert stored_version(path) == str(SCHEMA_VERSION)
