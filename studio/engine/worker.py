@@ -60,9 +60,12 @@ def seconds_setting(name: str, default: float, low: float, high: float) -> float
 
 
 HEARTBEAT_SECONDS = seconds_setting("STUDIO_HEARTBEAT_SECONDS", 1.0, 0.05, 600.0)
-STALE_AFTER_SECONDS = seconds_setting("STUDIO_STALE_AFTER_SECONDS", max(10.0, HEARTBEAT_SECONDS),
-                                      HEARTBEAT_SECONDS, 86_400.0)
-"""A running run without a heartbeat for this long is orphaned."""
+STALE_AFTER_SECONDS = seconds_setting("STUDIO_STALE_AFTER_SECONDS",
+                                      max(10.0, 2 * HEARTBEAT_SECONDS), 2 * HEARTBEAT_SECONDS,
+                                      86_400.0)
+"""A running run without a heartbeat for this long is orphaned. At least two beats: with a lease
+of one beat, a live worker whose beat came a moment late (a busy machine, a slow commit) had
+its run taken by a second worker."""
 LEASE_LOST = StopReason.LEASE_LOST
 """The stop reason of a run this worker gave up because another worker took it over."""
 OUTAGE_RESUMES_WITHOUT_PROGRESS = 3

@@ -284,7 +284,8 @@ def fast_heartbeats(monkeypatch):
 
 
 def test_a_merge_pending_at_the_gate_survives_sigkill(store, merge_world, fast_heartbeats):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": "1.5"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": "1.5",
+           "STUDIO_HEARTBEAT_SECONDS": "0.2"}
     process = subprocess.Popen([sys.executable, "-m", "tests.engine.merge_resume_worker",
                                 store.url], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     try:

@@ -307,7 +307,7 @@ def test_sigkill_mid_round_then_resume_gives_the_same_run(tmp_path, monkeypatch)
     monkeypatch.setattr(worker, "STALE_AFTER_SECONDS", 1.5)
     url = f"sqlite:///{tmp_path}/studio.db"
     killed = StudioProcess(url, "run", str(project(tmp_path, 150)),
-                           STUDIO_STALE_AFTER_SECONDS="1.5")
+                           STUDIO_STALE_AFTER_SECONDS="1.5", STUDIO_HEARTBEAT_SECONDS="0.2")
     store = open_store(url, cached=False)
     try:
         def mid_round() -> str | None:

@@ -25,7 +25,8 @@ def fast_heartbeats(monkeypatch):
 
 
 def start_worker(url: str, review: str) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE,
+           "STUDIO_HEARTBEAT_SECONDS": "0.2"}
     process = subprocess.Popen([sys.executable, "-m", "tests.engine.resume_worker", url, review],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     return process, process.stdout.readline().strip()

@@ -30,10 +30,13 @@ def test_a_bad_seconds_setting_is_refused_naming_the_variable_and_range(tmp_path
     assert "started" not in result.stderr  # refused before a run was created
 
 
-def test_a_stale_age_below_the_heartbeat_is_refused(tmp_path):
-    result = studio(tmp_path, {"STUDIO_HEARTBEAT_SECONDS": "5", "STUDIO_STALE_AFTER_SECONDS": "2"},
-                    "worker")
-    assert result.returncode == 2 and "from 5 to 86400" in result.stderr
+@pytest.mark.parametrize("stale", ["2", "5", "9.9"])
+def test_a_stale_age_below_two_heartbeats_is_refused(tmp_path, stale):
+    """A lease of one beat would let a second worker take a live run whose beat is late."""
+    settings = {"STUDIO_HEARTBEAT_SECONDS": "5", "STUDIO_STALE_AFTER_SECONDS": stale}
+    result = studio(tmp_path, settings, "worker")
+    assert result.returncode == 2 and "STUDIO_STALE_AFTER_SECONDS" in result.stderr
+    assert "from 10 to 86400" in result.stderr
 
 
 def test_a_good_setting_is_used(tmp_path):

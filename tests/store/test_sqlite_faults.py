@@ -67,7 +67,8 @@ def stored_trials(url: str) -> tuple[str, int]:
 def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     url = f"sqlite:///{small_disk}/studio.db"
     run = StudioProcess(url, "run", str(PROJECT), "--max-iterations", "3",
-                     STUDIO_DB_RETRY_SECONDS="2", STUDIO_STALE_AFTER_SECONDS="1")
+                     STUDIO_DB_RETRY_SECONDS="2", STUDIO_STALE_AFTER_SECONDS="1",
+                     STUDIO_HEARTBEAT_SECONDS="0.2")
     wait_until(lambda: stored_trials(url)[1] >= 2, timeout=120, message="trials stored")
     filler = fill(small_disk)
     assert run.process.wait(120) == 2, run.text
@@ -76,7 +77,8 @@ def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     assert "studio resume" in run.text
     run_id, kept = stored_trials(url)
     filler.unlink()
-    resumed = studio(url, "resume", run_id, STUDIO_STALE_AFTER_SECONDS="1")
+    resumed = studio(url, "resume", run_id, STUDIO_STALE_AFTER_SECONDS="1",
+                     STUDIO_HEARTBEAT_SECONDS="0.2")
     assert resumed.returncode == 0, resumed.stderr
     store = open_store(url, cached=False)
     assert store.get_run(run_id).status is RunStatus.COMPLETED
