@@ -105,6 +105,11 @@ HEARTBEAT_SECONDS = "0.2"
 lease never looks stale to a second worker because a beat came a few milliseconds late (with
 the default one-second beat against a one-second lease, a claim made just before a beat took
 the run from a live worker on a busy machine)."""
+LEASE_ENV = {"STUDIO_STALE_AFTER_SECONDS": STALE_SECONDS,
+             "STUDIO_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS}
+"""Those lease settings, as the environment of the `studio run`, `resume` and `worker`
+processes tests start: a dead worker's runs are taken over after 2 s, and a live one beats ten
+times within that (never mistaken for dead)."""
 
 
 class CliWorker:
@@ -116,8 +121,7 @@ class CliWorker:
         self.run_id: str | None = None
 
     def _spawn(self, *args: str) -> subprocess.Popen:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE_SECONDS,
-               "STUDIO_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **LEASE_ENV}
         return subprocess.Popen([sys.executable, "-m", "studio.cli", "--db", self.url, *args],
                                 cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -159,17 +163,12 @@ class CliWorker:
             self.process.wait(timeout)
 
 
-QUEUE_ENV = {"STUDIO_STALE_AFTER_SECONDS": "2.0", "STUDIO_HEARTBEAT_SECONDS": "0.2"}
-"""Lease settings of the `studio worker` processes tests start: a dead worker's runs are taken
-over after 2 s, and a live one beats ten times within that (never mistaken for dead)."""
-
-
 class QueueWorkerProcess:
     """`studio worker` in its own process, its log in a file (read it with :meth:`log`)."""
 
     def __init__(self, url: str, queue: str, folder: Path, *args: str) -> None:
         self.log_path = folder / f"worker-{uuid.uuid4().hex[:6]}.log"
-        env = {**os.environ, "PYTHONPATH": str(ROOT), **QUEUE_ENV}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **LEASE_ENV}
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "studio.cli", "--db", url, "worker", "--queue", queue,

@@ -9,7 +9,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -376,22 +376,26 @@ def migrate(engine: Engine, url: str) -> int:
         StoreError: the store is newer than this studio, its version is unreadable, or the
             database cannot be opened or written.
     """
-    def step(work: Callable[[Connection], int | None], begin=migration_transaction
-             ) -> int | None:
-        def once() -> int | None:
-            with begin(engine) as connection:
-                return work(connection)
-        return with_retry(once, url, retryable=locked)
-
     try:
-        version = step(lambda connection: _current_version(connection, url), transaction)
+        version = _step(engine, url, _current_version, transaction)
         if version is None or version < schema.SCHEMA_VERSION:  # migrations may need new tables
-            version = step(lambda connection: _create_tables(connection, url))
+            version = _step(engine, url, _create_tables)
         while version < schema.SCHEMA_VERSION:
-            version = step(lambda connection: _migrate_once(connection, url))
+            version = _step(engine, url, _migrate_once)
         return version
     except DatabaseError as exc:
         raise explain_database_error(exc, url) from exc
+
+
+def _step(engine: Engine, url: str, work: Callable[[Connection, str], T],
+          begin: Callable[[Engine], AbstractContextManager[Connection]] = migration_transaction
+          ) -> T:
+    """One step of :func:`migrate` in its own transaction, tried again while another process
+    holds the file locked."""
+    def once() -> T:
+        with begin(engine) as connection:
+            return work(connection, url)
+    return with_retry(once, url, retryable=locked)
 
 
 def _migrate_once(connection: Connection, url: str) -> int:

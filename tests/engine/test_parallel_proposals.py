@@ -23,7 +23,7 @@ from studio.runtime.providers.scripted import recorded_requests, request_mark
 from studio.store import Store, open_store
 from studio.views.waiting import waiting_note
 from tests.engine.invariants import nothing_stranded
-from tests.helpers import StudioProcess, demo_spec, trainset, wait_until
+from tests.helpers import HEARTBEAT_SECONDS, StudioProcess, demo_spec, trainset, wait_until
 
 VALSET = [{"topic": "harbor fog"}, {"topic": "desert wind"}]
 LANES = {"max_iterations": 6, "minibatch_size": 2, "max_concurrency": 4, "seed": 5,
@@ -307,7 +307,8 @@ def test_sigkill_mid_round_then_resume_gives_the_same_run(tmp_path, monkeypatch)
     monkeypatch.setattr(worker, "STALE_AFTER_SECONDS", 1.5)
     url = f"sqlite:///{tmp_path}/studio.db"
     killed = StudioProcess(url, "run", str(project(tmp_path, 150)),
-                           STUDIO_STALE_AFTER_SECONDS="1.5", STUDIO_HEARTBEAT_SECONDS="0.2")
+                           STUDIO_STALE_AFTER_SECONDS="1.5",
+                           STUDIO_HEARTBEAT_SECONDS=HEARTBEAT_SECONDS)
     store = open_store(url, cached=False)
     try:
         def mid_round() -> str | None:

@@ -13,7 +13,7 @@ import pytest
 from studio.engine import decide, load_result, override, worker
 from studio.engine.worker import get_manager
 from studio.model.records import EventKind, ProposalStatus, RunStatus
-from tests.helpers import wait_until
+from tests.helpers import HEARTBEAT_SECONDS, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE = "1.5"
@@ -26,7 +26,7 @@ def fast_heartbeats(monkeypatch):
 
 def start_worker(url: str, review: str) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE,
-           "STUDIO_HEARTBEAT_SECONDS": "0.2"}
+           "STUDIO_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS}
     process = subprocess.Popen([sys.executable, "-m", "tests.engine.resume_worker", url, review],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     return process, process.stdout.readline().strip()

@@ -23,7 +23,7 @@ from studio.model.records import AgentSpec, RunStatus, StopReason, WorkerInfo
 from studio.store import open_store
 from studio.store.connection import database_now
 from tests.helpers import (
-    QUEUE_ENV,
+    LEASE_ENV,
     StudioProcess,
     demo_spec,
     empty_postgres_store,
@@ -138,7 +138,7 @@ def test_a_worker_without_the_key_leaves_the_run_to_one_that_has_it(database_url
     url = database_url
     workers = []
     with local_openai(lambda body: "a haiku about the sea") as server:
-        env = {"OPENAI_API_BASE": server.url, **QUEUE_ENV}
+        env = {"OPENAI_API_BASE": server.url, **LEASE_ENV}
         try:
             workers.append(StudioProcess(url, "worker", "--queue", queue, "--poll-seconds",
                                          "0.1", **env))  # no key on this one

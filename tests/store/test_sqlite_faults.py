@@ -15,7 +15,7 @@ import pytest
 from studio.model.errors import StoreError
 from studio.model.records import Run, RunStatus
 from studio.store import open_store
-from tests.helpers import ROOT, StudioProcess, wait_until
+from tests.helpers import HEARTBEAT_SECONDS, ROOT, StudioProcess, wait_until
 
 PROJECT = ROOT / "examples/haiku_scripted.yaml"
 
@@ -68,7 +68,7 @@ def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     url = f"sqlite:///{small_disk}/studio.db"
     run = StudioProcess(url, "run", str(PROJECT), "--max-iterations", "3",
                      STUDIO_DB_RETRY_SECONDS="2", STUDIO_STALE_AFTER_SECONDS="1",
-                     STUDIO_HEARTBEAT_SECONDS="0.2")
+                     STUDIO_HEARTBEAT_SECONDS=HEARTBEAT_SECONDS)
     wait_until(lambda: stored_trials(url)[1] >= 2, timeout=120, message="trials stored")
     filler = fill(small_disk)
     assert run.process.wait(120) == 2, run.text
@@ -78,7 +78,7 @@ def test_a_full_disk_stops_the_run_resumably_naming_the_file(small_disk):
     run_id, kept = stored_trials(url)
     filler.unlink()
     resumed = studio(url, "resume", run_id, STUDIO_STALE_AFTER_SECONDS="1",
-                     STUDIO_HEARTBEAT_SECONDS="0.2")
+                     STUDIO_HEARTBEAT_SECONDS=HEARTBEAT_SECONDS)
     assert resumed.returncode == 0, resumed.stderr
     store = open_store(url, cached=False)
     assert store.get_run(run_id).status is RunStatus.COMPLETED
