@@ -314,10 +314,12 @@ class ProgressSummary:
 
     @property
     def total_eta_seconds(self) -> float | None:
-        """The machine's ETA plus the expected review time."""
-        if self.review_seconds is None:
+        """The machine's ETA plus the expected review time; unknown while the machine's is
+        (before the first iteration ends: the review time alone stood still as an "ETA" while
+        a first reflection ran for many minutes)."""
+        if self.review_seconds is None or self.eta_seconds is None:
             return self.eta_seconds
-        return (self.eta_seconds or 0.0) + self.review_seconds
+        return self.eta_seconds + self.review_seconds
 
     @property
     def fraction(self) -> float:

@@ -5,7 +5,6 @@ model name, so a test proves the studio runs them as their authors wrote them.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from google.adk.evaluation.eval_case import EvalCase, IntermediateData, Invocation
@@ -15,7 +14,7 @@ from google.genai import types
 GEMINI = "gemini-2.5-flash"
 
 FILES = {
-    "__init__.py": '''"""Fact checker: answers a question about a fact, with a researcher and a summarizer."""
+    "__init__.py": '''"""Fact checker: answers a question about a fact, with its helpers."""
 
 from . import agent
 ''',
@@ -58,7 +57,7 @@ MODEL = "{model}"
 
 summarizer_agent = Agent(model=MODEL, name="summarizer", instruction=prompt.SUMMARIZER_PROMPT)
 ''',
-    "agent.py": '''"""The fact checker: a root agent with a function tool, a sub-agent and an AgentTool."""
+    "agent.py": '''"""The fact checker: a function tool, a sub-agent and an AgentTool."""
 
 from google.adk.agents import LlmAgent
 from google.adk.tools.agent_tool import AgentTool
@@ -111,8 +110,3 @@ def write_fact_eval_set(path: Path) -> Path:
              "Eight planets orbit the Sun.")])
     path.write_text(eval_set.model_dump_json(indent=2), encoding="utf-8")
     return path
-
-
-def stored_run_json(text: str) -> dict:
-    """The summary ``studio run`` prints on stdout."""
-    return json.loads(text)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from studio.store import open_store
 from tests.projects.adk_samples import GEMINI, write_sample_folder
 from tests.projects.test_served_agents import write_graph_folder
 
+ROOT = Path(__file__).resolve().parents[2]
 EVERY_AGENT = {"fact_checker": GEMINI, "summarizer": GEMINI, "researcher": GEMINI}
 
 
@@ -173,3 +177,24 @@ def test_the_one_import_lets_adks_registry_resolve_the_studios_models():
     importlib.import_module("studio.adk")
     assert LLMRegistry.resolve("scripted/demo").__name__ == "StudioLiteLlm"
     assert LLMRegistry.resolve("local/smollm2").__name__ == "StudioLiteLlm"
+
+
+@pytest.mark.slow
+def test_adks_own_adk_run_accepts_the_studios_model_after_the_one_import(tmp_path):
+    """``adk run`` (ADK's CLI, its own process) on a folder whose agents name
+    ``scripted/demo``, once ``import studio.adk`` is in ``agent.py`` (the one documented
+    line)."""
+    folder = write_sample_folder(tmp_path, "facts_adk_run", model="scripted/demo")
+    agent = folder / "agent.py"
+    agent.write_text("import studio.adk  # noqa: F401\n" + agent.read_text(encoding="utf-8"),
+                     encoding="utf-8")
+    queries = tmp_path / "queries.json"
+    queries.write_text(json.dumps({"state": {}, "queries": ["How many planets orbit the Sun?"]}),
+                       encoding="utf-8")
+    adk = shutil.which("adk", path=str(Path(sys.executable).parent))
+    assert adk, "ADK's CLI is installed with google-adk"
+    done = subprocess.run([adk, "run", folder.name, "--replay", str(queries)], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[fact_checker]: the quiet world drifts by" in done.stdout  # the demo's haiku

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from google.adk.evaluation.base_eval_service import (
@@ -83,7 +84,7 @@ def test_verdicts_and_the_export_equal_adks_own_evaluation_service(judged_run, c
     assert main(["--db", db, "export", run_id, "--format", "adk-evalset-result",
                  "--out", str(history)]) == 0
     [path] = capsys.readouterr().out.split()
-    exported = EvalSetResult.model_validate_json(open(path, encoding="utf-8").read())
+    exported = EvalSetResult.model_validate_json(Path(path).read_text(encoding="utf-8"))
     cases = {case.eval_id: case for case in exported.eval_case_results}
     theirs = adk_evaluates(folder, exported.eval_case_results)
     assert {eval_id: statuses(case) for eval_id, case in cases.items()} == {

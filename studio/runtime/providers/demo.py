@@ -3,9 +3,9 @@
 The writer follows only the rules its instruction states; the critic checks four rules; the
 reflector adds the rule the critic's feedback names most often (skipping a text its prompt lists
 as already tried, and a rule a reviewer's rejection reason names), or, judged by ADK's criteria
-(which name no rule), the next rule its instruction lacks when a metric failed. So a run starts low and climbs
-one rule per accepted proposal, which makes the loop, the gates and the charts easy to see and
-test.
+(which name no rule), the next rule its instruction lacks when a metric failed. So a run starts
+low and climbs one rule per accepted proposal, which makes the loop, the gates and the charts
+easy to see and test.
 """
 
 from __future__ import annotations
