@@ -870,7 +870,8 @@ class ReflectionSpec(BaseModel):
 
     model: str | None = None
     """The model that writes the proposals; None: the agent's own (its primary agent's, on the
-    model the run chose for it), as GEPA's peers default (``adk optimize``, gepa-adk)."""
+    model the run chose for it), as ``evolve()`` defaults (``adk optimize`` defaults to a capable
+    hosted model, ``gemini-2.5-flash``, never to an embedded one)."""
     instruction: str | None = None
     """Template for the instruction component; must contain {component_text} and {trials}."""
     strategy: ReflectionStrategy = "llm"

@@ -155,7 +155,9 @@ def test_the_agents_form_runs_a_gemini_folder_on_another_model(tmp_path, monkeyp
                 page.get_by_role("spinbutton", name="Iterations").fill("1")
                 full_page_shot(page, SHOTS / "adk_agents_model_form.png")
                 page.get_by_role("button", name="Start a run").click()
-                page.get_by_role("heading", name="Run", exact=True).first.wait_for()
+                # the start imports the folder and ADK's evaluators: give a loaded machine time
+                page.get_by_role("heading", name="Run", exact=True).first.wait_for(
+                    timeout=120_000)
                 page.get_by_text("Running on scripted/demo (the folder says "
                                  "gemini-2.5-flash).").first.wait_for(timeout=60_000)
                 wait_until(lambda: _status(db) == "completed", 120, step=0.5,
