@@ -243,6 +243,8 @@ class LiveRun:
     run: Run | None
     marker: tuple[int, ...]
     progress: RunEvent | None
+    phase: RunEvent | None = None
+    """Its latest ``phase_started`` event: what it is doing now."""
 
 
 @st.cache_resource(ttl=LIVE_TTL_SECONDS, max_entries=64, show_spinner=False)
@@ -255,7 +257,8 @@ def live_run(run_id: str, database: str) -> LiveRun:
 
 def read_live_run(run_id: str) -> LiveRun:
     """:class:`LiveRun` as it is now (the page's own, uncached)."""
-    return LiveRun(run(run_id), run_marker(run_id), latest_progress(run_id))
+    return LiveRun(run(run_id), run_marker(run_id), latest_progress(run_id),
+                   store().latest_event(run_id, EventKind.PHASE_STARTED))
 
 
 def latest_progress(run_id: str) -> RunEvent | None:

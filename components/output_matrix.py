@@ -27,6 +27,7 @@ from studio.views.matrix import (
     OutputMatrix,
     apply_filter,
     build_matrix,
+    judged_by_adk,
     matrix_frame,
     pass_counts,
     verdict_frame,
@@ -49,8 +50,11 @@ def show(run_id: str, analysis: Any, selected: list[int]) -> None:
     if result.problem:
         st.warning(escape_markdown(result.problem), icon=":material/search_off:")
     counts = " · ".join(f"{label} passed {n}" for label, n in pass_counts(matrix).items())
+    rule = ("pass: ADK's verdict, every metric at its threshold; the score in each cell is "
+            "what GEPA optimises; a corrected trial passes at the pass mark"
+            if judged_by_adk(matrix) else f"pass: score ≥ {pass_at:.2f}")
     st.caption(escape_markdown(f"Showing {len(result.rows)} of {result.total} example(s) · "
-                               f"{counts} (pass: score ≥ {pass_at:.2f})"))
+                               f"{counts} ({rule})"))
     if not result.rows:
         st.info("No example passes these filters.")
         return

@@ -137,10 +137,13 @@ def _error(errors: dict[str, str], field: str) -> None:
         st.error(escape_markdown(errors[field]), icon=":material/error:")
 
 
-def _model_field(editor: Editor, field: str, label: str, errors: dict[str, str]) -> None:
-    st.text_input(label, key=editor.key(field), help=MODEL_HELP)
+def _model_field(editor: Editor, field: str, label: str, errors: dict[str, str], *,
+                 empty: str | None = None) -> None:
+    st.text_input(label, key=editor.key(field), help=MODEL_HELP, placeholder=empty)
     if field in errors:
         _error(errors, field)
+    elif empty and not str(editor.get(field) or "").strip():
+        st.caption(empty)
     else:
         st.caption(":green[:material/check_circle:] ready to call from this machine")
 
@@ -242,7 +245,8 @@ def _evaluator_fields(editor: Editor, evaluators: list[dict[str, str]],
 
 def reflection_tab(editor: Editor, errors: dict[str, str]) -> None:
 
-    _model_field(editor, "reflection_model", "Reflection model", errors)
+    _model_field(editor, "reflection_model", "Reflection model", errors,
+                 empty="empty: the agent's own model writes the proposals")
     st.selectbox("Who writes an instruction's proposal", list(drafts.REFLECTION_STRATEGY_LABELS),
                  key=editor.key("reflection_strategy"),
                  format_func=drafts.REFLECTION_STRATEGY_LABELS.__getitem__)

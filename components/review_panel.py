@@ -19,6 +19,7 @@ from studio.views.tables import (
     override_changes,
     overrides_frame,
     review_frame,
+    shown_columns,
 )
 
 SCOPES = ("Pending proposal", "Latest trials", "One iteration")
@@ -86,7 +87,8 @@ def scope_trials(run_id: str) -> list[Any]:
     return loaders.recent_trials(run_id, 5000, iteration=int(iteration))
 
 
-MANY_COLUMN_ORDER = ("number", "output", "judge_score", "judge_feedback", "human_score",
+MANY_COLUMN_ORDER = ("number", "output", "judge_score", "judge_verdict", "judge_feedback",
+                     "human_score",
                      "human_feedback", "example", "input", "iteration", "phase", "candidate", "by",
                      "when", "id")
 """What a person reads to correct a trial first (its output, the judge's verdict, the columns
@@ -104,7 +106,7 @@ def editor(run_id: str, trials: list[Any]) -> None:
     edited = st.data_editor(
         frame, key=f"{session.REVIEW_EDITOR}.{run_id}.{nonce}", hide_index=True, width="stretch",
         height=min(420, 38 + 35 * len(frame)), placeholder="—",
-        column_order=MANY_COLUMN_ORDER,
+        column_order=shown_columns(MANY_COLUMN_ORDER, frame),
         disabled=[c for c in frame.columns if c not in ("human_score", "human_feedback")],
         column_config={
             "number": st.column_config.NumberColumn("trial", format="%d", width=50,
@@ -112,6 +114,10 @@ def editor(run_id: str, trials: list[Any]) -> None:
             "id": st.column_config.NumberColumn("id", format="%d"),
             "candidate": st.column_config.NumberColumn("cand.", format="#%d"),
             "judge_score": st.column_config.NumberColumn("judge score", format="%.3f"),
+            "judge_verdict": st.column_config.TextColumn(
+                "ADK verdict", width=170, help="Each metric against its own threshold; the "
+                "case passes only when every metric passes (adk eval's rule). The judge score "
+                "is what GEPA optimises."),
             "human_score": st.column_config.NumberColumn(
                 "human score ✎", min_value=0.0, max_value=1.0, step=0.05, format="%.3f",
                 width=115,

@@ -16,6 +16,7 @@ from studio.model.records import RunRequest, RunStatus
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
 from studio.views.markdown import escape_markdown
+from studio.views.models import model_notes
 from studio.views.tables import align_note, status_line
 
 START = session.RUN_START
@@ -138,6 +139,8 @@ def _header(run: Any) -> None:
         cost = escape_markdown(format_cost(loaders.run_cost(run.id)))
         st.caption(f"Run `{run.id}` · **{status}**: {escape_markdown(hint)} · "
                    f"review: {review}{worker} · cost {cost}")
+        for note in model_notes(run.spec):
+            st.caption(escape_markdown(note[0].upper() + note[1:]) + ".")
         if run.waiting_note:
             st.warning(escape_markdown(run.waiting_note), icon=":material/hourglass_empty:")
         if run.spec.aligns is not None:

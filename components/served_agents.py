@@ -37,10 +37,17 @@ def panel() -> None:
     with st.form(KEY):
         st.selectbox("Eval set", sets or ["(none: record one in adk web)"],
                      key=f"{KEY}.evalset", help="the eval sets saved in the agent's folder")
-        model, iterations, review = st.columns(3)
-        model.text_input("Reflection model", value="local/smollm2", key=f"{KEY}.model",
-                         help="the model that writes each proposal (a LiteLLM string or an "
-                         "ADK name such as gemini-2.5-flash)")
+        model, reflection = st.columns(2)
+        model.text_input("Model", key=f"{KEY}.agent_model",
+                         placeholder="empty: the models the folder names",
+                         help="run every agent of the folder (sub-agents, AgentTools, graph "
+                         "nodes) on this model, with no edit to its files: a LiteLLM string "
+                         "(scripted/demo, openai/gpt-4o-mini) or an ADK name (gemini-2.5-flash)")
+        reflection.text_input("Reflection model", key=f"{KEY}.model",
+                              placeholder="empty: the agent's own model",
+                              help="the model that writes each proposal (a LiteLLM string or an "
+                              "ADK name such as gemini-2.5-flash)")
+        iterations, review = st.columns(2)
         iterations.number_input("Iterations", min_value=0, max_value=1000, value=5,
                                 key=f"{KEY}.iterations")
         review.selectbox("Decide proposals", ["auto", "review"], key=f"{KEY}.review",
@@ -71,7 +78,8 @@ def _start(name: str, sets: tuple[str, ...]) -> None:
         with st.spinner("Loading the agent and starting the run…"):
             run = start_served_agent_run(loaders.store(), name, eval_set if eval_set in sets
                                          else "", config,
-                                         reflection_model=ss[f"{KEY}.model"].strip())
+                                         model=ss[f"{KEY}.agent_model"],
+                                         reflection_model=ss[f"{KEY}.model"])
     except (StudioError, ValidationError) as exc:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return

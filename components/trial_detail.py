@@ -19,6 +19,8 @@ from studio.views.media import Thumbnail
 from studio.views.tables import (
     dimension_scores,
     format_score,
+    metric_rows,
+    optimised_note,
     tool_call_steps,
     trace_tool_calls,
 )
@@ -88,8 +90,10 @@ def show_result(input_text: str, output: str, feedback: Feedback, error: str | N
             st.caption("A person corrected this trial: the reflection reads their correction, "
                        "not the critic's feedback, guidance, dimension scores or checks.")
     with right:
+        if feedback.verdict is not None:
+            show_verdict(feedback)
         dims = dimension_scores(feedback)
-        if not dims.empty:
+        if feedback.verdict is None and not dims.empty:
             st.caption("Critic's dimension scores")
             st.dataframe(dims, hide_index=True, width="stretch", placeholder="n/a",
                          column_config={"score": st.column_config.ProgressColumn(
@@ -98,6 +102,19 @@ def show_result(input_text: str, output: str, feedback: Feedback, error: str | N
             st.caption("Other critic fields")
             st.json(feedback.extra, expanded=False)
     show_trace(trace or {})
+
+
+def show_verdict(feedback: Feedback) -> None:
+    """ADK's verdict: each metric against its threshold, the case's status, and beside it the
+    number GEPA optimises."""
+    verdict = feedback.verdict
+    if verdict is None:
+        return
+    st.caption(escape_markdown(optimised_note(verdict, feedback.score)))
+    st.dataframe(metric_rows(verdict), hide_index=True, width="stretch", placeholder="n/a",
+                 column_config={
+                     "score": st.column_config.NumberColumn("score", format="%.2f"),
+                     "threshold": st.column_config.NumberColumn("threshold", format="%g")})
 
 
 def show_thumbnails(thumbnails: list[Thumbnail]) -> None:

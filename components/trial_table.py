@@ -34,7 +34,9 @@ from studio.views.tables import (
     OVERRIDE_CHOICES,
     TRIAL_COLUMNS,
     TrialFilters,
+    current_phase,
     progress_summary,
+    shown_columns,
     trial_frame,
 )
 from studio.views.workflows import scored_author
@@ -207,7 +209,7 @@ def live_panel(run_id: str, status: RunStatus, trial_filters: TrialFilters) -> N
         if run.status is not status:
             st.rerun(scope="app")  # the controls above depend on the status
         cache = sync(run_id, trial_filters, _page(run_id, trial_filters), live.marker)
-        progress(run, cache, live.progress)
+        progress(run, cache, live.progress, live.phase)
         with st.container():  # one slot whether or not a proposal waits (the table stays put)
             awaiting(run)
         with st.container():
@@ -230,8 +232,9 @@ def _page(run_id: str, trial_filters: TrialFilters) -> int:
     return max(1, int(ss.get(key) or 1))
 
 
-def progress(run, cache: TableCache, event) -> None:
-    """The progress bar from the run's latest progress ``event`` (the live panel's shared read)."""
+def progress(run, cache: TableCache, event, phase=None) -> None:
+    """The progress bar from the run's latest progress ``event``, and what the run does now
+    from its latest ``phase`` event (the live panel's shared reads)."""
     review = None
     if run.config.review is ReviewMode.REVIEW and run.status.is_active:
         review = loaders.review_time_estimate(run, event.iteration if event else 0)
@@ -243,6 +246,9 @@ def progress(run, cache: TableCache, event) -> None:
         text += f" (candidate #{cache.index_of[summary.best_candidate_id]})"
     st.progress(summary.fraction, text=text)
     with st.container():  # one slot, so the tables below keep their place
+        doing = current_phase(run, phase)
+        if doing:
+            st.caption(escape_markdown(doing[0].upper() + doing[1:]) + ".")
         if review is not None:
             st.caption(f"Review mode: the ETA counts {review.text()}.")
         skipped = skipped_note(loaders.skipped_iterations(run.id))
@@ -269,8 +275,10 @@ def latest(cache: TableCache) -> None:
     st.caption("Latest trials")
     st.dataframe(cache.latest, hide_index=True, width="stretch",
                  placeholder="could not evaluate", key="run.latest",
-                 column_order=["number", "id", "iteration", "phase", "candidate", "example",
-                               "score", "judge_score", "overridden", "error", "feedback"],
+                 column_order=shown_columns(
+                     ["number", "id", "iteration", "phase", "candidate", "example", "score",
+                      "judge_score", "verdict", "overridden", "error", "feedback"],
+                     cache.latest),
                  column_config=_COLUMNS)
 
 
@@ -286,8 +294,10 @@ def table(cache: TableCache) -> None:
     st.dataframe(
         shown, key=table_key(cache.run_id), on_select="rerun", selection_mode="single-row",
         hide_index=True, height=400, width="stretch", placeholder="could not evaluate",
-        column_order=["number", "id", "iteration", "phase", "candidate", "example", "score",
-                      "judge_score", "overridden", "error", "feedback", "output", "latency_s"],
+        column_order=shown_columns(
+            ["number", "id", "iteration", "phase", "candidate", "example", "score",
+             "judge_score", "verdict", "overridden", "error", "feedback", "output",
+             "latency_s"], shown),
         column_config=_COLUMNS)
     paged = cache.matching > PAGE_ROWS
     first = (cache.page - 1) * PAGE_ROWS + 1
@@ -346,6 +356,10 @@ _COLUMNS = {
     "score": st.column_config.NumberColumn("score", format="%.3f", width="small",
                                            help="Effective score: the human's where corrected"),
     "judge_score": st.column_config.NumberColumn("judge", format="%.3f", width="small"),
+    "verdict": st.column_config.TextColumn(
+        "ADK verdict", width="medium",
+        help="Each metric against its own threshold; the case passes only when every metric "
+        "passes (adk eval's rule). The score beside it is what GEPA optimises."),
     "overridden": st.column_config.CheckboxColumn("human", width="small"),
     "latency_s": st.column_config.NumberColumn("latency", format="%.2f s", width="small"),
     "feedback": st.column_config.TextColumn("feedback", width="large"),

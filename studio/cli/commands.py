@@ -3,6 +3,7 @@
     studio run project.yaml [--review review] [--max-iterations N] [--db URL]
     studio run my_agent --evalset my_agent/x.evalset.json [--val-evalset FILE]
                [--sampler-config FILE] [--optimizer-config FILE] [--criteria FILE]
+               [--model M] [--critic-model M] [--reflection-model M]
                [--write-project FILE]              (an ADK agent folder, as adk optimize)
     studio resume RUN_ID [--max-metric-calls N]
     studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
@@ -106,8 +107,14 @@ def _agent_folder_options(group: Any) -> None:
                        "(optimizer_model, max_metric_calls, reflection_minibatch_size)")
     group.add_argument("--criteria", type=Path, help="ADK eval criteria (test_config.json); "
                        "default: the sampler config's, else ADK's default")
+    group.add_argument("--model", help="run every agent of the folder's tree (sub-agents, "
+                       "AgentTools, graph nodes) on this model, with no edit to its files (a "
+                       "LiteLLM string such as scripted/demo or openai/gpt-4o-mini, or an ADK "
+                       "name such as gemini-2.5-flash)")
+    group.add_argument("--critic-model", help="the judge of criteria judged by a model "
+                       "(default: the agent's own model)")
     group.add_argument("--reflection-model", help="the model that writes the proposals "
-                       "(default: the optimizer config's, else local/smollm2)")
+                       "(default: the optimizer config's, else the agent's own model)")
     group.add_argument("--write-project", type=Path, metavar="FILE",
                        help="also save the equivalent project file")
 
@@ -146,7 +153,9 @@ def parser() -> argparse.ArgumentParser:
                         "validation results as ADK's EvalSetResult (adk web lists them)")
     export.add_argument("--out")
     export.add_argument("--threshold", type=float, default=0.5,
-                        help="adk-evalset-result: the score a case passes at (default 0.5)")
+                        help="adk-evalset-result: the score a case passes at when its "
+                        "critic is not ADK's criteria, or a person corrected it (default 0.5); "
+                        "ADK's criteria keep each metric's own threshold")
     test = sub.add_parser("test", help="score a run's baseline and best candidate on its "
                           "held-out test set (the overfitting guard)")
     test.add_argument("run_id")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import time
 from typing import Any
 
 from studio.model.records import EventKind, ProposalKind
@@ -12,14 +14,24 @@ from studio.store import open_store
 
 
 class ProgressBar:
-    """One terminal line, redrawn on each event (a plain line per update when not a TTY)."""
+    """One terminal line, redrawn on each event (a plain line per update when not a TTY), and
+    what the run is doing now (its phase, model, time so far and the estimate this machine
+    gave), kept current by :meth:`tick` while a long phase gives no event."""
 
-    def __init__(self, stream: Any = None, width: int = 24) -> None:
+    PLAIN_TICK_SECONDS = 60.0
+    """Not a TTY: a phase still under way is said again this often."""
+
+    def __init__(self, stream: Any = None, width: int = 24, *,
+                 clock: Any = time.monotonic) -> None:
         self.stream = stream or sys.stderr
         self.width = width
         self.trials = 0
         self.last: dict[str, Any] = {}
         self.tty = getattr(stream, "isatty", lambda: False)()
+        self.clock = clock
+        self.phase: Any = None
+        self.phase_since = 0.0
+        self.said_at = 0.0
 
     def __call__(self, event: Any) -> None:
         """One in-process :class:`~studio.engine.events.EngineEvent`: its fields are read as
@@ -40,9 +52,17 @@ class ProgressBar:
             self.note(f"proposal {event.proposal_id} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
                       f"{event.proposal_id} accept|reject|edit`")
+        elif kind is EventKind.PHASE_STARTED:
+            self.phase, self.phase_since = event, self.clock()
+            self.said_at = self.phase_since
+            if self.tty:
+                self.draw()
+            else:
+                self.note(self.doing(started=True))
         elif kind is EventKind.ITERATION_SKIPPED:
             self.note(f"iteration {event.iteration} skipped: {event.reason}")
         elif kind is EventKind.RUN_FINISHED:
+            self.phase = None
             reason = event.stop_reason
             self.note(f"run finished: {reason}" + (f" ({reason.words})" if reason else ""))
 
@@ -58,8 +78,29 @@ class ProgressBar:
                 f" | metric calls {self.trials}{f'/{budget}' if budget else ''}"
                 f" | best {'-' if best is None else f'{best:.3f}'}"
                 f" | ETA {'-' if eta is None else f'{eta:.0f}s'}")
+        if self.tty and self.phase is not None:  # the whole line, cut to the terminal's width
+            line = (line + " | " + self.doing())[:shutil.get_terminal_size().columns - 1]
+            line += "\x1b[K"  # clear what a longer line left
         self.stream.write(("\r" + line) if self.tty and not newline else line + "\n")
         self.stream.flush()
+
+    def doing(self, *, started: bool = False) -> str:
+        """The current phase in words, with the time it has taken so far (not when it has
+        just ``started``)."""
+        from studio.views.tables import phase_line  # pandas: only once a run shows progress
+
+        return phase_line(self.phase, None if started else self.clock() - self.phase_since)
+
+    def tick(self) -> None:
+        """Called while the run goes on (``studio run`` waits in a loop): a TTY's line shows
+        the time so far; a plain stream is told again every :attr:`PLAIN_TICK_SECONDS`."""
+        if self.phase is None:
+            return
+        if self.tty:
+            self.draw()
+        elif self.clock() - self.said_at >= self.PLAIN_TICK_SECONDS:
+            self.said_at = self.clock()
+            self.note(self.doing())
 
     def note(self, text: str) -> None:
         self.stream.write(("\n" if self.tty else "") + text + "\n")

@@ -29,6 +29,7 @@ from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run, load_project
 from studio.projects.forking import fork_from_cli
 from studio.runtime.tracing import enable_tracing
+from studio.views.models import model_notes
 
 
 def _stored_run(args: argparse.Namespace):
@@ -47,7 +48,7 @@ def _stored_run(args: argparse.Namespace):
 
 
 _FOLDER_OPTIONS = ("evalset", "val_evalset", "sampler_config", "optimizer_config", "criteria",
-                   "reflection_model", "write_project")
+                   "model", "critic_model", "reflection_model", "write_project")
 
 
 def folder_project_from_args(args: argparse.Namespace) -> tuple[Any, Path]:
@@ -57,7 +58,8 @@ def folder_project_from_args(args: argparse.Namespace) -> tuple[Any, Path]:
     made = folder_project(FolderRunRequest(
         folder=args.project, evalsets=tuple(args.evalset), val_evalsets=tuple(args.val_evalset),
         sampler_config=args.sampler_config, optimizer_config=args.optimizer_config,
-        criteria=args.criteria, reflection_model=args.reflection_model),
+        criteria=args.criteria, model=args.model, critic_model=args.critic_model,
+        reflection_model=args.reflection_model),
         project_dir=target.resolve().parent if target else None)
     if target is not None:
         target.write_text(made.text, encoding="utf-8")
@@ -79,10 +81,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     store, run = _stored_run(args)
     print(f"run {run.id} started (database: {database_label(store.url)}); watch it with "
           f"`studio ui`", file=sys.stderr)
+    for line in model_notes(run.spec):
+        print(line, file=sys.stderr)
     bar = ProgressBar()
     enable_tracing()
     handle = dispatch(store, run.id, Placement.HERE, listeners=[bar]).handle
-    return _wait(handle, store, run.id)
+    return _wait(handle, store, run.id, bar)
 
 
 
@@ -118,19 +122,25 @@ def cmd_resume(args: argparse.Namespace) -> int:
     store = _store(args)
     manager = get_manager(store)
     enable_tracing()
-    handle = manager.resume(args.run_id, listeners=[ProgressBar()],
+    bar = ProgressBar()
+    handle = manager.resume(args.run_id, listeners=[bar],
                             max_metric_calls=args.max_metric_calls)
     print(f"run {args.run_id} resumed", file=sys.stderr)
-    return _wait(handle, store, args.run_id)
+    return _wait(handle, store, args.run_id, bar)
 
 
-def _wait(handle: Any, store: Any, run_id: str) -> int:
+def _wait(handle: Any, store: Any, run_id: str, bar: ProgressBar | None = None) -> int:
     """Wait for the run to end; one stopped by a database outage is resumed once the database
-    answers (``studio run`` waits through a server restart), Ctrl-C stops it."""
+    answers (``studio run`` waits through a server restart), Ctrl-C stops it. ``bar`` is kept
+    current meanwhile (the time a long phase has taken so far)."""
     while True:
         try:
+            ticked = time.monotonic()
             while handle.running:
                 time.sleep(0.2)
+                if bar is not None and time.monotonic() - ticked >= 1.0:
+                    ticked = time.monotonic()
+                    bar.tick()
             handle.wait()
             break
         except KeyboardInterrupt:

@@ -11,13 +11,18 @@ A trial becomes one ADK ``Invocation`` pair:
   (an eval set's expected tool uses, :mod:`studio.runtime.adk_evalsets`) as tool uses.
 
 Each metric's evaluator gets that pair as ``LocalEvalService`` passes a single-turn case's. The
-score is ADK's verdict (:class:`ScoreRule`): by default ``pass``, as ``adk optimize`` scores a
-case (1.0 when every metric passes its threshold, 0.0 when one fails); ``mean`` averages the
-metrics' scores (each scaled to [0, 1] by its value interval) for a graded signal. A metric that
-could not evaluate (no reference, a judge that failed) is left out, as ADK leaves out
-``NOT_EVALUATED``; none left is "could not evaluate". The feedback names each metric, its score,
-threshold and verdict, and its details (the expected and actual tool calls, the rubric verdicts
-with their rationales), which is what reflection reads.
+trial's feedback carries ADK's verdict (:class:`~studio.model.verdicts.Verdict`): each metric's
+score, threshold and status as ADK's evaluator gave them, and the case's status by ``adk eval``'s
+rule (FAILED when any metric fails). The score, what GEPA optimises, is made from the metrics by
+a :class:`~studio.model.verdicts.ScoreRule`: by default ``pass``, as ``adk optimize`` scores a
+case (1.0 when every metric passes its threshold, 0.0 when one fails); ``graded`` (what a run of
+an agent folder uses) gives each metric its share of its threshold, 1.0 once it passes, averaged,
+so the score is 1.0 exactly when the case passes and a failing metric moved toward its threshold
+counts; ``mean`` averages the metrics' scores (each scaled to [0, 1] by its value interval). A
+metric that could not evaluate (no reference, a judge that failed) is left out, as ADK leaves out
+``NOT_EVALUATED``; none left is "could not evaluate". The feedback text names each metric, its
+score, threshold and verdict, and its details (the expected and actual tool calls, the rubric
+verdicts with their rationales), then the case's verdict: what reflection reads.
 
 Metrics judged by a model (``final_response_match_v2``, the rubric-based ones,
 ``hallucinations_v1``) use the run's judge model unless the criterion names its own
@@ -37,7 +42,6 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,7 @@ from studio.model.errors import ConfigError
 from studio.model.feedback import Feedback
 from studio.model.jsontools import to_jsonable
 from studio.model.records import CriticSpec
+from studio.model.verdicts import EvalStatus, MetricVerdict, ScoreRule, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -69,15 +74,6 @@ REFUSED = {
 }
 """Metrics a trial cannot be scored by, with why (the message names the metric)."""
 EXPECTED_TRAJECTORY_KEY = "expected_trajectory"
-
-
-class ScoreRule(StrEnum):
-    """How a trial's metric results become its score."""
-
-    PASS = "pass"
-    """As ``adk optimize``: 1.0 when the case passes every metric it was evaluated on."""
-    MEAN = "mean"
-    """The mean of the metrics' scores, each scaled to [0, 1] by its value interval."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +118,7 @@ class AdkMetricsCritic:
         self.rule = _score_rule(score, where)
         self.eval_config = eval_config(config, judge_model=judge_model, where=where)
         self.registry = _registry(self.eval_config, registry, allow_custom_metrics, where)
-        self.metrics = [_metric(m, self.registry, where) for m in _eval_metrics(self.eval_config)]
+        self.metrics = [_metric(m, self.registry, where) for m in eval_metrics(self.eval_config)]
         _check_judges(self.eval_config, where)
         if not self.metrics:
             raise ConfigError("the eval config names no metric: give criteria such as "
@@ -227,7 +223,7 @@ def with_judge_model(config: dict[str, Any], judge_model: str) -> dict[str, Any]
     return {**config, "criteria": criteria}
 
 
-def _eval_metrics(config: Any) -> list[Any]:
+def eval_metrics(config: Any) -> list[Any]:
     """ADK's ``EvalMetric`` per criterion, built by ADK's own mapping; the efficiency metrics ADK
     appends to every eval are left out (informational, see :data:`REFUSED`)."""
     from google.adk.evaluation.eval_config import get_eval_metrics_from_config
@@ -404,54 +400,73 @@ def _event_content(event: Mapping[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class MetricResult:
-    """One metric's verdict on one trial, as ADK's evaluator gave it."""
+    """One metric's verdict on one trial, as ADK's evaluator gave it, and the metric's value
+    interval (to scale its score to [0, 1])."""
 
-    name: str
-    score: float | None
-    """ADK's score, on the metric's own scale (its value interval)."""
-    status: str
-    """ADK's ``EvalStatus`` name: PASSED, FAILED or NOT_EVALUATED."""
-    threshold: float | None
+    verdict: MetricVerdict
     interval: tuple[float, float]
-    details: str = ""
-    """What reflection reads: expected vs actual, rubric verdicts, why it was not evaluated."""
-    rubric_scores: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def not_evaluated(cls, metric: _Metric, why: str) -> MetricResult:
-        return cls(metric.name, None, "NOT_EVALUATED", metric.eval_metric.threshold,
-                   metric.interval, details=why)
+        return cls(MetricVerdict(name=metric.name, threshold=metric.eval_metric.threshold,
+                                 status=EvalStatus.NOT_EVALUATED, details=why), metric.interval)
 
     @classmethod
     def from_adk(cls, metric: _Metric, result: Any, actual: Any, expected: Any) -> MetricResult:
         per = result.per_invocation_results[0] if result.per_invocation_results else None
-        rubrics = tuple(to_jsonable(r.model_dump(exclude_none=True))
-                        for r in (per.rubric_scores if per and per.rubric_scores else
-                                  result.overall_rubric_scores or []))
-        status = result.overall_eval_status.name
-        details = (_details(metric, actual, expected, rubrics) if status != "NOT_EVALUATED"
+        rubrics = [to_jsonable(r.model_dump(exclude_none=True))
+                   for r in (per.rubric_scores if per and per.rubric_scores else
+                             result.overall_rubric_scores or [])]
+        status = EvalStatus(result.overall_eval_status.name)
+        details = (_details(metric, actual, expected, tuple(rubrics))
+                   if status is not EvalStatus.NOT_EVALUATED
                    else "ADK's evaluator gave no score (a judge reply without a verdict it "
                    "could read, or nothing to compare)")
-        return cls(metric.name, result.overall_score, status, metric.eval_metric.threshold,
-                   metric.interval, details=details, rubric_scores=rubrics)
+        return cls(MetricVerdict(name=metric.name, score=result.overall_score,
+                                 threshold=metric.eval_metric.threshold, status=status,
+                                 details=details, rubric_scores=rubrics), metric.interval)
+
+    @property
+    def name(self) -> str:
+        return self.verdict.name
+
+    @property
+    def status(self) -> EvalStatus:
+        return self.verdict.status
+
+    @property
+    def evaluated(self) -> bool:
+        return self.status in (EvalStatus.PASSED, EvalStatus.FAILED)
+
+    def scaled(self, value: float | None) -> float | None:
+        """``value`` on the metric's scale, scaled to [0, 1] by its interval."""
+        if value is None:
+            return None
+        low, high = self.interval
+        return min(1.0, max(0.0, (value - low) / (high - low))) if high > low else None
 
     @property
     def normalized(self) -> float | None:
         """The score scaled to [0, 1] by the metric's interval."""
-        if self.score is None:
-            return None
-        low, high = self.interval
-        return min(1.0, max(0.0, (self.score - low) / (high - low))) if high > low else None
+        return self.scaled(self.verdict.score)
+
+    @property
+    def share(self) -> float:
+        """Toward passing (:attr:`ScoreRule.GRADED`): 1.0 once passed, else the scaled score as
+        a share of the scaled threshold, kept below 1."""
+        if self.status is EvalStatus.PASSED:
+            return 1.0
+        score, bar = self.normalized, self.scaled(self.verdict.threshold)
+        if score is None or not bar:
+            return 0.0
+        return min(score / bar, 0.999)
 
     def line(self) -> str:
-        shown = "not evaluated" if self.score is None else f"{self.score:.2f}"
-        bar = f" (threshold {self.threshold:g})" if self.threshold is not None else ""
-        line = f"[{self.name}] {shown}{bar} {self.status}"
-        return line + (f": {self.details}" if self.details else "")
-
-    def summary(self) -> dict[str, Any]:
-        return {"score": self.score, "status": self.status, "threshold": self.threshold,
-                "details": self.details, "rubric_scores": list(self.rubric_scores)}
+        v = self.verdict
+        shown = "not evaluated" if v.score is None else f"{v.score:.2f}"
+        bar = f" (threshold {v.threshold:g})" if v.threshold is not None else ""
+        line = f"[{v.name}] {shown}{bar} {v.status.value}"
+        return line + (f": {v.details}" if v.details else "")
 
 
 def _details(metric: _Metric, actual: Any, expected: Any, rubrics: tuple[dict, ...]) -> str:
@@ -487,22 +502,30 @@ def _clipped(text: str, limit: int = 200) -> str:
 
 
 def combined_feedback(results: list[MetricResult], rule: ScoreRule) -> Feedback:
-    """The trial's feedback: one line per metric, the score by ``rule``; every metric not
-    evaluated is "could not evaluate"."""
-    text = "\n".join(r.line() for r in results)
-    details = {"score_rule": rule.value, "metrics": {r.name: r.summary() for r in results}}
+    """The trial's feedback: ADK's verdict (each metric against its threshold, the case by
+    ``adk eval``'s rule), one line per metric and the verdict's, and the score by ``rule``;
+    every metric not evaluated is "could not evaluate"."""
+    verdict = Verdict.of([r.verdict for r in results], rule)
+    text = "\n".join([r.line() for r in results] + [f"Case {verdict.text()}"])
     dimensions = {r.name: n for r in results if (n := r.normalized) is not None}
-    evaluated = [r for r in results if r.status in ("PASSED", "FAILED")]
+    evaluated = [r for r in results if r.evaluated]
     if not evaluated:
         why = "no ADK metric could evaluate: " + "; ".join(
-            f"{r.name}: {r.details or 'not evaluated'}" for r in results)
-        return Feedback.unscored(why, text=text, **details)
+            f"{r.name}: {r.verdict.details or 'not evaluated'}" for r in results)
+        unscored = Feedback.unscored(why, text=text)
+        return unscored.model_copy(update={"verdict": verdict})
+    return Feedback(score=rule_score(evaluated, rule), text=text, dimensions=dimensions,
+                    verdict=verdict)
+
+
+def rule_score(evaluated: list[MetricResult], rule: ScoreRule) -> float:
+    """The critic's score from the metrics that evaluated, by ``rule`` (:class:`ScoreRule`)."""
     if rule is ScoreRule.PASS:
-        score = 0.0 if any(r.status == "FAILED" for r in evaluated) else 1.0
-    else:
-        scored = [n for r in evaluated if (n := r.normalized) is not None]
-        score = sum(scored) / len(scored) if scored else 0.0
-    return Feedback(score=score, text=text, dimensions=dimensions, extra=details)
+        return 0.0 if any(r.status is EvalStatus.FAILED for r in evaluated) else 1.0
+    if rule is ScoreRule.GRADED:
+        return sum(r.share for r in evaluated) / len(evaluated)
+    scored = [n for r in evaluated if (n := r.normalized) is not None]
+    return sum(scored) / len(scored) if scored else 0.0
 
 
 def adk_metrics_critic_spec(criteria_file: str | Path, *, judge_model: str | None = None,

@@ -51,10 +51,11 @@ from studio.model.records import (
 )
 from studio.model.redaction import redact
 from studio.model.workflow import WorkflowSpec, last_agent, split_component
+from studio.runtime.agent_models import check_overrides, code_models, with_models
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.graphs import graph_shape, is_graph_workflow
-from studio.runtime.providers import check_model
+from studio.runtime.providers import LOCAL_MODEL, check_model
 from studio.runtime.providers.adk_names import is_adk_model_name
 from studio.runtime.providers.calls import set_rate_limits
 from studio.runtime.workflows import (
@@ -85,14 +86,22 @@ def check_valset(trainset: list[dict], valset: list[dict], name: str = "valset")
 
 def complete_spec(spec: RunSpec, root: Any = None) -> RunSpec:
     """A spec whose ``agent_ref`` names a workflow, with the workflow's shape, its primary and
-    components qualified by agent (``instruction`` -> every agent's); other specs unchanged.
+    components qualified by agent (``instruction`` -> every agent's); a spec loading its agent
+    from code also gets the models its code names (``code_models``, read when ``root`` is not
+    given: ``root`` is then the built tree, its models chosen); other specs unchanged.
 
     Raises:
-        ConfigError: a component names an agent the workflow does not have.
+        ConfigError: a component names an agent the workflow does not have, or the run's
+            model choice names an agent the tree does not have.
     """
-    if not spec.agent_ref or spec.agents or spec.workflow is not None:
+    if not spec.agent_ref or spec.agents:
         return spec
-    root = root if root is not None else load_agent(spec.agent_ref, folder=spec.agent_folder)
+    if root is None and (spec.workflow is None or not spec.code_models):
+        root = load_agent(spec.agent_ref, folder=spec.agent_folder)
+        check_overrides(root, spec.models)  # before anything is stored: a model for no agent
+        spec = spec.model_copy(update={"code_models": code_models(root)})
+    if spec.workflow is not None:
+        return spec
     if is_graph_workflow(root):  # a graph by reference: its nodes' components, its shape
         return spec.model_copy(update={"components": graph_components(root, spec.components),
                                        "primary": graph_primary(root, spec.primary),
@@ -120,21 +129,49 @@ def _completed_if_loadable(spec: RunSpec) -> RunSpec:
 
 
 def spec_model(spec: RunSpec) -> str:
-    """The model a run's critic and reflection default to: the (primary) agent's."""
+    """The model a run's critic and reflection default to: the (primary) agent's; for an agent
+    loaded from code, the one it runs on (its override, else its code's); the embedded model
+    only when no model can be named (a model object the studio cannot name)."""
     if spec.agents:
         primary = spec.primary or last_agent(group_workflow(spec))
         return next((a.model for a in spec.agents if a.name == primary), spec.agents[-1].model)
-    return spec.agent.model if spec.agent else "local/smollm2"
+    if spec.agent is not None:
+        return spec.agent.model
+    return _code_primary_model(spec) or LOCAL_MODEL
+
+
+def _code_primary_model(spec: RunSpec) -> str | None:
+    """For an agent loaded from code: the model its primary agent (else its root, the first
+    model-bearing agent read) runs on."""
+    name = spec.primary or next(iter(spec.code_models), None)
+    if name is None:
+        return spec.models.every
+    return spec.models.for_agent(name) or spec.code_models.get(name)
+
+
+def with_reflection_model(spec: RunSpec) -> RunSpec:
+    """``spec`` with its reflection model decided: the one given, else the agent's own
+    (:func:`spec_model`), stored so the run says what writes its proposals. An agent from code
+    not loaded yet keeps None: the engine decides when it builds the agent."""
+    if spec.reflection.model is not None or (spec.agent_ref and not spec.code_models
+                                              and spec.models.every is None):
+        return spec
+    reflection = spec.reflection.model_copy(update={"model": spec_model(spec)})
+    return spec.model_copy(update={"reflection": reflection})
 
 
 def check_spec_models(spec: RunSpec) -> None:
     """Fail before the run starts if a model is unknown or lacks its API key; the error names
     the agent whose model it is (``agents[1] (writer).model``)."""
     models = [("agent.model", spec.agent.model)] if spec.agent is not None else []
+    if spec.models.every is not None:
+        models.append(("agent.model (every agent of the tree)", spec.models.every))
+    models += [(f"agent.models.{name}", model) for name, model in spec.models.agents.items()]
     models += [(f"agents[{i}] ({a.name}).model", a.model) for i, a in enumerate(spec.agents)]
     if spec.critic.type == "agent" and spec.critic.agent is not None:
         models.append(("critic.model", spec.critic.agent.model))
-    models.append(("reflection.model", spec.reflection.model))
+    if spec.reflection.model is not None:  # else the agent's, checked as the agent's
+        models.append(("reflection.model", spec.reflection.model))
     for where, model in models:
         try:
             check_model(model)
@@ -169,7 +206,7 @@ def create_run(
     for split_name, rows in (("valset", valset), ("testset", testset)):
         if rows is not None:
             check_valset(trainset, validate_examples(rows, name=split_name), split_name)
-    spec = _completed_if_loadable(spec)
+    spec = with_reflection_model(_completed_if_loadable(spec))
     check_components(spec.components)
     check_fork_seed(spec)
     if spec.reflection.instruction is not None:
@@ -267,8 +304,7 @@ def critic_for_run(critic: Any, executor: AgentExecutor, default_model: str) -> 
     the run's :class:`CriticSpec`; a spec's agent uses ``default_model`` when it names none."""
     if isinstance(critic, CriticSpec):
         if critic.type == "evaluator":
-
-            return build_critic({**(critic.evaluator or {}), "name": critic.name})
+            return build_critic(_judged_by(critic, default_model))
         return CriticScorer(build_agent(critic_agent_spec(critic, default_model)), executor)
     if critic is None:
         return critic_for_run(CriticSpec(), executor, default_model)
@@ -283,9 +319,25 @@ def critic_for_run(critic: Any, executor: AgentExecutor, default_model: str) -> 
                       f"{type(critic).__name__}", where="critic")
 
 
-def reflection_agents(spec: RunSpec, override: Any = None) -> dict[str, Any]:
-    """One reflection agent per evolved component but ``few_shot``; ``override`` replaces the
-    instruction's."""
+def _judged_by(critic: CriticSpec, default_model: str) -> dict[str, Any]:
+    """An evaluator critic's config; ADK's criteria judged by a model ask ``default_model``
+    (the agent's own) unless the critic names a judge."""
+    config = {**(critic.evaluator or {}), "name": critic.name}
+    if "adk_metrics" in config and not config.get("judge_model"):
+        config["judge_model"] = default_model
+    return config
+
+
+def reflection_model(spec: RunSpec, default_model: str) -> str:
+    """The model that writes the run's proposals: the spec's, else the agent's own
+    (``default_model``: :func:`default_model_for`)."""
+    return spec.reflection.model or default_model
+
+
+def reflection_agents(spec: RunSpec, default_model: str, override: Any = None
+                      ) -> dict[str, Any]:
+    """One reflection agent per evolved component but ``few_shot``, on
+    :func:`reflection_model`; ``override`` replaces the instruction's."""
     agents = {}
     for component in spec.components:
         kind = split_component(component)[1]
@@ -295,7 +347,7 @@ def reflection_agents(spec: RunSpec, override: Any = None) -> dict[str, Any]:
             agents[component] = override
             continue
         instruction = spec.reflection.instruction if kind == "instruction" else None
-        agents[component] = create_reflection_agent(kind, spec.reflection.model,
+        agents[component] = create_reflection_agent(kind, reflection_model(spec, default_model),
                                                     instruction=instruction)
     return agents
 
@@ -334,12 +386,14 @@ def build_engine(
         store=store, run=run, config=config, agent=agent,
         critic=critic_for_run(critic if critic is not None else spec.critic, executor,
                               default_model),
-        reflection_agents=reflection_agents(spec, reflection_agent),
+        reflection_agents=reflection_agents(spec, default_model, reflection_agent),
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
         test_ids=test, examples=examples, input_key=spec.input_key,
         reflection_strategy=spec.reflection.strategy, listeners=list(listeners or []),
         labels=LabelBook.for_run(spec, examples),
-        serialized_model=LOCAL_PREFIX in (default_model[:6], spec.reflection.model[:6]),
+        agent_model=default_model, reflection_model=reflection_model(spec, default_model),
+        serialized_model=LOCAL_PREFIX in (default_model[:6],
+                                          reflection_model(spec, default_model)[:6]),
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
                  if config.processes > 1 else None),
         **flow)
@@ -399,7 +453,7 @@ def spec_agent(spec: RunSpec) -> BaseAgent:
         return build_workflow(spec.agents, group_workflow(spec))
     if spec.agent is not None:
         return build_agent(spec.agent)
-    if spec.agent_ref:
-        return load_agent(spec.agent_ref, folder=spec.agent_folder)
+    if spec.agent_ref:  # a copy, on the run's models (the module's tree is shared)
+        return with_models(load_agent(spec.agent_ref, folder=spec.agent_folder), spec.models)
     raise ConfigError("the run has no agent: give an agent spec or a module:attribute reference",
                       where="agent")

@@ -206,6 +206,10 @@ class RunContext:
     control: RunControl = field(default_factory=RunControl)
     clock: RunClock = field(default_factory=RunClock)
     """Active time over all sessions, and how much of it a person held (pauses, gates)."""
+    agent_model: str | None = None
+    """The model the (primary) agent runs on, named in progress ("running ... with M")."""
+    reflection_model: str | None = None
+    """The model that writes the proposals (:func:`studio.engine.build.reflection_model`)."""
     serialized_model: bool = False
     """The embedded model serves every call one at a time: parallel proposals only queue."""
     lanes: int = 1
@@ -239,6 +243,12 @@ class RunContext:
     def timed_seconds(self) -> float:
         """:meth:`RunClock.timed_seconds`."""
         return self.clock.timed_seconds()
+
+    @property
+    def proposing_model(self) -> str | None:
+        """Who writes an instruction's proposal, for progress: the reflection model, unless
+        the rules operator alone does (``reflection.strategy: rules``)."""
+        return None if self.reflection_strategy == "rules" else self.reflection_model
 
     def agent_for(self, candidate: Candidate) -> BaseAgent:
         agent = self._agents.get(stored_id(candidate))

@@ -186,6 +186,60 @@ class Progress(EngineEvent):
     eta_seconds: float | None = None
 
 
+class Phase(StrEnum):
+    """What a run is doing, as the Run page and the CLI say it."""
+
+    SCORING_SEED = "scoring_seed"
+    RUNNING_PARENT = "running_parent"
+    REFLECTING = "reflecting"
+    RUNNING_CHILD = "running_child"
+    AWAITING_DECISION = "awaiting_decision"
+    VALIDATING = "validating"
+
+    @property
+    def words(self) -> str:
+        return _PHASE_WORDS[self]
+
+    @property
+    def unit(self) -> str:
+        """What one item of the phase is: its estimate is per item."""
+        return "proposal" if self is Phase.REFLECTING else "example"
+
+
+_PHASE_WORDS = {
+    Phase.SCORING_SEED: "scoring the seed on the validation set",
+    Phase.RUNNING_PARENT: "running the parent on the minibatch",
+    Phase.REFLECTING: "reflecting",
+    Phase.RUNNING_CHILD: "running the proposal on the minibatch",
+    Phase.AWAITING_DECISION: "waiting for your decision",
+    Phase.VALIDATING: "scoring the accepted proposal on the validation set",
+}
+
+
+@dataclass(frozen=True)
+class PhaseStarted(EngineEvent):
+    """The run began a phase: what it does, on which model, and how long such a phase took on
+    this machine so far (:mod:`studio.engine.progress`)."""
+
+    kind: ClassVar[EventKind] = EventKind.PHASE_STARTED
+    phase: Phase = Phase.SCORING_SEED
+    model: str | None = None
+    """The model doing the work: the agent's (scoring), the reflection's (reflecting)."""
+    items: int = 1
+    """Examples to score (a scoring phase); 1 for a reflection."""
+    seconds_per_item: float | None = None
+    """Learned from this run's earlier phases of this kind (mean seconds per example, or per
+    proposal); None before the first one ends."""
+    learned_from: int = 0
+    """How many earlier phases of this kind the estimate comes from."""
+    proposal_id: int | None = None
+    """The proposal waiting for a decision (``awaiting_decision``)."""
+
+    @property
+    def estimate_seconds(self) -> float | None:
+        return None if self.seconds_per_item is None else self.seconds_per_item * self.items
+
+
 @dataclass(frozen=True)
 class RunPaused(EngineEvent):
     kind: ClassVar[EventKind] = EventKind.RUN_PAUSED
@@ -238,7 +292,7 @@ class TrialCommitted(EngineEvent):
 STORED_EVENTS = (RunStarted, BaselineScored, IterationStarted, ProposalCreated, ProposalInvalid,
                  IterationSkipped,
                  ProposalEvaluated, AwaitingDecision, DecisionApplied, CandidateAccepted, Progress,
-                 RunPaused, RunResumed, RunFinished, TestScored, TestUnscored)
+                 PhaseStarted, RunPaused, RunResumed, RunFinished, TestScored, TestUnscored)
 
 _BY_KIND: dict[EventKind, type[EngineEvent]] = {cls.kind: cls for cls in STORED_EVENTS}
 """The event class of each stored kind (``trial_committed`` is in-process only, the trial row

@@ -34,6 +34,7 @@ from studio.engine.events import (
     CandidateAccepted,
     DecisionApplied,
     IterationStarted,
+    Phase,
     ProposalEvaluated,
     RunFinished,
     RunPaused,
@@ -50,7 +51,7 @@ from studio.engine.planning import Planner
 from studio.engine.pool import PoolReader
 from studio.engine.prefetch import Prefetch, start_validation
 from studio.engine.processes import CRITIC_NOT_CALLED
-from studio.engine.progress import ProgressMeter
+from studio.engine.progress import ProgressMeter, phase, to_judge
 from studio.engine.state import LoopState, Plan
 from studio.engine.window import LaneRun
 from studio.model.errors import (
@@ -291,8 +292,10 @@ class Engine:
             raise StopRun(StopReason.MAX_METRIC_CALLS)
         order = [e for e in dict.fromkeys(first) if e in set(ctx.val_ids)]
         order += [e for e in ctx.val_ids if e not in set(order)]
-        trials = await score_batch(ctx, seed, order, phase=TrialPhase.VALSET, iteration=0,
-                                   gating=first)
+        with phase(ctx, self.state, Phase.SCORING_SEED, 0, model=ctx.agent_model,
+                   items=to_judge(ctx, seed.id, order)):
+            trials = await score_batch(ctx, seed, order, phase=TrialPhase.VALSET, iteration=0,
+                                       gating=first)
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
         ctx.store.set_pooled(stored_id(seed))
@@ -387,16 +390,21 @@ class Engine:
 
     async def reflection_step(self, plan: Plan) -> None:
         """Score the parent, reflect, then score and gate the child (unless it is invalid)."""
-        parent = self.ctx.store.get_candidate(plan.parent_id)
-        parent_trials = await score_batch(self.ctx, parent, plan.minibatch,
-                                          phase=TrialPhase.PARENT, iteration=plan.iteration)
+        ctx = self.ctx
+        parent = ctx.store.get_candidate(plan.parent_id)
+        with phase(ctx, self.state, Phase.RUNNING_PARENT, plan.iteration, model=ctx.agent_model,
+                   items=to_judge(ctx, parent.id, plan.minibatch)):
+            parent_trials = await score_batch(ctx, parent, plan.minibatch,
+                                              phase=TrialPhase.PARENT, iteration=plan.iteration)
         if perfect_on_minibatch(self.ctx, parent_trials):
             skip_perfect(self.ctx, parent, plan.iteration)
             return
         turn = (functools.partial(self.window.propose_turn, plan.iteration)
                 if self.window is not None else None)
-        with urgency((PROPOSING, plan.iteration)):  # its call before any chain's
-            proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
+        with urgency((PROPOSING, plan.iteration)), \
+                phase(ctx, self.state, Phase.REFLECTING, plan.iteration,
+                      model=ctx.proposing_model):  # its call before any chain's
+            proposal = await proposer.propose(ctx, plan.iteration, parent, plan.component,
                                               parent_trials, turn)
         if proposal.status is not ProposalStatus.INVALID:
             await self.evaluate_and_gate(proposal, parent, plan)
@@ -410,8 +418,10 @@ class Engine:
             return
         child = merging.merged_child(ctx, proposal)
         proposal = ctx.store.get_proposal(stored_id(proposal))  # now with its child
-        await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
-                          iteration=plan.iteration, proposal_id=proposal.id)
+        with phase(ctx, self.state, Phase.RUNNING_CHILD, plan.iteration, model=ctx.agent_model,
+                   items=to_judge(ctx, child.id, plan.minibatch)):
+            await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
+                              iteration=plan.iteration, proposal_id=proposal.id)
         evidence = child_evidence(ctx, proposal, child)
         ctx.emit(ProposalEvaluated(
             run_id=ctx.run_id, iteration=plan.iteration, proposal_id=stored_id(proposal),
@@ -434,8 +444,11 @@ class Engine:
             with urgency((VALIDATING, plan.iteration)):  # behind the minibatch's chains
                 prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
             try:
-                await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
-                                  iteration=plan.iteration, proposal_id=proposal.id)
+                with phase(ctx, self.state, Phase.RUNNING_CHILD, plan.iteration,
+                           model=ctx.agent_model,
+                           items=to_judge(ctx, child.id, plan.minibatch)):
+                    await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
+                                      iteration=plan.iteration, proposal_id=proposal.id)
                 evidence = child_evidence(ctx, proposal, child)
                 ctx.emit(ProposalEvaluated(
                     run_id=ctx.run_id, iteration=plan.iteration, proposal_id=stored_id(proposal),
@@ -456,7 +469,9 @@ class Engine:
         decision = open_gate(self.ctx, proposal, iteration, rule)
         if decision is not None:
             return decision
-        return await self.held(await_decision(self.ctx, stored_id(proposal)))
+        with phase(self.ctx, self.state, Phase.AWAITING_DECISION, iteration,
+                   proposal_id=stored_id(proposal)):
+            return await self.held(await_decision(self.ctx, stored_id(proposal)))
 
     async def apply(self, decision: Decision, proposal: Proposal, child: Candidate,
                     prefetch: Prefetch | None = None) -> None:
@@ -470,9 +485,11 @@ class Engine:
         if decision.action is DecisionAction.REJECT:
             settle(ctx.store, proposal, ProposalStatus.REJECTED)
             return
-        await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
-                          iteration=proposal.iteration, proposal_id=proposal.id,
-                          prefetched=prefetch)
+        with phase(ctx, self.state, Phase.VALIDATING, proposal.iteration,
+                   model=ctx.agent_model, items=to_judge(ctx, child.id, ctx.val_ids)):
+            await score_batch(ctx, child, ctx.val_ids, phase=TrialPhase.VALSET,
+                              iteration=proposal.iteration, proposal_id=proposal.id,
+                              prefetched=prefetch)
         if self.window is not None:  # pooled in iteration order
             await self.window.pool_turn(proposal.iteration)
         ctx.store.set_pooled(stored_id(child))

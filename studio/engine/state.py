@@ -25,6 +25,9 @@ class LoopState:
     round: list[dict[str, Any]] | None = None
     """Parallel proposals: the plans drawn and not yet settled in order, by iteration (drawn
     once, then replayed; :mod:`studio.engine.lanes`)."""
+    phase_seconds: dict[str, list[float]] = field(default_factory=dict)
+    """Per phase (:class:`studio.engine.events.Phase`), the seconds per item its latest runs
+    took on this machine: what the next one's estimate learns from."""
 
     def settled(self, iteration: int, best: float | None) -> None:
         """``iteration`` is done and the pool's best is now ``best``: an iteration that does

@@ -21,9 +21,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from studio.model.errors import FeedbackShapeError
+from studio.model.verdicts import Verdict
 
 __all__ = ["CRITIC_SCORER_KEYS", "Feedback", "NORMALIZED_KEYS", "SPELLINGS", "TRIAL_KEYS",
            "read_feedback"]
@@ -45,7 +46,7 @@ NORMALIZED_KEYS = {"text": "feedback_text", "guidance": "guidance", "dimensions"
 
 The three seed-documented shapes are written only here and used only by their adapters
 (``studio.engine.trials`` and ``studio.critics.agent``); the product speaks the record."""
-_KNOWN = {"score", "extra"} | {key for keys in SPELLINGS.values() for key in keys}
+_KNOWN = {"score", "extra", "verdict"} | {key for keys in SPELLINGS.values() for key in keys}
 
 
 class Feedback(BaseModel):
@@ -62,6 +63,10 @@ class Feedback(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     """Everything else the critic returned (verdicts, path, claims...); ``error`` says why it
     could not evaluate."""
+    verdict: Verdict | None = None
+    """A critic judging by ADK's criteria: each metric against its threshold and the case's
+    status by ``adk eval``'s rule (:mod:`studio.model.verdicts`); the score is what GEPA
+    optimises, made from the metrics by ``verdict.score_rule``."""
 
     @classmethod
     def unscored(cls, why: str, *, text: str | None = None, **details: Any) -> Feedback:
@@ -126,7 +131,20 @@ def read_feedback(data: Mapping[str, Any], *, score: Any = None,
             extra[key] = value
     extra.update({str(k): v for k, v in data.items() if k not in _KNOWN})
     fields["extra"] = extra
+    if data.get("verdict") is not None:
+        fields["verdict"] = _verdict(data["verdict"], strict, extra)
     return fields
+
+
+def _verdict(value: Any, strict: bool, extra: dict[str, Any]) -> Verdict | None:
+    """A stored verdict that no longer reads is kept in ``extra`` (a row must always open)."""
+    try:
+        return Verdict.model_validate(value)
+    except ValidationError as exc:
+        if strict:
+            raise FeedbackShapeError("verdict", value, "a verdict") from exc
+        extra["verdict"] = value
+        return None
 
 
 def _first_present(data: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from studio.model.agent_models import ModelOverrides
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, SchemaError, StudioError
 from studio.model.evidence import Evidence
@@ -808,6 +809,9 @@ class EventKind(StrEnum):
     DECISION_APPLIED = "decision_applied"
     CANDIDATE_ACCEPTED = "candidate_accepted"
     PROGRESS = "progress"
+    PHASE_STARTED = "phase_started"
+    """The run began a phase (scoring the seed, running the parent, reflecting, ...): what it
+    does, with which model, and how long such a phase took on this machine so far."""
     RUN_PAUSED = "run_paused"
     RUN_RESUMED = "run_resumed"
     RUN_FINISHED = "run_finished"
@@ -864,7 +868,10 @@ ReflectionStrategy = Literal["llm", "rules", "rules+llm"]
 class ReflectionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = "local/smollm2"
+    model: str | None = None
+    """The model that writes the proposals; None: the agent's own (its primary agent's, on the
+    model the run chose for it), as ``evolve()`` defaults (``adk optimize`` defaults to a capable
+    hosted model, ``gemini-2.5-flash``, never to an embedded one)."""
     instruction: str | None = None
     """Template for the instruction component; must contain {component_text} and {trials}."""
     strategy: ReflectionStrategy = "llm"
@@ -929,6 +936,12 @@ class RunSpec(BaseModel):
     agent_folder: str | None = None
     """The ADK agent folder (absolute) ``agent_ref`` is imported from: made importable and its
     ``.env`` loaded first (:func:`studio.runtime.agents.prepare_agent_folder`)."""
+    models: ModelOverrides = Field(default_factory=ModelOverrides)
+    """For an agent loaded from code (``agent_ref``): the models run in place of the ones its
+    code names (:mod:`studio.model.agent_models`)."""
+    code_models: dict[str, str] = Field(default_factory=dict)
+    """For an agent loaded from code: the model each of its model-bearing agents names in the
+    code, read when the run was created (what "the folder says" on the Run page)."""
     agents: list[AgentSpec] = Field(default_factory=list)
     """A group or workflow run's agents (then ``agent`` is None and ``workflow`` says how they
     run); its components are keyed ``agent.component``."""

@@ -9,27 +9,33 @@ best candidate's validation trials:
 - one ``EvalSetResult`` per eval set the examples came from (their ``eval_set_id`` column, kept
   by :mod:`studio.runtime.adk_evalsets`; examples from elsewhere are the run's own set), one
   ``EvalCaseResult`` per example, under its ``eval_id`` (else ``<split>_<index>``);
-- the effective score (a person's correction wins) is the critic's metric; a weighted critic's
-  parts (``response_match_score``, ``tool_trajectory_avg_score`` when the run came from
-  ``studio run my_agent``) are each a metric too, unless a person corrected the trial;
-- a metric passes at ``threshold`` (ADK compares each metric with its own threshold; the studio's
-  critic has one score, so one threshold); no score is ``NOT_EVALUATED``, never a failure;
+- a trial judged by ADK's criteria (a run of an agent folder, a critic of ``type:
+  adk_metrics``) carries ADK's verdict, written as ADK wrote it: each metric's score, threshold,
+  criterion and status as ADK's evaluator gave them, and the case's status by ``adk eval``'s rule
+  (PASSED only when every metric passed), so ``adk web`` lists the case as ``adk eval`` would;
+- a trial a person corrected, or judged by another critic, has one metric, the critic's, with
+  the effective score (the person's correction wins), passing at ``threshold``; a weighted
+  critic's parts are each a metric too, unless a person corrected the trial; no score is
+  ``NOT_EVALUATED``, never a failure;
 - the actual invocation is the trial's input, final reply and tool calls; the expected one is the
   example's input, ``expected`` and ``expected_trajectory``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from studio.engine.pool import pool_scores
 from studio.model.errors import ConfigError
-from studio.model.records import EXPECTED_KEY, TrialPhase, stored_id
+from studio.model.records import EXPECTED_KEY, CriticSpec, TrialPhase, stored_id
 from studio.model.redaction import redact
+from studio.model.verdicts import MetricVerdict
 from studio.projects.export import check_target, write_atomically
 from studio.runtime.adk_evalsets import EVAL_ID_KEY, EVAL_SET_ID_KEY, TRAJECTORY_KEY
 from studio.store import Store
@@ -59,13 +65,37 @@ def adk_eval_set_results(store: Store, run_id: str, *, threshold: float = DEFAUL
         raise ConfigError(f"run {run_id} has no scored candidate yet: export it once its seed "
                           "is scored on the validation set", where="run", value=run_id)
     examples = {stored_id(e): e for e in store.examples(run_id)}
+    judged = CaseJudging(run.spec.critic.name, threshold, adk_metric_definitions(run.spec.critic))
     cases: dict[str, list[Any]] = {}
     for example_id, trial in sorted(trials.items(), key=lambda item: item[1].example_index):
         example = examples[example_id]
         set_id = str(example.data.get(EVAL_SET_ID_KEY) or _safe(run.name or run_id))
-        cases.setdefault(set_id, []).append(
-            case_result(trial, example, set_id, run.spec.critic.name, threshold))
+        cases.setdefault(set_id, []).append(case_result(trial, example, set_id, judged))
     return [_set_result(set_id, run.name or run_id, results) for set_id, results in cases.items()]
+
+
+@dataclass(frozen=True)
+class CaseJudging:
+    """How a run's cases are written: its critic's name and the pass threshold of its own
+    score, and ADK's metric definitions when it judges by ADK's criteria."""
+
+    critic: str
+    threshold: float
+    definitions: dict[str, dict[str, Any]]
+    """ADK's ``EvalMetric`` of each criterion, as ``model_dump`` data (its criterion, judge
+    options), by metric name: what ``LocalEvalService`` writes beside each result."""
+
+
+def adk_metric_definitions(critic: CriticSpec) -> dict[str, dict[str, Any]]:
+    """ADK's ``EvalMetric`` data of each criterion of a critic judging by ADK's criteria (none
+    for another critic), built by ADK's own mapping."""
+    config = (critic.evaluator or {}).get("adk_metrics")
+    if critic.type != "evaluator" or not isinstance(config, dict):
+        return {}
+    from studio.critics.adk_metrics import eval_config, eval_metrics
+
+    return {metric.metric_name: metric.model_dump(exclude={"threshold"})
+            for metric in eval_metrics(eval_config(config))}
 
 
 def _latest_per_example(trials: Iterable[Any]) -> dict[int, Any]:
@@ -75,17 +105,17 @@ def _latest_per_example(trials: Iterable[Any]) -> dict[int, Any]:
     return latest
 
 
-def case_result(trial: Any, example: Any, eval_set_id: str, critic: str, threshold: float
-                ) -> Any:
-    """One example's ``EvalCaseResult``: its metrics, overall and for its one invocation."""
+def case_result(trial: Any, example: Any, eval_set_id: str, judged: CaseJudging) -> Any:
+    """One example's ``EvalCaseResult``: its metrics, overall and for its one invocation, and
+    its status (see the module docstring)."""
     from google.adk.evaluation.eval_metrics import EvalMetricResultPerInvocation
     from google.adk.evaluation.eval_result import EvalCaseResult
 
-    metrics = _metrics(trial, critic, threshold)
+    metrics, status = _judgement(trial, judged)
     return EvalCaseResult(
         eval_set_id=eval_set_id,
         eval_id=str(example.data.get(EVAL_ID_KEY) or f"{example.split.value}_{example.index}"),
-        final_eval_status=metrics[0].eval_status,
+        final_eval_status=status,
         overall_eval_metric_results=metrics,
         eval_metric_result_per_invocation=[EvalMetricResultPerInvocation(
             actual_invocation=_invocation(trial.input_text, trial.output, _tool_calls(trial)),
@@ -96,16 +126,35 @@ def case_result(trial: Any, example: Any, eval_set_id: str, critic: str, thresho
         session_id=f"studio-trial-{trial.id}", user_id="studio")
 
 
-def _metrics(trial: Any, critic: str, threshold: float) -> list[Any]:
-    """The effective score as the critic's metric first (it decides the case), then the
-    weighted critic's parts, unless a person's correction replaced the critic's score."""
-    metrics = [_metric(critic, trial.effective_score, threshold)]
-    if trial.overridden:
-        return metrics
-    for part in trial.feedback.extra.get("components") or []:
-        if isinstance(part, dict) and part.get("name"):
-            metrics.append(_metric(str(part["name"]), part.get("score"), threshold))
-    return metrics
+def _judgement(trial: Any, judged: CaseJudging) -> tuple[list[Any], Any]:
+    """The case's metric results and its status: ADK's verdict as ADK gave it, else the
+    effective score as the critic's metric (it decides the case), then a weighted critic's
+    parts, unless a person's correction replaced the critic's score."""
+    from google.adk.evaluation.evaluator import EvalStatus
+
+    verdict = trial.feedback.verdict
+    if verdict is not None and not trial.overridden:
+        return ([_adk_metric(m, judged.definitions.get(m.name, {})) for m in verdict.metrics],
+                EvalStatus[verdict.status.value])
+    metrics = [_metric(judged.critic, trial.effective_score, judged.threshold)]
+    if not trial.overridden:
+        for part in trial.feedback.extra.get("components") or []:
+            if isinstance(part, dict) and part.get("name"):
+                metrics.append(_metric(str(part["name"]), part.get("score"), judged.threshold))
+    return metrics, metrics[0].eval_status
+
+
+def _adk_metric(metric: MetricVerdict, definition: dict[str, Any]) -> Any:
+    """One metric's result as ``LocalEvalService`` writes it: its definition, ADK's score,
+    threshold and status."""
+    from google.adk.evaluation.eval_metrics import EvalMetricResult
+    from google.adk.evaluation.evaluator import EvalStatus
+
+    fields = {**definition, "metric_name": metric.name}
+    if metric.threshold is not None:
+        fields["threshold"] = metric.threshold
+    return EvalMetricResult(**fields, score=metric.score,
+                            eval_status=EvalStatus[metric.status.value])
 
 
 def _metric(name: str, score: float | None, threshold: float) -> Any:
@@ -162,8 +211,9 @@ def write_adk_results(store: Store, run_id: str, out: str | Path | None = None, 
                       threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
     """Write the run's eval set results as ADK writes them (``model_dump_json``); returns the
     files. ``out`` may be a folder (``my_agent/.adk/eval_history``, where ``adk web`` lists
-    them: each file named by its result id), a ``*.evalset_result.json`` file (one eval set),
-    or a stem (``run_<id>`` by default) followed by each eval set's id."""
+    them: each file named by its result id; created when missing, see
+    :func:`is_folder_target`), a ``*.evalset_result.json`` file (one eval set), or a stem
+    (``run_<id>`` by default) followed by each eval set's id."""
     results = adk_eval_set_results(store, run_id, threshold=threshold)
     paths = [_result_path(out, run_id, result, single=len(results) == 1) for result in results]
     for path in paths:
@@ -173,9 +223,23 @@ def write_adk_results(store: Store, run_id: str, out: str | Path | None = None, 
     return paths
 
 
+HISTORY_FOLDER = "eval_history"
+"""The folder ``adk web`` lists results from (``<agent>/.adk/eval_history``)."""
+
+
+def is_folder_target(out: str | Path) -> bool:
+    """Whether ``--out`` names a folder: one that exists, a path ending in ``/``, or ADK's
+    ``eval_history`` folder (created when the agent folder was never opened in ``adk web``)."""
+    text = str(out)
+    return Path(text).is_dir() or text.endswith(("/", os.sep)) or \
+        Path(text).name == HISTORY_FOLDER
+
+
 def _result_path(out: str | Path | None, run_id: str, result: Any, *, single: bool) -> Path:
-    if out is not None and Path(out).is_dir():
-        return Path(out) / f"{result.eval_set_result_id}{RESULT_SUFFIX}"
+    if out is not None and is_folder_target(out):
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{result.eval_set_result_id}{RESULT_SUFFIX}"
     if out is not None and str(out).endswith(RESULT_SUFFIX) and single:
         return Path(out)
     stem = str(out).removesuffix(RESULT_SUFFIX) if out is not None else f"run_{run_id}"

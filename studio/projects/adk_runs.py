@@ -10,10 +10,12 @@ otherwise), and the optimizer config (``GEPARootAgentPromptOptimizerConfig``: it
 ordinary :class:`ProjectFile`, so the run is stored, watched and steered like any other, and
 ``--write-project`` saves that file to run again or edit.
 
-The criteria are scored offline: ``response_match_score`` by the ``response_match`` evaluator
-(ROUGE-1 F, as ADK computes it, without the stemmer), ``tool_trajectory_avg_score`` by
-``trajectory_match`` (ADK's match types mapped to its modes). Any other ADK metric is refused,
-by name, rather than scored by something else silently (:func:`critic_section`).
+The criteria are judged as ``adk eval`` judges them, by ADK's own evaluators
+(:mod:`studio.critics.adk_metrics`): each metric against its own threshold, a case passing only
+when every metric passes; ADK's default criteria (``tool_trajectory_avg_score`` and
+``response_match_score``) need no model. ``--model`` runs every agent of the folder's tree on
+another model with no edit to its files (:mod:`studio.runtime.agent_models`); the proposals are
+written by ``--reflection-model``, else the optimizer config's model, else the agent's own.
 """
 
 from __future__ import annotations
@@ -33,11 +35,6 @@ from studio.runtime.adk_evalsets import case_row, is_eval_set_file, parse_eval_s
 ADK_DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0,
                                         "response_match_score": 0.8}
 """What ``adk eval`` scores when no criteria are given (ADK's ``_DEFAULT_EVAL_CONFIG``)."""
-
-TRAJECTORY_MODES = {"EXACT": "strict", "IN_ORDER": "superset", "ANY_ORDER": "superset"}
-"""ADK's ``ToolTrajectoryCriterion.match_type`` as ``trajectory_match`` modes. ``IN_ORDER``
-(the expected calls in order, others allowed between them) is checked as ``superset``, which
-does not check the order."""
 
 MAX_EVAL_SET_BYTES = 20_000_000
 """An eval set file larger than this (20 MB) is refused before it is read."""
@@ -80,7 +77,15 @@ class FolderRunRequest:
     """ADK's ``GEPARootAgentPromptOptimizerConfig`` JSON (``--optimizer_config_file_path``)."""
     criteria: Path | None = None
     """ADK's eval criteria file (``test_config.json``: ``{"criteria": {...}}``)."""
+    model: str | None = None
+    """Every model-bearing agent of the folder's tree runs on this model instead of its code's
+    (``--model``)."""
+    critic_model: str | None = None
+    """The judge of the criteria judged by a model (``--critic-model``; default: the agent's
+    own model)."""
     reflection_model: str | None = None
+    """The model that writes the proposals (``--reflection-model``; default: the optimizer
+    config's, else the agent's own model)."""
 
 
 @dataclass(frozen=True)
@@ -114,12 +119,14 @@ def folder_project(request: FolderRunRequest, *, project_dir: Path | None = None
     train, val = _splits(request, folder, sampler)
     base_dir = (project_dir or _common_folder([folder, *train.files, *(val.files if val
                                                                         else ())])).resolve()
+    agent: dict[str, Any] = {"folder": os.path.relpath(folder, base_dir)}
+    if request.model:
+        agent["model"] = request.model
     data: dict[str, Any] = {
         "name": folder.name,
-        "agent": {"folder": os.path.relpath(folder, base_dir)},
-        "critic": critic_section(_criteria(request, sampler),
-                                 judge_model=request.reflection_model),
-        "reflection": {"model": request.reflection_model or "local/smollm2"},
+        "agent": agent,
+        "critic": critic_section(_criteria(request, sampler), judge_model=request.critic_model),
+        "reflection": {"model": request.reflection_model} if request.reflection_model else {},
         "components": ["instruction"],
         "dataset": {"train": _source(train, base_dir, "dataset.train")},
         "run": {},
@@ -278,54 +285,25 @@ def _criteria(request: FolderRunRequest, sampler: Any) -> dict[str, Any]:
             for name, value in config.criteria.items()} or dict(ADK_DEFAULT_CRITERIA)
 
 
-OFFLINE_METRICS = ("response_match_score", "tool_trajectory_avg_score")
-"""The ADK metrics an offline evaluator scores here (:func:`critic_section`)."""
+FOLDER_SCORE_RULE = "graded"
+"""The number GEPA optimises in a run of an agent folder (:class:`~studio.model.verdicts.
+ScoreRule`): each metric's share of its threshold, averaged, so it is 1.0 exactly when ADK passes
+the case, and a failing metric moved toward its threshold counts (``adk optimize``'s pass/fail
+score gives GEPA nothing to climb until a case flips). Each trial still shows ADK's verdict."""
 
 
 def critic_section(criteria: dict[str, Any], *, judge_model: str | None = None
                    ) -> dict[str, Any]:
-    """A project's critic section scoring ``criteria`` (ADK metric names to thresholds or
-    criterion dicts) with the offline evaluators; one metric is one evaluator, several are
-    averaged with equal weights. Criteria naming another metric are scored by ADK's own
-    evaluators where the project file has that critic (``type: adk_metrics``, judged by
-    ``judge_model``), else refused.
-
-    Raises:
-        ConfigError: a metric without an offline counterpart and no ADK metrics critic,
-            naming it and the ones mapped.
-    """
-    if any(name not in OFFLINE_METRICS for name in criteria) and adk_metrics_critic_exists():
-        return {"type": "adk_metrics", "name": "adk_metrics",
-                "adk_metrics": {"criteria": criteria}, "model": judge_model or "local/smollm2"}
-    items = [_metric_evaluator(name, value) for name, value in criteria.items()]
-    if len(items) == 1:
-        only = items[0]
-        return {"type": "evaluator", "name": only["label"],
-                "evaluator": {"evaluator": only["name"], "params": only["params"]}}
-    return {"type": "evaluator", "name": "adk_criteria",
-            "evaluator": {"name": "adk_criteria", "evaluators": items}}
-
-
-def adk_metrics_critic_exists() -> bool:
-    """Whether a project's critic may be ``type: adk_metrics`` (ADK's metric evaluators)."""
-    from studio.projects.files.sections import CriticSection
-
-    return "adk_metrics" in CriticSection.model_fields
-
-
-def _metric_evaluator(name: str, criterion: Any) -> dict[str, Any]:
-    if name == "response_match_score":
-        return {"name": "response_match", "params": {}, "label": name}
-    if name == "tool_trajectory_avg_score":
-        match_type = (criterion.get("match_type") if isinstance(criterion, dict) else None) \
-            or "EXACT"
-        return {"name": "trajectory_match", "label": name,
-                "params": {"mode": TRAJECTORY_MODES.get(str(match_type), "strict")}}
-    raise ConfigError(
-        f"ADK metric {name!r} has no offline counterpart in the studio: criteria here may name "
-        "response_match_score (scored as ROUGE-1 F) and tool_trajectory_avg_score (a trajectory "
-        "match). Leave it out, or save the project with --write-project and give it another "
-        "critic (e.g. an LLM judge)", where="criteria", value=name)
+    """A project's critic section judging ``criteria`` (ADK metric names to thresholds or
+    criterion dicts) as ``adk eval`` does, with ADK's own evaluators (``type: adk_metrics``):
+    each metric against its threshold, a case passing only when every metric passes. Metrics
+    judged by a model ask ``judge_model`` (default: the agent's own model)."""
+    section: dict[str, Any] = {"type": "adk_metrics", "name": "adk_criteria",
+                               "adk_metrics": {"criteria": criteria},
+                               "score": FOLDER_SCORE_RULE}
+    if judge_model:
+        section["model"] = judge_model
+    return section
 
 
 def _apply_optimizer_config(data: dict[str, Any], optimizer: Any, model: str | None) -> None:

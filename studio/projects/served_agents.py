@@ -135,10 +135,11 @@ def served_agent_graph(name: str, root: Path | None = None) -> RunSpec | None:
 
 
 def start_served_agent_run(store: Any, name: str, eval_set: str, config: EvolutionConfig, *,
-                           reflection_model: str | None = None, root: Path | None = None
-                           ) -> Any:
+                           model: str | None = None, reflection_model: str | None = None,
+                           root: Path | None = None) -> Any:
     """Create and dispatch the run of served agent ``name`` on its eval set ``eval_set`` (both
-    by name), trusted as ``studio run DIR/name --evalset ...`` is.
+    by name), trusted as ``studio run DIR/name --evalset ... [--model M]
+    [--reflection-model R]`` is (empty models: the folder's own).
 
     Raises:
         ConfigError (and subclasses): an unknown agent or eval set, or what ``studio run``
@@ -151,7 +152,9 @@ def start_served_agent_run(store: Any, name: str, eval_set: str, config: Evoluti
                           where="eval set", value=eval_set)
     made = folder_project(FolderRunRequest(folder=agent.folder,
                                            evalsets=(agent.folder / eval_set,),
-                                           reflection_model=reflection_model or None))
+                                           model=(model or "").strip() or None,
+                                           reflection_model=(reflection_model or "").strip()
+                                           or None))
     run = create_project_run(store, made.project, made.base_dir, name=name, config=config,
                              source=f"{name} (served by studio ui --agents)")
     return dispatch(store, run.id).run

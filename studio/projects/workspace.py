@@ -74,8 +74,9 @@ class ExampleKind(StrEnum):
 def example_kind(project: ProjectFile) -> ExampleKind:
     """Scripted when every model is the scripted test model, embedded when any is the local
     one (it sets the pace), else hosted."""
-    models = [agent.model for agent in ([project.agent] if project.agent else project.agents)]
-    models += [project.critic.model, project.reflection.model]
+    models: list[str | None] = [agent.model for agent in ([project.agent] if project.agent
+                                                          else project.agents)]
+    models += [project.critic.model, project.reflection.model]  # no reflection: the agent's
     providers = {str(model).split("/", 1)[0] for model in models if model}
     if providers <= {"scripted"}:
         return ExampleKind.SCRIPTED

@@ -48,6 +48,9 @@ def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
     """
     from google.adk.agents import BaseAgent
 
+    from studio.runtime.adk_models import register_studio_models_with_adk
+
+    register_studio_models_with_adk()  # `model="scripted/demo"` in the code resolves in ADK
     if folder is not None:
         prepare_agent_folder(Path(folder))
     module_name, sep, attribute = reference.partition(":")

@@ -67,7 +67,7 @@ def to_fields(project: ProjectFile) -> dict[str, Any]:
         "critic_output_schema": json.dumps(critic.output_schema, indent=2)
         if critic.output_schema else "",
         "critic_evaluator": json.dumps(critic.evaluator, indent=2) if critic.evaluator else "",
-        "reflection_model": project.reflection.model,
+        "reflection_model": project.reflection.model or "",
         "reflection_instruction": project.reflection.instruction or "",
         "reflection_strategy": project.reflection.strategy,
         "components": list(project.components),
@@ -367,6 +367,8 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
             ("critic_model",) if fields.get("critic_type", "agent") == "agent" else ()):
         if fields.get("agent_ref") and key == "agent_model":
             continue
+        if key == "reflection_model" and not str(fields.get(key) or "").strip():
+            continue  # empty: the agent's own model writes the proposals
         problem = model_problem(str(fields.get(key) or ""))
         if problem:
             errors[key] = problem
@@ -446,7 +448,7 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
     return {
         "name": str(fields.get("name")).strip(), "description": fields.get("description") or "",
         "agent": agent, "critic": critic,
-        "reflection": {"model": fields.get("reflection_model"),
+        "reflection": {"model": str(fields.get("reflection_model") or "").strip() or None,
                        "instruction": fields.get("reflection_instruction") or None,
                        "strategy": fields.get("reflection_strategy") or "llm"},
         "components": list(fields.get("components") or []), "dataset": dataset,

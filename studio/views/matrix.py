@@ -1,5 +1,7 @@
 """The Compare page's output matrix: one row per validation example, one column per chosen
-version, each cell that version's output with its score and a pass/fail verdict.
+version, each cell that version's output with its score (what GEPA optimises) and a pass/fail
+verdict: ADK's, by ``adk eval``'s rule, where the critic judged by ADK's criteria, else the
+score against a pass mark.
 
 Pure functions over store records (the trials come from ``components/loaders.py``). Filters
 ("only rows where versions differ", "only failures", a text or regex search) run here, so the
@@ -18,6 +20,7 @@ import pandas as pd
 
 from studio.model.errors import StudioError
 from studio.model.records import Candidate, Example, Trial, stored_id
+from studio.model.verdicts import EvalStatus
 from studio.views.tables import example_label, format_score, one_line
 
 CELL_CLIP = 160
@@ -149,12 +152,28 @@ def version_labels(candidates: Sequence[Candidate], chosen: Sequence[int],
 
 
 def verdict(trial: Trial | None, pass_at: float) -> Verdict:
+    """A cell's verdict: ADK's where the critic judged by ADK's criteria (each metric against
+    its own threshold, as ``adk eval``), unless a person corrected the trial; else its score
+    against ``pass_at``."""
     if trial is None:
         return Verdict.MISSING
+    judged = trial.feedback.verdict
+    if judged is not None and not trial.overridden:
+        return _ADK_VERDICTS[judged.status]
     score = trial.effective_score
     if score is None:
         return Verdict.UNSCORED
     return Verdict.PASS if score >= pass_at else Verdict.FAIL
+
+
+_ADK_VERDICTS = {EvalStatus.PASSED: Verdict.PASS, EvalStatus.FAILED: Verdict.FAIL,
+                 EvalStatus.NOT_EVALUATED: Verdict.UNSCORED}
+
+
+def judged_by_adk(matrix: OutputMatrix) -> bool:
+    """Whether the matrix's verdicts are ADK's (a trial carries one), not ``pass_at``'s."""
+    return any(cell.trial is not None and cell.trial.feedback.verdict is not None
+               for row in matrix.rows for cell in row.cells.values())
 
 
 def build_matrix(versions: Sequence[Version], trials: Mapping[int, Sequence[Trial]],

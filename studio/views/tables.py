@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from studio.engine.events import Progress
+from studio.engine.events import Phase, PhaseStarted, Progress
 from studio.engine.history import ProposalRow, agent_of
 from studio.model.feedback import Feedback
 from studio.model.records import (
@@ -32,6 +32,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.model.redaction import redact
+from studio.model.verdicts import Verdict
 from studio.model.workflow import split_component
 from studio.projects.inbox import RunSummary
 
@@ -43,8 +44,10 @@ CLIP = 240
 """Characters of output and feedback shown in a table cell (the detail view shows all)."""
 
 TRIAL_COLUMNS = ["number", "id", "iteration", "phase", "candidate", "example", "score",
-                 "judge_score", "overridden", "error", "feedback", "output", "latency_s",
-                 "candidate_id", "proposal_id"]
+                 "judge_score", "verdict", "overridden", "error", "feedback", "output",
+                 "latency_s", "candidate_id", "proposal_id"]
+OPTIONAL_COLUMNS = ("verdict", "judge_verdict")
+"""Columns left out of a table where every row is empty (a critic that gives no verdict)."""
 
 STATUS_HINTS = {
     RunStatus.QUEUED: "the first free `studio worker` takes it",
@@ -209,11 +212,38 @@ def _trial_row(trial: Trial, candidate_index: dict[int, int]) -> dict[str, Any]:
         "example": f"{trial.split.value} {trial.example_index}",
         "score": math.nan if score is None else score,
         "judge_score": math.nan if trial.score is None else trial.score,
+        "verdict": verdict_text(trial.feedback),
         "overridden": trial.overridden, "error": one_line(trial.error, 160) if trial.error else "",
         "feedback": one_line(trial.effective_feedback), "output": one_line(trial.output),
         "latency_s": round(trial.latency_s, 2), "candidate_id": trial.candidate_id,
         "proposal_id": trial.proposal_id,
     }
+
+
+def verdict_text(feedback: Feedback) -> str:
+    """The critic's verdict by ADK's rule in one line (``FAILED: response_match_score 0.19 <
+    0.8``); "" for a critic that gives none."""
+    return feedback.verdict.text() if feedback.verdict is not None else ""
+
+
+def shown_columns(order: Sequence[str], frame: pd.DataFrame) -> list[str]:
+    """``order`` without the optional columns (:data:`OPTIONAL_COLUMNS`) empty in ``frame``."""
+    return [c for c in order if c not in OPTIONAL_COLUMNS
+            or (c in frame.columns and frame[c].astype(bool).any())]
+
+
+def metric_rows(verdict: Verdict) -> pd.DataFrame:
+    """Each metric of a verdict: its score and threshold on its own scale, and ADK's status."""
+    rows = [{"metric": m.name, "score": _float(m.score), "threshold": _float(m.threshold),
+             "verdict": m.status.value} for m in verdict.metrics]
+    return pd.DataFrame(rows, columns=["metric", "score", "threshold", "verdict"])
+
+
+def optimised_note(verdict: Verdict, score: float | None) -> str:
+    """What the case's verdict means beside the number GEPA optimises."""
+    return (f"ADK's verdict: {verdict.status.value} (adk eval's rule: a case passes only when "
+            f"every metric passes its threshold). GEPA optimises the score "
+            f"{format_score(score)} ({verdict.score_rule.value}: {verdict.score_rule.words}).")
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -284,10 +314,12 @@ class ProgressSummary:
 
     @property
     def total_eta_seconds(self) -> float | None:
-        """The machine's ETA plus the expected review time."""
-        if self.review_seconds is None:
+        """The machine's ETA plus the expected review time; unknown while the machine's is
+        (before the first iteration ends: the review time alone stood still as an "ETA" while
+        a first reflection ran for many minutes)."""
+        if self.review_seconds is None or self.eta_seconds is None:
             return self.eta_seconds
-        return (self.eta_seconds or 0.0) + self.review_seconds
+        return self.eta_seconds + self.review_seconds
 
     @property
     def fraction(self) -> float:
@@ -311,6 +343,47 @@ class ProgressSummary:
         if self.test_trials:
             parts.append(f"{self.test_trials} test-set trials (outside the budget)")
         return " · ".join(parts + ([eta] if eta else []))
+
+
+def phase_line(event: PhaseStarted, seconds_so_far: float | None = None) -> str:
+    """What the run is doing, with what, for how long (``seconds_so_far``; None: it just
+    began), and how long such a phase takes on this machine: ``reflecting with local/smollm2:
+    4 min 03 s so far, about 9 min 12 s per proposal on this machine``."""
+    which = event.phase
+    head = which.words
+    so_far = [] if seconds_so_far is None else [f"{format_duration(seconds_so_far)} so far"]
+    if which is Phase.AWAITING_DECISION:
+        shown = f" on proposal {event.proposal_id}" if event.proposal_id is not None else ""
+        return f"{head}{shown}" + (f": {so_far[0]}" if so_far else "")
+    if which.unit == "example":
+        head += f" ({event.items} example{'s' if event.items != 1 else ''})"
+    if event.model:
+        head += f" with {event.model}"
+    return f"{head}: " + ", ".join(so_far + [_estimate(event)])
+
+
+def _estimate(event: PhaseStarted) -> str:
+    if event.seconds_per_item is None:
+        first = "this run's first proposal" if event.phase.unit == "proposal" \
+            else "the first time this run does it"
+        return f"no estimate yet ({first})"
+    if event.phase.unit == "proposal":
+        return f"about {format_duration(event.seconds_per_item)} per proposal on this machine"
+    return (f"about {format_duration(event.estimate_seconds)} on this machine "
+            f"({format_duration(event.seconds_per_item)} per example)")
+
+
+def current_phase(run: Run, event: RunEvent | None, now: datetime | None = None
+                  ) -> str | None:
+    """:func:`phase_line` for the run's latest phase while it runs (None otherwise), the time so
+    far counted from when the phase was stored."""
+    if event is None or run.status is not RunStatus.RUNNING:
+        return None
+    started = PhaseStarted.from_stored(event)
+    now = now or datetime.now(UTC)
+    created = event.created_at if event.created_at.tzinfo else event.created_at.replace(
+        tzinfo=UTC)
+    return phase_line(started, max(0.0, (now - created).total_seconds()))
 
 
 def progress_summary(run: Run, event: RunEvent | None, loop_trials: int,
@@ -384,8 +457,8 @@ def dimension_scores(feedback: Feedback) -> pd.DataFrame:
 
 
 REVIEW_COLUMNS = ["number", "id", "iteration", "phase", "candidate", "example", "judge_score",
-                  "human_score", "judge_feedback", "human_feedback", "by", "when", "input",
-                  "output"]
+                  "judge_verdict", "human_score", "judge_feedback", "human_feedback", "by",
+                  "when", "input", "output"]
 
 
 def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int],
@@ -403,6 +476,7 @@ def review_frame(trials: Iterable[Trial], candidate_index: dict[int, int],
             "example": f"{t.split.value} {t.example_index}", "input": one_line(t.input_text, 160),
             "output": one_line(t.output, 400),
             "judge_score": math.nan if t.score is None else t.score,
+            "judge_verdict": verdict_text(t.feedback),
             "judge_feedback": one_line(t.feedback_text, 400),
             "human_score": math.nan if o is None or o.score is None else o.score,
             "human_feedback": redact(o.feedback or "") if o is not None else "",

@@ -135,11 +135,12 @@ def test_a_trial_is_scored_as_adks_own_evaluator_scores_the_same_case(script):
         mark = request_mark()
         theirs = asyncio.run(adk_scores(actual, eval_case.conversation[0], judge_model))
         assert ours == [r.prompt_text for r in recorded_requests(judge_name, since=mark)]
-        metrics = feedback.extra["metrics"]
-        assert {name: (m["score"], m["status"]) for name, m in metrics.items()} == theirs
+        metrics = feedback.verdict.metrics
+        assert {m.name: (m.score, m.status.value) for m in metrics} == theirs
         statuses.append({name: status for name, (_, status) in theirs.items()})
         failed = any(status == "FAILED" for status in statuses[-1].values())
         assert feedback.score == (0.0 if failed else 1.0)  # adk optimize's case score
+        assert feedback.verdict.status.value == ("FAILED" if failed else "PASSED")
     assert statuses[0] == dict.fromkeys(CRITERIA, "PASSED")
     assert statuses[1]["tool_trajectory_avg_score"] == "FAILED"
     assert statuses[2]["response_match_score"] == "FAILED"
@@ -162,10 +163,10 @@ def test_mean_scores_each_metric_and_a_missing_reference_is_left_out_not_zero():
                                             "response_match_score": 0.5}}, score="mean")
     sample = Sample(input_text="q", output="the cat sat", expected="the cat sat down")
     feedback = asyncio.run(critic.assess(sample))
-    metrics = feedback.extra["metrics"]
-    assert metrics["tool_trajectory_avg_score"]["status"] == "NOT_EVALUATED"
-    assert "no expected_trajectory" in metrics["tool_trajectory_avg_score"]["details"]
-    assert feedback.score == pytest.approx(metrics["response_match_score"]["score"])
+    metrics = {m.name: m for m in feedback.verdict.metrics}
+    assert metrics["tool_trajectory_avg_score"].status == "NOT_EVALUATED"
+    assert "no expected_trajectory" in metrics["tool_trajectory_avg_score"].details
+    assert feedback.score == pytest.approx(metrics["response_match_score"].score)
     nothing = asyncio.run(critic.assess(Sample(input_text="q", output="a")))
     assert nothing.score is None and "no ADK metric could evaluate" in nothing.error
 

@@ -159,8 +159,9 @@ def test_adks_criteria_file_scores_a_studio_run(tmp_path, capsys):
     store.close()
     assert run.spec.critic.evaluator == {"adk_metrics": criteria, "judge_model": "scripted/demo",
                                          "score": "mean"}
-    verdicts = [trial.feedback.extra["metrics"] for trial in trials]
-    assert verdicts and all(set(v) == set(criteria["criteria"]) for v in verdicts)
+    verdicts = [trial.feedback.verdict for trial in trials]
+    assert verdicts and all({m.name for m in v.metrics} == set(criteria["criteria"])
+                            for v in verdicts)
     assert all(trial.feedback.text.startswith("[response_match_score]") for trial in trials)
 
 

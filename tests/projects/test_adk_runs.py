@@ -16,7 +16,6 @@ from studio.model.errors import ConfigError, DatasetError
 from studio.projects.adk_runs import (
     FolderRunRequest,
     SamplerConfig,
-    adk_metrics_critic_exists,
     critic_section,
     folder_project,
 )
@@ -54,10 +53,11 @@ def test_studio_run_takes_an_agent_folder_and_an_eval_set(agent_dir, tmp_path, c
     assert summary["status"] == "completed"
     run, trials = stored_run(db, summary["run_id"])
     assert run.spec.agent_folder == str(agent_dir.resolve())
-    assert run.spec.critic.evaluator["evaluators"][0]["name"] == "trajectory_match"
-    assert run.spec.critic.evaluator["evaluators"][1]["name"] == "response_match"
+    assert run.spec.critic.evaluator["adk_metrics"] == {"criteria": {
+        "tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}
     assert run.spec.reflection.model == "scripted/demo"
-    assert trials and all("ROUGE-1 F" in (t.feedback.text or "") for t in trials)
+    assert trials and all(t.feedback.verdict is not None for t in trials)
+    assert all("[response_match_score]" in t.feedback.text for t in trials)
 
 
 def test_write_project_saves_a_project_that_runs_the_same(agent_dir, tmp_path, capsys):
@@ -94,19 +94,21 @@ def test_adk_optimize_configs_map_to_the_studios_settings(agent_dir, tmp_path):
     project = made.project
     assert [row["input"] for row in project.dataset.train] == ["city rain"]
     assert project.dataset.val.path == f"{agent_dir.name}/haiku.evalset.json"
-    assert project.critic.evaluator == {"evaluator": "response_match", "params": {}}
+    assert project.critic.adk_metrics == {"criteria": {"response_match_score": 0.5}}
     assert project.reflection.model == "scripted/demo"
     assert (project.run.max_metric_calls, project.run.minibatch_size) == (40, 2)
 
 
-def test_a_criteria_file_picks_the_trajectory_match_type(agent_dir, tmp_path):
+def test_a_criteria_file_is_judged_by_adks_own_evaluators(agent_dir, tmp_path):
     criteria = tmp_path / "test_config.json"
     criteria.write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": {
         "threshold": 1.0, "match_type": "ANY_ORDER"}}}), encoding="utf-8")
     made = folder_project(FolderRunRequest(folder=agent_dir, criteria=criteria,
                                            evalsets=(agent_dir / "haiku.evalset.json",)))
-    assert made.project.critic.evaluator == {"evaluator": "trajectory_match",
-                                             "params": {"mode": "superset"}}
+    critic = made.project.critic
+    assert (critic.type, critic.score) == ("adk_metrics", "graded")
+    criterion = critic.adk_metrics["criteria"]["tool_trajectory_avg_score"]
+    assert (criterion["threshold"], criterion["match_type"]) == (1.0, "ANY_ORDER")
 
 
 def test_two_eval_sets_are_read_as_inline_rows(agent_dir, tmp_path):
@@ -116,18 +118,11 @@ def test_two_eval_sets_are_read_as_inline_rows(agent_dir, tmp_path):
     assert len(made.project.dataset.train) == 4
 
 
-@pytest.mark.skipif(adk_metrics_critic_exists(), reason="ADK's metrics critic scores it")
-def test_an_adk_metric_without_a_counterpart_is_refused_by_name():
-    with pytest.raises(ConfigError, match="ADK metric 'final_response_match_v2' has no offline"):
-        critic_section({"final_response_match_v2": {"threshold": 0.5}})
-
-
-@pytest.mark.skipif(not adk_metrics_critic_exists(), reason="no ADK metrics critic here")
-def test_an_adk_metric_without_a_counterpart_is_scored_by_adks_own_evaluators():
+def test_any_adk_metric_is_judged_by_adks_own_evaluators_with_the_judge_given():
     criteria = {"final_response_match_v2": {"threshold": 0.5}, "response_match_score": 0.8}
     assert critic_section(criteria, judge_model="scripted/demo") == {
-        "type": "adk_metrics", "name": "adk_metrics", "adk_metrics": {"criteria": criteria},
-        "model": "scripted/demo"}
+        "type": "adk_metrics", "name": "adk_criteria", "adk_metrics": {"criteria": criteria},
+        "score": "graded", "model": "scripted/demo"}
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -15,6 +15,8 @@ import pytest
 
 from studio.store import open_store
 from tests.helpers import StudioProcess, wait_until
+from tests.projects.adk_samples import write_sample_folder
+from tests.projects.test_adk_models import digest
 from tests.projects.test_adk_projects import write_agent_folder, write_eval_set
 from tests.projects.test_served_agents import write_graph_folder
 from tests.ui.browser import (
@@ -125,3 +127,55 @@ def test_a_served_graph_workflow_is_drawn_on_the_projects_page(tmp_path, monkeyp
     finally:
         server.stop()
         print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails
+
+
+def test_the_agents_form_runs_a_gemini_folder_on_another_model(tmp_path, monkeypatch):
+    """The *Model* field of the ``--agents`` form: a folder written for Gemini (ADK samples'
+    shape), no key on the server, runs on ``scripted/demo`` with no edit; the Run page says so."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    root = tmp_path / "agents"
+    folder = write_sample_folder(root, "browser_facts")
+    before = digest(folder)
+    db = f"sqlite:///{tmp_path}/studio.db"
+    port = free_port()
+    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port),
+                           GOOGLE_API_KEY="", GEMINI_API_KEY="")
+    url = f"http://localhost:{port}"
+    try:
+        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
+                   message="studio ui to serve")
+        assert server.process.poll() is None, server.text
+        with chromium_page() as page:
+            try:
+                page.goto(url)
+                page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
+                nav(page, "Projects")
+                page.get_by_role("heading", name="Your ADK agents").wait_for()
+                page.get_by_role("textbox", name="Model", exact=True).fill("scripted/demo")
+                page.get_by_role("spinbutton", name="Iterations").fill("1")
+                full_page_shot(page, SHOTS / "adk_agents_model_form.png")
+                page.get_by_role("button", name="Start a run").click()
+                # the start imports the folder and ADK's evaluators: give a loaded machine time
+                page.get_by_role("heading", name="Run", exact=True).first.wait_for(
+                    timeout=120_000)
+                page.get_by_text("Running on scripted/demo (the folder says "
+                                 "gemini-2.5-flash).").first.wait_for(timeout=60_000)
+                wait_until(lambda: _status(db) == "completed", 120, step=0.5,
+                           message="the served agent's run on scripted/demo to complete")
+                page.get_by_text("1 of 1 iterations done", exact=False).first.wait_for(
+                    timeout=60_000)
+                wait_idle(page)
+                full_page_shot(page, SHOTS / "adk_agents_model_run.png")
+            except Exception:
+                failure_shot(page, SHOTS / "adk_agents_model_failure.png")
+                raise
+    finally:
+        server.stop()
+        print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails
+    store = open_store(db, cached=False)
+    [run] = store.list_runs()
+    store.close()
+    assert run.spec.models.every == "scripted/demo"
+    assert run.spec.code_models == dict.fromkeys(("fact_checker", "summarizer", "researcher"),
+                                                 "gemini-2.5-flash")
+    assert digest(folder) == before  # zero edits

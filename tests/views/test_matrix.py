@@ -6,6 +6,8 @@ import pytest
 
 from studio.model.feedback import Feedback
 from studio.model.records import Candidate, Example, Split, Trial, TrialPhase
+from studio.model.verdicts import EvalStatus, MetricVerdict, ScoreRule
+from studio.model.verdicts import Verdict as Verdict_
 from studio.views.matrix import (
     SEARCH_LIMIT,
     MatrixFilter,
@@ -14,6 +16,7 @@ from studio.views.matrix import (
     apply_filter,
     build_matrix,
     compile_search,
+    judged_by_adk,
     matrix_frame,
     pass_counts,
     verdict_frame,
@@ -108,3 +111,24 @@ def test_a_search_that_cannot_run_is_a_message_and_the_other_filters_still_apply
     assert raised.value.value == text
     shown = apply_filter(built(), MatrixFilter(failures_only=True, search=text, regex=True))
     assert says in (shown.problem or "") and len(shown.rows) == 2
+
+
+def adk_judged(tid: int, cid: int, eid: int, score: float, status: str) -> Trial:
+    """A trial judged by ADK's criteria: its score (graded) and ADK's verdict disagree on a
+    pass mark of 0.5 when the case fails with a high score."""
+    metrics = [MetricVerdict(name="tool_trajectory_avg_score", score=1.0, threshold=1.0,
+                             status=EvalStatus.PASSED),
+               MetricVerdict(name="response_match_score", score=0.19, threshold=0.8,
+                             status=EvalStatus(status))]
+    verdict = Verdict_.of(metrics, ScoreRule.GRADED)
+    return trial(tid, cid, eid, "haiku", score).model_copy(update={
+        "feedback": Feedback(score=score, text="adk", verdict=verdict)})
+
+
+def test_a_cell_judged_by_adks_criteria_shows_adks_verdict_beside_the_score():
+    failing = adk_judged(1, 10, 1, 0.62, "FAILED")
+    versions = version_labels(CANDIDATES, [10], best_id=11)
+    matrix = build_matrix(versions, {10: [failing]}, EXAMPLES[:1], pass_at=0.5)
+    assert matrix.rows[0].cells[10].verdict is Verdict.FAIL  # 0.62 >= 0.5, yet ADK failed it
+    assert matrix_frame(matrix, matrix.rows).loc[0, "#0 seed"] == "✗ 0.62 · haiku"
+    assert judged_by_adk(matrix) and not judged_by_adk(built())

@@ -23,17 +23,21 @@ from studio.model.records import (
     Trial,
     TrialPhase,
 )
+from studio.model.verdicts import EvalStatus, MetricVerdict, ScoreRule, Verdict
 from studio.views.tables import (
     dimension_scores,
     evidence_frame,
     format_duration,
     format_score,
+    metric_rows,
+    optimised_note,
     override_changes,
     override_signature,
     progress_summary,
     proposal_history,
     review_frame,
     run_label,
+    shown_columns,
     trace_tool_calls,
     trial_frame,
 )
@@ -169,3 +173,25 @@ def test_evidence_and_history_frames():
     assert (attempt["status"], attempt["reason"], attempt["evidence"]) == (
         "invalid", "duplicate of candidate #1", "")
     assert math.isnan(attempt["parent_sum"]) and pd.isna(attempt["child"])
+
+
+def test_adks_verdict_is_a_column_of_the_trials_and_review_tables_and_the_metrics_are_rows():
+    verdict = Verdict.of([
+        MetricVerdict(name="tool_trajectory_avg_score", score=1.0, threshold=1.0,
+                      status=EvalStatus.PASSED),
+        MetricVerdict(name="response_match_score", score=0.19, threshold=0.8,
+                      status=EvalStatus.FAILED)], ScoreRule.GRADED)
+    judged = trial(1, score=0.62).model_copy(update={
+        "feedback": Feedback(score=0.62, text="adk", verdict=verdict)})
+    frame = trial_frame([judged, trial(2)], {1: 0})
+    assert list(frame["verdict"]) == ["FAILED: response_match_score 0.19 < 0.8", ""]
+    assert review_frame([judged], {1: 0}).loc[0, "judge_verdict"] == frame.loc[0, "verdict"]
+    order = ["score", "verdict", "feedback"]
+    assert shown_columns(order, frame) == order
+    assert shown_columns(order, trial_frame([trial(2)], {1: 0})) == ["score", "feedback"]
+    assert metric_rows(verdict).to_dict("records")[1] == {
+        "metric": "response_match_score", "score": 0.19, "threshold": 0.8, "verdict": "FAILED"}
+    assert optimised_note(verdict, 0.62) == (
+        "ADK's verdict: FAILED (adk eval's rule: a case passes only when every metric passes "
+        "its threshold). GEPA optimises the score 0.620 (graded: each metric's share of its "
+        "threshold, averaged; 1 only when every metric passes).")

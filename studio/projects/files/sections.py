@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from studio.model.agent_models import ModelOverrides, checked_models
 from studio.model.config import EvolutionConfig
 from studio.model.limits import MAX_DEMOS, MAX_NAME_CHARS
 from studio.model.records import (
@@ -42,6 +43,11 @@ class AgentSection(BaseModel):
     name: str = Field(default="agent", max_length=64)
     """The agent's name (at most 64 characters; in ``agents:`` an identifier)."""
     model: str = "local/smollm2"
+    """The agent's model; given with ``folder`` or ``ref``, every model-bearing agent of the
+    loaded tree runs on it instead of the one its code names."""
+    models: dict[str, str] = Field(default_factory=dict)
+    """With ``folder`` or ``ref``: a model per agent of the tree, by name
+    (``{searcher: openai/gpt-4o-mini}``); wins over ``model``."""
     instruction: str = ""
     output_schema: dict[str, Any] | None = None
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
@@ -66,6 +72,13 @@ class AgentSection(BaseModel):
     def _folder_names_its_agent(cls, data: Any) -> Any:
         return folder_section(data)
 
+    def model_overrides(self) -> ModelOverrides:
+        """For an agent loaded from code: the models given here in place of its code's."""
+        if not self.ref:
+            return ModelOverrides()
+        every = self.model if "model" in self.model_fields_set else None
+        return ModelOverrides(every=every, agents=self.models)
+
     def to_spec(self) -> AgentSpec:
         return AgentSpec(name=_identifier(self.name), model=self.model,
                          instruction=self.instruction, output_schema=self.output_schema,
@@ -78,6 +91,11 @@ class AgentSection(BaseModel):
     def _tools_are_refs(cls, value: list[str], info: ValidationInfo) -> list[str]:
         return check_tool_refs(value, agent=str(info.data.get("name", "agent")))
 
+    @field_validator("models")
+    @classmethod
+    def _models_are_models(cls, value: dict[str, str]) -> dict[str, str]:
+        return checked_models(value)
+
     @field_validator("output_schema")
     @classmethod
     def _schema_is_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -89,6 +107,10 @@ class AgentSection(BaseModel):
         if self.ref and self.tools:
             raise ValueError(f"agent {self.name!r}: 'tools' are for a declared agent; an agent "
                              "loaded with 'ref' keeps the tools its Python code gives it")
+        if self.models and not self.ref:
+            raise ValueError(f"agent {self.name!r}: 'models' chooses models for the agents of a "
+                             "tree loaded with 'folder' or 'ref'; a declared agent's model is "
+                             "its 'model'")
         if self.ref and self.few_shot:
             raise ValueError(f"agent {self.name!r}: 'few_shot' is for a declared agent; evolve "
                              "the few_shot component to give demos to an agent loaded with 'ref'")
@@ -102,7 +124,7 @@ class CriticSection(BaseModel):
     name: str = "critic"
     model: str = "local/smollm2"
     """The critic agent's model; for ``type: adk_metrics``, the judge model of the metrics
-    judged by a model whose criterion names none."""
+    judged by a model whose criterion names none (not given: the agent's own model)."""
     instruction: str = ""
     """Empty: the seed's SIMPLE or ADVANCED critic instruction, by ``schema``."""
     schema_kind: str = Field(default="simple", alias="schema",
@@ -115,9 +137,11 @@ class CriticSection(BaseModel):
     """For ``type: adk_metrics``: ADK's eval criteria config (``{criteria: {metric: threshold or
     criterion}}``, as in ``test_config.json``), or the path of such a file relative to the
     project file (see :mod:`studio.critics.adk_metrics`)."""
-    score: str | None = Field(default=None, pattern="^(pass|mean)$")
-    """For ``type: adk_metrics``: ``pass`` (the default: 1 when every metric passes, as ``adk
-    optimize``) or ``mean`` (the mean of the metrics' scores)."""
+    score: str | None = Field(default=None, pattern="^(pass|graded|mean)$")
+    """For ``type: adk_metrics``, the number GEPA optimises: ``pass`` (the default: 1 when every
+    metric passes, as ``adk optimize``), ``graded`` (each metric's share of its threshold,
+    averaged: 1 only when every metric passes) or ``mean`` (the mean of the metrics' scores).
+    The verdict shown beside it is ADK's whatever the rule."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -128,8 +152,9 @@ class CriticSection(BaseModel):
             config = self.adk_metrics or {}
             if base_dir is not None:
                 config = criteria_config(config, base_dir, "critic.adk_metrics")
+            judge = self.model if "model" in self.model_fields_set else None
             return CriticSpec(type="evaluator", name=self.name, evaluator={
-                "adk_metrics": config, "judge_model": self.model, "score": self.score or "pass"})
+                "adk_metrics": config, "judge_model": judge, "score": self.score or "pass"})
         if self.type == "evaluator":
             return CriticSpec(type="evaluator", name=self.name, evaluator=self.evaluator or {})
         agent = AgentSpec(name=_identifier(self.name), model=self.model,
@@ -249,6 +274,7 @@ class ProjectFile(BaseModel):
             if single else None
         return RunSpec(agent=agent, agent_ref=single.ref if single else None,
                        agent_folder=folder,
+                       models=single.model_overrides() if single else ModelOverrides(),
                        agents=[a.to_spec() for a in self.agents], workflow=self.workflow,
                        primary=self.primary, critic=self.critic.to_spec(base_dir),
                        reflection=self.reflection, components=self.component_keys(),

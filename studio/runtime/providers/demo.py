@@ -2,9 +2,10 @@
 
 The writer follows only the rules its instruction states; the critic checks four rules; the
 reflector adds the rule the critic's feedback names most often (skipping a text its prompt lists
-as already tried, and a rule a reviewer's rejection reason names). So a run starts low and climbs
-one rule per accepted proposal, which makes the loop, the gates and the charts easy to see and
-test.
+as already tried, and a rule a reviewer's rejection reason names), or, judged by ADK's criteria
+(which name no rule), the next rule its instruction lacks when a metric failed. So a run starts
+low and climbs one rule per accepted proposal, which makes the loop, the gates and the charts
+easy to see and test.
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def reflect(prompt: str) -> str:
     wanted = Counter(
         hint for _, phrase, hint in RULES if hint in trials_text and phrase not in stripped.lower()
     )
+    if not wanted and _ADK_FAILURE.search(trials_text):  # ADK's criteria name no rule
+        wanted = Counter({hint: 1 for _, phrase, hint in RULES
+                          if phrase not in stripped.lower()})  # the next, in order
     rejected = _rejected_hints(trials_text)
     tried = tried_texts(trials_text)
     for hint, _count in wanted.most_common():
@@ -114,6 +118,9 @@ def reflect(prompt: str) -> str:
     return stripped
 
 
+_ADK_FAILURE = re.compile(r"\[\w+\] [\d.]+ \(threshold [^)]*\) FAILED")
+"""A metric line of ADK's criteria that failed (:mod:`studio.critics.adk_metrics`): the demo
+reflector then adds its next rule, as a model would try something."""
 _TRIALS_FENCE = re.compile(r"<trials-([0-9a-f]+)>\n(.*?)\n</trials-\1>", re.S)
 
 
