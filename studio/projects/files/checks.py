@@ -27,7 +27,7 @@ from studio.model.records import (
 )
 from studio.projects.files.datasets import resolve_datasets, resolve_testset
 from studio.projects.files.sections import CriticSection, DatasetSection, ProjectFile
-from studio.projects.files.trust import Origin, check_trust
+from studio.projects.files.trust import Origin, check_browser_config, check_trust
 from studio.runtime.execution import AgentExecutor
 
 
@@ -74,6 +74,8 @@ def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
     """
     config = config or project.run
     check_trust(project, origin, source)
+    if origin is Origin.BROWSER:
+        check_browser_config(config, source)
     _check_columns(project.dataset, source)
     train, val = resolve_datasets(project, base_dir, source=source, origin=origin)
     test = resolve_testset(project, base_dir, source=source, origin=origin)

@@ -10,10 +10,13 @@ with its tools (a retried agent would call its tools again).
   :data:`MAX_RETRY_AFTER_SECONDS`, at most :data:`MAX_CALL_RETRIES` times. The OpenAI client's
   own retries are turned off for it (``max_retries=0``) so that the two do not multiply. A
   failure without a wait goes up to the executor's retries, as before.
-- **Rate limits** (:func:`set_rate_limit`): one limiter per model string for the whole process,
-  so the runs a worker (or the studio's server) holds share it: at most ``requests`` calls start
-  in any ``per_seconds`` window. Thread-safe: each run drives its own event loop in its own
-  thread.
+- **Rate limits** (:func:`set_rate_limits`): one limiter per model string for the whole
+  process, so the runs a worker (or the studio's server) holds share it: at most ``requests``
+  calls start in any ``per_seconds`` window. Thread-safe: each run drives its own event loop in
+  its own thread. They are the server's: :data:`RATE_LIMITS_ENV` in its environment, which no
+  run replaces; a trusted run's own ``rate_limits`` (a project run from the command line, the
+  library) add limits for other models. A project from the browser may not set any
+  (:mod:`studio.projects.files.allowlist`).
 - **Cost** (:func:`metered`): LiteLLM prices each reply from its local cost map
   (``response_cost``); the calls made inside a ``metered()`` block add up in its
   :class:`CallMeter`. A model without a price (the embedded and scripted models) costs 0.
@@ -24,8 +27,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 import math
+import os
 import threading
 import time
 from collections import deque
@@ -33,6 +38,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
+
+from pydantic import ValidationError
 
 from studio.model.config import RateLimit
 from studio.model.errors import ConfigError
@@ -141,10 +148,51 @@ def set_rate_limit(model: str, limit: RateLimit) -> SlidingWindowLimiter:
         return current
 
 
+RATE_LIMITS_ENV = "STUDIO_RATE_LIMITS"
+"""The server's rate limits per model, as JSON: ``{"openai/gpt-4o-mini": 500,
+"gemini/gemini-2.5-flash": {"requests": 10, "per_seconds": 1}}`` (a bare number is requests per
+minute). Every run of the process shares them and none replaces them."""
+
+
+def server_rate_limits() -> dict[str, RateLimit]:
+    """The limits :data:`RATE_LIMITS_ENV` sets (none when it is unset).
+
+    Raises:
+        ConfigError: the variable is not a JSON object of model -> limit, naming the model.
+    """
+    text = os.environ.get(RATE_LIMITS_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"is not JSON ({exc.msg}); write e.g. "
+                          '{"openai/gpt-4o-mini": 500}', where=RATE_LIMITS_ENV) from exc
+    if not isinstance(data, dict):
+        raise ConfigError('must be a JSON object of model -> limit, e.g. {"openai/gpt-4o-mini": '
+                          "500}", where=RATE_LIMITS_ENV)
+    limits = {}
+    for model, limit in data.items():
+        try:
+            limits[model] = RateLimit.model_validate(limit)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            raise ConfigError(f"{problem['msg']} (got {limit!r}); a limit is requests per "
+                              "minute or {\"requests\": N, \"per_seconds\": S}",
+                              where=f"{RATE_LIMITS_ENV}: {model}", value=limit) from exc
+    return limits
+
+
 def set_rate_limits(limits: dict[str, RateLimit]) -> None:
-    """Apply a run's ``rate_limits`` (see :class:`studio.model.config.EvolutionConfig`)."""
-    for model, limit in limits.items():
+    """Apply the server's limits (:data:`RATE_LIMITS_ENV`), and a trusted run's ``rate_limits``
+    (see :class:`studio.model.config.EvolutionConfig`) for the models the server does not
+    limit: a run never replaces a limit the server set."""
+    server = server_rate_limits()
+    for model, limit in server.items():
         set_rate_limit(model, limit)
+    for model, limit in limits.items():
+        if model not in server:
+            set_rate_limit(model, limit)
 
 
 def clear_rate_limits() -> None:
