@@ -21,8 +21,10 @@ pytestmark = pytest.mark.browser
 
 
 def _nav(page, title: str) -> None:
-    page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
-    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=30_000)
+    link = page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True)
+    link.wait_for(timeout=90_000)  # the first page of a fresh server, on a busy machine
+    link.click()
+    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=60_000)
 
 
 def _start_refused(page, server: str, fragment: str) -> str:
@@ -48,7 +50,7 @@ def test_the_reported_project_is_refused_on_import_and_on_start(tmp_path):
         try:
             page.goto(server)
             _nav(page, "Projects")
-            page.get_by_text("Import a project file").wait_for(timeout=30_000)
+            page.get_by_text("Import a project file").wait_for(timeout=60_000)
             page.locator("input[type=file]").first.set_input_files(str(upload))
             page.get_by_role("button", name="Import").click()
             refusal = page.get_by_text("judge_model_config.http_options")

@@ -379,7 +379,7 @@ def _evaluator_node(key: str) -> NodeOf:
     """The params node of the evaluator a sibling field names (``evaluator:exact_match``)."""
 
     def node(value: Any, parent: Mapping[str, Any], at: Place) -> str:
-        name = parent.get(key)
+        name = str(parent.get(key))
         node = f"evaluator:{EVALUATOR_ALIASES.get(name, name)}"
         if node not in BROWSER_FIELDS:
             raise at.refuse(f"evaluator {name!r} is not one of the studio's evaluators a "
@@ -485,7 +485,7 @@ _OTHER_OUTPUT = Refused(
 _ROUTING = Refused("sends the request to other models than the one named",
                    "Name the judge model in judge_model instead")
 
-_GENERATION = {
+_GENERATION: dict[str, Decision] = {
     "temperature": Number(0.0, 2.0), "top_p": _UNIT, "top_k": Number(1, 1000, integer=True),
     "max_output_tokens": Number(1, 32768, integer=True),
     "seed": Number(-(2**31), 2**31 - 1, integer=True),
@@ -515,17 +515,19 @@ _GENERATION = {
 """google-genai's ``GenerateContentConfig`` (an ADK judge's ``judge_model_config``): sampling
 settings only."""
 
-_CRITERION = {"threshold": _THRESHOLD, "include_intermediate_responses_in_final": _FLAG}
-_JUDGED_CRITERION = {**_CRITERION, "judge_model_options": Section("JudgeModelOptions")}
+_CRITERION: dict[str, Decision] = {"threshold": _THRESHOLD,
+                                   "include_intermediate_responses_in_final": _FLAG}
+_JUDGED_CRITERION: dict[str, Decision] = {**_CRITERION,
+                                          "judge_model_options": Section("JudgeModelOptions")}
 
-_EVALUATOR_COMMON = {"key": _NAME}
-_JUDGE_EVALUATOR = {
+_EVALUATOR_COMMON: dict[str, Decision] = {"key": _NAME}
+_JUDGE_EVALUATOR: dict[str, Decision] = {
     **_EVALUATOR_COMMON, "config": Section("judge config"), "model": _MODEL,
     "endpoint": _PYTHON_OBJECT, "executor": _PYTHON_OBJECT,
 }
-_RAG = {**_JUDGE_EVALUATOR, "question_key": _NAME, "context_key": _NAME}
+_RAG: dict[str, Decision] = {**_JUDGE_EVALUATOR, "question_key": _NAME, "context_key": _NAME}
 
-_AGENT_FIELDS = {
+_AGENT_FIELDS: dict[str, Decision] = {
     "name": _NAME, "model": _MODEL, "instruction": _TEXT,
     "output_schema": Allowed("a JSON Schema: data, its $ref are never fetched"),
     "generate_content_config": Section("GenerationConfig"),

@@ -18,8 +18,10 @@ with its tools (a retried agent would call its tools again).
   library) add limits for other models. A project from the browser may not set any
   (:mod:`studio.projects.files.allowlist`).
 - **Cost** (:func:`metered`): LiteLLM prices each reply from its local cost map
-  (``response_cost``); the calls made inside a ``metered()`` block add up in its
-  :class:`CallMeter`. A model without a price (the embedded and scripted models) costs 0.
+  (``response_cost``; ADK's own Gemini class by :func:`count_usage`); the calls made inside a
+  ``metered()`` block add up in its :class:`CallMeter`. A model without a price (the embedded
+  and scripted models) costs 0; a call whose reported usage or price no call could have
+  (:func:`studio.model.costs.implausible_call`) is kept raw and not priced.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from studio.model.config import RateLimit
+from studio.model.costs import implausible_call
 from studio.model.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -64,12 +67,20 @@ class CallMeter:
     cost_usd: float = 0.0
     retries_after: list[float] = field(default_factory=list)
     """The waits honoured, in seconds, in order."""
+    unpriced: list[dict[str, Any]] = field(default_factory=list)
+    """Calls whose reported usage or price could not be believed
+    (:func:`studio.model.costs.implausible_call`): left out of ``cost_usd``, kept raw here."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, cost_usd: float) -> None:
         with self._lock:
             self.calls += 1
             self.cost_usd += cost_usd
+
+    def add_unpriced(self, report: dict[str, Any]) -> None:
+        with self._lock:
+            self.calls += 1
+            self.unpriced.append(report)
 
 
 _METER: contextvars.ContextVar[CallMeter | None] = contextvars.ContextVar("studio_call_meter",
@@ -89,14 +100,15 @@ def metered() -> Iterator[CallMeter]:
 
 
 def response_cost(response: Any) -> float:
-    """LiteLLM's price of one reply in US dollars; 0 when it has none (an unpriced model)."""
+    """LiteLLM's price of one reply in US dollars; 0 when it has none (an unpriced model);
+    an infinite price as it is (:func:`_count` does not believe it)."""
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     try:
         value = float(cost or 0.0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
-    return value if math.isfinite(value) and value > 0 else 0.0
+    return value if not math.isnan(value) and value > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------- rate limits
@@ -316,4 +328,54 @@ def _count(response: Any, kwargs: dict[str, Any]) -> None:
     meter = _METER.get()
     if meter is None:
         return
-    meter.add(0.0 if kwargs.get("stream") else response_cost(response))
+    if kwargs.get("stream"):
+        meter.add(0.0)
+        return
+    model = str(kwargs.get("model") or getattr(response, "model", "") or "")
+    _add_call(meter, model, response_cost(response), reported_usage(response))
+
+
+def count_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None:
+    """Price a call made outside LiteLLM (ADK's own Gemini class) from the usage it reports,
+    by LiteLLM's cost map (``model`` as the map names it: ``gemini/gemini-2.5-flash``), into
+    the current :func:`metered` block."""
+    meter = _METER.get()
+    if meter is None:
+        return
+    usage: dict[str, float] = {"prompt_tokens": prompt_tokens,
+                               "completion_tokens": completion_tokens,
+                               "total_tokens": prompt_tokens + completion_tokens}
+    _add_call(meter, model, _map_price(model, prompt_tokens, completion_tokens), usage)
+
+
+def _map_price(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    import litellm
+
+    try:
+        prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
+                                                    completion_tokens=completion_tokens)
+    except Exception:  # a model the cost map does not price (a Vertex endpoint): free here
+        return 0.0
+    return float(prompt) + float(completion)
+
+
+def _add_call(meter: CallMeter, model: str, cost: float, usage: dict[str, float]) -> None:
+    """One call into the meter: its price, or, when its usage or price cannot be believed
+    (:func:`studio.model.costs.implausible_call`), its raw report instead."""
+    why = implausible_call(max(usage.values(), default=0), cost)
+    if why is None:
+        meter.add(cost)
+        return
+    logger.warning("model %s %s: its price is left out of the cost", model or "?", why)
+    meter.add_unpriced({"model": model, "usage": usage, "reported_cost_usd": cost, "why": why})
+
+
+def reported_usage(response: Any) -> dict[str, float]:
+    """The token counts a reply reports (``usage``), as numbers; none that are not."""
+    usage = getattr(response, "usage", None)
+    counts = {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = getattr(usage, key, None) if usage is not None else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            counts[key] = value
+    return counts
