@@ -242,6 +242,9 @@ def hostile(url: str, port: int) -> list[tuple[str, dict[str, Any], str]]:
         ("Potato api key", {"critic": _evaluator({"evaluator": "context_relevance", "params": {
             "config": {"ai_support": {"api_key": "sk-attacker", "base_url": url}}}})},
          "ai_support"),
+        ("Potato on ollama", {"critic": _evaluator({"evaluator": "agent_as_judge", "params": {
+            "config": {"ai_support": {"endpoint_type": "ollama", "model": "llama3"}}}})},
+         "endpoint_type"),
         ("judge param api_base", {"critic": _evaluator({"evaluator": "llm_trajectory_judge",
                                                         "params": {"api_base": url}})},
          "params.api_base"),
