@@ -14,12 +14,15 @@ import typing
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from studio.critics import adapters
 from studio.critics.adk_metrics import ADK_DEFAULT_JUDGE_SAMPLES, REFUSED
 from studio.evaluators import registry
 from studio.evaluators.rubric_dag import RubricDag, RubricLeaf, RubricNode
+from studio.model.errors import ConfigError
 from studio.model.records import RunSpec
 from studio.projects.files.allowlist import (
     BROWSER_FIELDS,
@@ -32,6 +35,7 @@ from studio.projects.files.allowlist import (
     Refused,
     Rows,
     Section,
+    check_browser_project_fields,
 )
 from studio.projects.files.sections import DataSource, ProjectFile
 
@@ -239,3 +243,26 @@ def test_every_decision_is_one_the_walk_knows():
     kinds = {type(d).__name__ for fields in BROWSER_FIELDS.values() for d in fields.values()
              if not isinstance(d, known)}
     assert kinds <= {"Number", "Text", "Pattern", "ModelName", "EvaluatorName", "PotatoEndpoint"}
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["criteria", "final_response_match_v2", "judge_model_options",
+                         "judgeModelConfig", "http_options", "params", "evaluator", "name",
+                         "evaluators", "model", "config", "ai_support", "threshold", "x"]),
+        inner, max_size=3),
+    max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(evaluator=JSON, criteria=JSON)
+def test_any_shape_in_the_free_form_sections_is_refused_or_allowed_never_crashes(
+        evaluator, criteria):
+    """Whatever a hostile upload puts in a free-form section, the walk answers with a refusal
+    (a ConfigError naming the field) or lets it through; never another exception."""
+    data = {"name": "x", "critic": {"evaluator": evaluator, "adk_metrics": criteria}}
+    try:
+        check_browser_project_fields(data, "fuzz.yaml")
+    except ConfigError as refused:
+        assert refused.where.startswith("fuzz.yaml: ")

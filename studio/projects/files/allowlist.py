@@ -399,7 +399,7 @@ class EvaluatorName:
         if any(key in parent for key in self.unless):
             Text(MAX_NAME_CHARS).check(value, parent, at)
             return
-        name = EVALUATOR_ALIASES.get(value, value)
+        name = EVALUATOR_ALIASES.get(value, value) if isinstance(value, str) else value
         if f"evaluator:{name}" not in BROWSER_FIELDS:
             raise at.refuse(f"{value!r} is not one of the studio's evaluators a project from "
                             f"the browser may use ({_evaluator_list()})", value)
@@ -745,8 +745,9 @@ def check_section(data: Mapping[str, Any], node: str, at: Place) -> None:
         place = at.child(str(key))
         decision = fields.get(field_name(str(key)))
         if decision is None:
+            allowed = sorted(n for n, d in fields.items() if not isinstance(d, Refused))
             raise place.refuse(f"is not a field a project from the browser may set here "
-                               f"(allowed: {', '.join(sorted(fields))})", key)
+                               f"(it may set: {', '.join(allowed)})", key)
         decision.check(value, data, place)
 
 
