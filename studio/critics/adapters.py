@@ -62,6 +62,7 @@ from studio.evaluators.registry import build_evaluator
 from studio.model.errors import ConfigError, FeedbackShapeError
 from studio.model.feedback import Feedback
 from studio.model.jsontools import to_jsonable
+from studio.model.records import CriticSpec
 
 logger = logging.getLogger(__name__)
 
@@ -309,6 +310,35 @@ def as_critic(item: Any) -> Critic:
         return item
     raise ValueError(f"expected a critic, an evaluator or an AgentAsJudgeEval; got "
                      f"{type(item).__name__}")
+
+
+def metric_calls_per_trial(critic: Any) -> int:
+    """What one trial costs against a run's ``max_metric_calls``: one critic evaluation, or
+    the judge samples its critic asks for when there are more (ADK metrics judged by a model
+    ask theirs ``num_samples`` times each: :func:`studio.critics.adk_metrics.judge_samples`).
+
+    ``critic``: a run's :class:`CriticSpec` or a built critic."""
+    return max(1, _judge_samples(critic))
+
+
+def _judge_samples(critic: Any) -> int:
+    if isinstance(critic, CriticSpec):
+        return _config_samples(critic.evaluator or {}) if critic.type == "evaluator" else 0
+    if isinstance(critic, WeightedCritic):
+        return sum(_judge_samples(part) for _, part, _ in critic.components)
+    samples = getattr(critic, "judge_samples", 0)
+    return samples if isinstance(samples, int) else 0
+
+
+def _config_samples(config: Mapping[str, Any]) -> int:
+    from studio.critics.adk_metrics import judge_samples
+
+    own = judge_samples(config["adk_metrics"]) if isinstance(config.get("adk_metrics"),
+                                                             Mapping) else 0
+    items = config.get("evaluators")
+    parts = [item for item in items if isinstance(item, Mapping)] if isinstance(items, list) \
+        else []
+    return own + sum(_config_samples(item) for item in parts)
 
 
 # --------------------------------------------------------------------------- declarative configs

@@ -49,6 +49,7 @@ from studio.critics.protocol import Sample
 from studio.model.errors import ConfigError
 from studio.model.feedback import Feedback
 from studio.model.jsontools import to_jsonable
+from studio.model.limits import MAX_JUDGE_SAMPLES
 from studio.model.records import CriticSpec
 from studio.model.verdicts import EvalStatus, MetricVerdict, ScoreRule, Verdict
 
@@ -118,12 +119,18 @@ class AdkMetricsCritic:
         self.rule = _score_rule(score, where)
         self.eval_config = eval_config(config, judge_model=judge_model, where=where)
         self.registry = _registry(self.eval_config, registry, allow_custom_metrics, where)
+        _check_samples(self.eval_config, where)
         self.metrics = [_metric(m, self.registry, where) for m in eval_metrics(self.eval_config)]
         _check_judges(self.eval_config, where)
         if not self.metrics:
             raise ConfigError("the eval config names no metric: give criteria such as "
                               '{"criteria": {"tool_trajectory_avg_score": 1.0, '
                               '"response_match_score": 0.8}}', where=where)
+
+    @property
+    def judge_samples(self) -> int:
+        """Judge model calls one trial costs: each LLM-judged metric's ``num_samples``."""
+        return judge_samples(self.eval_config)
 
     async def assess(self, sample: Sample) -> Feedback:
         """Score one trial by every metric (see the module docstring)."""
@@ -275,6 +282,49 @@ def _refuse_unscorable(name: str, registry: Any, where: str) -> None:
                           "GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (or GOOGLE_API_KEY) "
                           "set; set them, or score by final_response_match_v2 or a rubric "
                           "metric, which ask the run's judge model", where=where, value=name)
+
+
+ADK_DEFAULT_JUDGE_SAMPLES = 5
+"""ADK's ``JudgeModelOptions.num_samples`` default: what a criterion that names none asks."""
+
+
+def _judge_options(criterion: Any) -> dict[str, Any]:
+    """A criterion's ``judge_model_options`` as data (a bare threshold has none)."""
+    if criterion is None or isinstance(criterion, int | float):
+        return {}
+    data = criterion if isinstance(criterion, Mapping) else criterion.model_dump()
+    options = data.get("judge_model_options", data.get("judgeModelOptions"))
+    if options is not None and not isinstance(options, Mapping):
+        options = options.model_dump()
+    return dict(options or {})
+
+
+def _samples(criterion: Any) -> Any:
+    options = _judge_options(criterion)
+    return options.get("num_samples", options.get("numSamples", ADK_DEFAULT_JUDGE_SAMPLES))
+
+
+def judge_samples(config: Any) -> int:
+    """Judge model calls one trial costs under an eval config (``EvalConfig`` or its data):
+    the ``num_samples`` of each metric judged by a model (ADK's default when it names none).
+    Each is a metric call against ``max_metric_calls`` (:func:`metric_calls_per_trial`)."""
+    criteria = config.get("criteria") if isinstance(config, Mapping) else config.criteria
+    if not isinstance(criteria, Mapping):
+        return 0
+    counts = [_samples(criteria[name]) for name in LLM_JUDGED if name in criteria]
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
+
+
+def _check_samples(config: Any, where: str) -> None:
+    """Each judge sample is a paid call: at most :data:`MAX_JUDGE_SAMPLES` per metric."""
+    for name in LLM_JUDGED:
+        count = _samples(config.criteria.get(name))
+        if isinstance(count, int) and count > MAX_JUDGE_SAMPLES:
+            raise ConfigError(
+                f"num_samples {count} asks the judge model {count:,} times per trial, each a "
+                f"paid call; the limit is {MAX_JUDGE_SAMPLES} (ADK's default is "
+                f"{ADK_DEFAULT_JUDGE_SAMPLES})",
+                where=f"{where}.criteria.{name}.judge_model_options.num_samples", value=count)
 
 
 def _check_judges(config: Any, where: str) -> None:

@@ -16,6 +16,7 @@ from studio.engine.context import Listener
 from studio.engine.guard import HoldoutReport
 from studio.engine.history import proposal_rows
 from studio.engine.holdout import check_testable, load_holdout
+from studio.engine.limits import spent_metric_calls
 from studio.engine.loop import TestScoring
 from studio.engine.pool import load_view
 from studio.engine.worker import RunHandle, get_manager
@@ -134,7 +135,7 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
         evolved_components=dict(best.components) if best else {},
         best_candidate_id=view.best_id, iteration_history=_history(store, run_id),
         stop_reason=view.run.stop_reason, candidates=summaries,
-        metric_calls=store.count_trials(run_id, loop_only=True), test=_test_report(store, run_id),
+        metric_calls=spent_metric_calls(store, view.run), test=_test_report(store, run_id),
         primary_agent=view.run.spec.primary)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from google.adk.agents import BaseAgent
 from pydantic import BaseModel
 
-from studio.critics.adapters import as_critic, build_critic
+from studio.critics.adapters import as_critic, build_critic, metric_calls_per_trial
 from studio.critics.agent import (
     ADVANCED_CRITIC_INSTRUCTION,
     SIMPLE_CRITIC_INSTRUCTION,
@@ -382,10 +382,11 @@ def build_engine(
     val = train if spec.val_is_train else [e.id for e in examples.values()
                                             if e.split is Split.VAL]
     test = [e.id for e in examples.values() if e.split is Split.TEST]
+    built_critic = critic_for_run(critic if critic is not None else spec.critic, executor,
+                                  default_model)
     ctx = RunContext(
-        store=store, run=run, config=config, agent=agent,
-        critic=critic_for_run(critic if critic is not None else spec.critic, executor,
-                              default_model),
+        store=store, run=run, config=config, agent=agent, critic=built_critic,
+        calls_per_trial=metric_calls_per_trial(built_critic),
         reflection_agents=reflection_agents(spec, default_model, reflection_agent),
         components=spec.components, executor=executor, train_ids=train, val_ids=val,
         test_ids=test, examples=examples, input_key=spec.input_key,

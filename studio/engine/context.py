@@ -217,8 +217,12 @@ class RunContext:
     in_flight: dict[tuple[int, int], asyncio.Future] = field(default_factory=dict)
     """(candidate, example) pairs being judged, with their trial to come: a batch that needs
     one waits for it instead of judging it again (:mod:`studio.engine.batch`)."""
+    calls_per_trial: int = 1
+    """What one trial costs against ``max_metric_calls``: its critic's judge samples when it
+    asks a judge several times, else one
+    (:func:`studio.critics.adapters.metric_calls_per_trial`)."""
     _agents: dict[int, BaseAgent] = field(default_factory=dict)
-    _metric_calls: int | None = None
+    _loop_trials: int | None = None
     _limits: dict[str, weakref.WeakKeyDictionary] = field(default_factory=dict)
 
     @property
@@ -269,18 +273,23 @@ class RunContext:
     # ------------------------------------------------------------------ metric-call budget
 
     def metric_calls(self) -> int:
-        """The loop's trials so far (test-set trials are outside its budget)."""
-        if self._metric_calls is None:
-            self._metric_calls = self.store.count_trials(self.run_id, loop_only=True)
-        return self._metric_calls
+        """The loop's metric calls so far: its trials, each counted :attr:`calls_per_trial`
+        times (test-set trials are outside its budget)."""
+        if self._loop_trials is None:
+            self._loop_trials = self.store.count_trials(self.run_id, loop_only=True)
+        return self._loop_trials * self.calls_per_trial
+
+    def trial_calls(self, trials: int) -> int:
+        """What ``trials`` more trials would cost against ``max_metric_calls``."""
+        return trials * self.calls_per_trial
 
     def count_metric_call(self, committed: int = 1) -> None:
         """Called after ``committed`` trials were committed together (the store's count
         already includes them all)."""
-        if self._metric_calls is None:
-            self._metric_calls = self.store.count_trials(self.run_id, loop_only=True)
+        if self._loop_trials is None:
+            self._loop_trials = self.store.count_trials(self.run_id, loop_only=True)
         else:
-            self._metric_calls += committed
+            self._loop_trials += committed
 
     # ------------------------------------------------------------------ events
 

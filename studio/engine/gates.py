@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.components import validate_proposal
 from studio.engine.context import RunContext, StopRun, wake_run
 from studio.engine.evidence import proposal_evidence
 from studio.engine.labels import relabel_align_runs
+from studio.engine.limits import spent_metric_calls
 from studio.engine.pool import val_example_ids
 from studio.model.errors import ConfigError, ProposalError, ProposalProblem, RunStateError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, too_long
@@ -140,10 +142,11 @@ def check_edit_budget(store: Store, run: Run, proposal: Proposal) -> None:
     minibatch = len({t.example_id for t in store.trials(
         run.id, proposal_id=proposal.id, phase=TrialPhase.CHILD)}) or run.config.minibatch_size
     validation = len(val_example_ids(store, run))
-    left = budget - store.count_trials(run.id, loop_only=True)
-    if minibatch + validation > left:
+    cost = (minibatch + validation) * metric_calls_per_trial(run.spec.critic)
+    left = budget - spent_metric_calls(store, run)
+    if cost > left:
         raise RunStateError(
-            f"an edit of proposal {proposal.id} costs up to {minibatch + validation} metric calls "
+            f"an edit of proposal {proposal.id} costs up to {cost} metric calls "
             f"(the edited text on its minibatch of {minibatch}, then the validation set of "
             f"{validation} should it be accepted), and run {run.id} has {max(left, 0)} of its "
             f"max_metric_calls {budget} left. Accept or reject the proposal as it stands, or "

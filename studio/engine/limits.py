@@ -4,9 +4,12 @@ and a worker's shutdown are honoured (:meth:`studio.engine.context.RunContext.ch
 
 from __future__ import annotations
 
+from typing import Any
+
+from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.context import RunContext, StopRun
 from studio.engine.state import LoopState
-from studio.model.records import StopReason
+from studio.model.records import Run, StopReason
 
 
 def check_limits(ctx: RunContext, state: LoopState) -> None:
@@ -43,7 +46,7 @@ def check_budget_for_iteration(ctx: RunContext) -> None:
     config = ctx.config
     if config.max_metric_calls is None:
         return
-    worst_case = 2 * config.minibatch_size + len(ctx.val_ids)
+    worst_case = ctx.trial_calls(2 * config.minibatch_size + len(ctx.val_ids))
     if ctx.metric_calls() + worst_case > config.max_metric_calls:
         raise StopRun(StopReason.MAX_METRIC_CALLS)
 
@@ -53,3 +56,9 @@ def iteration_started(state: LoopState) -> bool:
     limits were checked then, and it replays whole."""
     plan = state.round[0] if state.round else state.plan
     return plan is not None and plan["iteration"] == state.iteration + 1
+
+
+def spent_metric_calls(store: Any, run: Run) -> int:
+    """The metric calls a stored run's loop has made: its trials, each counted as its critic
+    costs (:func:`studio.critics.adapters.metric_calls_per_trial`)."""
+    return store.count_trials(run.id, loop_only=True) * metric_calls_per_trial(run.spec.critic)

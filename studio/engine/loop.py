@@ -288,8 +288,8 @@ class Engine:
         if seed.pooled:
             return
         budget = ctx.config.max_metric_calls
-        if budget is not None and len(ctx.val_ids) > budget:  # never a baseline half-scored
-            raise StopRun(StopReason.MAX_METRIC_CALLS)
+        if budget is not None and ctx.trial_calls(len(ctx.val_ids)) > budget:
+            raise StopRun(StopReason.MAX_METRIC_CALLS)  # never a baseline half-scored
         order = [e for e in dict.fromkeys(first) if e in set(ctx.val_ids)]
         order += [e for e in ctx.val_ids if e not in set(order)]
         with phase(ctx, self.state, Phase.SCORING_SEED, 0, model=ctx.agent_model,

@@ -189,7 +189,7 @@ def merge_due(ctx: RunContext, iteration: int) -> bool:
         return False
     budget = config.max_metric_calls
     if budget is not None and \
-            ctx.metric_calls() + MERGE_SUBSAMPLE + len(ctx.val_ids) > budget:
+            ctx.metric_calls() + ctx.trial_calls(MERGE_SUBSAMPLE + len(ctx.val_ids)) > budget:
         return False
     return any(p.status is ProposalStatus.ACCEPTED and p.kind is ProposalKind.REFLECTION
                for p in ctx.store.proposals(ctx.run_id, iteration=iteration - 1))

@@ -113,6 +113,8 @@ async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, A
             end_trial_span(span, error="the chain did not finish", cost_usd=meter.cost_usd)
             raise
     result.cost_usd, result.span = meter.cost_usd, span
+    if meter.unpriced:  # the raw reports of calls whose price was not believed
+        result.trace = {**result.trace, "unpriced_calls": meter.unpriced}
     return result
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from studio.engine.build import build_engine
+from studio.engine.limits import spent_metric_calls
 from studio.engine.loop import Engine
 from studio.model.errors import (
     ConfigError,
@@ -403,7 +404,7 @@ def raised_budget(store: Store, run: Any, max_metric_calls: int | None) -> dict[
     """The run's stored config with a new ``max_metric_calls`` (empty when none is given)."""
     if max_metric_calls is None:
         return {}
-    spent = store.count_trials(run.id, loop_only=True)
+    spent = spent_metric_calls(store, run)
     if max_metric_calls < spent:
         raise RunStateError(f"run {run.id} already made {spent} metric calls: "
                             f"max_metric_calls {max_metric_calls} is below that")

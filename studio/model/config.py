@@ -32,8 +32,9 @@ class Selection(StrEnum):
 
 class RateLimit(BaseModel):
     """At most ``requests`` model calls start in any ``per_seconds`` window, for one model, in
-    one process (every run a worker or the studio's server holds shares it). In a project
-    ``rate_limits: {openai/gpt-4o-mini: 500}`` is 500 requests per minute."""
+    one process (every run a worker or the studio's server holds shares it). In
+    ``STUDIO_RATE_LIMITS`` or a project run from the command line,
+    ``{openai/gpt-4o-mini: 500}`` is 500 requests per minute."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -80,8 +81,10 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     max_iterations: int = Field(default=10, ge=0, le=100_000)
     """Reflection iterations after the baseline."""
     max_metric_calls: int | None = Field(default=None, ge=1)
-    """Budget of critic evaluations (trials). An iteration it cannot pay for whole (parent,
-    child, validation) is not started; an edit it cannot pay for is refused at the gate."""
+    """Budget of critic evaluations: each trial counts once, or once per judge sample when its
+    critic asks a judge model several times (an ADK metric's ``num_samples``). An iteration it
+    cannot pay for whole (parent, child, validation) is not started; an edit it cannot pay for
+    is refused at the gate."""
     patience: int | None = Field(default=None, ge=1)
     """Stop after this many iterations in a row without a better best validation score."""
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -129,8 +132,10 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     """The score that counts as perfect for ``skip_perfect_score`` (GEPA's ``perfect_score``)."""
     rate_limits: dict[str, RateLimit] = Field(default_factory=dict, max_length=100)
     """Per model string: requests per minute (``{openai/gpt-4o-mini: 500}``) or
-    ``{requests: N, per_seconds: S}``. Shared by every run in the same process (a worker's runs
-    together); a team behind a LiteLLM proxy sets its limits there (docs/guides/providers.md)."""
+    ``{requests: N, per_seconds: S}``, for the models the server's own limits
+    (``STUDIO_RATE_LIMITS``) leave out. Shared by every run in the same process (a worker's runs
+    together), so only a project run from the command line may set them; a project from the
+    browser is refused (docs/guides/providers.md)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -29,6 +29,11 @@ MAX_DIMENSIONS = 50
 MAX_OUTPUT_CHARS = 200_000
 """An agent's output as stored and judged."""
 
+MAX_JUDGE_SAMPLES = 10
+"""Times an ADK eval metric may ask its judge model about one trial
+(``judge_model_options.num_samples``; ADK's default is 5), from any project: each sample is a
+paid model call, and each counts against the run's ``max_metric_calls``."""
+
 MAX_DATASET_ROWS = 100_000
 """Examples in one dataset split."""
 

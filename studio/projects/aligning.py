@@ -60,7 +60,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.projects.background import Job, start_job
-from studio.projects.files import dump_project, parse_project
+from studio.projects.files import Origin, check_spec_trust, dump_project, parse_project
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers.calls import metered
 from studio.store import Store
@@ -381,7 +381,9 @@ class NotEnoughLabels(ConfigError):
 
 
 def start_align(store: Store, run_id: str, **options: Any) -> Run:
-    """Create the align run and start it: queued when a worker is live, else in this process."""
+    """Create the align run and start it: queued when a worker is live, else in this process
+    (the Agreement page: the run's critic is checked as a browser project's is)."""
+    check_spec_trust(store.get_run(run_id).spec, Origin.BROWSER, f"run {run_id}")
     return dispatch(store, create_align_run(store, run_id, **options).id).run
 
 
@@ -613,7 +615,9 @@ def report_measured(store: Store, align_run_id: str) -> AlignReport:
 
 
 def start_measure(store: Store, align_run_id: str) -> Job:
-    """:func:`measure_held_out` in the background (the Agreement page)."""
+    """:func:`measure_held_out` in the background (the Agreement page: the align run's critics
+    are checked as a browser project's are)."""
+    check_spec_trust(store.get_run(align_run_id).spec, Origin.BROWSER, f"run {align_run_id}")
     return start_job(measure_key(align_run_id), "measuring the real judge on the held-out labels",
                      lambda job: measure_held_out(store, align_run_id, progress=job))
 
@@ -754,7 +758,9 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
 
 
 def start_rescore(store: Store, run_id: str, align_run_id: str) -> Job:
-    """:func:`rescore_run` in the background (the Agreement page); one at a time per run."""
+    """:func:`rescore_run` in the background (the Agreement page); one at a time per run. The
+    aligned critic is checked as a browser project's is."""
+    check_spec_trust(store.get_run(align_run_id).spec, Origin.BROWSER, f"run {align_run_id}")
     return start_job(rescore_key(run_id), f"re-scoring run {run_id}",
                      lambda job: rescore_run(store, run_id, align_run_id, progress=job))
 

@@ -30,6 +30,8 @@ from studio.projects.files import (
     CriticSection,
     DatasetSection,
     Origin,
+    check_browser_critic,
+    check_browser_settings,
     check_critic_section,
     check_spec_trust,
     decode_text,
@@ -40,6 +42,7 @@ from studio.projects.files import (
     read_jsonl,
     resolve_datasets,
     resolve_testset,
+    set_fields,
 )
 from studio.runtime.execution import AgentExecutor
 from studio.store import Store
@@ -74,9 +77,10 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
     return settings
 
 
-def critic_from_text(text: str, source: str) -> CriticSpec:
+def critic_from_text(text: str, source: str, origin: Origin = Origin.LOCAL) -> CriticSpec:
     """A critic from YAML text: a project's ``critic:`` section, or a whole project file (its
-    critic is taken). Bounded and alias-free like project files.
+    critic is taken). Bounded and alias-free like project files; from the browser, checked
+    against the allow-list as a project's critic is.
 
     Raises:
         ProjectFileError: naming ``source``, the field and what is wrong.
@@ -87,6 +91,8 @@ def critic_from_text(text: str, source: str) -> CriticSpec:
         critic = CriticSection.model_validate(section)
     except ValidationError as exc:
         raise ProjectFileError(explain_validation(exc), where=f"{source}: critic") from exc
+    if origin is Origin.BROWSER:
+        check_browser_critic(set_fields(critic), source)
     check_critic_section(critic, source)
     return critic.to_spec()
 
@@ -176,7 +182,9 @@ def start_fork(store: Store, run_id: str, candidate_index: int, *,
     if not source.spec.resumable:
         raise RunStateError(f"run {run_id} was started from Python objects, which the studio "
                             "cannot rebuild: fork it from Python with studio.fork(...)")
-    critic = critic_from_text(critic_yaml, "critic") if critic_yaml.strip() else None
+    check_browser_settings(settings or {}, f"fork of run {run_id}", prefix="settings")
+    critic = critic_from_text(critic_yaml, "critic", origin=Origin.BROWSER) \
+        if critic_yaml.strip() else None
     if critic is not None:
         check_critic_builds(critic, source, "critic")
     run = fork(store, run_id, candidate_index, critic=critic, config=settings or {},

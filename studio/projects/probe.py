@@ -30,7 +30,7 @@ from studio.model.errors import StudioError
 from studio.model.feedback import Feedback
 from studio.model.media import example_media
 from studio.model.records import RunSpec, example_expected, example_input_text, example_state
-from studio.projects.files import Origin, check_spec_trust
+from studio.projects.files import Origin, check_spec_trust, check_trust
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.watch import CallWatch, watching
 
@@ -61,9 +61,14 @@ def check_probe(project_or_spec: Any, *, origin: Origin = Origin.BROWSER) -> Run
 
     Raises:
         ModelConfigError: a model is unknown or lacks its API key.
-        ProjectFileError: the project loads Python code and its origin is not trusted.
+        ProjectFileError: the project loads Python code, or sets a field the allow-list does
+            not allow, and its origin is not trusted.
     """
-    spec = project_or_spec if isinstance(project_or_spec, RunSpec) else project_or_spec.run_spec()
+    if isinstance(project_or_spec, RunSpec):
+        spec = project_or_spec
+    else:  # the project's own fields first: a refusal names them as the person wrote them
+        check_trust(project_or_spec, origin, f"project {project_or_spec.name!r}")
+        spec = project_or_spec.run_spec()
     check_spec_trust(spec, origin, f"project {spec.project or ''!r}")
     check_spec_models(spec)
     return spec

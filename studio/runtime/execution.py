@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from studio.model.costs import implausible_call
 from studio.model.errors import ConfigError, StudioError
 from studio.model.jsontools import to_jsonable
 from studio.model.limits import clip
@@ -414,7 +415,8 @@ class _TraceRecorder:
         self.events: list[dict[str, Any]] = []
         self.tool_calls: list[dict[str, Any]] = []
         self.state_delta: dict[str, Any] = {}
-        self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        self.usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0,
+                                      "total_tokens": 0}
         self.final_text = ""
         self.outputs: dict[str, str] = {}
         """Each author's last final reply (a workflow's agents by name)."""
@@ -431,14 +433,25 @@ class _TraceRecorder:
         usage = event.usage_metadata
         if usage is not None:
             self.model_calls += 1
-            self.usage["prompt_tokens"] += usage.prompt_token_count or 0
-            self.usage["completion_tokens"] += usage.candidates_token_count or 0
-            self.usage["total_tokens"] += usage.total_token_count or 0
+            self._add_usage(usage)
         if event.is_final_response() and content and content.parts:
             text = "".join(p.text for p in content.parts if p.text and not p.thought)
             if text:
                 self.final_text = text
                 self.outputs[author] = text
+
+    def _add_usage(self, usage: Any) -> None:
+        """One call's tokens into the sums; a report no call could make
+        (:func:`studio.model.costs.implausible_call`) is kept raw beside them instead."""
+        counts = {"prompt_tokens": usage.prompt_token_count or 0,
+                  "completion_tokens": usage.candidates_token_count or 0,
+                  "total_tokens": usage.total_token_count or 0}
+        why = implausible_call(max(counts.values()))
+        if why is not None:
+            self.usage.setdefault("implausible", []).append({**counts, "why": why})
+            return
+        for key, count in counts.items():
+            self.usage[key] += count
 
     def _add_part(self, author: str, part: Any) -> None:
         if part.function_call is not None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.events import Phase, PhaseStarted, Progress
 from studio.engine.history import ProposalRow, agent_of
 from studio.model.feedback import Feedback
@@ -403,7 +404,8 @@ def progress_summary(run: Run, event: RunEvent | None, loop_trials: int,
     return ProgressSummary(
         status=run.status, iteration=progress.iteration,
         max_iterations=progress.max_iterations or run.config.max_iterations,
-        metric_calls=max(loop_trials, progress.metric_calls),
+        metric_calls=max(loop_trials * metric_calls_per_trial(run.spec.critic),
+                         progress.metric_calls),
         max_metric_calls=progress.max_metric_calls, best_score=progress.best_score,
         best_candidate_id=progress.best_candidate_id, eta_seconds=eta,
         elapsed_seconds=progress.elapsed_seconds,

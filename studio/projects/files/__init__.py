@@ -7,7 +7,8 @@ project file; CSV cells are strings, JSONL rows are JSON objects.
 What a project may do depends on where it came from (:class:`Origin`): a file the CLI user runs
 is theirs and trusted; a project that arrives through the browser (upload, YAML editor, stored
 project) may not load Python code (``agent.ref``) unless the server opted in
-(``STUDIO_ALLOW_CODE_REFS=1`` / ``studio ui --allow-code-refs``), and must inline its datasets.
+(``STUDIO_ALLOW_CODE_REFS=1`` / ``studio ui --allow-code-refs``), must inline its datasets, and
+may set only the fields the allow-list allows (no transport settings, no rate limits).
 Limits, checked before parsing: :data:`MAX_PROJECT_BYTES`, :data:`MAX_YAML_DEPTH`, no YAML aliases;
 datasets: :data:`MAX_DATASET_BYTES`, :data:`MAX_CELL_CHARS`, :data:`MAX_JSON_DEPTH`, UTF-8 only.
 
@@ -22,12 +23,17 @@ Example::
 
 One module per job: :mod:`.sections` (the models and the JSON Schema), :mod:`.parsing` (text to a
 project and back), :mod:`.yaml_loader` (bounded YAML), :mod:`.error_text` (validation errors a
-person can act on), :mod:`.trust` (what a project's origin lets it do), :mod:`.readers` (bounded
-CSV/JSONL files), :mod:`.datasets` (a project's rows), :mod:`.checks` (the whole-project check
-and its run). This package re-exports what the rest of the studio uses.
+person can act on), :mod:`.trust` (what a project's origin lets it do), :mod:`.allowlist` (what
+a project from the browser may set, field by field), :mod:`.readers` (bounded CSV/JSONL files),
+:mod:`.datasets` (a project's rows), :mod:`.checks` (the whole-project check and its run). This
+package re-exports what the rest of the studio uses.
 """
 
 
+from studio.projects.files.allowlist import (
+    check_browser_critic,
+    check_browser_settings,
+)
 from studio.projects.files.checks import (
     ProjectDatasets,
     check_critic_section,
@@ -77,11 +83,13 @@ from studio.projects.files.sections import (
 from studio.projects.files.trust import (
     ALLOW_CODE_REFS_ENV,
     Origin,
+    check_browser_config,
     check_code_ref,
     check_spec_trust,
     check_tool_trust,
     check_trust,
     code_refs_allowed,
+    set_fields,
 )
 from studio.projects.files.yaml_loader import MAX_YAML_DEPTH, BoundedLoader
 
@@ -102,6 +110,9 @@ __all__ = [
     "ProjectDatasets",
     "ProjectFile",
     "SplitSection",
+    "check_browser_config",
+    "check_browser_critic",
+    "check_browser_settings",
     "check_code_ref",
     "check_critic_section",
     "check_finite",
@@ -130,5 +141,6 @@ __all__ = [
     "resolve_datasets",
     "resolve_images",
     "resolve_testset",
+    "set_fields",
     "split_rows",
 ]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.build import (
     check_spec_models,
     check_valset,
@@ -27,7 +28,7 @@ from studio.model.records import (
 )
 from studio.projects.files.datasets import resolve_datasets, resolve_testset
 from studio.projects.files.sections import CriticSection, DatasetSection, ProjectFile
-from studio.projects.files.trust import Origin, check_trust
+from studio.projects.files.trust import Origin, check_browser_config, check_trust
 from studio.runtime.execution import AgentExecutor
 
 
@@ -74,16 +75,18 @@ def check_project_datasets(project: ProjectFile, base_dir: Path, *, source: str,
     """
     config = config or project.run
     check_trust(project, origin, source)
+    if origin is Origin.BROWSER:
+        check_browser_config(config, source)
     _check_columns(project.dataset, source)
     train, val = resolve_datasets(project, base_dir, source=source, origin=origin)
     test = resolve_testset(project, base_dir, source=source, origin=origin)
     check_critic_section(project.critic, source)
-    _check_budget(config, train, val, source)
     try:
         spec = complete_spec(project.run_spec(base_dir))  # a workflow ref: components qualified
         _check_run_inputs(spec, train, val, test)
     except ConfigError as exc:
         raise _located(exc, source, "project") from exc
+    _check_budget(config, train, val, source, metric_calls_per_trial(spec.critic))
     agent = _check_buildable(spec, config, source)
     _check_seed_state(agent, project, train + (val or []), source)
     return ProjectDatasets(train, val, test)
@@ -152,14 +155,19 @@ def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None,
     check_spec_models(spec)
 
 
-def _check_budget(config: EvolutionConfig, train: list, val: list | None, source: str) -> None:
-    """A budget that cannot pay for the baseline evaluation would "complete" having done nothing."""
+def _check_budget(config: EvolutionConfig, train: list, val: list | None, source: str,
+                  calls_per_trial: int = 1) -> None:
+    """A budget that cannot pay for the baseline evaluation would "complete" having done nothing
+    (each trial costs ``calls_per_trial`` metric calls: its critic's judge samples)."""
     baseline = len(val if val is not None else train)
-    if config.max_metric_calls is not None and config.max_metric_calls < baseline:
+    cost = baseline * calls_per_trial
+    if config.max_metric_calls is not None and config.max_metric_calls < cost:
+        each = (f", {calls_per_trial} metric calls each (the critic's judge samples)"
+                if calls_per_trial > 1 else "")
         raise ConfigError(
             f"max_metric_calls {config.max_metric_calls} cannot pay for the baseline evaluation "
-            f"of {baseline:,} validation rows: raise it to at least {baseline:,} (plus "
-            f"{config.minibatch_size * 2} per iteration) or use fewer rows",
+            f"of {baseline:,} validation rows{each}: raise it to at least {cost:,} (plus "
+            f"{config.minibatch_size * 2 * calls_per_trial:,} per iteration) or use fewer rows",
             where=f"{source}: run.max_metric_calls", value=config.max_metric_calls)
 
 

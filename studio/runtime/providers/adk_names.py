@@ -49,8 +49,13 @@ def is_adk_model_name(model: str) -> bool:
 
 
 def adk_model(model: str) -> Any:
-    """ADK's model object for ``model``, as ``LlmAgent(model=model)`` would get it."""
+    """ADK's model object for ``model``, as ``LlmAgent(model=model)`` would get it (rate-limited
+    and priced: :mod:`studio.runtime.adk_models`)."""
     from google.adk.models.registry import LLMRegistry
+
+    from studio.runtime.adk_models import register_studio_models_with_adk
+
+    register_studio_models_with_adk()
 
     return LLMRegistry.new_llm(model)
 

@@ -10,13 +10,18 @@ with its tools (a retried agent would call its tools again).
   :data:`MAX_RETRY_AFTER_SECONDS`, at most :data:`MAX_CALL_RETRIES` times. The OpenAI client's
   own retries are turned off for it (``max_retries=0``) so that the two do not multiply. A
   failure without a wait goes up to the executor's retries, as before.
-- **Rate limits** (:func:`set_rate_limit`): one limiter per model string for the whole process,
-  so the runs a worker (or the studio's server) holds share it: at most ``requests`` calls start
-  in any ``per_seconds`` window. Thread-safe: each run drives its own event loop in its own
-  thread.
+- **Rate limits** (:func:`set_rate_limits`): one limiter per model string for the whole
+  process, so the runs a worker (or the studio's server) holds share it: at most ``requests``
+  calls start in any ``per_seconds`` window. Thread-safe: each run drives its own event loop in
+  its own thread. They are the server's: :data:`RATE_LIMITS_ENV` in its environment, which no
+  run replaces; a trusted run's own ``rate_limits`` (a project run from the command line, the
+  library) add limits for other models. A project from the browser may not set any
+  (:mod:`studio.projects.files.allowlist`).
 - **Cost** (:func:`metered`): LiteLLM prices each reply from its local cost map
-  (``response_cost``); the calls made inside a ``metered()`` block add up in its
-  :class:`CallMeter`. A model without a price (the embedded and scripted models) costs 0.
+  (``response_cost``; ADK's own Gemini class by :func:`count_usage`); the calls made inside a
+  ``metered()`` block add up in its :class:`CallMeter`. A model without a price (the embedded
+  and scripted models) costs 0; a call whose reported usage or price no call could have
+  (:func:`studio.model.costs.implausible_call`) is kept raw and not priced.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 import math
+import os
 import threading
 import time
 from collections import deque
@@ -34,7 +41,10 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from studio.model.config import RateLimit
+from studio.model.costs import implausible_call
 from studio.model.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -57,12 +67,20 @@ class CallMeter:
     cost_usd: float = 0.0
     retries_after: list[float] = field(default_factory=list)
     """The waits honoured, in seconds, in order."""
+    unpriced: list[dict[str, Any]] = field(default_factory=list)
+    """Calls whose reported usage or price could not be believed
+    (:func:`studio.model.costs.implausible_call`): left out of ``cost_usd``, kept raw here."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, cost_usd: float) -> None:
         with self._lock:
             self.calls += 1
             self.cost_usd += cost_usd
+
+    def add_unpriced(self, report: dict[str, Any]) -> None:
+        with self._lock:
+            self.calls += 1
+            self.unpriced.append(report)
 
 
 _METER: contextvars.ContextVar[CallMeter | None] = contextvars.ContextVar("studio_call_meter",
@@ -82,14 +100,15 @@ def metered() -> Iterator[CallMeter]:
 
 
 def response_cost(response: Any) -> float:
-    """LiteLLM's price of one reply in US dollars; 0 when it has none (an unpriced model)."""
+    """LiteLLM's price of one reply in US dollars; 0 when it has none (an unpriced model);
+    an infinite price as it is (:func:`_count` does not believe it)."""
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     try:
         value = float(cost or 0.0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
-    return value if math.isfinite(value) and value > 0 else 0.0
+    return value if not math.isnan(value) and value > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------- rate limits
@@ -141,10 +160,51 @@ def set_rate_limit(model: str, limit: RateLimit) -> SlidingWindowLimiter:
         return current
 
 
+RATE_LIMITS_ENV = "STUDIO_RATE_LIMITS"
+"""The server's rate limits per model, as JSON: ``{"openai/gpt-4o-mini": 500,
+"gemini/gemini-2.5-flash": {"requests": 10, "per_seconds": 1}}`` (a bare number is requests per
+minute). Every run of the process shares them and none replaces them."""
+
+
+def server_rate_limits() -> dict[str, RateLimit]:
+    """The limits :data:`RATE_LIMITS_ENV` sets (none when it is unset).
+
+    Raises:
+        ConfigError: the variable is not a JSON object of model -> limit, naming the model.
+    """
+    text = os.environ.get(RATE_LIMITS_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"is not JSON ({exc.msg}); write e.g. "
+                          '{"openai/gpt-4o-mini": 500}', where=RATE_LIMITS_ENV) from exc
+    if not isinstance(data, dict):
+        raise ConfigError('must be a JSON object of model -> limit, e.g. {"openai/gpt-4o-mini": '
+                          "500}", where=RATE_LIMITS_ENV)
+    limits = {}
+    for model, limit in data.items():
+        try:
+            limits[model] = RateLimit.model_validate(limit)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            raise ConfigError(f"{problem['msg']} (got {limit!r}); a limit is requests per "
+                              "minute or {\"requests\": N, \"per_seconds\": S}",
+                              where=f"{RATE_LIMITS_ENV}: {model}", value=limit) from exc
+    return limits
+
+
 def set_rate_limits(limits: dict[str, RateLimit]) -> None:
-    """Apply a run's ``rate_limits`` (see :class:`studio.model.config.EvolutionConfig`)."""
-    for model, limit in limits.items():
+    """Apply the server's limits (:data:`RATE_LIMITS_ENV`), and a trusted run's ``rate_limits``
+    (see :class:`studio.model.config.EvolutionConfig`) for the models the server does not
+    limit: a run never replaces a limit the server set."""
+    server = server_rate_limits()
+    for model, limit in server.items():
         set_rate_limit(model, limit)
+    for model, limit in limits.items():
+        if model not in server:
+            set_rate_limit(model, limit)
 
 
 def clear_rate_limits() -> None:
@@ -268,4 +328,54 @@ def _count(response: Any, kwargs: dict[str, Any]) -> None:
     meter = _METER.get()
     if meter is None:
         return
-    meter.add(0.0 if kwargs.get("stream") else response_cost(response))
+    if kwargs.get("stream"):
+        meter.add(0.0)
+        return
+    model = str(kwargs.get("model") or getattr(response, "model", "") or "")
+    _add_call(meter, model, response_cost(response), reported_usage(response))
+
+
+def count_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None:
+    """Price a call made outside LiteLLM (ADK's own Gemini class) from the usage it reports,
+    by LiteLLM's cost map (``model`` as the map names it: ``gemini/gemini-2.5-flash``), into
+    the current :func:`metered` block."""
+    meter = _METER.get()
+    if meter is None:
+        return
+    usage: dict[str, float] = {"prompt_tokens": prompt_tokens,
+                               "completion_tokens": completion_tokens,
+                               "total_tokens": prompt_tokens + completion_tokens}
+    _add_call(meter, model, _map_price(model, prompt_tokens, completion_tokens), usage)
+
+
+def _map_price(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    import litellm
+
+    try:
+        prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
+                                                    completion_tokens=completion_tokens)
+    except Exception:  # a model the cost map does not price (a Vertex endpoint): free here
+        return 0.0
+    return float(prompt) + float(completion)
+
+
+def _add_call(meter: CallMeter, model: str, cost: float, usage: dict[str, float]) -> None:
+    """One call into the meter: its price, or, when its usage or price cannot be believed
+    (:func:`studio.model.costs.implausible_call`), its raw report instead."""
+    why = implausible_call(max(usage.values(), default=0), cost)
+    if why is None:
+        meter.add(cost)
+        return
+    logger.warning("model %s %s: its price is left out of the cost", model or "?", why)
+    meter.add_unpriced({"model": model, "usage": usage, "reported_cost_usd": cost, "why": why})
+
+
+def reported_usage(response: Any) -> dict[str, float]:
+    """The token counts a reply reports (``usage``), as numbers; none that are not."""
+    usage = getattr(response, "usage", None)
+    counts = {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = getattr(usage, key, None) if usage is not None else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            counts[key] = value
+    return counts
