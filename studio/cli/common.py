@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from studio.model.records import EventKind, ProposalKind
@@ -14,12 +16,25 @@ from studio.store import open_store
 class ProgressBar:
     """One terminal line, redrawn on each event (a plain line per update when not a TTY)."""
 
-    def __init__(self, stream: Any = None, width: int = 24) -> None:
+    def __init__(self, stream: Any = None, width: int = 24, *, gated: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.width = width
         self.trials = 0
         self.last: dict[str, Any] = {}
         self.tty = getattr(stream, "isatty", lambda: False)()
+        self.gated = gated
+        """A :class:`~studio.cli.gate.ShellGate` shows waiting proposals: no one-line note."""
+        self.held = False
+        """While the gate asks a question, the bar does not redraw over it."""
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """No drawing inside the block (the gate's question owns the terminal)."""
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
 
     def __call__(self, event: Any) -> None:
         """One in-process :class:`~studio.engine.events.EngineEvent`: its fields are read as
@@ -36,7 +51,7 @@ class ProgressBar:
         elif kind is EventKind.PROPOSAL_CREATED and event.proposal_kind == ProposalKind.MERGE:
             self.note(f"proposal {event.proposal_id} merges the candidates with "
                       "ids " + " and ".join(map(str, event.parent_ids)))
-        elif kind is EventKind.AWAITING_DECISION:
+        elif kind is EventKind.AWAITING_DECISION and not self.gated:
             self.note(f"proposal {event.proposal_id} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
                       f"{event.proposal_id} accept|reject|edit`")
@@ -47,6 +62,8 @@ class ProgressBar:
             self.note(f"run finished: {reason}" + (f" ({reason.words})" if reason else ""))
 
     def draw(self, newline: bool = False) -> None:
+        if self.held:
+            return
         info = self.last
         total = info.get("max_iterations") or 1
         done = min(info.get("iteration", 0), total)
