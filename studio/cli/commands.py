@@ -22,6 +22,8 @@
     studio align-apply ALIGN_RUN_ID                (a project copy judging with the aligned critic)
     studio rescore RUN_ID --critic-from ALIGN_RUN_ID [--json]
     studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
+    studio apply RUN_ID [--candidate N] [--to FOLDER] [--dry-run]
+                                                   (write the best into the agent's source)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
                                                    (stop ends the run; the proposal waits again)
     studio override TRIAL_ID [--score X] [--feedback TEXT] [--corrected-output TEXT]
@@ -52,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "trials": "studio.cli.data:cmd_trials",
     "export": "studio.cli.data:cmd_export",
     "blame": "studio.cli.data:cmd_blame",
+    "apply": "studio.cli.apply:cmd_apply",
     "proposals": "studio.cli.proposals:cmd_proposals",
     "decide": "studio.cli.proposals:cmd_decide",
     "override": "studio.cli.proposals:cmd_override",
@@ -196,6 +199,17 @@ def parser() -> argparse.ArgumentParser:
     blame.add_argument("--candidate", type=whole_number(0),
                        help="candidate index #N (default: the best)")
     blame.add_argument("--json", action="store_true")
+    apply = sub.add_parser("apply", help="write a run's best candidate into the agent "
+                           "folder's source (where each text is defined), print the diff")
+    apply.add_argument("run_id")
+    apply.add_argument("--candidate", type=whole_number(0),
+                       help="candidate #N instead of the run's best")
+    apply.add_argument("--to", type=Path, metavar="FOLDER",
+                       help="the agent folder to write into (default: the one the run ran)")
+    apply.add_argument("--dry-run", action="store_true",
+                       help="print the diff, write nothing")
+    apply.add_argument("--author", type=bounded_name,
+                       help="who applies it, as recorded on the run (default: your login)")
     decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
     decide.add_argument("proposal_id", type=whole_number(1))
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])

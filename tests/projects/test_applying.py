@@ -1,0 +1,159 @@
+"""Shipping the winner: ``studio apply RUN`` writes a finished run's best candidate into the
+agent folder's source (issue 31), on a folder shaped as ADK's samples, run for real (scripted
+models through ADK and LiteLLM, a real SQLite store). A fresh interpreter importing the folder
+is the oracle for what the agent's instruction now is."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from studio.cli import main
+from studio.model.applied import Applied
+from studio.projects.applying import applications
+from studio.store import open_store
+from tests.helpers import ROOT
+from tests.projects.adk_samples import COORDINATOR_PROMPT, write_sample_folder
+from tests.projects.test_adk_projects import write_eval_set
+
+pytestmark = pytest.mark.slow
+
+PROJECT = """
+name: apply-sample
+agent: {{folder: {folder}}}
+critic: {{type: agent, schema: advanced, model: scripted/demo}}
+reflection: {{model: scripted/demo}}
+dataset: {{train: {{path: haiku.evalset.json}}}}
+run: {{max_iterations: 2, minibatch_size: 2, review: auto, seed: 3}}
+"""
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished run of the sample folder whose best candidate is not the seed:
+    ``(db, run_id, folder, best instruction)``."""
+    home = tmp_path_factory.mktemp("apply")
+    folder = write_sample_folder(home / "agents", "apply_sample")
+    write_eval_set(home / "haiku.evalset.json")
+    project = home / "project.yaml"
+    project.write_text(PROJECT.format(folder="agents/apply_sample"), encoding="utf-8")
+    db = f"sqlite:///{home}/studio.db"
+    path = list(sys.path)
+    try:
+        assert main(["--db", db, "run", str(project)]) == 0
+    finally:
+        sys.path[:] = path
+    store = open_store(db, cached=False)
+    try:
+        run = store.list_runs(limit=1)[0]
+        from studio.engine.pool import load_view
+
+        best = next(c for c in store.candidates(run.id) if c.id == load_view(store, run.id).best_id)
+    finally:
+        store.close()
+    assert best.index > 0 and best.components["instruction"] != COORDINATOR_PROMPT
+    return db, run.id, folder, best.components["instruction"]
+
+
+def copy_of(folder: Path, tmp_path: Path) -> Path:
+    """The folder as another checkout of it (the same package name, elsewhere)."""
+    target = tmp_path / "checkout" / folder.name
+    shutil.copytree(folder, target)
+    return target
+
+
+def imported_instruction(folder: Path, attribute: str = "root_agent") -> str:
+    """The agent's instruction as a fresh Python importing the folder sees it."""
+    code = (f"import {folder.name}.agent as a; import sys; "
+            f"sys.stdout.write(a.{attribute}.instruction)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder.parent, capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": f"{folder.parent}:{ROOT}"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_apply_writes_the_best_into_prompt_py_and_dry_run_changes_nothing(finished, tmp_path,
+                                                                         capsys):
+    db, run_id, folder, best = finished
+    target = copy_of(folder, tmp_path)
+    before = snapshot(target)
+    assert imported_instruction(target) == COORDINATOR_PROMPT
+
+    assert main(["--db", db, "apply", run_id, "--to", str(target), "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert snapshot(target) == before
+    assert f"--- a/{target.name}/prompt.py\n+++ b/{target.name}/prompt.py\n" in out
+    assert "instruction: prompt.py:8 (the constant COORDINATOR_PROMPT)" in err
+    assert "dry run: nothing written" in err
+
+    assert main(["--db", db, "apply", run_id, "--to", str(target), "--author", "ana"]) == 0
+    patch, err = capsys.readouterr()
+    assert patch == out
+    after = snapshot(target)
+    assert [name for name in before if before[name] != after[name]] == ["prompt.py"]
+    old, new = before["prompt.py"].splitlines(keepends=True), \
+        after["prompt.py"].splitlines(keepends=True)
+    assert new[:7] == old[:7] and old[8:] == []  # the header, docstring and comment as they were
+    assert imported_instruction(target) == best
+    assert imported_instruction(target, "root_agent.sub_agents[0]") == \
+        "Find one fact about the topic and state it in a sentence."
+
+    store = open_store(db, cached=False)
+    try:
+        [record] = [a for a in applications(store, run_id) if a.folder == str(target)]
+    finally:
+        store.close()
+    assert isinstance(record, Applied)
+    assert (record.files, record.components, record.author, record.text_files) == \
+        (["prompt.py"], ["instruction"], "ana", [])
+    assert main(["--db", db, "runs"]) == 0
+    assert f"applied #{record.candidate_index} to {target.name} by ana" in capsys.readouterr().out
+
+
+def test_a_computed_instruction_goes_to_a_text_file_and_the_place_is_named(finished, tmp_path,
+                                                                          capsys):
+    db, run_id, folder, best = finished
+    target = copy_of(folder, tmp_path)
+    prompt = target / "prompt.py"
+    prompt.write_text(prompt.read_text().replace(
+        f'COORDINATOR_PROMPT = """{COORDINATOR_PROMPT}"""',
+        'TOPIC = "the given topic"\nCOORDINATOR_PROMPT = f"Write a haiku about {TOPIC}."'))
+    before = prompt.read_bytes()
+    assert main(["--db", db, "apply", run_id, "--to", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert ("the instruction of agent 'haiku_coordinator' is computed at run time at "
+            "prompt.py:9: an f-string") in err
+    assert "the text goes to haiku_coordinator.instruction.txt" in err
+    assert prompt.read_bytes() == before
+    assert (target / "haiku_coordinator.instruction.txt").read_text() == best
+
+
+def test_a_file_changed_since_the_run_started_is_refused_naming_what_was_expected(
+        finished, tmp_path, capsys):
+    db, run_id, folder, _best = finished
+    target = copy_of(folder, tmp_path)
+    prompt = target / "prompt.py"
+    prompt.write_text(prompt.read_text().replace(COORDINATOR_PROMPT, "Write a limerick."))
+    assert main(["--db", db, "apply", run_id, "--to", str(target), "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert ("prompt.py:8 (the constant COORDINATOR_PROMPT) no longer holds the instruction run "
+            "started from: expected 'Write a haiku about the given topic.', found 'Write a "
+            "limerick.'") in err
+    assert not (target / "haiku_coordinator.instruction.txt").exists()
+
+
+def test_apply_refuses_a_candidate_the_run_does_not_have(finished, capsys):
+    db, run_id, _folder, _best = finished
+    assert main(["--db", db, "apply", run_id, "--candidate", "99", "--dry-run"]) == 2
+    assert f"run {run_id} has no candidate #99 (its candidates: #0" in capsys.readouterr().err
