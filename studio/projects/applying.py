@@ -316,6 +316,14 @@ def best_bundle(store: Store, run_id: str) -> tuple[str, bytes]:
 
 
 def _root_name(run: Run) -> str:
+    """The root agent's name for the text files: the project's agent, else the name the run's
+    folder gives its ``root_agent`` (read, never imported), else the folder's name."""
     if run.spec.agent is not None:
         return run.spec.agent.name
-    return Path(run.spec.agent_folder).name if run.spec.agent_folder else "agent"
+    if not run.spec.agent_folder:
+        return "agent"
+    folder = Path(run.spec.agent_folder)
+    try:
+        return SourceFolder(folder).root_agent_name() or folder.name
+    except ConfigError:  # moved or emptied since the run
+        return folder.name

@@ -5,17 +5,21 @@ is the oracle for what the agent's instruction now is."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from studio.cli import main
 from studio.model.applied import Applied
-from studio.projects.applying import applications
+from studio.model.errors import ConfigError
+from studio.projects.applying import applications, best_bundle, plan_served_apply
+from studio.projects.served_agents import AGENTS_DIR_ENV
 from studio.store import open_store
 from tests.helpers import ROOT
 from tests.projects.adk_samples import COORDINATOR_PROMPT, write_sample_folder
@@ -157,3 +161,30 @@ def test_apply_refuses_a_candidate_the_run_does_not_have(finished, capsys):
     db, run_id, _folder, _best = finished
     assert main(["--db", db, "apply", run_id, "--candidate", "99", "--dry-run"]) == 2
     assert f"run {run_id} has no candidate #99 (its candidates: #0" in capsys.readouterr().err
+
+
+def test_download_the_best_has_the_texts_and_the_patch_only_for_a_served_folder(
+        finished, tmp_path, monkeypatch):
+    """The browser writes, and reads source for a patch, only inside the folder ``studio ui
+    --agents`` serves: a run whose folder lies elsewhere gets its texts only, and Apply is
+    refused."""
+    db, run_id, folder, best = finished
+    store = open_store(db, cached=False)
+    try:
+        monkeypatch.setenv(AGENTS_DIR_ENV, str(folder.parent))
+        name, data = best_bundle(store, run_id)
+        bundle = zipfile.ZipFile(io.BytesIO(data))
+        assert sorted(bundle.namelist()) == ["apply_sample.patch",
+                                             "haiku_coordinator.instruction.txt"]
+        assert bundle.read("haiku_coordinator.instruction.txt").decode() == best
+        assert "+++ b/apply_sample/prompt.py" in bundle.read("apply_sample.patch").decode()
+        assert name.startswith(f"best-{run_id}-#")
+
+        monkeypatch.setenv(AGENTS_DIR_ENV, str(tmp_path))
+        _name, data = best_bundle(store, run_id)
+        assert zipfile.ZipFile(io.BytesIO(data)).namelist() == [
+            "haiku_coordinator.instruction.txt"]
+        with pytest.raises(ConfigError, match="is not one this studio serves"):
+            plan_served_apply(store, run_id)
+    finally:
+        store.close()
