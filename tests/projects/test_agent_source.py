@@ -99,7 +99,7 @@ root_agent = LlmAgent(
 
 def write_router(parent: Path, name: str) -> Path:
     folder = parent / name
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "__init__.py").write_text("from . import agent\n")
     (folder / "agent.py").write_text(ROUTER)
     (folder / "prompt.py").write_text("SHARED_PROMPT = 'Answer as a helper.'\n")
@@ -167,7 +167,7 @@ root_agent = LlmAgent(name="root", sub_agents=[a, b, c, d, e, f])
 ])
 def test_a_text_computed_at_run_time_is_refused_naming_the_place(tmp_path, agent, message):
     folder = tmp_path / "computed"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "agent.py").write_text(COMPUTED)
     refusal = SourceFolder(folder).locate(agent, "instruction", "Write a haiku.")
     assert isinstance(refusal, Refusal)
@@ -209,7 +209,7 @@ root_agent = LlmAgent(
 
 def test_a_literal_schema_and_config_are_rewritten_and_a_class_is_refused(tmp_path):
     folder = tmp_path / "configured"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "agent.py").write_text(CONFIGURED)
     source = SourceFolder(folder)
     schema = {"type": "object", "properties": {"haiku": {"type": "string"}}}

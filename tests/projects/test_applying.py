@@ -24,6 +24,7 @@ from studio.store import open_store
 from tests.helpers import ROOT
 from tests.projects.adk_samples import COORDINATOR_PROMPT, write_sample_folder
 from tests.projects.test_adk_projects import write_eval_set
+from tests.projects.test_agent_source import write_router
 
 pytestmark = pytest.mark.slow
 
@@ -188,3 +189,44 @@ def test_download_the_best_has_the_texts_and_the_patch_only_for_a_served_folder(
             plan_served_apply(store, run_id)
     finally:
         store.close()
+
+
+def scripted_router(parent: Path, name: str) -> Path:
+    """The router of test_agent_source (two helpers sharing one constant), on the scripted
+    model."""
+    folder = write_router(parent, name)
+    agent = folder / "agent.py"
+    agent.write_text(agent.read_text().replace(
+        'model="gemini-2.5-flash"', 'model=LiteLlm(model="scripted/demo")').replace(
+        "from google.adk.agents import LlmAgent\n",
+        "from google.adk.agents import LlmAgent\nfrom google.adk.models.lite_llm import LiteLlm\n"))
+    return folder
+
+
+def test_agents_sharing_a_constant_are_said_to_change_together(tmp_path, monkeypatch, capsys):
+    """A candidate that changes helper_a's instruction, which helper_b shares through one
+    constant: the plan says both change; the root's implicit concatenation is untouched."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    folder = scripted_router(tmp_path / "agents", "apply_router")
+    write_eval_set(tmp_path / "haiku.evalset.json")
+    project = tmp_path / "project.yaml"
+    project.write_text(PROJECT.format(folder="agents/apply_router").replace(
+        "reflection:", "components: [helper_a.instruction]\nreflection:"), encoding="utf-8")
+    db = f"sqlite:///{tmp_path}/studio.db"
+    assert main(["--db", db, "run", str(project), "--max-iterations", "1"]) == 0
+    capsys.readouterr()
+    store = open_store(db, cached=False)
+    try:
+        run_id = store.list_runs(limit=1)[0].id
+        changed = next(c for c in store.candidates(run_id)
+                       if c.components["helper_a.instruction"] != "Answer as a helper.")
+    finally:
+        store.close()
+    assert main(["--db", db, "apply", run_id, "--candidate", str(changed.index)]) == 0
+    err = capsys.readouterr().err
+    assert "helper_a.instruction: prompt.py:1 (the constant SHARED_PROMPT)" in err
+    assert ("note: the same literal is also the instruction of agent helper_b, which therefore "
+            "changes too") in err
+    assert imported_instruction(folder, "helper_b") == \
+        changed.components["helper_a.instruction"]
+    assert "Answer briefly." in (folder / "agent.py").read_text()
