@@ -80,6 +80,7 @@ from studio.projects.reviewing import (
 )
 from studio.projects.served_agents import ServedAgent, list_served_agents
 from studio.projects.served_agents import served_agent_graph as load_served_agent_graph
+from studio.projects.session_import import session_sources as _session_sources
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import (
     ExampleProject,
@@ -149,6 +150,13 @@ def examples_available() -> list[ExampleProject]:
 def served_agents() -> list[ServedAgent]:
     """The agent folders ``studio ui --agents DIR`` serves (read from disk, never imported)."""
     return list_served_agents()
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def session_sources() -> list[str]:
+    """The session databases the Projects page may import from, by name (never their paths
+    or URLs: :func:`studio.projects.session_import.session_sources`)."""
+    return list(_session_sources())
 
 
 @st.cache_data(ttl=60, max_entries=8, show_spinner="Loading the agent's graph…")

@@ -27,9 +27,13 @@
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
                                                    (stop ends the run; the proposal waits again)
     studio override TRIAL_ID [--score X] [--feedback TEXT] [--corrected-output TEXT]
+    studio import-sessions URL --app NAME (--out FILE | --project NAME) [--session ID ...]
+                [--user ID] [--since T] [--until T] [--state KEY[=VALUE] ...] [--all-turns]
+                                                   (an ADK app's recorded sessions as examples)
     studio validate project.yaml
     studio schema
     studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs] [--agents DIR]
+              [--sessions URL]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +67,7 @@ COMMANDS: dict[str, str] = {
     "align-report": "studio.cli.aligning:cmd_align_report",
     "align-apply": "studio.cli.aligning:cmd_align_apply",
     "rescore": "studio.cli.aligning:cmd_rescore",
+    "import-sessions": "studio.cli.sessions:cmd_import_sessions",
     "validate": "studio.cli.projects:cmd_validate",
     "schema": "studio.cli.projects:cmd_schema",
     "ui": "studio.cli.projects:cmd_ui",
@@ -114,6 +120,25 @@ def _agent_folder_options(group: Any) -> None:
     group.add_argument("--write-project", type=Path, metavar="FILE",
                        help="also save the equivalent project file")
 
+
+
+def _import_sessions(command: argparse.ArgumentParser) -> None:
+    command.add_argument("url", help="the session database: a SQLite file or URL "
+                         "(sqlite:///sessions.db), or a PostgreSQL URL")
+    command.add_argument("--app", required=True, help="the app name the Runner recorded with")
+    command.add_argument("--out", type=Path, help="NAME.evalset.json (an ADK eval set) or "
+                         "NAME.jsonl (rows)")
+    command.add_argument("--project", help="a stored project whose training rows they become")
+    command.add_argument("--session", action="append", default=[], metavar="ID",
+                         help="only this session (repeatable)")
+    command.add_argument("--user", help="only this user's sessions")
+    command.add_argument("--since", type=moment, help="sessions updated since (ISO date/time)")
+    command.add_argument("--until", type=moment, help="sessions updated until (ISO date/time)")
+    command.add_argument("--state", action="append", default=[], metavar="KEY[=VALUE]",
+                         help="sessions whose state has KEY (equal to VALUE) (repeatable)")
+    command.add_argument("--all-turns", action="store_true",
+                         help="every turn, not only each session's first (a later turn is "
+                              "scored without the conversation before it)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -237,6 +262,10 @@ def parser() -> argparse.ArgumentParser:
                         help="skip the first N matching trials (oldest first)")
     trials.add_argument("--limit", type=whole_number(1), help="show at most N trials")
     trials.add_argument("--json", action="store_true")
+    _import_sessions(sub.add_parser(
+        "import-sessions", help="an ADK app's recorded sessions (DatabaseSessionService, or "
+        "adk web's .adk/session.db) as examples: the user's message in, the agent's reply "
+        "kept as the reference"))
     validate = sub.add_parser("validate", help="check a project file and its datasets")
     validate.add_argument("project", type=Path)
     sub.add_parser("schema", help="print the project file's JSON Schema")
@@ -253,6 +282,9 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--agents", type=Path, metavar="DIR",
                     help="offer the ADK agent folders under DIR on the Projects page (as "
                     "`adk web DIR`; trusted: you chose them)")
+    ui.add_argument("--sessions", metavar="URL", help="with --agents: a session database "
+                    "(DatabaseSessionService's URL) the Projects page may import examples "
+                    "from, besides the SQLite files under DIR")
     ui.add_argument("--print-command", action="store_true", help=argparse.SUPPRESS)
     return root
 
@@ -294,6 +326,17 @@ def _bounded(text: str, limit_name: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{len(text):,} characters is too long: the limit is {limit:,}; shorten it")
     return text
+
+
+def moment(text: str) -> datetime:
+    """An argparse type: an ISO date or time (``2026-11-01``, ``2026-11-01T12:00``), local
+    time unless it names its zone."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date or time such as 2026-11-01 "
+                                         "or 2026-11-01T12:00") from None
+    return value if value.tzinfo else value.astimezone()
 
 
 def positive_seconds(text: str) -> float:
