@@ -6,6 +6,7 @@ is the oracle for what the agent's instruction now is."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -230,3 +231,27 @@ def test_agents_sharing_a_constant_are_said_to_change_together(tmp_path, monkeyp
     assert imported_instruction(folder, "helper_b") == \
         changed.components["helper_a.instruction"]
     assert "Answer briefly." in (folder / "agent.py").read_text()
+
+
+EXAMPLE_AGENT = ROOT / "examples" / "adk_agents" / "haiku_agent"
+
+
+def test_the_readmes_example_folder_climbs_and_its_best_is_applied(tmp_path, monkeypatch,
+                                                                    capsys):
+    """The README's five commands on a copy of examples/adk_agents/haiku_agent, judged by ADK's
+    default criteria; its Gemini model swapped for the scripted one in the copy, as ``--model
+    scripted/demo`` does once the run takes it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    folder = tmp_path / "haiku_agent"
+    shutil.copytree(EXAMPLE_AGENT, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    agent = folder / "agent.py"
+    agent.write_text(agent.read_text().replace(
+        'MODEL = "gemini-2.5-flash"',
+        'from google.adk.models.lite_llm import LiteLlm\n\nMODEL = LiteLlm(model="scripted/demo")'))
+    db = f"sqlite:///{tmp_path}/studio.db"
+    assert main(["--db", db, "run", str(folder), "--reflection-model", "scripted/demo",
+                 "--evalset", str(folder / "haiku.evalset.json"), "--max-iterations", "3"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["final_score"] > summary["original_score"]
+    assert main(["--db", db, "apply", summary["run_id"]]) == 0
+    assert imported_instruction(folder) == summary["evolved_components"]["instruction"]
