@@ -55,6 +55,8 @@ class Outcome(StrEnum):
     """The input ended (Ctrl-D): the proposal is left waiting, as a skip."""
     DECIDED_ELSEWHERE = "decided elsewhere"
     """Someone decided it meanwhile (the Proposals page, `studio decide`)."""
+    RUN_ENDED = "run ended"
+    """The run stopped meanwhile (a person's stop): the proposal waits for its resume."""
 
 
 @dataclass
@@ -147,6 +149,9 @@ class ShellGate:
         if outcome is Outcome.DECIDED_ELSEWHERE:
             self.terminal.say(f"\nproposal {row.id} was decided elsewhere: "
                               f"{self.store.already_decided(self.store.get_proposal(row.id))}")
+        elif outcome is Outcome.RUN_ENDED:
+            self.terminal.say(f"\nrun {self.run_id} stopped: proposal {row.id} waits for its "
+                              f"resume (`studio resume {self.run_id}`)")
         else:
             self.terminal.say(f"\nno answer: proposal {row.id} stays waiting")
         return True
@@ -189,14 +194,17 @@ class ShellGate:
         return True
 
     def read(self, prompt: str, proposal_id: int) -> str | Outcome:
-        """A line typed at ``prompt``; an :class:`Outcome` when the input ends or the proposal
-        is decided elsewhere while the question waits (looked at twice a second)."""
+        """A line typed at ``prompt``; an :class:`Outcome` when the input ends, or the proposal
+        is decided elsewhere or its run stops while the question waits (looked at twice a
+        second)."""
         term = self.terminal
         term.out.write(prompt)
         term.out.flush()
         while not _readable(term.into, 0.5):
             if not self._still_waiting(proposal_id):
                 return Outcome.DECIDED_ELSEWHERE
+            if not self.store.get_run(self.run_id).status.is_active:
+                return Outcome.RUN_ENDED
         line = term.into.readline()
         return Outcome.CLOSED if line == "" else line.rstrip("\n")
 

@@ -8,6 +8,8 @@ real ``studio run`` process: scripted models through ADK and LiteLLM, a real SQL
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import pty
@@ -19,8 +21,11 @@ import threading
 import pytest
 
 from studio.cli import main
-from studio.engine import EvolutionConfig, build_engine, create_run
+from studio.cli.gate import QUESTION, ShellGate, Terminal
+from studio.engine import EvolutionConfig, build_engine, create_run, decide
+from studio.engine.history import proposal_rows
 from studio.engine.worker import get_manager
+from studio.model.errors import RunStateError
 from studio.model.records import ProposalStatus
 from studio.store import open_store
 from tests.helpers import ROOT, demo_spec, trainset, wait_until
@@ -136,7 +141,8 @@ def waiting_run(store):
     pending = wait_until(lambda: store.proposals(run_id, status=ProposalStatus.PENDING),
                          message="a proposal waits at the gate")
     yield run_id, pending[0]
-    get_manager(store).stop(run_id)
+    with contextlib.suppress(RunStateError):  # a test may have let it finish
+        get_manager(store).stop(run_id)
     handle.join(30)
 
 
@@ -161,9 +167,10 @@ def test_pending_proposals_show_their_diff_and_evidence_as_text_and_json(store, 
 
 def test_an_edit_from_the_shell_names_the_new_proposal_as_the_persons(store, waiting_run,
                                                                       capsys):
+    """Also: the card shows a text's escape sequences inert (the CLI's printable stream)."""
     run_id, proposal = waiting_run
-    assert main(["--db", store.url, "decide", str(proposal.id), "edit", "--text", EDITED,
-                 "--author", "ana"]) == 0
+    assert main(["--db", store.url, "decide", str(proposal.id), "edit", "--text",
+                 EDITED + " \x1b]0;owned\x07", "--author", "ana"]) == 0
     said = capsys.readouterr().out
     edited = next(p for p in store.proposals(run_id) if p.edited_from == proposal.id)
     assert (f"Proposal 2 (id {edited.id}) is your edit of proposal 1 (id {proposal.id}): it is "
@@ -171,7 +178,29 @@ def test_an_edit_from_the_shell_names_the_new_proposal_as_the_persons(store, wai
     wait_until(lambda: store.get_proposal(edited.id).status is ProposalStatus.PENDING,
                message="the edit waits at the gate")
     assert main(["--db", store.url, "proposals", run_id, "--pending"]) == 0
-    assert f"the person's edit of proposal 1 (id {proposal.id}), by ana" in \
-        capsys.readouterr().out
+    card = capsys.readouterr().out
+    assert f"the person's edit of proposal 1 (id {proposal.id}), by ana" in card
+    assert "\\x1b]0;owned\\x07" in card and "\x1b" not in card
     assert main(["--db", store.url, "proposals", run_id]) == 0
     assert "(edit of 1 by ana)" in capsys.readouterr().out
+
+
+def test_a_question_ends_when_the_proposal_is_decided_elsewhere(store, waiting_run):
+    """The Proposals page (here: the library's decide) answers first: the shell's question
+    stops waiting and says who decided."""
+    run_id, proposal = waiting_run
+    read_end, write_end = os.pipe()
+    into = os.fdopen(read_end)
+    out = io.StringIO()
+    gate = ShellGate(store, run_id, terminal=Terminal(out, into, interactive=True))
+    [row] = proposal_rows(store, run_id, pending_only=True, with_text=True)
+    asking = threading.Thread(target=gate.present, args=(row,))
+    asking.start()
+    wait_until(lambda: QUESTION in out.getvalue(), message="the question is asked")
+    decide(proposal.id, "accept", author="maria", store=store)
+    asking.join(10)
+    assert not asking.is_alive()
+    assert f"proposal {proposal.id} was decided elsewhere" in out.getvalue()
+    assert "maria" in out.getvalue()
+    into.close()
+    os.close(write_end)
