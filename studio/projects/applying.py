@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import io
 import os
+import re
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -52,8 +53,13 @@ class ComponentWrite:
 
     @property
     def text_file(self) -> str:
-        """``<agent>.<component>.txt``: where a refused component is written instead."""
-        return f"{self.agent}.{self.component}.txt"
+        """Where a refused component is written instead (:func:`text_file_name`)."""
+        return text_file_name(self.agent, self.component)
+
+
+def text_file_name(agent: str, component: str) -> str:
+    """``<agent>.<component>.txt``, a plain file name whatever the agent is called."""
+    return re.sub(r"[^\w.-]", "_", f"{agent}.{component}").lstrip(".") + ".txt"
 
 
 @dataclass
@@ -309,7 +315,7 @@ def best_bundle(store: Store, run_id: str) -> tuple[str, bytes]:
         root = plan.root_agent if plan else _root_name(run)
         for key, text in best.components.items():
             owner, component = split_component(key)
-            bundle.writestr(f"{owner or root}.{component}.txt", text)
+            bundle.writestr(text_file_name(owner or root, component), text)
         if plan is not None and plan.files:
             bundle.writestr(f"{plan.folder.name}.patch", plan.patch())
     return f"best-{run_id}-#{best.index}.zip", buffer.getvalue()
