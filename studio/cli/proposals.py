@@ -13,7 +13,7 @@ from studio.engine.history import proposal_rows
 from studio.model.records import DecisionAction, EventKind
 from studio.model.redaction import redact
 from studio.projects.workspace import require_reason
-from studio.views.proposal_card import card_json, card_lines
+from studio.views.proposal_card import card_body, card_json
 from studio.views.skips import skip_text
 
 
@@ -56,9 +56,6 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         return 0
     if not rows:
         print("no proposal waits for a decision" if args.pending else "no proposals yet")
-    if args.pending:  # what a person decides on: the diff and the evidence of each
-        print("\n\n".join("\n".join(card_lines(row)) for row in rows))
-        return 0
     for r in rows:
         decided = (f"{r.decision.value} by {r.decided_by} at {r.decided_at:%Y-%m-%d %H:%M:%S}"
                    if r.decision else ("WAITING FOR YOU" if r.waiting_for_you else "-"))
@@ -69,7 +66,9 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         print(redact(f"{r.number:>3} (id {r.id})  iter {r.iteration:<3} {_changes(r):<24} "
                      f"{r.status.value:<10} {sums}  {decided}{said}{edit}"
                      + (f"  ({r.invalid_reason})" if r.invalid_reason else "")))
-        if r.merge:
+        if args.pending:  # what a person decides on: the evidence and the diff
+            print("\n".join(card_body(r)))
+        elif r.merge:
             print("       " + ", ".join(f"{key} from #{source}"
                                         for key, source in r.merge.sources.items()))
     if not args.pending:

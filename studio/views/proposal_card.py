@@ -14,11 +14,16 @@ INDENT = "    "
 
 
 def card_lines(row: ProposalRow) -> list[str]:
-    """The card of one proposal built ``with_text``: a title line, who edited it (for a
-    person's edit), the evidence, then the diff (a merge: which parent each component is
-    taken from)."""
-    lines = [f"{row.title}: iteration {row.iteration}, {_what(row)}"
-             + (" — waits for your decision" if row.waiting_for_you else "")]
+    """The card of one proposal built ``with_text``: a title line, then
+    :func:`card_body`."""
+    return [f"{row.title}: iteration {row.iteration}, {_what(row)}"
+            + (" — waits for your decision" if row.waiting_for_you else ""), *card_body(row)]
+
+
+def card_body(row: ProposalRow) -> list[str]:
+    """Who edited it (for a person's edit), the evidence, then the diff (a merge: which
+    parent each component is taken from), each line indented."""
+    lines = []
     if row.edited_from is not None:
         lines.append(f"  the person's edit of proposal {row.edited_from_number or '?'} "
                      f"(id {row.edited_from})" + (f", by {row.edited_by}" if row.edited_by

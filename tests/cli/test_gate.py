@@ -151,7 +151,8 @@ def test_pending_proposals_show_their_diff_and_evidence_as_text_and_json(store, 
     run_id, proposal = waiting_run
     assert main(["--db", store.url, "proposals", run_id, "--pending"]) == 0
     card = capsys.readouterr().out
-    assert f"Proposal 1 (id {proposal.id}): iteration 1, changes instruction of #0" in card
+    assert card.startswith(f"  1 (id {proposal.id})  iter 1   instruction") and \
+        "WAITING FOR YOU" in card.splitlines()[0]  # the listing's line, then its card
     assert "evidence: 0.000 → 0.750 on 3 examples" in card
     assert "Write a haiku about the given topic.{+" in card and "+}" in card
 
