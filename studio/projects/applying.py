@@ -30,8 +30,9 @@ from studio.model.applied import Applied
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import Candidate, EventKind, Run
 from studio.model.workflow import split_component
-from studio.projects.agent_source import Found, SourceFolder, new_value, rewrite
+from studio.projects.agent_source import Found, SourceFolder
 from studio.projects.served_agents import served_agents_dir
+from studio.projects.source_literals import new_value, rewrite
 from studio.store import Store
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from studio.projects.agent_source import Found, Refusal, SourceFolder, new_value, rewrite
+from studio.projects.agent_source import Found, Refusal, SourceFolder
+from studio.projects.source_literals import new_value, rewrite
 from tests.projects.adk_samples import COORDINATOR_PROMPT, RESEARCHER_PROMPT, write_sample_folder
 
 NEW = 'Write a haiku about the given topic.\nRule: three lines, a "season word" \\ and end."'
