@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -35,6 +36,7 @@ from studio.engine.history import ProposalRow, numbered, proposal_numbers
 from studio.engine.history import proposal_rows as _proposal_rows
 from studio.engine.holdout import load_holdout, test_problem
 from studio.engine.pool import RunView, load_view
+from studio.model.applied import Applied
 from studio.model.config import EvolutionConfig
 from studio.model.errors import NotFoundError
 from studio.model.records import (
@@ -61,6 +63,9 @@ from studio.projects.aligning import align_runs as _align_runs
 from studio.projects.aligning import label_status as _label_status
 from studio.projects.aligning import measure_marker as _measure_marker
 from studio.projects.aligning import rescore_passes as _rescore_passes
+from studio.projects.applying import ApplyPlan, plan_served_apply, served_run_folder
+from studio.projects.applying import applications as _applications
+from studio.projects.applying import best_bundle as _best_bundle
 from studio.projects.export import Download, spooled_download
 from studio.projects.forking import RunTree, ancestry, forks_of
 from studio.projects.inbox import RunSummary, waiting_proposals
@@ -75,6 +80,7 @@ from studio.projects.reviewing import (
 )
 from studio.projects.served_agents import ServedAgent, list_served_agents
 from studio.projects.served_agents import served_agent_graph as load_served_agent_graph
+from studio.projects.session_import import session_sources as _session_sources
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import (
     ExampleProject,
@@ -146,6 +152,13 @@ def served_agents() -> list[ServedAgent]:
     return list_served_agents()
 
 
+@st.cache_data(ttl=5, show_spinner=False)
+def session_sources() -> list[str]:
+    """The session databases the Projects page may import from, by name (never their paths
+    or URLs: :func:`studio.projects.session_import.session_sources`)."""
+    return list(_session_sources())
+
+
 @st.cache_data(ttl=60, max_entries=8, show_spinner="Loading the agent's graph…")
 def served_agent_graph(name: str) -> RunSpec | None:
     """A served agent's graph workflow, if it is one (its folder is imported: trusted, as the
@@ -187,6 +200,30 @@ def download(run_id: str, what: Download) -> Callable[[], bytes]:
             return spool.read()
 
     return made
+
+
+def best_bundle(run_id: str) -> Callable[[], bytes]:
+    """*Download the best* (:func:`studio.projects.applying.best_bundle`), made when clicked."""
+    database = store()
+    return lambda: _best_bundle(database, run_id)[1]
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def applications(run_id: str) -> list[Applied]:
+    """The run's write-backs into its agent folder, oldest first."""
+    return _applications(store(), run_id)
+
+
+def served_folder(run_id: str) -> Path | None:
+    """The run's agent folder when ``studio ui --agents`` serves it (only then may the browser
+    apply a candidate there), else None."""
+    found = run(run_id)
+    return served_run_folder(found) if found is not None else None
+
+
+def apply_plan(run_id: str) -> ApplyPlan:
+    """What *Apply to the folder* would write, read now (the folder's files as they are)."""
+    return plan_served_apply(store(), run_id)
 
 
 def run_to_open() -> str | None:

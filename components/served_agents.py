@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 from pydantic import ValidationError
 
-from components import frame, loaders, session, workflow_builder
+from components import frame, loaders, session, session_import_panel, workflow_builder
 from studio.model.config import EvolutionConfig
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
@@ -56,6 +56,8 @@ def panel() -> None:
         started = st.form_submit_button("Start a run", icon=":material/play_circle:")
     if started:
         _start(name, sets)
+    if name in by_name:
+        session_import_panel.panel(name)
 
 
 def _graph(name: str) -> None:

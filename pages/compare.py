@@ -5,6 +5,7 @@ and the Pareto front."""
 import streamlit as st
 
 from components import (
+    apply_panel,
     blame_view,
     compare_panel,
     fork_panel,
@@ -49,5 +50,6 @@ compare_panel.heatmap(run_id, analysis)
 
 st.subheader("Pareto front")
 compare_panel.front(analysis)
+apply_panel.show(run_id, analysis)
 fork_panel.show(run_id, analysis)
 export_menu(run_id, where=st.columns(4)[0])  # the run's decisions, reasons and corrections

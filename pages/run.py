@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import loaders, run_panel, session, trial_table, workflow_builder
+from components import apply_panel, loaders, run_panel, session, trial_table, workflow_builder
 
 st.title("Run")
 loaders.recover_orphans()
@@ -16,6 +16,7 @@ if run is None:
 
 st.divider()
 run_panel.header(run)
+apply_panel.applied(run.id)
 workflow_builder.graph_picture(run.spec)
 trial_filters = trial_table.filters(run.id, max(run.config.max_iterations, 1))
 trial_table.live_panel(run.id, run.status, trial_filters)

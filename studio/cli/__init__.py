@@ -4,7 +4,8 @@ which also lists every command and the module that runs it) and runs one command
 One module per command group: :mod:`.runs` (run, queue, resume, test, fork), :mod:`.workers`,
 :mod:`.listing` (runs), :mod:`.data` (trials, export, blame), :mod:`.proposals` (proposals,
 decide, override), :mod:`.aligning` (align, align-report, align-apply, rescore),
-:mod:`.projects` (validate, schema, ui); :mod:`.common` holds what they share.
+:mod:`.projects` (validate, schema, ui), :mod:`.gate` (the review gate in the shell);
+:mod:`.common` holds what they share.
 """
 
 from __future__ import annotations

@@ -23,12 +23,18 @@
     studio align-apply ALIGN_RUN_ID                (a project copy judging with the aligned critic)
     studio rescore RUN_ID --critic-from ALIGN_RUN_ID [--json]
     studio blame RUN_ID [--candidate N] [--json]   (where each sentence came from)
+    studio apply RUN_ID [--candidate N] [--to FOLDER] [--dry-run]
+                                                   (write the best into the agent's source)
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
                                                    (stop ends the run; the proposal waits again)
     studio override TRIAL_ID [--score X] [--feedback TEXT] [--corrected-output TEXT]
+    studio import-sessions URL --app NAME (--out FILE | --project NAME) [--session ID ...]
+                [--user ID] [--since T] [--until T] [--state KEY[=VALUE] ...] [--all-turns]
+                                                   (an ADK app's recorded sessions as examples)
     studio validate project.yaml
     studio schema
     studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs] [--agents DIR]
+              [--sessions URL]
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +60,7 @@ COMMANDS: dict[str, str] = {
     "trials": "studio.cli.data:cmd_trials",
     "export": "studio.cli.data:cmd_export",
     "blame": "studio.cli.data:cmd_blame",
+    "apply": "studio.cli.apply:cmd_apply",
     "proposals": "studio.cli.proposals:cmd_proposals",
     "decide": "studio.cli.proposals:cmd_decide",
     "override": "studio.cli.proposals:cmd_override",
@@ -60,6 +68,7 @@ COMMANDS: dict[str, str] = {
     "align-report": "studio.cli.aligning:cmd_align_report",
     "align-apply": "studio.cli.aligning:cmd_align_apply",
     "rescore": "studio.cli.aligning:cmd_rescore",
+    "import-sessions": "studio.cli.sessions:cmd_import_sessions",
     "validate": "studio.cli.projects:cmd_validate",
     "schema": "studio.cli.projects:cmd_schema",
     "ui": "studio.cli.projects:cmd_ui",
@@ -118,6 +127,25 @@ def _agent_folder_options(group: Any) -> None:
     group.add_argument("--write-project", type=Path, metavar="FILE",
                        help="also save the equivalent project file")
 
+
+
+def _import_sessions(command: argparse.ArgumentParser) -> None:
+    command.add_argument("url", help="the session database: a SQLite file or URL "
+                         "(sqlite:///sessions.db), or a PostgreSQL URL")
+    command.add_argument("--app", required=True, help="the app name the Runner recorded with")
+    command.add_argument("--out", type=Path, help="NAME.evalset.json (an ADK eval set) or "
+                         "NAME.jsonl (rows)")
+    command.add_argument("--project", help="a stored project whose training rows they become")
+    command.add_argument("--session", action="append", default=[], metavar="ID",
+                         help="only this session (repeatable)")
+    command.add_argument("--user", help="only this user's sessions")
+    command.add_argument("--since", type=moment, help="sessions updated since (ISO date/time)")
+    command.add_argument("--until", type=moment, help="sessions updated until (ISO date/time)")
+    command.add_argument("--state", action="append", default=[], metavar="KEY[=VALUE]",
+                         help="sessions whose state has KEY (equal to VALUE) (repeatable)")
+    command.add_argument("--all-turns", action="store_true",
+                         help="every turn, not only each session's first (a later turn is "
+                              "scored without the conversation before it)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -205,6 +233,17 @@ def parser() -> argparse.ArgumentParser:
     blame.add_argument("--candidate", type=whole_number(0),
                        help="candidate index #N (default: the best)")
     blame.add_argument("--json", action="store_true")
+    apply = sub.add_parser("apply", help="write a run's best candidate into the agent "
+                           "folder's source (where each text is defined), print the diff")
+    apply.add_argument("run_id")
+    apply.add_argument("--candidate", type=whole_number(0),
+                       help="candidate #N instead of the run's best")
+    apply.add_argument("--to", type=Path, metavar="FOLDER",
+                       help="the agent folder to write into (default: the one the run ran)")
+    apply.add_argument("--dry-run", action="store_true",
+                       help="print the diff, write nothing")
+    apply.add_argument("--author", type=bounded_name,
+                       help="who applies it, as recorded on the run (default: your login)")
     decide = sub.add_parser("decide", help="answer a proposal waiting at the gate")
     decide.add_argument("proposal_id", type=whole_number(1))
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
@@ -232,6 +271,10 @@ def parser() -> argparse.ArgumentParser:
                         help="skip the first N matching trials (oldest first)")
     trials.add_argument("--limit", type=whole_number(1), help="show at most N trials")
     trials.add_argument("--json", action="store_true")
+    _import_sessions(sub.add_parser(
+        "import-sessions", help="an ADK app's recorded sessions (DatabaseSessionService, or "
+        "adk web's .adk/session.db) as examples: the user's message in, the agent's reply "
+        "kept as the reference"))
     validate = sub.add_parser("validate", help="check a project file and its datasets")
     validate.add_argument("project", type=Path)
     sub.add_parser("schema", help="print the project file's JSON Schema")
@@ -248,6 +291,9 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--agents", type=Path, metavar="DIR",
                     help="offer the ADK agent folders under DIR on the Projects page (as "
                     "`adk web DIR`; trusted: you chose them)")
+    ui.add_argument("--sessions", metavar="URL", help="with --agents: a session database "
+                    "(DatabaseSessionService's URL) the Projects page may import examples "
+                    "from, besides the SQLite files under DIR")
     ui.add_argument("--print-command", action="store_true", help=argparse.SUPPRESS)
     return root
 
@@ -289,6 +335,17 @@ def _bounded(text: str, limit_name: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{len(text):,} characters is too long: the limit is {limit:,}; shorten it")
     return text
+
+
+def moment(text: str) -> datetime:
+    """An argparse type: an ISO date or time (``2026-11-01``, ``2026-11-01T12:00``), local
+    time unless it names its zone."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date or time such as 2026-11-01 "
+                                         "or 2026-11-01T12:00") from None
+    return value if value.tzinfo else value.astimezone()
 
 
 def positive_seconds(text: str) -> float:

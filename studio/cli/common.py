@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from studio.model.records import EventKind, ProposalKind
@@ -21,7 +23,7 @@ class ProgressBar:
     PLAIN_TICK_SECONDS = 60.0
     """Not a TTY: a phase still under way is said again this often."""
 
-    def __init__(self, stream: Any = None, width: int = 24, *,
+    def __init__(self, stream: Any = None, width: int = 24, *, gated: bool = False,
                  clock: Any = time.monotonic) -> None:
         self.stream = stream or sys.stderr
         self.width = width
@@ -32,6 +34,19 @@ class ProgressBar:
         self.phase: Any = None
         self.phase_since = 0.0
         self.said_at = 0.0
+        self.gated = gated
+        """A :class:`~studio.cli.gate.ShellGate` shows waiting proposals: no one-line note."""
+        self.held = False
+        """While the gate asks a question, the bar does not redraw over it."""
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """No drawing inside the block (the gate's question owns the terminal)."""
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
 
     def __call__(self, event: Any) -> None:
         """One in-process :class:`~studio.engine.events.EngineEvent`: its fields are read as
@@ -48,7 +63,7 @@ class ProgressBar:
         elif kind is EventKind.PROPOSAL_CREATED and event.proposal_kind == ProposalKind.MERGE:
             self.note(f"proposal {event.proposal_id} merges the candidates with "
                       "ids " + " and ".join(map(str, event.parent_ids)))
-        elif kind is EventKind.AWAITING_DECISION:
+        elif kind is EventKind.AWAITING_DECISION and not self.gated:
             self.note(f"proposal {event.proposal_id} waits for a decision: open the "
                       f"studio's Proposals page, or run `studio decide "
                       f"{event.proposal_id} accept|reject|edit`")
@@ -67,6 +82,8 @@ class ProgressBar:
             self.note(f"run finished: {reason}" + (f" ({reason.words})" if reason else ""))
 
     def draw(self, newline: bool = False) -> None:
+        if self.held:
+            return
         info = self.last
         total = info.get("max_iterations") or 1
         done = min(info.get("iteration", 0), total)

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from studio.model.errors import ConfigError
 from studio.projects.files import (
     ALLOW_CODE_REFS_ENV,
     PROJECT_JSON_SCHEMA,
@@ -20,6 +21,7 @@ from studio.projects.serving import (
     serve,
     streamlit_command,
 )
+from studio.projects.session_import import SESSIONS_URL_ENV
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -59,6 +61,12 @@ def server_environment(args: argparse.Namespace) -> dict[str, str]:
         env["STUDIO_DB_URL"] = args.db
     if args.agents is not None:
         env[AGENTS_DIR_ENV] = str(check_agents_dir(args.agents))
+    if args.sessions:
+        if args.agents is None:
+            raise ConfigError("--sessions names the session database the Projects page imports "
+                              "from for the agents of --agents DIR: give --agents too",
+                              where="--sessions")
+        env[SESSIONS_URL_ENV] = args.sessions
     return env
 
 

@@ -7,11 +7,13 @@ import json
 from typing import Any
 
 from studio.cli.common import _store
+from studio.cli.gate import edit_outcome
 from studio.engine.gates import decide, override, when_applied
 from studio.engine.history import proposal_rows
-from studio.model.records import EventKind
+from studio.model.records import DecisionAction, EventKind
 from studio.model.redaction import redact
 from studio.projects.workspace import require_reason
+from studio.views.proposal_card import card_body, card_json
 from studio.views.skips import skip_text
 
 
@@ -28,6 +30,9 @@ def cmd_decide(args: argparse.Namespace) -> int:
               f"resumes (`studio resume {run_id}`)")
         return 0
     print(f"decision {decision.id}: {decision.action.value} proposal {decision.proposal_id}")
+    if decision.action is DecisionAction.EDIT:
+        print(edit_outcome(store, args.proposal_id))
+        return 0
     later = when_applied(store, run_id)
     if later:
         print(later)
@@ -44,9 +49,10 @@ def cmd_override(args: argparse.Namespace) -> int:
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
-    rows = proposal_rows(_store(args), args.run_id, pending_only=args.pending)
+    rows = proposal_rows(_store(args), args.run_id, pending_only=args.pending,
+                         with_text=args.json or args.pending)
     if args.json:
-        print(json.dumps([row.as_dict() for row in rows], indent=2))
+        print(json.dumps([card_json(row) for row in rows], indent=2))
         return 0
     if not rows:
         print("no proposal waits for a decision" if args.pending else "no proposals yet")
@@ -55,10 +61,14 @@ def cmd_proposals(args: argparse.Namespace) -> int:
                    if r.decision else ("WAITING FOR YOU" if r.waiting_for_you else "-"))
         sums = r.sums_text() or "-"
         said = f": {' '.join(r.reason.split())}" if r.decision and r.reason else ""
+        edit = f"  (edit of {r.edited_from_number} by {r.edited_by or '?'})" \
+            if r.edited_from is not None else ""
         print(redact(f"{r.number:>3} (id {r.id})  iter {r.iteration:<3} {_changes(r):<24} "
-                     f"{r.status.value:<10} {sums}  {decided}{said}"
+                     f"{r.status.value:<10} {sums}  {decided}{said}{edit}"
                      + (f"  ({r.invalid_reason})" if r.invalid_reason else "")))
-        if r.merge:
+        if args.pending:  # what a person decides on: the evidence and the diff
+            print("\n".join(card_body(r)))
+        elif r.merge:
             print("       " + ", ".join(f"{key} from #{source}"
                                         for key, source in r.merge.sources.items()))
     if not args.pending:

@@ -7,17 +7,20 @@ import json
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from studio.cli.common import ProgressBar, _store, database_label
+from studio.cli.gate import ShellGate
 from studio.engine.api import load_result, start_test_scoring
 from studio.engine.dispatch import Placement, dispatch
 from studio.engine.holdout import load_holdout
 from studio.engine.queue import live_workers
 from studio.engine.worker import get_manager
+from studio.model.config import ReviewMode
 from studio.model.errors import (
     ConfigError,
     StoreFullError,
@@ -83,10 +86,33 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"`studio ui`", file=sys.stderr)
     for line in model_notes(run.spec):
         print(line, file=sys.stderr)
-    bar = ProgressBar()
+    watch = RunWatch.of(store, run)
     enable_tracing()
-    handle = dispatch(store, run.id, Placement.HERE, listeners=[bar]).handle
-    return _wait(handle, store, run.id, bar)
+    handle = dispatch(store, run.id, Placement.HERE, listeners=watch.listeners()).handle
+    return _wait(handle, store, run.id, watch)
+
+
+@dataclass
+class RunWatch:
+    """What a terminal shows of a run it drives: the progress bar, and in review mode the
+    gate that shows each waiting proposal and asks for the decision (:mod:`studio.cli.gate`)."""
+
+    bar: ProgressBar
+    gate: ShellGate | None = None
+
+    @classmethod
+    def of(cls, store: Any, run: Any) -> RunWatch:
+        if run.config.review is not ReviewMode.REVIEW:
+            return cls(ProgressBar())
+        bar = ProgressBar(gated=True)
+        return cls(bar, ShellGate(store, run.id, hold=bar.hold))
+
+    def listeners(self) -> list[Any]:
+        return [self.bar] + ([self.gate] if self.gate else [])
+
+    def poll(self) -> None:
+        if self.gate is not None:
+            self.gate.poll()
 
 
 
@@ -122,25 +148,28 @@ def cmd_resume(args: argparse.Namespace) -> int:
     store = _store(args)
     manager = get_manager(store)
     enable_tracing()
-    bar = ProgressBar()
-    handle = manager.resume(args.run_id, listeners=[bar],
+    watch = RunWatch.of(store, store.get_run(args.run_id))
+    handle = manager.resume(args.run_id, listeners=watch.listeners(),
                             max_metric_calls=args.max_metric_calls)
     print(f"run {args.run_id} resumed", file=sys.stderr)
-    return _wait(handle, store, args.run_id, bar)
+    return _wait(handle, store, args.run_id, watch)
 
 
-def _wait(handle: Any, store: Any, run_id: str, bar: ProgressBar | None = None) -> int:
+def _wait(handle: Any, store: Any, run_id: str, watch: RunWatch | None = None) -> int:
     """Wait for the run to end; one stopped by a database outage is resumed once the database
-    answers (``studio run`` waits through a server restart), Ctrl-C stops it. ``bar`` is kept
-    current meanwhile (the time a long phase has taken so far)."""
+    answers (``studio run`` waits through a server restart), Ctrl-C stops it (also at the
+    gate's question). Between two looks at the run, the gate shows what waits, and the bar
+    is kept current (the time a long phase has taken so far)."""
+    watch = watch or RunWatch(ProgressBar())
     while True:
         try:
             ticked = time.monotonic()
             while handle.running:
+                watch.poll()
                 time.sleep(0.2)
-                if bar is not None and time.monotonic() - ticked >= 1.0:
+                if time.monotonic() - ticked >= 1.0:
                     ticked = time.monotonic()
-                    bar.tick()
+                    watch.bar.tick()
             handle.wait()
             break
         except KeyboardInterrupt:
@@ -150,7 +179,7 @@ def _wait(handle: Any, store: Any, run_id: str, bar: ProgressBar | None = None) 
         except StoreUnavailableError as exc:
             resumed = get_manager(store).resume_after_outage(
                 handle, exc, say=lambda line: print(line, file=sys.stderr),
-                stopping=lambda: False, sleep=time.sleep, listeners=[ProgressBar()])
+                stopping=lambda: False, sleep=time.sleep, listeners=watch.listeners())
             if resumed in (StopReason.LEASE_LOST, StopReason.ERROR,
                            StopReason.DATABASE_UNAVAILABLE):  # said why; not resumed here
                 return 1

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from studio.critics.adapters import metric_calls_per_trial
@@ -98,6 +99,24 @@ def decide(
     if later:  # the CLI prints it too; a library caller sees it in the log
         logger.warning(later)
     return decision
+
+
+EDIT_WAIT_SECONDS = 15.0
+"""How long :func:`wait_for_edit` waits for a live run to turn an edit into its proposal: a
+run in another process reads a decision within a heartbeat."""
+
+
+def wait_for_edit(store: Store, proposal_id: int, timeout: float = EDIT_WAIT_SECONDS
+                  ) -> Proposal | None:
+    """The proposal a live run made of a person's edit of ``proposal_id`` (it makes it when it
+    reads the decision), or None when none appeared within ``timeout`` seconds."""
+    run_id = store.get_proposal(proposal_id).run_id
+    deadline = time.monotonic() + timeout
+    while True:
+        edits = [p for p in store.proposals(run_id) if p.edited_from == proposal_id]
+        if edits or time.monotonic() > deadline:
+            return edits[0] if edits else None
+        time.sleep(0.1)
 
 
 def request_stop(store: Store, run: Run) -> None:
@@ -290,5 +309,5 @@ def deciding(decisions: list[Decision]) -> list[Decision]:
 
 
 __all__ = ["await_decision", "decide", "latest_pending", "merge_correction", "override",
-           "pending_in_order",
+           "pending_in_order", "wait_for_edit",
            "undo_override", "when_applied", "StopRun"]

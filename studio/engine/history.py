@@ -65,6 +65,14 @@ class ProposalRow(BaseModel):
     """The proposal this one is a person's edit of (its database id)."""
     edited_from_number: int | None = None
     """That proposal's number in the run."""
+    edited_by: str | None = None
+    """For a person's edit: who wrote it (the author of the decision that edited the original)."""
+    text: str | None = None
+    """The proposed text (a merge's one-line summary); filled when the rows are built
+    ``with_text`` (``studio proposals --json``, the shell's gate), else None."""
+    parent_text: str | None = None
+    """The parent's text of the same component, what the proposal is diffed against (None for a
+    merge, and when built without texts)."""
     status: ProposalStatus
     invalid_reason: str | None = None
     """Why it ended other than by its decision's own words: an invalid or repeated text (an
@@ -159,11 +167,12 @@ def _flat_evidence(moment: str, evidence: Evidence | None) -> dict[str, Any]:
             f"{moment}_rule_accepts": evidence.rule_accepts if evidence else None}
 
 
-def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False
-                  ) -> list[ProposalRow]:
+def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False,
+                  with_text: bool = False) -> list[ProposalRow]:
     """Every proposal of the run, oldest first (``pending_only``: those waiting for a
-    person, in the order to decide them: several with parallel proposals). A fixed handful
-    of queries however many proposals the run has."""
+    person, in the order to decide them: several with parallel proposals; ``with_text``: with
+    each proposal's text and its parent's, for a diff). A fixed handful of queries however
+    many proposals the run has."""
     store.get_run(run_id)  # a clear error for an unknown run
     proposals = store.proposals(run_id)
     numbers = proposal_numbers(proposals)
@@ -175,8 +184,23 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False
     decisions = {d.proposal_id: d for d in reversed(deciding(store.decisions(run_id)))}
     index = store.candidate_indexes(run_id)
     evidence = evidence_for(store, run_id, [p for p in proposals if p.child_id is not None])
-    return [proposal_row(p, decisions.get(p.id), evidence.get(p.id), index,
-                         waiting=p.id in waiting_ids, numbers=numbers) for p in proposals]
+    rows = [proposal_row(p, decisions.get(p.id), evidence.get(p.id), index,
+                         waiting=p.id in waiting_ids, numbers=numbers,
+                         edit=decisions.get(p.edited_from) if p.edited_from else None)
+            for p in proposals]
+    return _with_texts(store, run_id, proposals, rows) if with_text else rows
+
+
+def _with_texts(store: Store, run_id: str, proposals: list[Proposal],
+                rows: list[ProposalRow]) -> list[ProposalRow]:
+    """The rows with each proposal's text and its parent's text of the same component."""
+    candidates = {c.id: c for c in store.candidates(run_id)}
+    for proposal, row in zip(proposals, rows, strict=True):
+        parent = candidates.get(proposal.parent_id)
+        row.text = proposal.text
+        row.parent_text = None if proposal.is_merge or parent is None else \
+            parent.components.get(proposal.component, "")
+    return rows
 
 
 def proposal_numbers(proposals: Iterable[Proposal]) -> dict[int, int]:
@@ -195,9 +219,11 @@ def numbered(noun: str, number: int | None, db_id: int | None) -> str:
 
 def proposal_row(proposal: Proposal, decision: Decision | None, now: Evidence | None,
                  index: dict[int, int], *, waiting: bool = False,
-                 numbers: dict[int, int] | None = None) -> ProposalRow:
+                 numbers: dict[int, int] | None = None, edit: Decision | None = None
+                 ) -> ProposalRow:
     """One proposal's row from its records (``index``: candidate id -> index; ``numbers``:
-    :func:`proposal_numbers` of the run)."""
+    :func:`proposal_numbers` of the run; ``edit``: for a person's edit, the decision on the
+    original that made it)."""
     merge = proposal.merge
     numbers = numbers or {}
     return ProposalRow(
@@ -215,7 +241,9 @@ def proposal_row(proposal: Proposal, decision: Decision | None, now: Evidence | 
         if merge else None,
         edited_from=proposal.edited_from,
         edited_from_number=numbers.get(proposal.edited_from)
-        if proposal.edited_from is not None else None, status=proposal.status,
+        if proposal.edited_from is not None else None,
+        edited_by=edit.author if edit is not None and edit.action is DecisionAction.EDIT
+        else None, status=proposal.status,
         invalid_reason=proposal.invalid_reason, waiting_for_you=waiting,
         minibatch=list(proposal.minibatch), now=now,
         at_decision=decision.evidence if decision else None,

@@ -823,6 +823,9 @@ class EventKind(StrEnum):
     REVIEW_TIME = "review_time"
     """A person reviewed one trial on the Review page: ``trial_id``, ``seconds``, ``action``
     (``corrected``, ``confirmed`` or ``skipped``) and ``author`` (no schema change: an event)."""
+    APPLIED = "applied"
+    """A candidate was written into the agent folder's source (``studio apply``, *Apply to the
+    folder*): its payload is a :class:`studio.model.applied.Applied` (no schema change)."""
 
 
 class RunEvent(BaseModel):

@@ -172,6 +172,28 @@ def changes_by_agent(old: dict[str, str], new: dict[str, str]) -> list[AgentChan
     return [AgentChanges(agent, tuple(changes)) for agent, changes in grouped.items()]
 
 
+TERMINAL_MARKS = {"delete": ("[-", "-]"), "insert": ("{+", "+}")}
+"""How a terminal shows a word diff, as ``git diff --word-diff=plain`` does: no colour, so it
+reads the same in a log file, a pipe and through the CLI's inert stream."""
+
+
+def terminal_diff(old: str, new: str) -> str:
+    """The word diff of ``old`` to ``new`` as plain text: ``[-removed-]`` and ``{+added+}``
+    around the changed runs, unchanged text as it is."""
+    out = []
+    for segment in word_diff(old, new):
+        start, end = TERMINAL_MARKS.get(segment.kind, ("", ""))
+        out.append(f"{start}{segment.text}{end}")
+    return "".join(out)
+
+
+def segments_json(old: str, new: str) -> list[dict[str, str]]:
+    """The word diff as JSON-ready segments, ``{"kind": "equal|delete|insert", "text": ...}``
+    (joining the ``equal`` and ``delete`` texts gives ``old``; ``equal`` and ``insert``,
+    ``new``)."""
+    return [{"kind": s.kind, "text": s.text} for s in word_diff(old, new)]
+
+
 def segments_markdown(segments: list[Segment]) -> str:
     """Markdown for a list of segments; deleted runs are also struck through (not colour only)."""
     out: list[str] = []

@@ -3,6 +3,8 @@ a pick starts a trusted run of the folder's agent on its eval set."""
 
 from __future__ import annotations
 
+import shutil
+
 import streamlit as st
 
 from studio.engine.build import create_run
@@ -10,6 +12,7 @@ from studio.engine.worker import get_manager
 from studio.projects.files import dump_project, parse_project
 from studio.projects.served_agents import AGENTS_DIR_ENV, served_agent_graph
 from tests.projects.test_served_agents import agents_root, write_graph_folder  # noqa: F401
+from tests.projects.test_session_import import APP, database, scripted  # noqa: F401
 from tests.ui.conftest import assert_ok, texts
 
 
@@ -81,3 +84,26 @@ def test_a_stored_graph_project_shows_its_latest_runs_graph_without_importing_it
     assert any(e.label == "Graph workflow `decide`" for e in at.expander)
     [chart] = at.get("graphviz_chart")
     assert '"pros"' in chart.proto.spec and '"join"' in chart.proto.spec
+
+
+def test_recorded_sessions_become_an_eval_set_from_the_projects_page(
+        app, monkeypatch, agents_root, database):  # noqa: F811
+    """The database ``adk web`` keeps in the agent's .adk folder is offered by name; the import
+    writes an eval set into the agent's folder, which the start form lists at once."""
+    folder = agents_root / "served_haiku"
+    (folder / ".adk").mkdir()
+    shutil.copy(database, folder / ".adk" / "session.db")
+    monkeypatch.setenv(AGENTS_DIR_ENV, str(agents_root))
+    at = app("projects")
+    assert at.selectbox(key="projects.sessions.source").options == [
+        "served_haiku/.adk/session.db"]
+    at.text_input(key="projects.sessions.app").set_value(APP)
+    at.text_input(key="projects.sessions.name").set_value("prod.evalset.json")
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert_ok(at)
+    assert any("3 examples from 3 sessions written to served_haiku/prod.evalset.json" in s
+               for s in texts(at.success))
+    assert (folder / "prod.evalset.json").is_file()
+    at.run()
+    assert at.selectbox(key="projects.agents.evalset").options == ["haiku.evalset.json",
+                                                                   "prod.evalset.json"]

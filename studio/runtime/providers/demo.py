@@ -2,10 +2,11 @@
 
 The writer follows only the rules its instruction states; the critic checks four rules; the
 reflector adds the rule the critic's feedback names most often (skipping a text its prompt lists
-as already tried, and a rule a reviewer's rejection reason names), or, judged by ADK's criteria
-(which name no rule), the next rule its instruction lacks when a metric failed. So a run starts
-low and climbs one rule per accepted proposal, which makes the loop, the gates and the charts
-easy to see and test.
+as already tried, and a rule a reviewer's rejection reason names); judged by ADK's
+``response_match_score`` instead, the rule whose words the expected responses have and the
+outputs lack; judged by other ADK criteria (which name no rule), the next rule its instruction
+lacks when a metric failed. So a run starts low and climbs one rule per accepted proposal, which
+makes the loop, the gates and the charts easy to see and test.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def reflect(prompt: str) -> str:
     trials_text = prompt.split("## Trials", 1)[-1]
     wanted = Counter(
         hint for _, phrase, hint in RULES if hint in trials_text and phrase not in stripped.lower()
-    )
+    ) or _hints_from_missing_words(trials_text, stripped.lower())
     if not wanted and _ADK_FAILURE.search(trials_text):  # ADK's criteria name no rule
         wanted = Counter({hint: 1 for _, phrase, hint in RULES
                           if phrase not in stripped.lower()})  # the next, in order
@@ -121,6 +122,26 @@ def reflect(prompt: str) -> str:
 _ADK_FAILURE = re.compile(r"\[\w+\] [\d.]+ \(threshold [^)]*\) FAILED")
 """A metric line of ADK's criteria that failed (:mod:`studio.critics.adk_metrics`): the demo
 reflector then adds its next rule, as a model would try something."""
+
+
+_MISSING_WORDS = re.compile(r"words of the expected response missing: ([a-z0-9, ]+)")
+"""What ``response_match`` (ADK's ``response_match_score``) says the output lacked."""
+
+
+def _hints_from_missing_words(trials_text: str, instruction: str) -> Counter[str]:
+    """The rules whose words the references have and the outputs lack, when the critic names
+    missing words instead of rules (ADK's criteria): a season word, a sensory word, or any
+    other word (the topic's). Only rules the instruction does not state yet."""
+    wanted: Counter[str] = Counter()
+    for match in _MISSING_WORDS.finditer(trials_text):
+        words = {w.strip() for w in match.group(1).split(",") if w.strip()}
+        found = {"season": bool(words & set(SEASONS)), "image": bool(words & set(SENSORY)),
+                 "topic": bool(words - set(SEASONS) - set(SENSORY))}
+        wanted.update(hint for key, phrase, hint in RULES
+                      if found.get(key) and phrase not in instruction)
+    return wanted
+
+
 _TRIALS_FENCE = re.compile(r"<trials-([0-9a-f]+)>\n(.*?)\n</trials-\1>", re.S)
 
 
