@@ -55,6 +55,11 @@ REVIEW_LOADED = "review.loaded_count"
 PROPOSALS_WATCH = "proposals.signature"
 PROPOSALS_EDIT = "proposals.edit"
 PROPOSALS_REASON = "proposals.reason"
+PROPOSALS_SHOWN = "proposals.shown"
+"""Prefix, per run: ``proposals.shown.<run id>`` -> the proposal the page has shown this person
+to decide, which their decision clicks carry. It stays while the page swaps in another
+proposal on its own (another tab or the CLI decided), until the person's first click on the
+new one is refused; after their own decision it is None (the next proposal is expected)."""
 
 # Compare page
 COMPARE_SELECTED = "compare.selected"
@@ -184,9 +189,18 @@ def page_name(page: str) -> str:
     return Path(page).stem
 
 
+FORGOTTEN_ON_ENTRY = (PROPOSALS_SHOWN,)
+"""What a page showed, forgotten when the person comes to the page anew: they look afresh."""
+
+
 def enter_page(name: str) -> None:
     """Record the page being drawn (the router calls it before the page runs)."""
-    st.session_state[PAGE] = name
+    ss = st.session_state
+    if ss.get(PAGE) != name:
+        for key in [k for k in ss if isinstance(k, str)
+                    and k.startswith(FORGOTTEN_ON_ENTRY)]:
+            del ss[key]
+    ss[PAGE] = name
 
 
 def current_page() -> str | None:
