@@ -183,3 +183,4 @@ class Store:
     # eval runs of judges (repos/eval_runs.py)
     add_eval_run = _forward("eval_runs_repo", EvalRunRepository.add_eval_run)
     list_eval_runs = _forward("eval_runs_repo", EvalRunRepository.list_eval_runs)
+    get_eval_runs = _forward("eval_runs_repo", EvalRunRepository.get_eval_runs)
