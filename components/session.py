@@ -46,6 +46,12 @@ RUN_SELECTED = "run.selected"
 RUN_START = "run.start"
 
 # Review page
+REVIEW_SHOWN = "review.next.shown"
+"""``(run id, trial id, monotonic time)`` of the trial on the "Review next" card."""
+REVIEW_SWAPPED = "review.next.swapped"
+"""``(run id, trial shown before, trial shown now)`` when the card changed without the
+person's action: their next Save or Skip is refused once (entries typed for the trial shown
+before must not land on this one)."""
 REVIEW_EDITOR = "review.editor"
 REVIEW_EFFECT = "review.effect_before"
 REVIEW_FILTER = "review.filter"
@@ -189,7 +195,7 @@ def page_name(page: str) -> str:
     return Path(page).stem
 
 
-FORGOTTEN_ON_ENTRY = (PROPOSALS_SHOWN,)
+FORGOTTEN_ON_ENTRY = (PROPOSALS_SHOWN, REVIEW_SHOWN, REVIEW_SWAPPED)
 """What a page showed, forgotten when the person comes to the page anew: they look afresh."""
 
 
