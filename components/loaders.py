@@ -431,6 +431,11 @@ def proposal_decisions(proposal_id: int) -> list[Decision]:
     return store().decisions(proposal_id=proposal_id)
 
 
+def what_became_of(proposal_id: int) -> str:
+    """Who decided a proposal and when, or that it still waits (words after its name)."""
+    return store().what_became_of(proposal_id)
+
+
 def pending_proposal(run_id: str) -> Proposal | None:
     """The run's proposal waiting for a person's decision, or None."""
     return redacted(_pending_proposal(store(), run_id))

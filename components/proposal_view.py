@@ -12,7 +12,7 @@ from components.trial_detail import text_block
 from studio.engine.gates import decide, pending_in_order, when_applied
 from studio.engine.history import proposal_numbers
 from studio.model.config import ReviewMode
-from studio.model.errors import StudioError
+from studio.model.errors import PageChangedError, StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
 from studio.model.workflow import split_component
@@ -50,6 +50,7 @@ def current(run: Any) -> Any | None:
     the others), else one being scored (with a note)."""
     proposals = loaders.proposals(run.id)
     waiting = pending_in_order(proposals)
+    _note_shown(run.id, waiting[0] if waiting else None, proposals)
     if waiting:
         session.retire_flash_unless_about(waiting[0].id)
         note = waiting_note(waiting, proposal_numbers(proposals))
@@ -72,6 +73,36 @@ def current(run: Any) -> Any | None:
     else:
         st.info(f"The run is {run.status.value}: no proposal is waiting.")
     return None
+
+
+def _shown_key(run_id: str) -> str:
+    return f"{session.PROPOSALS_SHOWN}.{run_id}"
+
+
+def _note_shown(run_id: str, proposal: Any | None, proposals: list[Any]) -> None:
+    """Record the proposal this page shows the person to decide. When the page swapped it on
+    its own (another tab or the CLI decided the one they saw), keep the one they saw, so that
+    their next click is refused rather than landing on a proposal they did not choose, and say
+    who decided it and when: a tab that lost the race says so even if its click never
+    arrived (Streamlit drops a click on a button the page no longer draws)."""
+    key = _shown_key(run_id)
+    seen = st.session_state.get(key)
+    if proposal is not None and seen in (None, proposal.id):
+        st.session_state[key] = proposal.id
+        return
+    before = next((p for p in proposals if p.id == seen), None)
+    if before is None:  # nothing was shown, or a proposal no longer stored
+        st.session_state.pop(key, None)
+        return
+    was = (f"{loaders.proposal_title(before)}, which this page showed you, "
+           f"{loaders.what_became_of(before.id)}.")
+    if proposal is None:
+        st.warning(was, icon=":material/how_to_vote:")
+        return
+    now = loaders.proposal_title(proposal)
+    st.warning(f"The page changed: {now} is now shown. {was} Read {now} before you decide: "
+               "your first decision click on it is refused, so that a click meant for the "
+               "proposal you saw never lands on this one.", icon=":material/swap_horiz:")
 
 
 def evidence(proposal: Any) -> None:
@@ -157,17 +188,20 @@ def _per_example(ev: Any) -> None:
 
 
 def decision_form(proposal: Any) -> None:
+    """Accept, reject with a reason, stop, or edit; every button carries the proposal the page
+    showed the person (:func:`_note_shown`), which :func:`decide` checks."""
     recorded = loaders.proposal_decisions(proposal.id)
     if recorded:
         d = recorded[-1]
         st.success(f"Decision recorded: {d.action.value} by {escape_markdown(d.author)}. The run "
                    "applies it within a moment.", icon=":material/check:")
         return
+    shown = {"shown_id": st.session_state.get(_shown_key(proposal.run_id))}
     st.markdown("**Your decision**")
     accept, reject, stop = st.columns([1, 3, 1], vertical_alignment="bottom")
     accept.button("Accept", type="primary", icon=":material/check:", width="stretch",
                   key=f"proposals.accept.{proposal.id}", on_click=_decide,
-                  args=(proposal, "accept"))
+                  args=(proposal, "accept"), kwargs=shown)
     reason_key = f"{session.PROPOSALS_REASON}.{proposal.id}"
     with reject:
         cols = st.columns([3, 1], vertical_alignment="bottom")
@@ -175,10 +209,10 @@ def decision_form(proposal: Any) -> None:
                            placeholder="e.g. too long; do not mention the season")
         cols[1].button("Reject", icon=":material/close:", width="stretch",
                        key=f"proposals.reject.{proposal.id}", on_click=_decide,
-                       args=(proposal, "reject"), kwargs={"reason_key": reason_key})
+                       args=(proposal, "reject"), kwargs={"reason_key": reason_key, **shown})
     stop.button("Stop the run", icon=":material/stop:", width="stretch",
                 key=f"proposals.stop.{proposal.id}", on_click=_decide, args=(proposal, "stop"),
-                kwargs={"reason": "stopped from the Proposals page"})
+                kwargs={"reason": "stopped from the Proposals page", **shown})
     if proposal.is_merge:
         st.caption("A merge takes whole components from its parents: accept or reject it "
                    "(there is no text to edit).")
@@ -190,24 +224,30 @@ def decision_form(proposal: Any) -> None:
                      max_chars=MAX_COMPONENT_CHARS)
         st.button("Save the edit and re-score", icon=":material/edit:",
                   key=f"proposals.edit_go.{proposal.id}", on_click=_decide,
-                  args=(proposal, "edit"), kwargs={"edit_key": edit_key})
+                  args=(proposal, "edit"), kwargs={"edit_key": edit_key, **shown})
 
 
 def _decide(proposal: Any, action: str, *, reason: str = "", reason_key: str = "",
-            edit_key: str = "") -> None:
+            edit_key: str = "", shown_id: int | None = None) -> None:
     """A decision button's callback: it runs before the page is drawn again, so a click in a
     tab whose proposal another tab decided meanwhile is answered ("already decided by ...")
-    instead of vanishing with the form. The outcome is said by the flash at the page's top."""
+    instead of vanishing with the form, and a click on a proposal the page swapped in under
+    the person is refused ("the page changed"): that refusal is their acknowledgement of the
+    new proposal. The outcome is said by the flash at the page's top."""
     reason = st.session_state.get(reason_key, "") if reason_key else reason
     edited_text = st.session_state.get(edit_key, "") if edit_key else None
     try:
         require_reason(action, reason)
         decide(proposal.id, action, reason=reason, edited_text=edited_text,
-               author=session.author(), store=loaders.store())
+               author=session.author(), store=loaders.store(), shown_id=shown_id)
     except StudioError as exc:
+        if isinstance(exc, PageChangedError):
+            st.session_state[_shown_key(proposal.run_id)] = proposal.id
         session.flash(f"{loaders.proposal_title(proposal)}: {escape_markdown(str(exc))}",
                       kind="error")
         return
+    if action != "stop":  # decided here: the next proposal to come is the one expected
+        st.session_state[_shown_key(proposal.run_id)] = None
     loaders.decided()
     words = {"accept": "Accepted; the child is now scored on the validation set.",
              "reject": "Rejected; the next reflections of this component read the text and "

@@ -38,8 +38,8 @@ KEY = "review.next"
 SCORE = f"{KEY}.score"
 FEEDBACK = f"{KEY}.feedback"
 CORRECTED = f"{KEY}.corrected"
-SHOWN = f"{KEY}.shown"
-"""``(run id, trial id, monotonic time)`` of the trial on screen."""
+SHOWN = session.REVIEW_SHOWN
+SWAPPED = session.REVIEW_SWAPPED
 SKIPPED = f"{KEY}.skipped"
 SITTING = f"{KEY}.sitting"
 NOTICE = f"{KEY}.notice"
@@ -92,6 +92,7 @@ def panel(run_id: str) -> None:
         sitting.note(head.trial.id)
         trial = head.trial  # a queued trial has no correction yet
     _mark_shown(run_id, trial.id)
+    _say_swapped(run_id, trial.id)
     _card(run_id, trial, head if back is None else None)
     _form(run_id, sitting, head)
 
@@ -183,12 +184,20 @@ def _submit(run_id: str, action: Action) -> None:
     _, trial_id, started = shown
     sitting = _sitting(run_id)
     ss[FOCUS] = ss.get(FOCUS, 0) + 1
-    if action in (Action.PREVIOUS, Action.NEXT):
+    if action in (Action.PREVIOUS, Action.NEXT):  # the person moves: the next card is theirs
+        ss.pop(SHOWN, None)
+        ss.pop(SWAPPED, None)
         if action is Action.PREVIOUS:
             sitting.back(trial_id)
         else:
             sitting.forward()
         _clear_fields()
+        return
+    if _swapped_to(run_id) == trial_id:
+        ss.pop(SWAPPED)  # said once: the next Save or Skip is the person's, on this trial
+        ss[NOTICE] = ("error", f"the page changed: {loaders.trial_title(run_id, trial_id)} is "
+                               "now shown. Nothing was saved: check your entries, then save "
+                               "again to put them on this trial")
         return
     seconds = max(0.0, time.monotonic() - started)
     score = ss.get(SCORE)
@@ -290,6 +299,30 @@ def _skipped(run_id: str) -> list[int]:
 
 
 def _mark_shown(run_id: str, trial_id: int) -> None:
+    """Record the trial on the card and when it came. The person's own actions clear the
+    record first, so a card that changes while one is kept changed on its own (the queue
+    moved: another tab reviewed the trial, new trials ranked higher), and is noted."""
     shown = st.session_state.get(SHOWN)
     if not shown or shown[:2] != (run_id, trial_id):
+        if shown and shown[0] == run_id:
+            st.session_state[SWAPPED] = (run_id, shown[1], trial_id)
         st.session_state[SHOWN] = (run_id, trial_id, time.monotonic())
+
+
+def _swapped_to(run_id: str) -> int | None:
+    """The trial the card changed to on its own, while that change is not acknowledged."""
+    swapped = st.session_state.get(SWAPPED)
+    return swapped[2] if swapped and swapped[0] == run_id else None
+
+
+def _say_swapped(run_id: str, trial_id: int) -> None:
+    """Warn, above the card, that it changed under the person: a form's typed entries stay in
+    the browser when the card changes, and must not be saved on this trial unseen."""
+    swapped = st.session_state.get(SWAPPED)
+    if _swapped_to(run_id) != trial_id:
+        return
+    before = loaders.trial_title(run_id, swapped[1])
+    st.warning(f"The page changed: {loaders.trial_title(run_id, trial_id)} is now shown; "
+               f"{before}, which the card showed, is no longer the next to review. What you "
+               "typed stays in the fields: your first Save or Skip is refused, so that entries "
+               f"meant for {before} never land on this trial.", icon=":material/swap_horiz:")

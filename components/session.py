@@ -46,6 +46,12 @@ RUN_SELECTED = "run.selected"
 RUN_START = "run.start"
 
 # Review page
+REVIEW_SHOWN = "review.next.shown"
+"""``(run id, trial id, monotonic time)`` of the trial on the "Review next" card."""
+REVIEW_SWAPPED = "review.next.swapped"
+"""``(run id, trial shown before, trial shown now)`` when the card changed without the
+person's action: their next Save or Skip is refused once (entries typed for the trial shown
+before must not land on this one)."""
 REVIEW_EDITOR = "review.editor"
 REVIEW_EFFECT = "review.effect_before"
 REVIEW_FILTER = "review.filter"
@@ -55,6 +61,11 @@ REVIEW_LOADED = "review.loaded_count"
 PROPOSALS_WATCH = "proposals.signature"
 PROPOSALS_EDIT = "proposals.edit"
 PROPOSALS_REASON = "proposals.reason"
+PROPOSALS_SHOWN = "proposals.shown"
+"""Prefix, per run: ``proposals.shown.<run id>`` -> the proposal the page has shown this person
+to decide, which their decision clicks carry. It stays while the page swaps in another
+proposal on its own (another tab or the CLI decided), until the person's first click on the
+new one is refused; after their own decision it is None (the next proposal is expected)."""
 
 # Compare page
 COMPARE_SELECTED = "compare.selected"
@@ -184,9 +195,18 @@ def page_name(page: str) -> str:
     return Path(page).stem
 
 
+FORGOTTEN_ON_ENTRY = (PROPOSALS_SHOWN, REVIEW_SHOWN, REVIEW_SWAPPED)
+"""What a page showed, forgotten when the person comes to the page anew: they look afresh."""
+
+
 def enter_page(name: str) -> None:
     """Record the page being drawn (the router calls it before the page runs)."""
-    st.session_state[PAGE] = name
+    ss = st.session_state
+    if ss.get(PAGE) != name:
+        for key in [k for k in ss if isinstance(k, str)
+                    and k.startswith(FORGOTTEN_ON_ENTRY)]:
+            del ss[key]
+    ss[PAGE] = name
 
 
 def current_page() -> str | None:

@@ -3,7 +3,9 @@
 - :func:`decide` answers a pending proposal: accept, reject (with a reason the next reflection
   reads) or edit (the edited text is scored on the same minibatch and comes back). ``stop`` is
   no decision: it ends the run and the proposal waits again when the run resumes. A decision on
-  a run that is not live is applied when it resumes (:func:`when_applied` says so).
+  a run that is not live is applied when it resumes (:func:`when_applied` says so). A page
+  passes the proposal it showed (``shown_id``): a click that arrives after the page swapped in
+  another proposal is refused (:class:`PageChangedError`), never applied to the new one.
 - :func:`override` corrects a trial's score and/or feedback at any time; the judge's values are
   kept, and the effective score changes acceptance evidence, the front and the next reflection.
 """
@@ -21,7 +23,13 @@ from studio.engine.evidence import proposal_evidence
 from studio.engine.labels import relabel_align_runs
 from studio.engine.limits import spent_metric_calls
 from studio.engine.pool import val_example_ids
-from studio.model.errors import ConfigError, ProposalError, ProposalProblem, RunStateError
+from studio.model.errors import (
+    ConfigError,
+    PageChangedError,
+    ProposalError,
+    ProposalProblem,
+    RunStateError,
+)
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, too_long
 from studio.model.records import (
     Decision,
@@ -52,6 +60,7 @@ def decide(
     edited_text: str | None = None,
     author: str = "anonymous",
     store: Store | None = None,
+    shown_id: int | None = None,
 ) -> Decision | None:
     """Record a person's decision on a pending proposal; the engine acts on it, at once when
     the run is live, else when it resumes (:func:`when_applied` says which).
@@ -59,7 +68,12 @@ def decide(
     ``stop`` records nothing and returns None: it asks the run to stop, and the proposal stays
     pending and comes back to the gate, with its evidence, when the run resumes.
 
+    ``shown_id`` is the proposal the person's page showed them to decide (None from the CLI,
+    which names its proposal): a decision whose page showed another proposal is refused.
+
     Raises:
+        PageChangedError: ``shown_id`` is not ``proposal_id``: the page changed under the
+            click (it says which proposal is shown now and what became of the one shown).
         RunStateError: the proposal is not waiting for a decision, its run completed (no
             decision on it could ever be applied), or the budget cannot pay for an edit.
         ConfigError: unknown action, an edit without text, or an edit of a merge.
@@ -73,6 +87,9 @@ def decide(
         allowed = ", ".join(a.value for a in DecisionAction)
         raise ConfigError(f"decision {action!r} is not one of: {allowed}", where="action") from None
     proposal = store.get_proposal(proposal_id)
+    if shown_id is not None and shown_id != proposal_id:
+        raise PageChangedError(page_changed(store, shown_id, proposal_id), shown_id=shown_id,
+                               proposal_id=proposal_id)
     if proposal.decided_at is not None:
         raise RunStateError(store.already_decided(proposal))
     if proposal.status is not ProposalStatus.PENDING:
@@ -117,6 +134,14 @@ def wait_for_edit(store: Store, proposal_id: int, timeout: float = EDIT_WAIT_SEC
         if edits or time.monotonic() > deadline:
             return edits[0] if edits else None
         time.sleep(0.1)
+
+
+def page_changed(store: Store, shown_id: int, proposal_id: int) -> str:
+    """Why a click on ``proposal_id`` is refused when the person's page showed ``shown_id``:
+    which proposal is shown now, and who decided the one they saw, and when."""
+    return (f"the page changed: proposal {proposal_id} is now shown, and proposal {shown_id}, "
+            f"which it showed before, {store.what_became_of(shown_id)}. Nothing was decided: "
+            f"read proposal {proposal_id}, then decide again")
 
 
 def request_stop(store: Store, run: Run) -> None:

@@ -21,6 +21,7 @@ Three judge names come from the libraries users know, one concept each:
 
 from __future__ import annotations
 
+from studio.evaluators import agentevals_adapter  # Potato's module, under its name
 from studio.evaluators.base import EvaluationResult, Evaluator, EvaluatorResult
 from studio.evaluators.criteria_judge import (
     AgentAsJudgeEval,
@@ -30,6 +31,7 @@ from studio.evaluators.criteria_judge import (
     NumericJudgeResponse,
 )
 from studio.evaluators.errors import RubricDagError, TrajectoryShapeError, UnknownEvaluatorError
+from studio.evaluators.graph_trajectory import GraphTrajectoryLLMJudge, GraphTrajectoryStrictMatch
 from studio.evaluators.llm_judge import LLMTrajectoryJudge
 from studio.evaluators.rag_triad import (
     AnswerRelevanceEvaluator,
@@ -88,6 +90,8 @@ __all__ = [
     "Evaluator",
     "EvaluatorResult",
     "ExactMatch",
+    "GraphTrajectoryLLMJudge",
+    "GraphTrajectoryStrictMatch",
     "GroundednessEvaluator",
     "JSONSchemaMatch",
     "JSONValid",
@@ -104,6 +108,7 @@ __all__ = [
     "TrajectoryMatchEvaluator",
     "TrajectoryShapeError",
     "UnknownEvaluatorError",
+    "agentevals_adapter",
     "build_evaluator",
     "build_evaluators",
     "extract_tool_calls",

@@ -184,6 +184,17 @@ class RunStateError(StudioError):
     """An action does not fit the run's state (deciding a proposal that is not pending, ...)."""
 
 
+class PageChangedError(RunStateError):
+    """A decision made on a page that showed another proposal than the one it would decide:
+    the page swapped in ``proposal_id`` (another tab or the CLI decided ``shown_id``) under the
+    person's click, so the click is refused rather than landing on a proposal nobody chose."""
+
+    def __init__(self, message: str, *, shown_id: int, proposal_id: int) -> None:
+        self.shown_id = shown_id
+        self.proposal_id = proposal_id
+        super().__init__(message)
+
+
 class LeaseLostError(RunStateError):
     """This worker no longer holds the run's lease: another worker took it over (its heartbeat
     went stale, e.g. the database was out of reach for longer than the lease)."""

@@ -13,6 +13,7 @@ It also implements gepa-adk's :class:`studio.runtime.protocol.AgentExecutorProto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -122,8 +123,10 @@ class AgentExecutor:
     ) -> ExecutionResult:
         """Run ``agent`` on ``input_text``.
 
-        With ``session_id`` the run joins that existing session (shared state); otherwise a fresh
-        session holding ``state`` is created and deleted afterwards. ``output_author`` picks whose
+        With ``session_id`` the run joins that session (shared state), created with that id and
+        holding ``state`` when it does not exist yet, as gepa-adk's executor does, and kept
+        afterwards; otherwise a fresh session holding ``state`` is created and deleted
+        afterwards. ``output_author`` picks whose
         reply is the output in a workflow (its last one; default: the last reply of anyone).
         ``content`` (an ADK ``Content``) is sent instead of the text when given; ``timeout_s``
         replaces the executor's per-attempt limit for this call. ``media`` (an example's images
@@ -196,6 +199,20 @@ class AgentExecutor:
             self._copies.popitem(last=False)
         return copy
 
+    async def _join_session(self, app: str, session_id: str,
+                            state: dict[str, Any] | None) -> None:
+        """gepa-adk's get-or-create: a named session that does not exist yet is created with
+        that id, holding ``state``; one that exists keeps its own state (``state`` is not
+        applied to it). Two calls creating the same session at once both join it."""
+        from google.adk.errors.already_exists_error import AlreadyExistsError
+
+        service, user = self.session_service, self.user_id
+        if await service.get_session(app_name=app, user_id=user, session_id=session_id):
+            return
+        with contextlib.suppress(AlreadyExistsError):  # another call created it meanwhile
+            await service.create_session(app_name=app, user_id=user, session_id=session_id,
+                                         state=dict(state or {}))
+
     def _runner(self, agent: Any, app_name: str) -> Any:
         """One cached ADK Runner per (agent, app): building a Runner costs more than a call."""
         from google.adk.runners import Runner
@@ -256,6 +273,8 @@ class AgentExecutor:
                 session_id=uuid.uuid4().hex,
             )
             session_id = session.id
+        else:
+            await self._join_session(app, session_id, state)
         recorder = _TraceRecorder()
         try:
             async for event in runner.run_async(

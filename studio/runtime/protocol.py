@@ -99,7 +99,8 @@ class AgentExecutorProtocol(Protocol):
     parts) replaces ``input_text`` as the message when given; ``instruction_override`` and
     ``output_schema_override`` apply to this run only, never to ``agent``; ``session_state`` seeds
     a fresh session; ``existing_session_id`` joins a session instead (e.g. a critic reading its
-    generator's state); ``timeout_seconds`` limits the run (status ``TIMEOUT`` past it).
+    generator's state), created with that id (holding ``session_state``) when it does not exist
+    yet, gepa-adk's get-or-create; ``timeout_seconds`` limits the run (status ``TIMEOUT`` past it).
 
     Contract: a run that fails returns a result with status ``FAILED`` or ``TIMEOUT`` and an
     ``error_message``; it does not raise.

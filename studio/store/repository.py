@@ -168,6 +168,7 @@ class Store:
     waiting_proposals = _forward("proposals_repo", ProposalRepository.waiting_proposals)
     add_decision = _forward("proposals_repo", ProposalRepository.add_decision)
     already_decided = _forward("proposals_repo", ProposalRepository.already_decided)
+    what_became_of = _forward("proposals_repo", ProposalRepository.what_became_of)
     decisions = _forward("proposals_repo", ProposalRepository.decisions)
 
     # events (repos/events.py)
@@ -182,3 +183,4 @@ class Store:
     # eval runs of judges (repos/eval_runs.py)
     add_eval_run = _forward("eval_runs_repo", EvalRunRepository.add_eval_run)
     list_eval_runs = _forward("eval_runs_repo", EvalRunRepository.list_eval_runs)
+    get_eval_runs = _forward("eval_runs_repo", EvalRunRepository.get_eval_runs)

@@ -220,3 +220,32 @@ def test_evaluator_agent_can_be_assigned_after_construction_as_in_agno(script):
                                      instruction="Judge kindly.")
     assert judge.run(input="q", output="a").results[0].reason == "own judge"
     assert script.requests(built) == [] and len(script.requests(own_model)) == 1
+
+
+def test_the_cookbooks_database_section_runs_as_written(script, tmp_path, capsys):
+    """``agent_as_judge_basic.py`` and ``agent_as_judge_batch.py`` end by reading the logged
+    runs back from the db they passed: ``db.get_eval_runs()``, the latest's ``run_id`` and
+    ``name``. Here ``db`` is a studio store, and the lines run unchanged."""
+    from studio.store import open_store
+
+    db = open_store(f"sqlite:///{tmp_path}/evals.db", cached=False)
+    model = script({"score": 8, "reason": "Clear."})
+    evaluation = AgentAsJudgeEval(name="Explanation Quality", model=model, criteria=CRITERIA,
+                                  scoring_strategy="numeric", threshold=7, db=db)
+    first = evaluation.run(input="Explain what an API is", output="A menu of calls.")
+    result = evaluation.run(input="Explain what an API is", output="A contract.")
+
+    print("Database Results:")
+    eval_runs = db.get_eval_runs()
+    print(f"Total evaluations stored: {len(eval_runs)}")
+    if eval_runs:
+        latest = eval_runs[-1]
+        print(f"Eval ID: {latest.run_id}")
+        print(f"Name: {latest.name}")
+        print(f"Cases evaluated: {len(result.results)}")
+
+    printed = capsys.readouterr().out
+    assert "Total evaluations stored: 2" in printed
+    assert f"Eval ID: {result.run_id}\nName: Explanation Quality\nCases evaluated: 1" in printed
+    assert [run.run_id for run in eval_runs] == [first.run_id, result.run_id]
+    assert [run.run_id for run in evaluation.eval_runs()] == [result.run_id, first.run_id]

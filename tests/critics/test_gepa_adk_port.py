@@ -296,6 +296,27 @@ def test_real_executor_default_uses_the_given_session_service(script):
     assert asyncio.run(shared()) == (0.5, {"feedback": "Draft was three lines."})
 
 
+def test_seed_session_sharing_example_creates_the_missing_session_as_gepa_adk_does(script):
+    """Seed 000's example, as written: ``session_id="existing_session_123"`` names a session
+    nobody created; gepa-adk's executor gets or creates it, and so does the studio's."""
+    model = script(lambda request: {"score": 0.8, "feedback": "Clear."})
+    service = InMemorySessionService()
+    scorer = CriticScorer(critic_agent=critic_agent(model), session_service=service)
+
+    async def twice():
+        first = await scorer.async_score(input_text="...", output="...",
+                                         session_id="existing_session_123")
+        second = await scorer.async_score(input_text="...", output="...",
+                                          session_id="existing_session_123")
+        kept = await service.get_session(app_name="critic_scorer", user_id="studio",
+                                         session_id="existing_session_123")
+        return first, second, kept
+
+    first, second, kept = asyncio.run(twice())
+    assert first == second == (0.8, {"feedback": "Clear."})
+    assert kept is not None and len([e for e in kept.events if e.author == "quality_critic"]) == 2
+
+
 def test_evolve_takes_gepa_adks_scorer_executor_and_selector_names(tmp_path):
     import asyncio
 

@@ -6,7 +6,7 @@ import pytest
 
 from studio.engine import EvolutionConfig, create_run, decide
 from studio.engine.gates import latest_pending, merge_correction
-from studio.model.errors import ProposalError
+from studio.model.errors import PageChangedError, ProposalError
 from studio.model.records import (
     AgentSpec,
     Candidate,
@@ -104,3 +104,22 @@ def test_a_gate_edit_where_the_referenced_workflow_cannot_be_imported_reads_the_
     with pytest.raises(ProposalError, match=r"\{mood\}"):
         decide(refused.id, "edit", edited_text="Polish it in a {mood} way.", author="ana",
                store=store)
+
+
+def test_a_decision_whose_page_showed_another_proposal_is_refused_naming_both(store):
+    """A page passes the proposal it showed: a click that lands on a proposal the page swapped
+    in (another decider took the one shown) decides nothing and says what happened."""
+    seen = pending_edit_of(store, "polisher.instruction")
+    swapped_in = store.add_proposal(seen.model_copy(update={"id": None, "iteration": 2,
+                                                            "text": "Polish it twice."}))
+    decide(seen.id, "accept", author="cli", store=store)
+    with pytest.raises(PageChangedError) as refused:
+        decide(swapped_in.id, "accept", author="ana", store=store, shown_id=seen.id)
+    assert (refused.value.shown_id, refused.value.proposal_id) == (seen.id, swapped_in.id)
+    assert str(refused.value).startswith(
+        f"the page changed: proposal {swapped_in.id} is now shown, and proposal {seen.id}, "
+        "which it showed before, was already decided by cli at ")
+    assert "UTC (accept). Nothing was decided" in str(refused.value)
+    assert store.decisions(proposal_id=swapped_in.id) == []
+    taken = decide(swapped_in.id, "accept", author="ana", store=store, shown_id=swapped_in.id)
+    assert (taken.proposal_id, taken.author) == (swapped_in.id, "ana")

@@ -262,3 +262,61 @@ def test_potatos_positional_arguments_land_where_potato_puts_them():
                                outputs="Paris is the capital")
     assert result.score == 1.0
     assert rag_triad({}, PayloadEndpoint({"score": 1.0}))["context_relevance"].endpoint
+
+
+# --------------------------------------------------------------------------- agentevals_adapter
+
+GRAPH = {"inputs": [{"question": "Turn on the kitchen light"}],
+         "results": [{"answer": "done"}],
+         "steps": [["__start__", "supervisor", "agentCasa", "supervisor"]]}
+
+
+def test_seed_004s_agentevals_example_runs_as_written():
+    """Seed 004, as Potato's users write it; the studio needs no ``agentevals`` for it."""
+    from studio.evaluators import agentevals_adapter
+
+    ev = None
+    if agentevals_adapter.is_available():
+        ev = agentevals_adapter.graph_trajectory_strict_match()
+    assert ev is not None
+    same = ev.evaluate(outputs=GRAPH, reference_outputs={"steps": [list(GRAPH["steps"][0])]})
+    assert (same.key, same.score, same.value) == ("graph_trajectory_strict_match", 1.0, True)
+    detour = {"steps": [["__start__", "supervisor", "agentUI", "supervisor"]]}
+    parted = ev.evaluate(outputs=detour, reference_outputs=GRAPH)
+    assert (parted.score, parted.value) == (0.0, False)
+    assert parted.comment == ("turn 1: the agent visited __start__ → supervisor → agentUI → "
+                              "supervisor, the reference __start__ → supervisor → agentCasa → "
+                              "supervisor")
+    extra_turn = ev.evaluate(outputs={"steps": GRAPH["steps"] * 2}, reference_outputs=GRAPH)
+    assert extra_turn.score == 0.0 and "2 turn(s), the reference 1" in extra_turn.comment
+
+
+def test_a_thread_extract_is_read_and_a_wrong_shape_is_not_evaluated():
+    from studio.evaluators import agentevals_adapter
+
+    ev = agentevals_adapter.graph_trajectory_strict_match()
+    extract = {"inputs": GRAPH["inputs"], "outputs": {"results": [], "steps": GRAPH["steps"]}}
+    assert ev.evaluate(outputs=extract, reference_outputs=GRAPH).score == 1.0
+    missing = ev.evaluate(outputs=GRAPH)
+    assert missing.score is None and "needs both outputs and reference_outputs" in missing.comment
+    odd = ev.evaluate(outputs=TRACE, reference_outputs=GRAPH)
+    assert odd.score is None and "graph trajectory is {'steps'" in odd.comment
+
+
+def test_the_graph_judge_sees_the_path_fenced_and_gives_a_score(script):
+    from studio.evaluators import agentevals_adapter
+
+    model = script({"score": 0.75, "reasoning": "One detour through agentUI."})
+    judge = agentevals_adapter.graph_trajectory_llm_judge(model=model, continuous=True)
+    result = judge.evaluate(outputs=GRAPH, inputs="Turn on the kitchen light")
+    assert (result.key, result.score) == ("graph_trajectory_accuracy", 0.75)
+    asked = script.requests(model)[-1].last_user
+    assert "turn 1: __start__ → supervisor → agentCasa → supervisor" in asked
+    assert '"answer": "done"' in asked and "Turn on the kitchen light" in asked
+
+
+def test_the_graph_judge_reads_agentevals_model_spelling():
+    from studio.evaluators import agentevals_adapter
+
+    judge = agentevals_adapter.graph_trajectory_llm_judge(model="openai:o3-mini")
+    assert judge.model == "openai/o3-mini"

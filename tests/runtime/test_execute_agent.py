@@ -70,6 +70,28 @@ def test_existing_session_shares_state_between_agents(script):
     assert result.extracted_value == "Judging a haiku." and result.ok
 
 
+def test_a_named_session_that_does_not_exist_is_created_with_the_state_and_kept(script):
+    """gepa-adk's get-or-create: the first call creates the session named, holding
+    ``session_state``; a later call joins it and keeps its state (its own ``session_state`` is
+    not applied to a session that exists)."""
+    executor = AgentExecutor()
+    critic = mirror_agent(script, instruction="Judging {draft}.")
+
+    async def two_calls():
+        first = await executor.execute_agent(critic, "judge", existing_session_id="shared_1",
+                                             session_state={"draft": "a haiku"})
+        second = await executor.execute_agent(critic, "judge", existing_session_id="shared_1",
+                                              session_state={"draft": "a limerick"})
+        kept = await executor.session_service.get_session(app_name="studio", user_id="studio",
+                                                          session_id="shared_1")
+        return first, second, kept
+
+    first, second, kept = asyncio.run(two_calls())
+    assert first.ok and first.session_id == "shared_1"
+    assert first.extracted_value == second.extracted_value == "Judging a haiku."
+    assert kept.state == {"draft": "a haiku"} and len(kept.events) == 4
+
+
 def test_input_content_is_the_message_when_given(script):
     model = script(lambda request: f"heard: {request.last_user}")
     agent = LlmAgent(name="ear", model=litellm_model(model), instruction="Listen.")

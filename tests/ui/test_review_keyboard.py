@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from studio.engine.worker import get_manager
-from studio.projects.reviewing import review_records
+from studio.projects.reviewing import record_review, review_records
 from studio.store import open_store
 from tests.helpers import wait_until
 from tests.ui.browser import chromium_page, failure_shot, full_page_shot, studio_server
@@ -129,3 +129,39 @@ def review_by_keyboard(page, url: str, store, run_id: str) -> None:
                       second: (0.2, None)}
     assert [(r.trial_id, r.action) for r in review_records(store, run_id)] == [
         (first, "corrected"), (second, "corrected"), (third, "skipped")]
+
+
+def test_entries_typed_for_a_trial_never_land_on_the_one_swapped_in(waiting_run):
+    """Issue 30's swap hazard on the queue, in the browser: a score typed (not yet saved) for
+    the trial on the card stays in the form when the card changes on its own (another tab
+    reviewed that trial, then any widget redrew the page). Enter then saved it on the new
+    trial; now it is refused once, with the page saying so, and the next Enter saves it."""
+    db, store, run = waiting_run
+    with studio_server(db) as url, chromium_page() as page:
+        try:
+            page.goto(f"{url}/review?run={run.id}")
+            page.get_by_role("heading", name="Review next").wait_for(timeout=30_000)
+            first = card_trial(page)
+            score = page.get_by_label("Your score")
+            score.fill("0.3")
+            record_review(store, run.id, first, seconds=1.0, action="confirmed", author="ben")
+            name = page.get_by_label("Your name", exact=True)  # any widget redraws the page
+            name.fill("ana")
+            name.press("Tab")
+            second = card_trial(page, (first,))
+            page.get_by_text(re.compile(rf"^The page changed: Trial \d+ \(id {second}\)")).wait_for(
+                timeout=30_000)
+            assert score.input_value() == "0.30"  # the entry meant for the first trial
+            shot(page, "06_card_swapped_under_typed_score")
+            score.press("Enter")
+            page.get_by_text(re.compile(rf"\(id {second}\) is now shown\. Nothing was saved")
+                             ).wait_for(timeout=30_000)
+            shot(page, "07_save_refused_after_swap")
+            assert store.overrides(run.id) == []
+            page.get_by_label("Your score").press("Enter")
+            page.get_by_text(f"(id {second}) (score 0.30)").wait_for(timeout=30_000)
+        except Exception:
+            failure_shot(page, SHOTS / "failure_swapped_card.png")
+            raise
+    assert [(o.trial_id, o.score, o.author) for o in store.overrides(run.id)] == [
+        (second, 0.3, "ana")]

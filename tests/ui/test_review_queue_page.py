@@ -101,3 +101,30 @@ def test_review_events_are_read_again_only_when_a_review_is_recorded(app, studio
     at.run()
     assert_ok(at)
     assert len(reads) > first
+
+
+def test_a_card_that_changed_under_the_person_refuses_its_first_save(app, studio_db):
+    """Issue 30's swap hazard on the queue: another tab reviewed the trial on the card, and the
+    next redraw put another trial there. Entries meant for the first must not land on it: the
+    first Save is refused and says why; the next one is the person's choice."""
+    run = review_run(studio_db)
+    at = app("review", run_id=run.id)
+    first = shown_trial(at)
+    record_review(studio_db, run.id, first, seconds=1.0, action="confirmed", author="ben")
+    at.run()  # any redraw (another widget, a refresh): the queue moved on
+    assert_ok(at)
+    second = shown_trial(at)
+    assert second != first
+    assert any(w.startswith("The page changed: Trial ") and f"(id {second}) is now shown" in w
+               and f"(id {first}), which the card showed" in w for w in texts(at.warning)), \
+        texts(at.warning)
+
+    at.number_input(key="review.next.score").set_value(0.3)
+    at.button(key=SAVE).click().run()
+    assert_ok(at)
+    assert studio_db.overrides(run.id) == []
+    assert any(f"(id {second}) is now shown. Nothing was saved" in e for e in texts(at.error))
+    assert shown_trial(at) == second and not texts(at.warning)
+
+    at.button(key=SAVE).click().run()  # the entry is still in the field: saved on purpose now
+    assert [(o.trial_id, o.score) for o in studio_db.overrides(run.id)] == [(second, 0.3)]

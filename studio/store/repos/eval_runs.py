@@ -25,6 +25,12 @@ class EvalRun(BaseModel):
     cases: list[dict[str, Any]]
     created_at: datetime
 
+    @property
+    def run_id(self) -> str:
+        """The evaluation's own run id (``AgentAsJudgeResult.run_id``, kept in the summary),
+        the name Agno's eval records carry; the row's id for a run logged without one."""
+        return str(self.summary.get("run_id") or self.id)
+
 
 class EvalRunRepository(Repository):
     """Logged judge evaluations (Agno's eval runs)."""
@@ -37,6 +43,16 @@ class EvalRunRepository(Repository):
                 name=name, kind=kind, summary=finite_json(redact_data(summary)),
                 cases=finite_json(redact_data(cases)),
                 created_at=utcnow())).inserted_primary_key[0]
+
+    @guard
+    def get_eval_runs(self, limit: int | None = None) -> list[EvalRun]:
+        """Agno's ``db.get_eval_runs()``: every logged eval run (the newest ``limit`` when
+        given), oldest first, so that its cookbook's ``eval_runs[-1]`` is the latest."""
+        query = select(t.eval_runs).order_by(t.eval_runs.c.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as c:
+            return [to_model(EvalRun, r) for r in c.execute(query)][::-1]
 
     @guard
     def list_eval_runs(self, name: str | None = None, limit: int = 100) -> list[EvalRun]:

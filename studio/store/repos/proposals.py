@@ -141,9 +141,20 @@ class ProposalRepository(Repository):
         if first is None:
             return (f"proposal {proposal.id} is {proposal.status.value}: only a proposal "
                     "waiting at the gate can be decided")
-        who = "the acceptance rule" if first.automatic else first.author
-        return (f"proposal {proposal.id} was already decided by {who} at "
-                f"{first.created_at:%Y-%m-%d %H:%M:%S} UTC ({first.action.value})")
+        return f"proposal {proposal.id} {_decided_words(first)}"
+
+    @guard
+    def what_became_of(self, proposal_id: int) -> str:
+        """What became of a proposal a person was shown, in words that follow its name: who
+        decided it and when ("was already decided by ana at ... UTC (accept)"), or that it
+        still waits, or its state."""
+        proposal = self.get_proposal(proposal_id)
+        first = next(iter(self.decisions(proposal_id=proposal_id)), None)
+        if first is not None:
+            return _decided_words(first)
+        if proposal.status is ProposalStatus.PENDING and proposal.decided_at is None:
+            return "still waits for a decision"
+        return f"is {proposal.status.value}"
 
     @guard
     def decisions(self, run_id: str | None = None, *, proposal_id: int | None = None
@@ -154,3 +165,11 @@ class ProposalRepository(Repository):
             return [to_model(Decision, r) for r in c.execute(
                 query, {name: value for name, value in values.items() if value is not None})]
 
+
+
+def _decided_words(first: Decision) -> str:
+    """"was already decided by ana at 2026-01-02 10:00:00 UTC (accept)": who decided a
+    proposal first, when, and how (the acceptance rule, in auto mode)."""
+    who = "the acceptance rule" if first.automatic else first.author
+    return (f"was already decided by {who} at {first.created_at:%Y-%m-%d %H:%M:%S} UTC "
+            f"({first.action.value})")
