@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import diff_view, loaders, session
+from components import diff_view, frame, loaders, session
 from components.trial_detail import text_block
 from studio.engine.gates import decide, pending_in_order, when_applied
 from studio.engine.history import proposal_numbers
@@ -15,6 +15,7 @@ from studio.model.config import ReviewMode
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
+from studio.model.team import Permission
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.markdown import escape_markdown
@@ -162,6 +163,8 @@ def decision_form(proposal: Any) -> None:
         d = recorded[-1]
         st.success(f"Decision recorded: {d.action.value} by {escape_markdown(d.author)}. The run "
                    "applies it within a moment.", icon=":material/check:")
+        return
+    if not frame.allowed(Permission.GATE):
         return
     st.markdown("**Your decision**")
     accept, reject, stop = st.columns([1, 3, 1], vertical_alignment="bottom")

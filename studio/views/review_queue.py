@@ -426,7 +426,7 @@ def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
     for trial in considered:
         _add_doubts(drafts, trial, usual_gap)
         if trial.id in open_ids and trial.id not in drafts:
-            drafts[trial.id] = _Draft(trial, Group.MORE_REVIEWERS, [
+            drafts[stored_id(trial)] = _Draft(trial, Group.MORE_REVIEWERS, [
                 "other reviewers labelled this trial; it waits for yours"],
                 (0.0 if trial.split is Split.VAL else 1.0, float(stored_id(trial))))
     _add_unreviewed(drafts, considered, reviewed_example_ids)
