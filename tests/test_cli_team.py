@@ -4,6 +4,8 @@ disagreements; `studio ui --host` beyond localhost only with sign-in or --insecu
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from studio.cli import main
@@ -75,7 +77,7 @@ def test_an_unlisted_os_user_is_refused_a_shared_store(team, monkeypatch, capsys
     assert "OS user 'mallory' is not one of them" in err and "STUDIO_USER" in err
 
 
-def test_two_labels_then_an_owner_s_ruling(team, monkeypatch, capsys):
+def test_two_labels_then_an_owner_s_ruling_are_all_kept(team, monkeypatch, capsys, tmp_path):
     db, store, run, trials, token = team
     as_ana(monkeypatch, token)
     assert main(["--db", db, "override", str(trials[0].id), "--score", "0.1"]) == 0
@@ -98,6 +100,14 @@ def test_two_labels_then_an_owner_s_ruling(team, monkeypatch, capsys):
     capsys.readouterr()
     assert main(["--db", db, "disagreements", "r1"]) == 0
     assert "settled at 0.300 by olga" in capsys.readouterr().out
+    out = tmp_path / "run.jsonl"
+    assert main(["--db", db, "export", "r1", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    labels = [(x["reviewer"], x["score"], x["adjudicated"]) for x in lines
+              if x["type"] == "label" and x["trial_id"] == trials[0].id]
+    assert labels == [("ana@example.com", 0.1, False), ("olga", 0.9, False), (None, 0.3, True)]
+    trial = next(x for x in lines if x["type"] == "trial" and x["trial_id"] == trials[0].id)
+    assert trial["effective_score"] == 0.3 and trial["override_author"] == "olga"
 
 
 def test_review_settings_are_shown_and_changed_by_an_owner(team, capsys):
