@@ -56,8 +56,10 @@ def people(run_id: str | None, threshold: float) -> None:
     """Krippendorff's alpha (and Cohen's kappa for two) between the people, beside the
     judge-vs-people figures, per project and per critic dimension."""
     summary = loaders.people_summary(run_id, threshold)
-    st.subheader("Between people")
     overall = summary.overall
+    if overall.labels == 0:  # no signed-in reviewer labelled anything: nothing to compare
+        return
+    st.subheader("Between people")
     if overall.units == 0:
         st.caption("No trial has labels from two or more signed-in reviewers yet: their "
                    "agreement shows here once it has (set several reviewers per trial on the "
@@ -84,6 +86,8 @@ def disagreements(run_id: str, threshold: float) -> None:
     """The trials the reviewers labelled differently; an owner settles one, everyone's labels
     kept."""
     found = loaders.disagreements(run_id, threshold)
+    if not found and loaders.people_summary(run_id, threshold).overall.units == 0:
+        return
     st.subheader(f"Disagreements between reviewers ({sum(not d.settled for d in found)} open)")
     if not found:
         st.caption("None: the reviewers agree on every trial they both labelled.")

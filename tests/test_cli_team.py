@@ -35,6 +35,15 @@ def as_ana(monkeypatch, token: str) -> None:
     monkeypatch.setenv("STUDIO_TOKEN", token)
 
 
+def test_every_command_says_which_role_it_needs_or_why_none():
+    from studio.cli.commands import COMMANDS, PERMISSIONS
+    from studio.model.team import Permission
+
+    no_role = {"worker", "workers", "validate", "schema", "ui", "users"}
+    assert set(PERMISSIONS) | no_role == set(COMMANDS) and not set(PERMISSIONS) & no_role
+    assert {Permission[name] for name in PERMISSIONS.values()} <= set(Permission)
+
+
 def test_users_are_listed_with_their_roles(team, capsys):
     db, *_ = team
     assert main(["--db", db, "users"]) == 0

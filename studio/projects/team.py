@@ -97,16 +97,24 @@ def cli_actor(store: Store, env: Mapping[str, str] | None = None) -> Actor:
 
 def _token_actor(store: Store, name: str, token: str) -> Actor:
     user = store.get_user(name)
-    if user is None or user.token_hash is None or not token or \
-            not hmac.compare_digest(user.token_hash, hash_token(token)):
-        why = ("is not a user of this store" if user is None else
-               "has no token yet (an owner prints one: `studio users token NAME`)"
-               if user.token_hash is None else
-               f"needs its token in {TOKEN_ENV}" if not token else
-               f"was given a token that is not theirs ({TOKEN_ENV})")
-        raise AccessError(f"{USER_ENV}={name}: {name!r} {why}", action="acting as a user",
+    problem = _token_problem(user, token)
+    if user is None or problem is not None:
+        raise AccessError(f"{USER_ENV}={name}: {name!r} {problem}", action="acting as a user",
                           actor=name)
     return Actor(user.name, user.role, verified=True)
+
+
+def _token_problem(user: User | None, token: str) -> str | None:
+    """Why ``token`` does not prove ``user`` (None: it does)."""
+    if user is None:
+        return "is not a user of this store"
+    if user.token_hash is None:
+        return "has no token yet (an owner prints one: `studio users token NAME`)"
+    if not token:
+        return f"needs its token in {TOKEN_ENV}"
+    if not hmac.compare_digest(user.token_hash, hash_token(token)):
+        return f"was given a token that is not theirs ({TOKEN_ENV})"
+    return None
 
 
 def hash_token(token: str) -> str:

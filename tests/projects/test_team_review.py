@@ -13,21 +13,31 @@ from studio.engine.gates import adjudicate, override, undo_override
 from studio.engine.proposer import reflection_trials
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
-from studio.model.records import TrialPhase
+from studio.model.records import Candidate, Run, Split, TrialPhase
 from studio.model.team import Actor, Role
 from studio.projects.aligning import align_report, collect_labels, create_align_run
 from studio.projects.export import trial_record
 from studio.projects.reviewing import queue_inputs, record_review
-from studio.projects.team import add_user, save_review_settings
+from studio.projects.team import add_user
 from studio.projects.team_review import disagreements, people_summary, reviewer_progress
 from studio.projects.workspace import import_example, start_project_run
 from studio.views.review_queue import build_queue
 from tests.helpers import ROOT
 from tests.projects.test_aligning import EXAMPLE as SHORT_ANSWERS
 from tests.projects.test_aligning import finish
+from tests.store.test_sqlite import add_trial
 
 HAIKU = ROOT / "examples" / "haiku_scripted.yaml"
 OWNER = Actor("olga", Role.OWNER, verified=True)
+
+
+def seeded_trials(store, count: int = 4):
+    """A run of ``count`` judged trials (one per example) stored directly: no engine."""
+    run = store.create_run(Run(id="r1", name="team", spec={"critic": {"name": "c"}}))
+    examples = store.add_examples(run.id, Split.TRAIN, [{"topic": str(i)} for i in range(count)])
+    candidate = store.add_candidate(Candidate(run_id=run.id, index=0, content_hash="h",
+                                              components={"instruction": "x"}))
+    return run, [add_trial(store, run, candidate, example, score=0.5) for example in examples]
 
 
 def scored_run(store, example=HAIKU):
@@ -50,8 +60,9 @@ def queued_ids(store, run_id, reviewer=None, wanted=1):
 
 
 def test_a_trial_stays_in_the_queue_until_enough_people_labelled_it(store):
-    run = scored_run(store)
-    first = min(queued_ids(store, run.id, "ana", wanted=2))
+    run, trials = seeded_trials(store)
+    first = trials[0].id
+    assert first in queued_ids(store, run.id, "ana", wanted=2)
     label(store, first, "ana", 0.2)
     assert first not in queued_ids(store, run.id, "ana", wanted=2)  # she gave hers
     assert first in queued_ids(store, run.id, "bo", wanted=2)  # one label of two
@@ -93,8 +104,7 @@ def test_every_reader_of_an_effective_score_reads_the_consensus_then_the_ruling(
 
 
 def test_disagreements_list_everyone_s_label_and_the_ruling(store):
-    run = scored_run(store)
-    first, second, third = store.trials(run.id)[:3]
+    run, (first, second, third, _) = seeded_trials(store)
     label(store, first.id, "ana", 0.2)
     label(store, first.id, "bo", 0.9)
     label(store, second.id, "ana", 0.6)
@@ -112,9 +122,7 @@ def test_disagreements_list_everyone_s_label_and_the_ruling(store):
 
 
 def test_people_agreement_matches_the_reference_per_project(store):
-    run = scored_run(store, SHORT_ANSWERS)
-    trials = store.trials(run.id)[:4]
-    assert len(trials) == 4
+    run, trials = seeded_trials(store)
     given = {"ana": [0.1, 0.9, 0.5, 0.3], "bo": [0.2, 0.8, 0.9, None], "cy": [0.0, 1.0, None,
                                                                                0.2]}
     for person, scores in given.items():
@@ -125,17 +133,15 @@ def test_people_agreement_matches_the_reference_per_project(store):
     data = np.array([[np.nan if s is None else s for s in scores] for scores in given.values()])
     expected = krippendorff.alpha(reliability_data=data, level_of_measurement="interval")
     assert summary.overall.alpha == pytest.approx(expected)
-    assert list(summary.per_project) == ["short-answers-scripted"]
-    assert summary.per_project["short-answers-scripted"].alpha == pytest.approx(expected)
+    assert list(summary.per_project) == ["team"]  # no project: the run's name
+    assert summary.per_project["team"].alpha == pytest.approx(expected)
     assert summary.overall.kappa is None and summary.overall.units == 4
 
 
 def test_each_reviewer_s_progress_counts_labels_skips_and_time(store):
-    run = scored_run(store)
+    run, (a, b, c, _) = seeded_trials(store)
     add_user(store, Actor("local"), "olga", "owner")
     add_user(store, OWNER, "bo", "reviewer")
-    save_review_settings(store, OWNER, "haiku-scripted", reviewers_per_trial=2)
-    a, b, c = store.trials(run.id)[:3]
     label(store, a.id, "ana", 0.2)
     record_review(store, run.id, a.id, seconds=12, action="corrected", author="ana")
     record_review(store, run.id, b.id, seconds=8, action="confirmed", author="bo")
@@ -148,6 +154,7 @@ def test_each_reviewer_s_progress_counts_labels_skips_and_time(store):
         {b.id}, 1, 8)
 
 
+@pytest.mark.slow
 def test_the_align_step_trains_on_the_consensus_and_measures_each_reviewer(store):
     run = scored_run(store, SHORT_ANSWERS)
     for trial in store.trials(run.id)[:12]:
