@@ -31,10 +31,6 @@ def _plain(value: Any) -> Any:
     return {k: _plain(v) for k, v in value.items()} if isinstance(value, Mapping) else value
 
 
-def configured() -> bool:
-    return bool(auth_section())
-
-
 def require(section: dict[str, Any]) -> None:
     """Stop the page unless someone signed in who has a role here; remember who.
 

@@ -122,15 +122,6 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def authorize(actor: Actor, permission: Permission) -> Actor:
-    """``actor`` when its role allows ``permission``.
-
-    Raises:
-        AccessError: naming the action, the role it needs and the actor's role."""
-    actor.require(permission)
-    return actor
-
-
 def author_for(actor: Actor, typed: str | None) -> str:
     """The name recorded with an action: what the local person typed (``--author``), else who
     is acting. A shared store takes no typed name: who acts is who signed the action.
@@ -190,7 +181,7 @@ def issue_token(store: Store, actor: Actor, name: str) -> str:
     if store.get_user(name) is None:
         raise NotFoundError(f"user {name!r} does not exist: add them first (`studio users add "
                             f"{name} --role reviewer`)")
-    token = secrets.token_urlsafe(32)
+    token = secrets.token_hex(32)  # hex: never shaped like a provider key, so never masked
     store.set_token_hash(name, hash_token(token))
     return token
 

@@ -183,8 +183,3 @@ def reviewer_progress(store: Store, run_id: str) -> list[ReviewerProgress]:
         else:
             person.skipped += 1
     return sorted(people.values(), key=lambda p: (-len(p.labelled), p.name))
-
-
-def labelled_enough(labels: list[TrialLabels], wanted: int) -> int:
-    """How many of these trials have labels from ``wanted`` people (or a ruling)."""
-    return sum(1 for x in labels if len(x.people) >= wanted or x.ruling is not None)
