@@ -20,6 +20,7 @@ from studio.model.config import EvolutionConfig
 from studio.model.costs import format_cost
 from studio.model.errors import StudioError
 from studio.model.records import Run, RunStatus
+from studio.model.team import Permission
 from studio.projects import background
 from studio.projects.aligning import (
     ALIGN_RUN_SCAN,
@@ -31,7 +32,7 @@ from studio.projects.aligning import (
     unalignable_reason,
     use_for_next_run,
 )
-from studio.views.aligning import active_line, agreement_frame, align_summary
+from studio.views.aligning import active_line, agreement_frame, align_summary, reviewer_frame
 from studio.views.markdown import escape_markdown
 from studio.views.tables import confusion_frame
 
@@ -55,7 +56,7 @@ def show(run_id: str) -> None:
         return
     status = loaders.label_status(run_id)
     (st.success if status.ready else st.info)(status.message)
-    if status.ready and run.spec.resumable:
+    if status.ready and run.spec.resumable and frame.allowed(Permission.RUN):
         form(run_id, alignable_parts(run.spec.critic.evaluator))
     found = loaders.align_runs(run_id)
     if getattr(found, "truncated", False):
@@ -139,6 +140,11 @@ def result(run: Run) -> None:
                                (right, "Aligned critic", report.after)):
         column.caption(f"{title}: confusion on the held-out labels (the person is the truth)")
         column.dataframe(confusion_frame(rep.confusion), width="stretch")
+    if report.reviewers:
+        st.caption("Distance from each reviewer and from their consensus (what the critic was "
+                   "aligned on): mean absolute error on the held-out trials")
+        st.dataframe(reviewer_frame(report), hide_index=True, width="stretch",
+                     placeholder="n/a", key=f"{FORM}.reviewers.{run.id}")
     diff_view.side_by_side(report.text_before, report.text_after,
                            left=f"original {report.target}", right=f"aligned {report.target}")
     use_buttons(run.id, report)
@@ -164,6 +170,8 @@ def score_held_out_button(align_run_id: str) -> None:
                 icon=":material/hourglass_top:")
         test_guard.watch(align_run_id)
         return
+    if not frame.allowed(Permission.RUN):
+        return
     if st.button("Score the held-out labels", key=f"{FORM}.test.{align_run_id}",
                  icon=":material/science:", type="primary"):
         test_guard.start_scoring(
@@ -175,6 +183,8 @@ def measuring(align_run_id: str) -> None:
     (started on first sight); a failure is shown with a button to try again."""
     key = measure_key(align_run_id)
     job = background.job(key)
+    if (job is None or job.finished) and not frame.allowed(Permission.RUN):
+        return  # running the judge spends the API keys: an owner starts it
     if job is not None and job.finished and (job.error or job.result is None):
         st.error(escape_markdown(f"Running the judge on the held-out labels failed: "
                                  f"{job.error or 'it ended without a result'}"),
@@ -207,6 +217,8 @@ def progress(key: str) -> None:
 
 
 def use_buttons(align_run_id: str, report: Any) -> None:
+    if not frame.allowed(Permission.APPLY):
+        return
     left, right = st.columns(2)
     if left.button("Use for next run", key=f"{FORM}.use.{align_run_id}",
                    icon=":material/content_copy:"):

@@ -10,8 +10,9 @@ from typing import Any
 
 import streamlit as st
 
-from components import loaders, session
+from components import frame, loaders, session
 from studio.model.errors import StudioError
+from studio.model.team import Permission
 from studio.projects.applying import apply_plan
 from studio.views.markdown import escape_markdown
 
@@ -46,6 +47,8 @@ def show(run_id: str, analysis: Any) -> None:
     if folder is None:
         st.caption("*Apply to the folder* is offered for a run of an agent folder the studio "
                    "serves (`studio ui --agents DIR`); else `studio apply RUN` writes it.")
+        return
+    if not frame.allowed(Permission.APPLY):
         return
     key = f"{SHOWN}.{run_id}"
     if right.button(f"Apply to the folder ({folder.name})", icon=":material/publish:",

@@ -10,9 +10,10 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from components import loaders, session
+from components import frame, loaders, session
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
+from studio.model.team import Permission
 from studio.projects.forking import start_fork
 from studio.views.lineage import CrossLineage, candidate_choices, cross_run_lineage, forks_frame
 from studio.views.markdown import escape_markdown
@@ -43,6 +44,8 @@ def show(run_id: str, analysis: Any) -> None:
 
 def form(run_id: str, analysis: Any) -> None:
     """Pick a candidate, change settings (or the critic, inline), start the fork."""
+    if not frame.allowed(Permission.RUN):
+        return
     view = analysis.view
     config = view.run.config
     choices = candidate_choices(view.candidates, view.means, view.best_id)

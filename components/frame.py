@@ -7,9 +7,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import loaders, session
+from components import loaders, session, signin
 from studio.cli import quiet_library_logs
 from studio.model.redaction import mask
+from studio.model.team import NEEDED_ROLE, Permission
 from studio.projects.serving import APP, ui_root
 from studio.views.tables import run_label
 
@@ -27,6 +28,7 @@ REVIEW = _page("review")
 PROPOSALS = _page("proposals")
 COMPARE = _page("compare")
 AGREEMENT = _page("agreement")
+TEAM = _page("team")
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
                  "MISTRAL_API_KEY", "GROQ_API_KEY")
@@ -51,10 +53,14 @@ def sidebar(sections: dict[str, list]) -> None:
             for page in pages:
                 st.page_link(page, query_params=params, width="stretch")
         st.divider()
-        st.text_input("Your name", key=session.AUTHOR,
-                      help="Recorded with every score correction and decision you make.")
+        if session.actor().local:
+            st.text_input("Your name", key=session.AUTHOR,
+                          help="Recorded with every score correction and decision you make.")
+        else:
+            signin.sidebar_identity()
         run_picker()
-        environment()
+        if session.actor().can(Permission.CONFIGURE):  # the database and key names: owners
+            environment()
 
 
 INBOX_POLL_SECONDS = 5
@@ -65,6 +71,9 @@ is redrawn, so a proposal that comes to a gate shows while the person reads anot
 def inbox() -> None:
     """The "waiting for you" badge: how many runs have a proposal waiting for a decision, and a
     button to the one that has waited longest (unless it is the page already shown)."""
+
+    if not session.actor().can(Permission.GATE):
+        return  # a proposal waits for an owner, not for this person
 
     @st.fragment(run_every=INBOX_POLL_SECONDS)
     def badge() -> None:
@@ -115,7 +124,7 @@ def run_picker() -> None:
     st.selectbox("Current run", ids, key=session.RUN_PICKER, index=None,
                  format_func=lambda run_id: labels.get(run_id, run_id),
                  placeholder="Choose a run", on_change=_picked)
-    if current in loaders.waiting():
+    if current in loaders.waiting() and session.actor().can(Permission.GATE):
         # said beside the picker, not in its label: the browser matches the selection by its
         # label, so a label that changed would drop the current run
         st.caption(":material/hourglass_top: A proposal of this run waits for your decision.")
@@ -136,11 +145,35 @@ def environment() -> None:
 
 
 
-def need_run() -> str | None:
-    """The current run id, or an empty state that says what to do (then None)."""
+def need_run(*, blind_ok: bool = False) -> str | None:
+    """The current run id, or an empty state that says what to do (then None). A reviewer of a
+    blind project sees its scores only where they label (``blind_ok``: the Review page)."""
     run_id = session.current_run_id()
     if run_id and loaders.run(run_id) is not None:
-        return run_id
+        return run_id if blind_ok or not blinded(run_id) else None
     st.info("No run is selected. Start one on the Run page, or pick one in the sidebar.")
     link(RUN, "Go to Run", ":material/play_arrow:")
     return None
+
+
+def blinded(run_id: str | None) -> bool:
+    """Whether the acting person reviews ``run_id`` blind; if so, says so (and where to go)."""
+    if run_id is None or not loaders.blinded(run_id, session.actor()):
+        return False
+    st.info("This run is reviewed blind: until you have labelled a trial, its judge's score "
+            "and the other reviewers' labels are hidden from you, so its scores are shown only "
+            "to owners. Label its trials on the Review page.", icon=":material/visibility_off:")
+    link(REVIEW, "Go to Review", ":material/rate_review:")
+    return True
+
+
+def allowed(permission: Permission) -> bool:
+    """Whether the acting person may do ``permission``; if not, says which role it needs (the
+    control is then not drawn, so nothing can trigger the action)."""
+    actor = session.actor()
+    if actor.can(permission):
+        return True
+    role = actor.role.value if actor.role is not None else "no role"
+    st.caption(f":material/lock: {permission.value.capitalize()} needs the "
+               f"{NEEDED_ROLE[permission].value} role: you are a {role} here.")
+    return False

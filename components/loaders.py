@@ -56,6 +56,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.model.redaction import redacted
+from studio.model.team import Actor, ReviewSettings, User
 from studio.projects.aligning import AlignReport, FoundRuns, LabelStatus, RescorePass
 from studio.projects.aligning import active_label_count as _active_label_count
 from studio.projects.aligning import align_report as _align_report
@@ -81,6 +82,16 @@ from studio.projects.reviewing import (
 from studio.projects.served_agents import ServedAgent, list_served_agents
 from studio.projects.served_agents import served_agent_graph as load_served_agent_graph
 from studio.projects.session_import import session_sources as _session_sources
+from studio.projects.team import Comment
+from studio.projects.team import blinded as _blinded
+from studio.projects.team import has_users as _has_users
+from studio.projects.team import proposal_comments as _comments
+from studio.projects.team import review_settings as _review_settings
+from studio.projects.team import signed_in_actor as _signed_in_actor
+from studio.projects.team_review import PeopleDisagreement, PeopleSummary, ReviewerProgress
+from studio.projects.team_review import disagreements as _find_disagreements
+from studio.projects.team_review import people_summary as _people
+from studio.projects.team_review import reviewer_progress as _reviewer_progress
 from studio.projects.testsets import scoring_under_way
 from studio.projects.workspace import (
     ExampleProject,
@@ -680,27 +691,31 @@ def forks(run_id: str) -> list[Run]:
 # --------------------------------------------------------------------------- review queue
 
 
-def review_queue(run_id: str) -> list[QueueItem]:
-    """The "Review next" queue, re-built when a trial, a correction, a decision, a recorded
-    review or the pending proposal changes."""
+def review_queue(run_id: str, reviewer: str | None = None) -> list[QueueItem]:
+    """The "Review next" queue (of ``reviewer``, a verified person, when several people
+    review each trial), re-built when a trial, a correction, a decision, a recorded review or
+    the pending proposal changes."""
     pending = _pending_proposal(store(), run_id)
+    wanted = review_settings(run_id).reviewers_per_trial
     marker = (run_marker(run_id), _review_marker(run_id),
               pending.id if pending is not None else None,
-              pending.status.value if pending is not None else None)
-    return _review_queue(run_id, marker)
+              pending.status.value if pending is not None else None, wanted)
+    return _review_queue(run_id, reviewer, marker)
 
 
 @st.cache_resource(ttl=600, max_entries=8, show_spinner=False)
-def _review_queue(run_id: str, marker: tuple[Any, ...]) -> list[QueueItem]:
+def _review_queue(run_id: str, reviewer: str | None, marker: tuple[Any, ...]
+                  ) -> list[QueueItem]:
     """Shared, not copied (``cache_resource``); callers must not change it."""
-    inputs = queue_inputs(store(), run_id)
+    inputs = queue_inputs(store(), run_id, reviewer=reviewer, wanted=marker[-1])
     evidence = inputs.evidence
     return redacted(build_queue(trials=inputs.trials, reviewed_ids=inputs.reviewed_ids,
                                 reviewed_example_ids=inputs.reviewed_example_ids,
                                 pending_id=evidence.proposal.id if evidence else None,
                                 parent=evidence.parent if evidence else (),
                                 child=evidence.child if evidence else (),
-                                ties_accept=bool(evidence and evidence.proposal.is_merge)))
+                                ties_accept=bool(evidence and evidence.proposal.is_merge),
+                                open_ids=inputs.open_ids))
 
 
 def _review_marker(run_id: str) -> int:
@@ -734,3 +749,74 @@ def _queue_length(run_id: str, pending_id: int | None) -> int:
     """The queue's length for the live Run page: re-counted at most every 10 s (trials arrive
     faster than that), and at once when another proposal comes to the gate."""
     return len(review_queue(run_id))
+
+
+# --------------------------------------------------------------------------- the team
+
+
+def signed_in_actor(name: str) -> Actor | None:
+    """The signed-in person with their role (read on every full run: an owner's change of a
+    role counts at the person's next click); None without one."""
+    return _signed_in_actor(store(), name)
+
+
+def has_users() -> bool:
+    return _has_users(store())
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def users() -> list[User]:
+    return store().list_users()
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def all_review_settings() -> list[ReviewSettings]:
+    return store().all_review_settings()
+
+
+@st.cache_data(ttl=5, max_entries=64, show_spinner=False)
+def review_settings(run_id: str) -> ReviewSettings:
+    """How the run's trials are reviewed (its project's settings; re-read every few seconds)."""
+    return _review_settings(store(), run_id)
+
+
+def blinded(run_id: str, actor: Actor) -> bool:
+    """The acting person reviews this run blind (:func:`studio.projects.team.blinded`)."""
+    return _blinded(review_settings(run_id), actor)
+
+
+def people_summary(run_id: str | None, threshold: float) -> PeopleSummary:
+    """Agreement between people, re-computed when a correction is added or undone."""
+    return _people_summary(run_id, threshold, override_signature(overrides(run_id)))
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def _people_summary(run_id: str | None, threshold: float, marker: tuple[int, ...]
+                    ) -> PeopleSummary:
+    return _people(store(), run_id, threshold)
+
+
+def disagreements(run_id: str, threshold: float) -> list[PeopleDisagreement]:
+    return redacted(_disagreements(run_id, threshold, override_signature(overrides(run_id))))
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def _disagreements(run_id: str, threshold: float, marker: tuple[int, ...]
+                   ) -> list[PeopleDisagreement]:
+    return _find_disagreements(store(), run_id, threshold)
+
+
+def reviewer_progress(run_id: str) -> list[ReviewerProgress]:
+    return _reviewer_progress_cached(run_id, override_signature(overrides(run_id)),
+                                     _review_marker(run_id))
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def _reviewer_progress_cached(run_id: str, marker: tuple[int, ...], reviews_marker: int
+                              ) -> list[ReviewerProgress]:
+    return _reviewer_progress(store(), run_id)
+
+
+def proposal_comments(run_id: str, proposal_id: int) -> list[Comment]:
+    """Comments on a proposal, newest last (re-read on every draw: a few rows)."""
+    return redacted(_comments(store(), run_id, proposal_id))

@@ -13,11 +13,12 @@ from typing import Any
 
 import streamlit as st
 
-from components import loaders, session
+from components import frame, loaders, session
 from components.trial_detail import show_trial
 from studio.engine.gates import merge_correction, override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS
+from studio.model.team import Permission
 from studio.views.markdown import escape_markdown
 from studio.views.matrix import (
     DEFAULT_PASS_AT,
@@ -139,6 +140,8 @@ def detail(run_id: str, matrix: OutputMatrix, result: Filtered, position: int,
 def correction(run_id: str, trial: Any, *, where: str = KEY) -> None:
     """Correct the critic here: the human's score and/or feedback for this trial (``where``
     keeps two forms for one trial apart, the matrix's and the heatmap's)."""
+    if not frame.allowed(Permission.LABEL):
+        return
     with st.form(f"{where}.correct.{trial.id}", border=False, clear_on_submit=True):
         cols = st.columns([1, 3, 1], vertical_alignment="bottom")
         score = cols[0].number_input("Human score", 0.0, 1.0, value=None, step=0.05,
@@ -153,7 +156,7 @@ def save(run_id: str, trial: Any, score: float | None, feedback: str | None) -> 
     try:
         score, feedback = merge_correction(trial.override, score, feedback)
         override(trial.id, score=score, feedback=feedback, author=session.author(),
-                 store=loaders.store())
+                 store=loaders.store(), reviewer=session.reviewer())
     except StudioError as exc:
         st.error(escape_markdown(str(exc)), icon=":material/error:")
         return

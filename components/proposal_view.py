@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import diff_view, loaders, session
+from components import diff_view, frame, loaders, session
 from components.trial_detail import text_block
 from studio.engine.gates import decide, pending_in_order, when_applied
 from studio.engine.history import proposal_numbers
@@ -15,6 +15,7 @@ from studio.model.config import ReviewMode
 from studio.model.errors import PageChangedError, StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import ProposalStatus
+from studio.model.team import Permission
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
 from studio.views.markdown import escape_markdown
@@ -195,6 +196,8 @@ def decision_form(proposal: Any) -> None:
         d = recorded[-1]
         st.success(f"Decision recorded: {d.action.value} by {escape_markdown(d.author)}. The run "
                    "applies it within a moment.", icon=":material/check:")
+        return
+    if not frame.allowed(Permission.GATE):
         return
     shown = {"shown_id": st.session_state.get(_shown_key(proposal.run_id))}
     st.markdown("**Your decision**")

@@ -13,6 +13,7 @@ from studio.engine.gates import merge_correction, override, undo_override
 from studio.engine.history import numbered
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS
+from studio.model.team import Permission
 from studio.views.markdown import escape_markdown
 from studio.views.tables import (
     format_score,
@@ -182,7 +183,8 @@ def save(run_id: str, changes: list[tuple[int, float | None, str | None]], *,
     for trial_id, score, feedback in changes:
         try:
             override(trial_id, score=score, feedback=feedback, author=session.author(),
-                     store=loaders.store(), corrected_output=corrected_output)
+                     store=loaders.store(), corrected_output=corrected_output,
+                     reviewer=session.reviewer())
         except StudioError as exc:
             failures.append(f"trial {trial_id}: {exc}")
     if failures:
@@ -211,7 +213,7 @@ def history(run_id: str) -> None:
                      "judge_score": st.column_config.NumberColumn("judge", format="%.3f"),
                      "human_score": st.column_config.NumberColumn("human", format="%.3f"),
                      "trial_id": st.column_config.NumberColumn("id", format="%d")})
-    active = [o for o in overrides if o.undone_at is None]
+    active = [o for o in overrides if o.undone_at is None and _may_undo(o)]
     if not active:
         return
     labels = {o.id: f"override {o.id} on "
@@ -235,6 +237,13 @@ def history(run_id: str) -> None:
         session.flash(f"Undid override {chosen}; the judge's value (or the previous correction) "
                     "applies again.")
         st.rerun()
+
+
+def _may_undo(o: Any) -> bool:
+    """An owner may undo any correction; a reviewer their own (the local studio: any)."""
+    actor = session.actor()
+    return actor.local or actor.can(Permission.ADJUDICATE) or (
+        actor.can(Permission.LABEL) and o.reviewer == actor.reviewer)
 
 
 def watch_new_trials(run_id: str, loaded: int) -> None:

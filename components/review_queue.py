@@ -19,7 +19,7 @@ import streamlit as st
 
 from components import diff_view, loaders, session
 from studio.engine.gates import override
-from studio.model.errors import StudioError
+from studio.model.errors import ConfigError, StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, clip
 from studio.model.records import Trial
 from studio.projects.reviewing import record_review
@@ -48,6 +48,10 @@ FOCUS = f"{KEY}.focus"
 SHOWN_CHARS = 3_000
 """Characters of an input, output or feedback shown in the card (the trial table has all)."""
 SCORE_LABEL = "Your score"
+DIMENSION = f"{KEY}.dimension"
+"""Prefix of the per-dimension score fields: ``review.next.dimension.<name>``."""
+MAX_DIMENSION_INPUTS = 12
+HIDDEN = "hidden until you label"
 CHEATSHEET = "Keyboard shortcuts (?)"
 KEYS = """| Key | Does |
 |---|---|
@@ -71,8 +75,9 @@ class Action(StrEnum):
 
 def panel(run_id: str) -> None:
     """The queue's summary and progress, the trial to review now, and the keyboard form."""
-    queue = loaders.review_queue(run_id)
+    queue = loaders.review_queue(run_id, session.reviewer())
     st.subheader("Review next")
+    _team_note(run_id)
     sitting = _sitting(run_id)
     head = next_item(queue, _skipped(run_id))
     back = sitting.current()
@@ -93,28 +98,35 @@ def panel(run_id: str) -> None:
         trial = head.trial  # a queued trial has no correction yet
     _mark_shown(run_id, trial.id)
     _say_swapped(run_id, trial.id)
-    _card(run_id, trial, head if back is None else None)
-    _form(run_id, sitting, head)
+    hidden = loaders.blinded(run_id, session.actor()) and not _labelled_by_me(run_id, trial.id)
+    _card(run_id, trial, head if back is None else None, hidden=hidden)
+    _form(run_id, sitting, head, dimensions=_dimensions(run_id, trial), blind=hidden)
 
 
-def _card(run_id: str, trial: Trial, item: QueueItem | None) -> None:
+def _card(run_id: str, trial: Trial, item: QueueItem | None, *, hidden: bool = False) -> None:
     """The trial: input, expected answer, output, the judge's score, feedback and dimensions,
-    and the correction it already has."""
+    and the correction it already has; with ``hidden`` (a blind review, not labelled yet by
+    this person) neither the judge's values nor anyone's label, nor the queue's reasons (they
+    quote the judge's score)."""
     index = loaders.candidate_indexes(run_id).get(trial.candidate_id)
     badge = (f":orange-badge[{GROUP_LABELS[item.group]}]" if item is not None
              else ":gray-badge[shown earlier in this sitting]")
+    judge = HIDDEN if hidden else format_score(trial.score)
     with st.container(border=True):
         st.markdown(f"**{loaders.trial_title(run_id, trial.id)}** · {trial.split.value} example "
                     f"{trial.example_index} · {trial.phase.value} · candidate #{index} · judge "
-                    f"{format_score(trial.score)} · {badge}")
-        if item is not None:
+                    f"{judge} · {badge}")
+        if item is not None and not hidden:
             st.markdown("\n".join(f"- {escape_markdown(reason)}" for reason in item.reasons))
         expected = loaders.expected_answer(trial.example_id)
         left, middle, right = st.columns(3)
         _text(left, "Input", trial.input_text)
         _text(middle, "Expected answer", expected, empty="(this example has no expected answer)")
-        _text(right, f"Output · judge {format_score(trial.score)}", trial.output,
-              empty="(no output)")
+        _text(right, f"Output · judge {judge}", trial.output, empty="(no output)")
+        if hidden:
+            st.caption(":material/visibility_off: Blind review: the judge's score and feedback "
+                       "and the other reviewers' labels show once you have given yours.")
+            return
         feedback, dims = st.columns([3, 1])
         _text(feedback, "Judge's feedback", trial.feedback_text, empty="(none)")
         dims.caption("Judge's dimension scores")
@@ -145,19 +157,26 @@ def _text(column, label: str, text: str | None, *, empty: str = "(empty)") -> No
     column.code(clip(text, SHOWN_CHARS) if text else empty, language=None, wrap_lines=True)
 
 
-def _form(run_id: str, sitting: Sitting, head: QueueItem | None) -> None:
+def _form(run_id: str, sitting: Sitting, head: QueueItem | None, *,
+          dimensions: tuple[str, ...] = (), blind: bool = False) -> None:
     # not clear_on_submit: a refused label stays for the person to fix; a saved one is cleared
     at_queue = head.trial.id if head is not None else None
     with st.form(f"{KEY}.form", border=True):
         cols = st.columns([2, 5])
         cols[0].number_input(SCORE_LABEL, 0.0, 1.0, value=None, step=0.05, key=SCORE,
-                             placeholder="keep the judge's")
+                             placeholder="required (blind)" if blind else "keep the judge's")
         cols[1].text_input("Your feedback", key=FEEDBACK, max_chars=MAX_FEEDBACK_CHARS,
                            placeholder="optional: what the critic missed")
         st.text_area("What the answer should have been", key=CORRECTED, height=90,
                      max_chars=MAX_OUTPUT_CHARS,
                      placeholder="optional: the corrected output (Ctrl+Enter saves); the next "
                                  "reflection reads it")
+        if dimensions:
+            dims = st.columns(min(len(dimensions), 4))
+            for i, name in enumerate(dimensions):
+                dims[i % len(dims)].number_input(f"Your {name}", 0.0, 1.0, value=None,
+                                                 step=0.05, key=f"{DIMENSION}.{name}",
+                                                 placeholder="optional")
         buttons = st.columns(4)
         buttons[0].form_submit_button("Save and next", type="primary", icon=":material/done:",
                                       on_click=_submit, args=(run_id, Action.SAVE), width="stretch")
@@ -203,17 +222,28 @@ def _submit(run_id: str, action: Action) -> None:
     score = ss.get(SCORE)
     feedback = (ss.get(FEEDBACK) or "").strip() or None
     corrected = (ss.get(CORRECTED) or "").strip() or None
+    dimensions = {key.removeprefix(f"{DIMENSION}."): value for key, value in ss.items()
+                  if isinstance(key, str) and key.startswith(f"{DIMENSION}.")
+                  and value is not None} or None
     browsing = sitting.current() is not None
+    settings = loaders.review_settings(run_id)
+    blind = loaders.blinded(run_id, session.actor()) and not _labelled_by_me(run_id, trial_id)
     try:
         if action is Action.SKIP:
             done = "skipped"
             ss.setdefault(SKIPPED, {}).setdefault(run_id, []).append(trial_id)
-        elif score is None and feedback is None and corrected is None:
+        elif score is None and blind:
+            raise ConfigError("this review is blind: give your score (the judge's is hidden "
+                              "until you have)", where="score")
+        elif score is None and feedback is None and corrected is None and not dimensions:
             done = "kept" if browsing else "confirmed"
+            if done == "confirmed" and settings.team and session.reviewer() is not None:
+                _confirm_as_label(run_id, trial_id)  # several reviewers: a confirmation counts
         else:
             done = "corrected"
             override(trial_id, score=score, feedback=feedback, corrected_output=corrected,
-                     author=session.author(), store=loaders.store())
+                     author=session.author(), store=loaders.store(),
+                     reviewer=session.reviewer(), dimensions=dimensions)
         if done != "kept":
             record_review(loaders.store(), run_id, trial_id, seconds=seconds, action=done,
                           author=session.author())
@@ -230,6 +260,44 @@ def _submit(run_id: str, action: Action) -> None:
 def _clear_fields() -> None:
     ss = st.session_state
     ss[SCORE], ss[FEEDBACK], ss[CORRECTED] = None, "", ""  # empty for the next trial
+    for key in [k for k in ss if isinstance(k, str) and k.startswith(f"{DIMENSION}.")]:
+        ss[key] = None
+
+
+def _confirm_as_label(run_id: str, trial_id: int) -> None:
+    """Several people review each trial: a reviewer who confirms the judge gives the judge's
+    score as their label, so it counts in the consensus and in the agreement between people."""
+    trial = loaders.trial(run_id, trial_id)
+    if trial is not None and trial.score is not None:
+        override(trial_id, score=trial.score, feedback=None, author=session.author(),
+                 store=loaders.store(), reviewer=session.reviewer())
+
+
+def _labelled_by_me(run_id: str, trial_id: int) -> bool:
+    """The acting person already gave this trial a label (blind review shows it then)."""
+    me = session.reviewer()
+    if me is None:
+        return False
+    return any(o.trial_id == trial_id and o.reviewer == me
+               for o in loaders.overrides(run_id, include_undone=False))
+
+
+def _dimensions(run_id: str, trial: Trial) -> tuple[str, ...]:
+    """The critic dimensions a reviewer may score one by one: the judge's, when several people
+    review each trial (their agreement is then reported per dimension)."""
+    if not loaders.review_settings(run_id).team:
+        return ()
+    return tuple(trial.feedback.dimensions)[:MAX_DIMENSION_INPUTS]
+
+
+def _team_note(run_id: str) -> None:
+    """How this run is reviewed, when by several people or blind."""
+    settings = loaders.review_settings(run_id)
+    if settings.team:
+        st.caption(f":material/group: Each trial is reviewed by {settings.reviewers_per_trial} "
+                   f"people{'; blind' if settings.blind else ''}: the loop reads their "
+                   "consensus (the mean, or the majority of pass/fail), or an owner's "
+                   "adjudication.")
 
 
 def _done_text(trial: str, action: str, score: float | None, feedback: str | None,

@@ -6,6 +6,7 @@ import streamlit as st
 
 from components import frame, loaders, session
 from studio.model.errors import StudioError
+from studio.model.team import Permission
 from studio.projects.workspace import import_example
 from studio.views.markdown import escape_markdown
 from studio.views.tables import runs_frame
@@ -40,7 +41,7 @@ def recent_runs(runs: list) -> None:
 def quick_start() -> None:
     """One click to a watchable demo: load the scripted example and open the Run page."""
     examples = [e for e in loaders.examples_available() if e.name == "haiku-scripted"]
-    if not examples:
+    if not examples or not frame.allowed(Permission.CONFIGURE):
         return
     if st.button("Load the scripted demo project and open Run", icon=":material/bolt:",
                  key="home.quick_start", type="primary"):

@@ -13,6 +13,7 @@ from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.costs import format_cost
 from studio.model.errors import StudioError
 from studio.model.records import RunRequest, RunStatus
+from studio.model.team import Permission
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
 from studio.views.markdown import escape_markdown
@@ -28,6 +29,8 @@ def start_form(*, expanded: bool) -> None:
     """Pick a project, the review policy and the budget, and start: two clicks by default."""
     projects = loaders.projects()
     with st.expander("Start a new run", expanded=expanded, icon=":material/play_arrow:"):
+        if not frame.allowed(Permission.RUN):
+            return
         if not projects:
             st.info("There is no project yet. Load an example on the Projects page first.")
             frame.link(frame.PROJECTS, "Go to Projects", ":material/folder_open:")
@@ -161,6 +164,10 @@ def _header(run: Any) -> None:
 
 
 def controls(run: Any) -> None:
+    if not session.actor().can(Permission.RUN):  # an export stays for every role
+        export_menu(run.id)
+        frame.allowed(Permission.RUN)
+        return
 
     status = run.status
     paused = status is RunStatus.PAUSED or run.control is RunRequest.PAUSE

@@ -10,6 +10,7 @@ from components import frame, loaders, session, session_import_panel, workflow_b
 from studio.model.config import EvolutionConfig
 from studio.model.errors import StudioError
 from studio.model.records import RunStatus
+from studio.model.team import Permission
 from studio.projects.served_agents import served_agents_dir, start_served_agent_run
 from studio.views.markdown import escape_markdown
 
@@ -25,6 +26,8 @@ def panel() -> None:
     st.subheader("Your ADK agents")
     st.caption(escape_markdown(f"Agent folders under {root} (chosen when the studio was "
                                "started with --agents), run on an eval set saved in the folder."))
+    if not frame.allowed(Permission.RUN):
+        return
     if not agents:
         st.info(escape_markdown(f"No agent folder found under {root}: a folder with agent.py "
                                 "defining root_agent, as `adk create` makes it."))

@@ -6,8 +6,6 @@ link opened in a second tab shows the same run.
 
 from __future__ import annotations
 
-import getpass
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +13,14 @@ from typing import Any
 
 import streamlit as st
 
+from studio.model.team import Actor
+from studio.projects.team import local_actor, os_user
+
 # app-wide (set in the sidebar frame)
 AUTHOR = "app.author"
+ACTOR = "app.actor"
+"""The signed-in person (:class:`~studio.model.team.Actor`), set on every full run when sign-in
+is configured; absent in the local studio, whose person is the name typed in the sidebar."""
 RUN_ID = "app.run_id"
 PROJECT_ID = "app.project_id"
 RUN_PICKER = "app.run_picker"
@@ -88,10 +92,7 @@ PERSISTENT_PREFIXES = (PROJECTS_FIELD, RUN_FILTER, REVIEW_FILTER, COMPARE_SELECT
 
 
 def default_author() -> str:
-    try:
-        return os.environ.get("USER") or getpass.getuser() or "reviewer"
-    except Exception:  # no login name in some containers
-        return "reviewer"
+    return os_user()
 
 
 def init_app_state() -> None:
@@ -162,8 +163,24 @@ def set_current_project(project_id: int | None) -> None:
     sync_url()
 
 
+def actor() -> Actor:
+    """Who is acting: the signed-in person, else the local studio's person (every action
+    allowed, under the name typed in the sidebar)."""
+    signed_in = st.session_state.get(ACTOR)
+    if isinstance(signed_in, Actor):
+        return signed_in
+    return local_actor((st.session_state.get(AUTHOR) or "").strip() or "reviewer")
+
+
 def author() -> str:
-    return (st.session_state.get(AUTHOR) or "").strip() or "reviewer"
+    """The name recorded with an action: the signed-in person's, never a typed one when
+    sign-in is on."""
+    return actor().name
+
+
+def reviewer() -> str | None:
+    """The key the acting person's labels are kept under (None in the local studio)."""
+    return actor().reviewer
 
 
 def init(key: str, value: Any) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import loaders, session
+from components import frame, loaders, session
 from studio.engine.guard import GuardStatus
 from studio.model.errors import StudioError
+from studio.model.team import Permission
 from studio.projects.testsets import score_test_from_browser
 from studio.views.holdout import GUARD_RULE, LEVELS, guard_frame
 from studio.views.markdown import escape_markdown
@@ -54,6 +55,8 @@ def score_button(run_id: str, *, needed: bool) -> None:
         st.info("Scoring the baseline and the best candidate on the test set…",
                 icon=":material/hourglass_top:")
         watch(run_id)
+        return
+    if not frame.allowed(Permission.RUN):
         return
     run = loaders.run(run_id)
     active = run is not None and run.status.is_active

@@ -2,12 +2,14 @@
 
 import streamlit as st
 
-from components import agreement_view, align_panel, frame, loaders, session
+from components import agreement_view, align_panel, frame, loaders, session, team_panel
 from studio.views.markdown import escape_markdown
 
 st.title("Agreement")
-st.caption("Computed from your corrections on the Review page: each override is a pair of the "
-           "judge's score and the human's.")
+st.caption("Computed from the corrections on the Review page: each corrected trial is a pair "
+           "of the judge's score and the people's (their consensus, or an owner's ruling).")
+if frame.blinded(session.current_run_id()):
+    st.stop()
 run_id, threshold = agreement_view.controls(session.current_run_id())
 summary = loaders.agreement(run_id, threshold)
 if summary is None:
@@ -17,6 +19,7 @@ if summary is None:
 if summary.overall.count == 0 and summary.overall.skipped == 0:
     st.info("No corrections yet. Override a few critic scores on the Review page; their "
             "agreement with the judge shows here.")
+    team_panel.people(run_id, threshold)
     frame.link(frame.REVIEW, "Go to Review", ":material/rate_review:")
     if session.current_run_id() is not None:
         align_panel.show(session.current_run_id())
@@ -30,6 +33,9 @@ for tab, (name, report) in zip(tabs, critics.items(), strict=True):
 if len(critics) > 1:
     st.subheader("All critics")
     agreement_view.report("all", summary.overall)
+team_panel.people(run_id, threshold)
+if run_id is not None:
+    team_panel.disagreements(run_id, threshold)
 
 if session.current_run_id() is not None:
     align_panel.show(session.current_run_id())

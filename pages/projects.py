@@ -4,8 +4,11 @@ reflection agent and dataset; try the project on one example."""
 import streamlit as st
 
 from components import frame, project_bar, project_editor, served_agents
+from studio.model.team import Permission
 
 st.title("Projects")
+if not frame.allowed(Permission.CONFIGURE):
+    st.stop()
 served_agents.panel()
 record = project_bar.toolbar()
 if record is None:

@@ -3,7 +3,7 @@ reason; the history of decisions."""
 
 import streamlit as st
 
-from components import frame, loaders, proposal_view
+from components import frame, loaders, proposal_view, team_panel
 from studio.views.markdown import escape_markdown
 from studio.views.tables import proposal_label
 
@@ -20,6 +20,7 @@ if proposal is not None:
     st.subheader(f"{loaders.proposal_title(proposal)} · iteration {proposal.iteration} · "
                  f"{escape_markdown(proposal_label(proposal, index_of).replace('.', ' · '))}")
     proposal_view.evidence(proposal)
+    team_panel.comments(proposal)
     proposal_view.decision_form(proposal)
 
 st.subheader("History")

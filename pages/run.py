@@ -2,12 +2,22 @@
 
 import streamlit as st
 
-from components import apply_panel, loaders, run_panel, session, trial_table, workflow_builder
+from components import (
+    apply_panel,
+    frame,
+    loaders,
+    run_panel,
+    session,
+    trial_table,
+    workflow_builder,
+)
 
 st.title("Run")
 loaders.recover_orphans()
 
 run = loaders.run(session.current_run_id())
+if run is not None and frame.blinded(run.id):
+    st.stop()
 run_panel.start_form(expanded=run is None)
 if run is None:
     st.info("No run yet. Choose a project and a review policy above, then start: trials appear "

@@ -28,13 +28,23 @@
     studio decide PROPOSAL_ID accept|reject|edit|stop [--reason TEXT] [--text TEXT]
                                                    (stop ends the run; the proposal waits again)
     studio override TRIAL_ID [--score X] [--feedback TEXT] [--corrected-output TEXT]
+                    [--dimension NAME=X ...]
+    studio adjudicate TRIAL_ID [--score X] [--feedback TEXT]   (an owner settles a disagreement)
+    studio disagreements RUN_ID [--threshold X] [--json]       (trials the reviewers differ on)
+    studio agreement [RUN_ID] [--threshold X] [--json]         (judge vs people, people vs people)
+    studio comment PROPOSAL_ID TEXT                (a reviewer's word to the owner who decides)
+    studio users [add NAME --role R | role NAME R | remove NAME | token NAME]
+    studio review-settings PROJECT [--reviewers-per-trial N] [--blind | --not-blind]
     studio import-sessions URL --app NAME (--out FILE | --project NAME) [--session ID ...]
                 [--user ID] [--since T] [--until T] [--state KEY[=VALUE] ...] [--all-turns]
                                                    (an ADK app's recorded sessions as examples)
     studio validate project.yaml
     studio schema
-    studio ui [--port N] [--address ADDR --allow-remote] [--allow-code-refs] [--agents DIR]
+    studio ui [--port N] [--host ADDR [--insecure-no-login]] [--allow-code-refs] [--agents DIR]
               [--sessions URL]
+
+On a store with users (a team's), every command but worker, workers, validate, schema and ui
+acts as STUDIO_USER (proven by STUDIO_TOKEN) or else the OS user, and needs that user's role.
 """
 
 from __future__ import annotations
@@ -72,6 +82,12 @@ COMMANDS: dict[str, str] = {
     "validate": "studio.cli.projects:cmd_validate",
     "schema": "studio.cli.projects:cmd_schema",
     "ui": "studio.cli.projects:cmd_ui",
+    "adjudicate": "studio.cli.team:cmd_adjudicate",
+    "disagreements": "studio.cli.team:cmd_disagreements",
+    "agreement": "studio.cli.team:cmd_agreement",
+    "comment": "studio.cli.team:cmd_comment",
+    "users": "studio.cli.team:cmd_users",
+    "review-settings": "studio.cli.team:cmd_review_settings",
 }
 """Each command's function as ``module:function``. A command's module is imported when the
 command runs, and only then: this table is the one place the CLI imports lazily, so
@@ -84,8 +100,25 @@ def load(reference: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
+PERMISSIONS: dict[str, str] = {
+    **dict.fromkeys(("run", "queue", "resume", "test", "fork", "align", "align-report",
+                     "rescore"), "RUN"),
+    "align-apply": "APPLY", "apply": "APPLY", "import-sessions": "CONFIGURE",
+    "decide": "GATE", "override": "LABEL", "comment": "COMMENT",
+    "adjudicate": "ADJUDICATE", "review-settings": "READ",
+    **dict.fromkeys(("runs", "trials", "proposals", "export", "blame", "agreement",
+                     "disagreements"), "READ"),
+}
+"""What each command needs (a :class:`~studio.model.team.Permission` name) on a store with
+users; the acting user (``args.actor``) is checked before the command runs. Not listed: the
+processes and checks no person's role applies to (worker, workers, validate, schema, ui) and
+``users``, which checks its own (the first user is added by whoever runs it)."""
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """Run the command ``args`` were parsed for."""
+    """Run the command ``args`` were parsed for, as the acting user when it needs a role."""
+    if args.command in PERMISSIONS:
+        args.actor = load("studio.cli.common:acting_user")(args, PERMISSIONS[args.command])
     return load(COMMANDS[args.command])(args)
 
 
@@ -249,14 +282,19 @@ def parser() -> argparse.ArgumentParser:
     decide.add_argument("action", choices=["accept", "reject", "edit", "stop"])
     decide.add_argument("--reason")
     decide.add_argument("--text", help="the edited text (for edit)")
-    decide.add_argument("--author", default="cli", type=bounded_name)
+    decide.add_argument("--author", type=bounded_name,
+                        help="the name recorded (the local studio only; default: your login)")
     override = sub.add_parser("override", help="correct a trial's score and/or feedback")
     override.add_argument("trial_id", type=whole_number(1))
     override.add_argument("--score", type=float)
     override.add_argument("--feedback")
     override.add_argument("--corrected-output", help="what the answer should have been (the "
                           "reflection reads it beside your feedback)")
-    override.add_argument("--author", default="cli", type=bounded_name)
+    override.add_argument("--dimension", action="append", metavar="NAME=SCORE", default=[],
+                          help="your score of one critic dimension (repeatable)")
+    override.add_argument("--author", type=bounded_name,
+                          help="the name recorded (the local studio only; default: your login)")
+    _team_commands(sub)
     proposals = sub.add_parser("proposals", help="list a run's proposals and their decisions")
     proposals.add_argument("run_id")
     proposals.add_argument("--pending", action="store_true",
@@ -280,10 +318,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the project file's JSON Schema")
     ui = sub.add_parser("ui", help="start the studio in the browser (localhost only)")
     ui.add_argument("--port", type=whole_number(1, 65535), default=8501)
-    ui.add_argument("--address", default="localhost",
-                    help="bind address; anything but localhost needs --allow-remote")
-    ui.add_argument("--allow-remote", action="store_true",
-                    help="serve on a non-loopback address (put authentication in front)")
+    ui.add_argument("--host", "--address", dest="address", default="localhost",
+                    help="bind address; beyond localhost it needs sign-in ([auth] in "
+                         ".streamlit/secrets.toml) or --insecure-no-login")
+    ui.add_argument("--insecure-no-login", "--allow-remote", dest="allow_remote",
+                    action="store_true",
+                    help="serve beyond localhost without sign-in: anyone who reaches the port "
+                         "acts with every role (only behind an authenticating proxy)")
     ui.add_argument("--allowed-host", action="append",
                     help="a Host name the browser uses to reach the server (repeatable)")
     ui.add_argument("--allow-code-refs", action="store_true",
@@ -296,6 +337,44 @@ def parser() -> argparse.ArgumentParser:
                     "from, besides the SQLite files under DIR")
     ui.add_argument("--print-command", action="store_true", help=argparse.SUPPRESS)
     return root
+
+
+def _team_commands(sub: Any) -> None:
+    """People on a shared store (:mod:`studio.cli.team`)."""
+    adjudicate = sub.add_parser("adjudicate", help="settle a trial the reviewers disagree on "
+                                "(owner; everyone's labels are kept)")
+    adjudicate.add_argument("trial_id", type=whole_number(1))
+    adjudicate.add_argument("--score", type=float)
+    adjudicate.add_argument("--feedback")
+    adjudicate.add_argument("--corrected-output")
+    disagreements = sub.add_parser("disagreements", help="a run's trials its reviewers "
+                                   "labelled differently")
+    disagreements.add_argument("run_id")
+    disagreements.add_argument("--threshold", type=float, default=0.5)
+    disagreements.add_argument("--json", action="store_true")
+    agreement = sub.add_parser("agreement", help="judge vs people and people vs people "
+                               "(Krippendorff's alpha, Cohen's kappa)")
+    agreement.add_argument("run_id", nargs="?", help="one run (default: every run)")
+    agreement.add_argument("--threshold", type=float, default=0.5)
+    agreement.add_argument("--json", action="store_true")
+    comment = sub.add_parser("comment", help="comment on a proposal (reviewer)")
+    comment.add_argument("proposal_id", type=whole_number(1))
+    comment.add_argument("text")
+    users = sub.add_parser("users", help="list the store's users, or change them (owner)")
+    users.add_argument("action", nargs="?", default="list",
+                       choices=["list", "add", "role", "remove", "token"])
+    users.add_argument("name", nargs="?")
+    users.add_argument("new_role", nargs="?", metavar="ROLE",
+                       help="for `role`: owner, reviewer or viewer")
+    users.add_argument("--role", choices=["owner", "reviewer", "viewer"],
+                       help="for `add` (default: reviewer)")
+    settings = sub.add_parser("review-settings", help="how a project's trials are reviewed: "
+                              "by how many people each, blind or not")
+    settings.add_argument("project", help="the project's name")
+    settings.add_argument("--reviewers-per-trial", type=whole_number(1, 20))
+    blind = settings.add_mutually_exclusive_group()
+    blind.add_argument("--blind", dest="blind", action="store_const", const=True)
+    blind.add_argument("--not-blind", dest="blind", action="store_const", const=False)
 
 
 STORE_INTEGER_MAX = 2**63 - 1

@@ -129,6 +129,27 @@ def _store(args: argparse.Namespace):
     return open_store(args.db)
 
 
+def acting_user(args: argparse.Namespace, permission: str) -> Any:
+    """Who the command acts as (:func:`studio.projects.team.cli_actor`), checked for
+    ``permission`` (a :class:`~studio.model.team.Permission` name).
+
+    Raises:
+        AccessError: an unknown user, a bad token, or a role that does not allow it."""
+    from studio.model.team import Permission
+    from studio.projects.team import cli_actor
+
+    actor = cli_actor(_store(args))
+    actor.require(Permission[permission])
+    return actor
+
+
+def author_of(args: argparse.Namespace) -> str:
+    """The name a command records: ``--author`` in the local studio, else the acting user."""
+    from studio.projects.team import author_for
+
+    return author_for(args.actor, getattr(args, "author", None))
+
+
 
 def database_label(url: str) -> str:
     """The database for a person to read: a SQLite file's path, or a URL without password."""

@@ -17,8 +17,13 @@ from studio.projects.files import (
 from studio.projects.served_agents import AGENTS_DIR_ENV, check_agents_dir
 from studio.projects.serving import (
     ALLOW_REMOTE_ENV,
+    auth_section,
     check_bind_address,
+    exposure,
+    is_loopback,
+    secrets_files,
     serve,
+    sign_in_problem,
     streamlit_command,
 )
 from studio.projects.session_import import SESSIONS_URL_ENV
@@ -35,12 +40,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    """Start the studio's web server with its settings, on this machine unless told otherwise."""
-    check_bind_address(args.address, allow_remote=args.allow_remote)
+    """Start the studio's web server with its settings, on this machine unless told otherwise:
+    beyond localhost only with sign-in configured, or when told ``--insecure-no-login`` (said
+    plainly: what that exposes)."""
+    problem = sign_in_problem(auth_section(secrets_files()))
+    check_bind_address(args.address, allow_remote=args.allow_remote, sign_in=problem is None)
     env = server_environment(args)
     command = streamlit_command(address=args.address, port=args.port,
                                 allowed_hosts=args.allowed_host or None)
-    print(f"studio on http://{args.address}:{args.port}", file=sys.stderr)
+    print(f"studio on http://{args.address}:{args.port}"
+          + (" (sign-in required)" if problem is None else ""), file=sys.stderr)
+    if problem is not None and not is_loopback(args.address):
+        print(exposure(args.address, args.port), file=sys.stderr)
     if args.print_command:
         print(" ".join(command))
         return 0

@@ -6,10 +6,11 @@ import argparse
 import json
 from typing import Any
 
-from studio.cli.common import _store
+from studio.cli.common import _store, author_of
 from studio.cli.gate import edit_outcome
 from studio.engine.gates import decide, override, when_applied
 from studio.engine.history import proposal_rows
+from studio.model.errors import ConfigError
 from studio.model.records import DecisionAction, EventKind
 from studio.model.redaction import redact
 from studio.projects.workspace import require_reason
@@ -21,7 +22,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
     require_reason(args.action, args.reason or "")
     store = _store(args)
     decision = decide(args.proposal_id, args.action, reason=args.reason or "",
-                      edited_text=args.text, author=args.author, store=store)
+                      edited_text=args.text, author=author_of(args), store=store)
     run_id = store.get_proposal(args.proposal_id).run_id
     if decision is None:  # a stop: no decision, the proposal waits again on resume
         live = store.get_run(run_id).status.is_active
@@ -41,11 +42,30 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 def cmd_override(args: argparse.Namespace) -> int:
     record = override(args.trial_id, score=args.score, feedback=args.feedback,
-                      corrected_output=args.corrected_output, author=args.author,
-                      store=_store(args))
+                      corrected_output=args.corrected_output, author=author_of(args),
+                      reviewer=args.actor.reviewer, store=_store(args),
+                      dimensions=dimension_scores(args.dimension))
     print(f"override {record.id}: trial {record.trial_id} score {record.score} "
           f"(judge said {record.judge_score})")
     return 0
+
+
+def dimension_scores(given: list[str]) -> dict[str, float] | None:
+    """``--dimension NAME=SCORE`` options as a dict.
+
+    Raises:
+        ConfigError: an option without ``=`` or with a score that is not a number."""
+    found: dict[str, float] = {}
+    for item in given:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            found[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"{item!r} is not NAME=SCORE (e.g. structure=0.5)",
+                              where="--dimension", value=item) from None
+    return found or None
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.components import validate_proposal
-from studio.engine.context import RunContext, StopRun, wake_run
+from studio.engine.context import RunContext, wake_run
 from studio.engine.evidence import proposal_evidence
 from studio.engine.labels import relabel_align_runs
 from studio.engine.limits import spent_metric_calls
@@ -30,7 +30,13 @@ from studio.model.errors import (
     ProposalProblem,
     RunStateError,
 )
-from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, too_long
+from studio.model.limits import (
+    MAX_DIMENSIONS,
+    MAX_FEEDBACK_CHARS,
+    MAX_NAME_CHARS,
+    MAX_OUTPUT_CHARS,
+    too_long,
+)
 from studio.model.records import (
     Decision,
     DecisionAction,
@@ -249,34 +255,80 @@ def override(
     author: str = "anonymous",
     store: Store | None = None,
     corrected_output: str | None = None,
+    reviewer: str | None = None,
+    dimensions: dict[str, float] | None = None,
 ) -> Override:
     """Correct a critic: set the trial's effective score and/or feedback, and optionally what
     the answer should have been (``corrected_output``: the next reflection reads it).
 
+    ``reviewer`` is the verified person labelling (a signed-in or token user): on a trial
+    several people label, each one's label counts once in the consensus
+    (:mod:`studio.model.consensus`); None (the local studio) is one person, whose latest
+    correction of each field stands. ``dimensions``: their score per critic dimension.
+
     Raises:
-        ConfigError: none of score, feedback or corrected output given, a score outside
-            [0, 1], a feedback longer than ``MAX_FEEDBACK_CHARS`` or a corrected output longer
-            than ``MAX_OUTPUT_CHARS``.
+        ConfigError: none of score, feedback, corrected output or dimension scores given, a
+            score outside [0, 1], a feedback longer than ``MAX_FEEDBACK_CHARS`` or a corrected
+            output longer than ``MAX_OUTPUT_CHARS``.
     """
     store = store or open_store()
-    corrected_output = (corrected_output or "").strip() or None
-    if score is None and (feedback is None or not feedback.strip()) and corrected_output is None:
-        raise ConfigError("an override needs a score, a feedback text, or both (or a corrected "
-                          "output)", where="override")
-    if score is not None and not (isinstance(score, int | float) and 0.0 <= score <= 1.0):
-        raise ConfigError(f"score {score!r} is outside [0, 1]", where="override.score",
-                          value=score)
-    oversize = too_long(feedback or "", MAX_FEEDBACK_CHARS, "the feedback")
-    if oversize:
-        raise ConfigError(oversize, where="override.feedback")
-    oversize = too_long(corrected_output or "", MAX_OUTPUT_CHARS, "the corrected output")
-    if oversize:
-        raise ConfigError(oversize, where="override.corrected_output")
-    record = store.add_override(trial_id, score=None if score is None else float(score),
-                                feedback=feedback, author=author,
-                                corrected_output=corrected_output)
+    label = _checked_label(score, feedback, corrected_output, dimensions, "override")
+    record = store.add_override(trial_id, author=author, reviewer=reviewer, **label)
     relabel_align_runs(store, trial_id)  # an align run's label is this correction as it is now
     return record
+
+
+def adjudicate(
+    trial_id: int,
+    *,
+    score: float | None = None,
+    feedback: str | None = None,
+    author: str = "anonymous",
+    store: Store | None = None,
+    corrected_output: str | None = None,
+) -> Override:
+    """Settle a trial the reviewers disagree on: its effective values become these (the fields
+    given), everyone's labels are kept beside them. Withdraw it with :func:`undo_override`.
+    (Who may adjudicate is the caller's check: an owner, :mod:`studio.projects.team`.)
+
+    Raises:
+        ConfigError: as :func:`override`.
+    """
+    store = store or open_store()
+    label = _checked_label(score, feedback, corrected_output, None, "adjudication")
+    record = store.add_override(trial_id, author=author, reviewer=None, adjudicated=True,
+                                **label)
+    relabel_align_runs(store, trial_id)
+    return record
+
+
+def _checked_label(score: float | None, feedback: str | None, corrected_output: str | None,
+                   dimensions: dict[str, float] | None, where: str) -> dict:
+    """The label's fields as stored, after the checks :func:`override` documents."""
+    corrected_output = (corrected_output or "").strip() or None
+    if score is None and (feedback is None or not feedback.strip()) and \
+            corrected_output is None and not dimensions:
+        raise ConfigError(f"an {where} needs a score, a feedback text, or both (or a "
+                          "corrected output)", where=where)
+    for name, value in {"score": score, **{f"dimensions.{k}": v for k, v in
+                                           (dimensions or {}).items()}}.items():
+        if value is not None and not (isinstance(value, int | float) and
+                                      not isinstance(value, bool) and 0.0 <= value <= 1.0):
+            raise ConfigError(f"{name} {value!r} is outside [0, 1]", where=f"{where}.{name}",
+                              value=value)
+    if len(dimensions or {}) > MAX_DIMENSIONS or any(
+            len(name) > MAX_NAME_CHARS for name in dimensions or {}):
+        raise ConfigError(f"at most {MAX_DIMENSIONS} dimension scores, each named in at most "
+                          f"{MAX_NAME_CHARS} characters", where=f"{where}.dimensions")
+    oversize = too_long(feedback or "", MAX_FEEDBACK_CHARS, "the feedback")
+    if oversize:
+        raise ConfigError(oversize, where=f"{where}.feedback")
+    oversize = too_long(corrected_output or "", MAX_OUTPUT_CHARS, "the corrected output")
+    if oversize:
+        raise ConfigError(oversize, where=f"{where}.corrected_output")
+    return {"score": None if score is None else float(score), "feedback": feedback,
+            "corrected_output": corrected_output,
+            "dimensions": {k: float(v) for k, v in dimensions.items()} if dimensions else None}
 
 
 def merge_correction(active: Override | None, score: float | None,
@@ -333,6 +385,3 @@ def deciding(decisions: list[Decision]) -> list[Decision]:
     return [d for d in decisions if d.action is not DecisionAction.STOP]
 
 
-__all__ = ["await_decision", "decide", "latest_pending", "merge_correction", "override",
-           "pending_in_order", "wait_for_edit",
-           "undo_override", "when_applied", "StopRun"]

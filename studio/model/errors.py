@@ -198,3 +198,18 @@ class PageChangedError(RunStateError):
 class LeaseLostError(RunStateError):
     """This worker no longer holds the run's lease: another worker took it over (its heartbeat
     went stale, e.g. the database was out of reach for longer than the lease)."""
+
+
+class AccessError(StudioError, PermissionError):
+    """An action the acting person's role does not allow, or a person the studio does not know.
+
+    ``action`` is what was refused (``"deciding a proposal"``), ``needed`` the role it needs
+    (``"owner"``), ``actor`` who asked and ``role`` the role they have (None: no role here)."""
+
+    def __init__(self, message: str, *, action: str = "", needed: str | None = None,
+                 actor: str | None = None, role: str | None = None) -> None:
+        self.action = action
+        self.needed = needed
+        self.actor = actor
+        self.role = role
+        super().__init__(message)

@@ -27,6 +27,12 @@ from pydantic import (
 
 from studio.model.agent_models import ModelOverrides
 from studio.model.config import EvolutionConfig
+from studio.model.consensus import (
+    OUTPUT_SEPARATOR,
+    consensus_score,
+    joined_texts,
+    mean_dimensions,
+)
 from studio.model.errors import ConfigError, DatasetError, SchemaError, StudioError
 from studio.model.evidence import Evidence
 from studio.model.feedback import Feedback
@@ -620,10 +626,12 @@ class Candidate(BaseModel):
 
 
 class Override(BaseModel):
-    """A person's correction of a trial. The judge's values are kept beside it."""
+    """A person's correction of a trial (a label). The judge's values are kept beside it."""
 
     id: int | None = None
     trial_id: int
+    run_id: str | None = None
+    """The trial's run (filled in when read from the store)."""
     score: float | None = Field(default=None, ge=0.0, le=1.0)
     feedback: str | None = None
     judge_score: float | None = None
@@ -633,29 +641,98 @@ class Override(BaseModel):
     undone_at: datetime | None = None
     corrected_output: str | None = None
     """What the answer should have been, in the person's words (None: not given)."""
+    reviewer: str | None = None
+    """The verified person whose label this is (a signed-in or token user, a listed OS user);
+    None for a correction made in the local studio, where every correction is one person's.
+    Labels of different reviewers are combined, never replaced (:mod:`studio.model.consensus`)."""
+    adjudicated: bool = False
+    """An owner's ruling on a trial people disagree on: it settles the trial's effective
+    values; everyone's labels are kept."""
+    dimensions: dict[str, float] | None = None
+    """The person's score per critic dimension (each in [0, 1]; None: none given)."""
+
+    @field_validator("dimensions")
+    @classmethod
+    def _unit_dimensions(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        for name, score in (value or {}).items():
+            if not 0.0 <= score <= 1.0:
+                raise ValueError(f"dimension {name!r}: score {score} is outside [0, 1]")
+        return value or None
 
 
 def merge_overrides(overrides: Iterable[Override]) -> Override | None:
-    """The one effective correction of a trial: per field, the latest active value.
+    """The one effective correction of a trial (:mod:`studio.model.consensus`): an owner's
+    adjudication, else the consensus of the people who labelled it, each person's label being
+    their latest value of each field.
 
-    A person may correct the score and later only the feedback (or the reverse); each field
-    keeps its latest value from the overrides that were not undone, and a field nobody
-    corrected stays None so the judge's value shows through. ``overrides`` are one trial's,
-    oldest first. Store queries, views, exports, acceptance, reflection and agreement all
-    read corrections through this function.
+    One person may correct the score and later only the feedback (or the reverse); each field
+    keeps that person's latest value from the overrides that were not undone, and a field
+    nobody corrected stays None so the judge's value shows through. Several people's labels
+    are combined (the mean score, or the majority of a pass/fail vote; every feedback text),
+    and an adjudication overrides the fields it gives. ``overrides`` are one trial's, oldest
+    first. Store queries, views, exports, acceptance, reflection and agreement all read
+    corrections through this function.
     """
     active = [o for o in overrides if o.undone_at is None]
     if not active:
         return None
-    latest = active[-1]
-    score = next((o.score for o in reversed(active) if o.score is not None), None)
-    feedback = next((o.feedback for o in reversed(active) if o.feedback is not None), None)
-    corrected = next((o.corrected_output for o in reversed(active)
-                      if o.corrected_output is not None), None)
-    return latest.model_copy(update={"score": score, "feedback": feedback,
-                                     "corrected_output": corrected,
-                                     "judge_score": active[0].judge_score,
+    people = list(labels_by_person(active).values())
+    merged = _combined(people) if people else None
+    rulings = [o for o in active if o.adjudicated]
+    if rulings:
+        merged = _settled(_latest_fields(rulings), merged)
+    if merged is None:  # unreachable: ``active`` holds a label or a ruling
+        return None
+    return merged.model_copy(update={"judge_score": active[0].judge_score,
                                      "judge_feedback": active[0].judge_feedback})
+
+
+def labels_by_person(overrides: Iterable[Override]) -> dict[str | None, Override]:
+    """Each person's own label of one trial (their latest value of each field, from their
+    active, non-adjudicating overrides), keyed by :attr:`Override.reviewer`, in the order they
+    first labelled. ``overrides`` are one trial's, oldest first."""
+    groups: dict[str | None, list[Override]] = {}
+    for o in overrides:
+        if o.undone_at is None and not o.adjudicated:
+            groups.setdefault(o.reviewer, []).append(o)
+    return {person: _latest_fields(group) for person, group in groups.items()}
+
+
+def _latest_fields(group: list[Override]) -> Override:
+    """One person's overrides (or the rulings), oldest first, as one: per field, the latest
+    value given."""
+    def latest(field: str) -> Any:
+        return next((getattr(o, field) for o in reversed(group)
+                     if getattr(o, field) is not None), None)
+
+    return group[-1].model_copy(update={name: latest(name) for name in
+                                        ("score", "feedback", "corrected_output", "dimensions")})
+
+
+def _combined(people: list[Override]) -> Override:
+    """Several people's labels as one (:func:`studio.model.consensus.consensus_score`)."""
+    if len(people) == 1:
+        return people[0]
+    newest = max(people, key=lambda o: (o.created_at, o.id or 0))
+    scores = [o.score for o in people if o.score is not None]
+    return newest.model_copy(update={
+        "score": consensus_score(scores),
+        "feedback": joined_texts(o.feedback for o in people),
+        "corrected_output": joined_texts((o.corrected_output for o in people),
+                                         OUTPUT_SEPARATOR),
+        "dimensions": mean_dimensions(o.dimensions for o in people),
+        "author": ", ".join(dict.fromkeys(o.author for o in people)),
+        "reviewer": None})
+
+
+def _settled(ruling: Override, people: Override | None) -> Override:
+    """An adjudication over the people's consensus: each field the owner gave wins."""
+    if people is None:
+        return ruling
+    return ruling.model_copy(update={
+        name: getattr(ruling, name) if getattr(ruling, name) is not None
+        else getattr(people, name)
+        for name in ("score", "feedback", "corrected_output", "dimensions")})
 
 
 def corrected_score(judge_score: float | None, override: Override | None) -> float | None:
@@ -826,6 +903,9 @@ class EventKind(StrEnum):
     APPLIED = "applied"
     """A candidate was written into the agent folder's source (``studio apply``, *Apply to the
     folder*): its payload is a :class:`studio.model.applied.Applied` (no schema change)."""
+    PROPOSAL_COMMENT = "proposal_comment"
+    """A person commented on a proposal: ``proposal_id``, ``author`` and ``text`` (a reviewer's
+    word to the owner who decides; the reflection does not read it)."""
 
 
 class RunEvent(BaseModel):

@@ -61,6 +61,7 @@ from studio.model.records import (
 )
 from studio.projects.background import Job, start_job
 from studio.projects.files import Origin, check_spec_trust, dump_project, parse_project
+from studio.projects.team_review import trial_labels
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers.calls import metered
 from studio.store import Store
@@ -119,6 +120,17 @@ class LabelStatus:
                 f"needed to align the critic (at least {MIN_ALIGN_LABELS}).")
 
 
+class ReviewerDistance(BaseModel):
+    """One reviewer's own held-out labels against the original and the aligned critic."""
+
+    reviewer: str
+    labels: int
+    before: float | None
+    """Mean absolute error of the original critic from this reviewer's scores."""
+    after: float | None
+    """Mean absolute error of the aligned critic from this reviewer's scores."""
+
+
 class AlignReport(BaseModel):
     """The original critic (candidate #0) against the aligned one (the best candidate), on the
     held-out labels: how each agrees with the person."""
@@ -151,6 +163,10 @@ class AlignReport(BaseModel):
     """The real judge has not been run on the held-out labels yet (:func:`measure_held_out`)."""
     note: str = ""
     """Why before/after are missing, when they are."""
+    reviewers: list[ReviewerDistance] = Field(default_factory=list)
+    """How far the original and the aligned critic are from each reviewer's own labels on the
+    held-out trials (the critic was trained on their consensus: :attr:`before` and
+    :attr:`after` measure the distance from it)."""
 
     @property
     def improved(self) -> bool | None:
@@ -475,11 +491,16 @@ def align_report(store: Store, align_run_id: str) -> AlignReport:
         return report.model_copy(update={"note": (
             "The held-out labels are scored when the align run completes (or now with "
             f"`studio test {align_run_id}`).")})
+    before, after = pairs[stored_id(baseline)], pairs[stored_id(best)]
     return report.model_copy(update={
         "measured_by": "the align run's test set: the critic agent itself, candidate #0 "
                        "against the best, on the held-out labels",
-        "before": counted_agreement(pairs[stored_id(baseline)], origin.threshold),
-        "after": counted_agreement(pairs[stored_id(best)], origin.threshold)})
+        "before": counted_agreement([(x.critic, x.human) for x in before], origin.threshold),
+        "after": counted_agreement([(x.critic, x.human) for x in after], origin.threshold),
+        "reviewers": reviewer_distances(store, origin.run_id, held,
+                                        {x.trial_id: x.critic for x in before},
+                                        {x.trial_id: x.critic for x in after},
+                                        origin.threshold)})
 
 
 def measures_real_critic(origin: AlignOrigin) -> bool:
@@ -549,7 +570,10 @@ def _judge_report(store: Store, report: AlignReport, best_id: int | None,
         "before": counted_agreement([(cases[x.trial_id]["before"], x.human_score)
                                      for x in held], report.threshold),
         "after": counted_agreement([(cases[x.trial_id]["after"], x.human_score)
-                                    for x in held], report.threshold)})
+                                    for x in held], report.threshold),
+        "reviewers": reviewer_distances(
+            store, report.source_run_id, held, {t: c["before"] for t, c in cases.items()},
+            {t: c["after"] for t, c in cases.items()}, report.threshold)})
 
 
 def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> Any:
@@ -634,18 +658,46 @@ def measure_marker(store: Store, align_run_id: str) -> int | None:
 
 
 
+@dataclass(frozen=True)
+class _HeldOutPair:
+    trial_id: int
+    """The source run's corrected trial."""
+    critic: float | None
+    human: float
+
+
 def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int],
-                    held: list[ActiveLabel]) -> dict[int, list[tuple[float | None, float]]]:
-    """Per candidate: (its critic score, the person's now) on each active held-out label it
-    was run on, read from the reply its trial keeps."""
-    labels = {x.example_id: x.human_score for x in held}
-    pairs: dict[int, dict[int, tuple[float | None, float]]] = {c: {} for c in candidate_ids}
+                    held: list[ActiveLabel]) -> dict[int, list[_HeldOutPair]]:
+    """Per candidate: its critic score beside the people's now, on each active held-out label
+    it was run on, read from the reply its trial keeps."""
+    labels = {x.example_id: x for x in held}
+    pairs: dict[int, dict[int, _HeldOutPair]] = {c: {} for c in candidate_ids}
     for trial in store.trials(run_id, phase=TrialPhase.TEST):
         found = pairs.get(trial.candidate_id)
-        if found is not None and trial.example_id in labels:
-            found.setdefault(trial.example_id, (reply_score(trial.output),
-                                                labels[trial.example_id]))
+        label = labels.get(trial.example_id)
+        if found is not None and label is not None:
+            found.setdefault(trial.example_id, _HeldOutPair(
+                label.trial_id, reply_score(trial.output), label.human_score))
     return {c: list(found.values()) for c, found in pairs.items()}
+
+
+def reviewer_distances(store: Store, source_run_id: str, held: list[ActiveLabel],
+                       before: dict[int, float | None], after: dict[int, float | None],
+                       threshold: float) -> list[ReviewerDistance]:
+    """Per reviewer who labelled held-out trials: the original's and the aligned critic's
+    mean absolute error from that reviewer's own scores (a critic reply without a score
+    counts as the worst error, as in :func:`counted_agreement`)."""
+    trial_ids = {x.trial_id for x in held}
+    per_person: dict[str, list[tuple[int, float]]] = {}
+    for labels in trial_labels(store, source_run_id):
+        if labels.trial_id in trial_ids:
+            for name, score in labels.scores.items():
+                per_person.setdefault(name, []).append((labels.trial_id, score))
+    return [ReviewerDistance(
+        reviewer=name, labels=len(found),
+        before=counted_agreement([(before.get(t), s) for t, s in found], threshold).mae,
+        after=counted_agreement([(after.get(t), s) for t, s in found], threshold).mae)
+        for name, found in sorted(per_person.items())]
 
 
 def aligned_critic(store: Store, align_run_id: str) -> CriticSpec:

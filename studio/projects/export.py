@@ -158,6 +158,19 @@ def proposal_records(store: Store, run_id: str) -> list[dict[str, Any]]:
     return [row.flat() for row in proposal_rows(store, run_id)]
 
 
+def label_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """Every label a verified reviewer gave and every adjudication, undone ones included, oldest
+    first: what each person said, beside the trials' effective values (none in the local
+    studio, whose corrections are the trials' own)."""
+    for o in store.overrides(run_id):
+        if o.reviewer is not None or o.adjudicated:
+            yield {"trial_id": o.trial_id, "reviewer": o.reviewer, "author": o.author,
+                   "adjudicated": o.adjudicated, "score": o.score, "feedback": o.feedback,
+                   "dimensions": o.dimensions, "corrected_output": o.corrected_output,
+                   "created_at": o.created_at.isoformat(),
+                   "undone_at": o.undone_at.isoformat() if o.undone_at else None}
+
+
 def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
     """The JSONL export, line by line (redacted, strict JSON): what :func:`export_run` writes,
     for a caller that streams it elsewhere (a download, a socket)."""
@@ -166,7 +179,8 @@ def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
                        ("test_guard", iter_guard_records(store, run_id)),
                        ("provenance", provenance_records(store, run_id, scores)),
                        ("proposal", proposal_records(store, run_id)),
-                       ("trial", iter_trial_records(store, run_id))):
+                       ("trial", iter_trial_records(store, run_id)),
+                       ("label", label_records(store, run_id))):
         for row in rows:
             yield json_escaped_controls(redact(strict_json({"type": kind, **row}))) + "\n"
 

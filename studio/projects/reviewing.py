@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from studio.engine.evidence import EvidenceTrials, evidence_trials
 from studio.model.errors import ConfigError, NotFoundError
-from studio.model.records import EventKind, RunEvent, Trial
+from studio.model.records import EventKind, Override, RunEvent, Trial
 from studio.projects.workspace import pending_proposal
 from studio.store import Store
 
@@ -83,14 +83,27 @@ class QueueInputs:
     reviewed_example_ids: set[int]
     evidence: EvidenceTrials | None = None
     records: list[ReviewRecord] = field(default_factory=list)
+    open_ids: set[int] = field(default_factory=set)
+    """Trials others labelled that still wait for this reviewer (several per trial)."""
 
 
-def queue_inputs(store: Store, run_id: str, *, window: int = QUEUE_WINDOW) -> QueueInputs:
-    """The newest ``window`` trials, who reviewed what, and the pending proposal's evidence."""
+def queue_inputs(store: Store, run_id: str, *, window: int = QUEUE_WINDOW,
+                 reviewer: str | None = None, wanted: int = 1) -> QueueInputs:
+    """The newest ``window`` trials, who reviewed what, and the pending proposal's evidence.
+
+    ``reviewer`` (a verified person) and ``wanted`` (people per trial, the project's review
+    settings): a trial stays in that person's queue until they labelled it, ``wanted`` people
+    did, or an owner adjudicated it. Without a reviewer (the local studio) a trial anyone
+    reviewed is done, as always."""
     trials = store.trials(run_id, with_trace=False, newest_first=True, limit=window)
     records = review_records(store, run_id)
-    reviewed = {o.trial_id for o in store.overrides(run_id, include_undone=True)}
+    overrides = store.overrides(run_id, include_undone=True)
+    reviewed = {o.trial_id for o in overrides}
     reviewed |= {r.trial_id for r in records if r.action in REVIEWED_ACTIONS}
+    closed, open_ids = reviewed, set()
+    if reviewer is not None:
+        closed = _closed_for(reviewer, wanted, overrides, records)
+        open_ids = reviewed - closed
     known = {t.id: t.example_id for t in trials}
     unknown = [i for i in reviewed if i not in known]
     if unknown:
@@ -98,5 +111,22 @@ def queue_inputs(store: Store, run_id: str, *, window: int = QUEUE_WINDOW) -> Qu
                                                            with_trace=False)}
     proposal = pending_proposal(store, run_id)
     evidence = evidence_trials(store, proposal) if proposal is not None else None
-    return QueueInputs(trials, reviewed, {known[i] for i in reviewed if i in known}, evidence,
-                       records)
+    return QueueInputs(trials, closed, {known[i] for i in reviewed if i in known}, evidence,
+                       records, open_ids)
+
+
+def _closed_for(reviewer: str, wanted: int, overrides: list[Override],
+                records: list[ReviewRecord]) -> set[int]:
+    """Trials no longer in ``reviewer``'s queue: theirs (labelled, confirmed, even undone
+    since), those ``wanted`` people labelled, and the adjudicated ones."""
+    mine = {o.trial_id for o in overrides if o.reviewer == reviewer}
+    mine |= {r.trial_id for r in records if r.action in REVIEWED_ACTIONS and r.author == reviewer}
+    people: dict[int, set[str | None]] = {}
+    for o in overrides:
+        if o.undone_at is None and not o.adjudicated:
+            people.setdefault(o.trial_id, set()).add(o.reviewer)
+    for r in records:
+        if r.action == "confirmed":
+            people.setdefault(r.trial_id, set()).add(r.author)
+    settled = {o.trial_id for o in overrides if o.adjudicated and o.undone_at is None}
+    return mine | settled | {t for t, who in people.items() if len(who) >= wanted}

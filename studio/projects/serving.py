@@ -3,7 +3,8 @@ wherever it is launched from (``studio ui``); where its pages are, in a checkout
 and the check ``studio/app.py`` makes before it serves a page.
 
 The studio runs models, shows their output and stores projects: anyone who can reach it can use
-the API keys it holds. Serving a team means putting authentication in front (docs/security.md).
+the API keys it holds. Serving a team means sign-in (Streamlit's ``st.login``, OpenID Connect,
+``[auth]`` in ``.streamlit/secrets.toml``) or authentication in front (docs/security.md).
 """
 
 from __future__ import annotations
@@ -55,20 +56,74 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-def check_bind_address(address: str | None, *, allow_remote: bool = False) -> None:
-    """Refuse to serve on an address other machines can reach, unless explicitly allowed.
+def check_bind_address(address: str | None, *, allow_remote: bool = False,
+                       sign_in: bool = False) -> None:
+    """Refuse to serve on an address other machines can reach without sign-in, unless told
+    ``allow_remote`` (``--insecure-no-login``: say what that exposes, :func:`exposure`).
 
     Raises:
-        ConfigError: naming the address and the opt-in.
+        ConfigError: naming the address, sign-in and the opt-in.
     """
-    if is_loopback(address or "") or allow_remote:
+    if is_loopback(address or "") or sign_in or allow_remote:
         return
     shown = address or "every network interface"
     raise ConfigError(
-        f"the studio would listen on {shown}, reachable from other machines, and it has no "
-        "login. Start it with `studio ui` (localhost only), or, behind an authenticating "
-        f"proxy, with `studio ui --address ADDRESS --allow-remote` ({ALLOW_REMOTE_ENV}=1)",
+        f"the studio would listen on {shown}, reachable from other machines, and sign-in is "
+        f"not configured. Configure sign-in ([auth] in {SECRETS_FILE}, see "
+        "docs/guides/team.md), or start it with `studio ui` (localhost only); to serve it "
+        "without sign-in behind an authenticating proxy, add --insecure-no-login "
+        f"(--allow-remote, its old name; {ALLOW_REMOTE_ENV}=1)",
         where="server.address", value=address)
+
+
+def exposure(address: str, port: int) -> str:
+    """What serving beyond localhost without sign-in exposes, said when it starts."""
+    return (f"studio: serving http://{address or '*'}:{port} WITHOUT SIGN-IN: anyone who "
+            "reaches this port acts with every role: reads every project, run and trial, "
+            "spends the API keys in this server's environment, starts and stops runs, decides "
+            "proposals and rewrites corrections under any name they type")
+
+
+SECRETS_FILE = ".streamlit/secrets.toml"
+PROVIDER_KEYS = ("client_id", "client_secret", "server_metadata_url")
+AUTH_KEYS = ("redirect_uri", "cookie_secret")
+
+
+def secrets_files(folder: Path | None = None) -> list[Path]:
+    """Where Streamlit reads ``[auth]`` by default: the user's and the start folder's."""
+    return [Path.home() / SECRETS_FILE, (folder or Path.cwd()) / SECRETS_FILE]
+
+
+def auth_section(files: Iterable[Path]) -> dict[str, Any]:
+    """The ``[auth]`` section Streamlit would read from ``files`` (later files win, as in
+    Streamlit); empty when there is none."""
+    section: dict[str, Any] = {}
+    for path in files:
+        try:
+            found = tomllib.loads(path.read_text(encoding="utf-8")).get("auth")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if isinstance(found, dict):
+            section.update(found)
+    return section
+
+
+def sign_in_problem(section: dict[str, Any]) -> str | None:
+    """What an ``[auth]`` section lacks for ``st.login`` to work (None: nothing)."""
+    if not section:
+        return f"there is no [auth] section in {SECRETS_FILE}"
+    missing = [key for key in AUTH_KEYS if not section.get(key)]
+    if not sign_in_providers(section):
+        missing.append("a provider (" + ", ".join(PROVIDER_KEYS) + ")")
+    return f"[auth] lacks {', '.join(missing)}" if missing else None
+
+
+def sign_in_providers(section: dict[str, Any]) -> list[str | None]:
+    """The providers an ``[auth]`` section names: None for the one given at its top level,
+    else each ``[auth.NAME]`` table's name."""
+    complete = [name for name, table in section.items() if isinstance(table, dict)
+                and all(table.get(key) for key in PROVIDER_KEYS)]
+    return ([None] if all(section.get(key) for key in PROVIDER_KEYS) else []) + complete
 
 
 def streamlit_command(*, address: str = "localhost", port: int = 8501,

@@ -29,6 +29,7 @@ from studio.store.repos import (
     QueueRepository,
     RunRepository,
     ScoreRepository,
+    TeamRepository,
     TrialRepository,
 )
 
@@ -75,6 +76,7 @@ class Store:
         self.events_repo = EventRepository(self.db)
         self.checkpoints_repo = CheckpointRepository(self.db)
         self.eval_runs_repo = EvalRunRepository(self.db)
+        self.team_repo = TeamRepository(self.db)
 
     def file_intact(self) -> bool:
         """False when the SQLite file this store opened was deleted or replaced (another file,
@@ -184,3 +186,14 @@ class Store:
     add_eval_run = _forward("eval_runs_repo", EvalRunRepository.add_eval_run)
     list_eval_runs = _forward("eval_runs_repo", EvalRunRepository.list_eval_runs)
     get_eval_runs = _forward("eval_runs_repo", EvalRunRepository.get_eval_runs)
+
+    # users, roles and review settings (repos/team.py)
+    user_count = _forward("team_repo", TeamRepository.user_count)
+    get_user = _forward("team_repo", TeamRepository.get_user)
+    list_users = _forward("team_repo", TeamRepository.list_users)
+    save_user = _forward("team_repo", TeamRepository.save_user)
+    set_token_hash = _forward("team_repo", TeamRepository.set_token_hash)
+    remove_user = _forward("team_repo", TeamRepository.remove_user)
+    review_settings = _forward("team_repo", TeamRepository.review_settings)
+    save_review_settings = _forward("team_repo", TeamRepository.save_review_settings)
+    all_review_settings = _forward("team_repo", TeamRepository.all_review_settings)

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
     inspect,
     select,
     text,
@@ -38,7 +39,7 @@ from studio.model.limits import (
     check_length,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 class UTCDateTime(TypeDecorator):
@@ -270,6 +271,10 @@ overrides = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("undone_at", UTCDateTime),
     Column("corrected_output", Text),  # added in version 7
+    Column("reviewer", String(200)),  # version 10
+    Column("adjudicated", Boolean, nullable=False, default=False,
+           server_default=false()),  # version 10
+    Column("dimensions", JSON),  # version 10
     Index("ix_overrides_trial", "trial_id"),
     Index("ix_overrides_run", "run_id"),
 )
@@ -344,6 +349,24 @@ workers = Table(
     Column("run_id", String(40)),
 )
 
+users = Table(
+    "users", metadata,  # added in version 10
+    Column("name", String(200), primary_key=True),
+    Column("role", String(12), nullable=False),
+    Column("token_hash", String(64)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+review_settings = Table(
+    "review_settings", metadata,  # added in version 10
+    Column("project", String(200), primary_key=True),
+    Column("reviewers_per_trial", Integer, nullable=False, default=1),
+    Column("blind", Boolean, nullable=False, default=False),
+    Column("updated_by", String(200)),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
 eval_runs = Table(
     "eval_runs", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
@@ -363,6 +386,8 @@ FIELD_NAMES = {
     "runs.worker": "worker id", "trials.worker": "worker id", "workers.id": "worker id",
     "workers.host": "host name", "proposals.component": "component name",
     "eval_runs.name": "evaluation name", "runs.id": "run id",
+    "users.name": "user name", "overrides.reviewer": "reviewer",
+    "review_settings.project": "project name", "review_settings.updated_by": "user name",
 }
 """What a person calls each bounded column, for the message that refuses a value too long."""
 
@@ -370,7 +395,10 @@ FIELD_LIMITS = {"projects.name": MAX_NAME_CHARS, "runs.name": MAX_NAME_CHARS,
                 "runs.queue": MAX_QUEUE_CHARS, "workers.queue": MAX_QUEUE_CHARS,
                 "overrides.author": MAX_NAME_CHARS, "decisions.author": MAX_NAME_CHARS,
                 "runs.worker": MAX_NAME_CHARS, "trials.worker": MAX_NAME_CHARS,
-                "proposals.component": MAX_COMPONENT_NAME_CHARS}
+                "proposals.component": MAX_COMPONENT_NAME_CHARS,
+                "users.name": MAX_NAME_CHARS, "overrides.reviewer": MAX_NAME_CHARS,
+                "review_settings.project": MAX_NAME_CHARS,
+                "review_settings.updated_by": MAX_NAME_CHARS}
 """The columns whose width is a limit people meet (:mod:`studio.model.limits`)."""
 
 
@@ -485,6 +513,18 @@ def _v8_to_v9(connection: Connection) -> None:
     _add_column(connection, "proposals", "cost_usd", "FLOAT NOT NULL DEFAULT 0")
 
 
+def _v9_to_v10(connection: Connection) -> None:
+    """Version 10 brings people to a shared studio: the ``users`` table (each person's role and
+    CLI token hash) and ``review_settings`` (how many people review each trial of a project,
+    and whether blind), both created by ``create_all`` before the migrations run; and, on
+    ``overrides``, ``reviewer`` (the verified person whose label it is; NULL for every older
+    correction, which were all one person's), ``adjudicated`` (an owner's ruling; false for
+    older rows) and ``dimensions`` (a person's score per critic dimension). Idempotent."""
+    _add_column(connection, "overrides", "reviewer", "VARCHAR(200)")
+    _add_column(connection, "overrides", "adjudicated", "BOOLEAN NOT NULL DEFAULT false")
+    _add_column(connection, "overrides", "dimensions", "JSON")
+
+
 def _started_minibatches(connection: Connection) -> dict[tuple[str, int], list[int]]:
     """(run id, iteration) -> the minibatch of its latest "iteration started" event."""
     e = run_events.c
@@ -522,5 +562,6 @@ def _add_column(connection: Connection, table: str, column: str, sql_type: str) 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                         3: _v3_to_v4, 4: _v4_to_v5,
                                                         5: _v5_to_v6, 6: _v6_to_v7,
-                                                        7: _v7_to_v8, 8: _v8_to_v9}
+                                                        7: _v7_to_v8, 8: _v8_to_v9,
+                                                        9: _v9_to_v10}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

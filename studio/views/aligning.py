@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from studio.views.diffing import diff_stats
-from studio.views.tables import format_score
+from studio.views.tables import format_score, one_line
 
 METRICS = (("Labels compared", "count"), ("Unusable replies (worst error)", "unusable"),
            ("Skipped (no score)", "skipped"), ("Mean absolute error", "mae"),
@@ -75,6 +75,29 @@ def active_line(report: Any) -> str:
             f"{report.active_held_out} of {report.held_out} held out")
 
 
+def reviewer_lines(report: Any) -> list[str]:
+    """How far each critic is from each reviewer and from their consensus (the labels it was
+    aligned on), as mean absolute errors on the held-out trials."""
+    if not report.reviewers:
+        return []
+    rows = [("the consensus", report.active_held_out, report.before.mae, report.after.mae)]
+    rows += [(one_line(r.reviewer), r.labels, r.before, r.after) for r in report.reviewers]
+    lines = ["distance from the people (mean absolute error on the held-out trials):",
+             f"{'':<30} {'labels':>6} {'before':>8} {'after':>8}"]
+    lines += [f"{name:<30} {count:>6} {format_score(before):>8} {format_score(after):>8}"
+              for name, count, before, after in rows]
+    return lines
+
+
+def reviewer_frame(report: Any) -> pd.DataFrame:
+    """:func:`reviewer_lines` as a table for the Agreement page."""
+    rows = [{"from": "the consensus", "labels": report.active_held_out,
+             "original critic": report.before.mae, "aligned critic": report.after.mae}]
+    rows += [{"from": one_line(r.reviewer), "labels": r.labels, "original critic": r.before,
+              "aligned critic": r.after} for r in report.reviewers]
+    return pd.DataFrame(rows)
+
+
 def align_lines(report: Any) -> str:
     """The report as a person reads it in a terminal."""
     lines = [f"align run {report.align_run_id} ({report.status}) of run "
@@ -90,6 +113,7 @@ def align_lines(report: Any) -> str:
             lines.append(f"{row['statistic']:<22} {row['before']:>8} {row['after']:>8} "
                          f"{shown:>9}")
         lines.append("(recorded: the scores you corrected, as the critic gave them)")
+        lines += reviewer_lines(report)
     stats = diff_stats(report.text_before, report.text_after)
     lines.append(f"{report.target}: unchanged" if stats.unchanged else
                  f"{report.target}: +{stats.words_added} / -{stats.words_removed} words")

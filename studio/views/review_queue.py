@@ -14,11 +14,14 @@ A trial is put in the first of four groups it qualifies for and keeps every reas
 2. **Contradiction**: the feedback says the opposite of the score (:func:`contradiction`).
 3. **Disagreement**: two scores the studio holds for one trial disagree by
    :data:`DISAGREEMENT` or more (:func:`disagreement`).
-4. **Never reviewed**: an example none of whose trials a person has reviewed; its newest trial
+4. **More reviewers**: when several people review each trial, one that others labelled and
+   that waits for this reviewer's label (validation examples first, oldest first).
+5. **Never reviewed**: an example none of whose trials a person has reviewed; its newest trial
    stands for it (validation examples first: they decide the front and the best candidate).
 
 A trial a person has reviewed (a correction, even one undone since, or a recorded review that
-corrected or confirmed it) is never queued, nor are probes and test-set trials. Pure logic:
+corrected or confirmed it) is never queued again (for anyone, unless several people review each
+trial: then until enough did), nor are probes and test-set trials. Pure logic:
 the page reads the store through its loaders.
 """
 
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -60,17 +63,21 @@ class Group(IntEnum):
     MARGIN = 1
     CONTRADICTION = 2
     DISAGREEMENT = 3
-    UNREVIEWED = 4
+    MORE_REVIEWERS = 4
+    """Others labelled it and it waits for this reviewer's label too (several per trial)."""
+    UNREVIEWED = 5
 
 
 GROUP_LABELS = {Group.MARGIN: "could flip the pending decision",
                 Group.CONTRADICTION: "feedback contradicts the score",
                 Group.DISAGREEMENT: "scores disagree",
+                Group.MORE_REVIEWERS: "waits for your label too",
                 Group.UNREVIEWED: "example never reviewed"}
 """The badge on a queued trial."""
 GROUP_COUNTS = {Group.MARGIN: "could flip the pending decision",
                 Group.CONTRADICTION: "with feedback that contradicts the score",
                 Group.DISAGREEMENT: "with scores that disagree",
+                Group.MORE_REVIEWERS: "labelled by others, waiting for yours",
                 Group.UNREVIEWED: "stand for examples never reviewed"}
 """How the queue's summary counts each group."""
 
@@ -388,7 +395,8 @@ class _Draft:
 def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
                 reviewed_example_ids: set[int], pending_id: int | None = None,
                 parent: Sequence[Trial] = (), child: Sequence[Trial] = (),
-                ties_accept: bool = False) -> list[QueueItem]:
+                ties_accept: bool = False, open_ids: Set[int] = frozenset()
+                ) -> list[QueueItem]:
     """The queue, most valuable label first.
 
     Args:
@@ -399,6 +407,8 @@ def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
         ties_accept: the pending proposal is a merge (accepted at or above the better parent's
             sum, the parent given here; a correction that makes the other parent the better
             one is not modelled).
+        open_ids: labelled trials that still wait for this reviewer (several people review
+            each trial); any other labelled trial is done.
     """
     drafts: dict[int, _Draft] = {}
     flips = margin_flips(pending_id, parent, child, ties_accept=ties_accept) \
@@ -406,24 +416,28 @@ def build_queue(*, trials: Iterable[Trial], reviewed_ids: set[int],
     evidence = {t.id: t for t in (*parent, *child)}
     for trial_id, flip in flips.items():
         trial = evidence[trial_id]
-        if _queueable(trial, reviewed_ids):
+        if _queueable(trial, reviewed_ids, open_ids):
             distance = math.inf if flip.distance is None else flip.distance
             drafts[trial_id] = _Draft(trial, Group.MARGIN, [flip.reason], (distance,),
                                       flip.distance)
     considered = [t for t in {**{t.id: t for t in trials}, **evidence}.values()
-                  if _queueable(t, reviewed_ids)]
+                  if _queueable(t, reviewed_ids, open_ids)]
     usual_gap = usual_component_gap(considered)
     for trial in considered:
         _add_doubts(drafts, trial, usual_gap)
+        if trial.id in open_ids and trial.id not in drafts:
+            drafts[stored_id(trial)] = _Draft(trial, Group.MORE_REVIEWERS, [
+                "other reviewers labelled this trial; it waits for yours"],
+                (0.0 if trial.split is Split.VAL else 1.0, float(stored_id(trial))))
     _add_unreviewed(drafts, considered, reviewed_example_ids)
     items = [QueueItem(d.trial, d.group, tuple(d.reasons), d.rank, d.flip_distance)
              for d in drafts.values()]
     return sorted(items, key=_order)
 
 
-def _queueable(trial: Trial, reviewed_ids: set[int]) -> bool:
-    return trial.id is not None and trial.id not in reviewed_ids and trial.override is None \
-        and trial.phase not in NOT_QUEUED
+def _queueable(trial: Trial, reviewed_ids: Set[int], open_ids: Set[int]) -> bool:
+    return trial.id is not None and trial.id not in reviewed_ids and trial.phase not in NOT_QUEUED \
+        and (trial.override is None or trial.id in open_ids)
 
 
 def _add_doubts(drafts: dict[int, _Draft], trial: Trial, usual_gap: float) -> None:

@@ -35,7 +35,7 @@ def test_every_repository_method_is_forwarded_with_its_signature_and_docstring(s
 
 def test_the_repositories_share_the_store_s_database(store):
     repositories = repository_attributes(store)
-    assert len(repositories) == 12
+    assert len(repositories) == 13
     assert {id(repository.db) for repository in repositories.values()} == {id(store.db)}
     assert all(repository.engine is store.engine for repository in repositories.values())
 

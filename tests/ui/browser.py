@@ -30,15 +30,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def studio_server(db: Path, *, port: int | None = None, timeout: float = 60.0
-                  ) -> Iterator[str]:
-    """``streamlit run studio/app.py`` on a fresh port with ``STUDIO_DB_URL`` at ``db``."""
+def studio_server(db: Path, *, port: int | None = None, timeout: float = 60.0,
+                  flags: tuple[str, ...] = ()) -> Iterator[str]:
+    """``streamlit run studio/app.py`` on a fresh port with ``STUDIO_DB_URL`` at ``db``
+    (``flags``: more of Streamlit's, e.g. ``("--secrets.files", path)``)."""
     port = port or free_port()
     env = dict(os.environ, STUDIO_DB_URL=f"sqlite:///{db}", PYTHONUNBUFFERED="1")
     log = open(db.with_suffix(".server.log"), "w")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "studio/app.py", "--server.port", str(port),
-         "--server.headless", "true", "--server.fileWatcherType", "none"],
+         "--server.headless", "true", "--server.fileWatcherType", "none", *flags],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://localhost:{port}"
     try:
@@ -79,21 +80,31 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
 def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
     """A page in a fresh Chromium profile (tests/conftest.py skips browser tests without
     Debian's chromium, unless CI requires them)."""
+    with chromium_pages(1, width, height) as pages:
+        yield pages[0]
+
+
+@contextlib.contextmanager
+def chromium_pages(count: int, width: int = 1400, height: int = 1000) -> Iterator[list]:
+    """``count`` pages, each in a fresh Chromium profile of its own: separate browsers as far
+    as the server can tell (cookies, sign-in), driven from one Playwright."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="studio-chromium-") as profile, \
-            sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": width, "height": height})
-        context.set_default_timeout(30_000)
-        page = context.pages[0] if context.pages else context.new_page()
-        _keep_a_log(page)
-        try:
-            yield page
-        finally:
-            context.close()
+    with contextlib.ExitStack() as stack:
+        playwright = stack.enter_context(sync_playwright())
+        pages = []
+        for _ in range(count):
+            profile = stack.enter_context(tempfile.TemporaryDirectory(prefix="studio-chromium-"))
+            context = playwright.chromium.launch_persistent_context(
+                profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+                viewport={"width": width, "height": height})
+            stack.callback(context.close)
+            context.set_default_timeout(30_000)
+            page = context.pages[0] if context.pages else context.new_page()
+            _keep_a_log(page)
+            pages.append(page)
+        yield pages
 
 
 def _keep_a_log(page) -> None:

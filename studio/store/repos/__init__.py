@@ -16,9 +16,10 @@ from studio.store.repos.proposals import ProposalRepository
 from studio.store.repos.queue_workers import QueueRepository
 from studio.store.repos.runs_and_leases import RunRepository
 from studio.store.repos.scores import ScoreRepository
+from studio.store.repos.team import TeamRepository
 from studio.store.repos.trials import TrialRepository
 
 __all__ = ["CandidateRepository", "CheckpointRepository", "Database", "EvalRun",
            "EvalRunRepository", "EventRepository", "ExampleRepository", "OverridePair",
            "OverrideRepository", "ProjectRepository", "ProposalRepository", "QueueRepository",
-           "Repository", "RunRepository", "ScoreRepository", "TrialRepository"]
+           "Repository", "RunRepository", "ScoreRepository", "TeamRepository", "TrialRepository"]

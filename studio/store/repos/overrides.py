@@ -42,15 +42,19 @@ class OverrideRepository(Repository):
 
     @guard
     def add_override(self, trial_id: int, *, score: float | None, feedback: str | None,
-                     author: str, corrected_output: str | None = None) -> Override:
-        """Record a person's correction; the judge's own values are copied beside it. The
-        feedback and the corrected output are stored as written (reflection reads them); they
-        are redacted where shown."""
+                     author: str, corrected_output: str | None = None,
+                     reviewer: str | None = None, adjudicated: bool = False,
+                     dimensions: dict[str, float] | None = None) -> Override:
+        """Record a person's correction (their label; ``reviewer``: the verified person it is
+        from, ``adjudicated``: an owner's ruling, ``dimensions``: their score per critic
+        dimension); the judge's own values are copied beside it. The feedback and the corrected
+        output are stored as written (reflection reads them); they are redacted where shown."""
         trial = self.trials.get_trial(trial_id)
         override = Override(trial_id=trial_id, score=score,
                             feedback=feedback,
                             judge_score=trial.score, judge_feedback=trial.feedback_text,
-                            author=author or "anonymous")
+                            author=author or "anonymous", reviewer=reviewer,
+                            adjudicated=adjudicated, dimensions=dimensions)
         if corrected_output is not None:  # what the answer should have been (version 7)
             override.corrected_output = corrected_output
         values = override.model_dump(exclude={"id"})
@@ -85,12 +89,13 @@ class OverrideRepository(Repository):
 
     @guard
     def override_pairs(self, run_id: str | None = None) -> list[OverridePair]:
-        """One pair per corrected trial (its effective correction beside the judge's values),
-        per critic, for agreement statistics: a re-corrected trial counts once."""
+        """One pair per corrected trial (its effective correction, the people's consensus or
+        an owner's ruling, beside the judge's values), per critic, for agreement statistics: a
+        re-corrected trial counts once."""
         o, tr, r = t.overrides, t.trials, t.runs
         query = (select(o.c.run_id, o.c.trial_id, o.c.judge_score, o.c.score, o.c.judge_feedback,
-                        o.c.feedback, o.c.author, o.c.created_at, tr.c.input_text, tr.c.output,
-                        r.c.spec)
+                        o.c.feedback, o.c.author, o.c.created_at, o.c.reviewer,
+                        o.c.adjudicated, tr.c.input_text, tr.c.output, r.c.spec)
                  .join(tr, tr.c.id == o.c.trial_id).join(r, r.c.id == o.c.run_id)
                  .where(o.c.undone_at.is_(None)).order_by(o.c.id))
         if run_id is not None:
@@ -108,7 +113,8 @@ def _override_pair(rows: list[Row]) -> OverridePair:
     merged = merge_overrides(Override(trial_id=row.trial_id, score=row.score,
                                       feedback=row.feedback, judge_score=row.judge_score,
                                       judge_feedback=row.judge_feedback, author=row.author,
-                                      created_at=row.created_at) for row in rows)
+                                      created_at=row.created_at, reviewer=row.reviewer,
+                                      adjudicated=row.adjudicated) for row in rows)
     row = rows[-1]
     return OverridePair(
         run_id=row.run_id, critic=_critic_name(row.spec), trial_id=row.trial_id,

@@ -6,10 +6,11 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, select
+from sqlalchemy import bindparam, case, exists, func, select
 from sqlalchemy.sql import Select
 
 import studio.store.schema as t
+from studio.model.consensus import PASS_FAIL_VALUES, TIE
 from studio.store.repos.base import Repository, guard
 
 
@@ -113,18 +114,45 @@ def _first_scores_query(by_candidates: bool) -> Select:
 
 
 def _human_score():
-    """The latest active human score of the trial in the enclosing query (a correlated
-    subquery; NULL when nobody corrected the score): ``merge_overrides``'s rule in SQL."""
-    o = t.overrides.c
-    return (select(o.score).where(o.trial_id == t.trials.c.id, o.undone_at.is_(None),
-                                  o.score.is_not(None))
-            .order_by(o.id.desc()).limit(1).scalar_subquery())
+    """The people's score of the trial in the enclosing query, as
+    :func:`~studio.model.records.merge_overrides` has it (:mod:`studio.model.consensus`), in
+    SQL: the latest active adjudication with a score, else the consensus of each reviewer's
+    latest active score (the majority of a pass/fail vote, else the mean); NULL when nobody
+    gave a score. Correlated subqueries on ``ix_overrides_trial``."""
+    return func.coalesce(_adjudicated_score(), _consensus_score())
+
+
+def _active_scores(o):
+    return (o.c.trial_id == t.trials.c.id, o.c.undone_at.is_(None), o.c.score.is_not(None))
+
+
+def _adjudicated_score():
+    ruling = t.overrides.alias("ruling")
+    return (select(ruling.c.score).where(*_active_scores(ruling), ruling.c.adjudicated.is_(True))
+            .order_by(ruling.c.id.desc()).limit(1).scalar_subquery())
+
+
+def _consensus_score():
+    """Each reviewer's latest score (the local studio's corrections, ``reviewer`` NULL, are one
+    person's: SQL groups NULLs together), then their majority or mean."""
+    mine = t.overrides.alias("mine")
+    latest = (select(func.max(mine.c.id)).where(*_active_scores(mine),
+                                                 mine.c.adjudicated.is_(False))
+              .group_by(mine.c.reviewer).correlate(t.trials))  # two levels down: named
+    label = t.overrides.alias("label")
+    mean = func.avg(label.c.score)
+    not_pass_fail = func.sum(case((label.c.score.in_(PASS_FAIL_VALUES), 0), else_=1))
+    majority = case((mean > TIE, 1.0), (mean < TIE, 0.0), else_=TIE)
+    return (select(case((not_pass_fail == 0, majority), else_=mean))
+            .where(label.c.id.in_(latest)).scalar_subquery())
 
 
 def effective_score():
-    """A trial's effective score in SQL: the person's corrected score, else the judge's
-    (:func:`studio.model.records.corrected_score`)."""
-    return func.coalesce(_human_score(), t.trials.c.score)
+    """A trial's effective score in SQL: the people's score (an adjudication, else their
+    consensus), else the judge's (:func:`studio.model.records.corrected_score`). Read only
+    for a trial with an active override (``CASE``), so trials nobody labelled cost one probe."""
+    return case((is_overridden(), func.coalesce(_human_score(), t.trials.c.score)),
+                else_=t.trials.c.score)
 
 
 def is_overridden():
