@@ -51,6 +51,7 @@ from studio.model.records import (
 )
 from studio.model.redaction import redact
 from studio.model.workflow import WorkflowSpec, last_agent, split_component
+from studio.runtime.agent_models import agent_tree_models, check_agent_models
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.graphs import graph_shape, is_graph_workflow
@@ -127,9 +128,17 @@ def spec_model(spec: RunSpec) -> str:
     return spec.agent.model if spec.agent else "local/smollm2"
 
 
-def check_spec_models(spec: RunSpec) -> None:
+def check_spec_models(spec: RunSpec, root: Any = None) -> None:
     """Fail before the run starts if a model is unknown or lacks its API key; the error names
-    the agent whose model it is (``agents[1] (writer).model``)."""
+    the agent whose model it is (``agents[1] (writer).model``). An agent loaded from Python
+    (``agent_ref``, an agent folder) has every model of its tree checked
+    (:func:`studio.runtime.agent_models.check_agent_models`): ``root`` when the caller holds
+    it, else loaded here; one that cannot be loaded on this machine is not (its run fails when
+    it starts, as :func:`_completed_if_loadable` says)."""
+    root = root if root is not None else _referenced_agent(spec)
+    if root is not None:
+        check_agent_models(agent_tree_models(root),
+                           where="agent.folder" if spec.agent_folder else "agent.ref")
     models = [("agent.model", spec.agent.model)] if spec.agent is not None else []
     models += [(f"agents[{i}] ({a.name}).model", a.model) for i, a in enumerate(spec.agents)]
     if spec.critic.type == "agent" and spec.critic.agent is not None:
@@ -140,6 +149,16 @@ def check_spec_models(spec: RunSpec) -> None:
             check_model(model)
         except ModelConfigError as exc:
             raise ModelConfigError(exc.message, where=where, value=model) from exc
+
+
+def _referenced_agent(spec: RunSpec) -> Any:
+    """The agent a spec loads from Python, or None (a declared agent, or not loadable here)."""
+    if not spec.agent_ref or spec.agents:
+        return None
+    try:
+        return load_agent(spec.agent_ref, folder=spec.agent_folder)
+    except ConfigError:
+        return None
 
 
 def agent_model_string(agent: Any) -> str | None:

@@ -27,7 +27,13 @@ import yaml
 from pydantic import BaseModel, ValidationError, field_validator
 
 from studio.model.errors import ConfigError, DatasetError
-from studio.projects.files import ProjectFile, parse_project
+from studio.projects.files import (
+    ProjectFile,
+    decode_text,
+    file_kind,
+    parse_project,
+    read_bounded,
+)
 from studio.runtime.adk_evalsets import case_row, is_eval_set_file, parse_eval_set
 
 ADK_DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0,
@@ -165,12 +171,13 @@ def _read_adk_config(path: Path | None, model: str) -> Any:
 
 
 def _read_text(path: Path, *, where: str) -> str:
-    if not path.is_file():
-        raise ConfigError(f"file not found: {path}", where=where, value=str(path))
-    if path.stat().st_size > MAX_EVAL_SET_BYTES:
-        raise ConfigError(f"{path} is larger than {MAX_EVAL_SET_BYTES:,} bytes", where=where,
-                          value=str(path))
-    return path.read_text(encoding="utf-8")
+    """A config or eval set file's text: a regular file (a folder or a FIFO is named as such),
+    at most :data:`MAX_EVAL_SET_BYTES`, UTF-8, as a dataset file is read."""
+    try:
+        data = read_bounded(path, MAX_EVAL_SET_BYTES, ConfigError)
+        return decode_text(data, str(path), ConfigError)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.message}", where=where, value=str(path)) from exc
 
 
 def _splits(request: FolderRunRequest, folder: Path, sampler: Any
@@ -235,8 +242,11 @@ def _check_eval_set_file(path: Path, where: str) -> None:
     if not is_eval_set_file(path):
         raise DatasetError(f"{path} is not named as ADK names eval sets: *.evalset.json or "
                            "*.test.json", where=where, value=str(path))
-    if not path.is_file():
+    if not path.exists():
         raise DatasetError(f"eval set not found: {path}", where=where, value=str(path))
+    if not path.is_file():
+        raise DatasetError(f"the eval set {path} is not a regular file ({file_kind(path)}); give "
+                           "the eval set file itself", where=where, value=str(path))
 
 
 def _rows(split: _Split, where: str) -> list[dict[str, Any]]:

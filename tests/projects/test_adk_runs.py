@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -208,3 +209,46 @@ def test_a_multi_turn_case_is_refused_by_its_eval_id(agent_dir, tmp_path, capsys
     assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(agent_dir), "--evalset",
                  str(talk)]) == 2
     assert "eval case 'chat' in" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind, said", [
+    ("missing", "does not exist: give the path of the agent folder"),
+    ("text file", "is a file, not an agent folder"),
+    ("agent.py", "is a Python file, not an agent folder: give the folder holding it"),
+    ("fifo", "is a FIFO, a named pipe, not an agent folder"),
+])
+def test_a_path_that_is_not_an_agent_folder_is_named_for_what_it_is(tmp_path, capsys, kind,
+                                                                     said):
+    path = tmp_path / {"missing": "my_agnet", "text file": "notes.txt", "agent.py": "agent.py",
+                       "fifo": "pipe"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind != "missing":
+        path.write_text("root_agent = None\n", encoding="utf-8")
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(path), "--evalset",
+                 "x.evalset.json"]) == 2
+    err = capsys.readouterr().err
+    assert f"--evalset is for an agent folder (`studio run my_agent --evalset ...`); {path} " \
+           f"{said}" in err
+    assert "is a project file" not in err
+
+
+def test_an_eval_set_that_is_a_fifo_is_named_as_one(agent_dir, tmp_path, capsys):
+    pipe = tmp_path / "live.evalset.json"
+    os.mkfifo(pipe)
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(agent_dir), "--evalset",
+                 str(pipe)]) == 2  # refused without being opened: reading it would wait
+    err = capsys.readouterr().err
+    assert f"the eval set {pipe} is not a regular file (a FIFO, a named pipe)" in err
+    assert "not found" not in err
+
+
+def test_an_eval_set_nested_5000_deep_is_refused_in_one_line(agent_dir, tmp_path, capsys):
+    deep = tmp_path / "deep.evalset.json"
+    deep.write_text('{"eval_set_id": "deep", "eval_cases": [' + "[" * 5000 + "]" * 5000 + "]}",
+                    encoding="utf-8")
+    two_files = ["--evalset", str(deep), "--evalset", str(agent_dir / "haiku.evalset.json")]
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(agent_dir), *two_files]) == 2
+    err = capsys.readouterr().err
+    assert f"{deep} nests more than 64 levels deep" in err and "Traceback" not in err
+    assert err.count("\n") == 1

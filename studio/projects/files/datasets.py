@@ -17,6 +17,7 @@ from studio.model.records import (
 from studio.projects.files.readers import (
     MAX_DATASET_BYTES,
     decode_text,
+    file_kind,
     read_bounded,
     read_csv,
     read_jsonl,
@@ -118,7 +119,7 @@ def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin)
                            f"{folder}; move it next to the project file", where=f"{where}.path",
                            value=source.path)
     if path.exists() and not path.is_file():
-        raise DatasetError(f"dataset file {path} is not a regular file (a folder or a device)",
+        raise DatasetError(f"dataset file {path} is not a regular file ({file_kind(path)})",
                            where=f"{where}.path", value=source.path)
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}", where=f"{where}.path",
