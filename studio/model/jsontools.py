@@ -63,6 +63,21 @@ def finite_float(text: str) -> float:
     return value
 
 
+def first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """The first NaN or infinity in ``value`` (nested mappings and lists) and where it is, as
+    ``path.key[0]``; None when every number is finite."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where, item
+        if isinstance(item, Mapping):
+            stack += [(v, f"{where}.{k}" if where else str(k)) for k, v in item.items()]
+        elif isinstance(item, list | tuple):
+            stack += [(v, f"{where}[{i}]") for i, v in enumerate(item)]
+    return None
+
+
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook`` that refuses a JSON object naming a key twice: which value was
     meant is ambiguous (``json`` would silently keep the last)."""

@@ -865,7 +865,7 @@ class ReflectionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "local/smollm2"
-    instruction: str | None = None
+    instruction: str | None = Field(default=None, max_length=MAX_COMPONENT_CHARS)
     """Template for the instruction component; must contain {component_text} and {trials}."""
     strategy: ReflectionStrategy = "llm"
     """Who writes an instruction's proposal: ``llm`` (the reflection agent), ``rules`` (the

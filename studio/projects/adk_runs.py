@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ValidationError, field_validator
 
 from studio.model.errors import ConfigError, DatasetError
+from studio.model.jsontools import first_non_finite
 from studio.projects.files import (
     ProjectFile,
     decode_text,
@@ -70,7 +71,24 @@ class SamplerConfig(BaseModel):
     def _adk_eval_config(cls, value: Any) -> Any:
         from google.adk.evaluation.eval_config import EvalConfig
 
-        return EvalConfig.model_validate(value)
+        return finite_criteria(EvalConfig.model_validate(value))
+
+
+def finite_criteria(config: Any) -> Any:
+    """ADK's ``EvalConfig`` when every number in its criteria is finite. ADK's model takes a
+    NaN threshold (``NaN`` in JSON), and every comparison with NaN is false: each case would
+    fail (or pass) whatever it scored.
+
+    Raises:
+        ValueError: naming the criterion and the number (pydantic reports it at the field).
+    """
+    found = first_non_finite(config.model_dump(mode="python")["criteria"], "criteria")
+    if found is not None:
+        path, number = found
+        raise ValueError(f"{path} is {number}: a threshold must be a finite number (against "
+                         "NaN every comparison is false, so every case would be judged the "
+                         "same whatever it scored)")
+    return config
 
 
 @dataclass(frozen=True)
@@ -166,7 +184,8 @@ def _read_adk_config(path: Path | None, model: str) -> Any:
     except ValidationError as exc:
         error = exc.errors()[0]
         place = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        raise ConfigError(f"{path} is not an ADK {model}: {place}: {error['msg']}",
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{path} is not an ADK {model}: {place}: {message}",
                           where=str(path), value=place) from exc
 
 
@@ -273,13 +292,16 @@ def _criteria(request: FolderRunRequest, sampler: Any) -> dict[str, Any]:
     if request.criteria is not None:
         from google.adk.evaluation.eval_config import EvalConfig
 
+        text = _read_text(request.criteria, where="--criteria")
         try:
-            config = EvalConfig.model_validate_json(_read_text(request.criteria,
-                                                               where="--criteria"))
+            config = finite_criteria(EvalConfig.model_validate_json(text))
         except ValidationError as exc:
             raise ConfigError(f"{request.criteria} is not ADK eval criteria "
                               f"({{\"criteria\": {{...}}}}): {exc.errors()[0]['msg']}",
                               where="--criteria", value=str(request.criteria)) from exc
+        except ValueError as exc:
+            raise ConfigError(f"{request.criteria}: {exc}", where="--criteria",
+                              value=str(request.criteria)) from exc
     elif sampler is not None:
         config = sampler.eval_config
     else:

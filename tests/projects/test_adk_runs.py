@@ -252,3 +252,29 @@ def test_an_eval_set_nested_5000_deep_is_refused_in_one_line(agent_dir, tmp_path
     err = capsys.readouterr().err
     assert f"{deep} nests more than 64 levels deep" in err and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("where, number", [("sampler", "NaN"), ("sampler", "Infinity"),
+                                           ("criteria", "NaN"), ("criteria", "1e400")])
+def test_a_threshold_that_is_not_a_finite_number_is_refused(agent_dir, tmp_path, capsys, where,
+                                                            number):
+    """ADK's EvalConfig takes ``NaN``; every comparison with it is false. A threshold alone
+    in the sampler config, an object with one in the criteria file."""
+    threshold = number if where == "sampler" else f'{{"threshold": {number}}}'
+    criteria = f'{{"criteria": {{"response_match_score": {threshold}}}}}'
+    if where == "sampler":
+        (tmp_path / "sampler.json").write_text(
+            f'{{"app_name": "{agent_dir.name}", "train_eval_set": "haiku", '
+            f'"eval_config": {criteria}}}', encoding="utf-8")
+        args = ["--sampler-config", str(tmp_path / "sampler.json")]
+    else:
+        (tmp_path / "test_config.json").write_text(criteria, encoding="utf-8")
+        args = ["--evalset", str(agent_dir / "haiku.evalset.json"), "--criteria",
+                str(tmp_path / "test_config.json")]
+    db = f"sqlite:///{tmp_path}/s.db"
+    assert main(["--db", db, "run", str(agent_dir), *args]) == 2
+    err = capsys.readouterr().err
+    shown = "nan" if number == "NaN" else "inf"
+    place = "criteria.response_match_score" + ("" if where == "sampler" else ".threshold")
+    assert f"{place} is {shown}: a threshold must be a finite number" in err, err
+    assert open_store(db, cached=False).list_runs() == []

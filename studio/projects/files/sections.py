@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from studio.model.config import EvolutionConfig
-from studio.model.limits import MAX_DEMOS, MAX_NAME_CHARS
+from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DEMOS, MAX_NAME_CHARS
 from studio.model.records import (
     COMPONENTS,
     AgentSpec,
@@ -42,7 +42,8 @@ class AgentSection(BaseModel):
     name: str = Field(default="agent", max_length=64)
     """The agent's name (at most 64 characters; in ``agents:`` an identifier)."""
     model: str = "local/smollm2"
-    instruction: str = ""
+    instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
+    """At most 50,000 characters (``studio.model.limits``), refused when the file is read."""
     output_schema: dict[str, Any] | None = None
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
     output_key: str | None = None
@@ -103,8 +104,9 @@ class CriticSection(BaseModel):
     model: str = "local/smollm2"
     """The critic agent's model; for ``type: adk_metrics``, the judge model of the metrics
     judged by a model whose criterion names none."""
-    instruction: str = ""
-    """Empty: the seed's SIMPLE or ADVANCED critic instruction, by ``schema``."""
+    instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
+    """Empty: the seed's SIMPLE or ADVANCED critic instruction, by ``schema``; at most 50,000
+    characters."""
     schema_kind: str = Field(default="simple", alias="schema",
                              pattern="^(simple|advanced|custom)$")
     output_schema: dict[str, Any] | None = None
