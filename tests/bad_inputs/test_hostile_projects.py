@@ -59,7 +59,8 @@ def test_studio_run_refuses_a_1_mb_instruction_before_creating_a_run(tmp_path, c
     """docs/security.md's cap, as the project file is read: no run created, then failed."""
     from studio.store import open_store
 
-    path = write_project(tmp_path, project(**{section: {"instruction": "Write. " * 150_000}}))
+    path = write_project(tmp_path, project(**{section: {"instruction": "Write. " * 150_000}},
+                                           run={"max_iterations": 0}))
     db = f"sqlite:///{tmp_path}/s.db"
     assert main(["--db", db, "run", str(path)]) == 2
     err = capsys.readouterr().err
