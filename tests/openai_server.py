@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 RESET = object()
+CUT = object()
 
 
 @dataclass
@@ -59,6 +60,16 @@ def local_openai(reply: Callable[[dict[str, Any]], Any]) -> Iterator[LocalServer
             if answer is RESET:
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                            struct.pack("ii", 1, 0))
+                self.close_connection = True
+                return
+            if answer is CUT:  # headers promise a body the connection closes halfway through
+                data = json.dumps(completion("a reply cut short")).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[:len(data) // 2])
+                self.wfile.flush()
                 self.close_connection = True
                 return
             if not isinstance(answer, Raw):

@@ -29,7 +29,7 @@ from studio.model.errors import (
 )
 from studio.model.records import RunStatus, StopReason
 from studio.projects.adk_runs import FolderRunRequest, folder_project
-from studio.projects.files import create_project_run, load_project
+from studio.projects.files import create_project_run, file_kind, load_project
 from studio.projects.forking import fork_from_cli
 from studio.runtime.tracing import enable_tracing
 from studio.views.models import model_notes
@@ -71,13 +71,27 @@ def folder_project_from_args(args: argparse.Namespace) -> tuple[Any, Path]:
 
 
 def refuse_folder_options(args: argparse.Namespace) -> None:
-    """The agent folder options with a project file: the file says all of it."""
+    """The agent folder options with anything but an agent folder: a project file says all of
+    it, and a path that is missing or not a folder is named for what it is."""
     given = [name for name in _FOLDER_OPTIONS if getattr(args, name, None)]
-    if given:
-        flag = "--" + given[0].replace("_", "-")
-        raise ConfigError(f"{flag} is for an agent folder (`studio run my_agent {flag} ...`); "
-                          f"{args.project} is a project file, which names its own agent and "
-                          "datasets", where=flag, value=str(args.project))
+    if not given:
+        return
+    flag = "--" + given[0].replace("_", "-")
+    raise ConfigError(f"{flag} is for an agent folder (`studio run my_agent {flag} ...`); "
+                      f"{args.project} {_not_a_folder(args.project)}", where=flag,
+                      value=str(args.project))
+
+
+def _not_a_folder(path: Path) -> str:
+    """What ``path`` is instead of an agent folder, and what to give."""
+    if not path.exists():
+        return "does not exist: give the path of the agent folder (the folder holding agent.py)"
+    if path.is_file() and path.suffix.lower() in (".yaml", ".yml"):
+        return "is a project file, which names its own agent and datasets"
+    if path.is_file() and path.suffix == ".py":
+        return (f"is a Python file, not an agent folder: give the folder holding it "
+                f"({path.parent})")
+    return f"is {file_kind(path)}, not an agent folder"
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -55,6 +55,7 @@ from studio.runtime.agent_models import check_overrides, code_models, with_model
 from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.graphs import graph_shape, is_graph_workflow
+from studio.runtime.model_checks import agent_tree_models, check_agent_models
 from studio.runtime.providers import LOCAL_MODEL, check_model
 from studio.runtime.providers.adk_names import is_adk_model_name
 from studio.runtime.providers.calls import set_rate_limits
@@ -160,9 +161,20 @@ def with_reflection_model(spec: RunSpec) -> RunSpec:
     return spec.model_copy(update={"reflection": reflection})
 
 
-def check_spec_models(spec: RunSpec) -> None:
+def check_spec_models(spec: RunSpec, root: Any = None) -> None:
     """Fail before the run starts if a model is unknown or lacks its API key; the error names
-    the agent whose model it is (``agents[1] (writer).model``)."""
+    the agent whose model it is (``agents[1] (writer).model``). An agent loaded from Python
+    (``agent_ref``, an agent folder) has every model of its tree checked
+    (:func:`studio.runtime.model_checks.check_agent_models`): ``root`` when the caller holds
+    it, else loaded here; one that cannot be loaded on this machine is not (its run fails when
+    it starts, as :func:`_completed_if_loadable` says). What is checked is what will run: the
+    tree with the run's model overrides applied (``--model``), never the models its code names
+    in their place."""
+    root = root if root is not None else _referenced_agent(spec)
+    if root is not None:
+        tree = root if spec.models.is_empty else with_models(root, spec.models)
+        check_agent_models(agent_tree_models(tree),
+                           where="agent.folder" if spec.agent_folder else "agent.ref")
     models = [("agent.model", spec.agent.model)] if spec.agent is not None else []
     if spec.models.every is not None:
         models.append(("agent.model (every agent of the tree)", spec.models.every))
@@ -177,6 +189,16 @@ def check_spec_models(spec: RunSpec) -> None:
             check_model(model)
         except ModelConfigError as exc:
             raise ModelConfigError(exc.message, where=where, value=model) from exc
+
+
+def _referenced_agent(spec: RunSpec) -> Any:
+    """The agent a spec loads from Python, or None (a declared agent, or not loadable here)."""
+    if not spec.agent_ref or spec.agents:
+        return None
+    try:
+        return load_agent(spec.agent_ref, folder=spec.agent_folder)
+    except ConfigError:
+        return None
 
 
 def agent_model_string(agent: Any) -> str | None:

@@ -44,6 +44,19 @@ class ModelConfigError(ConfigError):
     """A model string cannot be used: unknown provider, unknown local model or missing API key."""
 
 
+class AgentImportError(ConfigError):
+    """An agent's Python code (an ADK agent folder, a ``module:attribute`` reference) raised, or
+    exited, while it was imported. ``file`` and ``line`` say where in the person's code (None
+    when no frame of it was found), ``cause`` what it raised, in one line."""
+
+    def __init__(self, message: str, *, where: str | None = None, value: Any = None,
+                 file: str | None = None, line: int | None = None, cause: str = "") -> None:
+        super().__init__(message, where=where, value=value)
+        self.file = file
+        self.line = line
+        self.cause = cause
+
+
 class SchemaError(ConfigError):
     """A JSON Schema (agent output_schema, evaluator schema) is itself invalid."""
 

@@ -21,6 +21,63 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
+MAX_JSON_DEPTH = 64
+"""How deeply JSON a person gives (a dataset row, an eval set) may nest objects and arrays.
+Python's parser, and pydantic's, go one level deeper per bracket: a few thousand levels end in
+a RecursionError, a traceback instead of a line saying what is wrong."""
+
+
+def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """The deepest bracket nesting of a JSON text (brackets inside strings skipped), without
+    parsing it; 0 when the text holds too few brackets to nest deeper than ``limit``."""
+    if text.count("[") + text.count("{") <= limit:
+        return 0
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def finite_float(text: str) -> float:
+    """``json.loads``'s ``parse_float`` for JSON a person gives: a number too large for a float
+    (``1e400``) is refused, where ``json`` would read it as infinity, which the studio refuses
+    everywhere else (NaN and ``Infinity`` are refused by ``parse_constant``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond the range of a number (it would be read as "
+                         "infinity); write a number between -1.8e308 and 1.8e308, or null")
+    return value
+
+
+def first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """The first NaN or infinity in ``value`` (nested mappings and lists) and where it is, as
+    ``path.key[0]``; None when every number is finite."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where, item
+        if isinstance(item, Mapping):
+            stack += [(v, f"{where}.{k}" if where else str(k)) for k, v in item.items()]
+        elif isinstance(item, list | tuple):
+            stack += [(v, f"{where}[{i}]") for i, v in enumerate(item)]
+    return None
+
+
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook`` that refuses a JSON object naming a key twice: which value was
     meant is ambiguous (``json`` would silently keep the last)."""

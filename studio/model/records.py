@@ -955,7 +955,7 @@ class ReflectionSpec(BaseModel):
     """The model that writes the proposals; None: the agent's own (its primary agent's, on the
     model the run chose for it), as ``evolve()`` defaults (``adk optimize`` defaults to a capable
     hosted model, ``gemini-2.5-flash``, never to an embedded one)."""
-    instruction: str | None = None
+    instruction: str | None = Field(default=None, max_length=MAX_COMPONENT_CHARS)
     """Template for the instruction component; must contain {component_text} and {trials}."""
     strategy: ReflectionStrategy = "llm"
     """Who writes an instruction's proposal: ``llm`` (the reflection agent), ``rules`` (the

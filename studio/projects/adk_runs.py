@@ -29,7 +29,14 @@ import yaml
 from pydantic import BaseModel, ValidationError, field_validator
 
 from studio.model.errors import ConfigError, DatasetError
-from studio.projects.files import ProjectFile, parse_project
+from studio.model.jsontools import first_non_finite
+from studio.projects.files import (
+    ProjectFile,
+    decode_text,
+    file_kind,
+    parse_project,
+    read_bounded,
+)
 from studio.runtime.adk_evalsets import case_row, is_eval_set_file, parse_eval_set
 
 ADK_DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0,
@@ -61,7 +68,24 @@ class SamplerConfig(BaseModel):
     def _adk_eval_config(cls, value: Any) -> Any:
         from google.adk.evaluation.eval_config import EvalConfig
 
-        return EvalConfig.model_validate(value)
+        return finite_criteria(EvalConfig.model_validate(value))
+
+
+def finite_criteria(config: Any) -> Any:
+    """ADK's ``EvalConfig`` when every number in its criteria is finite. ADK's model takes a
+    NaN threshold (``NaN`` in JSON), and every comparison with NaN is false: each case would
+    fail (or pass) whatever it scored.
+
+    Raises:
+        ValueError: naming the criterion and the number (pydantic reports it at the field).
+    """
+    found = first_non_finite(config.model_dump(mode="python")["criteria"], "criteria")
+    if found is not None:
+        path, number = found
+        raise ValueError(f"{path} is {number}: a threshold must be a finite number (against "
+                         "NaN every comparison is false, so every case would be judged the "
+                         "same whatever it scored)")
+    return config
 
 
 @dataclass(frozen=True)
@@ -167,17 +191,19 @@ def _read_adk_config(path: Path | None, model: str) -> Any:
     except ValidationError as exc:
         error = exc.errors()[0]
         place = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        raise ConfigError(f"{path} is not an ADK {model}: {place}: {error['msg']}",
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{path} is not an ADK {model}: {place}: {message}",
                           where=str(path), value=place) from exc
 
 
 def _read_text(path: Path, *, where: str) -> str:
-    if not path.is_file():
-        raise ConfigError(f"file not found: {path}", where=where, value=str(path))
-    if path.stat().st_size > MAX_EVAL_SET_BYTES:
-        raise ConfigError(f"{path} is larger than {MAX_EVAL_SET_BYTES:,} bytes", where=where,
-                          value=str(path))
-    return path.read_text(encoding="utf-8")
+    """A config or eval set file's text: a regular file (a folder or a FIFO is named as such),
+    at most :data:`MAX_EVAL_SET_BYTES`, UTF-8, as a dataset file is read."""
+    try:
+        data = read_bounded(path, MAX_EVAL_SET_BYTES, ConfigError)
+        return decode_text(data, str(path), ConfigError)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.message}", where=where, value=str(path)) from exc
 
 
 def _splits(request: FolderRunRequest, folder: Path, sampler: Any
@@ -242,8 +268,11 @@ def _check_eval_set_file(path: Path, where: str) -> None:
     if not is_eval_set_file(path):
         raise DatasetError(f"{path} is not named as ADK names eval sets: *.evalset.json or "
                            "*.test.json", where=where, value=str(path))
-    if not path.is_file():
+    if not path.exists():
         raise DatasetError(f"eval set not found: {path}", where=where, value=str(path))
+    if not path.is_file():
+        raise DatasetError(f"the eval set {path} is not a regular file ({file_kind(path)}); give "
+                           "the eval set file itself", where=where, value=str(path))
 
 
 def _rows(split: _Split, where: str) -> list[dict[str, Any]]:
@@ -270,13 +299,16 @@ def _criteria(request: FolderRunRequest, sampler: Any) -> dict[str, Any]:
     if request.criteria is not None:
         from google.adk.evaluation.eval_config import EvalConfig
 
+        text = _read_text(request.criteria, where="--criteria")
         try:
-            config = EvalConfig.model_validate_json(_read_text(request.criteria,
-                                                               where="--criteria"))
+            config = finite_criteria(EvalConfig.model_validate_json(text))
         except ValidationError as exc:
             raise ConfigError(f"{request.criteria} is not ADK eval criteria "
                               f"({{\"criteria\": {{...}}}}): {exc.errors()[0]['msg']}",
                               where="--criteria", value=str(request.criteria)) from exc
+        except ValueError as exc:
+            raise ConfigError(f"{request.criteria}: {exc}", where="--criteria",
+                              value=str(request.criteria)) from exc
     elif sampler is not None:
         config = sampler.eval_config
     else:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from studio.model.errors import DatasetError
+from studio.model.jsontools import MAX_JSON_DEPTH, json_depth
 from studio.model.records import EXPECTED_KEY, INPUT_KEY
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
@@ -67,13 +68,19 @@ def eval_set_rows(text: str, *, source: str, where: str = "dataset") -> list[dic
 
 def parse_eval_set(text: str, *, source: str, where: str = "dataset") -> Any:
     """ADK's ``EvalSet`` for ``text``: the eval set schema, else the legacy formats converted
-    by ADK's own converter (as ``adk eval`` and ``AgentEvaluator`` do)."""
+    by ADK's own converter (as ``adk eval`` and ``AgentEvaluator`` do). JSON nested deeper
+    than :data:`~studio.model.jsontools.MAX_JSON_DEPTH` is refused before it is parsed, as in
+    a dataset (a few thousand levels would end the parse in a RecursionError)."""
     from google.adk.evaluation.eval_set import EvalSet  # ADK is heavy: loaded when used
     from google.adk.evaluation.local_eval_sets_manager import (
         convert_eval_set_to_pydantic_schema,
     )
     from pydantic import ValidationError
 
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise DatasetError(f"{source} nests more than {MAX_JSON_DEPTH} levels deep; an ADK eval "
+                           "set nests about 8 (cases, turns, parts, tool calls)", where=where,
+                           value=source)
     try:
         return EvalSet.model_validate_json(text)
     except ValidationError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from studio.model.errors import ConfigError
 from studio.model.records import AgentSpec
+from studio.runtime.agent_imports import import_agent_module
 from studio.runtime.demos import FewShotDemos
 from studio.runtime.providers import adk_or_litellm_model
 from studio.runtime.tools import resolve_tools
@@ -45,6 +45,8 @@ def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
     Raises:
         ConfigError: if the folder or module or attribute is missing, or the object is not an
             ADK agent.
+        AgentImportError: the module's code raised or exited while it was imported (one line:
+            the file and line, the cause, what to do; :mod:`studio.runtime.agent_imports`).
     """
     from google.adk.agents import BaseAgent
 
@@ -57,11 +59,8 @@ def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
     if not sep or not module_name or not attribute:
         raise ConfigError("use the form 'package.module:attribute'", where="agent.ref",
                           value=reference)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"cannot import module {module_name!r}: {exc}", where="agent.ref",
-                          value=reference) from exc
+    module = import_agent_module(module_name, reference=reference,
+                                 folder=None if folder is None else Path(folder).resolve())
     target: Any = module
     for name in attribute.split("."):
         if folder is not None and attribute == "root_agent" and not hasattr(target, name):

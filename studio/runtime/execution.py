@@ -33,6 +33,7 @@ from studio.model.media import Media
 from studio.model.redaction import redact
 from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
+from studio.runtime.providers.calls import reply_cut_short
 from studio.runtime.slots import PrioritySlots, slots_of_loop
 
 __all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
@@ -57,6 +58,39 @@ def _retryable_errors() -> tuple[type[BaseException], ...]:
         litellm.APIConnectionError,
         TimeoutError,
     )
+
+
+RETRIED_REPLY_CODES = frozenset({"MALFORMED_FUNCTION_CALL"})
+"""Error codes on a model's reply that a new attempt may well not repeat, retried like a 5xx:
+a tool call whose arguments are not a JSON object is the model's slip, and the model writes
+the call afresh on the next attempt. A refusal (``SAFETY``) or a length cut (``MAX_TOKENS``)
+would come back the same, so it is said once."""
+
+
+EMPTY_REPLY_CODES = frozenset({"MODEL_RETURNED_NO_CONTENT"})
+"""ADK's code for a reply with nothing in it, which the engine says in its own words (how many
+tool calls came without text: :func:`studio.engine.processes.run_chain`)."""
+
+
+class ModelReplyError(Exception):
+    """The agent's turn ended on a model reply that ADK marked with an error code and no text
+    to score: said as what it is (the code and ADK's message), not as an empty reply."""
+
+    def __init__(self, code: str, detail: str, author: str) -> None:
+        self.code, self.detail, self.author = code, detail, author
+        super().__init__(_reply_error_words(code, detail, author))
+
+    @property
+    def retryable(self) -> bool:
+        return self.code in RETRIED_REPLY_CODES
+
+
+def _reply_error_words(code: str, detail: str, author: str) -> str:
+    said = f" ({detail.strip()})" if detail and detail.strip() else ""
+    if code == "MALFORMED_FUNCTION_CALL":
+        return (f"{author}'s model called a tool with arguments that are not a JSON object, "
+                f"so ADK discarded the call (MALFORMED_FUNCTION_CALL{said})")
+    return f"{author}'s model ended its reply with {code} and no text{said}"
 
 
 class AgentExecutor:
@@ -248,8 +282,10 @@ class AgentExecutor:
                                                       output_author)
                 result.attempts = attempt
                 return result
-            except retryable as exc:
-                if attempt > self.max_retries or _root_studio_error(exc) is not None:
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failure on one example is a result, not a crash
+                if not _is_retryable(exc, retryable) or attempt > self.max_retries:
                     return _failure(exc, attempt, session_id, timeout_s=timeout_s,
                                     elapsed_s=time.perf_counter() - started, earlier=earlier)
                 earlier.append(describe_error(exc, timeout_s=timeout_s))
@@ -257,11 +293,6 @@ class AgentExecutor:
                 logger.info("retrying %s after %s (attempt %d)", _name(agent), type(exc).__name__,
                             attempt)
                 await asyncio.sleep(delay)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a failure on one example is a result, not a crash
-                return _failure(exc, attempt, session_id, timeout_s=timeout_s,
-                                elapsed_s=time.perf_counter() - started, earlier=earlier)
 
     async def _run_once(self, agent, message, state, session_id, app,
                         output_author=None) -> ExecutionResult:
@@ -288,6 +319,8 @@ class AgentExecutor:
                 )
         output = (recorder.final_text if output_author is None
                   else recorder.outputs.get(output_author, ""))
+        if not output and recorder.reply_errors:  # what ended the turn, not "no content"
+            raise ModelReplyError(*recorder.reply_errors[-1])
         trace = recorder.trace()
         return ExecutionResult(
             status=ExecutionStatus.SUCCESS, session_id=session_id, extracted_value=output or None,
@@ -373,6 +406,14 @@ def _check_run_arguments(content: Any, state: Any, timeout_seconds: Any) -> None
                           where="execute_agent.timeout_seconds")
 
 
+def _is_retryable(exc: BaseException, retryable: tuple[type[BaseException], ...]) -> bool:
+    """A rate limit, a 5xx, a timeout or a lost connection (not one wrapping a studio error,
+    which a new attempt would meet again), or a reply error a new attempt may not repeat."""
+    if isinstance(exc, ModelReplyError):
+        return exc.retryable
+    return isinstance(exc, retryable) and _root_studio_error(exc) is None
+
+
 def _root_studio_error(exc: BaseException) -> StudioError | None:
     """The studio error LiteLLM wrapped (it re-raises provider errors as APIConnectionError)."""
     seen: set[int] = set()
@@ -389,6 +430,8 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
     """One readable line: the root cause, without LiteLLM's traceback and bug-report link."""
     if isinstance(exc, TimeoutError):
         return f"timed out after {timeout_s:g}s" if timeout_s else "timed out"
+    if isinstance(exc, ModelReplyError):
+        return str(exc)
     if isinstance(exc, RecursionError):
         return ("the model's reply nests its JSON too deeply to read (a runaway reply; "
                 f"RecursionError: {exc})")
@@ -398,6 +441,10 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
     if type(exc).__name__ == "LlmCallsLimitExceededError":
         return (f"the agent or workflow made more model calls on one example than ADK allows "
                 f"({_first_line(exc)}): fewer agents or fewer tool rounds per example")
+    cut_short = reply_cut_short(exc)
+    if cut_short is not None:
+        return ("the model's server closed the connection before its reply was complete "
+                f"({cut_short})")
     if _connection_lost(exc):
         return ("the connection to the model's server was reset or refused by the server "
                 f"({type(exc).__name__}: {_first_line(exc)})")
@@ -407,8 +454,33 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = _without_traceback(str(exc))
+    text = text.strip().splitlines()[0] if text.strip() else ""
     return re.sub(r"^(litellm\.\w+:\s*)+", "", text)
+
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def _without_traceback(text: str) -> str:
+    """A message with a traceback pasted into it (LiteLLM's "Invalid response object Traceback
+    (most recent call last): File ..."), as the text before it and the error it ends with, on
+    one line; any other message as it is."""
+    head, marker, rest = text.partition(TRACEBACK)
+    if not marker:
+        return text
+    lines = [line for line in rest.splitlines() if line.strip()]
+    at = next((i for i, line in enumerate(lines) if not line[0].isspace()), None)
+    if at is None:
+        return head.strip()
+    kind, _, said = lines[at].partition(": ")
+    cause = f"{kind.rpartition('.')[2]}: {said}" if said else kind.rpartition(".")[2]
+    if kind.endswith("ValidationError") and at + 2 < len(lines):  # pydantic: field, message
+        field, problem = lines[at + 1].strip(), lines[at + 2].strip()
+        message, _, details = problem.partition(" [")
+        got = re.search(r"input_type=(\w+)", details)
+        cause = f"{field}: {message}" + (f", got a {got.group(1)}" if got else "")
+    return f"{head.strip()} ({cause})"
 
 
 def _connection_lost(exc: BaseException) -> bool:
@@ -440,10 +512,16 @@ class _TraceRecorder:
         self.outputs: dict[str, str] = {}
         """Each author's last final reply (a workflow's agents by name)."""
         self.model_calls = 0
+        self.reply_errors: list[tuple[str, str, str]] = []
+        """``(code, ADK's message, author)`` of each reply ADK marked with an error code."""
 
     def add(self, event: Any) -> None:
         author = event.author
         content = event.content
+        code = str(getattr(event.error_code, "value", event.error_code) or "")
+        if code and code not in EMPTY_REPLY_CODES:
+            detail = str(event.error_message or "")[:MAX_TRACE_TEXT]
+            self.reply_errors.append((code, detail, author))
         for part in (content.parts or []) if content else []:
             self._add_part(author, part)
         actions = event.actions

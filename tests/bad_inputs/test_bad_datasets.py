@@ -39,6 +39,9 @@ BAD_FILES = [
                                                                     "unexpected end of data"]),
     ("jsonl-deep-100k", "rows.jsonl", ('{"a": ' + DEEP + "}\n").encode(),
      ["line 1 nests more than 64 levels"]),
+    ("evalset-deep-5000", "rows.evalset.json",
+     ('{"eval_set_id": "x", "eval_cases": [' + "[" * 5000 + "]" * 5000 + "]}").encode(),
+     ["rows.evalset.json nests more than 64 levels deep"]),
     ("jsonl-nan", "rows.jsonl", b'{"topic": "a"}\n{"topic": NaN}\n',
      ["line 2", "NaN is not a number JSON can hold"]),
     ("jsonl-infinity", "rows.jsonl", b'{"x": -Infinity}\n', ["line 1", "-Infinity"]),
@@ -145,6 +148,8 @@ def test_the_browser_upload_refuses_other_encodings_instead_of_garbling(data, fr
     ('{"x": NaN}\n', "jsonl", "NaN"),
     ("[" * 100_000 + "]" * 100_000, "json", "nests more than 64 levels"),
     ('[{"x": Infinity}]', "json", "Infinity is not a number"),
+    ('[{"x": 1e400}]', "json", "1e400 is beyond the range of a number"),  # not read as inf
+    ('{"x": -1e999}\n', "jsonl", "line 1: -1e999 is beyond the range of a number"),
     ('[{"x": 1}', "json", "is not JSON"),
     ("[1, 2]", "json", "must be an array of objects"),
 ])

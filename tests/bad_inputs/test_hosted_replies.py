@@ -15,7 +15,7 @@ from studio.engine import EvolutionConfig, build_engine, create_run
 from studio.engine.loop import RunFailed
 from studio.model.records import AgentSpec, CriticSpec
 from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset
-from tests.openai_server import RESET, Raw, completion, local_openai
+from tests.openai_server import CUT, RESET, Raw, completion, local_openai
 
 CHOICES_EMPTY = Raw({**completion("x"), "choices": []})
 ERROR = {"error": {"message": "server says no", "type": "server_error"}}
@@ -148,6 +148,30 @@ def test_a_connection_reset_says_reset_with_the_attempts_and_the_real_time(store
     assert "Check the agent's model" in error
 
 
+def test_a_connection_closed_mid_reply_says_so_not_reset_nor_timed_out(store, hosted):
+    """The server sends its headers and half the body its Content-Length promised, then
+    closes (last round's N5)."""
+    hosted(agent=lambda body: CUT)
+    run_id, error = hosted_baseline(store, max_retries=1, call_timeout_seconds=20)
+    for trial in store.trials(run_id):
+        assert ("the model's server closed the connection before its reply was complete "
+                "(received ") in trial.error
+        assert "timed out" not in trial.error and "reset or refused" not in trial.error
+        assert "on attempt 2 of 2, after 1 retry and " in trial.error  # a fault, retried
+    assert "Check the agent's model" in error
+
+
+def test_a_reply_whose_content_is_a_list_of_parts_is_one_clean_line(store, hosted):
+    """LiteLLM refuses the reply with its own traceback pasted into the message."""
+    hosted(agent=lambda body: Raw(completion([{"type": "text", "text": "a haiku"}])))
+    run_id, error = hosted_baseline(store)
+    for trial in store.trials(run_id):
+        assert "Traceback" not in trial.error and "File " not in trial.error
+        assert ("Invalid response object (content: Input should be a valid string, got a "
+                "list)") in trial.error
+    assert "Traceback" not in error
+
+
 def test_an_agent_timing_out_everywhere_is_blamed_on_the_agent(store, hosted):
     import time
 
@@ -192,3 +216,37 @@ def test_studio_run_with_a_silent_agent_prints_the_message_not_a_traceback(
     assert code != 0 and "Traceback" not in err
     assert "the agent failed on every baseline example" in err
     assert "returned no content" in err and "critic's model" not in err
+
+
+def test_a_tool_call_with_arguments_that_are_not_json_is_said_and_retried(store, hosted):
+    """ADK discards the call and marks the reply MALFORMED_FUNCTION_CALL: the model's slip,
+    retried like a 5xx, and said as what it is (not "returned no content")."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "lookup", "arguments": '{"city": "Oslo"'}}
+    server = hosted(agent=lambda body: Raw(completion(None, tool_calls=[call])))
+    run_id, error = hosted_baseline(store, max_retries=1)
+    for trial in store.trials(run_id):
+        assert trial.score is None and "returned no content" not in trial.error
+        assert ("the agent failed (the critic was not called): writer's model called a tool "
+                "with arguments that are not a JSON object, so ADK discarded the call "
+                "(MALFORMED_FUNCTION_CALL (Arguments for the following function calls were "
+                "not a valid JSON object: lookup)) (on attempt 2 of 2") in trial.error
+    assert len([r for r in server.requests if r["model"] == "writer"]) == 4  # 2 rows x 2
+    assert "the agent failed on every baseline example" in error
+
+
+def test_a_tool_call_that_is_malformed_once_is_scored_on_the_retry(store, hosted):
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "lookup", "arguments": "{not json"}}
+    seen: set[str] = set()
+
+    def malformed_then_text(body):  # each example's first attempt is malformed
+        request = json.dumps(body["messages"])
+        first = request not in seen
+        seen.add(request)
+        return Raw(completion(None, tool_calls=[call])) if first else "a haiku"
+
+    hosted(agent=malformed_then_text)
+    run_id, error = hosted_baseline(store, max_retries=1)
+    assert error is None
+    assert [t.score for t in store.trials(run_id)] == [0.8, 0.8]

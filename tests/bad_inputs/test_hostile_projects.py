@@ -43,7 +43,30 @@ REFUSED_AT_IMPORT = [
     ("val-fraction-one", _yaml(dataset={"train": [{"topic": "a"}],
                                         "split": {"val_fraction": 1.0}}),
      ["dataset.split.val_fraction", "less than 1"]),
+    ("agent-instruction-1-MB", _yaml(agent={"instruction": "Write. " * 150_000}),
+     ["agent.instruction: the text is 1,050,000 characters; the limit is 50,000"]),
+    ("critic-instruction-1-MB", _yaml(critic={"instruction": "Judge. " * 150_000}),
+     ["critic.instruction: the text is 1,050,000 characters; the limit is 50,000"]),
+    ("reflection-instruction-1-MB", _yaml(reflection={
+        "model": "scripted/demo", "instruction": "{component_text} {trials} " * 40_000}),
+     ["reflection.instruction: the text is 1,040,000 characters; the limit is 50,000"]),
 ]
+
+
+@pytest.mark.parametrize("section", ["agent", "critic"])
+def test_studio_run_refuses_a_1_mb_instruction_before_creating_a_run(tmp_path, capsys,
+                                                                     section):
+    """docs/security.md's cap, as the project file is read: no run created, then failed."""
+    from studio.store import open_store
+
+    path = write_project(tmp_path, project(**{section: {"instruction": "Write. " * 150_000}},
+                                           run={"max_iterations": 0}))
+    db = f"sqlite:///{tmp_path}/s.db"
+    assert main(["--db", db, "run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{section}.instruction: the text is 1,050,000 characters; the limit is 50,000" in err
+    assert "Traceback" not in err
+    assert open_store(db, cached=False).list_runs() == []
 
 
 @pytest.mark.parametrize("data, fragments", [c[1:] for c in REFUSED_AT_IMPORT],

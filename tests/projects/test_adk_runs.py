@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -203,3 +204,73 @@ def test_a_multi_turn_case_is_refused_by_its_eval_id(agent_dir, tmp_path, capsys
     assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(agent_dir), "--evalset",
                  str(talk)]) == 2
     assert "eval case 'chat' in" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind, said", [
+    ("missing", "does not exist: give the path of the agent folder"),
+    ("text file", "is a file, not an agent folder"),
+    ("agent.py", "is a Python file, not an agent folder: give the folder holding it"),
+    ("fifo", "is a FIFO, a named pipe, not an agent folder"),
+])
+def test_a_path_that_is_not_an_agent_folder_is_named_for_what_it_is(tmp_path, capsys, kind,
+                                                                     said):
+    path = tmp_path / {"missing": "my_agnet", "text file": "notes.txt", "agent.py": "agent.py",
+                       "fifo": "pipe"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind != "missing":
+        path.write_text("root_agent = None\n", encoding="utf-8")
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(path), "--evalset",
+                 "x.evalset.json"]) == 2
+    err = capsys.readouterr().err
+    assert f"--evalset is for an agent folder (`studio run my_agent --evalset ...`); {path} " \
+           f"{said}" in err
+    assert "is a project file" not in err
+
+
+def test_an_eval_set_that_is_a_fifo_is_named_as_one(agent_dir, tmp_path, capsys):
+    pipe = tmp_path / "live.evalset.json"
+    os.mkfifo(pipe)
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(agent_dir), "--evalset",
+                 str(pipe)]) == 2  # refused without being opened: reading it would wait
+    err = capsys.readouterr().err
+    assert f"the eval set {pipe} is not a regular file (a FIFO, a named pipe)" in err
+    assert "not found" not in err
+
+
+def test_an_eval_set_nested_5000_deep_is_refused_in_one_line(agent_dir, tmp_path, capsys):
+    deep = tmp_path / "deep.evalset.json"
+    deep.write_text('{"eval_set_id": "deep", "eval_cases": [' + "[" * 5000 + "]" * 5000 + "]}",
+                    encoding="utf-8")
+    two_files = ["--evalset", str(deep), "--evalset", str(agent_dir / "haiku.evalset.json")]
+    assert main(["--db", f"sqlite:///{tmp_path}/s.db", "run", str(agent_dir), *two_files]) == 2
+    err = capsys.readouterr().err
+    assert f"{deep} nests more than 64 levels deep" in err and "Traceback" not in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("where, number", [("sampler", "NaN"), ("sampler", "Infinity"),
+                                           ("criteria", "NaN"), ("criteria", "1e400")])
+def test_a_threshold_that_is_not_a_finite_number_is_refused(agent_dir, tmp_path, capsys, where,
+                                                            number):
+    """ADK's EvalConfig takes ``NaN``; every comparison with it is false. A threshold alone
+    in the sampler config, an object with one in the criteria file."""
+    threshold = number if where == "sampler" else f'{{"threshold": {number}}}'
+    criteria = f'{{"criteria": {{"response_match_score": {threshold}}}}}'
+    if where == "sampler":
+        (tmp_path / "sampler.json").write_text(
+            f'{{"app_name": "{agent_dir.name}", "train_eval_set": "haiku", '
+            f'"eval_config": {criteria}}}', encoding="utf-8")
+        args = ["--sampler-config", str(tmp_path / "sampler.json")]
+    else:
+        (tmp_path / "test_config.json").write_text(criteria, encoding="utf-8")
+        args = ["--evalset", str(agent_dir / "haiku.evalset.json"), "--criteria",
+                str(tmp_path / "test_config.json")]
+    db = f"sqlite:///{tmp_path}/s.db"
+    quick = ["--max-iterations", "0", "--reflection-model", "scripted/demo"]  # if it ran
+    assert main(["--db", db, "run", str(agent_dir), *args, *quick]) == 2
+    err = capsys.readouterr().err
+    shown = "nan" if number == "NaN" else "inf"
+    place = "criteria.response_match_score" + ("" if where == "sampler" else ".threshold")
+    assert f"{place} is {shown}: a threshold must be a finite number" in err, err
+    assert open_store(db, cached=False).list_runs() == []

@@ -179,3 +179,52 @@ def test_the_agents_form_runs_a_gemini_folder_on_another_model(tmp_path, monkeyp
     assert run.spec.code_models == dict.fromkeys(("fact_checker", "summarizer", "researcher"),
                                                  "gemini-2.5-flash")
     assert digest(folder) == before  # zero edits
+
+
+def test_served_folders_that_cannot_run_say_why_on_the_form(tmp_path, monkeypatch):
+    """Two sample-shaped folders: one whose agent.py calls sys.exit(3) as it is imported, one
+    on a Gemini model with no key on the server. Each is said on the Projects page's form in
+    one line (never Streamlit's exception box), the server lives on, and no run is stored."""
+    from tests.projects.sample_agents import break_sample, write_sample_agent
+    from tests.projects.test_folder_failures import GOOGLE_SETTINGS
+    from tests.ui.test_browser_guard_fork import choose
+
+    for name in GOOGLE_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "agents"
+    exiting = write_sample_agent(root, "a_exiting_agent")
+    line, _ = break_sample(exiting, "sys.exit(3)")
+    write_sample_agent(root, "b_keyless_agent")
+    db = f"sqlite:///{tmp_path}/studio.db"
+    port = free_port()
+    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port))
+    url = f"http://localhost:{port}"
+    try:
+        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
+                   message="studio ui to serve")
+        with chromium_page() as page:
+            try:
+                page.goto(url)
+                page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
+                nav(page, "Projects")
+                page.get_by_role("heading", name="Your ADK agents").wait_for()
+                said = f"a_exiting_agent/agent.py, line {line}: it called sys.exit(3)"
+                page.get_by_text(said).first.wait_for(timeout=60_000)  # when picked
+                page.get_by_role("textbox", name="Reflection model").fill("scripted/demo")
+                page.get_by_role("button", name="Start a run").click()
+                page.get_by_role("alert").filter(has_text=said).wait_for(timeout=60_000)
+                choose(page, "Agent", "b_keyless")
+                wait_idle(page)
+                page.get_by_role("button", name="Start a run").click()
+                page.get_by_role("alert").filter(has_text="GOOGLE_API_KEY").wait_for(
+                    timeout=60_000)
+                full_page_shot(page, SHOTS / "adk_agents_cannot_run.png")
+                assert page.locator("[data-testid='stException']").count() == 0
+            except Exception:
+                failure_shot(page, SHOTS / "adk_agents_cannot_run_failure.png")
+                raise
+        assert server.process.poll() is None, server.text  # sys.exit(3) ended nothing
+    finally:
+        server.stop()
+        print(f"studio ui said:\n{server.text[-4000:]}")
+    assert _status(db) is None  # no run stored

@@ -3,12 +3,12 @@ only), image paths read as data URIs, columns checked, the validation split carv
 
 from __future__ import annotations
 
-import math
 import random
 from pathlib import Path
 from typing import Any, Protocol
 
 from studio.model.errors import DatasetError
+from studio.model.jsontools import first_non_finite
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     EXPECTED_KEY,
@@ -17,6 +17,7 @@ from studio.model.records import (
 from studio.projects.files.readers import (
     MAX_DATASET_BYTES,
     decode_text,
+    file_kind,
     read_bounded,
     read_csv,
     read_jsonl,
@@ -118,7 +119,7 @@ def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin)
                            f"{folder}; move it next to the project file", where=f"{where}.path",
                            value=source.path)
     if path.exists() and not path.is_file():
-        raise DatasetError(f"dataset file {path} is not a regular file (a folder or a device)",
+        raise DatasetError(f"dataset file {path} is not a regular file ({file_kind(path)})",
                            where=f"{where}.path", value=source.path)
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}", where=f"{where}.path",
@@ -128,15 +129,10 @@ def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin)
 
 def check_finite(value: Any, where: str) -> None:
     """Refuse NaN and infinities anywhere in a row (they would export as invalid JSON)."""
-    stack = [(value, where)]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            raise DatasetError(f"{path} is {item}: write null or a number", where=path)
-        if isinstance(item, dict):
-            stack += [(v, f"{path}.{k}") for k, v in item.items()]
-        elif isinstance(item, list):
-            stack += [(v, f"{path}[{i}]") for i, v in enumerate(item)]
+    found = first_non_finite(value, where)
+    if found is not None:
+        path, number = found
+        raise DatasetError(f"{path} is {number}: write null or a number", where=path)
 
 
 def prepare_rows(rows: list[dict[str, Any]], dataset: DatasetSection, where: str

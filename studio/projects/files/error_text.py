@@ -13,6 +13,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from studio.model.errors import ConfigError
+from studio.model.limits import too_long
 from studio.projects.files.sections import ProjectFile
 
 
@@ -24,6 +25,9 @@ def explain_validation(exc: ValidationError, data: Any = None) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field" + _suggestion(error["loc"])
+        elif error["type"] == "string_too_long" and isinstance(error.get("input"), str):
+            message = too_long(error["input"], (error.get("ctx") or {}).get("max_length", 0),
+                               "the text") or message
         path, message = _refined(error, path, message)
         problems.append(f"{path}: {message}" if path else message)
     return "; ".join(problems)

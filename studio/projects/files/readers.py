@@ -7,32 +7,46 @@ from __future__ import annotations
 import csv
 import io
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
 from studio.model.errors import ConfigError, DatasetError
-from studio.model.jsontools import unique_keys
+from studio.model.jsontools import MAX_JSON_DEPTH, finite_float, json_depth, unique_keys
 
 MAX_DATASET_BYTES = 100_000_000
 """A dataset file larger than this (100 MB) is refused before it is read."""
 MAX_CELL_CHARS = 1_000_000
 """The longest CSV cell read (1 MB of text)."""
-MAX_JSON_DEPTH = 64
-"""How deeply a JSONL row may nest objects and arrays."""
 
 
 def read_bounded(path: Path, limit: int, error: type[ConfigError]) -> bytes:
-    """The bytes of a regular file no larger than ``limit``."""
+    """The bytes of a regular file no larger than ``limit`` (a FIFO is refused, never read:
+    reading one would wait for a writer)."""
     try:
         if not path.is_file():
-            raise error("file not found" if not path.exists() else "not a regular file",
-                        where=str(path))
+            raise error("file not found" if not path.exists() else
+                        f"not a regular file ({file_kind(path)})", where=str(path))
         size = path.stat().st_size
         if size > limit:
             raise error(f"the file is {size:,} bytes; the limit is {limit:,}", where=str(path))
         return path.read_bytes()
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror}", where=str(path)) from exc
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO, a named pipe"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISREG, "a file"))
+
+
+def file_kind(path: Path) -> str:
+    """What is at ``path``, in words a refusal can use ("a folder", "a FIFO, a named pipe")."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "nothing: it does not exist"
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
 def decode_text(data: bytes, source: str, error: type[ConfigError] = DatasetError) -> str:
@@ -103,7 +117,8 @@ def _csv_row(header: list[str], cells: list[str], line: int, source: str) -> dic
 
 
 def read_jsonl(path: Path | str, text: str | None = None) -> list[dict[str, Any]]:
-    """Rows of a JSON Lines file: one object per line; NaN/Infinity and deep nesting refused."""
+    """Rows of a JSON Lines file: one object per line; NaN, infinities (``Infinity``, ``1e400``)
+    and deep nesting refused."""
     if text is None:
         text = decode_text(read_bounded(Path(path), MAX_DATASET_BYTES, DatasetError), str(path))
     rows = []
@@ -130,40 +145,17 @@ def parse_json_array(text: str, source: str) -> list[dict[str, Any]]:
 
 def _json_line(line: str, line_number: int, where: str, label: str = "") -> Any:
     label = label or f"line {line_number}"
-    if _nesting(line) > MAX_JSON_DEPTH:
+    if json_depth(line) > MAX_JSON_DEPTH:
         raise DatasetError(f"{label} nests more than {MAX_JSON_DEPTH} levels deep",
                            where=where)
     try:
-        return json.loads(line, parse_constant=_refuse_constant, object_pairs_hook=unique_keys)
+        return json.loads(line, parse_constant=_refuse_constant, parse_float=finite_float,
+                          object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         where = where if label.startswith("line") else f"{where}, line {exc.lineno}"
         raise DatasetError(f"{label} is not JSON: {exc.msg}", where=where) from exc
     except ValueError as exc:
         raise DatasetError(f"{label}: {exc}", where=where) from exc
-
-
-def _nesting(line: str) -> int:
-    """The deepest bracket nesting of a JSON text (strings skipped), without parsing it."""
-    if line.count("[") + line.count("{") <= MAX_JSON_DEPTH:
-        return 0
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in line:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def _refuse_constant(name: str) -> Any:

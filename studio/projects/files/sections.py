@@ -17,7 +17,7 @@ from pydantic import (
 
 from studio.model.agent_models import ModelOverrides, checked_models
 from studio.model.config import EvolutionConfig
-from studio.model.limits import MAX_DEMOS, MAX_NAME_CHARS
+from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DEMOS, MAX_NAME_CHARS
 from studio.model.records import (
     COMPONENTS,
     AgentSpec,
@@ -48,7 +48,8 @@ class AgentSection(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)
     """With ``folder`` or ``ref``: a model per agent of the tree, by name
     (``{searcher: openai/gpt-4o-mini}``); wins over ``model``."""
-    instruction: str = ""
+    instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
+    """At most 50,000 characters (``studio.model.limits``), refused when the file is read."""
     output_schema: dict[str, Any] | None = None
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
     output_key: str | None = None
@@ -125,8 +126,9 @@ class CriticSection(BaseModel):
     model: str = "local/smollm2"
     """The critic agent's model; for ``type: adk_metrics``, the judge model of the metrics
     judged by a model whose criterion names none (not given: the agent's own model)."""
-    instruction: str = ""
-    """Empty: the seed's SIMPLE or ADVANCED critic instruction, by ``schema``."""
+    instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
+    """Empty: the seed's SIMPLE or ADVANCED critic instruction, by ``schema``; at most 50,000
+    characters."""
     schema_kind: str = Field(default="simple", alias="schema",
                              pattern="^(simple|advanced|custom)$")
     output_schema: dict[str, Any] | None = None

@@ -40,12 +40,14 @@ def register_providers() -> None:
         import litellm
 
         from studio.runtime.litellm_logging import per_loop_logging
+        from studio.runtime.providers.adk_names import quiet_unbuilt_client_cleanup
         from studio.runtime.providers.local import LocalModelProvider
         from studio.runtime.providers.scripted import ScriptedProvider
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
         per_loop_logging()  # no logging task destroyed while pending when loops run side by side
+        quiet_unbuilt_client_cleanup()  # google-genai's cleanup of a client never built
         register_free_model(LOCAL_MODEL)
         ours = {LOCAL_PROVIDER, SCRIPTED_PROVIDER}
         litellm.custom_provider_map = [

@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -307,6 +308,7 @@ async def _call(send: Any, model: Any, messages: Any, tools: Any,
         except Exception as exc:
             wait = retry_after_seconds(exc)
             if wait is None or wait > MAX_RETRY_AFTER_SECONDS or retries >= MAX_CALL_RETRIES:
+                _note_reply_cut_short(exc)
                 raise
             retries += 1
             _said_wait(model, wait, retries)
@@ -314,6 +316,58 @@ async def _call(send: Any, model: Any, messages: Any, tools: Any,
             continue
         _count(response, kwargs)
         return response
+
+
+# --------------------------------------------------------------------- transport faults
+
+
+REPLY_CUT_SHORT = "studio_reply_cut_short"
+"""The attribute :func:`_note_reply_cut_short` sets on a failed call's exception: how much of
+the reply arrived before the server closed the connection."""
+_CUT_SHORT_ERRORS = ("ClientPayloadError", "ContentLengthError", "TransferEncodingError")
+"""aiohttp's errors for a body that ended before its length (LiteLLM's default transport)."""
+_CUT_SHORT_PHRASES = ("complete message body", "incomplete chunked read")
+"""httpx's ``RemoteProtocolError`` for the same, on its own transport."""
+
+
+def _note_reply_cut_short(exc: BaseException) -> None:
+    """Mark ``exc`` when the server closed the connection in the middle of its reply. The
+    cause is only here: LiteLLM and then ADK raise the same exception again further up,
+    where Python replaces its context, and the OpenAI client says only "Connection error."
+    for a cut body, a reset and a refusal alike."""
+    detail = _cut_short_detail(exc)
+    if detail is not None:
+        with contextlib.suppress(AttributeError, TypeError):  # an exception without a dict
+            setattr(exc, REPLY_CUT_SHORT, detail)
+
+
+def _cut_short_detail(exc: BaseException) -> str | None:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        name, text = type(current).__name__, str(current)
+        if name in _CUT_SHORT_ERRORS or (name == "RemoteProtocolError" and any(
+                phrase in text for phrase in _CUT_SHORT_PHRASES)):
+            counted = re.search(r"received \d+ (?:of \d+ bytes|bytes, expected \d+)", text)
+            return counted.group(0) if counted else " ".join(text.split())[:200]
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def reply_cut_short(exc: BaseException) -> str | None:
+    """How much of the reply arrived when the server closed the connection mid-reply (e.g.
+    "received 132 of 265 bytes"), from the mark :func:`_note_reply_cut_short` left on ``exc``
+    or an exception it wraps; None for any other failure."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        detail = getattr(current, REPLY_CUT_SHORT, None)
+        if isinstance(detail, str):
+            return detail
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _said_wait(model: Any, wait: float, retries: int) -> None:
