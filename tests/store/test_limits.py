@@ -71,7 +71,7 @@ def test_a_long_project_name_is_refused_by_validate_and_run(url, tmp_path):
     for command in ("validate", "run"):
         result = studio(url, command, str(project))
         assert result.returncode == 2 and "Traceback" not in result.stderr
-        assert f"{project}: name: String should have at most 200" in result.stderr
+        assert f"{project}: name: the text is 250 characters; the limit is 200" in result.stderr
     assert run_count(url) == 0
 
 
