@@ -18,6 +18,7 @@ from studio.engine.context import RunContext, StopRun, wake_run
 from studio.engine.evidence import proposal_evidence
 from studio.engine.labels import relabel_align_runs
 from studio.engine.pool import val_example_ids
+from studio.engine.steering import stop_run
 from studio.model.errors import ConfigError, ProposalError, ProposalProblem, RunStateError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, too_long
 from studio.model.records import (
@@ -27,7 +28,6 @@ from studio.model.records import (
     Proposal,
     ProposalStatus,
     Run,
-    RunRequest,
     RunStatus,
     TrialPhase,
     content_hash,
@@ -76,8 +76,8 @@ def decide(
         raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}, not pending: "
                             "only a proposal waiting at the gate can be decided")
     run = store.get_run(proposal.run_id)
-    if action is DecisionAction.STOP:
-        request_stop(store, run)
+    if action is DecisionAction.STOP:  # the Run page's Stop, as `studio stop` is
+        stop_run(store, run.id)
         return None
     if run.status is RunStatus.COMPLETED:
         raise RunStateError(never_applied(run, proposal))
@@ -96,13 +96,6 @@ def decide(
     if later:  # the CLI prints it too; a library caller sees it in the log
         logger.warning(later)
     return decision
-
-
-def request_stop(store: Store, run: Run) -> None:
-    """Ask the run to stop at its next step: also an orphaned one, which a worker may be
-    resuming right now (a later `studio resume` withdraws the request it finds)."""
-    store.update_run(run.id, control=RunRequest.STOP)
-    wake_run(run.id)
 
 
 def when_applied(store: Store, run_id: str) -> str | None:

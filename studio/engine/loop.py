@@ -123,6 +123,9 @@ class Engine:
         self.window: Window | None = None
         """The turns of the parallel proposals in flight, if any (:mod:`studio.engine.lanes`)."""
         self._holding, self._held_since = 0, 0.0
+        self._pause: asyncio.Future[None] | None = None
+        """The pause in progress, which every chain and lane held by it waits on."""
+        ctx.hold_if_paused = self.pause_point
 
     @property
     def run_id(self) -> str:
@@ -157,6 +160,8 @@ class Engine:
             with ctx.control.attached(ctx.run_id):
                 return await self._run()
         finally:
+            if self._pause is not None:
+                self._pause.cancel()
             if ctx.fan_out is not None:
                 ctx.fan_out.close()
 
@@ -241,9 +246,11 @@ class Engine:
     def _finish(self, status: RunStatus, reason: StopReason, error: str | None = None,
                 *, keep_control: bool = False) -> None:
         """Record the end. ``keep_control``: a person's pending Pause or Stop outlives it (a
-        stop by an outage is resumed by its worker, which must still see them)."""
+        stop by an outage is resumed by its worker, a worker's shutdown hands the run on to
+        another: each must still see them)."""
         ctx = self.ctx
         self.checkpoint()
+        keep_control = keep_control or reason is StopReason.SHUTDOWN
         control = {} if keep_control else {"control": None}
         ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
                              finished_at=utcnow(), error=redact(error) if error else None,
@@ -315,9 +322,16 @@ class Engine:
     # ------------------------------------------------------------------ pause
 
     async def pause_point(self) -> None:
-        """Hold the run here, between iterations, while a person asks it to pause."""
-        if self.ctx.control.pause_requested:
-            await self.held(self._paused())
+        """Hold the run here while a person asks it to pause: between iterations, and before
+        each chain of a batch starts (:mod:`studio.engine.batch`). The chains and lanes held
+        at once share one pause: the run is said paused once, resumed once, and the time is
+        counted once. A stop ends it with StopRun."""
+        if not self.ctx.control.pause_requested:
+            return
+        if self._pause is None or self._pause.done():
+            self._pause = asyncio.ensure_future(self.held(self._paused()))
+            self._pause.add_done_callback(_retrieved)
+        await asyncio.shield(self._pause)  # a held chain that is cancelled leaves the others
 
     async def _paused(self) -> None:
         ctx = self.ctx
@@ -490,6 +504,13 @@ class Engine:
         self.meter.iteration_done(seconds)
         self.checkpoint()
         self.meter.report(self.ctx, self.state, pool)
+
+
+def _retrieved(pause: asyncio.Future) -> None:
+    """A pause's StopRun is raised in each chain it held; read here too, so a pause whose
+    holders were all cancelled is never reported as an error nobody saw."""
+    if not pause.cancelled():
+        pause.exception()
 
 
 class TestScoring(Engine):

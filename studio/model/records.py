@@ -552,6 +552,9 @@ class Run(BaseModel):
     error: str | None = None
     control: RunRequest | None = None
     """A request from a person to the worker (cleared when acted on)."""
+    control_seq: int = 0
+    """How many requests people have made of the run: a resume withdraws only the request it
+    read (:func:`studio.engine.steering.withdraw_requests`), never one made since."""
     queue: str | None = None
     """The queue a ``studio worker`` takes it from; None for a run started in a process of
     its own (``studio run``, the studio without a live worker), which no worker adopts."""
