@@ -22,6 +22,7 @@ from studio.engine.steering import stop_run
 from studio.model.errors import ConfigError, ProposalError, ProposalProblem, RunStateError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, too_long
 from studio.model.records import (
+    Candidate,
     Decision,
     DecisionAction,
     Override,
@@ -144,7 +145,11 @@ def check_edit_budget(store: Store, run: Run, proposal: Proposal) -> None:
             f"`studio resume {run.id} --max-metric-calls N`")
 
 
-def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
+def _checked_edit(store: Store, proposal: Proposal, edited_text: str | None) -> str:
+    """The edited text, cleaned, or the reason it is refused, in the person's words: empty,
+    the proposal's own text, invalid, or a candidate the run already has or is about to have
+    (a text pooled or tried, the parent's included, or one another proposal or edit in flight
+    makes: two lanes, two people), named."""
     if not edited_text or not edited_text.strip():
         raise ConfigError("an edit needs the edited text", where="edited_text")
     parent = store.get_candidate(proposal.parent_id)
@@ -152,15 +157,58 @@ def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
         raise ProposalError("the edited text is the same as the proposal; accept it instead",
                             reason=ProposalProblem.UNCHANGED)
     parent_text = parent.components[proposal.component]
+    if edited_text.strip() == parent_text.strip():
+        raise _already(f"candidate #{parent.index} ({_parent_words(parent, proposal)})")
     keys = _readable_keys(store, proposal.run_id, proposal.component, parent_text)
-    text = validate_proposal(proposal.component, edited_text, parent_text, keys)
-    components = {**parent.components, proposal.component: text}
-    duplicate = store.find_candidate(proposal.run_id, content_hash(components))
+    text = validate_proposal(proposal.component, edited_text, parent_text, keys, edit=True)
+    wanted = content_hash({**parent.components, proposal.component: text})
+    duplicate = store.find_candidate(proposal.run_id, wanted)
     if duplicate is not None:  # it would be pooled twice and judged again
-        raise ProposalError(f"candidate #{duplicate.index} already has this text: edit it into "
-                            "a text the run has not tried, or accept or reject the proposal",
-                            reason=ProposalProblem.DUPLICATE)
+        raise _already(f"candidate #{duplicate.index}" + (" (the seed)" if duplicate.index == 0
+                                                          else " (in the pool)" if
+                                                          duplicate.pooled else ""))
+    in_flight = _in_flight(store, proposal, wanted)
+    if in_flight is not None:
+        raise _already(in_flight)
     return text
+
+
+def _already(what: str) -> ProposalError:
+    return ProposalError(f"{what} already has this text: edit it into a text the run has not "
+                         "tried, or accept or reject the proposal",
+                         reason=ProposalProblem.DUPLICATE)
+
+
+def _parent_words(parent: Candidate, proposal: Proposal) -> str:
+    seed = "the seed, " if parent.index == 0 else ""
+    return f"{seed}the parent proposal {proposal.id} was made from"
+
+
+def _in_flight(store: Store, proposal: Proposal, wanted: str) -> str | None:
+    """What in the run is about to make the candidate ``wanted`` (its content hash) before
+    this edit would: a proposal whose child is not made yet, or another person's edit the
+    engine has not applied yet (parallel proposals: one text edited on two lanes)."""
+    proposals = {p.id: p for p in store.proposals(proposal.run_id)}
+    parents = {c.id: c for c in store.candidates(proposal.run_id)}
+
+    def makes(parent_id: int, component: str, text: str) -> bool:
+        parent = parents.get(parent_id)
+        return parent is not None and content_hash(
+            {**parent.components, component: text.strip()}) == wanted
+
+    for other in proposals.values():
+        if other.id != proposal.id and other.child_id is None and not other.is_merge and \
+                other.status in (ProposalStatus.EVALUATING, ProposalStatus.PENDING) and \
+                makes(other.parent_id, other.component, other.text):
+            return f"proposal {other.id}"
+    applied = {p.edited_from for p in proposals.values() if p.edited_from is not None}
+    for decision in store.decisions(proposal.run_id):
+        other = proposals.get(decision.proposal_id)
+        if decision.action is DecisionAction.EDIT and other is not None and \
+                other.id not in applied and other.id != proposal.id and \
+                makes(other.parent_id, other.component, decision.edited_text or ""):
+            return f"{decision.author}'s edit of proposal {other.id} (not scored yet)"
+    return None
 
 
 def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) -> set[str]:

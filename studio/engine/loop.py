@@ -423,6 +423,8 @@ class Engine:
         if proposal.status is ProposalStatus.INVALID:
             return
         child = merging.merged_child(ctx, proposal)
+        if child is None:  # the run has that candidate already: refused, named
+            return
         proposal = ctx.store.get_proposal(stored_id(proposal))  # now with its child
         await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
                           iteration=plan.iteration, proposal_id=proposal.id)
@@ -445,6 +447,8 @@ class Engine:
             child = proposer.child_of(ctx, proposal, parent)
             if self.window is not None:  # the next lane may store its proposal now
                 self.window.proposed(plan.iteration)
+            if child is None:  # the run has that candidate already: refused, named
+                return
             with urgency((VALIDATING, plan.iteration)):  # behind the minibatch's chains
                 prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
             try:

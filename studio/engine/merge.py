@@ -244,8 +244,9 @@ def checked(ctx: RunContext, proposal: Proposal) -> Proposal:
     return proposal
 
 
-def merged_child(ctx: RunContext, proposal: Proposal) -> Candidate:
-    """The merged candidate, with both parents (created once, reused on resume)."""
+def merged_child(ctx: RunContext, proposal: Proposal) -> Candidate | None:
+    """The merged candidate, with both parents (created once, reused on resume); None when the
+    run has it already (:func:`studio.engine.proposer.add_child`)."""
     if proposal.child_id is not None:
         return ctx.store.get_candidate(proposal.child_id)
     detail = _detail(proposal)
