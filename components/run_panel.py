@@ -16,6 +16,7 @@ from studio.model.records import RunRequest, RunStatus
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
 from studio.views.markdown import escape_markdown
+from studio.views.run_notes import run_notes
 from studio.views.tables import align_note, status_line
 
 START = session.RUN_START
@@ -140,6 +141,8 @@ def _header(run: Any) -> None:
                    f"review: {review}{worker} · cost {cost}")
         if run.waiting_note:
             st.warning(escape_markdown(run.waiting_note), icon=":material/hourglass_empty:")
+        for note in run_notes(loaders.run_note_events(run.id)):
+            st.info(escape_markdown(note), icon=":material/info:")
         if run.spec.aligns is not None:
             st.info(f"This run {escape_markdown(align_note(run))}: its examples are your "
                     "corrections, its score is agreement with you.", icon=":material/tune:")

@@ -42,6 +42,8 @@ class ProgressBar:
                       f"{event.proposal_id} accept|reject|edit`")
         elif kind is EventKind.ITERATION_SKIPPED:
             self.note(f"iteration {event.iteration} skipped: {event.reason}")
+        elif kind in (EventKind.LANES_REDUCED, EventKind.OUT_OF_IDEAS):
+            self.note(event.words())
         elif kind is EventKind.RUN_FINISHED:
             reason = event.stop_reason
             self.note(f"run finished: {reason}" + (f" ({reason.words})" if reason else ""))

@@ -5,6 +5,7 @@ and a worker's shutdown are honoured (:meth:`studio.engine.context.RunContext.ch
 from __future__ import annotations
 
 from studio.engine.context import RunContext, StopRun
+from studio.engine.ideas import check_ideas
 from studio.engine.state import LoopState
 from studio.model.records import StopReason
 
@@ -19,6 +20,7 @@ def check_limits(ctx: RunContext, state: LoopState) -> None:
     if state.iteration >= config.max_iterations:
         raise StopRun(StopReason.MAX_ITERATIONS)
     check_progress(ctx, state.best_score, state.stale_iterations)
+    check_ideas(ctx, state.idle_iterations, state.iteration)
     if config.max_metric_calls is not None \
             and ctx.metric_calls() >= config.max_metric_calls:
         raise StopRun(StopReason.MAX_METRIC_CALLS)

@@ -43,7 +43,8 @@ from studio.engine.events import (
 )
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
-from studio.engine.lanes import Window, lane_count
+from studio.engine.ideas import count_ideas
+from studio.engine.lanes import Window, fewer_lanes, lane_count
 from studio.engine.limits import check_limits
 from studio.engine.perfect import perfect_on_minibatch, skip_perfect
 from studio.engine.planning import Planner
@@ -232,6 +233,9 @@ class Engine:
     async def _loop(self) -> StopReason:
         """The baseline, then iterations until a stop condition; returns the stop reason."""
         self.ctx.lanes = lane_count(self.ctx)
+        reduced = fewer_lanes(self.ctx, self.ctx.lanes, self.state.iteration)
+        if reduced is not None:  # said on the Run page and by the CLI
+            self.ctx.emit(reduced)
         try:
             if self.ctx.lanes > 1:
                 raise await LaneRun(self).run()  # the limit that ended it
@@ -504,6 +508,7 @@ class Engine:
     def _end_iteration(self, iteration: int, seconds: float) -> None:
         pool = self.pools.keep(self.pools.recent())
         self.state.settled(iteration, pool.best_score)
+        count_ideas(self.ctx, self.state, iteration)
         self.state.plan = None
         self.meter.iteration_done(seconds)
         self.checkpoint()
