@@ -196,16 +196,20 @@ def _in_flight(store: Store, proposal: Proposal, wanted: str) -> str | None:
         return parent is not None and content_hash(
             {**parent.components, component: text.strip()}) == wanted
 
+    edits = {d.proposal_id: d for d in store.decisions(proposal.run_id)
+             if d.action is DecisionAction.EDIT}
     for other in proposals.values():
         if other.id != proposal.id and other.child_id is None and not other.is_merge and \
                 other.status in (ProposalStatus.EVALUATING, ProposalStatus.PENDING) and \
                 makes(other.parent_id, other.component, other.text):
-            return f"proposal {other.id}"
+            edit = edits.get(other.edited_from) if other.edited_from is not None else None
+            return f"proposal {other.id}" + (
+                f" ({edit.author}'s edit of proposal {edit.proposal_id}, not scored yet)"
+                if edit is not None else "")
     applied = {p.edited_from for p in proposals.values() if p.edited_from is not None}
-    for decision in store.decisions(proposal.run_id):
+    for decision in edits.values():
         other = proposals.get(decision.proposal_id)
-        if decision.action is DecisionAction.EDIT and other is not None and \
-                other.id not in applied and other.id != proposal.id and \
+        if other is not None and other.id not in applied and other.id != proposal.id and \
                 makes(other.parent_id, other.component, decision.edited_text or ""):
             return f"{decision.author}'s edit of proposal {other.id} (not scored yet)"
     return None

@@ -84,7 +84,7 @@ def test_the_second_of_two_equal_edits_on_two_lanes_is_refused_naming_the_first(
     decide(first.id, "edit", edited_text=T, author="ana", store=store)
     with pytest.raises(ProposalError, match="already has this text") as refused:
         decide(third.id, "edit", edited_text=T, author="bo", store=store)
-    said = str(refused.value)
+    said = str(refused.value)  # named as far as the engine got with ana's edit meanwhile
     assert f"ana's edit of proposal {first.id}" in said or "candidate #" in said, said
     assert "reflection" not in said
     accept_all(store, run_id, handle)
