@@ -173,10 +173,10 @@ def controls(run: Any) -> None:
     if paused or status in (RunStatus.STOPPED, RunStatus.ORPHANED, RunStatus.FAILED):
         actions.append((cols[0], "Resume", ":material/play_arrow:",
                         lambda: workspace.resume_run(loaders.store(), run.id)))
-    if stopping:  # asked: the run stops after its current model call (seconds on a slow model)
+    if stopping:  # asked: the run stops within a heartbeat, its calls in flight cancelled
         cols[1].button("Stopping…", icon=":material/hourglass_top:", key="run.control.stopping",
                        width="stretch", disabled=True,
-                       help="The run stops after its current step; its work so far is kept.")
+                       help="The run stops within seconds; its work so far is kept.")
     elif status.is_active or status is RunStatus.ORPHANED:
         actions.append((cols[1], "Stop", ":material/stop:",
                         lambda: workspace.stop_run(loaders.store(), run.id)))

@@ -123,6 +123,21 @@ class RunControl:
                     await self.changed.wait()
 
 
+    async def unless_stopped(self, work: Awaitable[T]) -> T:
+        """``work``'s result, unless a person's stop (or a worker's shutdown) comes first: then
+        ``work`` is cancelled at once, its model calls with it, and StopRun is raised (a
+        reflection in a slow model's call does not hold a Stop for minutes)."""
+        task = asyncio.ensure_future(work)
+        task.add_done_callback(lambda _: self.wake())  # its end wakes the wait, as a stop does
+        try:
+            done = await self.until(lambda: task if task.done() else None)
+            return done.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+
 _live_controls: dict[str, RunControl] = {}
 """Controls of the engines running in this process, by run id (see :func:`wake_run`)."""
 

@@ -413,9 +413,10 @@ class Engine:
             return
         turn = (functools.partial(self.window.propose_turn, plan.iteration)
                 if self.window is not None else None)
-        with urgency((PROPOSING, plan.iteration)):  # its call before any chain's
-            proposal = await proposer.propose(self.ctx, plan.iteration, parent, plan.component,
-                                              parent_trials, turn)
+        with urgency((PROPOSING, plan.iteration)):  # its call before any chain's; a stop
+            proposal = await self.ctx.control.unless_stopped(  # cancels it (asked again)
+                proposer.propose(self.ctx, plan.iteration, parent, plan.component,
+                                 parent_trials, turn))
         if proposal.status is not ProposalStatus.INVALID:
             await self.evaluate_and_gate(proposal, parent, plan)
 

@@ -582,7 +582,8 @@ class Run(BaseModel):
     @property
     def shown_status(self) -> RunStatus:
         """The status a person sees: ``paused`` as soon as they asked for a pause (the worker
-        holds the run at its next step, between iterations; the stored status follows then)."""
+        holds the run before its next model call, within a heartbeat; the stored status
+        follows then)."""
         if self.control is RunRequest.PAUSE and self.status in (RunStatus.RUNNING,
                                                                  RunStatus.PENDING):
             return RunStatus.PAUSED

@@ -18,7 +18,7 @@ import yaml
 
 from studio import cli
 from studio.engine.worker import get_manager
-from studio.model.records import EventKind, RunStatus, StopReason
+from studio.model.records import EventKind, ReflectionSpec, RunStatus, StopReason
 from studio.store import open_store
 from tests.helpers import ROOT, CliWorker, demo_spec, trainset, wait_until
 
@@ -156,3 +156,17 @@ def test_pause_and_stop_reach_the_middle_of_a_batch_in_this_process(runner, stor
     assert 0 < store.count_trials(run_id) < 400
     assert max(judged(store, run_id).values()) == 1
     assert get_manager(store).handle(run_id) is handle
+
+
+def test_a_stop_during_a_slow_reflection_cancels_it(runner, store, script):
+    """A reflection in a slow model's call (a minute here) does not hold a person's Stop: the
+    call is cancelled, and the iteration's proposal is asked for again on resume."""
+    slow = script("a minute to reflect", latency_s=60.0)
+    spec = demo_spec().model_copy(update={"reflection": ReflectionSpec(model=slow)})
+    run_id, handle = runner.start(spec, trainset(3), max_iterations=1)
+    wait_until(lambda: script.requests(slow), timeout=30, message="the reflection's call")
+    assert studio(store.url, "stop", run_id) == 0
+    started = time.monotonic()
+    assert handle.wait(30) is StopReason.USER
+    assert time.monotonic() - started <= TAKES_EFFECT_SECONDS
+    assert store.proposals(run_id) == []  # nothing half-stored: asked again on resume
