@@ -111,6 +111,7 @@ from studio.views.review_queue import (
     expected_review_trials,
     review_estimate,
 )
+from studio.views.run_notes import NOTE_KINDS
 from studio.views.tables import override_signature
 
 
@@ -467,6 +468,11 @@ def proposal_history(run_id: str) -> list[ProposalRow]:
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)
 def _proposal_history(run_id: str, marker: tuple[int, ...]) -> list[ProposalRow]:
     return redacted(_proposal_rows(store(), run_id))
+
+
+def run_note_events(run_id: str) -> list[RunEvent]:
+    """The events the Run page's notes are made from (:mod:`studio.views.run_notes`)."""
+    return [event for kind in NOTE_KINDS for event in store().events(run_id, kind=kind)]
 
 
 def skipped_iterations(run_id: str) -> list[RunEvent]:

@@ -18,6 +18,7 @@ from studio.projects import workspace
 from studio.projects.workspace import start_project_run
 from studio.views.markdown import escape_markdown
 from studio.views.models import model_notes
+from studio.views.run_notes import run_notes
 from studio.views.tables import align_note, status_line
 
 START = session.RUN_START
@@ -146,6 +147,8 @@ def _header(run: Any) -> None:
             st.caption(escape_markdown(note[0].upper() + note[1:]) + ".")
         if run.waiting_note:
             st.warning(escape_markdown(run.waiting_note), icon=":material/hourglass_empty:")
+        for note in run_notes(loaders.run_note_events(run.id)):
+            st.info(escape_markdown(note), icon=":material/info:")
         if run.spec.aligns is not None:
             st.info(f"This run {escape_markdown(align_note(run))}: its examples are your "
                     "corrections, its score is agreement with you.", icon=":material/tune:")
@@ -180,10 +183,10 @@ def controls(run: Any) -> None:
     if paused or status in (RunStatus.STOPPED, RunStatus.ORPHANED, RunStatus.FAILED):
         actions.append((cols[0], "Resume", ":material/play_arrow:",
                         lambda: workspace.resume_run(loaders.store(), run.id)))
-    if stopping:  # asked: the run stops after its current model call (seconds on a slow model)
+    if stopping:  # asked: the run stops within a heartbeat, its calls in flight cancelled
         cols[1].button("Stopping…", icon=":material/hourglass_top:", key="run.control.stopping",
                        width="stretch", disabled=True,
-                       help="The run stops after its current step; its work so far is kept.")
+                       help="The run stops within seconds; its work so far is kept.")
     elif status.is_active or status is RunStatus.ORPHANED:
         actions.append((cols[1], "Stop", ":material/stop:",
                         lambda: workspace.stop_run(loaders.store(), run.id)))

@@ -6,6 +6,8 @@
                [--model M] [--critic-model M] [--reflection-model M]
                [--write-project FILE]              (an ADK agent folder, as adk optimize)
     studio resume RUN_ID [--max-metric-calls N]
+    studio stop RUN_ID | pause RUN_ID | unpause RUN_ID
+                                                   (the Run page's buttons, from any shell)
     studio queue project.yaml [--queue NAME]       (run by the next free `studio worker`)
     studio worker [--max-runs N] [--poll-seconds S] [--queue NAME] [--build-tries N]
     studio workers
@@ -62,6 +64,9 @@ COMMANDS: dict[str, str] = {
     "run": "studio.cli.runs:cmd_run",
     "queue": "studio.cli.runs:cmd_queue",
     "resume": "studio.cli.runs:cmd_resume",
+    "stop": "studio.cli.steering:cmd_stop",
+    "pause": "studio.cli.steering:cmd_pause",
+    "unpause": "studio.cli.steering:cmd_unpause",
     "test": "studio.cli.runs:cmd_test",
     "fork": "studio.cli.runs:cmd_fork",
     "worker": "studio.cli.workers:cmd_worker",
@@ -102,7 +107,7 @@ def load(reference: str) -> Any:
 
 PERMISSIONS: dict[str, str] = {
     **dict.fromkeys(("run", "queue", "resume", "test", "fork", "align", "align-report",
-                     "rescore"), "RUN"),
+                     "rescore", "stop", "pause", "unpause"), "RUN"),
     "align-apply": "APPLY", "apply": "APPLY", "import-sessions": "CONFIGURE",
     "decide": "GATE", "override": "LABEL", "comment": "COMMENT",
     "adjudicate": "ADJUDICATE", "review-settings": "READ",
@@ -205,6 +210,10 @@ def parser() -> argparse.ArgumentParser:
     resume.add_argument("run_id")
     resume.add_argument("--max-metric-calls", type=whole_number(1),
                         help="raise the run's budget (e.g. to pay for an edit at its gate)")
+    for name, what in (("stop", "stop a run at its next step, wherever it runs (resumable)"),
+                       ("pause", "hold a run before its next model call"),
+                       ("unpause", "let a paused run go on")):
+        sub.add_parser(name, help=what).add_argument("run_id")
     runs = sub.add_parser("runs", help="list runs")
     runs.add_argument("--limit", type=whole_number(1), default=20)
     export = sub.add_parser("export", help="write a run's candidates and trials")

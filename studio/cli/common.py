@@ -76,6 +76,8 @@ class ProgressBar:
                 self.note(self.doing(started=True))
         elif kind is EventKind.ITERATION_SKIPPED:
             self.note(f"iteration {event.iteration} skipped: {event.reason}")
+        elif kind in (EventKind.LANES_REDUCED, EventKind.OUT_OF_IDEAS):
+            self.note(event.words())
         elif kind is EventKind.RUN_FINISHED:
             self.phase = None
             reason = event.stop_reason

@@ -269,7 +269,8 @@ async def evolve(
                                  name or f"evolve {getattr(agent, 'name', 'agent')}", testset)
     else:
         run_id = resume
-    return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event)
+    return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event,
+                              resumed=resume is not None)
 
 
 def check_agent(agent: object, components: str | Iterable[str] | None) -> None:
@@ -380,7 +381,8 @@ async def evolve_workflow(
                                  name or f"evolve {workflow.name}", testset)
     else:
         run_id = resume
-    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
+    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event,
+                              resumed=resume is not None)
 
 
 async def evolve_graph(
@@ -429,7 +431,8 @@ async def evolve_graph(
                                  name or f"evolve {workflow.name}", testset)
     else:
         run_id = resume
-    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event)
+    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event,
+                              resumed=resume is not None)
 
 
 async def evolve_group(
@@ -516,13 +519,17 @@ def _new_run(store: Store | None, spec: RunSpec, trainset: list[dict[str, Any]],
 
 
 async def _run_objects(store: Store | None, run_id: str, agent: BaseAgent, critic: Any,
-                       reflection_agent: BaseAgent | None, on_event: Listener | None
-                       ) -> EvolutionResult:
+                       reflection_agent: BaseAgent | None, on_event: Listener | None,
+                       *, resumed: bool = False) -> EvolutionResult:
+    """Run ``run_id`` with these live objects to its end; ``resumed``: continue it as
+    ``studio resume`` does (from the state a person left: an older Pause or Stop withdrawn)."""
     store = store or open_store()
-    engine = build_engine(store, run_id, agent=agent, critic=critic,
-                          reflection_agent=reflection_agent,
-                          listeners=[on_event] if on_event else None)
-    handle = get_manager(store).start(engine)
+    live: dict[str, Any] = dict(agent=agent, critic=critic, reflection_agent=reflection_agent,
+                                listeners=[on_event] if on_event else None)
+    if resumed:
+        handle = get_manager(store).resume(run_id, **live)
+    else:
+        handle = get_manager(store).start(build_engine(store, run_id, **live))
     await handle.wait_async()
     return load_result(store, run_id)
 

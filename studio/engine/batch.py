@@ -27,6 +27,12 @@ the run's executor (an evaluator, a judge with an executor of its own) is not co
 executor's limit, so there every chain holds one of ``max_concurrency`` chain slots, and
 ``max_concurrency`` stays a bound on the run's model calls.
 
+A person's Stop (and a worker's shutdown) reaches a batch between its chains: the chains not yet
+judging are never started, those in a model call are cancelled (:class:`ChainStopper`), the
+results already in hand are committed, and the batch then raises StopRun: a resumed run judges
+only the pairs that were not committed. A person's Pause holds each chain before it starts
+(:attr:`RunContext.hold_if_paused`); the chains already in a call end and are committed.
+
 Commits: the chains that finish in the same turn of the event loop (a round of replies with
 similar latencies returns together) are committed in one transaction (:class:`GroupCommit`),
 as are a worker process's shard, whose results come back together. A trial is returned, counted
@@ -40,9 +46,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
+from typing import TypeVar
 
-from studio.engine.context import RunContext
+from studio.engine.context import RunContext, StopRun
 from studio.engine.events import TrialCommitted
 from studio.engine.prefetch import Prefetch
 from studio.engine.processes import ChainResult, run_chain
@@ -50,6 +57,8 @@ from studio.model.errors import RunStateError
 from studio.model.records import Candidate, Example, Trial, TrialPhase, stored_id
 from studio.runtime.slots import GATING, VALIDATING, Urgency, set_urgency
 from studio.runtime.tracing import TrialIds, end_trial_span
+
+T = TypeVar("T")
 
 
 async def score_batch(
@@ -80,23 +89,26 @@ async def score_batch(
     missing = [ctx.examples[e] for e in example_ids if e not in cached]
     elsewhere = judged_elsewhere(ctx, candidate, missing)  # another lane judges these now
     missing = [example for example in missing if stored_id(example) not in elsewhere]
-    if metered:  # the budget was reserved when the iteration started (studio.engine.limits)
-        ctx.check_stop()
+    ctx.check_stop()  # (a metered batch's budget was reserved when its iteration started)
     commit = claimed(ctx, candidate, missing, functools.partial(
         _commit_all, ctx, candidate, phase, iteration, proposal_id, metered, unscored))
     judge = (functools.partial(_in_this_process, prefetched=prefetched,
                                urgency=functools.partial(chain_urgency, phase, iteration,
                                                          frozenset(gating)))
              if ctx.fan_out is None or not ctx.fan_out.ready else _in_processes)
+    stopper = ChainStopper()
+    watching = asyncio.ensure_future(stopper.watch(ctx))
     # A task group: when one example raises, its siblings are cancelled before the error
     # reaches the loop, so nothing is committed after the run is marked failed.
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = judge(ctx, group, candidate, missing, commit)
+            tasks = judge(ctx, group, candidate, missing, commit, stopper)
     except BaseExceptionGroup as failed:
         raise failed.exceptions[0] from None  # the first error, as the loop reports it
     finally:
+        watching.cancel()
         release(ctx, candidate, missing)
+    ctx.check_stop()  # stopped meanwhile: what was committed stays, the rest is judged on resume
     cached.update(await trials_from_elsewhere(ctx, candidate, elsewhere))
     for task in tasks:
         cached.update({trial.example_id: trial for trial in task.result() if trial is not None})
@@ -105,8 +117,54 @@ async def score_batch(
     return [cached[e] for e in example_ids if e in cached]
 
 
+class ChainStopper:
+    """Ends a batch's chains when the run is asked to stop (a person's Stop, a worker's
+    shutdown), within a wake-up of the request: a chain that has not started never starts, one
+    waiting for a slot or in a model call is cancelled, and one whose result is in hand is
+    left to commit it. The batch then raises StopRun (:func:`score_batch`)."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._judging: set[asyncio.Task] = set()
+        self._cancelled: set[asyncio.Task] = set()
+
+    async def watch(self, ctx: RunContext) -> None:
+        """Until the run is asked to stop, then cancel the chains still judging."""
+        with contextlib.suppress(StopRun):
+            await ctx.control.until(_nothing)
+        self.stopped = True
+        for task in list(self._judging):
+            self._cancelled.add(task)
+            task.cancel()
+
+    async def judged(self, work: Callable[[], Awaitable[T]]) -> T | None:
+        """``work()``'s result, or None when the run stopped before or during it (the
+        cancel it got for that is absorbed here; any other cancel goes on)."""
+        if self.stopped:
+            return None
+        task = asyncio.current_task()
+        if task is None:
+            raise RunStateError("a batch's chain runs inside an asyncio task")
+        self._judging.add(task)
+        try:
+            return await work()
+        except asyncio.CancelledError:
+            if task in self._cancelled and task.uncancel() == 0:
+                return None
+            raise
+        except StopRun:  # stopped while held by a person's Pause
+            return None
+        finally:
+            self._judging.discard(task)
+            self._cancelled.discard(task)
+
+
+def _nothing() -> None:
+    return None
+
+
 def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
-                     examples: list[Example], commit: Callable,
+                     examples: list[Example], commit: Callable, stopper: ChainStopper,
                      urgency: Callable[[int], Urgency],
                      prefetched: Prefetch | None = None) -> list[asyncio.Task]:
     agent = ctx.agent_for(candidate)
@@ -116,10 +174,19 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
         key = urgency(stored_id(example))
         set_urgency(key)  # in this task only; its calls (and its admission) wait with it
         started = prefetched.take(stored_id(example)) if prefetched is not None else None
-        async with chain_limit(ctx, key):
-            result = await (started if started is not None else run_chain(
-                ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary,
-                trial_ids(ctx, candidate, example)))
+
+        async def chain() -> ChainResult:
+            async with chain_limit(ctx, key):
+                if started is not None:
+                    return await started
+                await ctx.hold_if_paused()  # a person's Pause holds a chain before it starts
+                return await run_chain(ctx.executor, agent, ctx.critic, example.data,
+                                       ctx.input_key, ctx.primary,
+                                       trial_ids(ctx, candidate, example))
+
+        result = await stopper.judged(chain)
+        if result is None:  # stopped: judged on resume
+            return []
         # committed on the loop's next turn: the next example's call starts first
         return [await group_commit.add(example, result)]
 
@@ -158,14 +225,21 @@ def trial_ids(ctx: RunContext, candidate: Candidate, example: Example) -> TrialI
 
 
 def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
-                  examples: list[Example], commit: Callable) -> list[asyncio.Task]:
+                  examples: list[Example], commit: Callable,
+                  stopper: ChainStopper) -> list[asyncio.Task]:
     fan_out = ctx.fan_out
     if fan_out is None:
         raise RunStateError(f"run {ctx.run_id} has no worker processes to judge in")
 
     async def shard(part: list[Example]) -> list[Trial]:
-        results = await fan_out.run_shard(candidate.components, [e.data for e in part],
-                                          ctx.input_key)
+        async def judged() -> list[ChainResult]:
+            await ctx.hold_if_paused()
+            return await fan_out.run_shard(candidate.components, [e.data for e in part],
+                                           ctx.input_key)
+
+        results = await stopper.judged(judged)
+        if results is None:  # stopped: the shard is judged on resume
+            return []
         return commit(list(zip(part, results, strict=True)))  # one transaction per shard
 
     return [group.create_task(shard(part)) for part in fan_out.shards(examples)]

@@ -167,29 +167,32 @@ again (:func:`studio.engine.tried.is_repeat` reads it back from the stored reaso
 
 
 def validate_proposal(component: str, text: str, parent_text: str,
-                      example_keys: set[str]) -> str:
+                      example_keys: set[str], *, edit: bool = False) -> str:
     """The cleaned proposal text, or ProposalError with a reason the studio shows.
     ``component`` may be qualified (``writer.instruction``); ``example_keys`` are the state keys
-    its agent can read (example fields, and what earlier agents wrote).
+    its agent can read (example fields, and what earlier agents wrote). ``edit``: the text is a
+    person's edit, and the reasons speak of it, never of the reflection.
 
     Reasons: a :class:`~studio.model.errors.ProposalProblem`.
     """
     owner, kind = split_component(component)
     text = (text or "").strip()
     if not text:
-        raise ProposalError("the reflection returned empty text",
-                            reason=ProposalProblem.EMPTY)
+        raise ProposalError("the edited text is empty" if edit else
+                            "the reflection returned empty text", reason=ProposalProblem.EMPTY)
     oversize = too_long(text, MAX_COMPONENT_CHARS, f"the proposed {component}")
     if oversize:
         raise ProposalError(oversize, reason=ProposalProblem.TOO_LONG)
     if text == (parent_text or "").strip():
-        raise ProposalError(UNCHANGED_PREFIX, reason=ProposalProblem.UNCHANGED)
+        raise ProposalError("the edited text is the parent's text unchanged" if edit else
+                            UNCHANGED_PREFIX, reason=ProposalProblem.UNCHANGED)
     if kind == "few_shot":
         return _checked_demos_text(component, text, parent_text)
     repeated = repeated_sentence(text)
     if repeated:
-        raise ProposalError(f"the proposal repeats itself ({repeated[:60]!r} appears "
-                            f"{REPEAT_LIMIT} or more times): a degenerate model reply",
+        what = "the edited text repeats itself" if edit else "the proposal repeats itself"
+        raise ProposalError(f"{what} ({repeated[:60]!r} appears {REPEAT_LIMIT} or more "
+                            "times)" + ("" if edit else ": a degenerate model reply"),
                             reason=ProposalProblem.REPETITIVE)
     if kind == "output_schema":
         try:

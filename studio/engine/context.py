@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -123,6 +123,21 @@ class RunControl:
                     await self.changed.wait()
 
 
+    async def unless_stopped(self, work: Awaitable[T]) -> T:
+        """``work``'s result, unless a person's stop (or a worker's shutdown) comes first: then
+        ``work`` is cancelled at once, its model calls with it, and StopRun is raised (a
+        reflection in a slow model's call does not hold a Stop for minutes)."""
+        task = asyncio.ensure_future(work)
+        task.add_done_callback(lambda _: self.wake())  # its end wakes the wait, as a stop does
+        try:
+            done = await self.until(lambda: task if task.done() else None)
+            return done.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+
 _live_controls: dict[str, RunControl] = {}
 """Controls of the engines running in this process, by run id (see :func:`wake_run`)."""
 
@@ -135,12 +150,21 @@ def register_control(run_id: str, control: RunControl | None) -> None:
         _live_controls[run_id] = control
 
 
+def live_control(run_id: str) -> RunControl | None:
+    """The control of the run's engine when it runs in this process, else None."""
+    return _live_controls.get(run_id)
+
+
 def wake_run(run_id: str) -> None:
     """Wake the run's engine if it runs in this process; another process sees the change on
     its next heartbeat or fallback timeout."""
     control = _live_controls.get(run_id)
     if control is not None:
         control.wake()
+
+
+async def _not_held() -> None:
+    return None
 
 
 @dataclass
@@ -214,6 +238,9 @@ class RunContext:
     """The embedded model serves every call one at a time: parallel proposals only queue."""
     lanes: int = 1
     """Iterations kept in flight (:mod:`studio.engine.lanes`); set by the engine's loop."""
+    hold_if_paused: Callable[[], Awaitable[None]] = field(default=_not_held)
+    """Wait here while a person's Pause holds the run (set by the engine, which says it is
+    paused and counts the time as a person's); a batch's chains call it before they start."""
     in_flight: dict[tuple[int, int], asyncio.Future] = field(default_factory=dict)
     """(candidate, example) pairs being judged, with their trial to come: a batch that needs
     one waits for it instead of judging it again (:mod:`studio.engine.batch`)."""

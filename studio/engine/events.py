@@ -79,6 +79,21 @@ class RunStarted(EngineEvent):
 
 
 @dataclass(frozen=True)
+class LanesReduced(EngineEvent):
+    """The run keeps ``running`` iterations in flight where ``parallel_proposals`` asked for
+    ``asked``; ``why`` says so in words (:func:`studio.engine.lanes.fewer_lanes`)."""
+
+    kind: ClassVar[EventKind] = EventKind.LANES_REDUCED
+    asked: int = 0
+    running: int = 1
+    why: str = ""
+
+    def words(self) -> str:
+        return (f"{self.running} of the {self.asked} parallel proposals asked for run"
+                f"{'s' if self.running == 1 else ''}: {self.why}")
+
+
+@dataclass(frozen=True)
 class BaselineScored(EngineEvent):
     kind: ClassVar[EventKind] = EventKind.BASELINE_SCORED
     candidate_id: int = 0
@@ -138,6 +153,25 @@ class IterationSkipped(EngineEvent):
     """In words, for the run's events, the Run and Proposals pages and the CLI."""
     proposal_id: int | None = None
     """The last refused proposal, when there was one."""
+
+
+@dataclass(frozen=True)
+class OutOfIdeas(EngineEvent):
+    """The run ends with ``out_of_ideas``: its last ``iterations`` reflection iterations made
+    no new candidate (:mod:`studio.engine.ideas`)."""
+
+    kind: ClassVar[EventKind] = EventKind.OUT_OF_IDEAS
+    iterations: int = 0
+    reflection_calls: int = 0
+    """What those iterations spent on the reflection (its calls, retries included)."""
+    reflection_calls_saved: int = 0
+    """What the run's remaining iterations would have spent at that rate."""
+
+    def words(self) -> str:
+        return (f"the reflection had no new idea in {self.iterations} iterations in a row "
+                f"({self.reflection_calls} reflection calls, each repeating a text already "
+                f"tried): the run ended, saving about {self.reflection_calls_saved} more. "
+                f"{StopReason.OUT_OF_IDEAS.words[0].upper()}{StopReason.OUT_OF_IDEAS.words[1:]}")
 
 
 @dataclass(frozen=True)
@@ -289,8 +323,8 @@ class TrialCommitted(EngineEvent):
     score: float | None = None
 
 
-STORED_EVENTS = (RunStarted, BaselineScored, IterationStarted, ProposalCreated, ProposalInvalid,
-                 IterationSkipped,
+STORED_EVENTS = (RunStarted, LanesReduced, BaselineScored, IterationStarted, ProposalCreated,
+                 ProposalInvalid, IterationSkipped, OutOfIdeas,
                  ProposalEvaluated, AwaitingDecision, DecisionApplied, CandidateAccepted, Progress,
                  PhaseStarted, RunPaused, RunResumed, RunFinished, TestScored, TestUnscored)
 

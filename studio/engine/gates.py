@@ -23,6 +23,7 @@ from studio.engine.evidence import proposal_evidence
 from studio.engine.labels import relabel_align_runs
 from studio.engine.limits import spent_metric_calls
 from studio.engine.pool import val_example_ids
+from studio.engine.steering import stop_run
 from studio.model.errors import (
     ConfigError,
     PageChangedError,
@@ -38,13 +39,13 @@ from studio.model.limits import (
     too_long,
 )
 from studio.model.records import (
+    Candidate,
     Decision,
     DecisionAction,
     Override,
     Proposal,
     ProposalStatus,
     Run,
-    RunRequest,
     RunStatus,
     TrialPhase,
     content_hash,
@@ -102,8 +103,8 @@ def decide(
         raise RunStateError(f"proposal {proposal_id} is {proposal.status.value}, not pending: "
                             "only a proposal waiting at the gate can be decided")
     run = store.get_run(proposal.run_id)
-    if action is DecisionAction.STOP:
-        request_stop(store, run)
+    if action is DecisionAction.STOP:  # the Run page's Stop, as `studio stop` is
+        stop_run(store, run.id)
         return None
     if run.status is RunStatus.COMPLETED:
         raise RunStateError(never_applied(run, proposal))
@@ -148,13 +149,6 @@ def page_changed(store: Store, shown_id: int, proposal_id: int) -> str:
     return (f"the page changed: proposal {proposal_id} is now shown, and proposal {shown_id}, "
             f"which it showed before, {store.what_became_of(shown_id)}. Nothing was decided: "
             f"read proposal {proposal_id}, then decide again")
-
-
-def request_stop(store: Store, run: Run) -> None:
-    """Ask the run to stop at its next step: also an orphaned one, which a worker may be
-    resuming right now (a later `studio resume` withdraws the request it finds)."""
-    store.update_run(run.id, control=RunRequest.STOP)
-    wake_run(run.id)
 
 
 def when_applied(store: Store, run_id: str) -> str | None:
@@ -204,7 +198,11 @@ def check_edit_budget(store: Store, run: Run, proposal: Proposal) -> None:
             f"`studio resume {run.id} --max-metric-calls N`")
 
 
-def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
+def _checked_edit(store: Store, proposal: Proposal, edited_text: str | None) -> str:
+    """The edited text, cleaned, or the reason it is refused, in the person's words: empty,
+    the proposal's own text, invalid, or a candidate the run already has or is about to have
+    (a text pooled or tried, the parent's included, or one another proposal or edit in flight
+    makes: two lanes, two people), named."""
     if not edited_text or not edited_text.strip():
         raise ConfigError("an edit needs the edited text", where="edited_text")
     parent = store.get_candidate(proposal.parent_id)
@@ -212,15 +210,62 @@ def _checked_edit(store: Store, proposal, edited_text: str | None) -> str:
         raise ProposalError("the edited text is the same as the proposal; accept it instead",
                             reason=ProposalProblem.UNCHANGED)
     parent_text = parent.components[proposal.component]
+    if edited_text.strip() == parent_text.strip():
+        raise _already(f"candidate #{parent.index} ({_parent_words(parent, proposal)})")
     keys = _readable_keys(store, proposal.run_id, proposal.component, parent_text)
-    text = validate_proposal(proposal.component, edited_text, parent_text, keys)
-    components = {**parent.components, proposal.component: text}
-    duplicate = store.find_candidate(proposal.run_id, content_hash(components))
+    text = validate_proposal(proposal.component, edited_text, parent_text, keys, edit=True)
+    wanted = content_hash({**parent.components, proposal.component: text})
+    duplicate = store.find_candidate(proposal.run_id, wanted)
     if duplicate is not None:  # it would be pooled twice and judged again
-        raise ProposalError(f"candidate #{duplicate.index} already has this text: edit it into "
-                            "a text the run has not tried, or accept or reject the proposal",
-                            reason=ProposalProblem.DUPLICATE)
+        raise _already(f"candidate #{duplicate.index}" + (" (the seed)" if duplicate.index == 0
+                                                          else " (in the pool)" if
+                                                          duplicate.pooled else ""))
+    in_flight = _in_flight(store, proposal, wanted)
+    if in_flight is not None:
+        raise _already(in_flight)
     return text
+
+
+def _already(what: str) -> ProposalError:
+    return ProposalError(f"{what} already has this text: edit it into a text the run has not "
+                         "tried, or accept or reject the proposal",
+                         reason=ProposalProblem.DUPLICATE)
+
+
+def _parent_words(parent: Candidate, proposal: Proposal) -> str:
+    seed = "the seed, " if parent.index == 0 else ""
+    return f"{seed}the parent proposal {proposal.id} was made from"
+
+
+def _in_flight(store: Store, proposal: Proposal, wanted: str) -> str | None:
+    """What in the run is about to make the candidate ``wanted`` (its content hash) before
+    this edit would: a proposal whose child is not made yet, or another person's edit the
+    engine has not applied yet (parallel proposals: one text edited on two lanes)."""
+    proposals = {p.id: p for p in store.proposals(proposal.run_id)}
+    parents = {c.id: c for c in store.candidates(proposal.run_id)}
+
+    def makes(parent_id: int, component: str, text: str) -> bool:
+        parent = parents.get(parent_id)
+        return parent is not None and content_hash(
+            {**parent.components, component: text.strip()}) == wanted
+
+    edits = {d.proposal_id: d for d in store.decisions(proposal.run_id)
+             if d.action is DecisionAction.EDIT}
+    for other in proposals.values():
+        if other.id != proposal.id and other.child_id is None and not other.is_merge and \
+                other.status in (ProposalStatus.EVALUATING, ProposalStatus.PENDING) and \
+                makes(other.parent_id, other.component, other.text):
+            edit = edits.get(other.edited_from) if other.edited_from is not None else None
+            return f"proposal {other.id}" + (
+                f" ({edit.author}'s edit of proposal {edit.proposal_id}, not scored yet)"
+                if edit is not None else "")
+    applied = {p.edited_from for p in proposals.values() if p.edited_from is not None}
+    for decision in edits.values():
+        other = proposals.get(decision.proposal_id)
+        if other is not None and other.id not in applied and other.id != proposal.id and \
+                makes(other.parent_id, other.component, decision.edited_text or ""):
+            return f"{decision.author}'s edit of proposal {other.id} (not scored yet)"
+    return None
 
 
 def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) -> set[str]:

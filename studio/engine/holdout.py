@@ -7,16 +7,13 @@ completes (any limit), and whenever asked (``studio test RUN``, the Compare page
 on it, phase ``test``, outside the loop's metric-call budget and time limit. Trials are
 committed like any other and each (candidate, example) pair is judged once, so an interrupted
 or repeated scoring only judges what is missing. A test example the critic could not evaluate
-is not kept (a ``ScoringError`` says which), and a person's Stop cancels the scoring at once: in
-both cases ``studio test`` later judges what is missing. :func:`load_holdout` turns the stored
-scores into the guard's report (:mod:`studio.engine.guard`).
+is not kept (a ``ScoringError`` says which), and a person's Stop ends the scoring between chains
+(calls in flight cancelled): in both cases ``studio test`` later judges what is missing.
+:func:`load_holdout` turns the stored scores into the guard's report
+(:mod:`studio.engine.guard`).
 """
 
 from __future__ import annotations
-
-import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
 
 from studio.engine.batch import score_batch
 from studio.engine.context import RunContext
@@ -40,9 +37,9 @@ async def score_holdout(ctx: RunContext, iteration: int) -> TestScored | None:
     best_id = view.best_id if view.best_id is not None else baseline_id
     unscored: list[str] = []
     for candidate_id in dict.fromkeys([baseline_id, best_id]):
-        await until_stopped(ctx, score_batch(
+        await score_batch(  # a person's stop ends it between chains (StopRun)
             ctx, view.candidate(candidate_id), ctx.test_ids, phase=TrialPhase.TEST,
-            iteration=iteration, metered=False, unscored=unscored))
+            iteration=iteration, metered=False, unscored=unscored)
     means = test_means(ctx.store, ctx.run_id, ctx.test_ids, [baseline_id, best_id])
     event = TestScored(run_id=ctx.run_id, iteration=iteration, baseline_id=baseline_id,
                        best_id=best_id, baseline_mean=means[baseline_id],
@@ -54,23 +51,6 @@ async def score_holdout(ctx: RunContext, iteration: int) -> TestScored | None:
                            f"{unscored[0]}); they were not kept, so `studio test {ctx.run_id}` "
                            "or the Compare page scores them again")
     return event
-
-
-T = TypeVar("T")
-
-
-async def until_stopped(ctx: RunContext, work: Awaitable[T]) -> T:
-    """Await ``work`` unless a person stops the run first: then cancel it at once (calls in
-    flight included; what was committed stays) and raise StopRun."""
-    task = asyncio.ensure_future(work)
-    task.add_done_callback(lambda _: ctx.control.wake())  # its end wakes the wait, as a stop does
-    try:
-        done = await ctx.control.until(lambda: task if task.done() else None)
-        return done.result()
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
 
 def test_means(store: Store, run_id: str, test_ids: list[int], candidate_ids: list[int]

@@ -41,6 +41,7 @@ import math
 from dataclasses import dataclass, field
 
 from studio.engine.context import RunContext
+from studio.engine.events import LanesReduced
 
 
 def auto_lanes(max_concurrency: int, minibatch_size: int) -> int:
@@ -59,18 +60,43 @@ def lane_count(ctx: RunContext) -> int:
     than the run's iterations (1 where parallel proposals are not allowed). Fixed by the run's
     settings, so a resumed run draws alike."""
     config = ctx.config
-    if not parallel_allowed(ctx):
+    if one_lane_because(ctx) is not None:
         return 1
     wanted = config.parallel_proposals or auto_lanes(config.max_concurrency,
                                                      config.minibatch_size)
     return max(1, min(wanted, config.max_iterations))
 
 
-def parallel_allowed(ctx: RunContext) -> bool:
-    """Whether this run may have more than one lane (the module's doc says why not)."""
+def one_lane_because(ctx: RunContext) -> str | None:
+    """Why this run may have only one lane, in words (the module's doc says more); None when
+    it may have several."""
     config = ctx.config
-    return (not config.use_merge and ctx.labels is None and not ctx.serialized_model
-            and config.max_metric_calls is None)
+    if config.max_metric_calls is not None:
+        return ("under a max_metric_calls budget one lane runs: what a lane may spend depends "
+                "on what the others committed, which depends on timing, and a seeded run must "
+                "reproduce")
+    if config.use_merge:
+        return "with use_merge one lane runs: a merge is planned from the pool after each " \
+            "acceptance"
+    if ctx.labels is not None:
+        return "an align run has one lane: a label can change a verdict meanwhile"
+    if ctx.serialized_model:
+        return ("on the embedded model one lane runs: it serves one call at a time, so more "
+                "lanes would only queue")
+    return None
+
+
+def fewer_lanes(ctx: RunContext, running: int, iteration: int) -> LanesReduced | None:
+    """The event that says the run keeps fewer lanes in flight than its
+    ``parallel_proposals`` asks, and why; None when it keeps as many (or none was asked)."""
+    asked = ctx.config.parallel_proposals
+    if asked is None or running >= asked:
+        return None
+    why = one_lane_because(ctx) or (
+        f"the run has only {ctx.config.max_iterations} iteration"
+        f"{'s' if ctx.config.max_iterations != 1 else ''}")
+    return LanesReduced(run_id=ctx.run_id, iteration=iteration, asked=asked, running=running,
+                        why=why)
 
 
 @dataclass

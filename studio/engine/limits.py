@@ -8,6 +8,7 @@ from typing import Any
 
 from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.context import RunContext, StopRun
+from studio.engine.ideas import check_ideas
 from studio.engine.state import LoopState
 from studio.model.records import Run, StopReason
 
@@ -22,6 +23,7 @@ def check_limits(ctx: RunContext, state: LoopState) -> None:
     if state.iteration >= config.max_iterations:
         raise StopRun(StopReason.MAX_ITERATIONS)
     check_progress(ctx, state.best_score, state.stale_iterations)
+    check_ideas(ctx, state.idle_iterations, state.iteration)
     if config.max_metric_calls is not None \
             and ctx.metric_calls() >= config.max_metric_calls:
         raise StopRun(StopReason.MAX_METRIC_CALLS)

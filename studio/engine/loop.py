@@ -44,7 +44,8 @@ from studio.engine.events import (
 )
 from studio.engine.gates import await_decision
 from studio.engine.holdout import score_holdout
-from studio.engine.lanes import Window, lane_count
+from studio.engine.ideas import count_ideas
+from studio.engine.lanes import Window, fewer_lanes, lane_count
 from studio.engine.limits import check_limits
 from studio.engine.perfect import perfect_on_minibatch, skip_perfect
 from studio.engine.planning import Planner
@@ -124,6 +125,9 @@ class Engine:
         self.window: Window | None = None
         """The turns of the parallel proposals in flight, if any (:mod:`studio.engine.lanes`)."""
         self._holding, self._held_since = 0, 0.0
+        self._pause: asyncio.Future[None] | None = None
+        """The pause in progress, which every chain and lane held by it waits on."""
+        ctx.hold_if_paused = self.pause_point
 
     @property
     def run_id(self) -> str:
@@ -158,6 +162,8 @@ class Engine:
             with ctx.control.attached(ctx.run_id):
                 return await self._run()
         finally:
+            if self._pause is not None:
+                self._pause.cancel()
             if ctx.fan_out is not None:
                 ctx.fan_out.close()
 
@@ -228,6 +234,9 @@ class Engine:
     async def _loop(self) -> StopReason:
         """The baseline, then iterations until a stop condition; returns the stop reason."""
         self.ctx.lanes = lane_count(self.ctx)
+        reduced = fewer_lanes(self.ctx, self.ctx.lanes, self.state.iteration)
+        if reduced is not None:  # said on the Run page and by the CLI
+            self.ctx.emit(reduced)
         try:
             if self.ctx.lanes > 1:
                 raise await LaneRun(self).run()  # the limit that ended it
@@ -242,9 +251,11 @@ class Engine:
     def _finish(self, status: RunStatus, reason: StopReason, error: str | None = None,
                 *, keep_control: bool = False) -> None:
         """Record the end. ``keep_control``: a person's pending Pause or Stop outlives it (a
-        stop by an outage is resumed by its worker, which must still see them)."""
+        stop by an outage is resumed by its worker, a worker's shutdown hands the run on to
+        another: each must still see them)."""
         ctx = self.ctx
         self.checkpoint()
+        keep_control = keep_control or reason is StopReason.SHUTDOWN
         control = {} if keep_control else {"control": None}
         ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
                              finished_at=utcnow(), error=redact(error) if error else None,
@@ -318,9 +329,16 @@ class Engine:
     # ------------------------------------------------------------------ pause
 
     async def pause_point(self) -> None:
-        """Hold the run here, between iterations, while a person asks it to pause."""
-        if self.ctx.control.pause_requested:
-            await self.held(self._paused())
+        """Hold the run here while a person asks it to pause: between iterations, and before
+        each chain of a batch starts (:mod:`studio.engine.batch`). The chains and lanes held
+        at once share one pause: the run is said paused once, resumed once, and the time is
+        counted once. A stop ends it with StopRun."""
+        if not self.ctx.control.pause_requested:
+            return
+        if self._pause is None or self._pause.done():
+            self._pause = asyncio.ensure_future(self.held(self._paused()))
+            self._pause.add_done_callback(_retrieved)
+        await asyncio.shield(self._pause)  # a held chain that is cancelled leaves the others
 
     async def _paused(self) -> None:
         ctx = self.ctx
@@ -403,9 +421,10 @@ class Engine:
                 if self.window is not None else None)
         with urgency((PROPOSING, plan.iteration)), \
                 phase(ctx, self.state, Phase.REFLECTING, plan.iteration,
-                      model=ctx.proposing_model):  # its call before any chain's
-            proposal = await proposer.propose(ctx, plan.iteration, parent, plan.component,
-                                              parent_trials, turn)
+                      model=ctx.proposing_model):  # its call before any chain's; a stop
+            proposal = await ctx.control.unless_stopped(  # cancels it (asked again)
+                proposer.propose(ctx, plan.iteration, parent, plan.component,
+                                 parent_trials, turn))
         if proposal.status is not ProposalStatus.INVALID:
             await self.evaluate_and_gate(proposal, parent, plan)
 
@@ -417,6 +436,8 @@ class Engine:
         if proposal.status is ProposalStatus.INVALID:
             return
         child = merging.merged_child(ctx, proposal)
+        if child is None:  # the run has that candidate already: refused, named
+            return
         proposal = ctx.store.get_proposal(stored_id(proposal))  # now with its child
         with phase(ctx, self.state, Phase.RUNNING_CHILD, plan.iteration, model=ctx.agent_model,
                    items=to_judge(ctx, child.id, plan.minibatch)):
@@ -441,6 +462,8 @@ class Engine:
             child = proposer.child_of(ctx, proposal, parent)
             if self.window is not None:  # the next lane may store its proposal now
                 self.window.proposed(plan.iteration)
+            if child is None:  # the run has that candidate already: refused, named
+                return
             with urgency((VALIDATING, plan.iteration)):  # behind the minibatch's chains
                 prefetch = start_validation(ctx, child, plan.minibatch)  # in the idle slots
             try:
@@ -503,10 +526,18 @@ class Engine:
     def _end_iteration(self, iteration: int, seconds: float) -> None:
         pool = self.pools.keep(self.pools.recent())
         self.state.settled(iteration, pool.best_score)
+        count_ideas(self.ctx, self.state, iteration)
         self.state.plan = None
         self.meter.iteration_done(seconds)
         self.checkpoint()
         self.meter.report(self.ctx, self.state, pool)
+
+
+def _retrieved(pause: asyncio.Future) -> None:
+    """A pause's StopRun is raised in each chain it held; read here too, so a pause whose
+    holders were all cancelled is never reported as an error nobody saw."""
+    if not pause.cancelled():
+        pause.exception()
 
 
 class TestScoring(Engine):

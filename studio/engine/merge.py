@@ -1,11 +1,13 @@
 """GEPA's merge proposal, in the studio's words.
 
-Two pool candidates that descend from a common ancestor and each improved a component the other
-left as the ancestor had it are combined: the child takes each improved component from the
-candidate that improved it, and the rest from the ancestor (or, where both changed a component,
-from the better of the two). The child is judged on a small validation subsample where the
-parents differ, and the rule accepts it when its sum there is at least the better parent's
-(:func:`studio.engine.evidence.compare`).
+Two pool candidates that descend from a common ancestor, where one of them changed a component
+the other left as the ancestor had it (GEPA's rule), are combined: the child takes each changed
+component from the candidate that changed it, and the rest from the ancestor (or, where both
+changed a component, from the better of the two). A child that would be one of the two again,
+or any candidate the run has, is never proposed (a run keeps one candidate per text:
+docs/decisions/0001-merge-never-repeats-a-candidate.md). The child is judged on a small
+validation subsample where the parents differ, and the rule accepts it when its sum there is at
+least the better parent's (:func:`studio.engine.evidence.compare`).
 
 When (GEPA): a merge is tried at the start of an iteration that follows one whose reflection
 child was accepted, while the run has made fewer than ``max_merge_invocations`` merge proposals.
@@ -67,27 +69,31 @@ def ancestors(candidate_id: int, parents: Mapping[int, list[int]]) -> set[int]:
 
 def merge_sources(a: Candidate, b: Candidate, ancestor: Candidate,
                   means: Mapping[int, float | None]) -> dict[str, int] | None:
-    """Where each component of the merged child comes from, or None when ``a`` and ``b`` did not
-    each improve a component the other left as the ancestor had it (then the child would be one
-    of them again, or nothing tells which parent's change to keep)."""
+    """Where each component of the merged child comes from, or None when the triplet has no
+    component that one of ``a`` and ``b`` changed and the other kept as the ancestor had it
+    (GEPA's ``does_triplet_have_desirable_predictors``: then nothing tells the child apart).
+
+    As GEPA's merge: a component one of them changed comes from that one; one both changed
+    differently from the better of the two (ties: ``a``, where GEPA draws at random); one
+    neither changed from the ancestor. A child that is ``a`` or ``b`` again is left out by
+    :func:`find_merge` (a run keeps one candidate per text)."""
     keys = set(ancestor.components)
     if set(a.components) != keys or set(b.components) != keys:
         return None
     sources: dict[str, int] = {}
-    only_a = only_b = False
+    desirable = False
     a_id, b_id = stored_id(a), stored_id(b)
     for key in ancestor.components:  # in the run's order
         base, in_a, in_b = ancestor.components[key], a.components[key], b.components[key]
-        if in_a != base and in_b == base:
-            sources[key], only_a = a_id, True
-        elif in_b != base and in_a == base:
-            sources[key], only_b = b_id, True
-        elif in_a == base:  # neither changed it
-            sources[key] = stored_id(ancestor)
-        else:  # both changed it: the same way, or the better parent's way (ties: the first)
-            sources[key] = b_id if in_a != in_b and _rank(means, b_id) > _rank(means, a_id) \
-                else a_id
-    return sources if only_a and only_b else None
+        if in_a == in_b:  # neither changed it, or both the same way
+            sources[key] = stored_id(ancestor) if in_a == base else a_id
+        elif in_b == base:
+            sources[key], desirable = a_id, True
+        elif in_a == base:
+            sources[key], desirable = b_id, True
+        else:  # both changed it, differently: the better parent's way (ties: the first)
+            sources[key] = b_id if _rank(means, b_id) > _rank(means, a_id) else a_id
+    return sources if desirable else None
 
 
 def merged_components(sources: Mapping[str, int], candidates: Mapping[int, Candidate]
@@ -244,8 +250,9 @@ def checked(ctx: RunContext, proposal: Proposal) -> Proposal:
     return proposal
 
 
-def merged_child(ctx: RunContext, proposal: Proposal) -> Candidate:
-    """The merged candidate, with both parents (created once, reused on resume)."""
+def merged_child(ctx: RunContext, proposal: Proposal) -> Candidate | None:
+    """The merged candidate, with both parents (created once, reused on resume); None when the
+    run has it already (:func:`studio.engine.proposer.add_child`)."""
     if proposal.child_id is not None:
         return ctx.store.get_candidate(proposal.child_id)
     detail = _detail(proposal)
@@ -276,8 +283,9 @@ def summary(detail: MergeDetail, index: Mapping[int, int]) -> str:
 def reasoning(detail: MergeDetail, index: Mapping[int, int]) -> str:
     """Why this merge: what each parent improved since their common ancestor."""
     a, b = detail.parents
-    improved = {p: [k for k, s in detail.sources.items() if s == p] for p in (a, b)}
-    return (f"Since their common ancestor #{index.get(detail.ancestor, '?')}, "
-            f"#{index.get(a, '?')} improved {', '.join(improved[a])} and "
-            f"#{index.get(b, '?')} improved {', '.join(improved[b])}; the child takes each "
-            "from the candidate that improved it.")
+    taken = {p: [k for k, s in detail.sources.items() if s == p] for p in (a, b)}
+    said = " and ".join(f"#{index.get(p, '?')}'s {', '.join(taken[p])}" for p in (a, b)
+                        if taken[p])
+    return (f"Since their common ancestor #{index.get(detail.ancestor, '?')}, the two changed "
+            f"different things; the child takes {said}, each from the candidate that changed "
+            "it (from the better one where both did), the rest from the ancestor.")

@@ -26,7 +26,7 @@ from studio.engine.tried import (
     skip_reason,
     tried_texts,
 )
-from studio.model.errors import ProposalError
+from studio.model.errors import DuplicateCandidateError, ProposalError
 from studio.model.feedback import Feedback
 from studio.model.graph import node_role, upstream_agents
 from studio.model.limits import (
@@ -378,8 +378,9 @@ def latest_in_chain(ctx: RunContext, proposal: Proposal) -> Proposal:
     return proposal
 
 
-def child_of(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Candidate:
-    """The candidate a proposal describes (created once, reused on resume)."""
+def child_of(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Candidate | None:
+    """The candidate a proposal describes (created once, reused on resume); None when the run
+    has that candidate already (:func:`add_child`)."""
     if proposal.child_id is not None:
         return ctx.store.get_candidate(proposal.child_id)
     return add_child(ctx, proposal, {**parent.components, proposal.component: proposal.text},
@@ -387,12 +388,33 @@ def child_of(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Candidat
 
 
 def add_child(ctx: RunContext, proposal: Proposal, components: dict[str, str],
-              parent_ids: list[int]) -> Candidate:
-    """Store a proposal's child candidate and link it to the proposal."""
-    child = ctx.store.add_candidate(Candidate(
-        run_id=ctx.run_id, index=len(ctx.store.candidate_indexes(ctx.run_id)),
-        parent_ids=parent_ids,
-        components=components, content_hash=content_hash(components),
-        iteration=proposal.iteration, proposal_id=proposal.id))
-    ctx.store.update_proposal(proposal.id, child_id=child.id)
-    return child
+              parent_ids: list[int]) -> Candidate | None:
+    """Store a proposal's child candidate and link it to the proposal. A run keeps one
+    candidate per content hash (the store's unique index): when the run already has this one
+    (two people's equal edits on two lanes, each checked before the other was applied), the
+    proposal is recorded as invalid, naming the candidate, and None is returned."""
+    existing = find_duplicate(ctx, components)
+    if existing is None:
+        try:
+            child = ctx.store.add_candidate(Candidate(
+                run_id=ctx.run_id, index=len(ctx.store.candidate_indexes(ctx.run_id)),
+                parent_ids=parent_ids,
+                components=components, content_hash=content_hash(components),
+                iteration=proposal.iteration, proposal_id=proposal.id))
+        except DuplicateCandidateError as refused:  # made meanwhile: the store's index says
+            existing = ctx.store.get_candidate(refused.candidate_id)
+        else:
+            ctx.store.update_proposal(proposal.id, child_id=child.id)
+            return child
+    invalidate(ctx, proposal, duplicate_reason(ctx, proposal, existing))
+    return None
+
+
+def duplicate_reason(ctx: RunContext, proposal: Proposal, existing: Candidate) -> str:
+    """Why a proposal whose candidate the run has is refused: a person's edit is said to be
+    theirs, never the reflection's."""
+    named = DUPLICATE_PREFIX + describe_candidate(ctx.store, existing)
+    if proposal.edited_from is not None:
+        return (f"{named}: this edit (proposal {proposal.edited_from} edited) makes the same "
+                "candidate, which was made meanwhile; a run keeps one candidate per text")
+    return f"{named}: the same components were already tried"

@@ -196,7 +196,9 @@ class QueueWorker:
         """Claim and run until ``max_runs`` runs are done or shutdown is requested; returns the
         number of runs done. The worker is registered (and beating) the whole time, from the
         end of its warm-up on."""
-        asyncio.run(warm_up())  # its first claimed run starts as fast as the next
+        self._warm_up()
+        if self.stopping:
+            return 0
         self.store.forget_workers(FORGET_WORKERS_AFTER_SECONDS)
         self.store.beat_worker(self.info)
         done = threading.Event()
@@ -224,6 +226,22 @@ class QueueWorker:
             beat.join(HEARTBEAT_SECONDS + 1)
             self.store.remove_worker(self.id)
         return len(self.done)
+
+    def _warm_up(self) -> None:
+        """Pay the first model call's imports before taking work (its first claimed run then
+        starts as fast as the next), in a thread of its own: a shutdown asked meanwhile is
+        honoured within :data:`SLICE_SECONDS`, not after seconds of imports."""
+        warmed = threading.Event()
+
+        def warm() -> None:
+            try:
+                asyncio.run(warm_up())
+            finally:
+                warmed.set()
+
+        threading.Thread(target=warm, name="warm-up", daemon=True).start()
+        while not warmed.wait(SLICE_SECONDS) and not self.stopping:
+            pass
 
     def _not_now(self) -> list[str]:
         """Runs this worker could not build lately: left to other workers for a while."""

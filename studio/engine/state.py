@@ -17,6 +17,8 @@ class LoopState:
     sampler: dict[str, Any] = field(default_factory=dict)
     best_score: float | None = None
     stale_iterations: int = 0
+    idle_iterations: int = 0
+    """Reflection iterations in a row that made no new candidate (:mod:`studio.engine.ideas`)."""
     active_seconds: float = 0.0
     held_seconds: float = 0.0
     """Of ``active_seconds``, the time paused or waiting at a gate (not toward the timeout)."""

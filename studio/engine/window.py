@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from studio.engine.context import StopRun
 from studio.engine.events import IterationStarted
+from studio.engine.ideas import check_ideas, count_ideas
 from studio.engine.lanes import Window
 from studio.engine.limits import check_progress
 from studio.engine.state import Plan
@@ -36,9 +37,9 @@ class LaneRun:
             if p["iteration"] > self.state.iteration}
         """Drawn and not yet folded into the frontier (replayed after a stop or a kill)."""
         self.settled: set[int] = set()
-        self.limits_at: dict[int, tuple[float | None, int]] = {}
-        """(best, stale iterations) as each iteration left them: the limits a later draw
-        is checked against."""
+        self.limits_at: dict[int, tuple[float | None, int, int]] = {}
+        """(best, stale iterations, iterations without a new idea) as each iteration left
+        them: the limits a later draw is checked against."""
         self.window = Window()
         self.moved = asyncio.Event()
         self.seed_pooled = False
@@ -89,7 +90,7 @@ class LaneRun:
         finally:
             self.window.ended(0)  # the first child is pooled after the seed
         self.seed_pooled = True
-        self.limits_at[0] = (self.state.best_score, self.state.stale_iterations)
+        self.limits_at[0] = self.limits_now()
         self.fold()
 
     # ------------------------------------------------------------------ drawing
@@ -125,9 +126,13 @@ class LaneRun:
         as they are now)."""
         self.ctx.check_stop()
         self.ctx.check_timeout()
-        best, stale = self.limits_at.get(reference, (self.state.best_score,
-                                                     self.state.stale_iterations))
+        best, stale, idle = self.limits_at.get(reference, self.limits_now())
         check_progress(self.ctx, best, stale)
+        check_ideas(self.ctx, idle, reference)
+
+    def limits_now(self) -> tuple[float | None, int, int]:
+        state = self.state
+        return state.best_score, state.stale_iterations, state.idle_iterations
 
     def draw(self, iteration: int, seed: Candidate) -> Plan:
         """``iteration``'s plan from the pool iteration ``iteration - k`` left (the seed alone
@@ -171,7 +176,8 @@ class LaneRun:
         engine, state = self.engine, self.state
         pool = engine.pools.through(iteration)
         state.settled(iteration, pool.best_score)
-        self.limits_at[iteration] = (state.best_score, state.stale_iterations)
+        count_ideas(self.ctx, state, iteration)
+        self.limits_at[iteration] = self.limits_now()
         now, held = time.monotonic(), self.ctx.clock.held_seconds
         engine.meter.iteration_done(now - self.last_move - (held - self.held_at_move))
         self.last_move, self.held_at_move = now, held

@@ -23,6 +23,7 @@ from typing import Any
 from studio.engine.build import build_engine
 from studio.engine.limits import spent_metric_calls
 from studio.engine.loop import Engine
+from studio.engine.steering import pause_run, stop_run, unpause_run, withdraw_requests
 from studio.model.errors import (
     ConfigError,
     LeaseLostError,
@@ -209,7 +210,7 @@ class RunManager:
             raise RunStateError(held_by(self.store.get_run(run_id)))
         try:
             if not keep_control:
-                self.store.clear_control(run_id, run.control)
+                withdraw_requests(self.store, run)
             if config:
                 self.store.update_run(run_id, **config)
             engine = build_engine(self.store, run_id, listeners=listeners, **live_objects)
@@ -344,36 +345,16 @@ class RunManager:
     # ------------------------------------------------------------------ steering
 
     def pause(self, run_id: str) -> None:
-        self._control(run_id, RunRequest.PAUSE)
-        engine = self._local_engine(run_id)
-        if engine is not None:
-            engine.pause()
+        """:func:`studio.engine.steering.pause_run`."""
+        pause_run(self.store, run_id)
 
     def unpause(self, run_id: str) -> None:
-        self._control(run_id, None)
-        engine = self._local_engine(run_id)
-        if engine is not None:
-            engine.apply_control(None)
+        """:func:`studio.engine.steering.unpause_run`."""
+        unpause_run(self.store, run_id)
 
     def stop(self, run_id: str) -> None:
-        """Ask the run to stop at its next step (in any process that runs it)."""
-        if self.store.cancel_queued(run_id):
-            return
-        run = self.store.get_run(run_id)
-        if run.status is RunStatus.ORPHANED or (run.status.is_active and run.worker is None):
-            self.store.update_run(run_id, status=RunStatus.STOPPED, stop_reason=StopReason.USER)
-            return
-        self._control(run_id, RunRequest.STOP)
-        engine = self._local_engine(run_id)
-        if engine is not None:
-            engine.stop(StopReason.USER)
-
-    def _control(self, run_id: str, control: RunRequest | None) -> None:
-        run = self.store.get_run(run_id)
-        if not run.status.is_active:
-            raise RunStateError(f"run {run_id} is {run.status.value}; only a pending, running "
-                                "or paused run can be steered")
-        self.store.update_run(run_id, control=control)
+        """:func:`studio.engine.steering.stop_run`: stop at its next step, wherever it runs."""
+        stop_run(self.store, run_id)
 
     # ------------------------------------------------------------------ queries
 

@@ -89,6 +89,12 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     """Stop after this many iterations in a row without a better best validation score."""
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """Stop once the best validation mean reaches this."""
+    out_of_ideas_after: int | None = Field(default=3, ge=1, le=100_000)
+    """End the run (``out_of_ideas``) after this many reflection iterations in a row that made
+    no new candidate: the reflection only repeated texts already tried (rejected, edited away,
+    pooled) however often it was asked again, or had nothing to propose. Each such iteration
+    still costs its reflection calls; a person who rejects every idea is told to edit or to try
+    another reflection model instead. None: never (the run goes on to its other limits)."""
     timeout_seconds: float | None = Field(default=None, gt=0)
     """Limit on the run's machine time, checked between iterations: time paused or waiting at
     a gate for a person does not count."""

@@ -193,6 +193,17 @@ class ProposalError(StudioError, ValueError):
         super().__init__(message)
 
 
+class DuplicateCandidateError(StudioError):
+    """A run already has a candidate with these components: the store keeps one per content
+    hash (its unique index), so no pool holds two equal candidates. ``index`` is the existing
+    candidate's number in the run, ``candidate_id`` its id."""
+
+    def __init__(self, run_id: str, index: int, candidate_id: int) -> None:
+        self.run_id, self.index, self.candidate_id = run_id, index, candidate_id
+        super().__init__(f"run {run_id} already has these components as candidate #{index}: "
+                         "a run keeps one candidate per text")
+
+
 class RunStateError(StudioError):
     """An action does not fit the run's state (deciding a proposal that is not pending, ...)."""
 

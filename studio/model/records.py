@@ -479,6 +479,8 @@ class StopReason(StrEnum):
     PATIENCE = "patience"
     SCORE_THRESHOLD = "score_threshold"
     TIMEOUT = "timeout"
+    OUT_OF_IDEAS = "out_of_ideas"
+    """``out_of_ideas_after`` iterations in a row had no new text from the reflection."""
     USER = "user"
     """A person's Stop."""
     SHUTDOWN = "shutdown"
@@ -523,13 +525,16 @@ _STOP_REASON_ALIASES = {"lost": StopReason.LEASE_LOST, "lease_lost": StopReason.
 _LIMIT_FIELDS = {StopReason.MAX_ITERATIONS: "max_iterations",
                  StopReason.MAX_METRIC_CALLS: "max_metric_calls",
                  StopReason.PATIENCE: "patience", StopReason.SCORE_THRESHOLD: "score_threshold",
-                 StopReason.TIMEOUT: "timeout_seconds"}
+                 StopReason.TIMEOUT: "timeout_seconds",
+                 StopReason.OUT_OF_IDEAS: "out_of_ideas_after"}
 _STOP_WORDS = {
     StopReason.MAX_ITERATIONS: "reached its iteration limit",
     StopReason.MAX_METRIC_CALLS: "used its budget of metric calls",
     StopReason.PATIENCE: "no gain for too many iterations",
     StopReason.SCORE_THRESHOLD: "reached the target score",
     StopReason.TIMEOUT: "ran out of time",
+    StopReason.OUT_OF_IDEAS: ("the reflection has no new idea after your rejections: try "
+                              "editing, or a different reflection model"),
     StopReason.USER: "stopped by a person",
     StopReason.SHUTDOWN: "its worker shut down",
     StopReason.DATABASE_UNAVAILABLE: "the database was unavailable",
@@ -559,6 +564,9 @@ class Run(BaseModel):
     error: str | None = None
     control: RunRequest | None = None
     """A request from a person to the worker (cleared when acted on)."""
+    control_seq: int = 0
+    """How many requests people have made of the run: a resume withdraws only the request it
+    read (:func:`studio.engine.steering.withdraw_requests`), never one made since."""
     queue: str | None = None
     """The queue a ``studio worker`` takes it from; None for a run started in a process of
     its own (``studio run``, the studio without a live worker), which no worker adopts."""
@@ -581,7 +589,8 @@ class Run(BaseModel):
     @property
     def shown_status(self) -> RunStatus:
         """The status a person sees: ``paused`` as soon as they asked for a pause (the worker
-        holds the run at its next step, between iterations; the stored status follows then)."""
+        holds the run before its next model call, within a heartbeat; the stored status
+        follows then)."""
         if self.control is RunRequest.PAUSE and self.status in (RunStatus.RUNNING,
                                                                  RunStatus.PENDING):
             return RunStatus.PAUSED
@@ -873,6 +882,8 @@ class EventKind(StrEnum):
     """What happened in a run, as stored in its event log and shown by the studio and the CLI."""
 
     RUN_STARTED = "run_started"
+    LANES_REDUCED = "lanes_reduced"
+    """The run keeps fewer iterations in flight than ``parallel_proposals`` asked, and why."""
     BASELINE_SCORED = "baseline_scored"
     ITERATION_STARTED = "iteration_started"
     PROPOSAL_CREATED = "proposal_created"
@@ -881,6 +892,10 @@ class EventKind(StrEnum):
     """An iteration that made no proposal to gate: the reflection kept repeating a text already
     tried (``cause="repeated"``), or the parent was already perfect on its minibatch
     (``cause="perfect_parent"``). ``reason`` says so in words."""
+    OUT_OF_IDEAS = "out_of_ideas"
+    """The run ends: ``iterations`` in a row made no new candidate, which cost
+    ``reflection_calls``; ``reflection_calls_saved`` estimates what its remaining iterations
+    would have spent the same way."""
     PROPOSAL_EVALUATED = "proposal_evaluated"
     AWAITING_DECISION = "awaiting_decision"
     DECISION_APPLIED = "decision_applied"

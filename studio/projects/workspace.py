@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+import studio.engine.steering as steering
 from studio.engine.dispatch import dispatch
 from studio.engine.evidence import proposal_evidence
 from studio.engine.gates import pending_in_order
 from studio.engine.history import proposal_numbers
 from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers
+from studio.engine.steering import Steered
 from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, ProjectFileError
@@ -220,14 +222,21 @@ def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
     return dispatch(store, run.id).run
 
 
-def pause_run(store: Store, run_id: str) -> None:
+def pause_run(store: Store, run_id: str) -> Steered:
+    """The Run page's Pause, as ``studio pause`` (:func:`studio.engine.steering.pause_run`)."""
+    return steering.pause_run(store, run_id)
 
-    get_manager(store).pause(run_id)
+
+def unpause_run(store: Store, run_id: str) -> Steered:
+    """The Run page's Resume on a paused run, as ``studio unpause``."""
+    return steering.unpause_run(store, run_id)
 
 
 def resume_run(store: Store, run_id: str) -> str:
     """Unpause a paused run, or continue a stopped, failed or orphaned one from its last commit:
-    through the queue when a worker is live, else in this process.
+    through the queue when a worker is live, else in this process. Either way it starts from
+    the state the person left: a Pause or Stop made before they pressed Resume is withdrawn
+    (:func:`studio.engine.steering.withdraw_requests`).
 
     Returns what was done: ``"unpaused"``, ``"queued"`` or ``"resumed"``.
     """
@@ -237,18 +246,19 @@ def resume_run(store: Store, run_id: str) -> str:
     check_spec_trust(run.spec, Origin.BROWSER, f"run {run_id}")
     if run.status in (RunStatus.PAUSED, RunStatus.RUNNING, RunStatus.PENDING) and \
             run.worker is not None:
-        manager.unpause(run_id)
+        unpause_run(store, run_id)
         return "unpaused"
     queue = run.queue or DEFAULT_QUEUE
-    if live_workers(store, queue) and store.requeue_run(run_id, queue):
+    if live_workers(store, queue) and store.requeue_run(run_id, queue,
+                                                        withdraw_seq=run.control_seq):
         return "queued"
     manager.resume(run_id)
     return "resumed"
 
 
-def stop_run(store: Store, run_id: str) -> None:
-
-    get_manager(store).stop(run_id)
+def stop_run(store: Store, run_id: str) -> Steered:
+    """The Run page's Stop, as ``studio stop`` (:func:`studio.engine.steering.stop_run`)."""
+    return steering.stop_run(store, run_id)
 
 
 def recover_orphans(store: Store) -> list[str]:

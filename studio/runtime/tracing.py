@@ -68,6 +68,19 @@ def enable_tracing() -> bool:
     return True
 
 
+def flush_tracing(timeout_s: float = 2.0) -> None:
+    """Send the spans not yet exported (a process about to end without its teardown, which
+    would have flushed them); nothing when tracing is off."""
+    if not _ENABLED:
+        return
+    from opentelemetry import trace
+
+    flush = getattr(trace.get_tracer_provider(), "force_flush", None)
+    if flush is not None:
+        with contextlib.suppress(Exception):  # a collector gone away must not keep us
+            flush(int(timeout_s * 1000))
+
+
 def _provider_set() -> bool:
     """True once a real tracer provider is installed (ADK's setup or the application's)."""
     from opentelemetry import trace

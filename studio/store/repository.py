@@ -103,6 +103,7 @@ class Store:
     get_run = _forward("runs_repo", RunRepository.get_run)
     list_runs = _forward("runs_repo", RunRepository.list_runs)
     update_run = _forward("runs_repo", RunRepository.update_run)
+    request_control = _forward("runs_repo", RunRepository.request_control)
     clear_control = _forward("runs_repo", RunRepository.clear_control)
     claim_run = _forward("runs_repo", RunRepository.claim_run)
     heartbeat = _forward("runs_repo", RunRepository.heartbeat)

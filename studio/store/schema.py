@@ -25,6 +25,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    func,
     inspect,
     select,
     text,
@@ -39,7 +40,7 @@ from studio.model.limits import (
     check_length,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 class UTCDateTime(TypeDecorator):
@@ -201,6 +202,7 @@ runs = Table(
     Column("build_tries", Integer, nullable=False, default=0, server_default="0"),  # v8
     Column("build_error", Text),  # version 8
     Column("build_tries_max", Integer),  # version 8
+    Column("control_seq", Integer, nullable=False, default=0, server_default="0"),  # v10
     Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
 )
 
@@ -227,6 +229,7 @@ candidates = Table(
     Column("pooled", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
     UniqueConstraint("run_id", "idx"),
+    Index("ux_candidates_run_content_hash", "run_id", "content_hash", unique=True),  # v10
 )
 
 trials = Table(
@@ -525,6 +528,29 @@ def _v9_to_v10(connection: Connection) -> None:
     _add_column(connection, "overrides", "dimensions", "JSON")
 
 
+def _v10_to_v11(connection: Connection) -> None:
+    """Version 11: one candidate per content hash in a run (a unique index: two people's equal
+    edits on two lanes once both entered the pool), and ``runs.control_seq``, which counts a
+    person's Pause and Stop requests so a resume withdraws only the requests it read (a Stop
+    made after it began is kept). Duplicates an older studio stored keep their rows, trials
+    and lineage: each later copy's hash becomes ``duplicate <id> of <first id>``, so the first
+    is the one a lookup by content finds. Idempotent."""
+    _add_column(connection, "runs", "control_seq", "INTEGER NOT NULL DEFAULT 0")
+    c = candidates.c
+    repeated = connection.execute(select(c.run_id, c.content_hash)
+                                  .group_by(c.run_id, c.content_hash)
+                                  .having(func.count() > 1)).all()
+    for run_id, content_hash in repeated:
+        first, *copies = connection.execute(
+            select(c.id).where(c.run_id == run_id, c.content_hash == content_hash)
+            .order_by(c.idx)).scalars().all()
+        for copy in copies:
+            connection.execute(update(candidates).where(c.id == copy).values(
+                content_hash=f"duplicate {copy} of {first}"))
+    connection.execute(text("CREATE UNIQUE INDEX IF NOT EXISTS ux_candidates_run_content_hash "
+                            "ON candidates (run_id, content_hash)"))
+
+
 def _started_minibatches(connection: Connection) -> dict[tuple[str, int], list[int]]:
     """(run id, iteration) -> the minibatch of its latest "iteration started" event."""
     e = run_events.c
@@ -563,5 +589,6 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v
                                                         3: _v3_to_v4, 4: _v4_to_v5,
                                                         5: _v5_to_v6, 6: _v6_to_v7,
                                                         7: _v7_to_v8, 8: _v8_to_v9,
-                                                        9: _v9_to_v10}
+                                                        9: _v9_to_v10,
+                                                        10: _v10_to_v11}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

@@ -138,8 +138,8 @@ def status_line(run: Run) -> str:
     if status is RunStatus.COMPLETED and run.stop_reason is not None:
         return f"{status.value}: finished, {run.stop_reason.words}"
     if status is RunStatus.PAUSED and run.status is not RunStatus.PAUSED:
-        return f"{status.value}: holds at its next step (the step under way ends first); " \
-            "resume it to continue"
+        return (f"{status.value}: holds before its next model call (the calls under way end "
+                "first); resume it to continue")
     return f"{status.value}: {STATUS_HINTS[status]}"
 
 

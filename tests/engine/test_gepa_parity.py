@@ -1,5 +1,6 @@
 """The studio's policies against the reference GEPA (``gepa==0.1.4``, a test-only dependency) on
-seeded inputs: the Pareto front, parent sampling, the acceptance rule and the epoch sampler.
+seeded inputs: the Pareto front, parent sampling, the acceptance rule, the epoch sampler and
+the merge rule.
 
 GEPA's side is driven through its own state and strategies (``GEPAState``,
 ``ParetoCandidateSelector``, ``StrictImprovementAcceptance``, ``EpochShuffledBatchSampler``), fed
@@ -19,14 +20,19 @@ gepa_state = pytest.importorskip("gepa.core.state", reason="pip install -e '.[de
 from gepa.core.data_loader import ListDataLoader  # noqa: E402
 from gepa.gepa_utils import remove_dominated_programs  # noqa: E402
 from gepa.proposer.base import CandidateProposal  # noqa: E402
+from gepa.proposer.merge import (  # noqa: E402
+    sample_and_attempt_merge_programs_by_common_predictors,
+)
 from gepa.strategies.acceptance import StrictImprovementAcceptance  # noqa: E402
 from gepa.strategies.batch_sampler import EpochShuffledBatchSampler  # noqa: E402
 from gepa.strategies.candidate_selector import ParetoCandidateSelector  # noqa: E402
 
 from studio.engine.evidence import compare  # noqa: E402
+from studio.engine.merge import find_merge, merged_components  # noqa: E402
 from studio.engine.pareto import pareto_front  # noqa: E402
 from studio.engine.sampling import EpochSampler  # noqa: E402
 from studio.engine.selection import select_pareto  # noqa: E402
+from studio.model.records import Candidate, content_hash  # noqa: E402
 
 SEEDS = range(400)
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -195,3 +201,77 @@ def test_an_old_checkpoint_of_the_sampler_resumes_without_straddling_epochs():
     assert sampler.epoch == 2 and all(len(b) == 2 for b in next_epoch[:2])
     assert set().union(*map(set, next_epoch)) == {1, 2, 3, 4, 5}
     assert EpochSampler.from_state(sampler.state()) == sampler
+
+
+# --------------------------------------------------------------------------- merge triplets
+
+
+def gepa_merge(ancestor: dict[str, str], a: dict[str, str], b: dict[str, str],
+               scores: tuple[float, float, float]) -> dict[str, str] | None:
+    """The child GEPA's merge makes of the one triplet (ancestor, a, b), or None when it makes
+    none (``sample_and_attempt_merge_programs_by_common_predictors`` on that pool)."""
+    attempt = sample_and_attempt_merge_programs_by_common_predictors(
+        agg_scores=list(scores), rng=random.Random(0), merge_candidates=[1, 2],
+        merges_performed=([], []), program_candidates=[ancestor, a, b],
+        parent_program_for_candidate=[[None], [0], [0]])
+    return None if attempt is None else dict(attempt[0])
+
+
+def studio_merge(ancestor: dict[str, str], a: dict[str, str], b: dict[str, str],
+                 scores: tuple[float, float, float]) -> dict[str, str] | None:
+    """The child the studio's merge planning makes of the same pool (ids 10, 11, 12)."""
+    pool = [Candidate(id=10 + n, run_id="r", index=n, parent_ids=[] if n == 0 else [10],
+                      components=texts, content_hash=content_hash(texts), pooled=True)
+            for n, texts in enumerate((ancestor, a, b))]
+    means = {10 + n: score for n, score in enumerate(scores)}
+    choice = find_merge(pool, [11, 12], means, set(), random.Random(0))
+    return None if choice is None else merged_components(choice.sources,
+                                                         {c.id: c for c in pool})
+
+
+NAMED_TRIPLETS = {
+    "a changed x, b changed y": ({"x": "x0", "y": "y0"}, {"x": "x1", "y": "y0"},
+                                 {"x": "x0", "y": "y1"}),
+    "a changed x; b changed x and y": ({"x": "x0", "y": "y0"}, {"x": "x1", "y": "y0"},
+                                       {"x": "x2", "y": "y1"}),
+    "only b changed the one component": ({"x": "x0"}, {"x": "x0"}, {"x": "x1"}),
+}
+
+
+@pytest.mark.parametrize("case", NAMED_TRIPLETS)
+def test_the_merge_rule_is_gepa_s_on_the_named_triplets(case):
+    """GEPA's rule: a triplet merges when one component differs between the two descendants
+    and one of them kept the ancestor's text there; the child takes each changed text, and
+    where both changed one, the better descendant's. Where GEPA's child would be one of the
+    two descendants again, the studio proposes no merge: a run keeps one candidate per text
+    (docs/decisions/0001-merge-never-repeats-a-candidate.md)."""
+    ancestor, a, b = NAMED_TRIPLETS[case]
+    for scores in ((0.1, 0.6, 0.5), (0.1, 0.5, 0.6)):  # a better, then b better
+        theirs, ours = gepa_merge(ancestor, a, b, scores), studio_merge(ancestor, a, b, scores)
+        if theirs in (a, b):
+            assert ours is None, (case, scores)
+        else:
+            assert ours == theirs, (case, scores)
+    assert studio_merge(ancestor, a, b, (0.1, 0.6, 0.5)) == (
+        {"x": "x1", "y": "y1"} if case != "only b changed the one component" else None)
+
+
+def test_the_merge_rule_is_gepa_s_on_random_triplets():
+    """Random triplets of one to three components, texts from a few values (so equal texts are
+    common), the descendants' means distinct (GEPA breaks a tie at random, the studio takes
+    the first): the same child, or none where GEPA's would repeat a descendant."""
+    merged = 0
+    for seed in range(600):
+        rng = random.Random(seed)
+        keys = ["x", "y", "z"][:rng.randint(1, 3)]
+        ancestor = {k: f"{k}0" for k in keys}
+        a, b = ({k: rng.choice([f"{k}0", f"{k}0", f"{k}1", f"{k}2"]) for k in keys}
+                for _ in range(2))
+        if len({content_hash(t) for t in (ancestor, a, b)}) < 3:
+            continue  # a run keeps one candidate per text: no such pool
+        scores = (0.1, *rng.sample([0.4, 0.6, 0.8], 2))
+        theirs, ours = gepa_merge(ancestor, a, b, scores), studio_merge(ancestor, a, b, scores)
+        expected = None if theirs in (a, b) else theirs
+        assert ours == expected, (ancestor, a, b, scores)
+        merged += ours is not None
+    assert merged > 50

@@ -294,7 +294,7 @@ def test_an_edit_back_to_a_text_the_run_has_is_refused(store):
         run_id=run.id, iteration=2, parent_id=child.id, component="instruction",
         text=child.components["instruction"] + "\nRule: three lines.",
         status=ProposalStatus.PENDING))
-    with pytest.raises(ProposalError, match=r"candidate #0 already has this text"):
+    with pytest.raises(ProposalError, match=r"candidate #0 \(the seed\) already has this text"):
         decide(pending.id, "edit", edited_text=BASE_INSTRUCTION, author="bo", store=store)
     assert not store.decisions(proposal_id=pending.id)  # refused: nothing recorded
     decision = decide(pending.id, "edit", edited_text=BASE_INSTRUCTION + " Be brief.",

@@ -404,7 +404,7 @@ def test_run_controls_pause_resume_stop(app, studio_db):
     button(at, "Pause").click().run()
     assert studio_db.get_run(run.id).control == "pause"
     # the status line says paused at once (the worker holds the run at its next step)
-    assert any(run.id in s and "**paused**: holds at its next step" in s
+    assert any(run.id in s and "**paused**: holds before its next model call" in s
                for s in texts(at.caption))
     at.switch_page("../pages/home.py").run()
     assert at.dataframe(key="home.runs").value.set_index("id").loc[run.id, "status"] == "paused"

@@ -49,7 +49,7 @@ def test_a_completed_run_names_its_stop_reason_in_the_words_the_cli_prints():
 def test_pause_shows_paused_at_once_in_the_status_line_and_the_run_list():
     asked = run("a", control=RunRequest.PAUSE)
     assert asked.status is RunStatus.RUNNING and asked.shown_status is RunStatus.PAUSED
-    assert status_line(asked).startswith("paused: holds at its next step")
+    assert status_line(asked).startswith("paused: holds before its next model call")
     held = run("b", RunStatus.PAUSED, control=RunRequest.PAUSE)
     assert status_line(held) == "paused: resume it to continue"
     assert run("c").shown_status is RunStatus.RUNNING

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 import studio.store.schema as t
-from studio.model.errors import NotFoundError
-from studio.model.records import Candidate
+from studio.model.errors import DuplicateCandidateError, NotFoundError
+from studio.model.records import Candidate, stored_id
 from studio.store.repos.base import Repository, guard, to_model
 
 _CANDIDATE_RENAME = {"idx": "index"}
@@ -32,10 +33,23 @@ class CandidateRepository(Repository):
 
     @guard
     def add_candidate(self, candidate: Candidate) -> Candidate:
+        """Store a new candidate of its run.
+
+        Raises:
+            DuplicateCandidateError: the run already has a candidate with its content hash
+                (the unique index refused it), naming that candidate.
+        """
         values = candidate.model_dump(exclude={"id"})
         values["idx"] = values.pop("index")
-        with self.engine.begin() as c:
-            new_id = c.execute(_INSERT, values).inserted_primary_key[0]
+        try:
+            with self.engine.begin() as c:
+                new_id = c.execute(_INSERT, values).inserted_primary_key[0]
+        except IntegrityError:
+            existing = self.find_candidate(candidate.run_id, candidate.content_hash)
+            if existing is None:  # another constraint (the index taken meanwhile)
+                raise
+            raise DuplicateCandidateError(candidate.run_id, existing.index,
+                                          stored_id(existing)) from None
         return candidate.model_copy(update={"id": new_id})
 
     @guard

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy import and_, case, delete, insert, or_, select, update
 
 import studio.store.schema as t
 from studio.model.records import Run, RunStatus, StopReason, WorkerInfo, utcnow
@@ -60,15 +60,23 @@ class QueueRepository(Repository):
         return self.runs.get_run(row.id) if claimed == 1 else None
 
     @guard
-    def requeue_run(self, run_id: str, queue: str) -> bool:
+    def requeue_run(self, run_id: str, queue: str, *, withdraw_seq: int | None = None) -> bool:
         """Put a stopped, failed or orphaned run back in ``queue`` so a worker continues it
-        from its checkpoint (after a worker's shutdown, or "Resume" with workers alive)."""
+        from its checkpoint (after a worker's shutdown, or "Resume" with workers alive).
+
+        A person's pending request (Pause, Stop) stays for the worker that takes it, unless
+        ``withdraw_seq`` is given (a resume a person asked for, which read the run's
+        ``control_seq`` as that): the request as it was then is withdrawn in the same update,
+        one made since is kept (:func:`studio.engine.steering.withdraw_requests`)."""
         settled = [RunStatus.STOPPED.value, RunStatus.FAILED.value, RunStatus.ORPHANED.value]
+        runs = t.runs.c
+        control = runs.control if withdraw_seq is None else \
+            case((runs.control_seq == withdraw_seq, None), else_=runs.control)
         with self.engine.begin() as c:
             result = c.execute(update(t.runs).where(
-                t.runs.c.id == run_id, t.runs.c.status.in_(settled), t.runs.c.worker.is_(None)
+                runs.id == run_id, runs.status.in_(settled), runs.worker.is_(None)
             ).values(status=RunStatus.QUEUED.value, queue=queue, heartbeat_at=None,
-                     stop_reason=None, finished_at=None, error=None, control=None,
+                     stop_reason=None, finished_at=None, error=None, control=control,
                      build_tries=0, build_error=None))
         return result.rowcount == 1
 

@@ -61,14 +61,23 @@ class RunRepository(Repository):
             c.execute(update(t.runs).where(t.runs.c.id == run_id).values(**fields))
 
     @guard
-    def clear_control(self, run_id: str, seen: RunRequest | None) -> bool:
-        """Withdraw the run's request ``seen`` (read before a resume claimed the run); a request
-        made since, e.g. a Stop that arrived while the run was being resumed, is kept."""
-        current = t.runs.c.control.is_(None) if seen is None else \
-            t.runs.c.control == RunRequest(seen).value
+    def request_control(self, run_id: str, request: RunRequest | None) -> None:
+        """Store a person's request for the run's worker (``pause``, ``stop``, or None: go
+        on), counted in ``control_seq``."""
+        value = None if request is None else RunRequest(request).value
         with self.engine.begin() as c:
-            return bool(c.execute(update(t.runs).where(t.runs.c.id == run_id, current)
-                                  .values(control=None)).rowcount)
+            c.execute(update(t.runs).where(_RUN).values(
+                control=value, control_seq=t.runs.c.control_seq + 1), {"run_id": run_id})
+
+    @guard
+    def clear_control(self, run_id: str, seen_seq: int) -> bool:
+        """Withdraw the run's request as it was when ``control_seq`` was ``seen_seq`` (read
+        before a resume claimed the run); a request made since, e.g. a Stop that arrived while
+        the run was being resumed, is kept. True when one was withdrawn."""
+        with self.engine.begin() as c:
+            return bool(c.execute(update(t.runs).where(
+                _RUN, t.runs.c.control_seq == seen_seq, t.runs.c.control.is_not(None))
+                .values(control=None), {"run_id": run_id}).rowcount)
 
     @guard
     def claim_run(self, run_id: str, worker: str, *, stale_after_s: float) -> bool:
