@@ -34,15 +34,15 @@ class RunExamples(MutableMapping[int, Example]):
     Setting an example (an align run's label, :mod:`studio.engine.labels`) keeps it for the
     run's life, above the store's copy."""
 
-    def __init__(self, store: Store, run_id: str, ids: dict[Split, list[int]] | None = None
-                 ) -> None:
+    def __init__(self, store: Store, run_id: str) -> None:
         self.store, self.run_id = store, run_id
-        self.ids = ids if ids is not None else store.example_ids(run_id)
+        self.ids = store.example_ids(run_id)
         """Each split's example ids, by index."""
         self._all = {e: split for split, ids in self.ids.items() for e in ids}
         self._kept: OrderedDict[int, Example] = OrderedDict()
         self._set: dict[int, Example] = {}
         self._keys: set[str] | None = None
+        self._training: dict[int, Example] | None = None
 
     def __getitem__(self, example_id: int) -> Example:
         found = self._set.get(example_id) or self._kept.get(example_id)
@@ -56,7 +56,7 @@ class RunExamples(MutableMapping[int, Example]):
 
     def __setitem__(self, example_id: int, example: Example) -> None:
         self._set[example_id] = example
-        self._keys = None
+        self._keys = self._training = None
 
     def __delitem__(self, example_id: int) -> None:
         raise TypeError("a run's examples are not removed")
@@ -95,6 +95,13 @@ class RunExamples(MutableMapping[int, Example]):
         batch at a time, not kept."""
         for example in self.store.iter_examples(self.run_id, split):
             yield self._set.get(stored_id(example), example)
+
+    def training(self) -> dict[int, Example]:
+        """The training examples by id, read once and kept: what the demo selector chooses
+        demonstrations from at every proposal."""
+        if self._training is None:
+            self._training = {stored_id(e): e for e in self.stream(Split.TRAIN)}
+        return self._training
 
     def data_keys(self) -> set[str]:
         """Every field any example has (what an instruction may name), asked of the store

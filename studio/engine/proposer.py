@@ -313,7 +313,8 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
     def tried(text: str) -> bool:
         return already_tried(ctx, parent, component, text, earlier)
 
-    found = propose_demos(demos_from_text(parent.components[component]), trials, ctx.examples,
+    found = propose_demos(demos_from_text(parent.components[component]), trials,
+                          ctx.examples.training(),
                           input_key=ctx.input_key, iteration=iteration, tried=tried)
     if found is None:
         return ReflectionResult.nothing(DEMO_AUTHOR, NO_DEMOS)
