@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
+import re
 from collections import Counter
 
 import pytest
@@ -29,16 +31,29 @@ def digest(*parts: str) -> int:
     return int(hashlib.sha256("|".join(parts).encode()).hexdigest()[:8], 16)
 
 
-def endless_world(request) -> str | dict:
-    """A reflection with a new idea every time (so the history grows each iteration), a
-    writer whose reply depends on its instruction, and a critic that likes one reply in
-    four: children beat their parents now and then, and are rejected by the rule otherwise."""
-    if REFLECTION_MARKER in request.prompt_text:
-        return f"{BASE_INSTRUCTION} Tip {digest(request.prompt_text) % 10**6}."
-    if request.json_schema:
-        return {"score": 1.0 if digest(request.last_user) % 4 == 0 else 0.25,
-                "feedback": "Be more vivid."}
-    return f"a poem {digest(request.system, request.last_user)}"
+def endless_world():
+    """A world whose run grows all run long, the same on every run: the reflection adds a new
+    numbered tip to the instruction every time, the writer's reply says how many tips its
+    instruction has and the last one's number, and the critic likes more tips better but
+    scores a reply whose last tip is even low. So every odd tip's child beats its parent and
+    is pooled, every even one's is rejected by the rule, and no score is perfect (no
+    iteration is skipped)."""
+    tips = itertools.count(1)
+
+    def reply(request) -> str | dict:
+        if REFLECTION_MARKER in request.prompt_text:
+            component = request.prompt_text.split(REFLECTION_MARKER, 1)[1]
+            return f"{component.split('## Trials', 1)[0].strip()}\nTip {next(tips)}."
+        if request.json_schema:
+            count, last = map(int, re.findall(r"\(tips (\d+), last (\d+)\)",
+                                              request.last_user)[-1])
+            score = 0.25 if count == 0 else 0.1 if last % 2 == 0 else count / (count + 1)
+            return {"score": score, "feedback": "Be more vivid."}
+        numbers = re.findall(r"Tip (\d+)\.", request.system)
+        return (f"a poem {digest(request.system, request.last_user)} "
+                f"(tips {len(numbers)}, last {numbers[-1] if numbers else 0})")
+
+    return reply
 
 
 def rows_read_per_iteration(monkeypatch, methods: dict[str, callable]) -> list[Counter]:
@@ -60,7 +75,7 @@ def rows_read_per_iteration(monkeypatch, methods: dict[str, callable]) -> list[C
 
 
 def run_endless(store, script, counts: list[Counter], **config) -> str:
-    model = script("endless", endless_world)
+    model = script("endless", endless_world())
     run = create_run(store, spec=demo_spec(model), trainset=TRAIN, valset=VAL,
                      config=EvolutionConfig(seed=1, minibatch_size=2, parallel_proposals=1,
                                             **config))
@@ -79,7 +94,7 @@ def test_an_iteration_reads_only_the_proposals_and_decisions_new_since_the_last(
         "proposals": len, "proposals_since": len, "decisions": len})
     run_id = run_endless(store, script, counts, max_iterations=16)
     made = len(store.proposals(run_id))
-    assert made >= 14 and len(store.decisions(run_id)) >= 14  # the history grew
+    assert made == 16 and len(store.decisions(run_id)) == 16  # the history grew
     read = [sum(iteration.values()) for iteration in counts[2:-1]]  # iterations 2 to 16
     assert max(read[-5:]) <= 8, read  # each: its own proposal, decision and a few re-reads
 
@@ -89,13 +104,13 @@ def test_an_iteration_reads_the_scores_of_newly_pooled_candidates_only(
     counts = rows_read_per_iteration(monkeypatch, {"effective_scores": len})
     run_id = run_endless(store, script, counts, max_iterations=16)
     pooled = len(store.pooled_ids(run_id))
-    assert pooled >= 4  # the pool grew
+    assert pooled == 9  # the seed and the eight odd tips: the pool grew
     late = [iteration["effective_scores"] for iteration in counts[-6:-1]]
     assert max(late) <= len(VAL), late  # a child pooled in the iteration: its row, once
 
 
 def test_a_correction_made_elsewhere_counts_at_the_engines_next_pool_read(store, script):
-    model = script("endless_pool", endless_world)
+    model = script("endless_pool", endless_world())
     run = create_run(store, spec=demo_spec(model), trainset=TRAIN, valset=VAL,
                      config=EvolutionConfig(max_iterations=0))
     engine = build_engine(store, run.id)
