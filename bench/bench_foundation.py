@@ -142,7 +142,8 @@ def bench_cpu_per_trial(n: int) -> None:
 
 def seed_run(store) -> tuple[str, int, int]:
     run = store.create_run(Run(id=uuid.uuid4().hex[:12], name="bench"))
-    example = store.add_examples(run.id, Split.TRAIN, [{"topic": "x"}])[0]
+    store.add_examples(run.id, Split.TRAIN, [{"topic": "x"}])
+    [example] = store.examples(run.id)
     candidate = store.add_candidate(Candidate(run_id=run.id, index=0,
                                               components={"instruction": "x"}, content_hash="h"))
     return run.id, candidate.id, example.id

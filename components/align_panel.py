@@ -23,7 +23,6 @@ from studio.model.records import Run, RunStatus
 from studio.model.team import Permission
 from studio.projects import background
 from studio.projects.aligning import (
-    ALIGN_RUN_SCAN,
     measure_key,
     rescore_key,
     start_align,
@@ -58,11 +57,7 @@ def show(run_id: str) -> None:
     (st.success if status.ready else st.info)(status.message)
     if status.ready and run.spec.resumable and frame.allowed(Permission.RUN):
         form(run_id, alignable_parts(run.spec.critic.evaluator))
-    found = loaders.align_runs(run_id)
-    if getattr(found, "truncated", False):
-        st.caption("Only the align runs among this project's newest "
-                   f"{ALIGN_RUN_SCAN:,} runs are listed; older ones are not shown.")
-    for align_run in found:
+    for align_run in loaders.align_runs(run_id):
         with st.expander(f"Align run {align_run.id} · {align_run.status.value}",
                          expanded=True):
             result(align_run)

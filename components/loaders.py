@@ -57,7 +57,7 @@ from studio.model.records import (
 )
 from studio.model.redaction import redacted
 from studio.model.team import Actor, ReviewSettings, User
-from studio.projects.aligning import AlignReport, FoundRuns, LabelStatus, RescorePass
+from studio.projects.aligning import AlignReport, LabelStatus, RescorePass
 from studio.projects.aligning import active_label_count as _active_label_count
 from studio.projects.aligning import align_report as _align_report
 from studio.projects.aligning import align_runs as _align_runs
@@ -617,7 +617,7 @@ def _label_status_cached(run_id: str, marker: tuple[int, ...]) -> LabelStatus:
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def align_runs(run_id: str) -> FoundRuns:
+def align_runs(run_id: str) -> list[Run]:
     return _align_runs(store(), run_id)
 
 

@@ -46,8 +46,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Collection
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Collection, Coroutine
+from typing import Any, TypeVar
 
 from studio.engine.context import RunContext, StopRun
 from studio.engine.events import TrialCommitted
@@ -86,9 +86,9 @@ async def score_batch(
     their chains are served as a minibatch's (:func:`chain_urgency`)."""
     ctx.refresh_labels()  # an align run scores against the corrections as they are now
     cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
-    missing = [ctx.examples[e] for e in example_ids if e not in cached]
+    missing = [e for e in dict.fromkeys(example_ids) if e not in cached]  # read when judged
     elsewhere = judged_elsewhere(ctx, candidate, missing)  # another lane judges these now
-    missing = [example for example in missing if stored_id(example) not in elsewhere]
+    missing = [e for e in missing if e not in elsewhere]
     ctx.check_stop()  # (a metered batch's budget was reserved when its iteration started)
     commit = claimed(ctx, candidate, missing, functools.partial(
         _commit_all, ctx, candidate, phase, iteration, proposal_id, metered, unscored))
@@ -164,9 +164,11 @@ def _nothing() -> None:
 
 
 def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
-                     examples: list[Example], commit: Callable, stopper: ChainStopper,
+                     example_ids: list[int], commit: Callable, stopper: ChainStopper,
                      urgency: Callable[[int], Urgency],
                      prefetched: Prefetch | None = None) -> list[asyncio.Task]:
+    """A task per example's chain, started in order as the batch's window has room
+    (:func:`fed`)."""
     agent = ctx.agent_for(candidate)
     group_commit = GroupCommit(commit)
 
@@ -190,7 +192,46 @@ def _in_this_process(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candi
         # committed on the loop's next turn: the next example's call starts first
         return [await group_commit.add(example, result)]
 
-    return [group.create_task(one(example)) for example in examples]
+    return fed(ctx, group, example_ids, one)
+
+
+def fed(ctx: RunContext, group: asyncio.TaskGroup, example_ids: list[int],
+        chain: Callable[[Example], Coroutine[Any, Any, list[Trial | None]]]
+        ) -> list[asyncio.Task]:
+    """The chains of ``example_ids`` as tasks of ``group``, in order, at most
+    :func:`window_size` of them not yet ended: a 100,000-example validation holds a window of
+    examples and tasks, not all of them (each example is read from the store when its part
+    of the batch starts, :data:`FEED_CHUNK` at a time). The list fills as the batch goes;
+    read it after the group has ended."""
+    tasks: list[asyncio.Task] = []
+    if len(example_ids) <= window_size(ctx):  # nothing to hold back: all at once
+        examples = ctx.examples.read(example_ids)
+        tasks += [group.create_task(chain(examples[e])) for e in example_ids]
+        return tasks
+    room = asyncio.Semaphore(window_size(ctx))
+
+    async def feed() -> list[Trial | None]:
+        for start in range(0, len(example_ids), FEED_CHUNK):
+            examples = ctx.examples.read(example_ids[start:start + FEED_CHUNK])
+            for example in examples.values():
+                await room.acquire()
+                task = group.create_task(chain(example))
+                task.add_done_callback(lambda _: room.release())
+                tasks.append(task)
+        return []
+
+    tasks.append(group.create_task(feed()))
+    return tasks
+
+
+FEED_CHUNK = 200
+"""Examples read from the store at a time while a large batch is fed (:func:`fed`)."""
+
+
+def window_size(ctx: RunContext) -> int:
+    """Chains of one batch begun and not ended at once: more than :func:`chain_limit` admits
+    (a freed slot always has a chain waiting), never a whole large validation set."""
+    return 4 * WAITING_CHAINS_PER_SLOT * ctx.config.max_concurrency
 
 
 WAITING_CHAINS_PER_SLOT = 2
@@ -225,13 +266,15 @@ def trial_ids(ctx: RunContext, candidate: Candidate, example: Example) -> TrialI
 
 
 def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidate,
-                  examples: list[Example], commit: Callable,
+                  example_ids: list[int], commit: Callable,
                   stopper: ChainStopper) -> list[asyncio.Task]:
     fan_out = ctx.fan_out
     if fan_out is None:
         raise RunStateError(f"run {ctx.run_id} has no worker processes to judge in")
 
-    async def shard(part: list[Example]) -> list[Trial]:
+    async def shard(ids: list[int]) -> list[Trial]:
+        part = list(ctx.examples.read(ids).values())
+
         async def judged() -> list[ChainResult]:
             await ctx.hold_if_paused()
             return await fan_out.run_shard(candidate.components, [e.data for e in part],
@@ -242,26 +285,25 @@ def _in_processes(ctx: RunContext, group: asyncio.TaskGroup, candidate: Candidat
             return []
         return commit(list(zip(part, results, strict=True)))  # one transaction per shard
 
-    return [group.create_task(shard(part)) for part in fan_out.shards(examples)]
+    return [group.create_task(shard(part)) for part in fan_out.shards(example_ids)]
 
 
-def judged_elsewhere(ctx: RunContext, candidate: Candidate, examples: list[Example]
+def judged_elsewhere(ctx: RunContext, candidate: Candidate, example_ids: list[int]
                      ) -> dict[int, asyncio.Future]:
     """The pairs another batch in flight judges now (two lanes, one parent): awaited, never
     judged twice."""
     owner = stored_id(candidate)
-    return {stored_id(e): ctx.in_flight[(owner, stored_id(e))] for e in examples
-            if (owner, stored_id(e)) in ctx.in_flight}
+    return {e: ctx.in_flight[(owner, e)] for e in example_ids if (owner, e) in ctx.in_flight}
 
 
-def claimed(ctx: RunContext, candidate: Candidate, examples: list[Example],
+def claimed(ctx: RunContext, candidate: Candidate, example_ids: list[int],
             commit: Callable) -> Callable:
-    """Mark ``examples`` as judged by this batch; ``commit`` then hands each trial to the
+    """Mark ``example_ids`` as judged by this batch; ``commit`` then hands each trial to the
     batches waiting for it."""
     owner = stored_id(candidate)
     loop = asyncio.get_running_loop()
-    for example in examples:
-        ctx.in_flight[(owner, stored_id(example))] = loop.create_future()
+    for example_id in example_ids:
+        ctx.in_flight[(owner, example_id)] = loop.create_future()
 
     def committed(finished: list[tuple[Example, ChainResult]]) -> list[Trial | None]:
         trials = commit(finished)
@@ -274,11 +316,11 @@ def claimed(ctx: RunContext, candidate: Candidate, examples: list[Example],
     return committed
 
 
-def release(ctx: RunContext, candidate: Candidate, examples: list[Example]) -> None:
+def release(ctx: RunContext, candidate: Candidate, example_ids: list[int]) -> None:
     """The pairs this batch did not commit (it failed or was stopped): no one waits for them."""
     owner = stored_id(candidate)
-    for example in examples:
-        future = ctx.in_flight.pop((owner, stored_id(example)), None)
+    for example_id in example_ids:
+        future = ctx.in_flight.pop((owner, example_id), None)
         if future is not None and not future.done():
             future.set_result(None)
 

@@ -28,6 +28,7 @@ from studio.engine.components import (
     graph_primary,
 )
 from studio.engine.context import Listener, RunContext
+from studio.engine.examples import RunExamples
 from studio.engine.labels import LabelBook
 from studio.engine.loop import Engine
 from studio.engine.processes import ProcessFanOut, check_processes
@@ -225,9 +226,11 @@ def create_run(
     are scored on them when the run ends (:mod:`studio.engine.holdout`)."""
     config = config or EvolutionConfig()
     trainset = validate_examples(trainset, name="trainset")
+    valset = None if valset is None else validate_examples(valset, name="valset")
+    testset = None if testset is None else validate_examples(testset, name="testset")
     for split_name, rows in (("valset", valset), ("testset", testset)):
         if rows is not None:
-            check_valset(trainset, validate_examples(rows, name=split_name), split_name)
+            check_valset(trainset, rows, split_name)
     spec = with_reflection_model(_completed_if_loadable(spec))
     check_components(spec.components)
     check_fork_seed(spec)
@@ -399,11 +402,10 @@ def build_engine(
                              max_retries=config.max_retries, app_name=f"run_{run_id}")
     flow = workflow_context(agent, spec.primary)
     default_model = default_model_for(agent, spec, flow.get("primary"))
-    examples = {e.id: e for e in store.examples(run_id)}
-    train = [e.id for e in examples.values() if e.split is Split.TRAIN]
-    val = train if spec.val_is_train else [e.id for e in examples.values()
-                                            if e.split is Split.VAL]
-    test = [e.id for e in examples.values() if e.split is Split.TEST]
+    examples = RunExamples(store, run_id)  # ids now, each example's data when needed
+    train = examples.ids[Split.TRAIN]
+    val = train if spec.val_is_train else examples.ids[Split.VAL]
+    test = examples.ids[Split.TEST]
     built_critic = critic_for_run(critic if critic is not None else spec.critic, executor,
                                   default_model)
     ctx = RunContext(

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, TypeVar
 from studio.critics.protocol import Critic
 from studio.engine.components import apply_components
 from studio.engine.events import STORED_EVENTS, EngineEvent
+from studio.engine.examples import RunExamples
+from studio.engine.tried import TriedBook
 from studio.model.config import EvolutionConfig
-from studio.model.records import Candidate, Example, Run, RunRequest, StopReason, stored_id
+from studio.model.records import Candidate, Run, RunRequest, StopReason, stored_id
 from studio.model.workflow import WorkflowSpec, split_component
 from studio.runtime.slots import PrioritySlots, slots_of_loop
 from studio.store import Store
@@ -205,7 +207,8 @@ class RunContext:
     executor: AgentExecutor
     train_ids: list[int]
     val_ids: list[int]
-    examples: dict[int, Example]
+    examples: RunExamples
+    """Read by id as the steps need them (:mod:`studio.engine.examples`)."""
     test_ids: list[int] = field(default_factory=list)
     """Held-out examples: only :mod:`studio.engine.holdout` scores them, after the loop."""
     input_key: str | None = None
@@ -248,9 +251,15 @@ class RunContext:
     """What one trial costs against ``max_metric_calls``: its critic's judge samples when it
     asks a judge several times, else one
     (:func:`studio.critics.adapters.metric_calls_per_trial`)."""
+
+    tried: TriedBook = field(init=False)
+    """The texts already tried, kept up to date as the run goes (:mod:`studio.engine.tried`)."""
     _agents: dict[int, BaseAgent] = field(default_factory=dict)
     _loop_trials: int | None = None
     _limits: dict[str, weakref.WeakKeyDictionary] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tried = TriedBook(self.store, self.run.id)
 
     @property
     def run_id(self) -> str:
@@ -289,7 +298,7 @@ class RunContext:
         return agent
 
     def example_keys(self) -> set[str]:
-        return {key for example in self.examples.values() for key in example.data}
+        return self.examples.data_keys()
 
     def readable_keys(self, component: str) -> set[str]:
         """What an instruction of ``component``'s agent may name: example fields, and in a

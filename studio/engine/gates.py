@@ -274,7 +274,7 @@ def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) 
     for a workflow loaded by reference (as the engine builds it), else from the stored workflow
     and ``output_key``s, plus what the parent's text already names (it ran: a workflow of live
     Python objects stores no ``output_key``s)."""
-    keys = {key for example in store.examples(run_id) for key in example.data}
+    keys = store.example_keys(run_id)
     agent, _ = split_component(component)
     spec = store.get_run(run_id).spec
     if agent is None:

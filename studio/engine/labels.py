@@ -35,7 +35,7 @@ for the day the trial is corrected again).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from studio.critics.adapters import evaluator_feedback
@@ -68,7 +68,7 @@ class LabelBook:
     """Example id -> the label text last written (None: not yet in this process)."""
 
     @classmethod
-    def for_run(cls, spec: RunSpec, examples: dict[int, Example]) -> LabelBook | None:
+    def for_run(cls, spec: RunSpec, examples: Mapping[int, Example]) -> LabelBook | None:
         """The book of an align run; None for any other run."""
         if spec.aligns is None:
             return None
@@ -81,7 +81,8 @@ class LabelBook:
         text = (self.applied or {}).get(example_id)
         return text is not None and is_undone(read_label(text))
 
-    def refresh(self, store: Store, run_id: str, examples: dict[int, Example]) -> bool:
+    def refresh(self, store: Store, run_id: str, examples: MutableMapping[int, Example]
+                ) -> bool:
         """Apply the active corrections: labels into ``examples`` and the store, changed
         labels into the trials already judged. True when a trial's verdict changed."""
         labels = current_labels(store, self.origin, self.sources)
@@ -172,22 +173,17 @@ def relabel_run(store: Store, run_id: str) -> bool:
     return book is not None and book.refresh(store, run_id, examples)
 
 
-ALIGN_RUN_SCAN = 200
-"""How many of a project's newest runs :func:`relabel_align_runs` looks through."""
-
-
 def relabel_align_runs(store: Store, trial_id: int) -> list[str]:
     """Bring at once the align runs that learn from ``trial_id``'s correction up to date (a
     person corrected or undid it): a proposal waiting at an align run's gate then shows its
     evidence against the label as it is now, without waiting for the engine's next batch.
     The engine refreshes again at its next step, so a run missed here is never left stale.
     Returns the align runs brought up to date."""
-    source = store.get_run(store.get_trial(trial_id).run_id)
+    source_id = store.get_trial(trial_id).run_id
     done = []
-    for run in store.list_runs(limit=ALIGN_RUN_SCAN, project_id=source.project_id):
+    for run in store.align_runs_of(source_id):
         origin = run.spec.aligns
-        if origin is not None and origin.run_id == source.id and (
-                trial_id in origin.label_trial_ids):
+        if origin is not None and trial_id in origin.label_trial_ids:
             try:
                 relabel_run(store, run.id)
             except StudioError:  # the correction is stored; the engine's next step retries

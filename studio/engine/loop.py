@@ -120,7 +120,7 @@ class Engine:
         self.state = LoopState()
         self.planner = Planner(ctx)
         """Draws each iteration's parent, minibatch and component (or merge), seeded."""
-        self.pools = PoolReader(ctx.store, ctx.run, ctx.val_ids)
+        self.pools = PoolReader(ctx.store, ctx.run, ctx.val_ids, keep_rows=ctx.labels is None)
         self.meter = ProgressMeter()
         self.window: Window | None = None
         """The turns of the parallel proposals in flight, if any (:mod:`studio.engine.lanes`)."""

@@ -7,6 +7,7 @@ evaluate") never counts as 0: it is left out of means and never wins an example.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 
 ScoreMatrix = Mapping[int, Mapping[int, float | None]]
@@ -52,7 +53,8 @@ def pareto_front(matrix: ScoreMatrix, order: list[int] | None = None) -> dict[in
     fronts = [[c for c in ranked if c in winners[example]] for example in examples]
     appearance = list(dict.fromkeys(c for front in fronts for c in front))
     kept = set(_drop_dominated(appearance, fronts, matrix))
-    return {c: sum(c in front for front in fronts) for c in appearance if c in kept}
+    wins = Counter(c for front in fronts for c in front)
+    return {c: wins[c] for c in appearance if c in kept}
 
 
 def _lowest_if_none(mean: float | None) -> float:
@@ -64,19 +66,28 @@ def _lowest_if_none(mean: float | None) -> float:
 def _drop_dominated(candidates: list[int], fronts: list[list[int]],
                     matrix: ScoreMatrix) -> list[int]:
     """``candidates`` without those whose every winning example another kept candidate also
-    wins, dropped lowest mean first (ties: earliest first), one at a time."""
+    wins, dropped lowest mean first (ties: earliest first), one at a time.
+
+    One pass in that order, counting the kept candidates of each example's front: a candidate
+    whose every front keeps another is dropped, and its fronts count one fewer. (Dropping only
+    lowers the counts, so a candidate kept once stays kept: the pass drops what GEPA's loop of
+    passes, restarting after each drop, does, in O(fronts) per candidate instead of a set of
+    the others per candidate per pass.)"""
     # sorted() is stable: ties keep their order
     by_mean = sorted(candidates, key=lambda c: _lowest_if_none(mean_score(matrix[c])))
-    kept = list(by_mean)
-    dropped = True
-    while dropped:
-        dropped = False
-        for candidate in kept:
-            others = set(kept) - {candidate}
-            if all(others.intersection(front) for front in fronts if candidate in front):
-                kept.remove(candidate)
-                dropped = True
-                break
+    kept_in = [len(front) for front in fronts]
+    fronts_of: dict[int, list[int]] = {c: [] for c in by_mean}
+    for number, front in enumerate(fronts):
+        for candidate in front:
+            if candidate in fronts_of:
+                fronts_of[candidate].append(number)
+    kept = []
+    for candidate in by_mean:
+        if all(kept_in[number] >= 2 for number in fronts_of[candidate]):
+            for number in fronts_of[candidate]:
+                kept_in[number] -= 1
+        else:
+            kept.append(candidate)
     return kept
 
 

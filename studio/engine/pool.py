@@ -80,40 +80,88 @@ def pool_scores(store: Store, run: Run, pooled: list[int] | None = None,
     val_ids = val_example_ids(store, run) if val_ids is None else val_ids
     scores = store.effective_scores(run.id, example_ids=val_ids, pooled_only=True)
     matrix = {c: {e: scores.get((c, e)) for e in val_ids} for c in pooled}
-    return PoolScores(val_ids=val_ids, matrix=matrix,
-                      means={c: mean_score(row) for c, row in matrix.items()},
+    return scored_pool(matrix, val_ids, {c: mean_score(row) for c, row in matrix.items()})
+
+
+def scored_pool(matrix: dict[int, dict[int, float | None]], val_ids: list[int],
+                means: dict[int, float | None]) -> PoolScores:
+    """What follows from the pool's matrix (its rows by index, the seed first)."""
+    pooled = list(matrix)
+    return PoolScores(val_ids=val_ids, matrix=matrix, means=means,
                       front=pareto_front(matrix, pooled), best_id=best_candidate(matrix, pooled))
 
 
-class PoolReader:
-    """The engine's reads of its pool: fresh from the store (corrections count at once), with
-    the last read kept for the step right after it when nothing was awaited between them (the
-    engine reads three times in a row between iterations: accepted, iteration settled, next
-    parent). The engine knows its validation examples, so each read is two short queries."""
+class PooledRows:
+    """The pooled candidates' effective validation scores, each candidate's row read once and
+    kept, so a read between iterations does not grow with the run.
 
-    def __init__(self, store: Store, run: Run, val_ids: list[int]) -> None:
-        self.store, self.run, self.val_ids = store, run, val_ids
+    A pooled candidate's row changes only when a person corrects (or undoes a correction of)
+    a score: each read first asks the store for the run's corrections' marker (their count,
+    newest id and undone count, one indexed query) and reads every row again when it moved,
+    so a correction made in any process counts at the next read. A row with a pair not yet
+    judged is not kept. An align run's trials are judged again when a label changes, so its
+    engine keeps no rows (``keep=False``)."""
+
+    def __init__(self, store: Store, run_id: str, val_ids: list[int], *, keep: bool = True
+                 ) -> None:
+        self.store, self.run_id, self.val_ids, self.keep = store, run_id, val_ids, keep
+        self._rows: dict[int, tuple[dict[int, float | None], float | None]] = {}
+        self._marker: tuple[int, ...] | None = None
+
+    def pool(self, pooled: list[int]) -> PoolScores:
+        """The pool of ``pooled`` (ids by index) from the effective scores as stored now."""
+        marker = self.store.override_marker(self.run_id)
+        if marker != self._marker or not self.keep:
+            self._rows.clear()
+            self._marker = marker
+        missing = [c for c in pooled if c not in self._rows]
+        rows = {**self._rows, **self._read(missing)} if missing else self._rows
+        return scored_pool({c: rows[c][0] for c in pooled}, self.val_ids,
+                           {c: rows[c][1] for c in pooled})
+
+    def _read(self, candidates: list[int]) -> dict[int, tuple[dict[int, float | None],
+                                                               float | None]]:
+        """The rows of ``candidates``, kept when complete (a pair not yet judged may be
+        judged by the next read)."""
+        scores = self.store.effective_scores(self.run_id, example_ids=self.val_ids,
+                                             candidate_ids=candidates)
+        read = {}
+        for c in candidates:
+            row = {e: scores.get((c, e)) for e in self.val_ids}
+            read[c] = (row, mean_score(row))
+            if self.keep and all((c, e) in scores for e in self.val_ids):
+                self._rows[c] = read[c]
+        return read
+
+
+class PoolReader:
+    """The engine's reads of its pool: as stored now (corrections count at once), each
+    candidate's scores read once (:class:`PooledRows`), with the last read kept for the step
+    right after it when nothing was awaited between them (the engine reads three times in a
+    row between iterations: accepted, iteration settled, next parent)."""
+
+    def __init__(self, store: Store, run: Run, val_ids: list[int], *, keep_rows: bool = True
+                 ) -> None:
+        self.store, self.run = store, run
+        self.rows = PooledRows(store, run.id, val_ids, keep=keep_rows)
         self._last: PoolScores | None = None
 
     def read(self) -> PoolScores:
         """The pool's means, front and best from the effective scores as stored now (kept for
         :meth:`recent`)."""
-        return self.keep(pool_scores(self.store, self.run, val_ids=self.val_ids))
+        return self.keep(self.rows.pool(self.store.pooled_ids(self.run.id)))
 
     def recent(self) -> PoolScores:
         """The kept read, taken once, else a fresh one: a correction made while the run waits
         for a model or a person counts at the next read."""
         pool, self._last = self._last, None
-        return pool if pool is not None else pool_scores(self.store, self.run,
-                                                          val_ids=self.val_ids)
+        return pool if pool is not None else self.rows.pool(self.store.pooled_ids(self.run.id))
 
     def through(self, iteration: int) -> PoolScores:
         """The pool as iteration ``iteration`` left it: the seed and the pooled children of
         iterations up to it, never a later one pooled early (parallel proposals read this, so
         what finishes first elsewhere changes no draw: :mod:`studio.engine.lanes`)."""
-        made = {c.id: c.iteration for c in self.store.candidates(self.run.id)}
-        pooled = [c for c in self.store.pooled_ids(self.run.id) if made.get(c, 0) <= iteration]
-        return pool_scores(self.store, self.run, pooled=pooled, val_ids=self.val_ids)
+        return self.rows.pool(self.store.pooled_ids(self.run.id, through=iteration))
 
     def keep(self, pool: PoolScores) -> PoolScores:
         self._last = pool

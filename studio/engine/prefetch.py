@@ -72,7 +72,8 @@ def start_validation(ctx: RunContext, child: Candidate, minibatch: list[int]) ->
     if early <= 0 or not pending:
         return Prefetch({})
     agent = ctx.agent_for(child)
+    examples = ctx.examples.read(rest[:early])
     return Prefetch({e: asyncio.ensure_future(run_chain(
-        ctx.executor, agent, ctx.critic, ctx.examples[e].data, ctx.input_key, ctx.primary,
-        TrialIds(ctx.run_id, stored_id(child), e, ctx.examples[e].split.value)))
-        for e in rest[:early]})
+        ctx.executor, agent, ctx.critic, example.data, ctx.input_key, ctx.primary,
+        TrialIds(ctx.run_id, stored_id(child), e, example.split.value)))
+        for e, example in examples.items()})

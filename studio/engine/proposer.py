@@ -24,7 +24,6 @@ from studio.engine.tried import (
     is_repeat,
     retry_record,
     skip_reason,
-    tried_texts,
 )
 from studio.model.errors import DuplicateCandidateError, ProposalError
 from studio.model.feedback import Feedback
@@ -290,16 +289,15 @@ async def reflect(ctx: RunContext, parent: Candidate, component: str,
     strategy = ctx.reflection_strategy
     if strategy != "llm" and split_component(component)[1] == "instruction":
         found = propose_rules(parent.components[component], trials, ctx.examples)
-        every = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None,
-                        before=ctx.history_cutoff(iteration))
+        every = ctx.tried.texts(stored_id(parent), component, limit=None,
+                                before=ctx.history_cutoff(iteration))
         if found is not None and not already_tried(ctx, parent, component, found.text, every):
             return ReflectionResult(text=found.text, reasoning=found.reasoning,
                                     author=RULES_AUTHOR)
         if strategy == "rules":
             return ReflectionResult.nothing(RULES_AUTHOR,
                                             NOTHING_TO_ADD if found is None else NOTHING_NEW)
-    tried = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component,
-                        before=ctx.history_cutoff(iteration))
+    tried = ctx.tried.texts(stored_id(parent), component, before=ctx.history_cutoff(iteration))
     records = reflection_trials(trials, tried, pipeline_view(ctx, component), refused=refused)
     return await run_reflection(ctx.reflection_agents[component],
                                 parent.components[component], records, ctx.executor)
@@ -309,13 +307,14 @@ def select_demos(ctx: RunContext, parent: Candidate, component: str, trials: lis
                  iteration: int) -> ReflectionResult:
     """The demo selector's proposal; a window that makes an already tried candidate is
     skipped here rather than refused as a duplicate afterwards."""
-    earlier = tried_texts(ctx.store, ctx.run_id, stored_id(parent), component, limit=None,
-                        before=ctx.history_cutoff(iteration))
+    earlier = ctx.tried.texts(stored_id(parent), component, limit=None,
+                              before=ctx.history_cutoff(iteration))
 
     def tried(text: str) -> bool:
         return already_tried(ctx, parent, component, text, earlier)
 
-    found = propose_demos(demos_from_text(parent.components[component]), trials, ctx.examples,
+    found = propose_demos(demos_from_text(parent.components[component]), trials,
+                          ctx.examples.training(),
                           input_key=ctx.input_key, iteration=iteration, tried=tried)
     if found is None:
         return ReflectionResult.nothing(DEMO_AUTHOR, NO_DEMOS)
@@ -397,7 +396,7 @@ def add_child(ctx: RunContext, proposal: Proposal, components: dict[str, str],
     if existing is None:
         try:
             child = ctx.store.add_candidate(Candidate(
-                run_id=ctx.run_id, index=len(ctx.store.candidate_indexes(ctx.run_id)),
+                run_id=ctx.run_id, index=ctx.store.next_candidate_index(ctx.run_id),
                 parent_ids=parent_ids,
                 components=components, content_hash=content_hash(components),
                 iteration=proposal.iteration, proposal_id=proposal.id))

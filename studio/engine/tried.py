@@ -13,6 +13,8 @@ another component or agent: in a workflow the writer never hears the outliner's 
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -78,30 +80,101 @@ def tried_texts(store: Store, run_id: str, parent_id: int, component: str, *,
     same component on other parents; newest first, one entry per text, at most ``limit``
     (None: all, for the model-free operators' exact check). ``before``: only iterations
     before it (with parallel proposals an iteration reads the history k iterations back:
-    :mod:`studio.engine.lanes`)."""
-    decisions = _last_decisions(store.decisions(run_id))
-    indexes = store.candidate_indexes(run_id)
-    found: list[TriedText] = []
-    seen: set[str] = set()
-    for proposal in reversed(store.proposals(run_id)):
-        if proposal.component != component or proposal.is_merge or not proposal.text.strip():
-            continue
-        if before is not None and proposal.iteration >= before:
-            continue
-        tried = _tried(proposal, decisions.get(proposal.id), indexes)
-        if tried is None or proposal.text.strip() in seen:
-            continue
-        if proposal.parent_id != parent_id and not _a_persons_rejection(tried):
-            continue
-        seen.add(proposal.text.strip())
-        found.append(tried)
-        if limit is not None and len(found) >= limit:
-            break
-    return found
+    :mod:`studio.engine.lanes`). Reads the run once; the engine keeps a :class:`TriedBook`."""
+    return TriedBook(store, run_id).texts(parent_id, component, limit=limit, before=before)
 
 
-def _last_decisions(decisions: list[Decision]) -> dict[int, Decision]:
-    return {decision.proposal_id: decision for decision in decisions}
+@dataclass(frozen=True)
+class _Entry:
+    """A settled proposal's tried text, with what :meth:`TriedBook.texts` filters it by."""
+
+    iteration: int
+    parent_id: int
+    tried: TriedText
+
+
+class TriedBook:
+    """A run's tried texts as the loop reads them every iteration, read from the store once
+    and then kept up to date, so an iteration's cost does not grow with the run.
+
+    Each :meth:`texts` asks the store only for what may have changed: proposals newer than the
+    last one seen, the proposals not yet settled (their text, status and child change until
+    the engine settles them), decisions and candidates newer than the last seen (a person's
+    decision made in another process is a new decision row). A settled proposal is final: the
+    engine settles it once, after its decision, and a proposal that is settled can no longer
+    be decided (:meth:`studio.store.Store.add_decision` claims only an open one), so its
+    entry is made once. Entries are kept by component and parent, and a person's rejections
+    by component: one iteration reads only the newest few of its own."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self._open: dict[int, Proposal] = {}
+        """Proposals seen and not yet settled, by id."""
+        self._decisions: dict[int, Decision] = {}
+        """The last decision on each proposal still open."""
+        self._indexes: dict[int, int] = {}
+        self._by_parent: dict[tuple[str, int], list[_Entry]] = {}
+        self._rejected: dict[str, list[_Entry]] = {}
+        """A person's rejections, by component (they count on every parent)."""
+        self._last = {"proposal": 0, "decision": 0, "candidate": 0}
+
+    def texts(self, parent_id: int, component: str, *, limit: int | None = TRIED_SHOWN,
+              before: int | None = None) -> list[TriedText]:
+        """:func:`tried_texts`, from the book brought up to date."""
+        self.refresh()
+        own = reversed(self._by_parent.get((component, parent_id), []))
+        others = (e for e in reversed(self._rejected.get(component, []))
+                  if e.parent_id != parent_id)
+        found: list[TriedText] = []
+        seen: set[str] = set()
+        for entry in heapq.merge(own, others, key=lambda e: -_newness(e)):
+            text = entry.tried.text.strip()
+            if (before is not None and entry.iteration >= before) or text in seen:
+                continue
+            seen.add(text)
+            found.append(entry.tried)
+            if limit is not None and len(found) >= limit:
+                break
+        return found
+
+    def refresh(self) -> None:
+        """Read what changed since the last read (see the class docstring)."""
+        last = self._last
+        changed = self.store.proposals_since(self.run_id, last["proposal"], list(self._open))
+        for decision in self.store.decisions(self.run_id, after_id=last["decision"]):
+            self._decisions[decision.proposal_id] = decision
+            last["decision"] = max(last["decision"], stored_id(decision))
+        self._indexes.update(self.store.candidate_indexes(self.run_id,
+                                                          after_id=last["candidate"]))
+        last["candidate"] = max(self._indexes, default=0)
+        for proposal in changed:
+            last["proposal"] = max(last["proposal"], stored_id(proposal))
+            self._open[stored_id(proposal)] = proposal
+            if proposal.status not in OPEN:
+                self._settle(self._open.pop(stored_id(proposal)))
+
+    def _settle(self, proposal: Proposal) -> None:
+        decision = self._decisions.pop(stored_id(proposal), None)
+        if proposal.is_merge or not proposal.text.strip():
+            return
+        tried = _tried(proposal, decision, self._indexes)
+        if tried is None:
+            return
+        entry = _Entry(proposal.iteration, proposal.parent_id, tried)
+        # by id, as the proposals were made: lanes may settle them in another order
+        bisect.insort(self._by_parent.setdefault((proposal.component, proposal.parent_id), []),
+                      entry, key=_newness)
+        if _a_persons_rejection(tried):
+            bisect.insort(self._rejected.setdefault(proposal.component, []), entry,
+                          key=_newness)
+
+
+def _newness(entry: _Entry) -> int:
+    return entry.tried.proposal_id
+
+
+OPEN = frozenset({ProposalStatus.EVALUATING, ProposalStatus.PENDING})
+"""The statuses a proposal leaves once, when the engine settles it."""
 
 
 def _a_persons_rejection(tried: TriedText) -> bool:

@@ -280,9 +280,23 @@ def _checked_example(row: Any, *, where: str) -> tuple[dict[str, Any], int]:
     return check_example_media(row, where=where)
 
 
-def validate_examples(rows: Any, *, name: str = "trainset") -> list[dict[str, Any]]:
+class CheckedExamples(list[dict[str, Any]]):
+    """Examples :func:`validate_examples` returned: given to it again, they are returned as
+    they are, so a dataset is checked once however many steps hand it on (a project's rows
+    are checked when read, then by the project's check and by ``create_run``). A slice or a
+    sum of them is a plain list, checked again (:meth:`subset` keeps the mark: a part of a
+    checked split is checked, its images bounded by the whole's)."""
+
+    def subset(self, rows: list[dict[str, Any]]) -> CheckedExamples:
+        """``rows``, taken from these examples, as checked."""
+        return CheckedExamples(rows)
+
+
+def validate_examples(rows: Any, *, name: str = "trainset") -> CheckedExamples:
     """Checked examples (image data URIs rewritten to their sniffed type), with the split's
-    images bounded together."""
+    images bounded together; examples it already returned are not checked again."""
+    if isinstance(rows, CheckedExamples):
+        return rows
     if not isinstance(rows, list | tuple):
         raise DatasetError(f"{name} must be a list of examples", where=name, value=rows)
     if not rows:
@@ -291,7 +305,7 @@ def validate_examples(rows: Any, *, name: str = "trainset") -> list[dict[str, An
         raise DatasetError(f"{name} has {len(rows):,} examples; the limit is "
                            f"{MAX_DATASET_ROWS:,} (sample it, or split it into several runs)",
                            where=name)
-    checked, media_bytes = [], 0
+    checked, media_bytes = CheckedExamples(), 0
     for i, row in enumerate(rows):
         example, size = _checked_example(row, where=f"{name}[{i}]")
         checked.append(example)

@@ -79,9 +79,6 @@ ALIGN_CONFIG = EvolutionConfig(max_iterations=5)
 HELD_OUT_SCOPE = "the align run's held-out labels"
 ALL_SCOPE = "every corrected trial (none was a training label of the align run)"
 IN_SAMPLE_SCOPE = "every corrected trial, training labels included (in-sample)"
-ALIGN_RUN_SCAN = 5_000
-"""How many of the project's newest runs :func:`align_runs` looks through (it says when the
-project has more)."""
 
 
 @dataclass(frozen=True)
@@ -429,22 +426,9 @@ def align_origin(store: Store, align_run_id: str) -> AlignOrigin:
     return origin
 
 
-class FoundRuns(list[Run]):
-    """Runs found by scanning a bounded number of runs; ``truncated``: there were more."""
-
-    truncated: bool = False
-
-
-def align_runs(store: Store, run_id: str, limit: int = ALIGN_RUN_SCAN) -> FoundRuns:
-    """The align runs of ``run_id``'s critic, newest first. An align run belongs to its source
-    run's project, so only that project's newest ``limit`` runs are looked through;
-    ``truncated`` says the project has more (older align runs may be missing)."""
-    scanned = store.list_runs(limit=limit + 1,
-                              project_id=store.get_run(run_id).project_id)
-    found = FoundRuns(r for r in scanned[:limit]
-                      if r.spec.aligns is not None and r.spec.aligns.run_id == run_id)
-    found.truncated = len(scanned) > limit
-    return found
+def align_runs(store: Store, run_id: str) -> list[Run]:
+    """The align runs of ``run_id``'s critic, newest first, however old (found by query)."""
+    return store.align_runs_of(run_id)
 
 
 # --------------------------------------------------------------------------- the result

@@ -253,8 +253,6 @@ def ancestry(store: Store, run_id: str) -> list[RunTree]:
     return chain[::-1]
 
 
-def forks_of(store: Store, run_id: str, limit: int = 500) -> list[Run]:
-    """The runs forked from ``run_id`` (among the newest ``limit``), oldest first."""
-    runs = store.list_runs(limit=limit)
-    return [r for r in reversed(runs)
-            if r.spec.forked_from is not None and r.spec.forked_from.run_id == run_id]
+def forks_of(store: Store, run_id: str) -> list[Run]:
+    """Every run forked from ``run_id``, however old, oldest first (found by query)."""
+    return store.forks_of(run_id)

@@ -102,6 +102,8 @@ class Store:
     create_run = _forward("runs_repo", RunRepository.create_run)
     get_run = _forward("runs_repo", RunRepository.get_run)
     list_runs = _forward("runs_repo", RunRepository.list_runs)
+    forks_of = _forward("runs_repo", RunRepository.forks_of)
+    align_runs_of = _forward("runs_repo", RunRepository.align_runs_of)
     update_run = _forward("runs_repo", RunRepository.update_run)
     request_control = _forward("runs_repo", RunRepository.request_control)
     clear_control = _forward("runs_repo", RunRepository.clear_control)
@@ -124,6 +126,10 @@ class Store:
     # examples (repos/examples.py)
     add_examples = _forward("examples_repo", ExampleRepository.add_examples)
     examples = _forward("examples_repo", ExampleRepository.examples)
+    example_ids = _forward("examples_repo", ExampleRepository.example_ids)
+    example_keys = _forward("examples_repo", ExampleRepository.example_keys)
+    examples_by_id = _forward("examples_repo", ExampleRepository.examples_by_id)
+    iter_examples = _forward("examples_repo", ExampleRepository.iter_examples)
     set_example_data = _forward("examples_repo", ExampleRepository.set_example_data)
     get_example = _forward("examples_repo", ExampleRepository.get_example)
 
@@ -136,6 +142,7 @@ class Store:
     get_candidate = _forward("candidates_repo", CandidateRepository.get_candidate)
     set_pooled = _forward("candidates_repo", CandidateRepository.set_pooled)
     candidate_indexes = _forward("candidates_repo", CandidateRepository.candidate_indexes)
+    next_candidate_index = _forward("candidates_repo", CandidateRepository.next_candidate_index)
 
     # trials (repos/trials.py)
     add_trial = _forward("trials_repo", TrialRepository.add_trial)
@@ -156,6 +163,7 @@ class Store:
     first_scores = _forward("scores_repo", ScoreRepository.first_scores)
     child_means = _forward("scores_repo", ScoreRepository.child_means)
     run_marker = _forward("scores_repo", ScoreRepository.run_marker)
+    override_marker = _forward("scores_repo", ScoreRepository.override_marker)
 
     # overrides (repos/overrides.py)
     add_override = _forward("overrides_repo", OverrideRepository.add_override)
@@ -168,6 +176,7 @@ class Store:
     update_proposal = _forward("proposals_repo", ProposalRepository.update_proposal)
     get_proposal = _forward("proposals_repo", ProposalRepository.get_proposal)
     proposals = _forward("proposals_repo", ProposalRepository.proposals)
+    proposals_since = _forward("proposals_repo", ProposalRepository.proposals_since)
     waiting_proposals = _forward("proposals_repo", ProposalRepository.waiting_proposals)
     add_decision = _forward("proposals_repo", ProposalRepository.add_decision)
     already_decided = _forward("proposals_repo", ProposalRepository.already_decided)

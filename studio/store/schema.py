@@ -40,7 +40,7 @@ from studio.model.limits import (
     check_length,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 class UTCDateTime(TypeDecorator):
@@ -202,8 +202,15 @@ runs = Table(
     Column("build_tries", Integer, nullable=False, default=0, server_default="0"),  # v8
     Column("build_error", Text),  # version 8
     Column("build_tries_max", Integer),  # version 8
-    Column("control_seq", Integer, nullable=False, default=0, server_default="0"),  # v10
+    Column("control_seq", Integer, nullable=False, default=0, server_default="0"),  # version 11
+    Column("forked_from_run", String(40)),  # version 12: spec.forked_from.run_id
+    Column("aligns_run", String(40)),  # version 12: spec.aligns.run_id
     Index("ix_runs_queue_status", "queue", "status"),  # added in version 3
+    Index("ix_runs_created_at", "created_at"),  # version 12 (and the four below)
+    Index("ix_runs_status", "status"),
+    Index("ix_runs_project_created", "project_id", "created_at"),
+    Index("ix_runs_forked_from", "forked_from_run"),
+    Index("ix_runs_aligns", "aligns_run"),
 )
 
 examples = Table(
@@ -229,7 +236,7 @@ candidates = Table(
     Column("pooled", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
     UniqueConstraint("run_id", "idx"),
-    Index("ux_candidates_run_content_hash", "run_id", "content_hash", unique=True),  # v10
+    Index("ux_candidates_run_content_hash", "run_id", "content_hash", unique=True),  # version 11
 )
 
 trials = Table(
@@ -303,6 +310,7 @@ proposals = Table(
     Column("minibatch", JSON),  # added in version 6
     Column("cost_usd", Float, nullable=False, default=0.0, server_default="0"),  # v9
     Index("ix_proposals_run", "run_id", "iteration"),
+    Index("ix_proposals_status", "status"),  # version 12
 )
 
 decisions = Table(
@@ -551,6 +559,46 @@ def _v10_to_v11(connection: Connection) -> None:
                             "ON candidates (run_id, content_hash)"))
 
 
+V12_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS ix_runs_created_at ON runs (created_at)",
+    "CREATE INDEX IF NOT EXISTS ix_runs_status ON runs (status)",
+    "CREATE INDEX IF NOT EXISTS ix_proposals_status ON proposals (status)",
+    "CREATE INDEX IF NOT EXISTS ix_runs_project_created ON runs (project_id, created_at)",
+    "CREATE INDEX IF NOT EXISTS ix_runs_forked_from ON runs (forked_from_run)",
+    "CREATE INDEX IF NOT EXISTS ix_runs_aligns ON runs (aligns_run)",
+)
+
+
+def _v11_to_v12(connection: Connection) -> None:
+    """Version 12 reads what a page shows without scanning the store: the run lists by
+    ``created_at`` (of the store, of a project), the runs a worker may have left by
+    ``status``, the proposals waiting for a person (the inbox) by ``proposals.status``, a
+    run's forks by ``runs.forked_from_run`` and its critic's align runs by
+    ``runs.aligns_run`` (each the source run's id from the spec, copied here for older runs,
+    written by ``create_run`` from now on), each indexed. Idempotent."""
+    _add_column(connection, "runs", "forked_from_run", "VARCHAR(40)")
+    _add_column(connection, "runs", "aligns_run", "VARCHAR(40)")
+    r = runs.c
+    for run_id, spec in connection.execute(select(r.id, r.spec)):
+        sources = run_sources(_json(spec))
+        if any(sources.values()):
+            connection.execute(update(runs).where(r.id == run_id).values(**sources))
+    for statement in V12_INDEXES:
+        connection.execute(text(statement))
+
+
+def run_sources(spec: dict[str, Any]) -> dict[str, str | None]:
+    """The run a spec was forked from and the run whose critic it aligns, as the ``runs``
+    columns that find them (``forked_from_run``, ``aligns_run``)."""
+    return {"forked_from_run": _source_run(spec.get("forked_from")),
+            "aligns_run": _source_run(spec.get("aligns"))}
+
+
+def _source_run(origin: Any) -> str | None:
+    run_id = origin.get("run_id") if isinstance(origin, dict) else None
+    return str(run_id) if run_id else None
+
+
 def _started_minibatches(connection: Connection) -> dict[tuple[str, int], list[int]]:
     """(run id, iteration) -> the minibatch of its latest "iteration started" event."""
     e = run_events.c
@@ -590,5 +638,6 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v
                                                         5: _v5_to_v6, 6: _v6_to_v7,
                                                         7: _v7_to_v8, 8: _v8_to_v9,
                                                         9: _v9_to_v10,
-                                                        10: _v10_to_v11}
+                                                        10: _v10_to_v11,
+                                                        11: _v11_to_v12}
 """``MIGRATIONS[n]`` upgrades a database from version n to n + 1."""

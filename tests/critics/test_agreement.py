@@ -94,7 +94,8 @@ def _store_with_overrides(tmp_path):
     }
     for run_id, (critic, pairs) in plan.items():
         store.create_run(Run(id=run_id, spec={"critic": {"name": critic}}))
-        example = store.add_examples(run_id, Split.TRAIN, [{"input": "x"}])[0]
+        store.add_examples(run_id, Split.TRAIN, [{"input": "x"}])
+        example = store.examples(run_id)[0]
         candidate = store.add_candidate(Candidate(run_id=run_id, index=0,
                                                   components={"instruction": "i"},
                                                   content_hash="h"))

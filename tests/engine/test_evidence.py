@@ -76,7 +76,8 @@ def _scored_run(store) -> tuple[Proposal, Proposal]:
     """A reflection (parent #0 -> child #1) and a merge (#1 + #2 -> #3), with hand-set judge
     scores, one that could not be evaluated and a person's corrections."""
     run = store.create_run(Run(id="ev", name="evidence"))
-    ex = [e.id for e in store.add_examples(run.id, Split.TRAIN, [{"t": i} for i in range(4)])]
+    store.add_examples(run.id, Split.TRAIN, [{"t": i} for i in range(4)])
+    ex = store.example_ids(run.id)[Split.TRAIN]
     cands = [store.add_candidate(Candidate(run_id=run.id, index=i, parent_ids=parents,
                                            components={"instruction": f"v{i}"},
                                            content_hash=content_hash({"instruction": f"v{i}"})))

@@ -25,7 +25,8 @@ def store(tmp_path):
 
 def seeded(store) -> tuple[Run, list, Candidate]:
     run = store.create_run(Run(id="r1", name="group", spec={"critic": {"name": "c"}}))
-    examples = store.add_examples(run.id, Split.TRAIN, [{"topic": t} for t in "abcd"])
+    store.add_examples(run.id, Split.TRAIN, [{"topic": t} for t in "abcd"])
+    examples = store.examples(run.id)
     candidate = store.add_candidate(Candidate(run_id=run.id, index=0,
                                               components={"instruction": "x"}, content_hash="h"))
     return run, examples, candidate

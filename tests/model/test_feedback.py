@@ -45,7 +45,8 @@ def test_lenient_reading_keeps_a_bad_stored_value_instead_of_crashing():
 
 def _seed(store, run_id):
     run = store.create_run(Run(id=run_id, name="feedback", spec={"critic": {"name": "c"}}))
-    example = store.add_examples(run.id, Split.TRAIN, [{"topic": "a"}])[0]
+    store.add_examples(run.id, Split.TRAIN, [{"topic": "a"}])
+    [example] = store.examples(run.id)
     candidate = store.add_candidate(Candidate(run_id=run.id, index=0,
                                               components={"instruction": "x"}, content_hash="h"))
     return run, example, candidate

@@ -56,7 +56,7 @@ def test_migration_to_version_11(url):
         with store.engine.begin() as c:
             assert c.execute(text("SELECT value FROM meta")).scalar() == \
                 str(tables.SCHEMA_VERSION)
-            tables.MIGRATIONS[9](c)  # idempotent
+            tables.MIGRATIONS[10](c)  # idempotent
         store.close()
     store = open_store(url, cached=False)
     with pytest.raises(DuplicateCandidateError) as refused:

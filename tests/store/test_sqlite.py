@@ -33,7 +33,8 @@ from studio.store.schema import SCHEMA_VERSION
 
 def seed_run(store, run_id="r1", spec=None):
     run = store.create_run(Run(id=run_id, name="test", spec=spec or {"critic": {"name": "c"}}))
-    examples = store.add_examples(run.id, Split.TRAIN, [{"topic": "a"}, {"topic": "b"}])
+    assert store.add_examples(run.id, Split.TRAIN, [{"topic": "a"}, {"topic": "b"}]) == 2
+    examples = store.examples(run.id)
     candidate = store.add_candidate(Candidate(run_id=run.id, index=0,
                                               components={"instruction": "x"}, content_hash="h"))
     return run, examples, candidate

@@ -76,8 +76,9 @@ class ConstructedRun:
                                    config=EvolutionConfig(review=ReviewMode.REVIEW,
                                                           max_iterations=5, minibatch_size=3)))
         self.run_id = run.id
-        train = store.add_examples(run.id, Split.TRAIN, [{"topic": f"t{i}"} for i in range(4)])
-        val = store.add_examples(run.id, Split.VAL, [{"topic": f"v{i}"} for i in range(2)])
+        store.add_examples(run.id, Split.TRAIN, [{"topic": f"t{i}"} for i in range(4)])
+        store.add_examples(run.id, Split.VAL, [{"topic": f"v{i}"} for i in range(2)])
+        train, val = store.examples(run.id, Split.TRAIN), store.examples(run.id, Split.VAL)
         self.train, self.val = [e.id for e in train], [e.id for e in val]
         components = {"instruction": "Write."}
         self.parent = store.add_candidate(Candidate(run_id=run.id, index=0, components=components,

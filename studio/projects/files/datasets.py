@@ -12,6 +12,7 @@ from studio.model.jsontools import first_non_finite
 from studio.model.media import is_media_uri, media_from_path
 from studio.model.records import (
     EXPECTED_KEY,
+    CheckedExamples,
     validate_examples,
 )
 from studio.projects.files.readers import (
@@ -149,8 +150,8 @@ def prepare_rows(rows: list[dict[str, Any]], dataset: DatasetSection, where: str
                     f"row {i} has no column {column!r} (dataset.{role}); columns: "
                     f"{sorted(row)}", where=where)
         check_finite(row, f"{where}[{i}]")
-        row = dict(row)
         if dataset.expected_column and dataset.expected_column != EXPECTED_KEY:
+            row = dict(row)  # a copy only when renamed: a large split is not held twice
             row[EXPECTED_KEY] = row.pop(dataset.expected_column)
         prepared.append(row)
     return validate_examples(prepared, name=where)
@@ -232,6 +233,8 @@ def split_rows(rows: list[dict[str, Any]], split: SplitSection
     if n_val >= len(rows):
         raise DatasetError(f"val_fraction {split.val_fraction} leaves no training rows "
                            f"out of {len(rows)}", where="dataset.split")
+    if isinstance(rows, CheckedExamples):  # parts of a checked split are checked
+        return rows.subset(shuffled[n_val:]), rows.subset(shuffled[:n_val])
     return shuffled[n_val:], shuffled[:n_val]
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import DatabaseError, StatementError
 
 from studio.model.errors import StoreError, StudioError
 from studio.store.connection import explain_database_error, sqlite_file, with_retry
+
+T = TypeVar("T")
 
 
 class Database:
@@ -73,6 +77,18 @@ def guard(method):
             raise
 
     return wrapper
+
+
+PARAMETERS_PER_QUERY = 10_000
+"""Values bound to one query's ``IN`` list at most (PostgreSQL refuses a statement of more than
+65,535 parameters; a 100,000-example batch asks about every example)."""
+
+
+def in_chunks(values: Iterable[T], size: int = PARAMETERS_PER_QUERY) -> Iterator[list[T]]:
+    """``values`` in lists of at most ``size`` (one query each), in order."""
+    values = list(values)
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
 
 
 def to_model(cls, row: Row | None, **rename: str):

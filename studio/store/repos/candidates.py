@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 import studio.store.schema as t
@@ -20,10 +20,13 @@ _BY_HASH = (select(t.candidates).where(_RUN, t.candidates.c.content_hash == bind
             .order_by(t.candidates.c.idx).limit(1))
 _POOLED_IDS = (select(t.candidates.c.id).where(_RUN, t.candidates.c.pooled.is_(True))
                .order_by(t.candidates.c.idx))
+_POOLED_THROUGH = _POOLED_IDS.where(t.candidates.c.iteration <= bindparam("through"))
+_NEXT_INDEX = select(func.coalesce(func.max(t.candidates.c.idx), -1) + 1).where(_RUN)
 _BY_ID = select(t.candidates).where(t.candidates.c.id == bindparam("candidate_id"))
 _SET_POOLED = (update(t.candidates).where(t.candidates.c.id == bindparam("candidate_id"))
                .values(pooled=bindparam("b_pooled")))
-_INDEXES = select(t.candidates.c.id, t.candidates.c.idx).where(_RUN).order_by(t.candidates.c.idx)
+_INDEXES = (select(t.candidates.c.id, t.candidates.c.idx)
+            .where(_RUN, t.candidates.c.id > bindparam("after_id")).order_by(t.candidates.c.idx))
 """Built once (the engine reads candidates every iteration: building a statement costs more
 than running it)."""
 
@@ -67,10 +70,14 @@ class CandidateRepository(Repository):
         return to_model(Candidate, row, **_CANDIDATE_RENAME)
 
     @guard
-    def pooled_ids(self, run_id: str) -> list[int]:
-        """The pooled candidates' ids, by index (the seed first)."""
+    def pooled_ids(self, run_id: str, *, through: int | None = None) -> list[int]:
+        """The pooled candidates' ids, by index (the seed first); ``through``: only those made
+        by iterations up to it."""
+        query, values = _POOLED_IDS, {"run_id": run_id}
+        if through is not None:
+            query, values["through"] = _POOLED_THROUGH, through
         with self.engine.connect() as c:
-            return [row[0] for row in c.execute(_POOLED_IDS, {"run_id": run_id})]
+            return [row[0] for row in c.execute(query, values)]
 
     def iter_candidates(self, run_id: str, *, batch_size: int = 200) -> Iterator[Candidate]:
         """Every candidate of a run by index, read ``batch_size`` at a time (exports)."""
@@ -104,8 +111,17 @@ class CandidateRepository(Repository):
             c.execute(_SET_POOLED, {"candidate_id": candidate_id, "b_pooled": pooled})
 
     @guard
-    def candidate_indexes(self, run_id: str) -> dict[int, int]:
-        """``candidate id -> index`` (#0 is the seed), without the components."""
+    def next_candidate_index(self, run_id: str) -> int:
+        """The index the run's next candidate takes (indexes count from 0 without gaps): one
+        lookup in the run's index of candidates, not every candidate read."""
         with self.engine.connect() as c:
-            return {row[0]: row[1] for row in c.execute(_INDEXES, {"run_id": run_id})}
+            return c.execute(_NEXT_INDEX, {"run_id": run_id}).scalar_one()
+
+    @guard
+    def candidate_indexes(self, run_id: str, *, after_id: int = 0) -> dict[int, int]:
+        """``candidate id -> index`` (#0 is the seed), without the components; ``after_id``:
+        only the candidates made after candidate ``after_id``."""
+        with self.engine.connect() as c:
+            return {row[0]: row[1] for row in c.execute(
+                _INDEXES, {"run_id": run_id, "after_id": after_id})}
 

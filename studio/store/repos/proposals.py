@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
@@ -47,11 +48,13 @@ def _proposals_query(by_status: bool, by_iteration: bool, by_kind: bool) -> Sele
 
 
 @functools.cache
-def _decisions_query(by_run: bool, by_proposal: bool) -> Select:
+def _decisions_query(by_run: bool, by_proposal: bool, after: bool = False) -> Select:
     query = select(*[c for c in t.decisions.c if c.name != "run_id"]).order_by(
         t.decisions.c.id)
     if by_run:
         query = query.where(t.decisions.c.run_id == bindparam("run_id"))
+    if after:
+        query = query.where(t.decisions.c.id > bindparam("after_id"))
     if by_proposal:
         query = query.where(t.decisions.c.proposal_id == bindparam("proposal_id"))
     return query
@@ -99,6 +102,22 @@ class ProposalRepository(Repository):
         query = _proposals_query(status is not None, iteration is not None, kind is not None)
         with self.engine.connect() as c:
             return [to_model(Proposal, r) for r in c.execute(query, values)]
+
+    @guard
+    def proposals_since(self, run_id: str, after_id: int, ids: Iterable[int] = ()
+                        ) -> list[Proposal]:
+        """The run's proposals made after proposal ``after_id``, and those in ``ids`` (the
+        ones a reader keeps up to date: :class:`studio.engine.tried.TriedBook`), by id: what
+        changed since a read, without reading the whole run again."""
+        p = t.proposals.c
+        query = select(t.proposals).where(p.run_id == run_id, p.id > after_id)
+        wanted = list(ids)
+        if wanted:
+            query = query.union_all(select(t.proposals).where(p.id.in_(wanted),
+                                                              p.id <= after_id))
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+        return sorted((to_model(Proposal, r) for r in rows), key=lambda m: m.id or 0)
 
     @guard
     def waiting_proposals(self) -> dict[str, Proposal]:
@@ -157,10 +176,13 @@ class ProposalRepository(Repository):
         return f"is {proposal.status.value}"
 
     @guard
-    def decisions(self, run_id: str | None = None, *, proposal_id: int | None = None
-                  ) -> list[Decision]:
-        values = {"run_id": run_id, "proposal_id": proposal_id}
-        query = _decisions_query(run_id is not None, proposal_id is not None)
+    def decisions(self, run_id: str | None = None, *, proposal_id: int | None = None,
+                  after_id: int | None = None) -> list[Decision]:
+        """Oldest first; ``after_id``: only those recorded after decision ``after_id`` (a
+        reader that keeps a run's decisions reads only the new ones)."""
+        values = {"run_id": run_id, "proposal_id": proposal_id, "after_id": after_id}
+        query = _decisions_query(run_id is not None, proposal_id is not None,
+                                 after_id is not None)
         with self.engine.connect() as c:
             return [to_model(Decision, r) for r in c.execute(
                 query, {name: value for name, value in values.items() if value is not None})]

@@ -30,6 +30,7 @@ class RunRepository(Repository):
         values = run.model_dump()
         values["spec"] = redact_data(run.spec.model_dump(mode="json", by_alias=True))
         values["config"] = redact_data(run.config.model_dump(mode="json"))
+        values.update(t.run_sources(values["spec"]))  # found by query: forks, align runs
         with self.engine.begin() as c:
             c.execute(insert(t.runs), values)
         return self.get_run(run.id)
@@ -47,6 +48,23 @@ class RunRepository(Repository):
         query = select(t.runs).order_by(t.runs.c.created_at.desc()).limit(limit)
         if project_id is not None:
             query = query.where(t.runs.c.project_id == project_id)
+        with self.engine.connect() as c:
+            return [to_model(Run, r) for r in c.execute(query)]
+
+    @guard
+    def forks_of(self, run_id: str) -> list[Run]:
+        """Every run forked from ``run_id``, however old, oldest first (one indexed query)."""
+        query = (select(t.runs).where(t.runs.c.forked_from_run == run_id)
+                 .order_by(t.runs.c.created_at, t.runs.c.id))
+        with self.engine.connect() as c:
+            return [to_model(Run, r) for r in c.execute(query)]
+
+    @guard
+    def align_runs_of(self, run_id: str) -> list[Run]:
+        """Every run aligning ``run_id``'s critic, however old, newest first (one indexed
+        query)."""
+        query = (select(t.runs).where(t.runs.c.aligns_run == run_id)
+                 .order_by(t.runs.c.created_at.desc(), t.runs.c.id.desc()))
         with self.engine.connect() as c:
             return [to_model(Run, r) for r in c.execute(query)]
 

@@ -11,7 +11,7 @@ from sqlalchemy.sql import Select
 
 import studio.store.schema as t
 from studio.model.consensus import PASS_FAIL_VALUES, TIE
-from studio.store.repos.base import Repository, guard
+from studio.store.repos.base import Repository, guard, in_chunks
 
 
 class ScoreRepository(Repository):
@@ -28,14 +28,16 @@ class ScoreRepository(Repository):
         pool's views need only the pooled candidates on the validation examples, not every
         minibatch pair)."""
         values: dict[str, Any] = {"run_id": run_id}
-        if example_ids is not None:
-            values["example_ids"] = list(example_ids)
         if candidate_ids is not None:
             values["candidate_ids"] = list(candidate_ids)
-        query = _effective_scores_query("example_ids" in values, "candidate_ids" in values,
+        query = _effective_scores_query(example_ids is not None, "candidate_ids" in values,
                                         pooled_only)
+        found: dict[tuple[int, int], float | None] = {}
         with self.engine.connect() as c:  # the overrides are merged in SQL: none are loaded
-            return {(row[0], row[1]): row[2] for row in c.execute(query, values)}
+            for part in _examples_in_chunks(example_ids):  # a pair is in its example's chunk
+                found.update({(row[0], row[1]): row[2]
+                              for row in c.execute(query, {**values, **part})})
+        return found
 
     @guard
     def first_scores(self, run_id: str, *, example_ids: Iterable[int],
@@ -44,12 +46,16 @@ class ScoreRepository(Repository):
         """``(candidate_id, example_id) -> (judge's score, effective score)`` of the first
         trial of each pair, in one query: what a proposal's evidence is computed from
         (:mod:`studio.engine.evidence`). ``candidate_ids`` narrows the pairs in SQL."""
-        values: dict[str, Any] = {"run_id": run_id, "example_ids": list(example_ids)}
+        values: dict[str, Any] = {"run_id": run_id}
         if candidate_ids is not None:
             values["candidate_ids"] = list(candidate_ids)
         query = _first_scores_query("candidate_ids" in values)
+        found: dict[tuple[int, int], tuple[float | None, float | None]] = {}
         with self.engine.connect() as c:
-            return {(row[0], row[1]): (row[2], row[3]) for row in c.execute(query, values)}
+            for part in _examples_in_chunks(example_ids):
+                found.update({(row[0], row[1]): (row[2], row[3])
+                              for row in c.execute(query, {**values, **part})})
+        return found
 
     @guard
     def child_means(self, run_id: str) -> dict[int, float]:
@@ -67,17 +73,35 @@ class ScoreRepository(Repository):
     def run_marker(self, run_id: str) -> tuple[int, ...]:
         """Changes whenever a trial, an override (added or undone) or a decision is added: a
         cheap key (one round trip, indexed counts) for caching views of a run."""
-        trials, overrides, decisions = t.trials.c, t.overrides.c, t.decisions.c
+        trials, decisions = t.trials.c, t.decisions.c
         query = select(func.count(), func.coalesce(func.max(trials.id), 0)).where(
             trials.run_id == run_id)
-        o = (select(func.count(), func.coalesce(func.max(overrides.id), 0),
-                    func.count(overrides.undone_at)).where(overrides.run_id == run_id))
         d = select(func.count()).select_from(t.decisions).where(decisions.run_id == run_id)
         with self.engine.connect() as c:
             first = tuple(c.execute(query).one())
-            second = tuple(c.execute(o).one())
+            second = tuple(c.execute(_OVERRIDE_MARKER, {"run_id": run_id}).one())
             third = c.execute(d).scalar_one()
         return (*first, *second, third)
+
+    @guard
+    def override_marker(self, run_id: str) -> tuple[int, ...]:
+        """Changes whenever an override of the run is added or undone (their count, newest
+        id and undone count, from the overrides' run index): what a reader that keeps
+        effective scores checks before trusting them (:class:`studio.engine.pool.PooledRows`)."""
+        with self.engine.connect() as c:
+            return tuple(c.execute(_OVERRIDE_MARKER, {"run_id": run_id}).one())
+
+
+def _examples_in_chunks(example_ids: Iterable[int] | None) -> list[dict[str, list[int]]]:
+    """The ``example_ids`` values of one query each (one without, when not narrowed)."""
+    if example_ids is None:
+        return [{}]
+    return [{"example_ids": ids} for ids in in_chunks(example_ids)] or [{"example_ids": []}]
+
+
+_OVERRIDE_MARKER = (select(func.count(), func.coalesce(func.max(t.overrides.c.id), 0),
+                           func.count(t.overrides.c.undone_at))
+                    .where(t.overrides.c.run_id == bindparam("run_id")))
 
 
 def _first_trial_ids(by_examples: bool, by_candidates: bool, pooled_only: bool) -> Select:

@@ -17,7 +17,7 @@ from studio.model.feedback import Feedback
 from studio.model.jsontools import finite_json
 from studio.model.records import Override, Split, Trial, merge_overrides
 from studio.model.redaction import redact
-from studio.store.repos.base import Repository, guard, to_model
+from studio.store.repos.base import Repository, guard, in_chunks, to_model
 from studio.store.repos.scores import effective_score, is_overridden
 
 _INSERT_TRIAL = insert(t.trials)
@@ -138,8 +138,8 @@ class TrialRepository(Repository):
     def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]:
         """The committed trial per example for one candidate (one query for a whole batch)."""
         with self.engine.connect() as c:
-            rows = c.execute(_FIRST_TRIALS, {"candidate_id": candidate_id,
-                                             "example_ids": list(example_ids)}).all()
+            rows = [row for ids in in_chunks(example_ids) for row in c.execute(
+                _FIRST_TRIALS, {"candidate_id": candidate_id, "example_ids": ids})]
             active = self._overrides_of(c, [row.id for row in rows])
         found: dict[int, Trial] = {}
         for row in rows:
@@ -289,9 +289,10 @@ class TrialRepository(Repository):
     @staticmethod
     def _overrides_of(connection, trial_ids: list[int]) -> dict[int, Override]:
         """``trial_id -> merge_overrides(active overrides)`` for these trials."""
-        if not trial_ids:
-            return {}
-        return _merged(connection.execute(_OVERRIDES_OF, {"trial_ids": trial_ids}))
+        found: dict[int, Override] = {}
+        for ids in in_chunks(trial_ids):  # a trial's overrides are all in its chunk
+            found.update(_merged(connection.execute(_OVERRIDES_OF, {"trial_ids": ids})))
+        return found
 
     @staticmethod
     def _effective_overrides(connection, *where) -> dict[int, Override]:
