@@ -7,6 +7,8 @@ and a listener on 127.0.0.1 sees no connection."""
 from __future__ import annotations
 
 import os
+import re
+import time
 from unittest import mock
 
 import pytest
@@ -27,9 +29,20 @@ def _nav(page, title: str) -> None:
     page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=60_000)
 
 
-def _start_refused(page, server: str, fragment: str) -> str:
-    page.goto(server)
-    _nav(page, "Run")
+def _start_refused(page, server: str, project: str, fragment: str) -> str:
+    """Start ``project`` (saved to the store by the test, outside the server) from the Run
+    page: the page's project list is cached for a moment, so the Run page is opened again
+    until its form offers that project."""
+    deadline = time.monotonic() + 60
+    while True:
+        page.goto(server)
+        _nav(page, "Run")
+        form = page.get_by_text(re.compile(rf"^{project}$|There is no project yet")).first
+        form.wait_for(timeout=60_000)
+        if form.inner_text() == project:
+            break
+        assert time.monotonic() < deadline, f"the Run page never offered project {project}"
+        page.wait_for_timeout(500)  # the list's cache lives 2 s; the loop's deadline bounds it
     page.get_by_role("button", name="Start run").click()
     refusal = page.get_by_text(fragment).first
     refusal.wait_for(timeout=60_000)
@@ -61,10 +74,11 @@ def test_the_reported_project_is_refused_on_import_and_on_start(tmp_path):
 
             store = open_store(f"sqlite:///{db}", cached=False)
             legacy = store.save_project("evil", evil)  # as a version before the allow-list did
-            assert "http_options" in _start_refused(page, server, "http_options")
+            assert "http_options" in _start_refused(page, server, "evil", "http_options")
             store.delete_project(legacy.id)
             store.save_project("throttle", throttle)
-            assert "STUDIO_RATE_LIMITS" in _start_refused(page, server, "run.rate_limits")
+            assert "STUDIO_RATE_LIMITS" in _start_refused(page, server, "throttle",
+                                                         "run.rate_limits")
             page.screenshot(path=str(ARTIFACTS / "refused_rate_limits.png"))
             assert store.list_runs() == []
             store.close()
