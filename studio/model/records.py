@@ -45,6 +45,7 @@ from studio.model.limits import (
     MAX_DEMOS,
 )
 from studio.model.media import check_example_media, without_media
+from studio.model.stops import stop_condition
 from studio.model.tools import check_tool_refs
 from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 
@@ -488,6 +489,8 @@ class StopReason(StrEnum):
     """Why a run ended: stored on the run (``runs.stop_reason``), carried by
     :class:`~studio.engine.events.RunFinished` and printed by the CLI, all as these words."""
 
+    # The stop conditions' reasons (their words and settings: studio.model.stops); a
+    # condition without a member here still gets one, by its reason (_missing_).
     MAX_ITERATIONS = "max_iterations"
     MAX_METRIC_CALLS = "max_metric_calls"
     PATIENCE = "patience"
@@ -510,13 +513,25 @@ class StopReason(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> StopReason | None:
-        """The one place older spellings are read back."""
-        return _STOP_REASON_ALIASES.get(str(value))
+        """The one place older spellings are read back, and where the reason of a stop
+        condition that has no member here (:mod:`studio.model.stops`) becomes one."""
+        if str(value) in _STOP_REASON_ALIASES:
+            return _STOP_REASON_ALIASES[str(value)]
+        condition = stop_condition(str(value))
+        return None if condition is None else cls._condition_member(condition.reason)
+
+    @classmethod
+    def _condition_member(cls, value: str) -> StopReason:
+        member = str.__new__(cls, value)
+        member._name_ = value.upper()
+        member._value_ = value
+        cls._value2member_map_[value] = member
+        return member
 
     @property
     def is_limit(self) -> bool:
         """A configured limit was reached: the run is completed and resuming would stop again."""
-        return self in _LIMIT_FIELDS
+        return stop_condition(self.value) is not None
 
     @property
     def leaves_resumable(self) -> bool:
@@ -526,29 +541,21 @@ class StopReason(StrEnum):
     @property
     def limit_field(self) -> str | None:
         """The :class:`EvolutionConfig` field whose limit this reason reports, if any."""
-        return _LIMIT_FIELDS.get(self)
+        condition = stop_condition(self.value)
+        return None if condition is None else condition.setting
 
     @property
     def words(self) -> str:
         """Why the run ended, for people ("reached its iteration limit"): the one wording the
-        studio's pages and the CLI both print."""
+        studio's pages and the CLI both print (a stop condition's own words)."""
+        condition = stop_condition(self.value)
+        if condition is not None:
+            return condition.words
         return _STOP_WORDS.get(self, self.value.replace("_", " "))
 
 
 _STOP_REASON_ALIASES = {"lost": StopReason.LEASE_LOST, "lease_lost": StopReason.LEASE_LOST}
-_LIMIT_FIELDS = {StopReason.MAX_ITERATIONS: "max_iterations",
-                 StopReason.MAX_METRIC_CALLS: "max_metric_calls",
-                 StopReason.PATIENCE: "patience", StopReason.SCORE_THRESHOLD: "score_threshold",
-                 StopReason.TIMEOUT: "timeout_seconds",
-                 StopReason.OUT_OF_IDEAS: "out_of_ideas_after"}
 _STOP_WORDS = {
-    StopReason.MAX_ITERATIONS: "reached its iteration limit",
-    StopReason.MAX_METRIC_CALLS: "used its budget of metric calls",
-    StopReason.PATIENCE: "no gain for too many iterations",
-    StopReason.SCORE_THRESHOLD: "reached the target score",
-    StopReason.TIMEOUT: "ran out of time",
-    StopReason.OUT_OF_IDEAS: ("the reflection has no new idea after your rejections: try "
-                              "editing, or a different reflection model"),
     StopReason.USER: "stopped by a person",
     StopReason.SHUTDOWN: "its worker shut down",
     StopReason.DATABASE_UNAVAILABLE: "the database was unavailable",
@@ -557,6 +564,7 @@ _STOP_WORDS = {
     StopReason.LEASE_LOST: "another worker took it over",
     StopReason.TEST_SCORED: "scored its test set",
 }
+"""The words of the run's ends that are not stop conditions."""
 
 
 class Run(BaseModel):
