@@ -20,6 +20,7 @@ from studio.engine.limits import spent_metric_calls
 from studio.engine.loop import TestScoring
 from studio.engine.pool import load_view
 from studio.engine.worker import RunHandle, get_manager
+from studio.model.agent_models import LOCAL_MODEL
 from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
 from studio.model.records import (
@@ -258,7 +259,7 @@ async def evolve(
             input_key=input_key, reflection_model=reflection_model, on_event=on_event,
             resume=resume, testset=testset, reflection_strategy=reflection_strategy)
     config = config or EvolutionConfig()
-    model = agent_model_string(agent) or "local/smollm2"
+    model = agent_model_string(agent) or LOCAL_MODEL
     reflection = reflection_spec(reflection_model or model, reflection_strategy)
     critic = critic if critic is not None else own_schema_critic(agent)  # as gepa-adk
     if resume is None:
@@ -504,7 +505,7 @@ def describe_agents(agents: Mapping[str, LlmAgent]) -> list[AgentSpec]:
 
 
 def _agent_model(agent: BaseAgent) -> str:
-    return agent_model_string(agent) or "local/smollm2"
+    return agent_model_string(agent) or LOCAL_MODEL
 
 
 def _new_run(store: Store | None, spec: RunSpec, trainset: list[dict[str, Any]],

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from studio.model.limits import MAX_NAME_CHARS
 
+LOCAL_MODEL = "local/smollm2"
+"""The embedded default model: SmolLM2-135M-Instruct, offline, in-process (its provider's
+record: :data:`studio.runtime.providers.LOCAL`)."""
 MAX_MODEL_CHARS = 200
 """A model string longer than this is refused (LiteLLM and ADK names are far shorter)."""
 

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from studio.model.agent_models import ModelOverrides
+from studio.model.agent_models import LOCAL_MODEL, ModelOverrides
 from studio.model.config import EvolutionConfig
 from studio.model.consensus import (
     OUTPUT_SEPARATOR,
@@ -178,7 +178,7 @@ class AgentSpec(BaseModel):
 
     name: str = Field(default="agent", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)
     """At most 64 characters: ``agent.component`` keys must fit the store's column."""
-    model: str = "local/smollm2"
+    model: str = LOCAL_MODEL
     """A LiteLLM model string; ``local/smollm2`` is the embedded offline model."""
     instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
     output_schema: dict[str, Any] | None = None

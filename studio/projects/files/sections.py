@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from studio.model.agent_models import ModelOverrides, checked_models
+from studio.model.agent_models import LOCAL_MODEL, ModelOverrides, checked_models
 from studio.model.config import EvolutionConfig
 from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DEMOS, MAX_NAME_CHARS
 from studio.model.records import (
@@ -42,7 +42,7 @@ class AgentSection(BaseModel):
 
     name: str = Field(default="agent", max_length=64)
     """The agent's name (at most 64 characters; in ``agents:`` an identifier)."""
-    model: str = "local/smollm2"
+    model: str = LOCAL_MODEL
     """The agent's model; given with ``folder`` or ``ref``, every model-bearing agent of the
     loaded tree runs on it instead of the one its code names."""
     models: dict[str, str] = Field(default_factory=dict)
@@ -123,7 +123,7 @@ class CriticSection(BaseModel):
 
     type: str = Field(default="agent", pattern="^(agent|evaluator|adk_metrics)$")
     name: str = "critic"
-    model: str = "local/smollm2"
+    model: str = LOCAL_MODEL
     """The critic agent's model; for ``type: adk_metrics``, the judge model of the metrics
     judged by a model whose criterion names none (not given: the agent's own model)."""
     instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
