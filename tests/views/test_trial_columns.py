@@ -23,8 +23,8 @@ def test_the_frame_and_the_page_read_the_one_column_list():
         (12, 7, 1, "val 4", 1.23)
     assert {c.name: str(frame[c.name].dtype) for c in TRIAL_TABLE if c.dtype} == \
         {c.name: c.dtype for c in TRIAL_TABLE if c.dtype}
-    assert trial_table.TABLE_COLUMNS == [c.name for c in TRIAL_TABLE if c.in_table]
-    assert trial_table.LATEST_COLUMNS == [c.name for c in TRIAL_TABLE if c.in_latest]
+    assert [c.name for c in TRIAL_TABLE if c.in_table] == trial_table.TABLE_COLUMNS
+    assert [c.name for c in TRIAL_TABLE if c.in_latest] == trial_table.LATEST_COLUMNS
     assert set(trial_table._COLUMNS) == {c.name for c in TRIAL_TABLE if c.styled}
 
 
