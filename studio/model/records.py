@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from studio.model.agent_models import LOCAL_MODEL, ModelOverrides
+from studio.model.base import ConfigModel
 from studio.model.config import EvolutionConfig
 from studio.model.consensus import (
     OUTPUT_SEPARATOR,
@@ -66,14 +67,15 @@ def utcnow() -> datetime:
 # --------------------------------------------------------------------------- agent specs
 
 
-class GenerationConfig(BaseModel):
+class GenerationConfig(ConfigModel):
     """The part of ADK's ``GenerateContentConfig`` the studio edits and evolves."""
 
-    model_config = ConfigDict(extra="forbid")
-
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    """Sampling temperature, 0 to 2 (None: the model's default)."""
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Nucleus sampling: the share of probability mass sampled from (None: the model's)."""
     max_output_tokens: int | None = Field(default=None, gt=0, le=32768)
+    """Longest reply, in tokens (None: the model's limit)."""
 
     def to_adk(self) -> GenerateContentConfig | None:
         # google.genai takes about half a second to import; records are loaded by the CLI and
@@ -116,14 +118,14 @@ def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[s
     return schema
 
 
-class Demo(BaseModel):
+class Demo(ConfigModel):
     """A demonstration: one prior exchange the agent's model is shown as real conversation turns
     (the user's ``input``, then the agent's ``output``) before the actual request."""
 
-    model_config = ConfigDict(extra="forbid")
-
     input: str = Field(min_length=1, max_length=MAX_DEMO_CHARS)
+    """The user's message of the exchange."""
     output: str = Field(min_length=1, max_length=MAX_DEMO_CHARS)
+    """The reply the agent is shown giving to it."""
 
 
 def demos_to_text(demos: Iterable[Demo]) -> str:
@@ -171,10 +173,8 @@ def checked_demos(values: Any, *, where: str = "few_shot") -> list[Demo]:
     return demos
 
 
-class AgentSpec(BaseModel):
+class AgentSpec(ConfigModel):
     """A declarative ADK ``LlmAgent``: what the studio edits, stores and evolves."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="agent", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)
     """At most 64 characters: ``agent.component`` keys must fit the store's column."""
@@ -965,10 +965,10 @@ class Project(BaseModel):
 # --------------------------------------------------------------------------- run specs
 
 
-class CriticSpec(BaseModel):
+class CriticSpec(ConfigModel):
     """How a run judges outputs: an ADK critic agent, or programmatic evaluators / judges."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     type: str = Field(default="agent", pattern="^(agent|evaluator)$")
     name: str = "critic"
@@ -985,9 +985,7 @@ class CriticSpec(BaseModel):
 ReflectionStrategy = Literal["llm", "rules", "rules+llm"]
 
 
-class ReflectionSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReflectionSpec(ConfigModel):
     model: str | None = None
     """The model that writes the proposals; None: the agent's own (its primary agent's, on the
     model the run chose for it), as ``evolve()`` defaults (``adk optimize`` defaults to a capable
@@ -1001,11 +999,9 @@ class ReflectionSpec(BaseModel):
     something to add, else the reflection agent). Other components always use the agent."""
 
 
-class ForkOrigin(BaseModel):
+class ForkOrigin(ConfigModel):
     """Where a forked run's seed comes from: a candidate of another run, its components copied
     (so the fork runs even if the source run is deleted)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     candidate_id: int
@@ -1015,14 +1011,12 @@ class ForkOrigin(BaseModel):
     ``writer.instruction``): the fork's candidate #0."""
 
 
-class AlignOrigin(BaseModel):
+class AlignOrigin(ConfigModel):
     """What an align run aligns: the critic of another run, evolved on that run's corrections.
 
     The align run's agent is the critic (its instruction, or a judge's text rendered as a
     critic agent); its examples are the corrected trials (held-out ones are its test set); its
     critic scores agreement with the person (:mod:`studio.critics.alignment`)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     """The run whose corrections are the labels."""
@@ -1045,10 +1039,8 @@ class AlignOrigin(BaseModel):
     agent's own model); "" in align runs stored before it was kept: resolved again."""
 
 
-class RunSpec(BaseModel):
+class RunSpec(ConfigModel):
     """Everything needed to rebuild a run's agents, stored with the run (never any API key)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     agent: AgentSpec | None = None
     agent_ref: str | None = None
