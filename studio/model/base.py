@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+CONFIG_MODEL = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+""":class:`ConfigModel`'s settings, for a config model that cannot take it as a base
+(:class:`~studio.model.config.EvolutionConfig`, whose metaclass the type checker would lose)."""
+
 
 class ConfigModel(BaseModel):
     """A model a person writes (in a project file, a run's settings, a spec): unknown fields
@@ -11,4 +15,4 @@ class ConfigModel(BaseModel):
     generated reference (``docs/reference/project-file.md``) say what every field is from the
     one text beside its declaration."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = CONFIG_MODEL

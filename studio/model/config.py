@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
-from studio.model.base import ConfigModel
+from studio.model.base import CONFIG_MODEL, ConfigModel
 from studio.model.errors import ConfigError
 
 
@@ -71,13 +71,13 @@ class _RefusesWithConfigError(type(BaseModel)):  # type: ignore[misc]
             raise config_error(exc, given=set(kwargs)) from exc
 
 
-class EvolutionConfig(ConfigModel, metaclass=_RefusesWithConfigError):
+class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     """How long a run goes, how it picks parents, and whether a person gates proposals.
 
     Every stop condition is optional except ``max_iterations``; the first one reached ends the run.
     """
 
-    model_config = ConfigDict(allow_inf_nan=False)
+    model_config = ConfigDict(**CONFIG_MODEL, allow_inf_nan=False)
     """NaN and infinities are refused: ``call_timeout_seconds: .inf`` is not "no limit"."""
 
 
