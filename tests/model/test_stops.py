@@ -11,15 +11,16 @@ from studio.model.stops import STOP_CONDITIONS, FormInput, stop_condition
 
 
 def test_every_limit_reason_is_one_condition_owning_its_setting_and_words():
-    limits = [r for r in StopReason if r.is_limit]
-    assert {c.reason for c in STOP_CONDITIONS} == {r.value for r in limits}
-    for condition in STOP_CONDITIONS:
+    for reason in StopReason:  # the named reasons: a limit's is a condition's
+        assert reason.is_limit is (stop_condition(reason.value) is not None)
+    for condition in STOP_CONDITIONS:  # a condition's reason needs no member of its own
         reason = StopReason(condition.reason)
-        assert condition.setting in EvolutionConfig.model_fields
+        assert reason.is_limit and condition.setting in EvolutionConfig.model_fields
         assert (reason.limit_field, reason.words) == (condition.setting, condition.words)
-    assert [c.reason for c in STOP_CONDITIONS] == [  # the order the loop checks them in
-        "timeout", "max_iterations", "score_threshold", "patience", "out_of_ideas",
-        "max_metric_calls"]
+    order = [c.reason for c in STOP_CONDITIONS]
+    known = ["timeout", "max_iterations", "score_threshold", "patience", "out_of_ideas",
+             "max_metric_calls"]  # the order the loop checks them in
+    assert [r for r in order if r in known] == known
     assert stop_condition("user") is None and not StopReason.USER.is_limit
 
 
