@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import streamlit as st
@@ -13,6 +14,7 @@ from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.costs import format_cost
 from studio.model.errors import StudioError
 from studio.model.records import RunRequest, RunStatus
+from studio.model.stops import STOP_CONDITIONS, FormInput
 from studio.model.team import Permission
 from studio.projects import workspace
 from studio.projects.workspace import start_project_run
@@ -22,6 +24,8 @@ from studio.views.run_notes import run_notes
 from studio.views.tables import align_note, status_line
 
 START = session.RUN_START
+STOP_INPUTS = [(c.setting, c.form) for c in STOP_CONDITIONS if c.form is not None]
+"""The stop conditions' settings the Run form asks for, each with its condition's input."""
 REVIEW_LABELS = {"review": "Review: I decide on each proposal",
                  "auto": "Auto: the acceptance rule decides"}
 
@@ -67,44 +71,41 @@ def _form(project_id: int, project_name: str, defaults: dict[str, Any]) -> None:
         st.radio("Review policy", list(REVIEW_LABELS), key=f"{key}.review",
                  index=list(REVIEW_LABELS).index(defaults.get("review", "auto")),
                  format_func=REVIEW_LABELS.get, horizontal=True)
-        cols = st.columns(4)
-        cols[0].number_input("Max iterations", 0, 100_000, value=defaults["max_iterations"],
-                             key=f"{key}.max_iterations")
-        cols[1].number_input("Metric-call budget (0: none)", 0, 10_000_000,
-                             value=defaults.get("max_metric_calls") or 0,
-                             key=f"{key}.max_metric_calls",
-                             help="Critic evaluations (trials) the run may spend.")
-        cols[2].number_input("Minibatch size", 1, 1000, value=defaults["minibatch_size"],
-                             key=f"{key}.minibatch_size")
-        cols[3].number_input("Stop after N iterations without gain (0: never)", 0, 10_000,
-                             value=defaults.get("patience") or 0, key=f"{key}.patience")
-        cols = st.columns(4)
-        cols[0].number_input("Stop at best score (0: never)", 0.0, 1.0, step=0.05,
-                             value=float(defaults.get("score_threshold") or 0.0),
-                             key=f"{key}.score_threshold")
-        cols[1].number_input("Time limit, minutes (0: none)", 0.0, 10_000.0, step=1.0,
-                             value=float((defaults.get("timeout_seconds") or 0) / 60),
-                             key=f"{key}.timeout")
-        cols[2].number_input("Seed", 0, 2**31 - 1, value=defaults.get("seed", 0),
-                             key=f"{key}.seed")
-        cols[3].text_input("Run name", value=project_name, key=f"{key}.name")
+        cols = _cells()
+        for setting, form in STOP_INPUTS:
+            _stop_input(next(cols), form, setting, defaults, key)
+        next(cols).number_input("Minibatch size", 1, 1000, value=defaults["minibatch_size"],
+                                key=f"{key}.minibatch_size")
+        next(cols).number_input("Seed", 0, 2**31 - 1, value=defaults.get("seed", 0),
+                                key=f"{key}.seed")
+        next(cols).text_input("Run name", value=project_name, key=f"{key}.name")
         submitted = st.form_submit_button("Start run", type="primary", icon=":material/play_arrow:")
     if submitted:
         _start(project_id, defaults, key)
+
+
+def _cells() -> Iterator[Any]:
+    """The form's cells, four to a row, as many rows as asked for."""
+    while True:
+        yield from st.columns(4)
+
+
+def _stop_input(column: Any, form: FormInput, setting: str, defaults: dict[str, Any],
+                key: str) -> None:
+    """A stop condition's input, as the condition describes it."""
+    column.number_input(form.label, form.minimum, form.maximum, step=form.step,
+                        value=form.shown(defaults.get(setting)), help=form.help,
+                        key=f"{key}.{form.key or setting}")
 
 
 def _start(project_id: int, defaults: dict[str, Any], key: str) -> None:
 
     ss = st.session_state
     chosen = {
-        "review": ss[f"{key}.review"], "max_iterations": int(ss[f"{key}.max_iterations"]),
-        "max_metric_calls": int(ss[f"{key}.max_metric_calls"]) or None,
-        "minibatch_size": int(ss[f"{key}.minibatch_size"]),
-        "patience": int(ss[f"{key}.patience"]) or None,
-        "score_threshold": float(ss[f"{key}.score_threshold"]) or None,
-        "timeout_seconds": float(ss[f"{key}.timeout"]) * 60 or None,
+        "review": ss[f"{key}.review"], "minibatch_size": int(ss[f"{key}.minibatch_size"]),
         "seed": int(ss[f"{key}.seed"]),
-    }
+    } | {setting: form.setting(ss[f"{key}.{form.key or setting}"])
+         for setting, form in STOP_INPUTS}
     try:
         config = EvolutionConfig.model_validate(defaults | chosen)
         with st.spinner("Checking the models and starting the run…"):

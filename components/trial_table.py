@@ -31,8 +31,12 @@ from studio.views.markdown import escape_markdown
 from studio.views.skips import skipped_note
 from studio.views.tables import (
     ERROR_CHOICES,
+    LATEST_COLUMNS,
     OVERRIDE_CHOICES,
+    TABLE_COLUMNS,
     TRIAL_COLUMNS,
+    TRIAL_TABLE,
+    TrialColumn,
     TrialFilters,
     current_phase,
     progress_summary,
@@ -275,10 +279,7 @@ def latest(cache: TableCache) -> None:
     st.caption("Latest trials")
     st.dataframe(cache.latest, hide_index=True, width="stretch",
                  placeholder="could not evaluate", key="run.latest",
-                 column_order=shown_columns(
-                     ["number", "id", "iteration", "phase", "candidate", "example", "score",
-                      "judge_score", "verdict", "overridden", "error", "feedback"],
-                     cache.latest),
+                 column_order=shown_columns(LATEST_COLUMNS, cache.latest),
                  column_config=_COLUMNS)
 
 
@@ -294,10 +295,7 @@ def table(cache: TableCache) -> None:
     st.dataframe(
         shown, key=table_key(cache.run_id), on_select="rerun", selection_mode="single-row",
         hide_index=True, height=400, width="stretch", placeholder="could not evaluate",
-        column_order=shown_columns(
-            ["number", "id", "iteration", "phase", "candidate", "example", "score",
-             "judge_score", "verdict", "overridden", "error", "feedback", "output",
-             "latency_s"], shown),
+        column_order=shown_columns(TABLE_COLUMNS, shown),
         column_config=_COLUMNS)
     paged = cache.matching > PAGE_ROWS
     first = (cache.page - 1) * PAGE_ROWS + 1
@@ -346,22 +344,14 @@ def _selected_id(run_id: str, ids: list[int]) -> int | None:
     return current
 
 
-_COLUMNS = {
-    "number": st.column_config.NumberColumn("trial", format="%d", width="small",
-                                            help="its number in this run"),
-    "id": st.column_config.NumberColumn("id", format="%d", width="small",
-                                        help="the database id (`studio override ID`)"),
-    "iteration": st.column_config.NumberColumn("iter.", width="small"),
-    "candidate": st.column_config.NumberColumn("cand.", format="#%d", width="small"),
-    "score": st.column_config.NumberColumn("score", format="%.3f", width="small",
-                                           help="Effective score: the human's where corrected"),
-    "judge_score": st.column_config.NumberColumn("judge", format="%.3f", width="small"),
-    "verdict": st.column_config.TextColumn(
-        "ADK verdict", width="medium",
-        help="Each metric against its own threshold; the case passes only when every metric "
-        "passes (adk eval's rule). The score beside it is what GEPA optimises."),
-    "overridden": st.column_config.CheckboxColumn("human", width="small"),
-    "latency_s": st.column_config.NumberColumn("latency", format="%.2f s", width="small"),
-    "feedback": st.column_config.TextColumn("feedback", width="large"),
-    "output": st.column_config.TextColumn("output", width="large"),
-}
+_KINDS = {"number": st.column_config.NumberColumn, "text": st.column_config.TextColumn,
+          "checkbox": st.column_config.CheckboxColumn}
+
+
+def _column(column: TrialColumn) -> Any:
+    """A trial column as its own description says to show it."""
+    options = {"format": column.format} if column.format else {}
+    return _KINDS[column.kind](column.title, width=column.width, help=column.help, **options)
+
+
+_COLUMNS = {c.name: _column(c) for c in TRIAL_TABLE if c.styled}

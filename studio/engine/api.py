@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
-from typing import Any, get_args
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypedDict, Unpack, get_args
 
 from google.adk.agents import BaseAgent, LlmAgent
 from pydantic import BaseModel, Field, ValidationError
@@ -20,6 +20,7 @@ from studio.engine.limits import spent_metric_calls
 from studio.engine.loop import TestScoring
 from studio.engine.pool import load_view
 from studio.engine.worker import RunHandle, get_manager
+from studio.model.agent_models import LOCAL_MODEL
 from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
 from studio.model.records import (
@@ -182,19 +183,12 @@ async def evolve(
     reflection_agent: BaseAgent | None = None,
     config: EvolutionConfig | None = None,
     *,
-    store: Store | None = None,
-    name: str = "",
-    input_key: str | None = None,
-    reflection_model: str | None = None,
-    on_event: Listener | None = None,
-    resume: str | None = None,
-    testset: list[dict[str, Any]] | None = None,
-    reflection_strategy: str = "llm",
     scorer: Any = None,
     executor: AgentExecutorProtocol | None = None,
     candidate_selector: str | None = None,
     primary: str | None = None,
     parallel_proposals: int | None = None,
+    **run: Unpack[RunKeywords],
 ) -> EvolutionResult:
     """Evolve ``agent``'s components on ``trainset``, judged by ``critic``.
 
@@ -219,8 +213,7 @@ async def evolve(
         reflection_strategy: ``llm``, ``rules`` (no model: failed checks become instruction
             rules, training examples few-shot pairs) or ``rules+llm``; see ReflectionSpec.
         config: :class:`EvolutionConfig`; ``review="review"`` waits for a person at each gate.
-        store: the database (default: ``STUDIO_DB_URL`` or the default SQLite file).
-        resume: id of an earlier run of the same agent to continue instead of starting anew.
+        run: :class:`RunKeywords` (``store``, ``name``, ``resume``, ``on_event``...).
         scorer, executor, candidate_selector: gepa-adk's names: ``scorer`` is a critic;
             ``executor`` (any :class:`studio.AgentExecutorProtocol`) runs an ADK critic agent;
             ``candidate_selector`` sets ``config.candidate_selection``.
@@ -247,30 +240,68 @@ async def evolve(
     if is_graph_workflow(agent):
         return await evolve_graph(
             agent, trainset, critic=critic, valset=valset, components=components,
-            primary=primary, reflection_agent=reflection_agent, config=config, store=store,
-            name=name, input_key=input_key, reflection_model=reflection_model,
-            on_event=on_event, resume=resume, testset=testset,
-            reflection_strategy=reflection_strategy)
+            primary=primary, reflection_agent=reflection_agent, config=config, **run)
     if is_workflow(agent):  # gepa-adk users pass workflows to evolve() too
         return await evolve_workflow(
             agent, trainset, critic=critic, valset=valset, components=list(components),
-            reflection_agent=reflection_agent, config=config, store=store, name=name,
-            input_key=input_key, reflection_model=reflection_model, on_event=on_event,
-            resume=resume, testset=testset, reflection_strategy=reflection_strategy)
-    config = config or EvolutionConfig()
-    model = agent_model_string(agent) or "local/smollm2"
-    reflection = reflection_spec(reflection_model or model, reflection_strategy)
+            reflection_agent=reflection_agent, config=config, **run)
     critic = critic if critic is not None else own_schema_critic(agent)  # as gepa-adk
+
+    def spec() -> RunSpec:
+        return RunSpec(agent=describe_agent(agent), critic=CriticSpec(name=_critic_name(critic)),
+                       reflection=_reflection(run, agent_model_string(agent) or LOCAL_MODEL),
+                       components=list(components), input_key=run.get("input_key"),
+                       resumable=False)
+
+    return await _start(run, agent, critic, spec, trainset, valset,
+                        config or EvolutionConfig(), reflection_agent,
+                        f"evolve {getattr(agent, 'name', 'agent')}")
+
+
+class RunKeywords(TypedDict, total=False):
+    """The keywords every ``evolve*`` entry point takes, each said once here."""
+
+    store: Store | None
+    """The database (default: ``STUDIO_DB_URL`` or the default SQLite file)."""
+    name: str
+    """The run's name (default: ``evolve <agent or workflow name>``)."""
+    input_key: str | None
+    """The example field given to the agent as its input (default: every field)."""
+    reflection_model: str | None
+    """The reflection's model (default: the agent's, or the primary agent's)."""
+    on_event: Listener | None
+    """Called with each of the run's events as it happens."""
+    resume: str | None
+    """The id of an earlier run of the same agent to continue instead of starting anew."""
+    testset: list[dict[str, Any]] | None
+    """Held-out examples the loop never sees, scored when the run completes (``result.test``)."""
+    reflection_strategy: str
+    """``llm`` (default), ``rules`` or ``rules+llm``: see :class:`ReflectionSpec`."""
+
+
+def _reflection(run: RunKeywords, model: str) -> ReflectionSpec:
+    return reflection_spec(run.get("reflection_model") or model,
+                           run.get("reflection_strategy", "llm"))
+
+
+async def _start(run: RunKeywords, target: Any, critic: Any, spec: Callable[[], RunSpec],
+                 trainset: list[dict[str, Any]], valset: list[dict[str, Any]] | None,
+                 config: EvolutionConfig | None, reflection_agent: BaseAgent | None,
+                 default_name: str) -> EvolutionResult:
+    """Store a new run of ``spec()`` (or take up ``run["resume"]``) and run ``target`` in it:
+    the tail every ``evolve*`` entry point shares."""
+    unknown = sorted(set(run) - set(RunKeywords.__annotations__))
+    if unknown:  # as Python says it for a named parameter: a misspelt keyword is not ignored
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}; the run's keywords are "
+                        f"{', '.join(RunKeywords.__annotations__)}")
+    store, resume = run.get("store"), run.get("resume")
     if resume is None:
-        spec = RunSpec(agent=describe_agent(agent), critic=CriticSpec(name=_critic_name(critic)),
-                       reflection=reflection,
-                       components=list(components), input_key=input_key, resumable=False)
-        store, run_id = _new_run(store, spec, trainset, valset, config,
-                                 name or f"evolve {getattr(agent, 'name', 'agent')}", testset)
+        store, run_id = _new_run(store, spec(), trainset, valset, config,
+                                 run.get("name") or default_name, run.get("testset"))
     else:
         run_id = resume
-    return await _run_objects(store, run_id, agent, critic, reflection_agent, on_event,
-                              resumed=resume is not None)
+    return await _run_objects(store, run_id, target, critic, reflection_agent,
+                              run.get("on_event"), resumed=resume is not None)
 
 
 def check_agent(agent: object, components: str | Iterable[str] | None) -> None:
@@ -336,14 +367,7 @@ async def evolve_workflow(
     components: dict[str, list[str]] | list[str] | None = None,
     valset: list[dict[str, Any]] | None = None,
     reflection_agent: BaseAgent | None = None,
-    store: Store | None = None,
-    name: str = "",
-    input_key: str | None = None,
-    reflection_model: str | None = None,
-    on_event: Listener | None = None,
-    resume: str | None = None,
-    testset: list[dict[str, Any]] | None = None,
-    reflection_strategy: str = "llm",
+    **run: Unpack[RunKeywords],
 ) -> EvolutionResult:
     """Evolve the agents of an ADK workflow (``SequentialAgent``, ``LoopAgent``,
     ``ParallelAgent``, nested up to ``max_depth``) on ``trainset``, judged on ``primary``'s
@@ -366,23 +390,20 @@ async def evolve_workflow(
         raise ConfigError(f"{getattr(workflow, 'name', workflow)!r} is a single agent, not a "
                           "workflow: evolve it with evolve()", where="workflow",
                           value=type(workflow).__name__)
-    if resume is None:
+    if run.get("resume") is None:
         check_seed_placeholders(workflow, {k for row in trainset if isinstance(row, dict)
                                            for k in row if k != EXPECTED_KEY})
     critic = critic if critic is not None else own_schema_critic(agents[chosen])  # gepa-adk
-    if resume is None:
-        spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
-                       reflection=reflection_spec(reflection_model
-                                                  or _agent_model(agents[chosen]),
-                                                  reflection_strategy),
-                       components=keys, input_key=input_key, resumable=False, primary=chosen)
-        spec = spec.model_copy(update={"workflow": shape, "agents": describe_agents(agents)})
-        store, run_id = _new_run(store, spec, trainset, valset, config,
-                                 name or f"evolve {workflow.name}", testset)
-    else:
-        run_id = resume
-    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event,
-                              resumed=resume is not None)
+
+    def spec() -> RunSpec:
+        return RunSpec(critic=CriticSpec(name=_critic_name(critic)),
+                       reflection=_reflection(run, _agent_model(agents[chosen])),
+                       components=keys, input_key=run.get("input_key"), resumable=False,
+                       primary=chosen).model_copy(
+            update={"workflow": shape, "agents": describe_agents(agents)})
+
+    return await _start(run, workflow, critic, spec, trainset, valset, config,
+                        reflection_agent, f"evolve {workflow.name}")
 
 
 async def evolve_graph(
@@ -395,14 +416,7 @@ async def evolve_graph(
     config: EvolutionConfig | None = None,
     valset: list[dict[str, Any]] | None = None,
     reflection_agent: BaseAgent | None = None,
-    store: Store | None = None,
-    name: str = "",
-    input_key: str | None = None,
-    reflection_model: str | None = None,
-    on_event: Listener | None = None,
-    resume: str | None = None,
-    testset: list[dict[str, Any]] | None = None,
-    reflection_strategy: str = "llm",
+    **run: Unpack[RunKeywords],
 ) -> EvolutionResult:
     """Evolve the ``LlmAgent`` nodes of an ADK 2 graph ``Workflow`` (chains, fan-out, routes,
     ``FunctionNode``s, ``JoinNode``s, nested workflows), the graph kept: each candidate is a new
@@ -420,19 +434,15 @@ async def evolve_graph(
     agents = graph_agents(workflow)
     lead = agents[chosen or split_component(keys[0])[0] or ""]  # keys are node-qualified
     critic = critic if critic is not None else own_schema_critic(lead)
-    if resume is None:
-        model = _agent_model(lead)
-        spec = RunSpec(critic=CriticSpec(name=_critic_name(critic)),
-                       reflection=reflection_spec(reflection_model or model,
-                                                  reflection_strategy),
-                       components=keys, input_key=input_key, resumable=False, primary=chosen,
-                       graph=graph_shape(workflow))
-        store, run_id = _new_run(store, spec, trainset, valset, config,
-                                 name or f"evolve {workflow.name}", testset)
-    else:
-        run_id = resume
-    return await _run_objects(store, run_id, workflow, critic, reflection_agent, on_event,
-                              resumed=resume is not None)
+
+    def spec() -> RunSpec:
+        return RunSpec(critic=CriticSpec(name=_critic_name(critic)),
+                       reflection=_reflection(run, _agent_model(lead)),
+                       components=keys, input_key=run.get("input_key"), resumable=False,
+                       primary=chosen, graph=graph_shape(workflow))
+
+    return await _start(run, workflow, critic, spec, trainset, valset, config,
+                        reflection_agent, f"evolve {workflow.name}")
 
 
 async def evolve_group(
@@ -504,7 +514,7 @@ def describe_agents(agents: Mapping[str, LlmAgent]) -> list[AgentSpec]:
 
 
 def _agent_model(agent: BaseAgent) -> str:
-    return agent_model_string(agent) or "local/smollm2"
+    return agent_model_string(agent) or LOCAL_MODEL
 
 
 def _new_run(store: Store | None, spec: RunSpec, trainset: list[dict[str, Any]],

@@ -57,7 +57,7 @@ from studio.runtime.agents import build_agent, load_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.graphs import graph_shape, is_graph_workflow
 from studio.runtime.model_checks import agent_tree_models, check_agent_models
-from studio.runtime.providers import LOCAL_MODEL, check_model
+from studio.runtime.providers import LOCAL_MODEL, check_model, studio_provider
 from studio.runtime.providers.adk_names import is_adk_model_name
 from studio.runtime.providers.calls import set_rate_limits
 from studio.runtime.workflows import (
@@ -417,8 +417,8 @@ def build_engine(
         reflection_strategy=spec.reflection.strategy, listeners=list(listeners or []),
         labels=LabelBook.for_run(spec, examples),
         agent_model=default_model, reflection_model=reflection_model(spec, default_model),
-        serialized_model=LOCAL_PREFIX in (default_model[:6],
-                                          reflection_model(spec, default_model)[:6]),
+        serialized_model=any(serial_model(m) for m in (default_model,
+                                                        reflection_model(spec, default_model))),
         fan_out=(ProcessFanOut(spec, config, default_model, process_setup)
                  if config.processes > 1 else None),
         **flow)
@@ -426,8 +426,11 @@ def build_engine(
     return Engine(ctx)
 
 
-LOCAL_PREFIX = "local/"
-"""The embedded model's provider: one model in-process serving its calls one at a time."""
+def serial_model(model: str) -> bool:
+    """Whether ``model``'s provider is one model in-process serving its calls one at a time
+    (:attr:`~studio.runtime.providers.StudioProvider.serial`)."""
+    provider = studio_provider(model)
+    return provider is not None and provider.serial
 
 
 def default_model_for(agent: Any, spec: RunSpec, primary: str | None) -> str:

@@ -1,4 +1,5 @@
-"""The "out of ideas" stop condition: its setting, its count, its check and its words.
+"""The "out of ideas" stop condition's count and announcement (the condition itself:
+:mod:`studio.model.stops.out_of_ideas`).
 
 A person who rejects every proposal (or a rule that does) teaches the reflection what not to
 write; the reflection reads the texts already tried and, once it has nothing new, repeats them.
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from studio.engine.context import RunContext, StopRun
+from studio.engine.context import RunContext
 from studio.engine.events import OutOfIdeas
 from studio.engine.state import LoopState
-from studio.model.records import ProposalKind, StopReason
+from studio.model.records import ProposalKind
 
 
 class Idea(StrEnum):
@@ -54,12 +55,10 @@ def count_ideas(ctx: RunContext, state: LoopState, iteration: int) -> None:
         state.idle_iterations += 1
 
 
-def check_ideas(ctx: RunContext, idle: int, iteration: int) -> None:
-    """Raise StopRun(out_of_ideas) when ``idle`` reached ``out_of_ideas_after``, announcing
-    the calls saved; ``iteration``: the last settled one the count reaches."""
-    limit = ctx.config.out_of_ideas_after
-    if limit is None or idle < limit:
-        return
+def announce_out_of_ideas(ctx: RunContext, idle: int, iteration: int) -> None:
+    """Before the run ends with ``out_of_ideas`` (:mod:`studio.model.stops.out_of_ideas`),
+    announce the reflection calls its stop saves; ``iteration``: the last settled one the
+    count of ``idle`` iterations reaches."""
     spent = sum(1 for i in range(iteration - idle + 1, iteration + 1)
                 for p in ctx.store.proposals(ctx.run_id, iteration=i)
                 if p.kind is ProposalKind.REFLECTION and p.edited_from is None)
@@ -67,4 +66,3 @@ def check_ideas(ctx: RunContext, idle: int, iteration: int) -> None:
     ctx.emit(OutOfIdeas(run_id=ctx.run_id, iteration=iteration, iterations=idle,
                         reflection_calls=spent,
                         reflection_calls_saved=round(spent / idle * left)))
-    raise StopRun(StopReason.OUT_OF_IDEAS)

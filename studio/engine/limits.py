@@ -1,56 +1,66 @@
 """The run's stop conditions, checked between iterations only (as GEPA does): an iteration
 once started (its plan drawn) finishes whole, on resume too; inside it only a person's stop
-and a worker's shutdown are honoured (:meth:`studio.engine.context.RunContext.check_stop`)."""
+and a worker's shutdown are honoured (:meth:`studio.engine.context.RunContext.check_stop`).
+
+The conditions themselves (setting, check, reason, words, form input) are one module each in
+:mod:`studio.model.stops`; this module gives them the loop's progress and ends the run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.context import RunContext, StopRun
-from studio.engine.ideas import check_ideas
+from studio.engine.ideas import announce_out_of_ideas
 from studio.engine.state import LoopState
 from studio.model.records import Run, StopReason
+from studio.model.stops import STOP_CONDITIONS
+
+ANNOUNCEMENTS: dict[str, Callable[[RunContext, LoopProgress], None]] = {
+    StopReason.OUT_OF_IDEAS: lambda ctx, p: announce_out_of_ideas(ctx, p.idle_iterations,
+                                                                   p.iteration)}
+"""What the engine tells before a condition ends the run (an event), by its reason."""
+
+
+@dataclass(frozen=True)
+class LoopProgress:
+    """The loop as a stop condition reads it (:class:`studio.model.stops.RunProgress`):
+    counts as iteration ``iteration`` left them, time and spending as they are now."""
+
+    ctx: RunContext
+    iteration: int
+    best_score: float | None
+    stale_iterations: int
+    idle_iterations: int
+
+    def metric_calls(self) -> int:
+        return self.ctx.metric_calls()
+
+    def next_iteration_calls(self) -> int:
+        return self.ctx.trial_calls(2 * self.ctx.config.minibatch_size + len(self.ctx.val_ids))
+
+    def timed_seconds(self) -> float:
+        return self.ctx.timed_seconds()
 
 
 def check_limits(ctx: RunContext, state: LoopState) -> None:
     """Raise StopRun with the first limit reached, or the person's stop."""
-    config = ctx.config
     ctx.check_stop()
     if iteration_started(state):
         return
-    ctx.check_timeout()
-    if state.iteration >= config.max_iterations:
-        raise StopRun(StopReason.MAX_ITERATIONS)
-    check_progress(ctx, state.best_score, state.stale_iterations)
-    check_ideas(ctx, state.idle_iterations, state.iteration)
-    if config.max_metric_calls is not None \
-            and ctx.metric_calls() >= config.max_metric_calls:
-        raise StopRun(StopReason.MAX_METRIC_CALLS)
-    check_budget_for_iteration(ctx)
+    check_conditions(ctx, LoopProgress(ctx, state.iteration, state.best_score,
+                                       state.stale_iterations, state.idle_iterations))
 
 
-def check_progress(ctx: RunContext, best: float | None, stale: int) -> None:
-    """Raise StopRun when the best score reached ``score_threshold`` or ``stale`` iterations
-    without improvement reached ``patience``."""
-    config = ctx.config
-    if config.score_threshold is not None and best is not None \
-            and best >= config.score_threshold:
-        raise StopRun(StopReason.SCORE_THRESHOLD)
-    if config.patience is not None and stale >= config.patience:
-        raise StopRun(StopReason.PATIENCE)
-
-
-def check_budget_for_iteration(ctx: RunContext) -> None:
-    """Start an iteration only when the budget can pay for all of it: the parent and the
-    child on the minibatch, and the validation set should the child be accepted. An accepted
-    child is never left without its validation."""
-    config = ctx.config
-    if config.max_metric_calls is None:
-        return
-    worst_case = ctx.trial_calls(2 * config.minibatch_size + len(ctx.val_ids))
-    if ctx.metric_calls() + worst_case > config.max_metric_calls:
-        raise StopRun(StopReason.MAX_METRIC_CALLS)
+def check_conditions(ctx: RunContext, progress: LoopProgress) -> None:
+    """Raise StopRun with the first stop condition ``progress`` reached."""
+    for condition in STOP_CONDITIONS:
+        if condition.check(ctx.config, progress):
+            if condition.reason in ANNOUNCEMENTS:
+                ANNOUNCEMENTS[condition.reason](ctx, progress)
+            raise StopRun(StopReason(condition.reason))
 
 
 def iteration_started(state: LoopState) -> bool:

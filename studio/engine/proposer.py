@@ -20,6 +20,7 @@ from studio.engine.tried import (
     DUPLICATE_PREFIX,
     MAX_ATTEMPTS,
     TriedText,
+    candidate_tried,
     describe_candidate,
     is_repeat,
     retry_record,
@@ -215,14 +216,14 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
         attempts.append(proposal)
         if not is_repeat(proposal):
             return proposal
-    return skipped(ctx, attempts)
+    return skipped(ctx, attempts, parent)
 
 
-def skipped(ctx: RunContext, attempts: list[Proposal]) -> Proposal:
+def skipped(ctx: RunContext, attempts: list[Proposal], parent: Candidate) -> Proposal:
     """End the iteration without a gate: the last refused attempt says so in its reason, and
     the run's events get an :class:`IterationSkipped` (once, should the run resume here)."""
     last = attempts[-1]
-    reason = skip_reason(attempts)
+    reason = skip_reason(attempts, [repeated(ctx, a, parent) for a in attempts])
     if not (last.invalid_reason or "").endswith(reason):
         last = ctx.store.update_proposal(last.id, invalid_reason=f"{last.invalid_reason}; {reason}")
     if not any(e.iteration == last.iteration
@@ -353,6 +354,22 @@ def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
     if text != proposal.text:
         proposal = ctx.store.update_proposal(proposal.id, text=text)
     return proposal
+
+
+def repeated(ctx: RunContext, attempt: Proposal, parent: Candidate) -> TriedText | None:
+    """How the text an attempt refused as a duplicate had been refused (typed, read from the
+    run's candidates and decisions as they are stored), None when it was not refused or the
+    attempt was no duplicate."""
+    if not (attempt.invalid_reason or "").startswith(DUPLICATE_PREFIX):
+        return None
+    try:
+        text = validate_proposal(attempt.component, attempt.text,
+                                 parent.components[attempt.component],
+                                 ctx.readable_keys(attempt.component))
+    except ProposalError:
+        return None
+    duplicate = find_duplicate(ctx, {**parent.components, attempt.component: text})
+    return None if duplicate is None else candidate_tried(ctx.store, duplicate)
 
 
 def find_duplicate(ctx: RunContext, components: dict[str, str]) -> Candidate | None:

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from studio.evaluators.base import CheckKind
+from studio.evaluators.registry import evaluator_kind
 from studio.model.records import Example, Split, Trial, example_expected
 
 RULES_HEADING = "Rules (from the checks that failed):"
@@ -40,10 +42,16 @@ FEEDBACK_CHARS = 200
 PASSED = 1.0
 """A check scoring below this on a reply fell short of it."""
 
-ANSWER_CHECKS = {"contains", "edit_distance", "embedding_distance"}
-FORMAT_CHECKS = {"regex_match"}
-JSON_CHECKS = {"json_valid", "json_schema_match"}
-TOOL_CHECKS = {"trajectory_match", "tool_use", "tool_call_accuracy", "llm_trajectory_judge"}
+RULES_BY_KIND = {
+    CheckKind.EXACT: "Reply with exactly the correct answer and nothing else ({label}).",
+    CheckKind.ANSWER: "Give the correct answer itself, written as in the examples ({label}).",
+    CheckKind.FORMAT: "Reply in exactly the required format, nothing before or after it ({label}).",
+    CheckKind.JSON: "Reply with valid JSON only, no prose and no code fence ({label}).",
+    CheckKind.TOOL: "Call the tools the task needs, with the arguments it names ({label}).",
+    CheckKind.OTHER: "Every reply must pass the check: {label}.",
+}
+"""The rule a failed check makes, by what its evaluator checks (the evaluator's own
+:attr:`~studio.evaluators.base.Evaluator.check_kind`)."""
 
 
 @dataclass(frozen=True)
@@ -173,20 +181,11 @@ def rule_text(check: FailedCheck, expected_words: int) -> str:
     """A short imperative a small model can follow; ``expected_words`` (the longest expected
     training reply) turns a format check into a length the examples show."""
     label = inert_line(check.label, LABEL_CHARS)
-    if check.evaluator == "exact_match":
-        return f"Reply with exactly the correct answer and nothing else ({label})."
-    if check.evaluator in ANSWER_CHECKS:
-        return f"Give the correct answer itself, written as in the examples ({label})."
-    if check.evaluator in FORMAT_CHECKS and expected_words:
+    kind = evaluator_kind(check.evaluator)
+    if kind is CheckKind.FORMAT and expected_words:
         words = "one word" if expected_words == 1 else f"at most {expected_words} words"
         return f"Reply with only the answer, {words}, no sentence around it ({label})."
-    if check.evaluator in FORMAT_CHECKS:
-        return f"Reply in exactly the required format, nothing before or after it ({label})."
-    if check.evaluator in JSON_CHECKS:
-        return f"Reply with valid JSON only, no prose and no code fence ({label})."
-    if check.evaluator in TOOL_CHECKS:
-        return f"Call the tools the task needs, with the arguments it names ({label})."
-    return f"Every reply must pass the check: {label}."
+    return RULES_BY_KIND[kind].format(label=label)
 
 
 def why(check: FailedCheck) -> str:

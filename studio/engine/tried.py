@@ -29,6 +29,7 @@ from studio.model.records import (
     ProposalStatus,
     stored_id,
 )
+from studio.model.refusals import REJECTIONS, Refusal
 from studio.store import Store
 
 TRIED_SHOWN = 6
@@ -54,18 +55,28 @@ class TriedText:
 
     proposal_id: int
     text: str
-    outcome: TriedOutcome
-    why: str
-    """In words, e.g. "A reviewer rejected the proposed text: too long"."""
+    refusal: Refusal
+    reason: str | None = None
+    """The refusal's own reason: a reviewer's words, the rule's, why it was invalid."""
     by: str = ""
     """Who refused it: a reviewer's name, "the acceptance rule", or empty for an invalid text."""
     candidate_index: int | None = None
     """The candidate it made (a rejected or edited text was scored), when there is one."""
 
+    @property
+    def outcome(self) -> TriedOutcome:
+        return TriedOutcome(self.refusal.outcome)
+
+    @property
+    def why(self) -> str:
+        """In words, e.g. "A reviewer rejected the proposed text: too long"."""
+        return self.refusal.why(self.reason)
+
     def record(self) -> dict[str, Any]:
         """The fenced trials record the reflection reads."""
         entry: dict[str, Any] = {"text": clip(self.text, REFLECTION_FIELD_CHARS),
                                  "outcome": self.outcome.value,
+                                 "refusal": self.refusal.value,
                                  "why": clip(self.why, REFLECTION_FIELD_CHARS)}
         if self.by:
             entry["by"] = self.by
@@ -191,28 +202,24 @@ def _tried(proposal: Proposal, decision: Decision | None,
         return _rejected(proposal, decision, index)
     if proposal.status is ProposalStatus.EDITED:
         author = decision.author if decision is not None else "a reviewer"
-        note = f": {decision.reason}" if decision is not None and decision.reason else ""
-        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.EDITED_AWAY,
-                         f"A reviewer replaced this text with an edit of their own{note}",
-                         author, index)
+        return TriedText(stored_id(proposal), proposal.text, Refusal.EDITED_AWAY,
+                         decision.reason if decision is not None else None, author, index)
     if proposal.status is ProposalStatus.INVALID and not is_repeat(proposal):
-        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.INVALID,
-                         f"It was found invalid: {proposal.invalid_reason or 'no reason kept'}")
+        return TriedText(stored_id(proposal), proposal.text, Refusal.INVALID,
+                         proposal.invalid_reason)
     return None
 
 
 def _rejected(proposal: Proposal, decision: Decision | None,
               index: int | None) -> TriedText:
     if decision is None or decision.action is not DecisionAction.REJECT:  # settled otherwise
-        why = proposal.invalid_reason or "it was not accepted"
-        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.REJECTED,
-                         f"It was not accepted: {why}", "", index)
+        return TriedText(stored_id(proposal), proposal.text, Refusal.NOT_ACCEPTED,
+                         proposal.invalid_reason, "", index)
     if decision.automatic:
-        return TriedText(stored_id(proposal), proposal.text, TriedOutcome.REJECTED,
-                         f"The acceptance rule rejected it: {decision.reason}", RULE, index)
-    return TriedText(stored_id(proposal), proposal.text, TriedOutcome.REJECTED,
-                     "A reviewer rejected the proposed text: "
-                     + (decision.reason or "no reason given"), decision.author, index)
+        return TriedText(stored_id(proposal), proposal.text, Refusal.RULE, decision.reason,
+                         RULE, index)
+    return TriedText(stored_id(proposal), proposal.text, Refusal.REVIEWER, decision.reason,
+                     decision.author, index)
 
 
 def is_repeat(proposal: Proposal) -> bool:
@@ -235,20 +242,26 @@ def describe_candidate(store: Store, candidate: Candidate) -> str:
         return f"{name} (the seed)" if candidate.index == 0 else name
     if candidate.pooled:
         return f"{name} (in the pool)"
-    decisions = store.decisions(proposal_id=candidate.proposal_id)
     proposal = store.get_proposal(candidate.proposal_id)
     if proposal.is_merge:  # a merge's reason is about two parents, not about any one text
         return f"{name} (a merge, {proposal.status.value})"
-    tried = _tried(proposal, decisions[-1] if decisions else None, {})
+    tried = candidate_tried(store, candidate)
     if tried is None:
         return name
     who = f" by {tried.by}" if tried.by else ""
-    return f"{name} ({tried.outcome.value}{who}: {_reason_of(tried)})"
+    return f"{name} ({tried.outcome.value}{who}: {tried.refusal.reason(tried.reason)})"
 
 
-def _reason_of(tried: TriedText) -> str:
-    """The words after the sentence's lead-in ("... rejected the proposed text: <reason>")."""
-    return tried.why.split(": ", 1)[-1] if ": " in tried.why else tried.why
+def candidate_tried(store: Store, candidate: Candidate) -> TriedText | None:
+    """How the text that made ``candidate`` was refused, typed (None: the seed, a pooled
+    candidate, a merge, or one not refused)."""
+    if candidate.proposal_id is None or candidate.pooled:
+        return None
+    proposal = store.get_proposal(candidate.proposal_id)
+    if proposal.is_merge:
+        return None
+    decisions = store.decisions(proposal_id=candidate.proposal_id)
+    return _tried(proposal, decisions[-1] if decisions else None, {})
 
 
 def retry_record(attempt: int, refused: Proposal) -> dict[str, Any]:
@@ -260,8 +273,9 @@ def retry_record(attempt: int, refused: Proposal) -> dict[str, Any]:
                     REFLECTION_FIELD_CHARS)}}
 
 
-def skip_reason(attempts: list[Proposal]) -> str:
-    """The skipped iteration's reason, in words."""
-    rejected = any("(rejected" in (p.invalid_reason or "") for p in attempts)
+def skip_reason(attempts: list[Proposal], repeated: list[TriedText | None]) -> str:
+    """The skipped iteration's reason, in words; ``repeated``: how the text each attempt
+    repeated was refused (:func:`candidate_tried` of its duplicate, None for none)."""
+    rejected = any(t is not None and t.refusal in REJECTIONS for t in repeated)
     what = "a rejected text" if rejected else "a text already tried"
     return f"the reflection repeated {what} {len(attempts)} times; iteration skipped"

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from studio.engine.context import StopRun
 from studio.engine.events import IterationStarted
-from studio.engine.ideas import check_ideas, count_ideas
+from studio.engine.ideas import count_ideas
 from studio.engine.lanes import Window
-from studio.engine.limits import check_progress
+from studio.engine.limits import LoopProgress, check_conditions
 from studio.engine.state import Plan
 from studio.model.records import Candidate, ProposalKind, StopReason, stored_id
 
@@ -125,10 +125,8 @@ class LaneRun:
         """The limits as iteration ``reference`` left them (a person's stop and the timeout
         as they are now)."""
         self.ctx.check_stop()
-        self.ctx.check_timeout()
         best, stale, idle = self.limits_at.get(reference, self.limits_now())
-        check_progress(self.ctx, best, stale)
-        check_ideas(self.ctx, idle, reference)
+        check_conditions(self.ctx, LoopProgress(self.ctx, reference, best, stale, idle))
 
     def limits_now(self) -> tuple[float | None, int, int]:
         state = self.state

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import abc
 import json
-from typing import Any, ClassVar
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -66,6 +68,50 @@ EvaluationResult = EvaluatorResult
 """Potato's name for the same record (``from potato.evaluators import EvaluationResult``)."""
 
 
+class CheckKind(StrEnum):
+    """What an evaluator checks, so the rules reflection (:mod:`studio.engine.rules`) can say
+    what to fix when it fails."""
+
+    EXACT = "exact"
+    """The reply equals the reference."""
+    ANSWER = "answer"
+    """The reply carries the correct answer (contains, close to it)."""
+    FORMAT = "format"
+    """The reply has a required shape (a pattern)."""
+    JSON = "json"
+    """The reply is JSON (valid, of a schema)."""
+    TOOL = "tool"
+    """The agent called the right tools."""
+    OTHER = "other"
+    """Anything else: the rule names the check."""
+
+
+Factory = Callable[..., "Evaluator"]
+F = TypeVar("F", bound=Callable[..., Any])
+REGISTERED: dict[str, tuple[Factory, str]] = {}
+"""Every evaluator a project file can name: ``name -> (factory, description)``, filled by
+:func:`registered` as the package's modules load (:mod:`studio.evaluators.registry`)."""
+
+
+def registered(name: str, description: str,
+               kind: CheckKind = CheckKind.OTHER) -> Callable[[F], F]:
+    """Register the decorated evaluator class (or factory) as ``name``, described for
+    :func:`~studio.evaluators.registry.list_evaluators`, checking ``kind`` of thing: the one place an
+    evaluator's facts are written, beside its code."""
+
+    def register(factory: F) -> F:
+        factory.check_kind = kind  # type: ignore[attr-defined]
+        REGISTERED[name] = (factory, description)
+        return factory
+
+    return register
+
+
+def check_kind(factory: Any) -> CheckKind:
+    """What the evaluator built by ``factory`` checks (:class:`CheckKind`)."""
+    return getattr(factory, "check_kind", CheckKind.OTHER)
+
+
 class Evaluator(abc.ABC):
     """Base class of all evaluators. Instances are callable: ``ev(outputs=...)``.
 
@@ -74,6 +120,8 @@ class Evaluator(abc.ABC):
     """
 
     key: str = "evaluator"
+    check_kind: ClassVar[CheckKind] = CheckKind.OTHER
+    """What it checks; set by :func:`registered`."""
     uses_trace: ClassVar[bool] = False
     """True when ``outputs`` is a trajectory (the executor's trace) rather than the final text;
     :class:`studio.critics.adapters.EvaluatorCritic` uses it to pick what to pass."""

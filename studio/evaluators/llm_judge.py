@@ -14,7 +14,7 @@ from studio.evaluators._judge import (
     task_text,
     unit_score,
 )
-from studio.evaluators.base import EvaluatorResult
+from studio.evaluators.base import CheckKind, EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
 
@@ -36,6 +36,7 @@ _BINARY_SCHEMA = {
 }
 
 
+@registered('llm_trajectory_judge', 'Reference-free LLM judge of a trajectory', CheckKind.TOOL)
 class LLMTrajectoryJudge(JudgeEvaluator):
     """Judge a trajectory without a gold reference (many valid agent paths exist).
 

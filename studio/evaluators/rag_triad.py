@@ -22,7 +22,7 @@ from studio.evaluators._judge import (
     task_text,
     unit_score,
 )
-from studio.evaluators.base import EvaluatorResult, as_text
+from studio.evaluators.base import EvaluatorResult, as_text, registered
 
 _SCORE_SCHEMA = {
     "type": "object",
@@ -89,6 +89,7 @@ def _context_text(context: Any) -> str:
     return as_text(context) or ""
 
 
+@registered('context_relevance', 'RAG: is the context relevant?')
 class ContextRelevanceEvaluator(_RagEvaluator):
     """Is the retrieved context relevant to (and sufficient for) the question?"""
 
@@ -109,6 +110,7 @@ class ContextRelevanceEvaluator(_RagEvaluator):
         return await self._score(user_text)
 
 
+@registered('answer_relevance', 'RAG: does the answer address the question?')
 class AnswerRelevanceEvaluator(_RagEvaluator):
     """Does the answer address the question (regardless of factual correctness)?"""
 
@@ -129,6 +131,7 @@ class AnswerRelevanceEvaluator(_RagEvaluator):
         return await self._score(user_text)
 
 
+@registered('groundedness', 'RAG: supported claims / claims')
 class GroundednessEvaluator(_RagEvaluator):
     """Faithfulness by claim decomposition: supported claims / judged claims."""
 

@@ -13,62 +13,33 @@ and :func:`build_evaluators` (or :func:`build_evaluator` for one) turns them int
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+import pkgutil
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from studio.evaluators.base import Evaluator
+from studio.evaluators.base import REGISTERED, CheckKind, Evaluator, Factory, check_kind
 from studio.evaluators.errors import UnknownEvaluatorError
-from studio.evaluators.llm_judge import LLMTrajectoryJudge
-from studio.evaluators.rag_triad import (
-    AnswerRelevanceEvaluator,
-    ContextRelevanceEvaluator,
-    GroundednessEvaluator,
-)
-from studio.evaluators.requirements_judge import AgentAsJudgeEvaluator
-from studio.evaluators.response_match import ResponseMatch
-from studio.evaluators.rubric_dag import make_rubric_dag
-from studio.evaluators.text import (
-    Contains,
-    EditDistance,
-    EmbeddingDistance,
-    ExactMatch,
-    JSONSchemaMatch,
-    JSONValid,
-    RegexMatch,
-)
-from studio.evaluators.tool_use import ToolCallAccuracyEvaluator, ToolUseEvaluator
-from studio.evaluators.trajectory_match import TrajectoryMatchEvaluator
 from studio.model.errors import ConfigError
 
-Factory = Callable[..., Evaluator]
 
-_REGISTRY: dict[str, tuple[Factory, str]] = {
-    "trajectory_match": (TrajectoryMatchEvaluator, "Deterministic tool-call sequence match"),
-    "tool_use": (ToolUseEvaluator, "A specific expected tool was called"),
-    "tool_call_accuracy": (ToolCallAccuracyEvaluator,
-                           "Fraction of reference tool calls reproduced (partial credit)"),
-    "llm_trajectory_judge": (LLMTrajectoryJudge, "Reference-free LLM judge of a trajectory"),
-    "exact_match": (ExactMatch, "Output equals the reference"),
-    "contains": (Contains, "Output contains a substring"),
-    "regex_match": (RegexMatch, "Output matches a regular expression"),
-    "edit_distance": (EditDistance, "1 - Levenshtein distance / max length"),
-    "response_match": (ResponseMatch, "ROUGE-1 F against the reference (ADK's "
-                       "response_match_score)"),
-    "json_valid": (JSONValid, "Output parses as JSON"),
-    "json_schema_match": (JSONSchemaMatch, "Output validates against a JSON Schema"),
-    "embedding_distance": (EmbeddingDistance, "Cosine similarity of embeddings"),
-    "rubric_dag": (make_rubric_dag, "Decision-tree rubric walked by an LLM judge"),
-    "context_relevance": (ContextRelevanceEvaluator, "RAG: is the context relevant?"),
-    "groundedness": (GroundednessEvaluator, "RAG: supported claims / claims"),
-    "answer_relevance": (AnswerRelevanceEvaluator, "RAG: does the answer address the question?"),
-    "agent_as_judge": (AgentAsJudgeEvaluator, "Per-requirement verdicts with evidence"),
-}
+def _import_evaluators() -> None:
+    """Load every module of the package, so each evaluator's ``@registered`` has run."""
+    package = importlib.import_module("studio.evaluators")
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"studio.evaluators.{module.name}")
+
+
+_import_evaluators()
+_REGISTRY: dict[str, tuple[Factory, str]] = REGISTERED
+"""``name -> (factory, description)``: what each evaluator module registered (``@registered``),
+plus :func:`register_evaluator`'s."""
 _ALIASES = {"embedding_similarity": "embedding_distance"}
 
 
 def register_evaluator(name: str, factory: Factory, description: str = "", *,
-                       replace: bool = False) -> None:
+                       replace: bool = False, kind: CheckKind | None = None) -> None:
     """Make ``factory(**params)`` buildable as ``name``.
 
     Raises:
@@ -82,6 +53,8 @@ def register_evaluator(name: str, factory: Factory, description: str = "", *,
     if (name in _REGISTRY or name in _ALIASES) and not replace:
         raise ValueError(f"evaluator {name!r} is already registered; pass replace=True to "
                          f"replace it")
+    if kind is not None:
+        factory.check_kind = kind  # type: ignore[attr-defined]
     _REGISTRY[name] = (factory, description)
 
 
@@ -93,6 +66,13 @@ def unregister_evaluator(name: str) -> None:
 def list_evaluators() -> list[dict[str, str]]:
     """``[{"name": ..., "description": ...}]`` sorted by name."""
     return [{"name": n, "description": d} for n, (_, d) in sorted(_REGISTRY.items())]
+
+
+def evaluator_kind(name: str) -> CheckKind:
+    """What the evaluator registered as ``name`` checks (:attr:`CheckKind.OTHER` when the name
+    is unknown): its own fact, read by the rules reflection."""
+    entry = _REGISTRY.get(_ALIASES.get(name, name))
+    return CheckKind.OTHER if entry is None else check_kind(entry[0])
 
 
 def evaluator_names() -> list[str]:

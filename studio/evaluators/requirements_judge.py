@@ -30,7 +30,7 @@ from studio.evaluators._judge import (
     reasoning_of,
     task_text,
 )
-from studio.evaluators.base import EvaluatorResult
+from studio.evaluators.base import EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
 from studio.model.errors import ConfigError
@@ -77,6 +77,7 @@ def check_requirements(requirements: Any, *, where: str = "requirements") -> lis
     return [item.strip() for item in items]
 
 
+@registered('agent_as_judge', 'Per-requirement verdicts with evidence')
 class AgentAsJudgeEvaluator(JudgeEvaluator):
     """Judge a trajectory against a checklist; score = satisfied / number of requirements.
 

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from studio.evaluators.base import Evaluator, EvaluatorResult, as_text
+from studio.evaluators.base import Evaluator, EvaluatorResult, as_text, registered
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _SHOWN_MISSING = 12
@@ -25,6 +25,7 @@ def rouge1_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+@registered('response_match', "ROUGE-1 F against the reference (ADK's response_match_score)")
 class ResponseMatch(Evaluator):
     """Unigram overlap F-measure between the output and the reference (ROUGE-1 F)."""
 

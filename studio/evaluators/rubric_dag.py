@@ -41,7 +41,7 @@ from studio.evaluators._judge import (
     reasoning_of,
     task_text,
 )
-from studio.evaluators.base import EvaluatorResult, as_text
+from studio.evaluators.base import EvaluatorResult, as_text, registered
 from studio.evaluators.errors import RubricDagError
 from studio.model.errors import ConfigError
 
@@ -383,6 +383,7 @@ def _leading_option(text: str, by_length: list[str]) -> str | None:
 # --------------------------------------------------------------------------- factory
 
 
+@registered('rubric_dag', 'Decision-tree rubric walked by an LLM judge')
 def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: Any = None,
                     preset: str | None = None, endpoint: Any = None, *, model: Any = None,
                     executor: Any = None, key: str | None = None) -> RubricDagEvaluator:

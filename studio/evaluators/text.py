@@ -15,7 +15,7 @@ from typing import Any
 
 import regex
 
-from studio.evaluators.base import Evaluator, EvaluatorResult, as_text
+from studio.evaluators.base import CheckKind, Evaluator, EvaluatorResult, as_text, registered
 from studio.model.errors import ConfigError, SchemaError
 
 EmbedFn = Callable[[str], Sequence[float]]
@@ -29,6 +29,7 @@ def _missing(key: str, output: str | None) -> EvaluatorResult:
     return EvaluatorResult.not_evaluated(key, "no reference to compare with (it is None)")
 
 
+@registered('exact_match', 'Output equals the reference', CheckKind.EXACT)
 class ExactMatch(Evaluator):
     """Output equals the reference (after stripping whitespace, optionally ignoring case)."""
 
@@ -53,6 +54,7 @@ class ExactMatch(Evaluator):
         return EvaluatorResult.passed(self.key, ok, comment)
 
 
+@registered('contains', 'Output contains a substring', CheckKind.ANSWER)
 class Contains(Evaluator):
     """Output contains ``substring`` (or, when it is None, the reference text).
 
@@ -84,6 +86,7 @@ class Contains(Evaluator):
         return EvaluatorResult.passed(self.key, found, f"output {verb} {needle!r}")
 
 
+@registered('regex_match', 'Output matches a regular expression', CheckKind.FORMAT)
 class RegexMatch(Evaluator):
     """Output matches a regular expression (``re.search``, or ``re.fullmatch``).
 
@@ -154,6 +157,7 @@ def _flags(flags: int | str | Sequence[str]) -> int:
     return value
 
 
+@registered('edit_distance', '1 - Levenshtein distance / max length', CheckKind.ANSWER)
 class EditDistance(Evaluator):
     """Levenshtein similarity: ``score = 1 - distance / max(len(output), len(reference))``.
 
@@ -215,6 +219,7 @@ def levenshtein(a: str, b: str) -> int:
     return distance
 
 
+@registered('json_valid', 'Output parses as JSON', CheckKind.JSON)
 class JSONValid(Evaluator):
     """Output parses as JSON. Non-string outputs (dicts, lists) count as JSON if serializable.
 
@@ -259,6 +264,7 @@ def parse_json_output(outputs: Any, *, allow_code_fence: bool = False) -> Any:
         return _JSONFailure(f"{exc.msg} (line {exc.lineno}, column {exc.colno})")
 
 
+@registered('json_schema_match', 'Output validates against a JSON Schema', CheckKind.JSON)
 class JSONSchemaMatch(Evaluator):
     """Output is JSON that validates against ``schema``.
 
@@ -324,6 +330,7 @@ def _json_path(path: Any) -> str:
     return "/".join(str(p) for p in path) or "(root)"
 
 
+@registered('embedding_distance', 'Cosine similarity of embeddings', CheckKind.ANSWER)
 class EmbeddingDistance(Evaluator):
     """Cosine similarity of output and reference embeddings; ``score = max(0, cosine)``.
 

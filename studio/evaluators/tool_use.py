@@ -11,10 +11,11 @@ from studio.evaluators._matching import (
     match_calls,
     tool_calls_or_error,
 )
-from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.evaluators.base import CheckKind, Evaluator, EvaluatorResult, registered
 from studio.model.errors import ConfigError
 
 
+@registered('tool_use', 'A specific expected tool was called', CheckKind.TOOL)
 class ToolUseEvaluator(Evaluator):
     """Did the agent call ``expected_tool`` (optionally with ``expected_args``) at least once?
 
@@ -78,6 +79,8 @@ class ToolUseEvaluator(Evaluator):
         return f"{wanted} was not called"
 
 
+@registered('tool_call_accuracy',
+            'Fraction of reference tool calls reproduced (partial credit)', CheckKind.TOOL)
 class ToolCallAccuracyEvaluator(Evaluator):
     """Fraction of the reference's tool calls the agent reproduced (partial credit).
 

@@ -28,12 +28,13 @@ from studio.evaluators._matching import (
     match_calls,
     tool_calls_or_error,
 )
-from studio.evaluators.base import Evaluator, EvaluatorResult
+from studio.evaluators.base import CheckKind, Evaluator, EvaluatorResult, registered
 from studio.evaluators.trajectory import ToolCall
 
 MODES = ("strict", "unordered", "subset", "superset")
 
 
+@registered('trajectory_match', 'Deterministic tool-call sequence match', CheckKind.TOOL)
 class TrajectoryMatchEvaluator(Evaluator):
     """Pass/fail comparison of the agent's tool calls with a reference trajectory.
 

@@ -11,18 +11,20 @@ scripted/demo (the folder says gemini-2.5-flash)". Applying the overrides to a l
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from studio.model.base import ConfigModel
 from studio.model.limits import MAX_NAME_CHARS
 
+LOCAL_MODEL = "local/smollm2"
+"""The embedded default model: SmolLM2-135M-Instruct, offline, in-process (its provider's
+record: :data:`studio.runtime.providers.LOCAL`)."""
 MAX_MODEL_CHARS = 200
 """A model string longer than this is refused (LiteLLM and ADK names are far shorter)."""
 
 
-class ModelOverrides(BaseModel):
+class ModelOverrides(ConfigModel):
     """Models a run puts in place of the ones the agent's code names. Empty: the code's own."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     every: str | None = Field(default=None, max_length=MAX_MODEL_CHARS)
     """Every model-bearing agent of the tree (sub-agents, agents behind an ``AgentTool``, graph

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
+from studio.model.base import CONFIG_MODEL, ConfigModel
 from studio.model.errors import ConfigError
 
 
@@ -30,16 +31,18 @@ class Selection(StrEnum):
     EPSILON_GREEDY = "epsilon_greedy"
 
 
-class RateLimit(BaseModel):
+class RateLimit(ConfigModel):
     """At most ``requests`` model calls start in any ``per_seconds`` window, for one model, in
     one process (every run a worker or the studio's server holds shares it). In
     ``STUDIO_RATE_LIMITS`` or a project run from the command line,
     ``{openai/gpt-4o-mini: 500}`` is 500 requests per minute."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
     requests: int = Field(ge=1, le=1_000_000)
+    """Model calls that may start in one window."""
     per_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    """The window's length, in seconds."""
 
     @model_validator(mode="before")
     @classmethod
@@ -74,7 +77,7 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     Every stop condition is optional except ``max_iterations``; the first one reached ends the run.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(**CONFIG_MODEL, allow_inf_nan=False)
     """NaN and infinities are refused: ``call_timeout_seconds: .inf`` is not "no limit"."""
 
 
@@ -99,7 +102,11 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     """Limit on the run's machine time, checked between iterations: time paused or waiting at
     a gate for a person does not count."""
     minibatch_size: int = Field(default=3, ge=1, le=1000)
+    """Training examples each iteration scores the parent and its child on (GEPA's
+    minibatch)."""
     candidate_selection: Selection = Selection.PARETO
+    """How each iteration picks its parent: ``pareto`` (GEPA's: among the candidates best on
+    some validation example), ``greedy`` (the best mean) or ``epsilon_greedy``."""
     epsilon: float = Field(default=0.1, ge=0.0, le=1.0)
     """Exploration rate for ``epsilon_greedy``."""
     max_concurrency: int = Field(default=4, ge=1, le=256)
@@ -118,11 +125,14 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     """Worker processes a batch's agent->critic chains fan out to (framework CPU is bound by
     one process's GIL); the concurrency limit holds in total. Runs defined by a spec only."""
     review: ReviewMode = ReviewMode.AUTO
+    """``auto``: the acceptance rule decides alone; ``review``: every evaluated proposal waits
+    for a person's accept, edit or reject."""
     seed: int = 0
     """One seed makes a run with the scripted model reproducible."""
     call_timeout_seconds: float = Field(default=300.0, gt=0)
     """Limit for one model call (agent, critic or reflection)."""
     max_retries: int = Field(default=3, ge=0, le=10)
+    """Further attempts of a model call after a retryable failure (429, 5xx, timeout)."""
     use_merge: bool = False
     """GEPA's merge: after an accepted proposal, combine two pool candidates that improved
     different components since a common ancestor. Off by default, as in GEPA."""

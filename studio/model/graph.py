@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from studio.model.base import ConfigModel
 
 START_NODE = "__START__"
 """ADK's name for the graph's entry (``google.adk.workflow.START``)."""
@@ -26,18 +28,14 @@ class NodeKind(StrEnum):
     """Any other node (a tool node, an agent of another kind): run as it is, never changed."""
 
 
-class GraphNode(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
+class GraphNode(ConfigModel):
     name: str
     kind: NodeKind
     parent: str
     """The name of the (nested) workflow whose graph holds this node."""
 
 
-class GraphEdge(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
+class GraphEdge(ConfigModel):
     source: str
     target: str
     route: str | None = None
@@ -46,10 +44,8 @@ class GraphEdge(BaseModel):
     parent: str = ""
 
 
-class GraphShape(BaseModel):
+class GraphShape(ConfigModel):
     """A graph workflow's nodes and edges, nested workflows' included (each under its name)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str
     nodes: list[GraphNode] = Field(default_factory=list)

@@ -25,7 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from studio.model.agent_models import ModelOverrides
+from studio.model.agent_models import LOCAL_MODEL, ModelOverrides
+from studio.model.base import ConfigModel
 from studio.model.config import EvolutionConfig
 from studio.model.consensus import (
     OUTPUT_SEPARATOR,
@@ -45,6 +46,7 @@ from studio.model.limits import (
     MAX_DEMOS,
 )
 from studio.model.media import check_example_media, without_media
+from studio.model.stops import stop_condition
 from studio.model.tools import check_tool_refs
 from studio.model.workflow import WorkflowSpec, check_workflow, sequential, split_component
 
@@ -65,14 +67,15 @@ def utcnow() -> datetime:
 # --------------------------------------------------------------------------- agent specs
 
 
-class GenerationConfig(BaseModel):
+class GenerationConfig(ConfigModel):
     """The part of ADK's ``GenerateContentConfig`` the studio edits and evolves."""
 
-    model_config = ConfigDict(extra="forbid")
-
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    """Sampling temperature, 0 to 2 (None: the model's default)."""
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Nucleus sampling: the share of probability mass sampled from (None: the model's)."""
     max_output_tokens: int | None = Field(default=None, gt=0, le=32768)
+    """Longest reply, in tokens (None: the model's limit)."""
 
     def to_adk(self) -> GenerateContentConfig | None:
         # google.genai takes about half a second to import; records are loaded by the CLI and
@@ -115,14 +118,14 @@ def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[s
     return schema
 
 
-class Demo(BaseModel):
+class Demo(ConfigModel):
     """A demonstration: one prior exchange the agent's model is shown as real conversation turns
     (the user's ``input``, then the agent's ``output``) before the actual request."""
 
-    model_config = ConfigDict(extra="forbid")
-
     input: str = Field(min_length=1, max_length=MAX_DEMO_CHARS)
+    """The user's message of the exchange."""
     output: str = Field(min_length=1, max_length=MAX_DEMO_CHARS)
+    """The reply the agent is shown giving to it."""
 
 
 def demos_to_text(demos: Iterable[Demo]) -> str:
@@ -170,14 +173,12 @@ def checked_demos(values: Any, *, where: str = "few_shot") -> list[Demo]:
     return demos
 
 
-class AgentSpec(BaseModel):
+class AgentSpec(ConfigModel):
     """A declarative ADK ``LlmAgent``: what the studio edits, stores and evolves."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="agent", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)
     """At most 64 characters: ``agent.component`` keys must fit the store's column."""
-    model: str = "local/smollm2"
+    model: str = LOCAL_MODEL
     """A LiteLLM model string; ``local/smollm2`` is the embedded offline model."""
     instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
     output_schema: dict[str, Any] | None = None
@@ -488,6 +489,8 @@ class StopReason(StrEnum):
     """Why a run ended: stored on the run (``runs.stop_reason``), carried by
     :class:`~studio.engine.events.RunFinished` and printed by the CLI, all as these words."""
 
+    # The stop conditions' reasons (their words and settings: studio.model.stops); a
+    # condition without a member here still gets one, by its reason (_missing_).
     MAX_ITERATIONS = "max_iterations"
     MAX_METRIC_CALLS = "max_metric_calls"
     PATIENCE = "patience"
@@ -510,13 +513,25 @@ class StopReason(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> StopReason | None:
-        """The one place older spellings are read back."""
-        return _STOP_REASON_ALIASES.get(str(value))
+        """The one place older spellings are read back, and where the reason of a stop
+        condition that has no member here (:mod:`studio.model.stops`) becomes one."""
+        if str(value) in _STOP_REASON_ALIASES:
+            return _STOP_REASON_ALIASES[str(value)]
+        condition = stop_condition(str(value))
+        return None if condition is None else cls._condition_member(condition.reason)
+
+    @classmethod
+    def _condition_member(cls, value: str) -> StopReason:
+        member = str.__new__(cls, value)
+        member._name_ = value.upper()
+        member._value_ = value
+        cls._value2member_map_[value] = member
+        return member
 
     @property
     def is_limit(self) -> bool:
         """A configured limit was reached: the run is completed and resuming would stop again."""
-        return self in _LIMIT_FIELDS
+        return stop_condition(self.value) is not None
 
     @property
     def leaves_resumable(self) -> bool:
@@ -526,29 +541,21 @@ class StopReason(StrEnum):
     @property
     def limit_field(self) -> str | None:
         """The :class:`EvolutionConfig` field whose limit this reason reports, if any."""
-        return _LIMIT_FIELDS.get(self)
+        condition = stop_condition(self.value)
+        return None if condition is None else condition.setting
 
     @property
     def words(self) -> str:
         """Why the run ended, for people ("reached its iteration limit"): the one wording the
-        studio's pages and the CLI both print."""
+        studio's pages and the CLI both print (a stop condition's own words)."""
+        condition = stop_condition(self.value)
+        if condition is not None:
+            return condition.words
         return _STOP_WORDS.get(self, self.value.replace("_", " "))
 
 
 _STOP_REASON_ALIASES = {"lost": StopReason.LEASE_LOST, "lease_lost": StopReason.LEASE_LOST}
-_LIMIT_FIELDS = {StopReason.MAX_ITERATIONS: "max_iterations",
-                 StopReason.MAX_METRIC_CALLS: "max_metric_calls",
-                 StopReason.PATIENCE: "patience", StopReason.SCORE_THRESHOLD: "score_threshold",
-                 StopReason.TIMEOUT: "timeout_seconds",
-                 StopReason.OUT_OF_IDEAS: "out_of_ideas_after"}
 _STOP_WORDS = {
-    StopReason.MAX_ITERATIONS: "reached its iteration limit",
-    StopReason.MAX_METRIC_CALLS: "used its budget of metric calls",
-    StopReason.PATIENCE: "no gain for too many iterations",
-    StopReason.SCORE_THRESHOLD: "reached the target score",
-    StopReason.TIMEOUT: "ran out of time",
-    StopReason.OUT_OF_IDEAS: ("the reflection has no new idea after your rejections: try "
-                              "editing, or a different reflection model"),
     StopReason.USER: "stopped by a person",
     StopReason.SHUTDOWN: "its worker shut down",
     StopReason.DATABASE_UNAVAILABLE: "the database was unavailable",
@@ -557,6 +564,7 @@ _STOP_WORDS = {
     StopReason.LEASE_LOST: "another worker took it over",
     StopReason.TEST_SCORED: "scored its test set",
 }
+"""The words of the run's ends that are not stop conditions."""
 
 
 class Run(BaseModel):
@@ -957,10 +965,10 @@ class Project(BaseModel):
 # --------------------------------------------------------------------------- run specs
 
 
-class CriticSpec(BaseModel):
+class CriticSpec(ConfigModel):
     """How a run judges outputs: an ADK critic agent, or programmatic evaluators / judges."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     type: str = Field(default="agent", pattern="^(agent|evaluator)$")
     name: str = "critic"
@@ -977,9 +985,7 @@ class CriticSpec(BaseModel):
 ReflectionStrategy = Literal["llm", "rules", "rules+llm"]
 
 
-class ReflectionSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReflectionSpec(ConfigModel):
     model: str | None = None
     """The model that writes the proposals; None: the agent's own (its primary agent's, on the
     model the run chose for it), as ``evolve()`` defaults (``adk optimize`` defaults to a capable
@@ -993,11 +999,9 @@ class ReflectionSpec(BaseModel):
     something to add, else the reflection agent). Other components always use the agent."""
 
 
-class ForkOrigin(BaseModel):
+class ForkOrigin(ConfigModel):
     """Where a forked run's seed comes from: a candidate of another run, its components copied
     (so the fork runs even if the source run is deleted)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     candidate_id: int
@@ -1007,14 +1011,12 @@ class ForkOrigin(BaseModel):
     ``writer.instruction``): the fork's candidate #0."""
 
 
-class AlignOrigin(BaseModel):
+class AlignOrigin(ConfigModel):
     """What an align run aligns: the critic of another run, evolved on that run's corrections.
 
     The align run's agent is the critic (its instruction, or a judge's text rendered as a
     critic agent); its examples are the corrected trials (held-out ones are its test set); its
     critic scores agreement with the person (:mod:`studio.critics.alignment`)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     """The run whose corrections are the labels."""
@@ -1037,10 +1039,8 @@ class AlignOrigin(BaseModel):
     agent's own model); "" in align runs stored before it was kept: resolved again."""
 
 
-class RunSpec(BaseModel):
+class RunSpec(ConfigModel):
     """Everything needed to rebuild a run's agents, stored with the run (never any API key)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     agent: AgentSpec | None = None
     agent_ref: str | None = None

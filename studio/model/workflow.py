@@ -16,8 +16,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from studio.model.base import ConfigModel
 from studio.model.errors import ConfigError
 
 MAX_WORKFLOW_DEPTH = 5
@@ -31,15 +32,16 @@ class WorkflowKind(StrEnum):
     PARALLEL = "parallel"
 
 
-class WorkflowSpec(BaseModel):
+class WorkflowSpec(ConfigModel):
     """A workflow agent: its kind, name and steps (agent names or nested workflows)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
     type: WorkflowKind = WorkflowKind.SEQUENTIAL
+    """How the steps run: one after the other, in a loop, or side by side."""
     name: str = Field(default="workflow", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                       max_length=64)
+    """The workflow agent's name (an identifier, at most 64 characters)."""
     steps: list[str | WorkflowSpec] = Field(min_length=1)
+    """Its steps, in order: agent names (of ``agents:``) or nested workflows."""
     max_iterations: int = Field(default=2, ge=1, le=MAX_LOOP_ITERATIONS)
     """For ``loop``: how many times the steps run (ADK's ``LoopAgent.max_iterations``)."""
 

@@ -22,6 +22,7 @@ from studio.engine.pool import load_view
 from studio.engine.queue import DEFAULT_QUEUE, live_workers
 from studio.engine.steering import Steered
 from studio.engine.worker import get_manager
+from studio.model.agent_models import LOCAL_MODEL
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, ProjectFileError
 from studio.model.records import (
@@ -166,7 +167,7 @@ def new_project(store: Store, name: str = "new project") -> Project:
     name = unique_name(store, name)
     project = ProjectFile.model_validate({
         "name": name,
-        "agent": {"name": "agent", "model": "local/smollm2",
+        "agent": {"name": "agent", "model": LOCAL_MODEL,
                   "instruction": "Answer the question in one sentence."},
         "dataset": {"train": [{"input": "What is the capital of France?",
                                "expected": "Paris"}]},

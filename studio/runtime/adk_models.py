@@ -19,9 +19,9 @@ import threading
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from studio.runtime.providers import LOCAL_PROVIDER, SCRIPTED_PROVIDER, register_providers
+from studio.runtime.providers import STUDIO_PROVIDERS, register_providers
 
-_STUDIO_MODEL_PATTERNS = (rf"{SCRIPTED_PROVIDER}/.+", rf"{LOCAL_PROVIDER}/.+")
+_STUDIO_MODEL_PATTERNS = tuple(p.adk_pattern for p in STUDIO_PROVIDERS)
 _registered = False
 _lock = threading.Lock()
 

@@ -23,10 +23,12 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from studio.runtime.providers import STUDIO_PROVIDERS
+
 T = TypeVar("T")
 
-INLINE_PROVIDERS = frozenset({
-    "scripted", "local", "openai", "anthropic", "gemini", "openrouter", "groq",
+INLINE_PROVIDERS = frozenset({p.prefix for p in STUDIO_PROVIDERS if p.inline_setup} | {
+    "openai", "anthropic", "gemini", "openrouter", "groq",
     "mistral", "deepseek", "xai", "together_ai", "fireworks_ai", "ollama_chat", "hosted_vllm",
 })
 """Providers whose ``completion(acompletion=True)`` only builds the request coroutine (custom

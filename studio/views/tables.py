@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -44,9 +44,6 @@ NOT_EVALUATED = "could not evaluate"
 CLIP = 240
 """Characters of output and feedback shown in a table cell (the detail view shows all)."""
 
-TRIAL_COLUMNS = ["number", "id", "iteration", "phase", "candidate", "example", "score",
-                 "judge_score", "verdict", "overridden", "error", "feedback", "output",
-                 "latency_s", "candidate_id", "proposal_id"]
 OPTIONAL_COLUMNS = ("verdict", "judge_verdict")
 """Columns left out of a table where every row is empty (a critic that gives no verdict)."""
 
@@ -193,32 +190,98 @@ def _local(moment: datetime | None) -> str:
 # --------------------------------------------------------------------------- trials
 
 
+@dataclass(frozen=True)
+class RowFacts:
+    """What a trial's row needs besides the trial: its candidate's index (#0 the seed) and
+    its number in the run (trial id -> number)."""
+
+    candidate_index: Mapping[int, int]
+    numbers: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class TrialColumn:
+    """One column of the trials table, every fact of it in one place: the value a trial gives,
+    its pandas type, and how the Run page shows it (title, kind, format, width, help; in the
+    page's table, in the newest-trials table, or only in the frame)."""
+
+    name: str
+    value: Callable[[Trial, RowFacts], Any]
+    dtype: str | None = None
+    """The pandas type (None: object, text)."""
+    title: str | None = None
+    """The header the page shows (None: ``name``, as Streamlit shows it)."""
+    kind: str = "text"
+    """``number``, ``text`` or ``checkbox``: which Streamlit column shows it."""
+    format: str | None = None
+    width: str | None = None
+    help: str | None = None
+    in_table: bool = True
+    """Shown in the page's table of trials."""
+    in_latest: bool = True
+    """Shown in the small table of the newest trials."""
+
+    @property
+    def styled(self) -> bool:
+        """The page gives it a column of its own (else Streamlit's default)."""
+        return self.title is not None
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+TRIAL_TABLE: tuple[TrialColumn, ...] = (
+    TrialColumn("number", lambda t, f: f.numbers.get(stored_id(t)), "Int64", "trial", "number",
+                "%d", "small", "its number in this run"),
+    TrialColumn("id", lambda t, f: t.id, "int64", "id", "number", "%d", "small",
+                "the database id (`studio override ID`)"),
+    TrialColumn("iteration", lambda t, f: t.iteration, "int64", "iter.", "number",
+                width="small"),
+    TrialColumn("phase", lambda t, f: t.phase.value),
+    TrialColumn("candidate", lambda t, f: f.candidate_index.get(t.candidate_id, -1), "int64",
+                "cand.", "number", "#%d", "small"),
+    TrialColumn("example", lambda t, f: f"{t.split.value} {t.example_index}"),
+    TrialColumn("score", lambda t, f: _nan(t.effective_score), "float64", "score", "number",
+                "%.3f", "small", "Effective score: the human's where corrected"),
+    TrialColumn("judge_score", lambda t, f: _nan(t.score), "float64", "judge", "number",
+                "%.3f", "small"),
+    TrialColumn("verdict", lambda t, f: verdict_text(t.feedback), None, "ADK verdict", "text",
+                width="medium",
+                help="Each metric against its own threshold; the case passes only when every "
+                "metric passes (adk eval's rule). The score beside it is what GEPA optimises."),
+    TrialColumn("overridden", lambda t, f: t.overridden, "bool", "human", "checkbox",
+                width="small"),
+    TrialColumn("error", lambda t, f: one_line(t.error, 160) if t.error else ""),
+    TrialColumn("feedback", lambda t, f: one_line(t.effective_feedback), None, "feedback",
+                width="large"),
+    TrialColumn("output", lambda t, f: one_line(t.output), None, "output", width="large",
+                in_latest=False),
+    TrialColumn("latency_s", lambda t, f: round(t.latency_s, 2), "float64", "latency",
+                "number", "%.2f s", "small", in_latest=False),
+    TrialColumn("candidate_id", lambda t, f: t.candidate_id, "int64", in_table=False,
+                in_latest=False),
+    TrialColumn("proposal_id", lambda t, f: t.proposal_id, "Int64", in_table=False,
+                in_latest=False),
+)
+"""The trials table's columns, in order: the one list the frame (:func:`trial_frame`) and the
+Run page (:mod:`components.trial_table`) both read."""
+TRIAL_COLUMNS = [c.name for c in TRIAL_TABLE]
+TABLE_COLUMNS = [c.name for c in TRIAL_TABLE if c.in_table]
+"""The columns of the page's table of trials, in order."""
+LATEST_COLUMNS = [c.name for c in TRIAL_TABLE if c.in_latest]
+"""The columns of the table of the newest trials, in order."""
+
+
 def trial_frame(trials: Iterable[Trial], candidate_index: dict[int, int],
                 numbers: Mapping[int, int] | None = None) -> pd.DataFrame:
     """One row per trial, oldest first; ``score`` is the effective (human-corrected) score;
     ``number`` the trial's number in its run (``numbers``: trial id -> number, from
     ``Store.trial_numbers``), ``id`` the database's (what ``studio override`` takes)."""
-    numbers = numbers or {}
-    rows = [_trial_row(t, candidate_index) | {"number": numbers.get(stored_id(t))}
-            for t in trials]
-    frame = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
-    return _typed(frame)
-
-
-def _trial_row(trial: Trial, candidate_index: dict[int, int]) -> dict[str, Any]:
-    score = trial.effective_score
-    return {
-        "id": trial.id, "iteration": trial.iteration, "phase": trial.phase.value,
-        "candidate": candidate_index.get(trial.candidate_id, -1),
-        "example": f"{trial.split.value} {trial.example_index}",
-        "score": math.nan if score is None else score,
-        "judge_score": math.nan if trial.score is None else trial.score,
-        "verdict": verdict_text(trial.feedback),
-        "overridden": trial.overridden, "error": one_line(trial.error, 160) if trial.error else "",
-        "feedback": one_line(trial.effective_feedback), "output": one_line(trial.output),
-        "latency_s": round(trial.latency_s, 2), "candidate_id": trial.candidate_id,
-        "proposal_id": trial.proposal_id,
-    }
+    facts = RowFacts(candidate_index, numbers or {})
+    rows = [{c.name: c.value(t, facts) for c in TRIAL_TABLE} for t in trials]
+    frame = pd.DataFrame(rows, columns=[c.name for c in TRIAL_TABLE])
+    return frame.astype({c.name: c.dtype for c in TRIAL_TABLE if c.dtype is not None})
 
 
 def verdict_text(feedback: Feedback) -> str:
@@ -245,13 +308,6 @@ def optimised_note(verdict: Verdict, score: float | None) -> str:
     return (f"ADK's verdict: {verdict.status.value} (adk eval's rule: a case passes only when "
             f"every metric passes its threshold). GEPA optimises the score "
             f"{format_score(score)} ({verdict.score_rule.value}: {verdict.score_rule.words}).")
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.astype({"number": "Int64", "id": "int64", "iteration": "int64",
-                         "candidate": "int64", "score": "float64", "judge_score": "float64",
-                         "overridden": "bool", "latency_s": "float64", "candidate_id": "int64",
-                         "proposal_id": "Int64"})
 
 
 @dataclass

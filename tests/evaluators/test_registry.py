@@ -114,3 +114,31 @@ evaluators:
     assert built[0].tool_args_match_overrides == {"search": "ignore"}
     with pytest.raises(ConfigError, match=r"evaluators\[1\]: each entry needs a 'name'"):
         build_evaluators([{"name": "json_valid"}, {"params": {}}])
+
+
+def test_an_evaluator_registers_itself_with_its_kind_and_the_rules_read_it():
+    """One module is a whole evaluator: ``@registered`` names it, describes it and says what
+    it checks; the rules reflection asks it for its kind (no list of names elsewhere)."""
+    from studio.engine.rules import FailedCheck, rule_text
+    from studio.evaluators.base import CheckKind, registered
+    from studio.evaluators.registry import evaluator_kind
+
+    @registered("yaml_valid", "Output parses as YAML", CheckKind.JSON)
+    class YamlValid(Evaluator):
+        def evaluate(self, *, outputs=None, reference_outputs=None, inputs=None, **kwargs):
+            return EvaluatorResult.passed("yaml_valid", True)
+
+    try:
+        assert {"name": "yaml_valid", "description": "Output parses as YAML"} in list_evaluators()
+        assert isinstance(build_evaluator("yaml_valid"), YamlValid)
+        assert evaluator_kind("yaml_valid") is CheckKind.JSON
+        failed = FailedCheck(label="parses", evaluator="yaml_valid", failed=1, seen=2,
+                             feedback="")
+        assert rule_text(failed, 0) == rule_text(
+            FailedCheck("parses", "json_valid", 1, 2, ""), 0)
+        assert rule_text(failed, 0).startswith("Reply with valid JSON only")
+    finally:
+        unregister_evaluator("yaml_valid")
+    assert evaluator_kind("yaml_valid") is CheckKind.OTHER
+    assert {evaluator_kind(n) for n in ("exact_match", "contains", "regex_match", "json_valid",
+                                        "tool_use", "groundedness")} == set(CheckKind)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -15,7 +14,8 @@ from pydantic import (
     model_validator,
 )
 
-from studio.model.agent_models import ModelOverrides, checked_models
+from studio.model.agent_models import LOCAL_MODEL, ModelOverrides, checked_models
+from studio.model.base import ConfigModel
 from studio.model.config import EvolutionConfig
 from studio.model.limits import MAX_COMPONENT_CHARS, MAX_DEMOS, MAX_NAME_CHARS
 from studio.model.records import (
@@ -35,14 +35,12 @@ from studio.projects.files.criteria import criteria_config
 from studio.runtime.agents import resolve_agent_folder
 
 
-class AgentSection(BaseModel):
+class AgentSection(ConfigModel):
     """The agent to evolve: declared here, or loaded from Python with ``ref``."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str = Field(default="agent", max_length=64)
     """The agent's name (at most 64 characters; in ``agents:`` an identifier)."""
-    model: str = "local/smollm2"
+    model: str = LOCAL_MODEL
     """The agent's model; given with ``folder`` or ``ref``, every model-bearing agent of the
     loaded tree runs on it instead of the one its code names."""
     models: dict[str, str] = Field(default_factory=dict)
@@ -51,7 +49,9 @@ class AgentSection(BaseModel):
     instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
     """At most 50,000 characters (``studio.model.limits``), refused when the file is read."""
     output_schema: dict[str, Any] | None = None
+    """A JSON Schema the agent's reply must follow (ADK's ``output_schema``)."""
     generate_content_config: GenerationConfig = Field(default_factory=GenerationConfig)
+    """The model's sampling settings (ADK's ``generate_content_config``)."""
     output_key: str | None = None
     """In a workflow: the state key this agent's reply is written to (``{key}`` for later
     agents)."""
@@ -118,12 +118,13 @@ class AgentSection(BaseModel):
         return self
 
 
-class CriticSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CriticSection(ConfigModel):
     type: str = Field(default="agent", pattern="^(agent|evaluator|adk_metrics)$")
+    """``agent``: a critic agent scores each reply; ``evaluator``: a programmatic evaluator or
+    judge (``evaluator``); ``adk_metrics``: ADK's evaluation criteria (``adk_metrics``)."""
     name: str = "critic"
-    model: str = "local/smollm2"
+    """The critic agent's name."""
+    model: str = LOCAL_MODEL
     """The critic agent's model; for ``type: adk_metrics``, the judge model of the metrics
     judged by a model whose criterion names none (not given: the agent's own model)."""
     instruction: str = Field(default="", max_length=MAX_COMPONENT_CHARS)
@@ -131,6 +132,8 @@ class CriticSection(BaseModel):
     characters."""
     schema_kind: str = Field(default="simple", alias="schema",
                              pattern="^(simple|advanced|custom)$")
+    """The critic's reply: ``simple`` or ``advanced`` (the seed's two critic schemas), or
+    ``custom`` with ``output_schema``."""
     output_schema: dict[str, Any] | None = None
     """Only for ``schema: custom``."""
     evaluator: dict[str, Any] | None = None
@@ -145,7 +148,7 @@ class CriticSection(BaseModel):
     averaged: 1 only when every metric passes) or ``mean`` (the mean of the metrics' scores).
     The verdict shown beside it is ADK's whatever the rule."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     def to_spec(self, base_dir: Path | None = None) -> CriticSpec:
         """The run's critic; a criteria file is read from ``base_dir`` (the project file's
@@ -164,26 +167,26 @@ class CriticSection(BaseModel):
         return CriticSpec(type="agent", name=self.name, agent=agent, schema=self.schema_kind)
 
 
-class DataSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DataSource(ConfigModel):
     path: str
     """CSV, JSONL or ADK eval set (``.evalset.json``, ``.test.json``) file, relative to the
     project file."""
 
 
-class SplitSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SplitSection(ConfigModel):
     val_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """The share of ``train`` moved to the validation set when ``val`` is not given (0: none)."""
     seed: int = 0
+    """Seed of the shuffle that picks them: the same file splits the same way every time."""
 
 
-class DatasetSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DatasetSection(ConfigModel):
     train: list[dict[str, Any]] | DataSource | None = None
+    """The examples the reflection learns from: inline rows, or ``{path: ...}`` to a file.
+    Required."""
     val: list[dict[str, Any]] | DataSource | None = None
+    """The examples whose scores choose and keep candidates, in the same forms as ``train``;
+    not given: carved out of ``train`` by ``split``, or ``train`` serves as both."""
     test: list[dict[str, Any]] | DataSource | None = None
     """Held out: never seen by the loop; the baseline and the best candidate are scored on it
     when the run ends (the overfitting guard). Same rules and input fields as ``train``."""
@@ -209,13 +212,13 @@ class DatasetSection(BaseModel):
         return self
 
 
-class ProjectFile(BaseModel):
+class ProjectFile(ConfigModel):
     """A whole project."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
     name: str = Field(max_length=MAX_NAME_CHARS)
+    """The project's name, as the studio's pages and the CLI show it (at most 200 characters)."""
     description: str = ""
+    """What the project is for, in a few words, for the people who open it."""
     agent: AgentSection | None = None
     """One agent (or ``ref:`` to an agent or workflow in Python code)."""
     agents: list[AgentSection] = Field(default_factory=list)
@@ -225,12 +228,17 @@ class ProjectFile(BaseModel):
     primary: str | None = None
     """The agent whose output the critic scores (default: the workflow's last agent)."""
     critic: CriticSection = Field(default_factory=CriticSection)
+    """How each reply is scored, with feedback the reflection reads."""
     reflection: ReflectionSpec = Field(default_factory=ReflectionSpec)
+    """How new texts are proposed from the scored trials."""
     components: list[str] | dict[str, list[str]] = Field(default_factory=lambda: ["instruction"])
     """Names (``instruction``: every agent's), ``agent.component`` keys, or per agent
     ``{writer: [instruction]}``."""
     dataset: DatasetSection
+    """The examples: ``train``, and optionally ``val`` and ``test``."""
     run: EvolutionConfig = Field(default_factory=EvolutionConfig)
+    """The run's settings: its stop conditions, how it picks parents, whether a person gates
+    proposals."""
 
     @model_validator(mode="after")
     def _one_way_to_give_agents(self) -> ProjectFile:

@@ -8,16 +8,72 @@ environment; :func:`check_model` says what is missing before a run starts.
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import threading
+from dataclasses import dataclass
+from typing import Any
 
+from studio.model.agent_models import LOCAL_MODEL
 from studio.model.errors import ModelConfigError
 from studio.runtime.providers._protocol import register_free_model
 
-LOCAL_PROVIDER = "local"
-SCRIPTED_PROVIDER = "scripted"
-LOCAL_MODEL = "local/smollm2"
-"""The embedded default model: SmolLM2-135M-Instruct, offline, in-process."""
+
+@dataclass(frozen=True)
+class StudioProvider:
+    """One in-process model provider of the studio, all its facts in one record: every use
+    (LiteLLM's provider map, :func:`check_model`, ADK's model registry, the event loop, the
+    engine's lanes) reads it here. Adding one is its module plus its record in
+    :data:`STUDIO_PROVIDERS`; the module is named, not imported, because it imports LiteLLM,
+    which takes seconds: only when a model is used."""
+
+    prefix: str
+    """``prefix/name`` model strings are its (``local/smollm2``)."""
+    module: str
+    """Its module, holding :attr:`handler` and :attr:`check`."""
+    handler: str
+    """The LiteLLM ``CustomLLM`` class serving its calls (built once, registered with LiteLLM)."""
+    check: str
+    """``check(name)`` raises :class:`ModelConfigError` for a name it cannot serve."""
+    free_models: tuple[str, ...] = ()
+    """Model strings priced at zero from the start (the cost table knows nothing of them)."""
+    inline_setup: bool = True
+    """LiteLLM's request setup for it only builds a coroutine, so the studio's event loop
+    runs it in place (:mod:`studio.runtime.eventloop`)."""
+    serial: bool = False
+    """One model in-process serving its calls one at a time: a run on it keeps one lane
+    (:mod:`studio.engine.lanes`)."""
+    keys: tuple[str, ...] = ()
+    """Environment variables it needs (read from the environment only, never stored)."""
+
+    def serves(self, model: str) -> bool:
+        return model.startswith(f"{self.prefix}/")
+
+    @property
+    def adk_pattern(self) -> str:
+        """Its model strings, as ADK's ``LLMRegistry`` matches them."""
+        return rf"{re.escape(self.prefix)}/.+"
+
+    def load(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self.module), attribute)
+
+
+LOCAL = StudioProvider("local", "studio.runtime.providers.local", "LocalModelProvider",
+                       "check_local_model", free_models=(LOCAL_MODEL,), serial=True)
+"""The embedded SmolLM2-135M-Instruct, offline, in-process (:data:`LOCAL_MODEL`)."""
+SCRIPTED = StudioProvider("scripted", "studio.runtime.providers.scripted", "ScriptedProvider",
+                          "check_script")
+"""The deterministic scripted model tests and demos run on."""
+STUDIO_PROVIDERS: tuple[StudioProvider, ...] = (LOCAL, SCRIPTED)
+"""Every in-process provider: the one list each use reads."""
+LOCAL_PROVIDER = LOCAL.prefix
+SCRIPTED_PROVIDER = SCRIPTED.prefix
+
+
+def studio_provider(model: str) -> StudioProvider | None:
+    """The in-process provider serving ``model``, None for a hosted (or ADK-named) model."""
+    return next((p for p in STUDIO_PROVIDERS if p.serves(model)), None)
 
 # Providers that need no API key (a local server or in-process model).
 _KEYLESS_PROVIDERS = {"ollama", "ollama_chat", "lm_studio", "llamafile", "vllm", "hosted_vllm"}
@@ -41,21 +97,19 @@ def register_providers() -> None:
 
         from studio.runtime.litellm_logging import per_loop_logging
         from studio.runtime.providers.adk_names import quiet_unbuilt_client_cleanup
-        from studio.runtime.providers.local import LocalModelProvider
-        from studio.runtime.providers.scripted import ScriptedProvider
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
         per_loop_logging()  # no logging task destroyed while pending when loops run side by side
         quiet_unbuilt_client_cleanup()  # google-genai's cleanup of a client never built
-        register_free_model(LOCAL_MODEL)
-        ours = {LOCAL_PROVIDER, SCRIPTED_PROVIDER}
+        for provider in STUDIO_PROVIDERS:
+            for model in provider.free_models:
+                register_free_model(model)
+        ours = {p.prefix for p in STUDIO_PROVIDERS}
         litellm.custom_provider_map = [
             item for item in litellm.custom_provider_map if item["provider"] not in ours
-        ] + [
-            {"provider": LOCAL_PROVIDER, "custom_handler": LocalModelProvider()},
-            {"provider": SCRIPTED_PROVIDER, "custom_handler": ScriptedProvider()},
-        ]
+        ] + [{"provider": p.prefix, "custom_handler": p.load(p.handler)()}
+             for p in STUDIO_PROVIDERS]
         _registered = True
 
 
@@ -87,16 +141,10 @@ def check_model(model: str) -> None:
     """
     if not isinstance(model, str) or not model.strip():
         raise ModelConfigError("model must be a non-empty LiteLLM model string", value=model)
-    provider, _, name = model.partition("/")
-    if provider == LOCAL_PROVIDER:
-        from studio.runtime.providers.local import check_local_model  # imports litellm: see above
-
-        check_local_model(name)
-        return
-    if provider == SCRIPTED_PROVIDER:
-        from studio.runtime.providers.scripted import check_script  # imports litellm: see above
-
-        check_script(name)
+    ours = studio_provider(model)
+    if ours is not None:
+        _check_keys(model, ours.keys)
+        ours.load(ours.check)(model.partition("/")[2])  # imports litellm: see above
         return
     from studio.runtime.providers.adk_names import check_adk_model, is_adk_model_name
 
@@ -104,6 +152,15 @@ def check_model(model: str) -> None:
         check_adk_model(model)
         return
     _check_hosted_model(model)
+
+
+def _check_keys(model: str, keys: tuple[str, ...]) -> None:
+    missing = [key for key in keys if not os.environ.get(key)]
+    if missing:
+        raise ModelConfigError(
+            f"model {model!r} needs {', '.join(missing)} in the environment; set it before "
+            f"starting the studio (keys are read from the environment only and never stored)",
+            value=model)
 
 
 def _check_hosted_model(model: str) -> None:

