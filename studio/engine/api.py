@@ -245,11 +245,12 @@ async def evolve(
         return await evolve_workflow(
             agent, trainset, critic=critic, valset=valset, components=list(components),
             reflection_agent=reflection_agent, config=config, **run)
+    reflection = _reflection(run, agent_model_string(agent) or LOCAL_MODEL)  # checked first
     critic = critic if critic is not None else own_schema_critic(agent)  # as gepa-adk
 
     def spec() -> RunSpec:
         return RunSpec(agent=describe_agent(agent), critic=CriticSpec(name=_critic_name(critic)),
-                       reflection=_reflection(run, agent_model_string(agent) or LOCAL_MODEL),
+                       reflection=reflection,
                        components=list(components), input_key=run.get("input_key"),
                        resumable=False)
 

@@ -96,8 +96,8 @@ REGISTERED: dict[str, tuple[Factory, str]] = {}
 def registered(name: str, description: str,
                kind: CheckKind = CheckKind.OTHER) -> Callable[[F], F]:
     """Register the decorated evaluator class (or factory) as ``name``, described for
-    :func:`~studio.evaluators.registry.list_evaluators`, checking ``kind`` of thing: the one place an
-    evaluator's facts are written, beside its code."""
+    :func:`~studio.evaluators.registry.list_evaluators`, checking ``kind`` of thing: the one
+    place an evaluator's facts are written, beside its code."""
 
     def register(factory: F) -> F:
         factory.check_kind = kind  # type: ignore[attr-defined]
