@@ -34,7 +34,8 @@ OWNER = Actor("olga", Role.OWNER, verified=True)
 def seeded_trials(store, count: int = 4):
     """A run of ``count`` judged trials (one per example) stored directly: no engine."""
     run = store.create_run(Run(id="r1", name="team", spec={"critic": {"name": "c"}}))
-    examples = store.add_examples(run.id, Split.TRAIN, [{"topic": str(i)} for i in range(count)])
+    store.add_examples(run.id, Split.TRAIN, [{"topic": str(i)} for i in range(count)])
+    examples = store.examples(run.id)
     candidate = store.add_candidate(Candidate(run_id=run.id, index=0, content_hash="h",
                                               components={"instruction": "x"}))
     return run, [add_trial(store, run, candidate, example, score=0.5) for example in examples]

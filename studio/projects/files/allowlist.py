@@ -594,7 +594,7 @@ BROWSER_FIELDS: dict[str, dict[str, Decision]] = {
              "timeout_seconds", "minibatch_size", "candidate_selection", "epsilon",
              "max_concurrency", "parallel_proposals", "processes", "review", "seed",
              "call_timeout_seconds", "max_retries", "use_merge", "max_merge_invocations",
-             "skip_perfect_score", "perfect_score"),
+             "skip_perfect_score", "perfect_score", "out_of_ideas_after"),
             Allowed("this run's own setting, bounded by the run settings' model")),
         "rate_limits": Refused(
             "sets rate limits per model for every run of the server's process, so one "
