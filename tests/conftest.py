@@ -7,8 +7,10 @@ import re
 import tempfile
 from pathlib import Path
 
-# Before anything imports the studio: keep the default database out of the home folder.
-os.environ.setdefault("STUDIO_HOME", tempfile.mkdtemp(prefix="studio-home-"))
+# Before anything imports the studio: keep the default database out of the home folder. A
+# pytest-xdist worker inherits its controller's environment, so it takes a home of its own.
+if os.environ.get("PYTEST_XDIST_WORKER") or "STUDIO_HOME" not in os.environ:
+    os.environ["STUDIO_HOME"] = tempfile.mkdtemp(prefix="studio-home-")
 
 import pytest  # noqa: E402
 
@@ -37,6 +39,20 @@ SLOW_MARKERS = ("local_model", "browser", "slow")
 """The tests the default ``pytest`` skips: the embedded SmolLM2 model, Chromium, and real
 processes that take seconds each. ``pytest --all`` runs them; CI always does."""
 SLOW_REASON = "slow, marked {marker}: pytest --all runs it"
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, each worker gets a PostgreSQL database of its own: tests empty their
+    database by dropping every table, so two workers on one database would destroy each other's
+    data. ``STUDIO_TEST_PG_URL`` is rewritten before collection (test modules read it at import,
+    and the processes tests start inherit it), and the database is created if missing."""
+    from tests.helpers import create_postgres_database, worker_postgres_url
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    url = os.environ.get("STUDIO_TEST_PG_URL")
+    if worker and url:
+        os.environ["STUDIO_TEST_PG_URL"] = worker_postgres_url(url, worker)
+        create_postgres_database(os.environ["STUDIO_TEST_PG_URL"])
 
 
 def pytest_addoption(parser):
