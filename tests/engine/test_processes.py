@@ -291,10 +291,13 @@ def test_stopped_worker_processes_are_replaced_and_their_shards_judged_again(tmp
 
 
 @pytest.mark.slow
-def test_a_wedged_process_is_noticed_by_its_heartbeat_long_before_the_shard_deadline(tmp_path):
+def test_a_wedged_process_is_noticed_by_its_heartbeat_long_before_the_shard_deadline(
+        tmp_path, monkeypatch):
     """With the default call timeout a shard's deadline is over an hour: a SIGSTOPped process
     is noticed by its stale heartbeat instead (its threads stop with it), replaced, and its
-    shard judged again."""
+    shard judged again. The wedge age is shortened from its production 20 s to 5 beats (still
+    five times the processes' one-second beat), so the test waits seconds, not a minute."""
+    monkeypatch.setattr(processes, "STALE_HEARTBEAT_SECONDS", 5 * processes.HEARTBEAT_SECONDS)
     config = EvolutionConfig(max_iterations=0, seed=3, max_concurrency=2, processes=2)
     assert processes.shard_deadline(config) > 3600
     with wedged_run(tmp_path, config) as wedged:
