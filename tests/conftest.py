@@ -62,6 +62,22 @@ def pytest_addoption(parser):
                           "names one of these markers runs that group too")
 
 
+TESTS = Path(__file__).resolve().parent
+TIER_FOLDERS = {"browser": "browser", "processes": "slow"}
+"""The tiers the layout shows: every test under tests/browser/ drives Chromium, every test
+under tests/processes/ starts, kills or restarts real processes. A test there is marked by its
+folder, so it can never land in the fast tier by a forgotten marker."""
+
+
+def pytest_itemcollected(item):
+    """Mark a test by its tier folder (before ``-m`` selects and the slow tiers are skipped)."""
+    path = Path(item.path).resolve()
+    parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
+    marker = TIER_FOLDERS.get(parts[0]) if len(parts) > 1 else None
+    if marker is not None and item.get_closest_marker(marker) is None:
+        item.add_marker(getattr(pytest.mark, marker))
+
+
 def markers_skipped_as_slow(config) -> set[str]:
     """The slow markers this run skips: all, unless ``--all``, or a ``-m`` that names the marker
     (``-m browser`` asks for those tests; ``-m "not browser"`` deselects them anyway). Under

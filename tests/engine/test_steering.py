@@ -480,7 +480,7 @@ def test_time_at_the_gate_is_not_timed(runner, store):
 def test_a_decision_on_a_killed_runs_gate_is_applied_when_it_resumes(tmp_path, store, capsys):
     """SIGKILLed at a gate: the proposal stays pending; a rejection made while the run is
     orphaned is recorded, said to apply on resume, and applied by the resumed worker."""
-    from tests.engine.test_claims import review_project
+    from tests.processes.test_claims import review_project
 
     worker = CliWorker(store.url, review_project(tmp_path))
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -173,3 +174,25 @@ def server_pid(port: int) -> int:
         if "streamlit" in args and str(port) in args:
             return int(pid)
     raise RuntimeError("studio server process not found")
+
+
+def new_run(store, before: set[str]) -> str | None:
+    """The id of a run created since ``before`` (the ids there were), if one was."""
+    return next((run.id for run in store.list_runs() if run.id not in before), None)
+
+
+def clicked_into_a_run(page, store, button: str, label: str) -> str:
+    """Click ``button`` and return the id of the run it started once the page shows that id.
+
+    Waits on the store and then on the page, never on the "<label> … started" message alone:
+    that message shows for a few seconds only (until the next full rerun after them), so on a
+    loaded machine the run could start, finish and redraw the page before the browser's wait
+    looked, and the test timed out on a run that had started. The store says at once which
+    run the click created; the page then shows its id (in that message, or in the run's
+    header that stays)."""
+    before = {run.id for run in store.list_runs()}
+    page.get_by_role("button", name=button).click()
+    run_id = wait_until(lambda: new_run(store, before), timeout=60,
+                        message=f"the {label} the {button!r} click starts")
+    page.get_by_text(re.compile(rf"\b{run_id}\b")).first.wait_for(timeout=30_000)
+    return run_id

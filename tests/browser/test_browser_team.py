@@ -6,7 +6,7 @@ browsers label the same trials blind; the Agreement page's Krippendorff's alpha 
 reads. The run itself runs in this process (scripted model), so its reflection prompts are
 recorded here. Screenshots go to ``/tmp/ui_shots_team/`` (look at them).
 
-Run with ``pytest -m browser tests/ui/test_browser_team.py``.
+Run with ``pytest -m browser tests/browser/test_browser_team.py``.
 """
 
 from __future__ import annotations
