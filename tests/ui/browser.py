@@ -31,15 +31,18 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def studio_server(db: Path, *, port: int | None = None, timeout: float = 60.0,
+def studio_server(db: Path, *, port: int | None = None, timeout: float = 180.0,
                   flags: tuple[str, ...] = ()) -> Iterator[str]:
     """``streamlit run studio/app.py`` on a fresh port with ``STUDIO_DB_URL`` at ``db``
-    (``flags``: more of Streamlit's, e.g. ``("--secrets.files", path)``)."""
+    (``flags``: more of Streamlit's, e.g. ``("--secrets.files", path)``), healthy once it has
+    imported what the first page needs (tests/ui/streamlit_warm.py): ``timeout`` covers that
+    cold start, so a test's own waits for the page never do."""
     port = port or free_port()
     env = dict(os.environ, STUDIO_DB_URL=f"sqlite:///{db}", PYTHONUNBUFFERED="1")
     log = open(db.with_suffix(".server.log"), "w")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "studio/app.py", "--server.port", str(port),
+        [sys.executable, "-m", "tests.ui.streamlit_warm", "run", "studio/app.py",
+         "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none", *flags],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://localhost:{port}"
