@@ -10,7 +10,6 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,7 +81,7 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
 
 @contextlib.contextmanager
 def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
-    """A page in a fresh Chromium profile (tests/conftest.py skips browser tests without
+    """A page in a fresh browser context (tests/conftest.py skips browser tests without
     Debian's chromium, unless CI requires them)."""
     with chromium_pages(1, width, height) as pages:
         yield pages[0]
@@ -90,25 +89,56 @@ def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
 
 @contextlib.contextmanager
 def chromium_pages(count: int, width: int = 1400, height: int = 1000) -> Iterator[list]:
-    """``count`` pages, each in a fresh Chromium profile of its own: separate browsers as far
-    as the server can tell (cookies, sign-in), driven from one Playwright."""
-    from playwright.sync_api import sync_playwright
-
+    """``count`` pages, each in a fresh context of its own (its own cookies, storage and
+    sign-in: separate browsers as far as the server can tell), all in the one Chromium this
+    process shares (:func:`shared_chromium`); the contexts are closed afterwards."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser = shared_chromium()
     with contextlib.ExitStack() as stack:
-        playwright = stack.enter_context(sync_playwright())
         pages = []
         for _ in range(count):
-            profile = stack.enter_context(tempfile.TemporaryDirectory(prefix="studio-chromium-"))
-            context = playwright.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-                viewport={"width": width, "height": height})
+            context = browser.new_context(viewport={"width": width, "height": height})
             stack.callback(context.close)
             context.set_default_timeout(30_000)
-            page = context.pages[0] if context.pages else context.new_page()
+            page = context.new_page()
             _keep_a_log(page)
             pages.append(page)
         yield pages
+
+
+_CHROMIUM: list = []
+"""[Playwright, Browser] while this process's Chromium runs."""
+
+
+def shared_chromium():
+    """This process's one Chromium, launched on first use (and again if it went away):
+    launching a browser per test cost seconds each, and a fresh context isolates a test as
+    well as a fresh browser did. tests/browser/conftest.py closes it when the session ends."""
+    if _CHROMIUM and _CHROMIUM[1].is_connected():
+        return _CHROMIUM[1]
+    close_shared_chromium()
+    from playwright.sync_api import sync_playwright
+
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                             headless=True)
+    except BaseException:
+        playwright.stop()
+        raise
+    _CHROMIUM[:] = [playwright, browser]
+    return browser
+
+
+def close_shared_chromium() -> None:
+    """Close this process's Chromium and its Playwright, if running."""
+    if not _CHROMIUM:
+        return
+    playwright, browser = _CHROMIUM
+    _CHROMIUM.clear()
+    with contextlib.suppress(Exception):  # a crashed browser has nothing left to close
+        browser.close()
+    playwright.stop()
 
 
 def _keep_a_log(page) -> None:
