@@ -140,9 +140,14 @@ def pytest_collection_finish(session):
             importlib.import_module(module)
 
 
+_SKIPPED: set[str] = set()
+
+
 def pytest_runtest_logreport(report):
     if report.skipped and report.when in ("setup", "call"):
-        _DURATIONS.pop(report.nodeid, None)  # a skipped test took no time of its tier
+        _SKIPPED.add(report.nodeid)  # a skipped test took no time of its tier
+        _DURATIONS.pop(report.nodeid, None)
+    if report.nodeid in _SKIPPED:
         return
     entry = _DURATIONS.setdefault(report.nodeid, [tier(report.keywords), 0.0])
     entry[1] += report.duration
