@@ -230,6 +230,36 @@ def postgres_url() -> str:
     pytest.skip("no PostgreSQL server configured (set STUDIO_TEST_PG_URL)")
 
 
+def worker_postgres_url(url: str, worker: str | None) -> str:
+    """The database of one pytest-xdist worker (``gw0``, ``gw1``…) on ``url``'s server: the
+    base database's name with the worker's appended (``studio_ci`` -> ``studio_ci_gw0``), so
+    parallel workers never drop each other's tables. Without a worker (a serial run), ``url``."""
+    if not worker:
+        return url
+    from sqlalchemy.engine import make_url
+
+    base = make_url(url)
+    return base.set(database=f"{base.database}_{worker}").render_as_string(hide_password=False)
+
+
+def create_postgres_database(url: str) -> None:
+    """Create ``url``'s database if it is missing, through the server's ``postgres`` maintenance
+    database with the same credentials (the role needs CREATEDB; .ci/run grants it)."""
+    import psycopg
+    from psycopg import sql
+    from sqlalchemy.engine import make_url
+
+    target = make_url(url)
+    maintenance = target.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(maintenance.render_as_string(hide_password=False),
+                         autocommit=True) as connection:
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                                    (target.database,)).fetchone()
+        if not exists:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(
+                sql.Identifier(target.database)))
+
+
 def empty_postgres_store(url: str) -> Any:
     """A store on ``url`` with every studio table dropped first (each test starts empty)."""
     from sqlalchemy import create_engine

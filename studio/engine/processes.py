@@ -67,6 +67,14 @@ from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.protocol import ExecutionResult
 from studio.runtime.providers.calls import metered
 from studio.runtime.slots import finishing
+from studio.runtime.timing import (
+    HEARTBEAT_CHECK_SECONDS,
+    HEARTBEAT_SECONDS,
+    PARENT_CHECK_SECONDS,
+    PROCESS_START_SECONDS,
+    STALE_HEARTBEAT_SECONDS,
+    STALL_SLACK_SECONDS,
+)
 from studio.runtime.tracing import TrialIds, current_span, end_trial_span, start_trial_span
 from studio.runtime.warm import warm_up
 from studio.runtime.workflows import primary_for
@@ -193,10 +201,6 @@ def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None
         return pool
 
 
-STALL_SLACK_SECONDS = 10.0
-"""Added to a shard's deadline: backoff between retries and a process building the run."""
-
-
 def shard_deadline(config: EvolutionConfig) -> float:
     """How long a shard may take before its process counts as stalled: each of its rounds is
     an agent call and a critic call, each up to every attempt's ``call_timeout_seconds``."""
@@ -204,17 +208,6 @@ def shard_deadline(config: EvolutionConfig) -> float:
     return per_chain * SHARD_ROUNDS + STALL_SLACK_SECONDS
 
 
-HEARTBEAT_SECONDS = 1.0
-"""How often a worker process says it is alive (a daemon thread touches its heartbeat file)."""
-STALE_HEARTBEAT_SECONDS = 20.0
-"""A process whose heartbeat is older than this is wedged (SIGSTOPped, or stuck holding the
-GIL): its threads no longer run. A process waiting on a slow model still beats, so a long call
-is never mistaken for a wedge; the shard deadline stays the last resort."""
-PROCESS_START_SECONDS = 120.0
-"""Allowed on top of a shard's deadline while a new pool's processes are still starting (a
-fresh interpreter imports ADK and LiteLLM: seconds, more on a loaded machine)."""
-HEARTBEAT_CHECK_SECONDS = 1.0
-"""How often a run waiting for a shard looks at its processes' heartbeats."""
 _HEARTBEAT_DIR: list[str] = []
 
 
@@ -426,10 +419,6 @@ def _main_not_rerun() -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- in the process
-
-PARENT_CHECK_SECONDS = 0.5
-"""How often a worker process checks that the process that started it is alive."""
-
 
 def start_in_process(parent_pid: int, heartbeat_dir: str) -> None:
     """A worker process's initializer: exit with the parent, load what a first model call

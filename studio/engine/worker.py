@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import socket
 import threading
@@ -25,7 +24,6 @@ from studio.engine.limits import spent_metric_calls
 from studio.engine.loop import Engine
 from studio.engine.steering import pause_run, stop_run, unpause_run, withdraw_requests
 from studio.model.errors import (
-    ConfigError,
     LeaseLostError,
     RunStateError,
     StoreError,
@@ -34,49 +32,22 @@ from studio.model.errors import (
 )
 from studio.model.records import Run, RunRequest, RunStatus, StopReason, utcnow
 from studio.runtime import eventloop
+from studio.runtime.timing import (  # noqa: F401 (seconds_setting: studio.engine.queue's)
+    HEARTBEAT_SECONDS,
+    OUTAGE_RETRY_SECONDS,
+    STALE_AFTER_SECONDS,
+    seconds_setting,
+)
 from studio.store import Store, open_store
 
 logger = logging.getLogger(__name__)
 
-
-
-def seconds_setting(name: str, default: float, low: float, high: float) -> float:
-    """A number of seconds from the environment variable ``name``, in ``[low, high]``.
-
-    Raises:
-        ConfigError: the value is not a finite number in the range (``0`` or a negative stale
-            age would let a second process take over a live run at once).
-    """
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and low <= value <= high):
-        raise ConfigError(f"{text!r} is not allowed: give a number of seconds from "
-                          f"{low:g} to {high:g} (default {default:g}), or unset it",
-                          where=name, value=text)
-    return value
-
-
-HEARTBEAT_SECONDS = seconds_setting("STUDIO_HEARTBEAT_SECONDS", 1.0, 0.05, 600.0)
-STALE_AFTER_SECONDS = seconds_setting("STUDIO_STALE_AFTER_SECONDS",
-                                      max(10.0, 2 * HEARTBEAT_SECONDS), 2 * HEARTBEAT_SECONDS,
-                                      86_400.0)
-"""A running run without a heartbeat for this long is orphaned. At least two beats: with a lease
-of one beat, a live worker whose beat came a moment late (a busy machine, a slow commit) had
-its run taken by a second worker."""
 LEASE_LOST = StopReason.LEASE_LOST
 """The stop reason of a run this worker gave up because another worker took it over."""
 OUTAGE_RESUMES_WITHOUT_PROGRESS = 3
 """Resumes after outages in a row, none followed by a committed trial, before a run is left
 stopped (a run waiting at a gate commits none and costs nothing; a commit that fails each time
 would re-judge the same examples each time)."""
-OUTAGE_RETRY_SECONDS = 2.0
-"""How often a process waiting for its database to answer again tries it (a worker started
-before its database, a run stopped by an outage)."""
 
 
 def _this_task() -> asyncio.Task:

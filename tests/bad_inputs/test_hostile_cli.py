@@ -100,6 +100,7 @@ def test_terminal_escapes_are_escaped_in_csv_and_exact_in_jsonl(finished):
     assert trials[0]["effective_feedback"] == INJECTED  # the exact text, JSON-escaped
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_export_to_stdout_is_the_jsonl_stream(finished):
     db, run_id, _ = finished
     streamed = studio("--db", db, "export", run_id, "--out", "-")
@@ -177,6 +178,7 @@ def _as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_ctrl_c_twice_leaves_the_run_stopped_and_resumable(tmp_path):
     db = f"sqlite:///{tmp_path}/ctrlc.db"
     process = subprocess.Popen([sys.executable, "-m", "studio.cli", "--db", db, "run",

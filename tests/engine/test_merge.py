@@ -283,6 +283,7 @@ def fast_heartbeats(monkeypatch):
     monkeypatch.setattr(worker, "STALE_AFTER_SECONDS", 1.5)
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_a_merge_pending_at_the_gate_survives_sigkill(store, merge_world, fast_heartbeats):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": "1.5",
            "STUDIO_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS}

@@ -49,6 +49,7 @@ def _stop_shared_processes():
     processes.shutdown_pools()
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_two_processes_give_the_same_trials_scores_and_decisions_as_one(tmp_path, monkeypatch):
     one = evolved(tmp_path, 1)
     pids = set()
@@ -152,6 +153,7 @@ def test_a_killed_worker_process_is_replaced_and_the_run_still_completes(tmp_pat
     assert after and not after & first
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_every_caller_that_saw_a_pool_break_lands_on_one_new_pool():
     """When a process dies, every pending future of its pool breaks at once; each of their
     callers asks for a new pool, and all must get the same one (not start a pool each)."""
@@ -207,6 +209,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_worker_processes_die_with_a_sigkilled_parent(tmp_path):
     """A SIGKILLed run cannot shut its pool down; its processes must not linger (~300 MB
     each), however the parent died."""
@@ -291,10 +294,13 @@ def test_stopped_worker_processes_are_replaced_and_their_shards_judged_again(tmp
 
 
 @pytest.mark.slow
-def test_a_wedged_process_is_noticed_by_its_heartbeat_long_before_the_shard_deadline(tmp_path):
+def test_a_wedged_process_is_noticed_by_its_heartbeat_long_before_the_shard_deadline(
+        tmp_path, monkeypatch):
     """With the default call timeout a shard's deadline is over an hour: a SIGSTOPped process
     is noticed by its stale heartbeat instead (its threads stop with it), replaced, and its
-    shard judged again."""
+    shard judged again. The wedge age is halved from its production 20 s to 10 beats (still
+    ten times the processes' one-second beat: never a live process late on a loaded machine)."""
+    monkeypatch.setattr(processes, "STALE_HEARTBEAT_SECONDS", 10 * processes.HEARTBEAT_SECONDS)
     config = EvolutionConfig(max_iterations=0, seed=3, max_concurrency=2, processes=2)
     assert processes.shard_deadline(config) > 3600
     with wedged_run(tmp_path, config) as wedged:
@@ -303,6 +309,7 @@ def test_a_wedged_process_is_noticed_by_its_heartbeat_long_before_the_shard_dead
         assert not set(wedged.stopped) & set(processes._POOLS[2]._processes)
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_a_live_process_keeps_beating_and_is_never_counted_stalled(tmp_path):
     pool = processes.shared_pool(1)
     try:

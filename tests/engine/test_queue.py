@@ -385,6 +385,7 @@ def test_sigterm_checkpoints_releases_the_run_and_exits_0(db, queue, database_ur
         stop_all([first] + ([second] if second else []))
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_max_runs_stops_the_worker_after_n_runs(db, queue, database_url, tmp_path):
     runs = [queued_run(db, queue, latency_ms=1, iterations=1) for _ in range(3)]
     worker = QueueWorkerProcess(database_url, queue, tmp_path, "--max-runs", "2")

@@ -74,6 +74,7 @@ def test_resume_after_sigkill_loses_nothing_and_rescores_nothing(store):
     assert {row["iteration"] for row in result.iteration_history} == {1, 2, 3, 4, 5}
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_a_pending_proposal_survives_a_restart(store):
     process, run_id = start_worker(store.url, "review")
     try:

@@ -429,6 +429,7 @@ def slow_auto_project(folder) -> object:
     return path
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_a_refused_resume_leaves_a_run_held_elsewhere_paused(tmp_path, store):
     """Audit 5: `studio resume` of a live run held by another worker process exits 2 and
     changes nothing: the run stays paused."""
@@ -477,10 +478,11 @@ def test_time_at_the_gate_is_not_timed(runner, store):
     nothing_stranded(store, run_id)
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_a_decision_on_a_killed_runs_gate_is_applied_when_it_resumes(tmp_path, store, capsys):
     """SIGKILLed at a gate: the proposal stays pending; a rejection made while the run is
     orphaned is recorded, said to apply on resume, and applied by the resumed worker."""
-    from tests.engine.test_claims import review_project
+    from tests.processes.test_claims import review_project
 
     worker = CliWorker(store.url, review_project(tmp_path))
     try:

@@ -65,6 +65,7 @@ def test_a_long_author_is_refused_by_name(url, command):
     assert result.returncode == 2 and "argument --author: 201 characters" in result.stderr
 
 
+@pytest.mark.slow  # real processes: seconds, not the fast tier's 1 s
 def test_a_long_project_name_is_refused_by_validate_and_run(url, tmp_path):
     project = tmp_path / "long.yaml"
     project.write_text(PROJECT.read_text().replace("name: haiku-scripted", "name: " + "p" * 250))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import re
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,15 +30,18 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def studio_server(db: Path, *, port: int | None = None, timeout: float = 60.0,
+def studio_server(db: Path, *, port: int | None = None, timeout: float = 180.0,
                   flags: tuple[str, ...] = ()) -> Iterator[str]:
     """``streamlit run studio/app.py`` on a fresh port with ``STUDIO_DB_URL`` at ``db``
-    (``flags``: more of Streamlit's, e.g. ``("--secrets.files", path)``)."""
+    (``flags``: more of Streamlit's, e.g. ``("--secrets.files", path)``), healthy once it has
+    imported what the first page needs (tests/ui/streamlit_warm.py): ``timeout`` covers that
+    cold start, so a test's own waits for the page never do."""
     port = port or free_port()
     env = dict(os.environ, STUDIO_DB_URL=f"sqlite:///{db}", PYTHONUNBUFFERED="1")
     log = open(db.with_suffix(".server.log"), "w")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "studio/app.py", "--server.port", str(port),
+        [sys.executable, "-m", "tests.ui.streamlit_warm", "run", "studio/app.py",
+         "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none", *flags],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://localhost:{port}"
@@ -78,7 +81,7 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
 
 @contextlib.contextmanager
 def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
-    """A page in a fresh Chromium profile (tests/conftest.py skips browser tests without
+    """A page in a fresh browser context (tests/conftest.py skips browser tests without
     Debian's chromium, unless CI requires them)."""
     with chromium_pages(1, width, height) as pages:
         yield pages[0]
@@ -86,25 +89,56 @@ def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[object]:
 
 @contextlib.contextmanager
 def chromium_pages(count: int, width: int = 1400, height: int = 1000) -> Iterator[list]:
-    """``count`` pages, each in a fresh Chromium profile of its own: separate browsers as far
-    as the server can tell (cookies, sign-in), driven from one Playwright."""
-    from playwright.sync_api import sync_playwright
-
+    """``count`` pages, each in a fresh context of its own (its own cookies, storage and
+    sign-in: separate browsers as far as the server can tell), all in the one Chromium this
+    process shares (:func:`shared_chromium`); the contexts are closed afterwards."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser = shared_chromium()
     with contextlib.ExitStack() as stack:
-        playwright = stack.enter_context(sync_playwright())
         pages = []
         for _ in range(count):
-            profile = stack.enter_context(tempfile.TemporaryDirectory(prefix="studio-chromium-"))
-            context = playwright.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-                viewport={"width": width, "height": height})
+            context = browser.new_context(viewport={"width": width, "height": height})
             stack.callback(context.close)
             context.set_default_timeout(30_000)
-            page = context.pages[0] if context.pages else context.new_page()
+            page = context.new_page()
             _keep_a_log(page)
             pages.append(page)
         yield pages
+
+
+_CHROMIUM: list = []
+"""[Playwright, Browser] while this process's Chromium runs."""
+
+
+def shared_chromium():
+    """This process's one Chromium, launched on first use (and again if it went away):
+    launching a browser per test cost seconds each, and a fresh context isolates a test as
+    well as a fresh browser did. tests/browser/conftest.py closes it when the session ends."""
+    if _CHROMIUM and _CHROMIUM[1].is_connected():
+        return _CHROMIUM[1]
+    close_shared_chromium()
+    from playwright.sync_api import sync_playwright
+
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                             headless=True)
+    except BaseException:
+        playwright.stop()
+        raise
+    _CHROMIUM[:] = [playwright, browser]
+    return browser
+
+
+def close_shared_chromium() -> None:
+    """Close this process's Chromium and its Playwright, if running."""
+    if not _CHROMIUM:
+        return
+    playwright, browser = _CHROMIUM
+    _CHROMIUM.clear()
+    with contextlib.suppress(Exception):  # a crashed browser has nothing left to close
+        browser.close()
+    playwright.stop()
 
 
 def _keep_a_log(page) -> None:
@@ -173,3 +207,25 @@ def server_pid(port: int) -> int:
         if "streamlit" in args and str(port) in args:
             return int(pid)
     raise RuntimeError("studio server process not found")
+
+
+def new_run(store, before: set[str]) -> str | None:
+    """The id of a run created since ``before`` (the ids there were), if one was."""
+    return next((run.id for run in store.list_runs() if run.id not in before), None)
+
+
+def clicked_into_a_run(page, store, button: str, label: str) -> str:
+    """Click ``button`` and return the id of the run it started once the page shows that id.
+
+    Waits on the store and then on the page, never on the "<label> … started" message alone:
+    that message shows for a few seconds only (until the next full rerun after them), so on a
+    loaded machine the run could start, finish and redraw the page before the browser's wait
+    looked, and the test timed out on a run that had started. The store says at once which
+    run the click created; the page then shows its id (in that message, or in the run's
+    header that stays)."""
+    before = {run.id for run in store.list_runs()}
+    page.get_by_role("button", name=button).click()
+    run_id = wait_until(lambda: new_run(store, before), timeout=60,
+                        message=f"the {label} the {button!r} click starts")
+    page.get_by_text(re.compile(rf"\b{run_id}\b")).first.wait_for(timeout=30_000)
+    return run_id

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from studio.engine import override
+from tests.browser.test_browser_annotate import expected_review_run
 from tests.ui.conftest import assert_ok, texts
-from tests.ui.test_browser_annotate import expected_review_run
 from tests.ui.test_review_queue_page import SAVE, shown_trial
 
 PREVIOUS = "FormSubmitter:review.next.form-Previous"

@@ -1,6 +1,6 @@
 """A fragment's timed rerun sent from a page the server has left is dropped (components/
 stale_reruns.py), with Streamlit's own request objects: the race it closes blanked the Run page
-after "Start a run" on a busy machine (tests/ui/test_browser_adk_agents.py, in CI)."""
+after "Start a run" on a busy machine (tests/browser/test_browser_adk_agents.py, in CI)."""
 
 from __future__ import annotations
 

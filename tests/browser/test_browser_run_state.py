@@ -9,9 +9,9 @@ import re
 import pytest
 
 from studio.store import open_store
+from tests.browser.test_browser import select_first_row, shot, wait_idle
+from tests.browser.test_browser_guard_fork import choose
 from tests.ui.browser import chromium_page, studio_server
-from tests.ui.test_browser import select_first_row, shot, wait_idle
-from tests.ui.test_browser_guard_fork import choose
 from tests.ui.test_pages import finished_run
 
 pytestmark = pytest.mark.browser

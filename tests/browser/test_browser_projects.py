@@ -13,8 +13,8 @@ import pytest
 from studio.projects.files import parse_project
 from studio.projects.workspace import EXAMPLES_DIR, import_example
 from studio.store import open_store
+from tests.browser.test_browser import shot, wait_idle
 from tests.ui.browser import chromium_page, studio_server
-from tests.ui.test_browser import shot, wait_idle
 
 pytestmark = pytest.mark.browser
 

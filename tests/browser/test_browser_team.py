@@ -6,7 +6,7 @@ browsers label the same trials blind; the Agreement page's Krippendorff's alpha 
 reads. The run itself runs in this process (scripted model), so its reflection prompts are
 recorded here. Screenshots go to ``/tmp/ui_shots_team/`` (look at them).
 
-Run with ``pytest -m browser tests/ui/test_browser_team.py``.
+Run with ``pytest -m browser tests/browser/test_browser_team.py``.
 """
 
 from __future__ import annotations
@@ -184,21 +184,24 @@ def label_queue(page, name: str, store, run_id: str) -> dict[int, float]:
 
 def next_card(page, done: list[int]) -> str | None:
     """The header of the next trial on the card (none of ``done``); None once the queue says
-    nothing waits."""
+    nothing waits. Both are read from one snapshot of the page's text: a card seen visible and
+    read a moment later could be gone by then (the rerun after the last label removes it), and
+    reading a vanished element waits for it until its timeout."""
     found: list[str | None] = []
 
     def shown() -> bool:
-        if page.get_by_text("Nothing waits for your eyes now").is_visible():
+        text = body(page)
+        if "Nothing waits for your eyes now" in text:
             found[:] = [None]
             return True
-        header = page.get_by_text(re.compile(r"^Trial \d+ \(id \d+\) ·")).first
-        if not header.is_visible():
+        header = re.search(r"^Trial \d+ \(id (\d+)\) ·.*$", text, re.MULTILINE)
+        if header is None:
             return False
-        text = header.inner_text()
-        found[:] = [text]
-        return int(re.search(r"\(id (\d+)\)", text).group(1)) not in done
+        found[:] = [header.group(0)]
+        return int(header.group(1)) not in done
 
-    wait_until(shown, 30, step=0.1, message="the next trial's card, or an empty queue")
+    wait_until(shown, 30, step=0.1, message="the next trial's card (one not labelled yet), "
+                                            "or the queue saying nothing waits")
     return found[0]
 
 

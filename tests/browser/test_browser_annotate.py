@@ -5,7 +5,7 @@ back to it and shows the correction as a diff against the output; Alt+N comes ba
 queue. Each step waits on what the page shows, never on a fixed time. Screenshots go to
 ``/tmp/ui_shots_annotate/`` (look at them).
 
-Run with ``pytest -m browser tests/ui/test_browser_annotate.py``.
+Run with ``pytest -m browser tests/browser/test_browser_annotate.py``.
 """
 
 from __future__ import annotations

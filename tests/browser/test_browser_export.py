@@ -15,9 +15,9 @@ from studio.engine.worker import get_manager
 from studio.model.records import RunStatus
 from studio.projects.workspace import pending_proposal
 from studio.store import open_store
+from tests.browser.test_browser import shot, wait_idle
 from tests.helpers import wait_until
 from tests.ui.browser import chromium_page, studio_server
-from tests.ui.test_browser import shot, wait_idle
 from tests.ui.test_pages import review_run
 
 pytestmark = pytest.mark.browser

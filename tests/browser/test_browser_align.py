@@ -3,7 +3,7 @@ the Review page, the rest seeded), start "Align critic" on the Agreement page, s
 before/after on the held-out labels, use the aligned critic for the next run and start it.
 Screenshots go to ``test-artifacts/ui/align_*.png``.
 
-Run with ``pytest -m browser tests/ui/test_browser_align.py``.
+Run with ``pytest -m browser tests/browser/test_browser_align.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from tests.helpers import wait_until
 from tests.ui.browser import (
     ARTIFACTS,
     chromium_page,
+    clicked_into_a_run,
     failure_shot,
     full_page_shot,
     settled,
@@ -60,10 +61,7 @@ def started_run(page, store) -> str:
         page.wait_for_function("el => el.open", arg=form.element_handle())
     start = page.get_by_role("button", name="Start run")
     start.wait_for(state="visible", timeout=20_000)
-    start.click()
-    started = page.get_by_text(re.compile(r"Run \w+ started"))
-    started.wait_for(timeout=30_000)
-    run_id = re.search(r"Run (\w+) started", started.inner_text()).group(1)
+    run_id = clicked_into_a_run(page, store, "Start run", "run")
     wait_until(lambda: finished(store, run_id), timeout=60, message="the run to complete")
     return run_id
 
@@ -107,10 +105,7 @@ def align_flow(page, url: str, store) -> None:
     page.reload()
     page.get_by_role("heading", name="Align critic").wait_for(timeout=30_000)
     page.get_by_text("20 corrected trials are labels").wait_for(timeout=30_000)
-    page.get_by_role("button", name="Align critic").click()
-    started = page.get_by_text(re.compile(r"Align run \w+ started"))
-    started.wait_for(timeout=30_000)
-    align_id = re.search(r"Align run (\w+) started", started.inner_text()).group(1)
+    align_id = clicked_into_a_run(page, store, "Align critic", "align run")
     wait_until(lambda: finished(store, align_id), timeout=90, message="the align run")
     page.get_by_text(re.compile("agrees better with the person")).first.wait_for(
         timeout=60_000)  # no reload: the panel redraws itself when the align run ends

@@ -3,7 +3,7 @@ Tab, score and comment one trial, Enter; the next trial appears with the focus b
 score it, Enter; Esc skips the third. Each step waits on what the page shows, never on a fixed
 time. Screenshots go to ``/tmp/ui_shots_rq/`` (look at them).
 
-Run with ``pytest -m browser tests/ui/test_review_keyboard.py``.
+Run with ``pytest -m browser tests/browser/test_review_keyboard.py``.
 """
 
 from __future__ import annotations

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from studio.store import open_store
 from tests.helpers import wait_until
 from tests.ui.browser import (
     ARTIFACTS,
     ROOT,
     chromium_page,
+    clicked_into_a_run,
     failure_shot,
     full_page_shot,
     studio_server,
@@ -95,10 +97,11 @@ def new_user_flow(page, server: str) -> None:
 
     nav(page, "Run")
     page.get_by_text("Review: I decide on each proposal").click()
-    page.get_by_role("button", name="Start run").click()
-    started = page.get_by_text(re.compile(r"Run \w+ started"))
-    started.wait_for(timeout=30_000)
-    run_id = re.search(r"Run (\w+) started", started.inner_text()).group(1)
+    store = open_store(f"sqlite:///{server_db(server)}", cached=False)
+    try:
+        run_id = clicked_into_a_run(page, store, "Start run", "run")
+    finally:
+        store.close()
     page.get_by_text(NEWEST).wait_for(timeout=30_000)
     page.get_by_text("is waiting for your decision").wait_for(timeout=60_000)
     shot(page, "04_run_live")

@@ -3,7 +3,7 @@ from Compare and shows train / validation / test side by side; a fork started fr
 form runs and its Compare page shows the lineage across runs. Screenshots go to
 ``/tmp/ui_shots_i13/`` (``STUDIO_UI_SHOTS`` moves them).
 
-Run with ``pytest -m browser tests/ui/test_browser_guard_fork.py``.
+Run with ``pytest -m browser tests/browser/test_browser_guard_fork.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from studio.engine.worker import get_manager
 from studio.model.records import ProposalStatus
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset, wait_until
-from tests.ui.browser import chromium_page, failure_shot, full_page_shot, settled, studio_server
+from tests.ui.browser import (
+    chromium_page,
+    clicked_into_a_run,
+    failure_shot,
+    full_page_shot,
+    settled,
+    studio_server,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -109,10 +116,7 @@ def test_fork_from_compare_and_see_the_lineage_across_runs(server):
             page.get_by_label("Max iterations").fill("2")
             page.get_by_role("heading", name="Forks").scroll_into_view_if_needed()
             shot(page, "fork_01_form")
-            page.get_by_role("button", name="Start fork").click()
-            started = page.get_by_text(re.compile(r"Fork run \w+ started from candidate #2"))
-            started.wait_for(timeout=30_000)
-            fork_id = re.search(r"Fork run (\w+)", started.inner_text()).group(1)
+            fork_id = clicked_into_a_run(page, store, "Start fork", "fork")
             wait_until(lambda: store.get_run(fork_id).status.value == "completed", timeout=60,
                        message="the fork to complete")
             page.get_by_role("button", name=f"Open the fork {fork_id}").click()

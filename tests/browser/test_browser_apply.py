@@ -3,7 +3,7 @@
 confirm rewrites the folder's ``prompt.py`` (issue 31). The browser names no path: the run's
 own folder, inside the served one, is the only place it may write.
 
-Run with ``pytest -m browser tests/ui/test_browser_apply.py``.
+Run with ``pytest -m browser tests/browser/test_browser_apply.py``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from studio.cli import main
 from studio.engine.pool import load_view
 from studio.projects.applying import applications
 from studio.store import open_store
+from tests.browser.test_browser import wait_idle
 from tests.helpers import StudioProcess, wait_until
 from tests.projects.adk_haiku_sample import COORDINATOR_PROMPT, write_sample_folder
 from tests.projects.test_adk_projects import write_eval_set
@@ -30,7 +31,6 @@ from tests.ui.browser import (
     free_port,
     full_page_shot,
 )
-from tests.ui.test_browser import wait_idle
 
 pytestmark = pytest.mark.browser
 

@@ -15,10 +15,10 @@ from studio.engine.gates import decide
 from studio.engine.worker import get_manager
 from studio.projects.workspace import pending_proposal
 from studio.store import open_store
+from tests.browser.test_browser import shot, wait_idle
+from tests.browser.test_browser_guard_fork import choose
 from tests.helpers import wait_until
 from tests.ui.browser import chromium_page, studio_server
-from tests.ui.test_browser import shot, wait_idle
-from tests.ui.test_browser_guard_fork import choose
 from tests.ui.test_pages import finished_run, review_run
 
 pytestmark = pytest.mark.browser

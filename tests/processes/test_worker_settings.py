@@ -14,14 +14,16 @@ from tests.helpers import ROOT
 
 def studio(tmp_path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     full_env = {key: value for key, value in os.environ.items()
-                if key not in ("STUDIO_STALE_AFTER_SECONDS", "STUDIO_HEARTBEAT_SECONDS")}
+                if key not in ("STUDIO_STALE_AFTER_SECONDS", "STUDIO_HEARTBEAT_SECONDS",
+                               "STUDIO_WEDGED_AFTER_SECONDS")}
     full_env.update(PYTHONPATH=str(ROOT), **env)
     return subprocess.run([sys.executable, "-m", "studio.cli", "--db",
                            f"sqlite:///{tmp_path}/studio.db", *args], cwd=ROOT, env=full_env,
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("name", ["STUDIO_STALE_AFTER_SECONDS", "STUDIO_HEARTBEAT_SECONDS"])
+@pytest.mark.parametrize("name", ["STUDIO_STALE_AFTER_SECONDS", "STUDIO_HEARTBEAT_SECONDS",
+                                  "STUDIO_WEDGED_AFTER_SECONDS"])
 @pytest.mark.parametrize("value", ["abc", "nan", "inf", "-inf", "0", "-1", "1e400"])
 def test_a_bad_seconds_setting_is_refused_naming_the_variable_and_range(tmp_path, name, value):
     result = studio(tmp_path, {name: value}, "run", str(ROOT / "examples/haiku_scripted.yaml"))
@@ -42,3 +44,11 @@ def test_a_stale_age_below_two_heartbeats_is_refused(tmp_path, stale):
 def test_a_good_setting_is_used(tmp_path):
     result = studio(tmp_path, {"STUDIO_STALE_AFTER_SECONDS": " 30 "}, "runs")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_wedge_age_below_three_heartbeats_is_refused(tmp_path):
+    """A worker process is counted wedged only after several missed beats, never one late."""
+    settings = {"STUDIO_HEARTBEAT_SECONDS": "5", "STUDIO_WEDGED_AFTER_SECONDS": "14"}
+    result = studio(tmp_path, settings, "worker")
+    assert result.returncode == 2 and "STUDIO_WEDGED_AFTER_SECONDS" in result.stderr
+    assert "from 15 to 86400" in result.stderr

@@ -4,7 +4,7 @@ review mode, see the pipeline trace, accept a proposal for the second agent at t
 the accepted ``writer.instruction`` diff in Compare.
 
 Screenshots go to ``$STUDIO_SHOTS_DIR`` (default ``test-artifacts/ui/``). Run with
-``pytest -m browser tests/ui/test_browser_workflow.py``.
+``pytest -m browser tests/browser/test_browser_workflow.py``.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import pytest
 
 from studio.projects.files import parse_project
 from studio.store import open_store
-from tests.helpers import wait_until
-from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, studio_server
-from tests.ui.test_browser import (
+from tests.browser.test_browser import (
     nav,
     proposal_heading,
     select_first_row,
     wait_idle,
     wait_until_decided,
 )
+from tests.helpers import wait_until
+from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, studio_server
 
 pytestmark = pytest.mark.browser
 

@@ -8,8 +8,8 @@ import pytest
 
 from studio.model.limits import THUMBNAIL_PIXELS
 from studio.store import open_store
+from tests.browser.test_browser import select_first_row, shot, wait_idle
 from tests.ui.browser import chromium_page, studio_server
-from tests.ui.test_browser import select_first_row, shot, wait_idle
 from tests.ui.test_thumbnails import image_run
 
 pytestmark = pytest.mark.browser

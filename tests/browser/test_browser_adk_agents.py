@@ -2,7 +2,7 @@
 DIR on the Projects page; picking it with its eval set starts a run (the scripted model) that the
 Run page shows, and the run completes with the folder as its agent.
 
-Run with ``pytest -m browser tests/ui/test_browser_adk_agents.py``.
+Run with ``pytest -m browser tests/browser/test_browser_adk_agents.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from studio.store import open_store
+from tests.browser.test_browser import nav, wait_idle
 from tests.helpers import StudioProcess, wait_until
 from tests.projects.adk_samples import write_sample_folder
 from tests.projects.test_adk_models import digest
@@ -27,7 +28,6 @@ from tests.ui.browser import (
     free_port,
     full_page_shot,
 )
-from tests.ui.test_browser import nav, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -185,9 +185,9 @@ def test_served_folders_that_cannot_run_say_why_on_the_form(tmp_path, monkeypatc
     """Two sample-shaped folders: one whose agent.py calls sys.exit(3) as it is imported, one
     on a Gemini model with no key on the server. Each is said on the Projects page's form in
     one line (never Streamlit's exception box), the server lives on, and no run is stored."""
+    from tests.browser.test_browser_guard_fork import choose
     from tests.projects.sample_agents import break_sample, write_sample_agent
     from tests.projects.test_folder_failures import GOOGLE_SETTINGS
-    from tests.ui.test_browser_guard_fork import choose
 
     for name in GOOGLE_SETTINGS:
         monkeypatch.delenv(name, raising=False)
