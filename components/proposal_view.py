@@ -9,8 +9,8 @@ import streamlit as st
 
 from components import diff_view, frame, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import decide, pending_in_order, when_applied
-from studio.engine.history import proposal_numbers
+from studio.engine.people.gates import decide, pending_in_order, when_applied
+from studio.engine.people.history import proposal_numbers
 from studio.model.config import ReviewMode
 from studio.model.errors import PageChangedError, StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS

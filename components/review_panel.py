@@ -9,8 +9,8 @@ import streamlit as st
 
 from components import loaders, review_queue, session
 from components.trial_detail import show_thumbnails
-from studio.engine.gates import merge_correction, override, undo_override
-from studio.engine.history import numbered
+from studio.engine.people.gates import merge_correction, override, undo_override
+from studio.engine.people.history import numbered
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS
 from studio.model.team import Permission

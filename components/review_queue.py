@@ -18,7 +18,7 @@ from enum import StrEnum
 import streamlit as st
 
 from components import diff_view, loaders, session
-from studio.engine.gates import override
+from studio.engine.people.gates import override
 from studio.model.errors import ConfigError, StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, clip
 from studio.model.records import Trial

@@ -10,7 +10,7 @@ import streamlit as st
 
 from components import frame, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import adjudicate, undo_override
+from studio.engine.people.gates import adjudicate, undo_override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS
 from studio.model.team import MAX_REVIEWERS_PER_TRIAL, Permission, Role

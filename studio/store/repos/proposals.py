@@ -107,7 +107,7 @@ class ProposalRepository(Repository):
     def proposals_since(self, run_id: str, after_id: int, ids: Iterable[int] = ()
                         ) -> list[Proposal]:
         """The run's proposals made after proposal ``after_id``, and those in ``ids`` (the
-        ones a reader keeps up to date: :class:`studio.engine.tried.TriedBook`), by id: what
+        ones a reader keeps up to date: :class:`studio.engine.run.tried.TriedBook`), by id: what
         changed since a read, without reading the whole run again."""
         p = t.proposals.c
         query = select(t.proposals).where(p.run_id == run_id, p.id > after_id)

@@ -56,7 +56,8 @@ class TrialRepository(Repository):
         """Insert ``trials`` and commit them in one transaction: all are stored, or none.
 
         The engine commits the trials of chains that finish together this way
-        (:mod:`studio.engine.batch`): one transaction instead of one each, and every trial is
+        (:mod:`studio.engine.scoring.batch`): one transaction instead of one each, and every trial
+        is
         committed before anything (the event the UI follows, the loop) sees it.
 
         A trial judged by a worker is committed only while that worker holds the run: the run's
@@ -87,7 +88,8 @@ class TrialRepository(Repository):
     def rejudge_trial(self, trial_id: int, feedback: Feedback, error: str | None) -> None:
         """Replace a trial's verdict with one recomputed from its stored output, nothing judged
         again: an align run's trial whose label (the person's correction) changed or was undone
-        (:mod:`studio.engine.labels`). Output, trace and the trial's place stay as they were."""
+        (:mod:`studio.engine.people.labels`). Output, trace and the trial's place stay as they
+        were."""
         values = {"score": feedback.score, "feedback": feedback.model_dump(),
                   "error": error, "trace": {}}
         values = _finite_trial(values)
