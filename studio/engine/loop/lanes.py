@@ -11,25 +11,49 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from studio.engine.loop.planning import Planner
+from studio.engine.loop.progress import ProgressMeter
 from studio.engine.loop.window import Window
 from studio.engine.policies.ideas import check_ideas, count_ideas
 from studio.engine.policies.limits import check_progress
-from studio.engine.run.context import StopRun
+from studio.engine.policies.pool import PoolReader
+from studio.engine.run.context import RunContext, StopRun
 from studio.engine.run.events import IterationStarted
-from studio.engine.run.state import Plan
+from studio.engine.run.state import LoopState, Plan
 from studio.model.records import Candidate, ProposalKind, StopReason, stored_id
 
-if TYPE_CHECKING:
-    from studio.engine.loop.engine import Engine
+
+class Lanes(Protocol):
+    """What lanes use of the loop (:class:`studio.engine.loop.engine.Engine`): its run, state,
+    plans, pool and meter, the steps an iteration is made of, and the window it shows while
+    lanes are in flight. The loop builds lanes, so lanes name only this, never the loop."""
+
+    ctx: RunContext
+    state: LoopState
+    planner: Planner
+    pools: PoolReader
+    meter: ProgressMeter
+    window: Window | None
+
+    def seed(self) -> Candidate: ...
+
+    async def score_baseline(self, first: Sequence[int] = ()) -> None: ...
+
+    async def pause_point(self) -> None: ...
+
+    async def lane(self, plan: Plan) -> None: ...
+
+    def checkpoint(self) -> None: ...
 
 
 class LaneRun:
     """One session of the loop with ``ctx.lanes`` iterations in flight."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Lanes) -> None:
         self.engine, self.ctx, self.state = engine, engine.ctx, engine.state
         self.lanes = self.ctx.lanes
         self.plans: dict[int, Plan] = {
