@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="print a cProfile of this page's warm and cold render")
     args = parser.parse_args(argv)
 
-    from studio.cli import quiet_library_logs
+    from studio.runtime.logs import quiet_library_logs
 
     quiet_library_logs()
     work = Path(tempfile.mkdtemp(prefix="bench-large-"))

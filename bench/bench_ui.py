@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="times each action is timed")
     args = parser.parse_args(argv)
 
-    from studio.cli import quiet_library_logs
+    from studio.runtime.logs import quiet_library_logs
     from studio.store import open_store
 
     quiet_library_logs()
