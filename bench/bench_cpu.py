@@ -131,8 +131,8 @@ def instrument(jitter: float = 0.0, seed: int = 0) -> None:
 
     ScriptedProvider.acompletion = acompletion
 
-    import studio.engine.batch as batch_module
-    import studio.engine.loop as loop_module
+    import studio.engine.loop.engine as loop_module
+    import studio.engine.scoring.batch as batch_module
 
     score_batch = batch_module.score_batch
 
@@ -315,7 +315,7 @@ def profile_worker(path: str):
     """cProfile the run's worker thread (where the engine runs) into ``path``; returns undo."""
     import cProfile
 
-    from studio.engine.worker import RunManager
+    from studio.engine.hosting.worker import RunManager
 
     work = RunManager._work
 

@@ -48,7 +48,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import studio  # noqa: F401
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.processes import SHARD_ROUNDS
+from studio.engine.scoring.processes import SHARD_ROUNDS
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
 from studio.runtime import eventloop
 from studio.runtime.agents import build_agent

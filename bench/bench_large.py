@@ -69,7 +69,7 @@ def bulk_run(store, n_trials: int, *, minibatch: int = 10, n_val: int = 20, n_tr
     """A finished run with ``n_trials`` trials, written with one bulk insert per table."""
     from sqlalchemy import func, insert, select, update
 
-    from studio.engine.build import create_run
+    from studio.engine.hosting.build import create_run
     from studio.model.records import RunStatus, Split, content_hash
     from studio.projects.files import load_project
     from studio.store import schema as t
@@ -328,7 +328,7 @@ def lineage_times(store, run_id: str, repeats: int = 3) -> tuple[int, str | None
     """Seconds to build the Compare page's lineage chart server-side: the layout, the plotly
     figure and its JSON (what ``st.plotly_chart`` sends), from the run's loaded view."""
     from components.plots import lineage_figure
-    from studio.engine.pool import load_view
+    from studio.engine.policies.pool import load_view
     from studio.views.charts import lineage_layout
 
     view = load_view(store, run_id)
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="print a cProfile of this page's warm and cold render")
     args = parser.parse_args(argv)
 
-    from studio.cli import quiet_library_logs
+    from studio.runtime.logs import quiet_library_logs
 
     quiet_library_logs()
     work = Path(tempfile.mkdtemp(prefix="bench-large-"))

@@ -28,7 +28,7 @@ import studio  # noqa: F401
 from studio.critics.adapters import build_critic
 from studio.critics.protocol import Sample
 from studio.engine import build_engine
-from studio.engine.pool import pool_scores
+from studio.engine.policies.pool import pool_scores
 from studio.model.records import ProposalStatus, example_expected, example_input_text
 from studio.projects.files import check_project_datasets, create_project_run, load_project
 from studio.runtime.agents import build_agent

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import studio  # noqa: F401  (local cost map before litellm)
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.events import IterationStarted, TrialCommitted
+from studio.engine.run.events import IterationStarted, TrialCommitted
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunSpec
 from studio.runtime.providers.demo import REFLECTION_MARKER
 from studio.runtime.providers.scripted import register_script

@@ -53,7 +53,7 @@ def synthetic_run(store, n_trials: int = 10_000, *, minibatch: int = 10, n_val: 
     scripted example's."""
     from sqlalchemy import insert
 
-    from studio.engine.build import create_run
+    from studio.engine.hosting.build import create_run
     from studio.model.records import (
         Candidate,
         Decision,
@@ -259,8 +259,8 @@ WATCH = """() => {
 def commit_to_browser(db: Path, iterations: int) -> list[float]:
     """Latencies (s) from each trial's commit to the page showing it."""
     from studio.engine import EvolutionConfig
-    from studio.engine.build import build_engine
-    from studio.engine.worker import get_manager
+    from studio.engine.hosting.build import build_engine
+    from studio.engine.hosting.worker import get_manager
     from studio.projects.files import create_project_run, load_project
     from studio.store import open_store
     from tests.ui.browser import chromium_page, studio_server
@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="times each action is timed")
     args = parser.parse_args(argv)
 
-    from studio.cli import quiet_library_logs
+    from studio.runtime.logs import quiet_library_logs
     from studio.store import open_store
 
     quiet_library_logs()

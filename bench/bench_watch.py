@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.window = min(args.window, 5.0)
 
-    from studio.cli import quiet_library_logs
+    from studio.runtime.logs import quiet_library_logs
 
     quiet_library_logs()
     work = Path(tempfile.mkdtemp(prefix="bench-watch-"))

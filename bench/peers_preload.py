@@ -64,7 +64,7 @@ OWN = {
     "gepa": ("gepa", "gepa.api", "gepa.lm", "gepa.visualization"),
     "adk-optimize": ("gepa.api", "gepa.lm", "gepa.visualization",
                      "google.adk.optimization.gepa_root_agent_optimizer"),
-    "studio": ("studio.engine.api", "studio.runtime.providers.local",
+    "studio": ("studio.engine.hosting.api", "studio.runtime.providers.local",
                "studio.runtime.providers.scripted", "studio.runtime.providers.demo",
                "studio.runtime.providers.strict", "studio.runtime.litellm_logging",
                "studio.runtime.watch", "sqlalchemy.dialects.sqlite.pysqlite"),

@@ -116,7 +116,10 @@ def result(run: Run) -> None:
         watch(run.id)
         return
     # the source run's corrections are the labels: a change there is a new report
-    report = loaders.align_report(run.id, run.spec.aligns.run_id)
+    origin = run.spec.aligns
+    if origin is None:  # not an align run: there is nothing to report
+        return
+    report = loaders.align_report(run.id, origin.run_id)
     if report.measure_pending:
         measuring(run.id)
         return

@@ -39,7 +39,7 @@ def pick(analysis: Any) -> list[int]:
     session.init(key, default)
     st.session_state[key] = [c for c in st.session_state[key] if c in labels]
     return st.multiselect("Versions to compare (the first is the baseline)", list(labels),
-                          key=key, format_func=labels.get)
+                          key=key, format_func=labels.__getitem__)
 
 
 def diffs(analysis: Any, selected: list[int]) -> None:

@@ -9,6 +9,7 @@ replace; the person confirms or keeps the current rows.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -101,7 +102,8 @@ def load_rows(editor: Any) -> None:
     with st.expander("Load rows: upload a CSV/JSONL file or paste", expanded=not editor.get(
             "train_rows") and pending is None):
         target = st.radio("Into", list(RowsTarget), horizontal=True,
-                          key=f"projects.rows_target.{pid}", format_func=lambda t: t.label)
+                          key=f"projects.rows_target.{pid}", format_func=lambda t: t.label
+                          ) or RowsTarget.TRAIN  # a radio with an index always has a choice
         generation = st.session_state.get(f"{UPLOADER}.generation.{pid}", 0)
         upload = st.file_uploader("File (CSV with a header row, JSONL, or a JSON array)",
                                   type=["csv", "jsonl", "ndjson", "json"],
@@ -165,6 +167,10 @@ def _confirm(editor: Any, pending: RowsImport) -> None:
                      on_click=st.session_state.pop, args=(f"{PENDING}.{pid}", None))
 
 
+def _or_blank(choice: str, blank: str) -> str:
+    return choice or blank
+
+
 def _pending_columns(editor: Any, pending: RowsImport) -> None:
     pid = editor.record.id
     names = pending.columns
@@ -179,7 +185,7 @@ def _pending_columns(editor: Any, pending: RowsImport) -> None:
         key = f"projects.rows_pending_{role}.{pid}"
         if st.session_state.get(key) not in choices:
             st.session_state[key] = default
-        column.selectbox(label, choices, key=key, format_func=lambda c, b=blank: c or b)
+        column.selectbox(label, choices, key=key, format_func=partial(_or_blank, blank=blank))
 
 
 def _other_sets_note(editor: Any, pending: RowsImport) -> None:

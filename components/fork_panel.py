@@ -55,7 +55,7 @@ def form(run_id: str, analysis: Any) -> None:
         st.markdown("**Fork from this candidate**: a new run whose seed is the candidate's "
                     "components, with the same agent and examples.")
         left, middle, right = st.columns(3)
-        candidate = left.selectbox("Candidate", list(choices), format_func=choices.get,
+        candidate = left.selectbox("Candidate", list(choices), format_func=choices.__getitem__,
                                    index=list(choices).index(best), key=f"{key}.candidate")
         iterations = middle.number_input("Max iterations", 0, 1000, config.max_iterations,
                                          key=f"{key}.iterations")

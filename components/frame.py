@@ -8,10 +8,10 @@ from pathlib import Path
 import streamlit as st
 
 from components import loaders, session, signin
-from studio.cli import quiet_library_logs
 from studio.model.redaction import mask
 from studio.model.team import NEEDED_ROLE, Permission
 from studio.projects.serving import APP, ui_root
+from studio.runtime.logs import quiet_library_logs
 from studio.views.tables import run_label
 
 

@@ -30,12 +30,12 @@ from typing import Any
 import streamlit as st
 
 from studio.critics.agreement import AgreementSummary, agreement_from_store
-from studio.engine.evidence import EvidenceTrials, evidence_trials
-from studio.engine.guard import HoldoutReport
-from studio.engine.history import ProposalRow, numbered, proposal_numbers
-from studio.engine.history import proposal_rows as _proposal_rows
-from studio.engine.holdout import load_holdout, test_problem
-from studio.engine.pool import RunView, load_view
+from studio.engine.people.history import ProposalRow, numbered, proposal_numbers
+from studio.engine.people.history import proposal_rows as _proposal_rows
+from studio.engine.policies.evidence import EvidenceTrials, evidence_trials
+from studio.engine.policies.pool import RunView, load_view
+from studio.engine.scoring.guard import HoldoutReport
+from studio.engine.scoring.holdout import load_holdout, test_problem
 from studio.model.applied import Applied
 from studio.model.config import EvolutionConfig
 from studio.model.errors import NotFoundError

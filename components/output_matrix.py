@@ -15,7 +15,7 @@ import streamlit as st
 
 from components import frame, loaders, session
 from components.trial_detail import show_trial
-from studio.engine.gates import merge_correction, override
+from studio.engine.people.gates import merge_correction, override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS
 from studio.model.team import Permission

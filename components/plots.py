@@ -314,7 +314,7 @@ def result_marks(verdicts: list[Verdict]) -> str:
 def _iteration_axis(title: str, last: float) -> dict:
     """Whole-number ticks; one per iteration only while few (hundreds of forced tick labels
     take the browser seconds to lay out)."""
-    axis = {"title": title, "tickformat": "d"}
+    axis: dict[str, str | int] = {"title": title, "tickformat": "d"}
     if pd.notna(last) and last <= 20:
         axis["dtick"] = 1
     return axis

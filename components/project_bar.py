@@ -21,18 +21,18 @@ def toolbar() -> object | None:
     """The chosen stored project (or None when there is none yet)."""
     projects = loaders.projects()
     current = session.current_project_id()
-    ids = [p.id for p in projects]
+    ids = [p.id for p in projects if p.id is not None]  # stored: always
     if current not in ids:
         current = ids[0] if ids else None
         session.set_current_project(current)
-    if not ids:
+    if not ids or current is None:  # current is one of ids when there are any
         return None
     names = {p.id: p.name for p in projects}
     if st.session_state.get(session.PROJECTS_PICKER) != current:
         st.session_state[session.PROJECTS_PICKER] = current
     pick, new, dup, delete, export = st.columns([3, 1, 1.4, 1.1, 1.1],
                                                      vertical_alignment="bottom")
-    pick.selectbox("Project", ids, key=session.PROJECTS_PICKER, format_func=names.get,
+    pick.selectbox("Project", ids, key=session.PROJECTS_PICKER, format_func=names.__getitem__,
                    on_change=lambda: session.set_current_project(
                        st.session_state[session.PROJECTS_PICKER]))
     record = loaders.project(current)

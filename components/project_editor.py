@@ -16,7 +16,7 @@ import streamlit as st
 from components import dataset_input, loaders, session, workflow_builder
 from components.trial_detail import show_probe
 from studio.critics.agent import ADVANCED_CRITIC_INSTRUCTION, SIMPLE_CRITIC_INSTRUCTION
-from studio.engine.reflection import DEFAULT_REFLECTION_INSTRUCTION
+from studio.engine.propose.reflection import DEFAULT_REFLECTION_INSTRUCTION
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
 from studio.model.records import example_input_text

@@ -9,12 +9,12 @@ import streamlit as st
 
 from components import diff_view, frame, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import decide, pending_in_order, when_applied
-from studio.engine.history import proposal_numbers
+from studio.engine.people.gates import decide, pending_in_order, when_applied
+from studio.engine.people.history import proposal_numbers
 from studio.model.config import ReviewMode
 from studio.model.errors import PageChangedError, StudioError
 from studio.model.limits import MAX_COMPONENT_CHARS
-from studio.model.records import ProposalStatus
+from studio.model.records import ProposalStatus, stored_id
 from studio.model.team import Permission
 from studio.model.workflow import split_component
 from studio.projects.workspace import require_reason
@@ -40,7 +40,7 @@ def watch(run_id: str) -> None:
         if previous is not None and previous != signature:
             pending = pending_in_order(proposals)
             if pending:  # before the rerun, so a message about the last is gone
-                session.retire_flash_unless_about(pending[0].id)
+                session.retire_flash_unless_about(stored_id(pending[0]))
             st.rerun(scope="app")
 
     watcher()
@@ -53,7 +53,7 @@ def current(run: Any) -> Any | None:
     waiting = pending_in_order(proposals)
     _note_shown(run.id, waiting[0] if waiting else None, proposals)
     if waiting:
-        session.retire_flash_unless_about(waiting[0].id)
+        session.retire_flash_unless_about(stored_id(waiting[0]))
         note = waiting_note(waiting, proposal_numbers(proposals))
         if note:
             st.info(note, icon=":material/low_priority:")
@@ -119,7 +119,7 @@ def evidence(proposal: Any) -> None:
 def _merge_header(proposal: Any) -> Any:
     """Which component comes from which parent, and the rule: the merged child's sum on the
     subsample against the better parent's (at least as high accepts, as in GEPA)."""
-    candidates = {c.id: c for c in loaders.candidates(proposal.run_id)}
+    candidates = {stored_id(c): c for c in loaders.candidates(proposal.run_id)}
     st.caption(escape_markdown(proposal.reasoning))
     st.dataframe(merge_source_frame(proposal, candidates), hide_index=True, width="stretch",
                  placeholder="?", column_config={

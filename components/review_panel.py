@@ -9,10 +9,11 @@ import streamlit as st
 
 from components import loaders, review_queue, session
 from components.trial_detail import show_thumbnails
-from studio.engine.gates import merge_correction, override, undo_override
-from studio.engine.history import numbered
+from studio.engine.people.gates import merge_correction, override, undo_override
+from studio.engine.people.history import numbered
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS
+from studio.model.records import stored_id
 from studio.model.team import Permission
 from studio.views.markdown import escape_markdown
 from studio.views.tables import (
@@ -101,7 +102,7 @@ def editor(run_id: str, trials: list[Any]) -> None:
     if not trials:
         st.info("No trials to review yet. They appear as the run scores its examples.")
         return
-    index_of = {c.id: c.index for c in loaders.candidates(run_id)}
+    index_of = {stored_id(c): c.index for c in loaders.candidates(run_id)}
     frame = review_frame(trials, index_of, loaders.trial_numbers(run_id, [t.id for t in trials]))
     nonce = st.session_state.get(NONCE, 0)
     edited = st.data_editor(
@@ -149,7 +150,7 @@ def single(run_id: str, trials: list[Any]) -> None:
                     f"judge {format_score(t.score)}"
               for t in trials}
     st.markdown("**Correct one trial**")
-    trial_id = st.selectbox("Trial", list(labels), format_func=labels.get,
+    trial_id = st.selectbox("Trial", list(labels), format_func=labels.__getitem__,
                             key="review.single.trial")
     chosen = next(t for t in trials if t.id == trial_id)
     thumbnails = loaders.thumbnails(chosen.example_id)
@@ -206,8 +207,10 @@ def history(run_id: str) -> None:
         return
     ids = sorted({o.trial_id for o in overrides})
     numbers = loaders.trial_numbers(run_id, ids)
-    info = {t.id: {"iteration": t.iteration, "example": f"{t.split.value} {t.example_index}",
-                   "number": numbers.get(t.id)} for t in loaders.trials_by_id(run_id, ids)}
+    info = {stored_id(t): {"iteration": t.iteration,
+                           "example": f"{t.split.value} {t.example_index}",
+                           "number": numbers.get(stored_id(t))}
+            for t in loaders.trials_by_id(run_id, ids)}
     st.dataframe(overrides_frame(overrides, info), hide_index=True, width="stretch",
                  placeholder="—", column_config={
                      "judge_score": st.column_config.NumberColumn("judge", format="%.3f"),
@@ -222,12 +225,14 @@ def history(run_id: str) -> None:
                     f"{format_score(o.score, missing='(feedback only)')}"
               for o in reversed(active)}
     left, right = st.columns([4, 1], vertical_alignment="bottom")
-    chosen = left.selectbox("Undo a correction", list(labels), format_func=labels.get,
+    chosen = left.selectbox("Undo a correction", list(labels), format_func=labels.__getitem__,
                             key="review.undo_pick")
     if right.button("Undo", icon=":material/undo:", width="stretch", key="review.undo"):
 
         before = loaders.effect(run_id)
         try:
+            if chosen is None:  # stored overrides only: never
+                return
             undo_override(chosen, store=loaders.store())
         except StudioError as exc:
             st.error(escape_markdown(str(exc)), icon=":material/error:")

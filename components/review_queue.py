@@ -18,10 +18,10 @@ from enum import StrEnum
 import streamlit as st
 
 from components import diff_view, loaders, session
-from studio.engine.gates import override
+from studio.engine.people.gates import override
 from studio.model.errors import ConfigError, StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS, MAX_OUTPUT_CHARS, clip
-from studio.model.records import Trial
+from studio.model.records import Trial, stored_id
 from studio.projects.reviewing import record_review
 from studio.views.markdown import escape_markdown
 from studio.views.review_queue import (
@@ -94,11 +94,12 @@ def panel(run_id: str) -> None:
     if trial is None:
         if head is None:
             return
-        sitting.note(head.trial.id)
+        sitting.note(stored_id(head.trial))
         trial = head.trial  # a queued trial has no correction yet
-    _mark_shown(run_id, trial.id)
-    _say_swapped(run_id, trial.id)
-    hidden = loaders.blinded(run_id, session.actor()) and not _labelled_by_me(run_id, trial.id)
+    trial_id = stored_id(trial)
+    _mark_shown(run_id, trial_id)
+    _say_swapped(run_id, trial_id)
+    hidden = loaders.blinded(run_id, session.actor()) and not _labelled_by_me(run_id, trial_id)
     _card(run_id, trial, head if back is None else None, hidden=hidden)
     _form(run_id, sitting, head, dimensions=_dimensions(run_id, trial), blind=hidden)
 
@@ -112,8 +113,9 @@ def _card(run_id: str, trial: Trial, item: QueueItem | None, *, hidden: bool = F
     badge = (f":orange-badge[{GROUP_LABELS[item.group]}]" if item is not None
              else ":gray-badge[shown earlier in this sitting]")
     judge = HIDDEN if hidden else format_score(trial.score)
+    title = loaders.trial_title(run_id, stored_id(trial))
     with st.container(border=True):
-        st.markdown(f"**{loaders.trial_title(run_id, trial.id)}** · {trial.split.value} example "
+        st.markdown(f"**{title}** · {trial.split.value} example "
                     f"{trial.example_index} · {trial.phase.value} · candidate #{index} · judge "
                     f"{judge} · {badge}")
         if item is not None and not hidden:
@@ -387,7 +389,7 @@ def _say_swapped(run_id: str, trial_id: int) -> None:
     """Warn, above the card, that it changed under the person: a form's typed entries stay in
     the browser when the card changes, and must not be saved on this trial unseen."""
     swapped = st.session_state.get(SWAPPED)
-    if _swapped_to(run_id) != trial_id:
+    if swapped is None or _swapped_to(run_id) != trial_id:
         return
     before = loaders.trial_title(run_id, swapped[1])
     st.warning(f"The page changed: {loaders.trial_title(run_id, trial_id)} is now shown; "

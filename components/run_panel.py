@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import streamlit as st
 from pydantic import ValidationError
+from streamlit.delta_generator import DeltaGenerator
 
 from components import frame, loaders, session, test_guard
 from components.export_menu import export_menu
@@ -40,13 +41,13 @@ def start_form(*, expanded: bool) -> None:
             st.info("There is no project yet. Load an example on the Projects page first.")
             frame.link(frame.PROJECTS, "Go to Projects", ":material/folder_open:")
             return
-        ids = [p.id for p in projects]
+        ids = [p.id for p in projects if p.id is not None]  # stored: always
         current = session.current_project_id()
         current = current if current in ids else ids[0]
         names = {p.id: p.name for p in projects}
         if st.session_state.get(f"{START}.project") != current:
             st.session_state[f"{START}.project"] = current
-        st.selectbox("Project", ids, key=f"{START}.project", format_func=names.get,
+        st.selectbox("Project", ids, key=f"{START}.project", format_func=names.__getitem__,
                      on_change=lambda: session.set_current_project(
                          st.session_state[f"{START}.project"]))
         defaults = _project_defaults(current)
@@ -177,7 +178,7 @@ def controls(run: Any) -> None:
     paused = status is RunStatus.PAUSED or run.control is RunRequest.PAUSE
     stopping = status.is_active and run.control is RunRequest.STOP
     cols = st.columns(3)
-    actions = []
+    actions: list[tuple[DeltaGenerator, str, str, Callable[[], object]]] = []
     if status in (RunStatus.RUNNING, RunStatus.PENDING) and not paused and not stopping:
         actions.append((cols[0], "Pause", ":material/pause:",
                         lambda: workspace.pause_run(loaders.store(), run.id)))

@@ -55,7 +55,7 @@ def panel() -> None:
                                 key=f"{KEY}.iterations")
         review.selectbox("Decide proposals", ["auto", "review"], key=f"{KEY}.review",
                          format_func={"auto": "by the acceptance rule",
-                                      "review": "myself, at the gate"}.get)
+                                      "review": "myself, at the gate"}.__getitem__)
         started = st.form_submit_button("Start a run", icon=":material/play_circle:")
     if started:
         _start(name, sets)

@@ -99,8 +99,8 @@ def init_app_state() -> None:
     """Fill the app-wide keys from the URL on a fresh session (a refresh, a new tab)."""
     ss = st.session_state
     run = st.query_params.get("run") or None
-    project = st.query_params.get("project")
-    project = int(project) if project and project.isdigit() else None
+    asked = st.query_params.get("project")
+    project = int(asked) if asked and asked.isdigit() else None
     # The URL wins when it names a run or project (a link, a refresh, the back button); without
     # one, the session keeps its own.
     if RUN_ID not in ss and run is None:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from components import frame, loaders, session
 from components.trial_detail import text_block
-from studio.engine.gates import adjudicate, undo_override
+from studio.engine.people.gates import adjudicate, undo_override
 from studio.model.errors import StudioError
 from studio.model.limits import MAX_FEEDBACK_CHARS
 from studio.model.team import MAX_REVIEWERS_PER_TRIAL, Permission, Role
@@ -94,7 +94,7 @@ def disagreements(run_id: str, threshold: float) -> None:
         return
     numbers = loaders.trial_numbers(run_id, [d.trial_id for d in found])
     labels = {d.trial_id: disagreement_label(d, numbers.get(d.trial_id)) for d in found}
-    picked = st.selectbox("Trial", list(labels), format_func=labels.get, key=PICKED)
+    picked = st.selectbox("Trial", list(labels), format_func=labels.__getitem__, key=PICKED)
     chosen = next(d for d in found if d.trial_id == picked)
     for label in chosen.labels:
         st.markdown(f"- **{escape_markdown(label.reviewer)}**: {format_score(label.score)}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import frame, loaders, session
-from studio.engine.guard import GuardStatus
+from studio.engine.scoring.guard import GuardStatus
 from studio.model.errors import StudioError
 from studio.model.team import Permission
 from studio.projects.testsets import score_test_from_browser

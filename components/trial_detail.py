@@ -121,7 +121,7 @@ def show_thumbnails(thumbnails: list[Thumbnail]) -> None:
     """The example's images, small, each with its field, type and size."""
     pictures = [t for t in thumbnails if t.png is not None]
     if pictures:
-        st.image([t.png for t in pictures], width=THUMBNAIL_PIXELS,
+        st.image([t.png for t in pictures if t.png is not None], width=THUMBNAIL_PIXELS,
                  caption=[escape_markdown(t.caption) for t in pictures])  # Markdown: escaped
     for note in (t for t in thumbnails if t.png is None):
         st.caption(escape_markdown(note.caption))

@@ -17,6 +17,7 @@ another run is chosen: a run never shows another run's trial, nor a row ticked b
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -344,8 +345,9 @@ def _selected_id(run_id: str, ids: list[int]) -> int | None:
     return current
 
 
-_KINDS = {"number": st.column_config.NumberColumn, "text": st.column_config.TextColumn,
-          "checkbox": st.column_config.CheckboxColumn}
+_KINDS: dict[str, Callable[..., Any]] = {
+    "number": st.column_config.NumberColumn, "text": st.column_config.TextColumn,
+    "checkbox": st.column_config.CheckboxColumn}
 
 
 def _column(column: TrialColumn) -> Any:

@@ -165,7 +165,7 @@ def _apply(editor: Any, action: str, uid: str | None = None) -> None:
     try:
         updates = {"single": builder.to_single, "workflow": builder.to_workflow,
                    "add": builder.add_agent}[action](fields) if action != "remove" \
-            else builder.remove_agent(fields, uid)
+            else builder.remove_agent(fields, uid or "")  # a remove button names its agent
     except ValueError as exc:
         st.session_state[_problem_key(editor)] = str(exc)
         return

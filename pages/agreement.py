@@ -21,8 +21,8 @@ if summary.overall.count == 0 and summary.overall.skipped == 0:
             "agreement with the judge shows here.")
     team_panel.people(run_id, threshold)
     frame.link(frame.REVIEW, "Go to Review", ":material/rate_review:")
-    if session.current_run_id() is not None:
-        align_panel.show(session.current_run_id())
+    if (aligned := session.current_run_id()) is not None:
+        align_panel.show(aligned)
     st.stop()
 
 critics = summary.per_critic or {"all": summary.overall}
@@ -37,5 +37,5 @@ team_panel.people(run_id, threshold)
 if run_id is not None:
     team_panel.disagreements(run_id, threshold)
 
-if session.current_run_id() is not None:
-    align_panel.show(session.current_run_id())
+if (aligned := session.current_run_id()) is not None:
+    align_panel.show(aligned)

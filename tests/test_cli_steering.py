@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from studio.cli import main
 from studio.engine import EvolutionConfig, create_run
-from studio.engine.queue import queue_run
+from studio.engine.hosting.queue import queue_run
 from studio.model.records import RunRequest, RunStatus, StopReason
 from tests.helpers import demo_spec, trainset
 

@@ -114,7 +114,7 @@ def test_seed_001_critic_and_reflection_contracts():
         CriticOutput,
         SimpleCriticOutput,
     )
-    from studio.engine.reflection import (
+    from studio.engine.propose.reflection import (
         DEFAULT_REFLECTION_INSTRUCTION,
         OUTPUT_KEY,
         create_config_reflection_agent,
@@ -218,7 +218,7 @@ def test_seed_001_evolve_calls(studio_db, script):
 
 
 def test_seed_002_trial_builder_examples():
-    from studio.engine.trials import TrialBuilder, normalize_feedback
+    from studio.engine.propose.trials import TrialBuilder, normalize_feedback
 
     builder = TrialBuilder()
     trial = builder.build_trial(input_text="What is 2+2?", output="4", score=0.95,

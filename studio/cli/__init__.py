@@ -21,6 +21,7 @@ from studio.cli.commands import load, parser, run_command
 from studio.model.errors import StudioError
 from studio.model.printable import PrintableStream
 from studio.model.redaction import redact
+from studio.runtime.logs import quiet_library_logs
 from studio.runtime.tracing import flush_tracing
 
 __all__ = ["ProgressBar", "database_label", "holdout_lines", "main", "parser",
@@ -38,13 +39,6 @@ def __getattr__(name: str) -> Any:
     if name in LAZY_EXPORTS:
         return load(LAZY_EXPORTS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def quiet_library_logs() -> None:
-    """ADK logs a full traceback for every failed model call; the trial records it already."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for name in ("google_adk", "google.adk", "LiteLLM", "litellm", "httpx"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 ENDS_AT_ONCE = frozenset({"worker"})

@@ -9,7 +9,7 @@ import sys
 
 from studio.cli.common import ProgressBar, _store, database_label
 from studio.cli.runs import _wait
-from studio.engine.dispatch import Placement, dispatch
+from studio.engine.hosting.dispatch import Placement, dispatch
 from studio.model.config import EvolutionConfig
 from studio.model.costs import format_cost
 from studio.model.redaction import redact

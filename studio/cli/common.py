@@ -49,7 +49,7 @@ class ProgressBar:
             self.held = False
 
     def __call__(self, event: Any) -> None:
-        """One in-process :class:`~studio.engine.events.EngineEvent`: its fields are read as
+        """One in-process :class:`~studio.engine.run.events.EngineEvent`: its fields are read as
         attributes (the engine's event classes are not imported at the top of this module)."""
         kind = event.kind
         if kind is EventKind.TRIAL_COMMITTED:

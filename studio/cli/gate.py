@@ -26,8 +26,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO
 
-from studio.engine.gates import decide, wait_for_edit
-from studio.engine.history import ProposalRow, proposal_rows
+from studio.engine.people.gates import decide, wait_for_edit
+from studio.engine.people.history import ProposalRow, proposal_rows
 from studio.model.errors import ConfigError, StudioError
 from studio.model.records import EventKind, ProposalStatus
 from studio.views.proposal_card import card_lines

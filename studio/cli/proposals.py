@@ -8,8 +8,8 @@ from typing import Any
 
 from studio.cli.common import _store, author_of
 from studio.cli.gate import edit_outcome
-from studio.engine.gates import decide, override, when_applied
-from studio.engine.history import proposal_rows
+from studio.engine.people.gates import decide, override, when_applied
+from studio.engine.people.history import proposal_rows
 from studio.model.errors import ConfigError
 from studio.model.records import DecisionAction, EventKind
 from studio.model.redaction import redact

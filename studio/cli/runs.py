@@ -15,11 +15,11 @@ from pydantic import ValidationError
 
 from studio.cli.common import ProgressBar, _store, database_label
 from studio.cli.gate import ShellGate
-from studio.engine.api import load_result, start_test_scoring
-from studio.engine.dispatch import Placement, dispatch
-from studio.engine.holdout import load_holdout
-from studio.engine.queue import live_workers
-from studio.engine.worker import get_manager
+from studio.engine.hosting.api import load_result, start_test_scoring
+from studio.engine.hosting.dispatch import Placement, dispatch
+from studio.engine.hosting.queue import live_workers
+from studio.engine.hosting.worker import get_manager
+from studio.engine.scoring.holdout import load_holdout
 from studio.model.config import ReviewMode
 from studio.model.errors import (
     ConfigError,

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from studio.cli.common import _store
-from studio.engine.steering import Steered, pause_run, stop_run, unpause_run
+from studio.engine.people.steering import Steered, pause_run, stop_run, unpause_run
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

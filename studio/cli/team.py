@@ -9,7 +9,7 @@ import sys
 
 from studio.cli.common import _store, author_of
 from studio.critics.agreement import agreement_from_store
-from studio.engine.gates import adjudicate
+from studio.engine.people.gates import adjudicate
 from studio.model.errors import ConfigError
 from studio.model.team import Role
 from studio.projects.team import (

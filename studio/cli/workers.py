@@ -8,7 +8,7 @@ import sys
 import threading
 
 from studio.cli.common import _store, database_label
-from studio.engine.queue import QueueWorker, live_workers, open_store_when_reachable
+from studio.engine.hosting.queue import QueueWorker, live_workers, open_store_when_reachable
 from studio.runtime.tracing import enable_tracing
 
 

@@ -134,7 +134,7 @@ class EvaluatorCritic:
 
 def evaluator_feedback(evaluator: Evaluator, *, outputs: Any, reference_outputs: Any) -> Feedback:
     """What ``evaluator`` says of ``outputs``, as a critic's feedback, called synchronously
-    (re-judging a kept reply outside a run, :mod:`studio.engine.labels`)."""
+    (re-judging a kept reply outside a run, :mod:`studio.engine.people.labels`)."""
     return result_feedback(evaluator.evaluate(outputs=outputs,
                                               reference_outputs=reference_outputs))
 

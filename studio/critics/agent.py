@@ -287,7 +287,7 @@ class CriticScorer:
     @property
     def executor(self) -> AgentExecutorProtocol:
         """What runs the critic agent (a run that shares it counts the critic's calls in its
-        own call limit: :attr:`studio.engine.context.RunContext.chain_slots`)."""
+        own call limit: :attr:`studio.engine.run.context.RunContext.chain_slots`)."""
         return self._executor
 
     async def async_score(

@@ -8,7 +8,7 @@ or 1/0 for the same pass/fail verdict at ``threshold`` (``mode="pass_fail"``). I
 what the reflection reads: the two scores, which way the critic was off, and the person's words,
 fenced as untrusted and bounded.
 
-A label is read from the person's correction as it is now (:mod:`studio.engine.labels`): a
+A label is read from the person's correction as it is now (:mod:`studio.engine.people.labels`): a
 correction undone since the align run was created leaves its example an :func:`undone_label`,
 which this metric does not score ("could not evaluate", with the reason).
 """

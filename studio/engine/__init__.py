@@ -1,6 +1,6 @@
 """The evolution engine: the GEPA loop with human gates, driven through the store."""
 
-from studio.engine.api import (
+from studio.engine.hosting.api import (
     EvolutionResult,
     evolve,
     evolve_group,
@@ -10,10 +10,10 @@ from studio.engine.api import (
     score_test_set,
     start_test_scoring,
 )
-from studio.engine.build import build_engine, create_run
-from studio.engine.forks import fork
-from studio.engine.gates import decide, override, undo_override
-from studio.engine.queue import enqueue, queue_run
+from studio.engine.hosting.build import build_engine, create_run
+from studio.engine.hosting.forks import fork
+from studio.engine.hosting.queue import enqueue, queue_run
+from studio.engine.people.gates import decide, override, undo_override
 from studio.model.config import EvolutionConfig, ReviewMode, Selection
 from studio.model.records import StopReason
 

@@ -69,8 +69,8 @@ EvaluationResult = EvaluatorResult
 
 
 class CheckKind(StrEnum):
-    """What an evaluator checks, so the rules reflection (:mod:`studio.engine.rules`) can say
-    what to fix when it fails."""
+    """What an evaluator checks, so the rules reflection (:mod:`studio.engine.propose.rules`)
+    can say what to fix when it fails."""
 
     EXACT = "exact"
     """The reply equals the reference."""

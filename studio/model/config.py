@@ -120,7 +120,7 @@ class EvolutionConfig(BaseModel, metaclass=_RefusesWithConfigError):
     come nearest to filling the slots (1 for the default 4 slots and minibatches of 3, 2 for 5
     slots). Each iteration sees what iteration i - k left, so a seeded run reproduces; in
     review mode each lane's proposal waits for a person. One lane under ``max_metric_calls``,
-    with merge, in align runs and on the embedded model (:mod:`studio.engine.lanes`)."""
+    with merge, in align runs and on the embedded model (:mod:`studio.engine.loop.window`)."""
     processes: int = Field(default=1, ge=1, le=64)
     """Worker processes a batch's agent->critic chains fan out to (framework CPU is bound by
     one process's GIL); the concurrency limit holds in total. Runs defined by a spec only."""

@@ -1,6 +1,6 @@
 """The evidence a proposal is decided on, as a record: parent and child sums on the proposal's
 minibatch, from the judge's scores and from the effective (corrected) ones, and the rule's
-verdict. :func:`studio.engine.evidence.compare` computes it; a decision keeps a copy of the
+verdict. :func:`studio.engine.policies.evidence.compare` computes it; a decision keeps a copy of the
 evidence as it stood when it was made (``Decision.evidence``)."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ NORMALIZED_KEYS = {"text": "feedback_text", "guidance": "guidance", "dimensions"
 """What gepa-adk's ``trial_builder.normalize_feedback`` returns (seed 002).
 
 The three seed-documented shapes are written only here and used only by their adapters
-(``studio.engine.trials`` and ``studio.critics.agent``); the product speaks the record."""
+(``studio.engine.propose.trials`` and ``studio.critics.agent``); the product speaks the record."""
 _KNOWN = {"score", "extra", "verdict"} | {key for keys in SPELLINGS.values() for key in keys}
 
 

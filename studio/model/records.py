@@ -385,7 +385,8 @@ def _fillable(name: str) -> bool:
 
 class RunStatus(StrEnum):
     QUEUED = "queued"
-    """Waiting in the store for a ``studio worker`` to claim it (see :mod:`studio.engine.queue`)."""
+    """Waiting in the store for a ``studio worker`` to claim it (see
+    :mod:`studio.engine.hosting.queue`)."""
     PENDING = "pending"
     RUNNING = "running"
     PAUSED = "paused"
@@ -487,7 +488,7 @@ def stored_id(record: Candidate | Proposal | Trial | Example | Decision) -> int:
 
 class StopReason(StrEnum):
     """Why a run ended: stored on the run (``runs.stop_reason``), carried by
-    :class:`~studio.engine.events.RunFinished` and printed by the CLI, all as these words."""
+    :class:`~studio.engine.run.events.RunFinished` and printed by the CLI, all as these words."""
 
     # The stop conditions' reasons (their words and settings: studio.model.stops); a
     # condition without a member here still gets one, by its reason (_missing_).
@@ -588,7 +589,7 @@ class Run(BaseModel):
     """A request from a person to the worker (cleared when acted on)."""
     control_seq: int = 0
     """How many requests people have made of the run: a resume withdraws only the request it
-    read (:func:`studio.engine.steering.withdraw_requests`), never one made since."""
+    read (:func:`studio.engine.people.steering.withdraw_requests`), never one made since."""
     queue: str | None = None
     """The queue a ``studio worker`` takes it from; None for a run started in a process of
     its own (``studio run``, the studio without a live worker), which no worker adopts."""
@@ -874,7 +875,7 @@ class Proposal(BaseModel):
     minibatch: list[int] = Field(default_factory=list)
     """The example ids parent and child are compared on: the iteration's minibatch (an edit
     keeps its original's), a merge's validation subsample. Recorded with the proposal, so its
-    evidence is computed from the proposal alone (:mod:`studio.engine.evidence`)."""
+    evidence is computed from the proposal alone (:mod:`studio.engine.policies.evidence`)."""
     cost_usd: float = 0.0
     """LiteLLM's price of the reflection calls that made it (US dollars; a refused repeat
     keeps its own), part of the run's cost; 0 for the model-free operators and edits."""
@@ -994,7 +995,7 @@ class ReflectionSpec(ConfigModel):
     """Template for the instruction component; must contain {component_text} and {trials}."""
     strategy: ReflectionStrategy = "llm"
     """Who writes an instruction's proposal: ``llm`` (the reflection agent), ``rules`` (the
-    non-LLM operator of :mod:`studio.engine.rules`, which turns the checks that failed into
+    non-LLM operator of :mod:`studio.engine.propose.rules`, which turns the checks that failed into
     instruction rules and shows training examples), or ``rules+llm`` (rules when they have
     something to add, else the reflection agent). Other components always use the agent."""
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.engine.pool import pool_scores
+from studio.engine.policies.pool import pool_scores
 from studio.model.errors import ConfigError
 from studio.model.records import EXPECTED_KEY, CriticSpec, TrialPhase, stored_id
 from studio.model.redaction import redact

@@ -10,7 +10,7 @@ next run (:func:`use_for_next_run`: a copy of the project) or re-scores a run's 
 (:func:`rescore_run`: a scoring pass stored beside the old scores, which stay untouched).
 
 The labels are the corrections as they are now, not as they were when the align run was
-created: the engine reads them at every step (:mod:`studio.engine.labels`), and the report
+created: the engine reads them at every step (:mod:`studio.engine.people.labels`), and the report
 reads them again (:func:`align_report`): an undone correction is no label (its example is
 "could not evaluate"), a changed one counts at its new value, judged pairs included.
 """
@@ -31,7 +31,7 @@ from studio.critics.alignable import JudgeText, alignable_parts, judge_text, wit
 from studio.critics.alignment import KEY as AGREEMENT_KEY
 from studio.critics.alignment import is_undone, label_text, read_label, reply_score, worst_score
 from studio.critics.protocol import Sample
-from studio.engine.build import (
+from studio.engine.hosting.build import (
     complete_spec,
     create_run,
     critic_agent_spec,
@@ -41,9 +41,9 @@ from studio.engine.build import (
     spec_model,
     workflow_context,
 )
-from studio.engine.dispatch import dispatch, launch
-from studio.engine.labels import active_corrections, label_sources, relabel_run
-from studio.engine.pool import load_view
+from studio.engine.hosting.dispatch import dispatch, launch
+from studio.engine.people.labels import active_corrections, label_sources, relabel_run
+from studio.engine.policies.pool import load_view
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, RunStateError
 from studio.model.limits import MAX_NAME_CHARS, clip
@@ -317,7 +317,7 @@ def alignable(critic: CriticSpec, default_model: str, part: str | None = None
 
 def run_default_model(spec: RunSpec) -> str:
     """The model a run's critic defaults to, resolved as its engine resolves it
-    (:func:`~studio.engine.build.default_model_for`): an agent loaded by reference has no
+    (:func:`~studio.engine.hosting.build.default_model_for`): an agent loaded by reference has no
     agent spec, and its own model, not :func:`spec_model`'s fallback, is the run's default."""
     if not spec.agent_ref or spec.agents or spec.agent is not None:
         return spec_model(spec)
@@ -438,7 +438,8 @@ def align_report(store: Store, align_run_id: str) -> AlignReport:
     """Agreement with the person on the held-out labels, before (#0) and after (best).
 
     The labels are the corrections as they are now: the align run's trials are re-scored
-    against them first (:func:`~studio.engine.labels.relabel_run`, no model call), so the best
+    against them first (:func:`~studio.engine.people.labels.relabel_run`, no model call), so the
+    best
     candidate, the counts and before/after leave out an undone correction and read a changed
     one at its new value.
 
@@ -508,7 +509,7 @@ class ActiveLabel:
 def current_align_labels(store: Store, align_run_id: str) -> list[ActiveLabel]:
     """The align run's labels as the active corrections make them now, in example order
     (training labels first): the run's examples and judged trials are brought up to date
-    first (:func:`~studio.engine.labels.relabel_run`)."""
+    first (:func:`~studio.engine.people.labels.relabel_run`)."""
     origin = align_origin(store, align_run_id)
     relabel_run(store, align_run_id)
     examples = store.examples(align_run_id)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from studio.engine.pool import load_view
+from studio.engine.policies.pool import load_view
 from studio.model.applied import Applied
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import Candidate, EventKind, Run

@@ -26,9 +26,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from studio.engine.history import proposal_numbers, proposal_rows
-from studio.engine.holdout import load_holdout, test_means
-from studio.engine.pool import PoolScores, pool_scores
+from studio.engine.people.history import proposal_numbers, proposal_rows
+from studio.engine.policies.pool import PoolScores, pool_scores
+from studio.engine.scoring.holdout import load_holdout, test_means
 from studio.model.errors import ConfigError
 from studio.model.jsontools import finite_json
 from studio.model.printable import json_escaped_controls, printable
@@ -74,7 +74,7 @@ def export_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
 def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None = None
                            ) -> Iterator[dict[str, Any]]:
     """One record per candidate with its validation mean, front membership and components
-    (from the pool's effective scores, as :func:`studio.engine.api.load_result` has them);
+    (from the pool's effective scores, as :func:`studio.engine.hosting.api.load_result` has them);
     candidates are read a batch at a time."""
     scores = scores or pool_scores(store, store.get_run(run_id))
     tested = tested_means(store, run_id)
@@ -152,7 +152,7 @@ def provenance_records(store: Store, run_id: str, scores: PoolScores | None = No
 
 
 def proposal_records(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """One flat record per proposal (:meth:`studio.engine.history.ProposalRow.flat`): its
+    """One flat record per proposal (:meth:`studio.engine.people.history.ProposalRow.flat`): its
     decision, the evidence it was decided on (``at_decision_*``) and the evidence now
     (``now_*``), judged and effective."""
     return [row.flat() for row in proposal_rows(store, run_id)]

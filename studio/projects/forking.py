@@ -1,6 +1,6 @@
 """Forks as people ask for them: from the command line (a critic or dataset file of their own,
 ``key=value`` settings) and from the browser (only what the stored run already has, or inline
-settings: never a file on the server). Both end in :func:`studio.engine.forks.fork`."""
+settings: never a file on the server). Both end in :func:`studio.engine.hosting.forks.fork`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from studio.engine.build import critic_for_run, spec_model
-from studio.engine.dispatch import dispatch
-from studio.engine.forks import fork
-from studio.engine.pool import pool_scores
+from studio.engine.hosting.build import critic_for_run, spec_model
+from studio.engine.hosting.dispatch import dispatch
+from studio.engine.hosting.forks import fork
+from studio.engine.policies.pool import pool_scores
 from studio.model.errors import (
     ConfigError,
     DatasetError,

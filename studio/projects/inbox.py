@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from studio.engine.events import BaselineScored, Progress, StoredEventError
+from studio.engine.run.events import BaselineScored, Progress, StoredEventError
 from studio.model.records import EventKind, Proposal, Run, RunStatus
 from studio.store import Store
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
-from studio.engine.build import (
+from studio.engine.hosting.build import (
     check_spec_models,
     complete_spec,
     critic_for_run,

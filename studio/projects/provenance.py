@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from studio.engine.evidence import evidence_for
-from studio.engine.history import proposal_numbers
-from studio.engine.pool import pool_scores
+from studio.engine.people.history import proposal_numbers
+from studio.engine.policies.evidence import evidence_for
+from studio.engine.policies.pool import pool_scores
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import Candidate, DecisionAction, Proposal, ProposalStatus, stored_id
 from studio.model.workflow import split_component

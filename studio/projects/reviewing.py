@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from studio.engine.evidence import EvidenceTrials, evidence_trials
+from studio.engine.policies.evidence import EvidenceTrials, evidence_trials
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import EventKind, Override, RunEvent, Trial
 from studio.projects.workspace import pending_proposal

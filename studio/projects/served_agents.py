@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.engine.build import complete_spec, spec_agent
-from studio.engine.dispatch import dispatch
+from studio.engine.hosting.build import complete_spec, spec_agent
+from studio.engine.hosting.dispatch import dispatch
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import RunSpec

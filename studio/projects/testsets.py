@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from studio.engine.api import start_test_scoring
-from studio.engine.worker import STALE_AFTER_SECONDS
+from studio.engine.hosting.api import start_test_scoring
+from studio.engine.hosting.worker import STALE_AFTER_SECONDS
 from studio.model.errors import RunStateError
 from studio.model.records import Run, utcnow
 from studio.projects.files import Origin, check_spec_trust

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-import studio.engine.steering as steering
-from studio.engine.dispatch import dispatch
-from studio.engine.evidence import proposal_evidence
-from studio.engine.gates import pending_in_order
-from studio.engine.history import proposal_numbers
-from studio.engine.pool import load_view
-from studio.engine.queue import DEFAULT_QUEUE, live_workers
-from studio.engine.steering import Steered
-from studio.engine.worker import get_manager
+import studio.engine.people.steering as steering
+from studio.engine.hosting.dispatch import dispatch
+from studio.engine.hosting.queue import DEFAULT_QUEUE, live_workers
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.gates import pending_in_order
+from studio.engine.people.history import proposal_numbers
+from studio.engine.people.steering import Steered
+from studio.engine.policies.evidence import proposal_evidence
+from studio.engine.policies.pool import load_view
 from studio.model.agent_models import LOCAL_MODEL
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, ProjectFileError
@@ -224,7 +224,8 @@ def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
 
 
 def pause_run(store: Store, run_id: str) -> Steered:
-    """The Run page's Pause, as ``studio pause`` (:func:`studio.engine.steering.pause_run`)."""
+    """The Run page's Pause, as ``studio pause``
+    (:func:`studio.engine.people.steering.pause_run`)."""
     return steering.pause_run(store, run_id)
 
 
@@ -237,7 +238,7 @@ def resume_run(store: Store, run_id: str) -> str:
     """Unpause a paused run, or continue a stopped, failed or orphaned one from its last commit:
     through the queue when a worker is live, else in this process. Either way it starts from
     the state the person left: a Pause or Stop made before they pressed Resume is withdrawn
-    (:func:`studio.engine.steering.withdraw_requests`).
+    (:func:`studio.engine.people.steering.withdraw_requests`).
 
     Returns what was done: ``"unpaused"``, ``"queued"`` or ``"resumed"``.
     """
@@ -258,7 +259,7 @@ def resume_run(store: Store, run_id: str) -> str:
 
 
 def stop_run(store: Store, run_id: str) -> Steered:
-    """The Run page's Stop, as ``studio stop`` (:func:`studio.engine.steering.stop_run`)."""
+    """The Run page's Stop, as ``studio stop`` (:func:`studio.engine.people.steering.stop_run`)."""
     return steering.stop_run(store, run_id)
 
 

@@ -69,7 +69,7 @@ would come back the same, so it is said once."""
 
 EMPTY_REPLY_CODES = frozenset({"MODEL_RETURNED_NO_CONTENT"})
 """ADK's code for a reply with nothing in it, which the engine says in its own words (how many
-tool calls came without text: :func:`studio.engine.processes.run_chain`)."""
+tool calls came without text: :func:`studio.engine.scoring.processes.run_chain`)."""
 
 
 class ModelReplyError(Exception):

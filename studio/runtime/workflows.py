@@ -71,7 +71,7 @@ def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
     """Refuse an ADK 2 graph ``Workflow`` (``google.adk.workflow.Workflow``) up front where a
     tree of agents is expected (``evolve_workflow()``), naming its ``LlmAgent`` nodes: patching
     a graph as a tree would run a whole evolution that changes nothing. ``evolve()`` and a
-    project's ``agent.ref`` evolve a graph itself (:func:`studio.engine.api.evolve_graph`).
+    project's ``agent.ref`` evolve a graph itself (:func:`studio.engine.hosting.api.evolve_graph`).
 
     Raises:
         ConfigError: ``obj`` is a graph ``Workflow``; the message says what to evolve instead.

@@ -401,6 +401,9 @@ def _step(engine: Engine, url: str, work: Callable[[Connection, str], T],
 def _migrate_once(connection: Connection, url: str) -> int:
     """The next migration, unless another process made it meanwhile; the version after it."""
     version = _current_version(connection, url)
+    if version is None:  # the tables and the version were made in the step before this one
+        raise StoreError(f"database {safe_url(url)}: its schema version went missing while it "
+                         f"was being migrated. Restore it from a backup, or open another one.")
     if version < schema.SCHEMA_VERSION:
         schema.MIGRATIONS[version](connection)
         version += 1

@@ -32,6 +32,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection
+from sqlalchemy.types import TypeEngine
 
 from studio.model.limits import (
     MAX_COMPONENT_NAME_CHARS,
@@ -130,7 +131,7 @@ def _has_surrogate(text: str) -> bool:
 class SafeText(TypeDecorator):
     """Text made :func:`storable` on the way in."""
 
-    impl = Text
+    impl: type[TypeEngine[Any]] = Text
     cache_ok = True
 
     def process_bind_param(self, value, dialect):
@@ -149,12 +150,13 @@ class SafeString(SafeText):
 
     def __init__(self, length: int, field: str = "") -> None:
         super().__init__(length)
+        self.length = length
         self.field = field
 
     def process_bind_param(self, value, dialect):
         value = storable(value)
-        if isinstance(value, str) and self.impl.length is not None:
-            check_length(value, self.impl.length, FIELD_NAMES.get(self.field, self.field))
+        if isinstance(value, str):
+            check_length(value, self.length, FIELD_NAMES.get(self.field, self.field))
         return value
 
 

@@ -1,6 +1,7 @@
 """Data behind the Compare page's charts: score per iteration, candidates x examples, lineage.
 
-Pure functions over a :class:`studio.engine.pool.RunView` and store records; the plotly figures
+Pure functions over a :class:`studio.engine.policies.pool.RunView` and store records; the plotly
+figures
 are drawn in ``components/charts.py``. Missing scores ("could not evaluate") are NaN, never 0.
 """
 
@@ -13,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from studio.engine.history import proposal_numbers
+from studio.engine.people.history import proposal_numbers
 from studio.model.records import Candidate, Example, Proposal, stored_id
 from studio.views.matrix import DEFAULT_PASS_AT, Verdict
 from studio.views.tables import example_label, one_line
 
 if TYPE_CHECKING:  # the rows are built by the engine's history; only read here
-    from studio.engine.history import ProposalRow
+    from studio.engine.people.history import ProposalRow
 
 
 def candidate_index(candidates: Sequence[Candidate]) -> dict[int, int]:

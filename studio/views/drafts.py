@@ -18,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from studio.critics.adapters import build_critic
-from studio.engine.reflection import check_reflection_instruction
+from studio.engine.propose.reflection import check_reflection_instruction
 from studio.evaluators import list_evaluators
 from studio.model.errors import ConfigError, DatasetError, ModelConfigError, StudioError
 from studio.model.records import demos_from_text, demos_to_text, validate_json_schema

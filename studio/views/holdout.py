@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from studio.engine.guard import Gain, GuardStatus, HoldoutReport
+from studio.engine.scoring.guard import Gain, GuardStatus, HoldoutReport
 
 GUARD_RULE = (
     "Gain = best − baseline, paired by example (examples either could not be evaluated on are "

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from studio.engine.evidence import verdict_reason
-from studio.engine.history import ProposalRow
+from studio.engine.people.history import ProposalRow
+from studio.engine.policies.evidence import verdict_reason
 from studio.model.evidence import Evidence
 from studio.model.records import Candidate, DecisionAction, ProposalStatus, Run, stored_id
 from studio.projects.forking import RunTree

@@ -1,13 +1,13 @@
 """A proposal waiting at the gate, as a terminal shows it: what it changes, its minibatch
 evidence and its word diff against the parent (``studio run --review review``, ``studio
 proposals RUN --pending``). The diff is :mod:`studio.views.diffing`'s and the evidence the
-row's own record (:class:`studio.engine.history.ProposalRow`): nothing is computed twice."""
+row's own record (:class:`studio.engine.people.history.ProposalRow`): nothing is computed twice."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from studio.engine.history import ProposalRow
+from studio.engine.people.history import ProposalRow
 from studio.views.diffing import diff_stats, segments_json, terminal_diff
 
 INDENT = "    "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from studio.engine.events import LanesReduced, OutOfIdeas
+from studio.engine.run.events import LanesReduced, OutOfIdeas
 from studio.model.records import EventKind, RunEvent
 
 NOTE_KINDS = (EventKind.LANES_REDUCED, EventKind.OUT_OF_IDEAS)

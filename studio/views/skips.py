@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from studio.engine.events import IterationSkipped
+from studio.engine.run.events import IterationSkipped
 from studio.model.records import RunEvent
 
 SHOWN = 5

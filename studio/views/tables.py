@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from studio.critics.adapters import metric_calls_per_trial
-from studio.engine.events import Phase, PhaseStarted, Progress
-from studio.engine.history import ProposalRow, agent_of
+from studio.engine.people.history import ProposalRow, agent_of
+from studio.engine.run.events import Phase, PhaseStarted, Progress
 from studio.model.feedback import Feedback
 from studio.model.records import (
     Candidate,

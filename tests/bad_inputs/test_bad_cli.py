@@ -156,8 +156,8 @@ def test_validate_runs_every_check_that_run_makes(tmp_path, capsys, sections, fr
 
 
 def test_a_run_that_cannot_start_is_marked_failed_with_the_reason(store):
-    from studio.engine.build import create_run
-    from studio.engine.dispatch import launch
+    from studio.engine.hosting.build import create_run
+    from studio.engine.hosting.dispatch import launch
     from studio.model.records import RunSpec, RunStatus
 
     spec = RunSpec(agent_ref="no_such_module_for_agents:agent")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from studio.cli import main
-from studio.engine.build import create_run
+from studio.engine.hosting.build import create_run
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ProjectFileError
 from studio.model.records import AgentSpec, RunSpec

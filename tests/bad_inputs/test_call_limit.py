@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.loop import RunFailed
+from studio.engine.loop.engine import RunFailed
 from studio.model.records import AgentSpec
 from studio.runtime.providers.scripted import ScriptedReply, ToolCall
 from tests.helpers import demo_spec, trainset

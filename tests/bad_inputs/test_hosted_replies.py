@@ -12,7 +12,7 @@ import json
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.loop import RunFailed
+from studio.engine.loop.engine import RunFailed
 from studio.model.records import AgentSpec, CriticSpec
 from tests.helpers import BASE_INSTRUCTION, demo_spec, trainset
 from tests.openai_server import CUT, RESET, Raw, completion, local_openai

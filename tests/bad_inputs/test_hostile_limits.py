@@ -16,8 +16,8 @@ import yaml
 
 from studio.cli import main
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.api import load_result
-from studio.engine.worker import get_manager
+from studio.engine.hosting.api import load_result
+from studio.engine.hosting.worker import get_manager
 from studio.model.errors import ConfigError, ProjectFileError
 from studio.model.limits import MAX_JUDGE_SAMPLES
 from studio.model.records import AgentSpec, CriticSpec, RunStatus, StopReason

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from studio.critics.feedback import parse_feedback
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.components import extract_components, validate_proposal
-from studio.engine.gates import override
+from studio.engine.people.gates import override
+from studio.engine.run.agent_texts import extract_components, validate_proposal
 from studio.model import limits
 from studio.model.errors import ConfigError, DatasetError, ProposalError
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, validate_examples

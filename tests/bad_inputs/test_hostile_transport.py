@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from studio.engine.build import create_run
+from studio.engine.hosting.build import create_run
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import CriticSpec

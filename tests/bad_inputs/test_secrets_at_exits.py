@@ -17,7 +17,7 @@ import pytest
 
 from studio import cli
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import AgentSpec, CriticSpec, ProposalStatus, ReflectionSpec
 from studio.projects.export import export_run
 from studio.runtime.providers import demo
@@ -109,7 +109,7 @@ def test_the_terminal_and_exports_show_the_secret_as_stars(store, script, secret
 
 
 def test_the_studio_s_logs_show_the_secret_as_stars(secret_env, caplog):
-    logger = logging.getLogger("studio.engine.loop")
+    logger = logging.getLogger("studio.engine.loop.engine")
     with caplog.at_level(logging.WARNING, logger="studio"):
         logger.warning("the critic replied %s", json.dumps({"feedback": SECRET}))
         try:

@@ -63,7 +63,7 @@ def test_a_stored_project_with_a_ref_neither_starts_nor_tries(store):
 
 
 def test_resuming_a_run_with_a_ref_from_the_studio_is_refused(store):
-    from studio.engine.build import create_run
+    from studio.engine.hosting.build import create_run
     from studio.model.records import RunSpec
     from studio.projects.workspace import resume_run
 

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import delete
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.errors import StoreError
 from studio.model.feedback import Feedback
 from studio.model.records import Candidate, RunStatus, Split, Trial, TrialPhase

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from studio.engine import EvolutionConfig
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import (
     EXAMPLES_DIR,
     import_example,

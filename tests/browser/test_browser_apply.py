@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from studio.cli import main
-from studio.engine.pool import load_view
+from studio.engine.policies.pool import load_view
 from studio.projects.applying import applications
 from studio.store import open_store
 from tests.browser.test_browser import wait_idle

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from studio.engine import decide
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import RunStatus
 from studio.projects.workspace import pending_proposal
 from studio.store import open_store

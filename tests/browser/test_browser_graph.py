@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from studio.critics.adapters import build_critic
-from studio.engine.api import evolve
+from studio.engine.hosting.api import evolve
 from studio.model.config import EvolutionConfig
 from studio.runtime.providers.scripted import register_script, unregister_script
 from studio.store import open_store

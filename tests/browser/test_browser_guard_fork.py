@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from studio.engine import EvolutionConfig, build_engine, create_run, decide
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import ProposalStatus
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset, wait_until

@@ -11,8 +11,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from studio.engine.gates import decide
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.gates import decide
 from studio.projects.workspace import pending_proposal
 from studio.store import open_store
 from tests.browser.test_browser import shot, wait_idle

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from studio.engine import EvolutionConfig
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
 from studio.store import open_store
 from tests.helpers import wait_until

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.team import ReviewSettings, Role
 from studio.projects.workspace import import_example, pending_proposal, start_project_run

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.projects.reviewing import record_review, review_records
 from studio.store import open_store
 from tests.helpers import wait_until

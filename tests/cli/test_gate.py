@@ -23,8 +23,8 @@ import pytest
 from studio.cli import main
 from studio.cli.gate import QUESTION, ShellGate, Terminal
 from studio.engine import EvolutionConfig, build_engine, create_run, decide
-from studio.engine.history import proposal_rows
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.history import proposal_rows
 from studio.model.errors import RunStateError
 from studio.model.records import ProposalStatus
 from studio.store import open_store

@@ -236,7 +236,7 @@ def test_the_judge_model_fills_only_criteria_that_name_none():
 
 def test_the_cli_spec_carries_the_criteria_and_rebuilds_the_same_critic(tmp_path):
     from studio.critics.adk_metrics import adk_metrics_critic_spec
-    from studio.engine.build import critic_for_run
+    from studio.engine.hosting.build import critic_for_run
     from studio.runtime.execution import AgentExecutor
 
     criteria = {"criteria": {"response_match_score": 0.8}}

@@ -501,7 +501,7 @@ def test_trial_builder_follows_the_seeds_documentation():
     ``feedback_dimensions``; gepa-adk 2.8's code adds ``feedback_text: ""`` and spells the
     dimensions ``dimensions``. The studio follows the documentation
     (see docs/guides/gepa-adk.md)."""
-    from studio.engine.trials import TrialBuilder, normalize_feedback
+    from studio.engine.propose.trials import TrialBuilder, normalize_feedback
 
     builder = TrialBuilder()
     assert builder.build_feedback(0.75) == {"score": 0.75}

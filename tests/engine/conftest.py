@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import ProposalStatus
 from tests.helpers import postgres_url, wait_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.runtime.providers.scripted import register_script
 from studio.store import open_store
 from tests.engine import merge_world as world

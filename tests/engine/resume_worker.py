@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.events import AwaitingDecision
-from studio.engine.gates import decide
+from studio.engine.people.gates import decide
+from studio.engine.run.events import AwaitingDecision
 from studio.model.records import ReflectionSpec
 from studio.store import open_store
 from tests.helpers import demo_spec

@@ -13,7 +13,7 @@ import contextlib
 
 from studio.critics.protocol import Sample
 from studio.engine import build_engine
-from studio.engine.batch import WAITING_CHAINS_PER_SLOT, chain_limit
+from studio.engine.scoring.batch import WAITING_CHAINS_PER_SLOT, chain_limit
 from studio.model.feedback import Feedback
 from studio.runtime.providers.scripted import recorded_requests, request_mark
 from studio.runtime.slots import GATING, VALIDATING

@@ -7,9 +7,11 @@ import threading
 
 import pytest
 
-from studio.engine import context, decide, worker
-from studio.engine.build import build_engine
-from studio.engine.worker import get_manager
+from studio.engine import decide
+from studio.engine.hosting import worker
+from studio.engine.hosting.build import build_engine
+from studio.engine.hosting.worker import get_manager
+from studio.engine.run import context
 from studio.model.records import ProposalStatus, RunRequest, RunStatus
 from tests.helpers import demo_spec, trainset, wait_until
 

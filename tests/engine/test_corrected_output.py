@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from studio.engine import override
-from studio.engine.proposer import reflection_trials
+from studio.engine.propose.proposer import reflection_trials
 from studio.model.errors import ConfigError
 from studio.model.records import TrialPhase
 from studio.projects.export import export_run

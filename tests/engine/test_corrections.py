@@ -7,8 +7,8 @@ import pytest
 
 from studio.critics.agreement import agreement_from_store
 from studio.engine import load_result, override, undo_override
-from studio.engine.pool import load_view
-from studio.engine.proposer import reflection_trials
+from studio.engine.policies.pool import load_view
+from studio.engine.propose.proposer import reflection_trials
 from studio.model.records import TrialPhase
 from studio.projects.export import trial_record
 from studio.runtime.providers.scripted import recorded_requests

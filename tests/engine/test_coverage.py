@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from studio import EvolutionConfig, evolve
-from studio.engine.pool import load_view
+from studio.engine.policies.pool import load_view
 from studio.model.feedback import Feedback
 from tests.helpers import trainset, writer
 

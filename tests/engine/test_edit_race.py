@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from studio.engine import EvolutionConfig, build_engine, create_run, decide
-from studio.engine.gates import pending_in_order
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.gates import pending_in_order
 from studio.model.errors import ProposalError, RunStateError
 from studio.model.records import (
     Decision,

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from studio.engine.events import (
+from studio.engine.run.events import (
     STORED_EVENTS,
     EngineEvent,
     IterationSkipped,

@@ -12,8 +12,13 @@ import pytest
 
 from studio.cli import main
 from studio.engine import decide, load_result, override
-from studio.engine.evidence import compare, evidence_for, evidence_trials, proposal_evidence
-from studio.engine.history import proposal_rows
+from studio.engine.people.history import proposal_rows
+from studio.engine.policies.evidence import (
+    compare,
+    evidence_for,
+    evidence_trials,
+    proposal_evidence,
+)
 from studio.model.evidence import Sums
 from studio.model.records import (
     Candidate,

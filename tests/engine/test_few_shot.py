@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from studio.engine.components import apply_components, extract_components, validate_proposal
-from studio.engine.demos import DEMO_COUNT, propose_demos
-from studio.engine.pool import pool_scores
+from studio.engine.policies.pool import pool_scores
+from studio.engine.propose.demos import DEMO_COUNT, propose_demos
+from studio.engine.run.agent_texts import apply_components, extract_components, validate_proposal
 from studio.model.errors import ConfigError, ProjectFileError, ProposalError
 from studio.model.limits import MAX_DEMOS
 from studio.model.records import (

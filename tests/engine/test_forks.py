@@ -11,7 +11,7 @@ import pytest
 
 from studio.cli import main
 from studio.engine import EvolutionConfig, build_engine, create_run, fork, load_result
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError, RunStateError
 from studio.model.records import CriticSpec, Run, RunSpec, Split
 from studio.projects.forking import ancestry, forks_of, parse_settings, start_fork

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.engine import EvolutionConfig, create_run, decide
-from studio.engine.gates import latest_pending, merge_correction
+from studio.engine.people.gates import latest_pending, merge_correction
 from studio.model.errors import PageChangedError, ProposalError
 from studio.model.records import (
     AgentSpec,
@@ -84,7 +84,7 @@ def test_a_gate_edit_where_the_referenced_workflow_cannot_be_imported_reads_the_
         store, monkeypatch):
     """The run executes on a worker that can import the module; the studio's server cannot.
     The edit is still checked (against what the parent's text reads), never lost to an error."""
-    from studio.engine import gates
+    from studio.engine.people import gates
     from studio.model.errors import ConfigError
 
     proposal = pending_edit_of(store, "polisher.instruction")

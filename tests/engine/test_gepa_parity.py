@@ -27,11 +27,11 @@ from gepa.strategies.acceptance import StrictImprovementAcceptance  # noqa: E402
 from gepa.strategies.batch_sampler import EpochShuffledBatchSampler  # noqa: E402
 from gepa.strategies.candidate_selector import ParetoCandidateSelector  # noqa: E402
 
-from studio.engine.evidence import compare  # noqa: E402
-from studio.engine.merge import find_merge, merged_components  # noqa: E402
-from studio.engine.pareto import pareto_front  # noqa: E402
-from studio.engine.sampling import EpochSampler  # noqa: E402
-from studio.engine.selection import select_pareto  # noqa: E402
+from studio.engine.policies.evidence import compare  # noqa: E402
+from studio.engine.policies.pareto import pareto_front  # noqa: E402
+from studio.engine.policies.sampling import EpochSampler  # noqa: E402
+from studio.engine.policies.selection import select_pareto  # noqa: E402
+from studio.engine.propose.merge import find_merge, merged_components  # noqa: E402
 from studio.model.records import Candidate, content_hash  # noqa: E402
 
 SEEDS = range(400)

@@ -13,7 +13,7 @@ import pytest
 from google.adk.agents import LlmAgent
 from google.adk.workflow import FunctionNode, JoinNode, Workflow
 
-from studio.engine.api import evolve, evolve_workflow
+from studio.engine.hosting.api import evolve, evolve_workflow
 from studio.model.errors import ConfigError
 from studio.runtime.agents import load_agent
 from studio.runtime.providers import litellm_model
@@ -75,7 +75,7 @@ def test_checking_an_llm_agent_does_not_load_the_graph_machinery():
     import subprocess
 
     code = ("import sys; from google.adk.agents import LlmAgent; "
-            "from studio.engine.api import check_agent; "
+            "from studio.engine.hosting.api import check_agent; "
             "from studio.runtime.graphs import GRAPH_WORKFLOW_MODULE; "
             "check_agent(LlmAgent(name='w', model='scripted/demo'), ['instruction']); "
             "print(GRAPH_WORKFLOW_MODULE in sys.modules)")

@@ -10,8 +10,8 @@ from google.adk.agents import LlmAgent, SequentialAgent
 from google.adk.workflow import FunctionNode, JoinNode, Workflow
 
 from studio.critics.adapters import build_critic
-from studio.engine.api import evolve
-from studio.engine.components import apply_components
+from studio.engine.hosting.api import evolve
+from studio.engine.run.agent_texts import apply_components
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.graph import NodeKind, node_role
@@ -138,7 +138,7 @@ def evolve_sync_refused(workflow, components, store):
 
 
 def test_a_node_is_told_what_its_upstream_agents_sent_not_its_siblings(script):
-    from studio.engine.proposer import PipelineView
+    from studio.engine.propose.proposer import PipelineView
     from studio.model.graph import upstream_agents
 
     shape = graph_shape(decision_graph(script(node_model)))

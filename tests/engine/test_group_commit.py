@@ -10,8 +10,8 @@ from sqlalchemy import event
 
 from studio import evolve_sync
 from studio.engine import EvolutionConfig
-from studio.engine.batch import GroupCommit
-from studio.engine.events import Progress, TrialCommitted
+from studio.engine.run.events import Progress, TrialCommitted
+from studio.engine.scoring.batch import GroupCommit
 from studio.model.errors import LeaseLostError
 from studio.model.records import Candidate, Run, Split, Trial, TrialPhase
 from studio.store import open_store

@@ -16,8 +16,8 @@ import yaml
 
 from studio.critics.agreement import agreement_from_store
 from studio.engine import decide, load_result, override
-from studio.engine.events import ProposalEvaluated
-from studio.engine.pool import load_view
+from studio.engine.policies.pool import load_view
+from studio.engine.run.events import ProposalEvaluated
 from studio.model.errors import ProposalError
 from studio.model.records import (
     AgentSpec,

@@ -15,8 +15,8 @@ from collections import Counter
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.events import IterationStarted
-from studio.engine.gates import override, undo_override
+from studio.engine.people.gates import override, undo_override
+from studio.engine.run.events import IterationStarted
 from studio.model import records
 from studio.model.records import Split, TrialPhase
 from studio.runtime.providers.demo import REFLECTION_MARKER

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from studio.engine import decide
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.errors import RunStateError
 from studio.model.records import DecisionAction, EventKind, ProposalStatus, RunStatus
 from tests.helpers import demo_spec, trainset, wait_until
@@ -105,8 +105,8 @@ def test_a_stored_proposal_is_validated_again_on_resume(runner, store):
         "id": None, "iteration": pending.iteration + 1, "status": ProposalStatus.EVALUATING,
         "child_id": None, "decided_at": None, "invalid_reason": None,
         "text": parent.components["instruction"]}))
-    from studio.engine.build import build_engine
-    from studio.engine.proposer import revalidated
+    from studio.engine.hosting.build import build_engine
+    from studio.engine.propose.proposer import revalidated
 
     engine = build_engine(store, run_id)
     checked = revalidated(engine.ctx, ghost, parent)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from studio.engine import decide, load_result, override
-from studio.engine.events import ProposalEvaluated
-from studio.engine.pool import load_view
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.policies.pool import load_view
+from studio.engine.run.events import ProposalEvaluated
 from studio.model.errors import ConfigError, DatasetError
 from studio.model.records import DecisionAction, ProposalStatus, RunStatus, TrialPhase
 from studio.runtime.providers.demo import critique

@@ -13,11 +13,11 @@ import re
 import pytest
 
 from studio.engine import build_engine, decide, override
-from studio.engine.events import ProposalInvalid, SkipCause, TrialCommitted
-from studio.engine.pool import load_view
-from studio.engine.reflection import TRIED_NOTE
-from studio.engine.rules import propose_rules
-from studio.engine.tried import MAX_ATTEMPTS
+from studio.engine.policies.pool import load_view
+from studio.engine.propose.reflection import TRIED_NOTE
+from studio.engine.propose.rules import propose_rules
+from studio.engine.run.events import ProposalInvalid, SkipCause, TrialCommitted
+from studio.engine.run.tried import MAX_ATTEMPTS
 from studio.model.errors import ProposalError
 from studio.model.records import (
     Candidate,
@@ -304,7 +304,7 @@ def test_an_edit_back_to_a_text_the_run_has_is_refused(store):
 
 def test_the_tried_texts_are_bounded_in_count_and_size_and_newest_first(store):
     from studio.engine import EvolutionConfig, create_run
-    from studio.engine.tried import TRIED_SHOWN, tried_texts
+    from studio.engine.run.tried import TRIED_SHOWN, tried_texts
     from studio.model.limits import REFLECTION_FIELD_CHARS
     from studio.model.records import Decision, DecisionAction
 

@@ -14,16 +14,17 @@ from types import SimpleNamespace
 import pytest
 
 from studio.cli import main
-from studio.engine import decide, load_result, worker
-from studio.engine.evidence import proposal_evidence
-from studio.engine.merge import (
+from studio.engine import decide, load_result
+from studio.engine.hosting import worker
+from studio.engine.hosting.worker import get_manager
+from studio.engine.policies.evidence import proposal_evidence
+from studio.engine.policies.pool import load_view
+from studio.engine.propose.merge import (
     find_merge,
     merge_due,
     merge_subsample,
     merged_components,
 )
-from studio.engine.pool import load_view
-from studio.engine.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import (

@@ -11,8 +11,8 @@ import contextlib
 import pytest
 
 from studio.engine import EvolutionConfig, decide
-from studio.engine.events import OutOfIdeas
-from studio.engine.gates import pending_in_order
+from studio.engine.people.gates import pending_in_order
+from studio.engine.run.events import OutOfIdeas
 from studio.model.errors import RunStateError
 from studio.model.records import EventKind, RunStatus, StopReason
 from studio.views.run_notes import run_notes

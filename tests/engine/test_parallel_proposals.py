@@ -1,4 +1,4 @@
-"""Parallel proposals (issue 22, :mod:`studio.engine.lanes`): a window of k iterations in
+"""Parallel proposals (issue 22, :mod:`studio.engine.loop.window`): a window of k iterations in
 flight, one slot budget, and a seeded run that reproduces whatever finishes first: twice, with
 1 and 2 worker processes, and after SIGKILL + resume."""
 
@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from studio.cli import main as cli_main
-from studio.engine import EvolutionConfig, build_engine, worker
-from studio.engine.gates import decide, pending_in_order
-from studio.engine.history import proposal_rows
-from studio.engine.lanes import Window, auto_lanes, lane_count
-from studio.engine.worker import get_manager
+from studio.engine import EvolutionConfig, build_engine
+from studio.engine.hosting import worker
+from studio.engine.hosting.worker import get_manager
+from studio.engine.loop.window import Window, auto_lanes, lane_count
+from studio.engine.people.gates import decide, pending_in_order
+from studio.engine.people.history import proposal_rows
 from studio.model.records import EventKind, ProposalStatus, RunStatus, TrialPhase
 from studio.runtime.providers.scripted import recorded_requests, request_mark
 from studio.store import Store, open_store

@@ -5,7 +5,7 @@ runner."""
 from __future__ import annotations
 
 from studio.engine import load_result
-from studio.engine.events import EventKind, SkipCause
+from studio.engine.run.events import EventKind, SkipCause
 from studio.model.records import AgentSpec
 from tests.helpers import demo_spec, trainset
 

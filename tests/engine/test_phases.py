@@ -8,7 +8,7 @@ import io
 from datetime import UTC, datetime, timedelta
 
 from studio.cli.common import ProgressBar
-from studio.engine.events import Phase, PhaseStarted
+from studio.engine.run.events import Phase, PhaseStarted
 from studio.model.config import EvolutionConfig
 from studio.model.records import EventKind, Run, RunEvent, RunStatus
 from studio.views.tables import current_phase, phase_line, progress_summary

@@ -6,11 +6,16 @@ import random
 
 import pytest
 
-from studio.engine.components import check_components, validate_proposal
-from studio.engine.evidence import compare
-from studio.engine.pareto import best_candidate, mean_score, pareto_front, winners_per_example
-from studio.engine.sampling import EpochSampler
-from studio.engine.selection import select_parent
+from studio.engine.policies.evidence import compare
+from studio.engine.policies.pareto import (
+    best_candidate,
+    mean_score,
+    pareto_front,
+    winners_per_example,
+)
+from studio.engine.policies.sampling import EpochSampler
+from studio.engine.policies.selection import select_parent
+from studio.engine.run.agent_texts import check_components, validate_proposal
 from studio.model.errors import ConfigError, ProposalError
 
 MATRIX = {1: {10: 0.2, 11: 0.9, 12: 0.5},

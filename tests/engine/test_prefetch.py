@@ -1,9 +1,10 @@
-"""A child's validation started in the slots its minibatch leaves idle (studio.engine.prefetch):
+"""A child's validation started in the slots its minibatch leaves idle
+(studio.engine.scoring.prefetch):
 it changes when calls are made, never which trials are stored."""
 
 from __future__ import annotations
 
-from studio.engine.events import ProposalCreated, ProposalEvaluated
+from studio.engine.run.events import ProposalCreated, ProposalEvaluated
 from studio.model.records import ProposalStatus, TrialPhase
 from studio.runtime.providers.demo import REFLECTION_MARKER, critique
 from studio.runtime.providers.scripted import recorded_requests, request_mark

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from studio.engine import EvolutionConfig, build_engine, create_run, processes
-from studio.engine.build import process_setup
+from studio.engine import EvolutionConfig, build_engine, create_run
+from studio.engine.hosting.build import process_setup
+from studio.engine.scoring import processes
 from studio.model.errors import ConfigError
 from studio.store import open_store
 from tests.helpers import demo_spec, trainset, wait_until, writer
@@ -198,7 +199,7 @@ def pid_alive(pid: int) -> bool:
 
 PARENT_WITH_A_POOL = """
 import os, sys, time
-from studio.engine import processes
+from studio.engine.scoring import processes
 pool = processes.shared_pool(2)
 with processes._main_not_rerun():
     pids = set()

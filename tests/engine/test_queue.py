@@ -12,9 +12,9 @@ from datetime import timedelta
 import pytest
 
 from studio.engine import EvolutionConfig, create_run, decide
-from studio.engine.build import mark_not_started
-from studio.engine.gates import latest_pending
-from studio.engine.queue import QueueWorker, enqueue, queue_run
+from studio.engine.hosting.build import mark_not_started
+from studio.engine.hosting.queue import QueueWorker, enqueue, queue_run
+from studio.engine.people.gates import latest_pending
 from studio.model.errors import (
     ConfigError,
     RunStateError,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from studio.engine.reflection import (
+from studio.engine.propose.reflection import (
     DEFAULT_REFLECTION_INSTRUCTION,
     OUTPUT_KEY,
     ReflectionOutcome,
@@ -91,7 +91,7 @@ def test_the_schema_validation_tool():
 
 
 def test_evaluator_details_reach_the_reflection_not_only_the_text():
-    from studio.engine.proposer import reflection_trials
+    from studio.engine.propose.proposer import reflection_trials
     from studio.model.feedback import Feedback
     from studio.model.records import Split, Trial, TrialPhase
 

@@ -3,8 +3,8 @@ records carry it, a skipped iteration and the demo model read it, none parses a 
 
 from __future__ import annotations
 
-from studio.engine.reflection import fenced_trials
-from studio.engine.tried import TriedText, skip_reason
+from studio.engine.propose.reflection import fenced_trials
+from studio.engine.run.tried import TriedText, skip_reason
 from studio.model.records import Proposal, ProposalStatus
 from studio.model.refusals import Refusal
 from studio.runtime.providers import demo

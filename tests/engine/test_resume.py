@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from studio.engine import decide, load_result, override, worker
-from studio.engine.worker import get_manager
+from studio.engine import decide, load_result, override
+from studio.engine.hosting import worker
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import EventKind, ProposalStatus, RunStatus
 from tests.helpers import HEARTBEAT_SECONDS, wait_until
 

@@ -17,9 +17,9 @@ import pytest
 
 from studio import EvolutionConfig, cli, evolve_sync
 from studio.engine import decide
-from studio.engine.queue import QueueWorker
-from studio.engine.steering import stop_run
-from studio.engine.worker import get_manager
+from studio.engine.hosting.queue import QueueWorker
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.steering import stop_run
 from studio.model.records import EventKind, ProposalStatus, RunRequest, RunStatus, StopReason
 from studio.projects import workspace
 from tests.helpers import critic, demo_spec, trainset, wait_until, writer

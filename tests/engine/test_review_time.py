@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 import types
 
-from studio.engine import decide, loop
+from studio.engine import decide
+from studio.engine.loop import engine as loop
 from studio.model.records import EventKind
 from tests.helpers import demo_spec, trainset
 

@@ -10,9 +10,9 @@ import pytest
 from studio.critics.adapters import build_critic
 from studio.critics.protocol import Sample
 from studio.engine import decide
-from studio.engine.pool import pool_scores
-from studio.engine.proposer import NOTHING_TO_ADD
-from studio.engine.rules import (
+from studio.engine.policies.pool import pool_scores
+from studio.engine.propose.proposer import NOTHING_TO_ADD
+from studio.engine.propose.rules import (
     EXAMPLES_HEADING,
     MAX_EXAMPLES,
     MAX_RULES,

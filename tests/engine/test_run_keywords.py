@@ -9,7 +9,7 @@ import inspect
 import pytest
 from google.adk.agents import LlmAgent
 
-from studio.engine.api import RunKeywords, evolve, evolve_graph, evolve_workflow
+from studio.engine.hosting.api import RunKeywords, evolve, evolve_graph, evolve_workflow
 
 
 def test_the_evolve_entry_points_share_one_set_of_run_keywords():

@@ -22,8 +22,8 @@ import yaml
 
 from studio import cli
 from studio.engine import EvolutionConfig, build_engine, create_run, decide
-from studio.engine.api import load_result
-from studio.engine.worker import get_manager
+from studio.engine.hosting.api import load_result
+from studio.engine.hosting.worker import get_manager
 from studio.model.errors import RunStateError
 from studio.model.records import (
     AgentSpec,

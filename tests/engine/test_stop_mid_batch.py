@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from studio import cli
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import EventKind, ReflectionSpec, RunStatus, StopReason
 from studio.store import open_store
 from tests.helpers import ROOT, CliWorker, demo_spec, trainset, wait_until

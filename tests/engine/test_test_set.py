@@ -20,9 +20,10 @@ from studio.engine import (
     load_result,
     override,
 )
-from studio.engine.api import score_test_set, start_test_scoring
-from studio.engine.events import TrialCommitted
-from studio.engine.guard import (
+from studio.engine.hosting.api import score_test_set, start_test_scoring
+from studio.engine.hosting.worker import get_manager
+from studio.engine.run.events import TrialCommitted
+from studio.engine.scoring.guard import (
     Gain,
     GuardStatus,
     gain_shrink,
@@ -30,8 +31,7 @@ from studio.engine.guard import (
     paired_gain,
     t_quantile,
 )
-from studio.engine.holdout import load_holdout
-from studio.engine.worker import get_manager
+from studio.engine.scoring.holdout import load_holdout
 from studio.model.errors import DatasetError, RunStateError, ScoringError
 from studio.model.records import CriticSpec, EventKind, RunStatus, Split, TrialPhase
 from studio.projects.export import export_run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from studio.engine.trials import TrialBuilder, normalize_feedback
+from studio.engine.propose.trials import TrialBuilder, normalize_feedback
 
 
 def test_seed_module_example():

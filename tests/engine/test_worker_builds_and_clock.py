@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-import studio.engine.queue as queue_module
+import studio.engine.hosting.queue as queue_module
 import studio.model.records as records
 import studio.store.repos.queue_workers as queue_workers
 import studio.store.repos.runs_and_leases as runs_and_leases
 from studio.cli import main
 from studio.engine import EvolutionConfig, create_run
-from studio.engine.queue import QueueWorker, queue_run
+from studio.engine.hosting.queue import QueueWorker, queue_run
 from studio.model.records import AgentSpec, RunStatus, StopReason, WorkerInfo
 from studio.store import open_store
 from studio.store.connection import database_now

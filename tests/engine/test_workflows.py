@@ -11,7 +11,7 @@ import pytest
 
 import studio.runtime.providers.demo as demo
 from studio.engine import EvolutionConfig, evolve, evolve_group, evolve_workflow, load_result
-from studio.engine.components import apply_components, extract_components, validate_proposal
+from studio.engine.run.agent_texts import apply_components, extract_components, validate_proposal
 from studio.model.errors import ConfigError, ProposalError
 from studio.model.records import AgentSpec, TrialPhase
 from studio.model.workflow import WorkflowSpec, role_of, state_before

@@ -119,7 +119,7 @@ evaluators:
 def test_an_evaluator_registers_itself_with_its_kind_and_the_rules_read_it():
     """One module is a whole evaluator: ``@registered`` names it, describes it and says what
     it checks; the rules reflection asks it for its kind (no list of names elsewhere)."""
-    from studio.engine.rules import FailedCheck, rule_text
+    from studio.engine.propose.rules import FailedCheck, rule_text
     from studio.evaluators.base import CheckKind, registered
     from studio.evaluators.registry import evaluator_kind
 

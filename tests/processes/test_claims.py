@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from studio.engine import decide
-from studio.engine.gates import latest_pending
+from studio.engine.people.gates import latest_pending
 from studio.store import open_store
 from tests.helpers import ROOT, STALE_SECONDS, CliWorker, wait_until
 

@@ -28,10 +28,10 @@ import pytest
 import yaml
 
 from studio.engine import decide, override, undo_override
-from studio.engine.gates import latest_pending
-from studio.engine.pareto import pareto_front
-from studio.engine.pool import load_view, val_example_ids
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.gates import latest_pending
+from studio.engine.policies.pareto import pareto_front
+from studio.engine.policies.pool import load_view, val_example_ids
 from studio.model.errors import StudioError
 from studio.model.records import DecisionAction, ProposalStatus, RunStatus
 from studio.store import open_store

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from studio.engine import EvolutionConfig
-from studio.engine.queue import enqueue
+from studio.engine.hosting.queue import enqueue
 from studio.model.records import RunStatus
 from studio.store import open_store
 from tests.engine.test_queue import judged_twice, stop_all

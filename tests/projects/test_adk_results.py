@@ -60,7 +60,7 @@ def test_a_correction_decides_the_case_and_replaces_the_critics_parts(agent_dir,
 
 
 def test_a_run_not_scored_yet_is_refused(tmp_path, capsys):
-    from studio.engine.build import create_run
+    from studio.engine.hosting.build import create_run
     from studio.model.records import AgentSpec, CriticSpec, RunSpec
 
     store = open_store(f"sqlite:///{tmp_path}/s.db", cached=False)

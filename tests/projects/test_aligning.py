@@ -14,7 +14,7 @@ from sqlalchemy import update
 import studio.store.schema as tables
 from studio.critics.alignment import CriticAgreement, label_text
 from studio.engine import build_engine, decide
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import CriticSpec, ProposalStatus, RunStatus

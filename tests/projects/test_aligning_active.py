@@ -13,10 +13,10 @@ import json
 from studio.cli import main
 from studio.critics.alignment import CriticAgreement, reply_score, undone_label
 from studio.engine import build_engine, decide
-from studio.engine.events import TrialCommitted
-from studio.engine.gates import override, undo_override
-from studio.engine.holdout import test_problem as held_out_problem
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.gates import override, undo_override
+from studio.engine.run.events import TrialCommitted
+from studio.engine.scoring.holdout import test_problem as held_out_problem
 from studio.model.config import EvolutionConfig
 from studio.model.records import ProposalStatus, RunStatus, Split
 from studio.projects.aligning import align_report, create_align_run, current_align_labels

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from studio.critics.agreement import agreement
-from studio.engine.build import spec_model
+from studio.engine.hosting.build import spec_model
 from studio.model.errors import ConfigError
 from studio.model.records import RunSpec
 from studio.projects import background

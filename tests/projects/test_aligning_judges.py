@@ -10,7 +10,7 @@ import yaml
 from studio.critics.adapters import build_critic
 from studio.critics.alignable import judge_text, rubric_from_text, rubric_text, with_judge_text
 from studio.engine import build_engine
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.evaluators.rubric_dag import RUBRIC_PRESETS, validate_rubric_dag
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError

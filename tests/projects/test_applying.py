@@ -57,7 +57,7 @@ def finished(tmp_path_factory):
     store = open_store(db, cached=False)
     try:
         run = store.list_runs(limit=1)[0]
-        from studio.engine.pool import load_view
+        from studio.engine.policies.pool import load_view
 
         best = next(c for c in store.candidates(run.id) if c.id == load_view(store, run.id).best_id)
     finally:

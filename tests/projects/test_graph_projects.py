@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from studio.cli import main
-from studio.engine.api import load_result
+from studio.engine.hosting.api import load_result
 from studio.store import open_store
 from tests.engine.test_graph_workflows import BETTER, node_model
 

@@ -8,7 +8,7 @@ import pytest
 
 from studio.cli import main, parser
 from studio.cli.projects import server_environment
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.graph import NodeKind

@@ -9,9 +9,9 @@ import krippendorff
 import numpy as np
 import pytest
 
-from studio.engine.gates import adjudicate, override, undo_override
-from studio.engine.proposer import reflection_trials
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.people.gates import adjudicate, override, undo_override
+from studio.engine.propose.proposer import reflection_trials
 from studio.model.config import EvolutionConfig
 from studio.model.records import Candidate, Run, Split, TrialPhase
 from studio.model.team import Actor, Role
@@ -178,7 +178,7 @@ def _critic_scores(store, align_run_id, report):
     """(the original critic's score, consensus) on each held-out label, from the report's
     own consensus error: every held-out consensus is 0.7 here."""
     from studio.critics.alignment import reply_score
-    from studio.engine.pool import load_view
+    from studio.engine.policies.pool import load_view
 
     view = load_view(store, align_run_id)
     baseline = view.candidates[0].id

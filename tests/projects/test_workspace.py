@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from studio.engine import EvolutionConfig, decide, override
-from studio.engine.evidence import evidence_trials
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.policies.evidence import evidence_trials
 from studio.model.errors import ConfigError, ProjectFileError
 from studio.model.records import ProposalStatus, RunStatus
 from studio.projects.files import parse_project

@@ -8,7 +8,7 @@ from google.adk.agents import LlmAgent
 from google.adk.models.google_llm import Gemini
 from google.adk.models.lite_llm import LiteLlm
 
-from studio.engine.build import agent_model_string, check_spec_models
+from studio.engine.hosting.build import agent_model_string, check_spec_models
 from studio.model.errors import ModelConfigError
 from studio.model.records import AgentSpec
 from studio.projects.files import parse_project

@@ -270,7 +270,8 @@ def test_an_export_leaves_images_out_and_keeps_their_labels(script, store):
 def test_images_cross_to_worker_processes(tmp_path, monkeypatch):
     """With ``processes=2`` the examples (data URIs) go to the worker processes, whose scripted
     echo model answers with the marker of the image it received."""
-    from studio.engine import build_engine, create_run, processes
+    from studio.engine import build_engine, create_run
+    from studio.engine.scoring import processes
     from studio.model.records import CriticSpec, ReflectionSpec, RunSpec
     from studio.store import open_store
 

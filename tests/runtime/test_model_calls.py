@@ -20,8 +20,8 @@ import litellm
 import pytest
 
 from studio.engine import EvolutionConfig, build_engine, create_run
-from studio.engine.loop import RunFailed
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
+from studio.engine.loop.engine import RunFailed
 from studio.model.config import RateLimit
 from studio.model.costs import format_cost
 from studio.model.records import AgentSpec, CriticSpec, ReflectionSpec, RunStatus

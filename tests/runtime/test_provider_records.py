@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from studio.engine.build import serial_model
+from studio.engine.hosting.build import serial_model
 from studio.model.errors import ModelConfigError
 from studio.runtime import eventloop, providers
 from studio.runtime.adk_models import register_studio_models_with_adk

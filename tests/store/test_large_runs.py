@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import event, inspect, text
 
 from studio.engine import create_run
-from studio.engine.api import load_result
-from studio.engine.evidence import evidence_trials
-from studio.engine.history import proposal_rows
-from studio.engine.pool import load_view
+from studio.engine.hosting.api import load_result
+from studio.engine.people.history import proposal_rows
+from studio.engine.policies.evidence import evidence_trials
+from studio.engine.policies.pool import load_view
 from studio.model.records import (
     Candidate,
     Decision,

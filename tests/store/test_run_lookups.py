@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import bindparam, text
 
 from studio.engine import create_run, fork
-from studio.engine.labels import relabel_align_runs
+from studio.engine.people.labels import relabel_align_runs
 from studio.model.records import AlignOrigin, Candidate, CriticSpec, Run, content_hash
 from studio.projects.aligning import align_runs
 from studio.projects.forking import forks_of

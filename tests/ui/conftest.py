@@ -18,7 +18,7 @@ def studio_db(tmp_path, monkeypatch):
     """The store the app under test opens; every run started in it is stopped afterwards."""
     import streamlit as st
 
-    from studio.engine.worker import get_manager
+    from studio.engine.hosting.worker import get_manager
     from studio.store import open_store
 
     url = f"sqlite:///{tmp_path}/studio.db"

@@ -15,7 +15,7 @@ import importlib
 import sys
 
 WARM = ("google.adk.agents", "google.adk.runners", "google.adk.models.lite_llm", "litellm",
-        "studio.engine.build", "studio.projects.workspace")
+        "studio.engine.hosting.build", "studio.projects.workspace")
 
 
 def warm_up() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studio.engine import build_engine
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.projects import background
 from studio.projects.aligning import create_align_run, rescore_key
@@ -88,7 +88,7 @@ def test_a_programmatic_critic_is_refused_before_any_correction_is_asked_for(app
 
 
 def test_the_panel_shows_how_many_labels_are_active_now(app, studio_db):
-    from studio.engine.gates import undo_override
+    from studio.engine.people.gates import undo_override
 
     run_id = corrected(studio_db, 12)
     align = create_align_run(studio_db, run_id, config=EvolutionConfig(max_iterations=2, seed=3))

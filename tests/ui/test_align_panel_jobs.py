@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from studio.engine import build_engine
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import ProposalStatus, RunStatus, TrialPhase

@@ -4,7 +4,7 @@ that introduced it; a person's edit credited to them; hostile text shown as text
 from __future__ import annotations
 
 from studio.engine import EvolutionConfig, decide
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import ProposalStatus
 from studio.projects.workspace import EXAMPLES_DIR, import_example, start_project_run
 from tests.helpers import wait_until

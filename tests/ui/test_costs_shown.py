@@ -9,7 +9,7 @@ from sqlalchemy import update
 
 import studio.store.schema as tables
 from studio.engine import EvolutionConfig, create_run
-from studio.engine.queue import queue_run
+from studio.engine.hosting.queue import queue_run
 from studio.model.costs import format_cost
 from studio.model.records import RunStatus
 from tests.helpers import demo_spec, trainset

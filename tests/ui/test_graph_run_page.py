@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from studio.critics.adapters import build_critic
-from studio.engine.api import evolve
+from studio.engine.hosting.api import evolve
 from studio.model.config import EvolutionConfig
 from studio.model.graph import NodeKind
 from tests.engine.test_graph_workflows import decision_graph

@@ -10,7 +10,7 @@ import yaml
 
 from studio import cli
 from studio.engine import EvolutionConfig
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import EventKind, RunStatus
 from studio.projects.workspace import import_example, start_project_run
 from tests.helpers import wait_until

@@ -5,7 +5,7 @@ Proposals pages, not passed off as a normal one."""
 from __future__ import annotations
 
 from studio.engine import EvolutionConfig
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
 from tests.helpers import wait_until
 from tests.ui.conftest import assert_ok, texts

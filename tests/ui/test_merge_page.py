@@ -4,7 +4,7 @@ both parents' sums against the merged child's, and no edit box (a merge has no t
 from __future__ import annotations
 
 from studio.engine import EvolutionConfig, build_engine, create_run, decide
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import ProposalStatus
 from tests.engine import merge_world as world
 from tests.helpers import wait_until

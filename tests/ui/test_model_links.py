@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from studio.engine import EvolutionConfig
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
 from studio.runtime.providers import demo
 from studio.views.diffing import inline_markdown

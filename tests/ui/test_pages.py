@@ -7,7 +7,7 @@ import re
 import pytest
 
 from studio.engine import EvolutionConfig, decide, override
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import ProposalStatus, RunStatus, TrialPhase
 from studio.projects.files import parse_project
 from studio.projects.workspace import (

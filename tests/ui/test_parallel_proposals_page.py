@@ -4,8 +4,8 @@ the order to decide them, the first shown; deciding it brings the next."""
 from __future__ import annotations
 
 from studio.engine import EvolutionConfig
-from studio.engine.gates import pending_in_order
-from studio.engine.history import proposal_numbers
+from studio.engine.people.gates import pending_in_order
+from studio.engine.people.history import proposal_numbers
 from studio.projects.workspace import import_example, start_project_run
 from tests.helpers import wait_until
 from tests.ui.conftest import assert_ok, texts

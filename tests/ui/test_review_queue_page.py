@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from studio.engine.gates import override
+from studio.engine.people.gates import override
 from studio.model.records import EventKind
 from studio.projects.reviewing import record_review, review_records
 from studio.views.review_queue import DEFAULT_REVIEW_SECONDS

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.stops import STOP_CONDITIONS
 from studio.projects.workspace import EXAMPLES_DIR, import_example
 from tests.helpers import wait_until

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from studio.engine import EvolutionConfig, override
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
 from tests.bad_inputs.test_secrets_at_exits import SECRET, leaky
 from tests.helpers import wait_until

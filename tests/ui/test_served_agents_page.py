@@ -7,8 +7,8 @@ import shutil
 
 import streamlit as st
 
-from studio.engine.build import create_run
-from studio.engine.worker import get_manager
+from studio.engine.hosting.build import create_run
+from studio.engine.hosting.worker import get_manager
 from studio.projects.files import dump_project, parse_project
 from studio.projects.served_agents import AGENTS_DIR_ENV, served_agent_graph
 from tests.projects.test_served_agents import agents_root, write_graph_folder  # noqa: F401

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from studio.engine.gates import override
+from studio.engine.people.gates import override
 from studio.model.records import TrialPhase
 from studio.model.team import Actor, Role
 from studio.projects.team import add_user, save_review_settings

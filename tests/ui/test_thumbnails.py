@@ -8,7 +8,7 @@ import io
 import yaml
 
 from studio.engine import EvolutionConfig
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.media import data_uri
 from studio.projects.workspace import import_yaml, start_project_run
 from tests.ui.conftest import assert_ok, texts

@@ -6,7 +6,7 @@ decides nothing."""
 from __future__ import annotations
 
 from studio.engine import EvolutionConfig, decide
-from studio.engine.gates import pending_in_order
+from studio.engine.people.gates import pending_in_order
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
 from tests.helpers import wait_until
 from tests.ui.conftest import assert_ok, texts

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from studio.engine import EvolutionConfig, override
-from studio.engine.worker import get_manager
+from studio.engine.hosting.worker import get_manager
 from studio.model.records import Candidate, ProposalStatus
 from studio.projects.files import dump_project, parse_project
 from studio.projects.workspace import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from studio.engine.history import ProposalRow
+from studio.engine.people.history import ProposalRow
 from studio.model.evidence import Evidence, Sums
 from studio.model.records import (
     Candidate,

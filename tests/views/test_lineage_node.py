@@ -3,7 +3,7 @@ and the decision with its reason (studio.views.lineage.node_story)."""
 
 from __future__ import annotations
 
-from studio.engine.history import proposal_row
+from studio.engine.people.history import proposal_row
 from studio.model.evidence import Evidence, Sums
 from studio.model.records import (
     Candidate,

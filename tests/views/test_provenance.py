@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from studio.engine import decide
-from studio.engine.evidence import proposal_evidence
+from studio.engine.policies.evidence import proposal_evidence
 from studio.model.errors import ConfigError
 from studio.model.records import Candidate, Proposal, ProposalStatus, content_hash
 from studio.projects.provenance import (

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from studio.engine.gates import override
+from studio.engine.people.gates import override
 from studio.model.config import EvolutionConfig, ReviewMode
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from studio.engine.history import numbered, proposal_numbers
+from studio.engine.people.history import numbered, proposal_numbers
 from studio.model.config import EvolutionConfig
 from studio.model.records import (
     Proposal,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from studio.engine.history import proposal_row
+from studio.engine.people.history import proposal_row
 from studio.model.evidence import Evidence, Sums
 from studio.model.feedback import Feedback
 from studio.model.records import (

@@ -4,8 +4,8 @@ A condition owns its facts: the :class:`~studio.model.config.EvolutionConfig` se
 its check, the :class:`~studio.model.records.StopReason` a run it ends carries, the words that
 reason prints, and the input the Run form shows for it. Adding one is adding a module here
 that subclasses :class:`StopCondition` (the class registers itself; the package imports every
-module in it): the engine checks it (:func:`studio.engine.limits.check_limits`), the Run form
-shows its input, the CLI and the pages print its words.
+module in it): the engine checks it (:func:`studio.engine.policies.limits.check_limits`),
+the Run form shows its input, the CLI and the pages print its words.
 
 Checked between iterations only, in :attr:`StopCondition.order`, against a
 :class:`RunProgress` the engine fills in; the first one reached ends the run.

@@ -1,5 +1,5 @@
 """``out_of_ideas_after``: reflection iterations in a row that made no new candidate
-(counted by :mod:`studio.engine.ideas`, which also announces the calls saved)."""
+(counted by :mod:`studio.engine.policies.ideas`, which also announces the calls saved)."""
 
 from studio.model.stops import RunProgress, StopCondition
 

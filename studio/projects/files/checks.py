@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from studio.critics.adapters import metric_calls_per_trial
-from studio.engine.build import (
+from studio.engine.hosting.build import (
     check_spec_models,
     check_valset,
     complete_spec,
@@ -17,8 +17,8 @@ from studio.engine.build import (
     spec_agent,
     spec_model,
 )
-from studio.engine.components import check_components, check_seed_placeholders
-from studio.engine.reflection import check_reflection_instruction
+from studio.engine.propose.reflection import check_reflection_instruction
+from studio.engine.run.agent_texts import check_components, check_seed_placeholders
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ProjectFileError
 from studio.model.records import (
@@ -37,7 +37,8 @@ def create_project_run(store: Any, project: ProjectFile, base_dir: Path = Path("
                        config: EvolutionConfig | None = None, source: str | None = None,
                        origin: Origin = Origin.LOCAL):
     """Check the project as ``studio validate`` does, then create its run (``pending``: it
-    starts when :func:`studio.engine.dispatch.dispatch` hands it to a worker or this process)."""
+    starts when :func:`studio.engine.hosting.dispatch.dispatch` hands it to a worker or this
+    process)."""
     config = config or project.run
     sets = check_project_datasets(project, base_dir, source=source or project.name,
                                   origin=origin, config=config)
@@ -144,7 +145,7 @@ def check_critic_section(critic: CriticSection, source: str) -> None:
 
 def _check_run_inputs(spec: RunSpec, train: list[dict], val: list[dict] | None,
                       test: list[dict] | None = None) -> None:
-    """What :func:`studio.engine.build.create_run` checks, before anything is stored."""
+    """What :func:`studio.engine.hosting.build.create_run` checks, before anything is stored."""
     train = validate_examples(train, name="trainset")
     for name, rows in (("valset", val), ("testset", test)):
         if rows is not None:

@@ -43,7 +43,7 @@ class StudioProvider:
     runs it in place (:mod:`studio.runtime.eventloop`)."""
     serial: bool = False
     """One model in-process serving its calls one at a time: a run on it keeps one lane
-    (:mod:`studio.engine.lanes`)."""
+    (:mod:`studio.engine.loop.window`)."""
     keys: tuple[str, ...] = ()
     """Environment variables it needs (read from the environment only, never stored)."""
 

@@ -6,9 +6,9 @@ import functools
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy.engine import Engine, Row
+from sqlalchemy.engine import CursorResult, Engine, Row
 from sqlalchemy.exc import DatabaseError, StatementError
 
 from studio.model.errors import StoreError, StudioError
@@ -38,7 +38,8 @@ class Database:
         """Raise StoreError when :meth:`file_intact` is False, so a run stops with an error
         instead of reporting as done what is not stored."""
         if not self.file_intact():
-            state = "was deleted" if _file_identity(self.path) is None else "was replaced"
+            state = ("was deleted" if self.path is None or _file_identity(self.path) is None
+                     else "was replaced")
             raise StoreError(
                 f"the database file {self.path} {state} while the studio was using it; "
                 "anything saved since then is lost with the old file. Restore the file from a "
@@ -99,6 +100,16 @@ def to_model(cls, row: Row | None, **rename: str):
     for source, target in rename.items():
         data[target] = data.pop(source)
     return cls.model_validate(data)
+
+
+def inserted_id(result: CursorResult[Any]) -> int:
+    """The id a one-row insert just made. SQLAlchemy types the key optional (it is absent only
+    for statements that insert no row)."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise StoreError("the database returned no id for the row just inserted: the write is "
+                         "not recorded; try again, and report it if it repeats")
+    return int(key[0])
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 import studio.store.schema as t
 from studio.model.errors import DuplicateCandidateError, NotFoundError
 from studio.model.records import Candidate, stored_id
-from studio.store.repos.base import Repository, guard, to_model
+from studio.store.repos.base import Repository, guard, inserted_id, to_model
 
 _CANDIDATE_RENAME = {"idx": "index"}
 _RUN = t.candidates.c.run_id == bindparam("run_id")
@@ -46,7 +46,7 @@ class CandidateRepository(Repository):
         values["idx"] = values.pop("index")
         try:
             with self.engine.begin() as c:
-                new_id = c.execute(_INSERT, values).inserted_primary_key[0]
+                new_id = inserted_id(c.execute(_INSERT, values))
         except IntegrityError:
             existing = self.find_candidate(candidate.run_id, candidate.content_hash)
             if existing is None:  # another constraint (the index taken meanwhile)
@@ -73,7 +73,8 @@ class CandidateRepository(Repository):
     def pooled_ids(self, run_id: str, *, through: int | None = None) -> list[int]:
         """The pooled candidates' ids, by index (the seed first); ``through``: only those made
         by iterations up to it."""
-        query, values = _POOLED_IDS, {"run_id": run_id}
+        query = _POOLED_IDS
+        values: dict[str, str | int] = {"run_id": run_id}
         if through is not None:
             query, values["through"] = _POOLED_THROUGH, through
         with self.engine.connect() as c:

@@ -12,7 +12,7 @@ import studio.store.schema as t
 from studio.model.jsontools import finite_json
 from studio.model.records import utcnow
 from studio.model.redaction import redact_data
-from studio.store.repos.base import Repository, guard, to_model
+from studio.store.repos.base import Repository, guard, inserted_id, to_model
 
 
 class EvalRun(BaseModel):
@@ -39,10 +39,10 @@ class EvalRunRepository(Repository):
     def add_eval_run(self, name: str, kind: str, summary: dict[str, Any],
                      cases: list[dict[str, Any]]) -> int:
         with self.engine.begin() as c:
-            return c.execute(insert(t.eval_runs).values(
+            return inserted_id(c.execute(insert(t.eval_runs).values(
                 name=name, kind=kind, summary=finite_json(redact_data(summary)),
                 cases=finite_json(redact_data(cases)),
-                created_at=utcnow())).inserted_primary_key[0]
+                created_at=utcnow())))
 
     @guard
     def get_eval_runs(self, limit: int | None = None) -> list[EvalRun]:

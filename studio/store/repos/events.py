@@ -9,7 +9,7 @@ from sqlalchemy import insert, select
 import studio.store.schema as t
 from studio.model.jsontools import finite_json
 from studio.model.records import EventKind, RunEvent
-from studio.store.repos.base import Repository, guard, to_model
+from studio.store.repos.base import Repository, guard, inserted_id, to_model
 
 _INSERT = insert(t.run_events)
 
@@ -24,7 +24,7 @@ class EventRepository(Repository):
         with self.engine.begin() as c:
             values = event.model_dump(exclude={"id"}) | {"kind": event.kind.value,
                                                          "payload": finite_json(event.payload)}
-            new_id = c.execute(_INSERT, values).inserted_primary_key[0]
+            new_id = inserted_id(c.execute(_INSERT, values))
         return event.model_copy(update={"id": new_id})
 
     @guard

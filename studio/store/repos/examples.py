@@ -49,7 +49,7 @@ class ExampleRepository(Repository):
     @guard
     def example_ids(self, run_id: str) -> dict[Split, list[int]]:
         """Each split's example ids, by index (no data read: the engine reads an example
-        when it needs it, :class:`studio.engine.examples.RunExamples`)."""
+        when it needs it, :class:`studio.engine.run.examples.RunExamples`)."""
         ids: dict[Split, list[int]] = {split: [] for split in Split}
         with self.engine.connect() as c:
             for example_id, split in c.execute(_IDS, {"run_id": run_id}):
@@ -108,7 +108,7 @@ class ExampleRepository(Repository):
     @guard
     def set_example_data(self, example_id: int, data: dict[str, Any]) -> None:
         """Replace an example's fields: an align run's label read again from the person's
-        correction as it is now (:mod:`studio.engine.labels`)."""
+        correction as it is now (:mod:`studio.engine.people.labels`)."""
         with self.engine.begin() as c:
             c.execute(update(t.examples).where(t.examples.c.id == example_id)
                       .values(data=data))

@@ -10,9 +10,9 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Row
 
 import studio.store.schema as t
-from studio.model.errors import NotFoundError
+from studio.model.errors import NotFoundError, StoreError
 from studio.model.records import Override, merge_overrides, utcnow
-from studio.store.repos.base import Database, Repository, guard, to_model
+from studio.store.repos.base import Database, Repository, guard, inserted_id, to_model
 from studio.store.repos.trials import TrialRepository
 
 
@@ -60,7 +60,7 @@ class OverrideRepository(Repository):
         values = override.model_dump(exclude={"id"})
         values["run_id"] = trial.run_id
         with self.engine.begin() as c:
-            new_id = c.execute(insert(t.overrides), values).inserted_primary_key[0]
+            new_id = inserted_id(c.execute(insert(t.overrides), values))
         return override.model_copy(update={"id": new_id})
 
     @guard
@@ -116,6 +116,8 @@ def _override_pair(rows: list[Row]) -> OverridePair:
                                       created_at=row.created_at, reviewer=row.reviewer,
                                       adjudicated=row.adjudicated) for row in rows)
     row = rows[-1]
+    if merged is None:  # the rows are active corrections: they always merge to one
+        raise StoreError(f"trial {row.trial_id}: its active corrections merged to nothing")
     return OverridePair(
         run_id=row.run_id, critic=_critic_name(row.spec), trial_id=row.trial_id,
         judge_score=merged.judge_score, human_score=merged.score,

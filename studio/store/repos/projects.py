@@ -8,7 +8,7 @@ from sqlalchemy.exc import IntegrityError
 import studio.store.schema as t
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import Project, utcnow
-from studio.store.repos.base import Repository, guard, to_model
+from studio.store.repos.base import Repository, guard, inserted_id, to_model
 
 
 class ProjectRepository(Repository):
@@ -23,9 +23,9 @@ class ProjectRepository(Repository):
         try:
             with self.engine.begin() as c:
                 if project_id is None:
-                    project_id = c.execute(insert(t.projects).values(
+                    project_id = inserted_id(c.execute(insert(t.projects).values(
                         name=name, yaml=yaml_text, created_at=now, updated_at=now)
-                    ).inserted_primary_key[0]
+                    ))
                 else:
                     c.execute(update(t.projects).where(t.projects.c.id == project_id)
                               .values(name=name, yaml=yaml_text, updated_at=now))

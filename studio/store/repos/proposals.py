@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.sql import Select, Update
+from sqlalchemy.sql import Executable, Select, Update
 
 import studio.store.schema as t
 from studio.model.errors import NotFoundError, RunStateError
 from studio.model.records import Decision, Proposal, ProposalKind, ProposalStatus
-from studio.store.repos.base import Repository, guard, to_model
+from studio.store.repos.base import Repository, guard, inserted_id, to_model
 
 _INSERT = insert(t.proposals)
 _BY_ID = select(t.proposals).where(t.proposals.c.id == bindparam("proposal_id"))
@@ -68,7 +68,7 @@ class ProposalRepository(Repository):
         """Stored as proposed (a resumed run reads it back); redacted where it is shown."""
         values = proposal.model_dump(exclude={"id"})
         with self.engine.begin() as c:
-            new_id = c.execute(_INSERT, values).inserted_primary_key[0]
+            new_id = inserted_id(c.execute(_INSERT, values))
         return proposal.model_copy(update={"id": new_id})
 
     @guard
@@ -107,13 +107,14 @@ class ProposalRepository(Repository):
     def proposals_since(self, run_id: str, after_id: int, ids: Iterable[int] = ()
                         ) -> list[Proposal]:
         """The run's proposals made after proposal ``after_id``, and those in ``ids`` (the
-        ones a reader keeps up to date: :class:`studio.engine.tried.TriedBook`), by id: what
+        ones a reader keeps up to date: :class:`studio.engine.run.tried.TriedBook`), by id: what
         changed since a read, without reading the whole run again."""
         p = t.proposals.c
-        query = select(t.proposals).where(p.run_id == run_id, p.id > after_id)
+        made_after = select(t.proposals).where(p.run_id == run_id, p.id > after_id)
+        query: Executable = made_after
         wanted = list(ids)
         if wanted:
-            query = query.union_all(select(t.proposals).where(p.id.in_(wanted),
+            query = made_after.union_all(select(t.proposals).where(p.id.in_(wanted),
                                                               p.id <= after_id))
         with self.engine.connect() as c:
             rows = c.execute(query).all()
@@ -149,7 +150,7 @@ class ProposalRepository(Repository):
             claimed = c.execute(_CLAIM, {"proposal_id": decision.proposal_id,
                                          "b_decided_at": decision.created_at}).rowcount
             if claimed == 1:
-                new_id = c.execute(_INSERT_DECISION, values).inserted_primary_key[0]
+                new_id = inserted_id(c.execute(_INSERT_DECISION, values))
         if claimed != 1:
             raise RunStateError(self.already_decided(proposal))
         return decision.model_copy(update={"id": new_id})

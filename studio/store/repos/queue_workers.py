@@ -67,7 +67,7 @@ class QueueRepository(Repository):
         A person's pending request (Pause, Stop) stays for the worker that takes it, unless
         ``withdraw_seq`` is given (a resume a person asked for, which read the run's
         ``control_seq`` as that): the request as it was then is withdrawn in the same update,
-        one made since is kept (:func:`studio.engine.steering.withdraw_requests`)."""
+        one made since is kept (:func:`studio.engine.people.steering.withdraw_requests`)."""
         settled = [RunStatus.STOPPED.value, RunStatus.FAILED.value, RunStatus.ORPHANED.value]
         runs = t.runs.c
         control = runs.control if withdraw_seq is None else \

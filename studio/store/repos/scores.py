@@ -45,7 +45,7 @@ class ScoreRepository(Repository):
                      ) -> dict[tuple[int, int], tuple[float | None, float | None]]:
         """``(candidate_id, example_id) -> (judge's score, effective score)`` of the first
         trial of each pair, in one query: what a proposal's evidence is computed from
-        (:mod:`studio.engine.evidence`). ``candidate_ids`` narrows the pairs in SQL."""
+        (:mod:`studio.engine.policies.evidence`). ``candidate_ids`` narrows the pairs in SQL."""
         values: dict[str, Any] = {"run_id": run_id}
         if candidate_ids is not None:
             values["candidate_ids"] = list(candidate_ids)
@@ -87,7 +87,8 @@ class ScoreRepository(Repository):
     def override_marker(self, run_id: str) -> tuple[int, ...]:
         """Changes whenever an override of the run is added or undone (their count, newest
         id and undone count, from the overrides' run index): what a reader that keeps
-        effective scores checks before trusting them (:class:`studio.engine.pool.PooledRows`)."""
+        effective scores checks before trusting them
+        (:class:`studio.engine.policies.pool.PooledRows`)."""
         with self.engine.connect() as c:
             return tuple(c.execute(_OVERRIDE_MARKER, {"run_id": run_id}).one())
 

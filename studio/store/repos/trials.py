@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Row
-from sqlalchemy.sql import Select
+from sqlalchemy.sql import ColumnElement, Select
 
 import studio.store.schema as t
 from studio.model.errors import LeaseLostError, NotFoundError
@@ -17,7 +17,7 @@ from studio.model.feedback import Feedback
 from studio.model.jsontools import finite_json
 from studio.model.records import Override, Split, Trial, merge_overrides
 from studio.model.redaction import redact
-from studio.store.repos.base import Repository, guard, in_chunks, to_model
+from studio.store.repos.base import Repository, guard, in_chunks, inserted_id, to_model
 from studio.store.repos.scores import effective_score, is_overridden
 
 _INSERT_TRIAL = insert(t.trials)
@@ -56,7 +56,8 @@ class TrialRepository(Repository):
         """Insert ``trials`` and commit them in one transaction: all are stored, or none.
 
         The engine commits the trials of chains that finish together this way
-        (:mod:`studio.engine.batch`): one transaction instead of one each, and every trial is
+        (:mod:`studio.engine.scoring.batch`): one transaction instead of one each, and every trial
+        is
         committed before anything (the event the UI follows, the loop) sees it.
 
         A trial judged by a worker is committed only while that worker holds the run: the run's
@@ -73,7 +74,7 @@ class TrialRepository(Repository):
         """
         rows = [_trial_row(trial) for trial in trials]
         with self.engine.begin() as c:
-            ids = [c.execute(_INSERT_TRIAL, row).inserted_primary_key[0] for row in rows]
+            ids = [inserted_id(c.execute(_INSERT_TRIAL, row)) for row in rows]
             for run_id, worker in dict.fromkeys((trial.run_id, trial.worker) for trial in trials
                                                 if trial.worker is not None):
                 holder = c.execute(_RUN_HOLDER, {"run_id": run_id}).scalar()
@@ -87,9 +88,10 @@ class TrialRepository(Repository):
     def rejudge_trial(self, trial_id: int, feedback: Feedback, error: str | None) -> None:
         """Replace a trial's verdict with one recomputed from its stored output, nothing judged
         again: an align run's trial whose label (the person's correction) changed or was undone
-        (:mod:`studio.engine.labels`). Output, trace and the trial's place stay as they were."""
-        values = {"score": feedback.score, "feedback": feedback.model_dump(),
-                  "error": error, "trace": {}}
+        (:mod:`studio.engine.people.labels`). Output, trace and the trial's place stay as they
+        were."""
+        values: dict[str, Any] = {"score": feedback.score, "feedback": feedback.model_dump(),
+                                  "error": error, "trace": {}}
         values = _finite_trial(values)
         values["error"] = _redacted_error(values["error"])
         values.pop("trace")
@@ -193,7 +195,7 @@ class TrialRepository(Repository):
 
     @guard
     def _trial_batch(self, run_id: str, columns: list, where: list, after_id: int, size: int,
-                     skip: int = 0) -> tuple[list[Row], dict[int, Override]]:
+                     skip: int = 0) -> tuple[Sequence[Row], dict[int, Override]]:
         query = (select(*columns).where(*where, t.trials.c.id > after_id)
                  .order_by(t.trials.c.id).offset(skip or None).limit(size))
         with self.engine.connect() as c:
@@ -307,7 +309,8 @@ def _merged(rows: Iterable[Row]) -> dict[int, Override]:
     per_trial: dict[int, list[Override]] = {}
     for row in rows:
         per_trial.setdefault(row.trial_id, []).append(to_model(Override, row))
-    return {trial_id: merge_overrides(found) for trial_id, found in per_trial.items()}
+    return {trial_id: merged for trial_id, found in per_trial.items()
+            if (merged := merge_overrides(found)) is not None}  # active ones: never None
 
 
 _TRIAL_FILTERS = {
@@ -344,7 +347,7 @@ def _trial_filters(run_id: str, *, iterations: tuple[int, int] | None = None,
     evaluated pass only with ``include_unscored``), ``errors`` (``any``, ``only errors``,
     ``no errors``) and ``overridden`` (``any``, ``overridden``, ``not overridden``)."""
     c = t.trials.c
-    where = []
+    where: list[ColumnElement[bool]] = []
     if iterations is not None:
         where.append(c.iteration.between(*iterations))
     candidates = list(candidates)

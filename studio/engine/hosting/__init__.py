@@ -1,0 +1,1 @@
+"""Where runs live: evolve(), creating and forking runs, the queue, workers and dispatch."""

@@ -1,0 +1,2 @@
+"""What one run is made of: its context, events, the agent's evolvable texts, examples, state and
+what it tried."""
