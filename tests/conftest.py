@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -33,6 +34,18 @@ def script():
     models = ScriptedModels()
     yield models
     models.remove_all()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def chromium_closed_after_each_module():
+    """A module's browser tests share one Chromium (tests/ui/browser.py); it is closed when
+    the module ends. Playwright's sync API keeps an event loop running in this thread while it
+    lives, so a later module's ``asyncio.run`` would fail "cannot be called from a running
+    event loop" in the same process (a serial run, or an xdist worker)."""
+    yield
+    browser = sys.modules.get("tests.ui.browser")
+    if browser is not None:
+        browser.close_shared_chromium()
 
 
 SLOW_MARKERS = ("local_model", "browser", "slow")

@@ -7,7 +7,6 @@ and a listener on 127.0.0.1 sees no connection."""
 from __future__ import annotations
 
 import os
-import re
 import time
 from unittest import mock
 
@@ -37,11 +36,14 @@ def _start_refused(page, server: str, project: str, fragment: str) -> str:
     while True:
         page.goto(server)
         _nav(page, "Run")
-        form = page.get_by_text(re.compile(rf"^{project}$|There is no project yet")).first
-        form.wait_for(timeout=60_000)
-        if form.inner_text() == project:
+        shown = page.get_by_role("button", name="Start run").or_(
+            page.get_by_text("There is no project yet")).first
+        shown.wait_for(timeout=60_000)
+        name = page.get_by_label("Run name")  # the form names the run after its project
+        offered = name.input_value() if name.count() else None
+        if offered == project:
             break
-        assert time.monotonic() < deadline, f"the Run page never offered project {project}"
+        assert time.monotonic() < deadline, f"the Run page never offered {project}: {offered}"
         page.wait_for_timeout(500)  # the list's cache lives 2 s; the loop's deadline bounds it
     page.get_by_role("button", name="Start run").click()
     refusal = page.get_by_text(fragment).first

@@ -113,7 +113,7 @@ _CHROMIUM: list = []
 def shared_chromium():
     """This process's one Chromium, launched on first use (and again if it went away):
     launching a browser per test cost seconds each, and a fresh context isolates a test as
-    well as a fresh browser did. tests/browser/conftest.py closes it when the session ends."""
+    well as a fresh browser did. tests/conftest.py closes it when each module ends."""
     if _CHROMIUM and _CHROMIUM[1].is_connected():
         return _CHROMIUM[1]
     close_shared_chromium()
