@@ -163,5 +163,7 @@ def test_a_worker_without_the_key_leaves_the_run_to_one_that_has_it(database_url
     assert {t.worker.split(":")[1] for t in store.trials(run_id)} == {
         str(workers[1].process.pid)}
     assert server.requests and json.dumps(server.requests[0])  # the agent ran on the server
-    assert store.get_run(run_id).build_tries == 1  # kept: what happened on the way
+    # kept, not reset by the run that succeeded (the keyless worker may have tried again while
+    # the other one started, on a loaded machine)
+    assert store.get_run(run_id).build_tries >= 1
     store.close()
