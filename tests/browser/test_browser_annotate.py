@@ -154,8 +154,11 @@ def annotate(page, url: str, store, run_id: str) -> None:
     page.get_by_text("What the answer should have been").first.wait_for()
     page.get_by_text("shown earlier in this sitting").wait_for()
     full_page_shot(page, SHOTS / "04_back_on_the_first.png")
-    for _ in range(3):
-        page.keyboard.press("Alt+N")
+    for expected in (second, third):  # and forward again, a key once its card shows: a key
+        page.keyboard.press("Alt+N")   # pressed while the page reruns may be lost
+        page.get_by_text(re.compile(rf"^Trial \d+ \(id {expected}\) ·")).wait_for()
+        score_focused(page)
+    page.keyboard.press("Alt+N")
     card_trial(page, (first, second, third))
     score_focused(page)
 
