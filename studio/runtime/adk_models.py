@@ -19,7 +19,7 @@ import threading
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from studio.runtime.providers import STUDIO_PROVIDERS, register_providers
+from studio.runtime.providers.records import STUDIO_PROVIDERS, register_providers
 
 _STUDIO_MODEL_PATTERNS = tuple(p.adk_pattern for p in STUDIO_PROVIDERS)
 _registered = False
@@ -62,6 +62,16 @@ def register_studio_models_with_adk() -> None:
 
         LLMRegistry.register(StudioLiteLlm)
         _registered = True
+
+
+def adk_model(model: str) -> Any:
+    """ADK's model object for ``model``, as ``LlmAgent(model=model)`` would get it, rate-limited
+    and priced (a name ADK's registry gives to Google:
+    :func:`studio.runtime.providers.adk_names.is_adk_model_name`)."""
+    from google.adk.models.registry import LLMRegistry
+
+    register_studio_models_with_adk()
+    return LLMRegistry.new_llm(model)
 
 
 def _studio_gemini() -> type:
