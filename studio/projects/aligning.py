@@ -782,7 +782,7 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
                                  default_model)
     cases = [{"trial_id": trial.id, "score": score, "feedback": clip(feedback, 2_000)}
              for trial, (score, feedback) in zip(trials, results, strict=True)]
-    scores = {case["trial_id"]: case["score"] for case in cases}
+    scores = {stored_id(trial): score for trial, (score, _) in zip(trials, results, strict=True)}
     measured = _pass_agreement(store, run_id, scores, origin)
     summary = {"run_id": run_id, "align_run_id": align_run_id, "critic": critic_spec.name,
                "trials": len(cases), "cost_usd": meter.cost_usd,

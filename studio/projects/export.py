@@ -93,7 +93,7 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
 def tested_means(store: Store, run_id: str) -> dict[int, float | None] | None:
     """The held-out test set's mean per candidate scored on it (the baseline and the best);
     None for a run without a test set (its export keeps the columns it always had)."""
-    test_ids = [e.id for e in store.examples(run_id, Split.TEST)]
+    test_ids = [stored_id(e) for e in store.examples(run_id, Split.TEST)]
     if not test_ids:
         return None
     scored = {c for c, _ in store.effective_scores(run_id, example_ids=test_ids)}

@@ -261,10 +261,10 @@ def _in_flight(store: Store, proposal: Proposal, wanted: str) -> str | None:
                 if edit is not None else "")
     applied = {p.edited_from for p in proposals.values() if p.edited_from is not None}
     for decision in edits.values():
-        other = proposals.get(decision.proposal_id)
-        if other is not None and other.id not in applied and other.id != proposal.id and \
-                makes(other.parent_id, other.component, decision.edited_text or ""):
-            return f"{decision.author}'s edit of proposal {other.id} (not scored yet)"
+        edited = proposals.get(decision.proposal_id)
+        if edited is not None and edited.id not in applied and edited.id != proposal.id and \
+                makes(edited.parent_id, edited.component, decision.edited_text or ""):
+            return f"{decision.author}'s edit of proposal {edited.id} (not scored yet)"
     return None
 
 

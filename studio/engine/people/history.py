@@ -184,7 +184,7 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False,
     decisions = {d.proposal_id: d for d in reversed(deciding(store.decisions(run_id)))}
     index = store.candidate_indexes(run_id)
     evidence = evidence_for(store, run_id, [p for p in proposals if p.child_id is not None])
-    rows = [proposal_row(p, decisions.get(p.id), evidence.get(p.id), index,
+    rows = [proposal_row(p, decisions.get(stored_id(p)), evidence.get(stored_id(p)), index,
                          waiting=p.id in waiting_ids, numbers=numbers,
                          edit=decisions.get(p.edited_from) if p.edited_from else None)
             for p in proposals]

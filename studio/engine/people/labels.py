@@ -153,7 +153,7 @@ def rejudge_trials(store: Store, run_id: str, labels: dict[int, str],
         feedback, error = judge_reply(metric, trial.output, label)
         if (feedback.score, feedback.text, error) != (trial.score, trial.feedback.text,
                                                       trial.error):
-            store.rejudge_trial(trial.id, feedback, error)
+            store.rejudge_trial(stored_id(trial), feedback, error)
             changed += 1
     return changed
 
@@ -169,7 +169,7 @@ def judge_reply(metric: CriticAgreement, reply: str, label: str) -> tuple[Feedba
 def relabel_run(store: Store, run_id: str) -> bool:
     """:meth:`LabelBook.refresh` outside the engine (a report on a run that is not live)."""
     run = store.get_run(run_id)
-    examples = {e.id: e for e in store.examples(run_id)}
+    examples = {stored_id(e): e for e in store.examples(run_id)}
     book = LabelBook.for_run(run.spec, examples)
     return book is not None and book.refresh(store, run_id, examples)
 

@@ -16,7 +16,7 @@ from studio.store import Store
 
 def val_example_ids(store: Store, run: Run) -> list[int]:
     split = Split.TRAIN if run.spec.val_is_train else Split.VAL
-    return [e.id for e in store.examples(run.id, split)]
+    return [stored_id(e) for e in store.examples(run.id, split)]
 
 
 
@@ -46,7 +46,7 @@ class RunView:
 def load_view(store: Store, run_id: str) -> RunView:
     run = store.get_run(run_id)
     candidates = store.candidates(run_id)
-    scores = pool_scores(store, run, [c.id for c in candidates if c.pooled])
+    scores = pool_scores(store, run, [stored_id(c) for c in candidates if c.pooled])
     return RunView(run=run, candidates=candidates, val_ids=scores.val_ids, matrix=scores.matrix,
                    means=scores.means, front=scores.front, best_id=scores.best_id)
 
