@@ -296,28 +296,46 @@ class HasWhatBecameOf(Protocol):
     def what_became_of(self, proposal_id: int) -> str: ...
 
 
-# One protocol per part of the engine: the methods it calls.
+# One protocol per part of the engine: the methods it calls, bottom layer first (pyproject.toml's
+# contract); a part that hands its store to a part below it asks for that part's store too.
 
 
-class LoopStore(
-    HasAddCandidate,
-    HasCandidates,
-    HasFirstTrials,
-    HasGetCandidate,
+class RunPartsStore(
+    HasAddEvent,
+    HasCandidateIndexes,
+    HasCountTrials,
+    HasDecisions,
+    HasExampleIds,
+    HasExampleKeys,
+    HasExamplesById,
     HasGetProposal,
-    HasGetRun,
-    HasLoadCheckpoint,
-    HasSaveCheckpoint,
-    HasSetPooled,
-    HasUpdateProposal,
-    HasUpdateRun,
+    HasIterExamples,
+    HasProposalsSince,
     Protocol,
 ):
-    """What the loop (:mod:`studio.engine.loop`) asks of the store itself: the run's
-    status and checkpoint, the pool, the candidates and proposals it settles."""
+    """What a run's parts (:mod:`studio.engine.run`: context, events, examples,
+    texts tried) ask of the store."""
+
+
+class PolicyStore(
+    HasCandidates,
+    HasCountTrials,
+    HasEffectiveScores,
+    HasExamples,
+    HasFirstScores,
+    HasFirstTrials,
+    HasGetRun,
+    HasOverrideMarker,
+    HasPooledIds,
+    HasProposals,
+    Protocol,
+):
+    """What GEPA's policies (:mod:`studio.engine.policies`) read: the pool's
+    scores, trials counted for the limits, the proposals a policy weighs."""
 
 
 class PeopleStore(
+    PolicyStore,
     HasAddDecision,
     HasAddOverride,
     HasAddProposal,
@@ -371,6 +389,7 @@ class ProposeStore(
 
 
 class ScoringStore(
+    PolicyStore,
     HasAddTrials,
     HasEffectiveScores,
     HasExamples,
@@ -384,38 +403,22 @@ class ScoringStore(
     to judge, the trials it commits, the scores the held-out set and the guard read."""
 
 
-class PolicyStore(
+class LoopStore(
+    HasAddCandidate,
     HasCandidates,
-    HasCountTrials,
-    HasEffectiveScores,
-    HasExamples,
-    HasFirstScores,
     HasFirstTrials,
-    HasGetRun,
-    HasOverrideMarker,
-    HasPooledIds,
-    HasProposals,
-    Protocol,
-):
-    """What GEPA's policies (:mod:`studio.engine.policies`) read: the pool's
-    scores, trials counted for the limits, the proposals a policy weighs."""
-
-
-class RunPartsStore(
-    HasAddEvent,
-    HasCandidateIndexes,
-    HasCountTrials,
-    HasDecisions,
-    HasExampleIds,
-    HasExampleKeys,
-    HasExamplesById,
+    HasGetCandidate,
     HasGetProposal,
-    HasIterExamples,
-    HasProposalsSince,
+    HasGetRun,
+    HasLoadCheckpoint,
+    HasSaveCheckpoint,
+    HasSetPooled,
+    HasUpdateProposal,
+    HasUpdateRun,
     Protocol,
 ):
-    """What a run's parts (:mod:`studio.engine.run`: context, events, examples,
-    texts tried) ask of the store."""
+    """What the loop (:mod:`studio.engine.loop`) asks of the store itself: the run's
+    status and checkpoint, the pool, the candidates and proposals it settles."""
 
 
 class EngineStore(

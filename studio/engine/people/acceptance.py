@@ -24,7 +24,7 @@ from studio.model.records import (
     stored_id,
     utcnow,
 )
-from studio.store import Store
+from studio.store.seams import PeopleStore
 
 Verdict = Callable[[], Evidence]
 """The acceptance rule, asked at decision time: the evidence now, with the rule's verdict (the
@@ -75,7 +75,7 @@ def edited(ctx: RunContext, proposal: Proposal, decision: Decision) -> Proposal:
         edited_from=proposal.id, minibatch=proposal.minibatch))
 
 
-def settle(store: Store, proposal: Proposal, status: ProposalStatus, reason: str | None = None
+def settle(store: PeopleStore, proposal: Proposal, status: ProposalStatus, reason: str | None = None
            ) -> None:
     """Give a proposal its final status (with the reason when it is not the decision's)."""
     fields = {"invalid_reason": reason} if reason else {}

@@ -27,7 +27,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.model.workflow import split_component
-from studio.store import Store
+from studio.store.seams import PeopleStore
 
 
 class MergeRow(BaseModel):
@@ -167,7 +167,7 @@ def _flat_evidence(moment: str, evidence: Evidence | None) -> dict[str, Any]:
             f"{moment}_rule_accepts": evidence.rule_accepts if evidence else None}
 
 
-def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False,
+def proposal_rows(store: PeopleStore, run_id: str, *, pending_only: bool = False,
                   with_text: bool = False) -> list[ProposalRow]:
     """Every proposal of the run, oldest first (``pending_only``: those waiting for a
     person, in the order to decide them: several with parallel proposals; ``with_text``: with
@@ -191,7 +191,7 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False,
     return _with_texts(store, run_id, proposals, rows) if with_text else rows
 
 
-def _with_texts(store: Store, run_id: str, proposals: list[Proposal],
+def _with_texts(store: PeopleStore, run_id: str, proposals: list[Proposal],
                 rows: list[ProposalRow]) -> list[ProposalRow]:
     """The rows with each proposal's text and its parent's text of the same component."""
     candidates = {c.id: c for c in store.candidates(run_id)}

@@ -23,7 +23,7 @@ from studio.engine.scoring.batch import score_batch
 from studio.engine.scoring.guard import HoldoutReport, Scores, holdout_report
 from studio.model.errors import RunStateError, ScoringError
 from studio.model.records import EventKind, Split, TrialPhase, stored_id
-from studio.store import Store
+from studio.store.seams import ScoringStore
 
 
 async def score_holdout(ctx: RunContext, iteration: int) -> TestScored | None:
@@ -54,7 +54,7 @@ async def score_holdout(ctx: RunContext, iteration: int) -> TestScored | None:
     return event
 
 
-def test_means(store: Store, run_id: str, test_ids: list[int], candidate_ids: list[int]
+def test_means(store: ScoringStore, run_id: str, test_ids: list[int], candidate_ids: list[int]
                ) -> dict[int, float | None]:
     """Each candidate's mean effective score on the test set (None: nothing evaluable)."""
     scores = store.effective_scores(run_id, example_ids=test_ids)
@@ -65,7 +65,7 @@ def test_means(store: Store, run_id: str, test_ids: list[int], candidate_ids: li
     return means
 
 
-def test_problem(store: Store, run_id: str) -> str | None:
+def test_problem(store: ScoringStore, run_id: str) -> str | None:
     """Why the test set is not fully scored (the last scoring failed or was stopped and none
     succeeded since), or None."""
     unscored = store.latest_event(run_id, EventKind.TEST_UNSCORED)
@@ -75,7 +75,7 @@ def test_problem(store: Store, run_id: str) -> str | None:
     return str(unscored.payload.get("message") or "scoring the test set did not finish")
 
 
-def check_testable(store: Store, run_id: str) -> None:
+def check_testable(store: ScoringStore, run_id: str) -> None:
     """Raises RunStateError unless the run is settled, has a test set and a scored baseline."""
     run = store.get_run(run_id)
     if run.status.is_active:
@@ -88,7 +88,7 @@ def check_testable(store: Store, run_id: str) -> None:
         raise RunStateError(f"run {run_id} has no scored baseline to compare with")
 
 
-def load_holdout(store: Store, run_id: str) -> HoldoutReport:
+def load_holdout(store: ScoringStore, run_id: str) -> HoldoutReport:
     """The guard's report from the store's effective scores (corrections count)."""
     view = load_view(store, run_id)
     examples = store.examples(run_id)
