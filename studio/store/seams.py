@@ -7,9 +7,13 @@ repository's signature (:mod:`studio.store.repos`), written once here; a part's 
 list of those it uses. They live beside the facade rather than in each engine folder so the
 facade's maintainer sees in one file everything the engine depends on, and mypy proves here
 (:func:`_the_facade_is_every_seam`) that :class:`~studio.store.repository.Store` satisfies each
-one: a repository's signature that changes breaks this file, not a run. The hosting folder
-(:mod:`studio.engine.hosting`) opens stores and wires the parts together, so it keeps the whole
-:class:`Store`.
+one: a repository's signature that changes breaks this file, not a run.
+
+mypy holds a function that takes a part's store to those methods; a part's code that reaches
+the store through the run's context (``ctx.store``, an :class:`EngineStore`) is held to its
+part's list by ``tests/store/test_seams.py``, which also keeps each list equal to what the part
+calls. The hosting folder (:mod:`studio.engine.hosting`) opens stores, queues runs and wires the
+parts together, so it keeps the whole :class:`Store`.
 """
 
 from __future__ import annotations
