@@ -55,6 +55,7 @@ from studio.model.records import (
     ReflectionSpec,
     Run,
     RunSpec,
+    Trial,
     TrialPhase,
     example_expected,
     stored_id,
@@ -836,7 +837,7 @@ def _stored_pass_agreement(summary: dict[str, Any]) -> dict[str, Any]:
     return {**reports, "scope": summary.get("scope", IN_SAMPLE_SCOPE)}
 
 
-def _sample(store: Store, trial: Any) -> Sample:
+def _sample(store: Store, trial: Trial) -> Sample:
     data = store.get_example(trial.example_id).data
     return Sample(input_text=trial.input_text, output=trial.output,
                   expected=example_expected(data), example=data, trace=trial.trace)
