@@ -23,7 +23,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.costs import implausible_call
 from studio.model.errors import ConfigError, StudioError
@@ -35,6 +35,10 @@ from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
 from studio.runtime.providers.calls import reply_cut_short
 from studio.runtime.slots import PrioritySlots, slots_of_loop
+
+if TYPE_CHECKING:
+    from google.adk.runners import Runner
+    from google.genai.types import Content
 
 __all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
 
@@ -247,7 +251,7 @@ class AgentExecutor:
             await service.create_session(app_name=app, user_id=user, session_id=session_id,
                                          state=dict(state or {}))
 
-    def _runner(self, agent: Any, app_name: str) -> Any:
+    def _runner(self, agent: Any, app_name: str) -> Runner:
         """One cached ADK Runner per (agent, app): building a Runner costs more than a call."""
         from google.adk.runners import Runner
 
@@ -328,7 +332,7 @@ class AgentExecutor:
         )
 
 
-def user_message(input_text: str, media: Sequence[Media] = ()) -> Any:
+def user_message(input_text: str, media: Sequence[Media] = ()) -> Content:
     """The user's turn: the text, then each image or video as an inline-data part."""
     from google.genai import types
 
