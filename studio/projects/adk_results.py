@@ -98,8 +98,8 @@ def adk_metric_definitions(critic: CriticSpec) -> dict[str, dict[str, Any]]:
             for metric in eval_metrics(eval_config(config))}
 
 
-def _latest_per_example(trials: Iterable[Any]) -> dict[int, Any]:
-    latest: dict[int, Any] = {}
+def _latest_per_example(trials: Iterable[Trial]) -> dict[int, Trial]:
+    latest: dict[int, Trial] = {}
     for trial in trials:  # oldest first: a later trial (a resumed run's) replaces an earlier
         latest[trial.example_id] = trial
     return latest
