@@ -38,6 +38,7 @@ from studio.runtime.slots import PrioritySlots, slots_of_loop
 
 if TYPE_CHECKING:
     from google.adk.runners import Runner
+    from google.adk.sessions import BaseSessionService
     from google.genai.types import Content
 
 __all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
@@ -111,7 +112,7 @@ class AgentExecutor:
 
     def __init__(
         self,
-        session_service: Any = None,
+        session_service: BaseSessionService | None = None,
         *,
         max_concurrency: int = 4,
         timeout_s: float = 120.0,
@@ -138,9 +139,10 @@ class AgentExecutor:
         self.backoff_s = backoff_s
         self.app_name = app_name
         self.user_id = user_id
-        self._runners: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
+        self._runners: OrderedDict[tuple[int, str], tuple[Any, Runner]] = OrderedDict()
         self._copies: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any]] = OrderedDict()
-        self._slots_by_loop: weakref.WeakKeyDictionary[Any, PrioritySlots] = (
+        self._slots_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                        PrioritySlots] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -155,7 +157,7 @@ class AgentExecutor:
         session_id: str | None = None,
         app_name: str | None = None,
         output_author: str | None = None,
-        content: Any = None,
+        content: Content | None = None,
         timeout_s: float | None = None,
         media: Sequence[Media] = (),
     ) -> ExecutionResult:
