@@ -65,7 +65,7 @@ from studio.projects.files import Origin, check_spec_trust, dump_project, parse_
 from studio.projects.team_review import trial_labels
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers.calls import metered
-from studio.store import Store
+from studio.store import EvalRun, Store
 
 MIN_ALIGN_LABELS = 10
 """Fewer corrections than this cannot both teach the critic and test it."""
@@ -562,7 +562,7 @@ def _judge_report(store: Store, report: AlignReport, best_id: int | None,
             {t: c["after"] for t, c in cases.items()}, report.threshold)})
 
 
-def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> Any:
+def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> EvalRun | None:
     for measured in store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=20):
         if measured.summary.get("best_candidate_id") == best_id:
             return measured
