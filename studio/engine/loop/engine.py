@@ -176,7 +176,7 @@ class Engine:
         resumed = self._restore()
         started = {} if ctx.run.started_at else {"started_at": utcnow()}
         self.store.update_run(ctx.run_id, status=RunStatus.RUNNING, finished_at=None,
-                             stop_reason=None, error=None, **started)
+                              stop_reason=None, error=None, **started)
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
         if ctx.run.control is not None:  # a Pause kept through a resume holds from the start
             ctx.control.apply(ctx.run.control)  # (None would drop a pause asked since)
@@ -262,8 +262,8 @@ class Engine:
         keep_control = keep_control or reason is StopReason.SHUTDOWN
         control = {} if keep_control else {"control": None}
         self.store.update_run(ctx.run_id, status=status, stop_reason=reason,
-                             finished_at=utcnow(), error=redact(error) if error else None,
-                             **control)
+                              finished_at=utcnow(), error=redact(error) if error else None,
+                              **control)
         ctx.emit(RunFinished(run_id=ctx.run_id, iteration=self.state.iteration,
                              status=status, stop_reason=reason))
 
@@ -286,7 +286,7 @@ class Engine:
         self.state.held_seconds = self.ctx.clock.held_seconds
         # a shallow copy: asdict() would deep-copy the random state's 625 numbers each time
         self.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
-                                       dict(vars(self.state)))
+                                   dict(vars(self.state)))
 
     # ------------------------------------------------------------------ baseline
 
@@ -521,7 +521,7 @@ class Engine:
             await self.window.pool_turn(proposal.iteration)
         self.store.set_pooled(stored_id(child))
         self.store.update_proposal(stored_id(proposal), status=ProposalStatus.ACCEPTED,
-                                  decided_at=utcnow())
+                                   decided_at=utcnow())
         pool = self.pools.read()
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
                                    candidate_id=stored_id(child),
