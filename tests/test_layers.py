@@ -63,13 +63,6 @@ def import_cycles(graph) -> list[list[str]]:
     return cycles
 
 
-KNOWN_CYCLES = [
-    # imported inside functions both ways: the provider registry and ADK's model names (issue
-    # 34's provider record, another branch, takes it away). The list only shrinks.
-    ["studio.runtime.adk_models", "studio.runtime.providers", "studio.runtime.providers.adk_names"],
-]
-
-
 def test_no_module_imports_itself_back():
     """A cycle held off by ``if TYPE_CHECKING`` or an import inside a function is still a
     cycle: modules that must be read together. The graph includes those imports."""
@@ -77,4 +70,4 @@ def test_no_module_imports_itself_back():
 
     sys.setrecursionlimit(10_000)
     graph = grimp.build_graph("studio", "components", "pages", cache_dir=None)
-    assert [c for c in import_cycles(graph) if c not in KNOWN_CYCLES] == []
+    assert import_cycles(graph) == []

@@ -30,6 +30,7 @@ from studio.engine.people.gates import decide, wait_for_edit
 from studio.engine.people.history import ProposalRow, proposal_rows
 from studio.model.errors import ConfigError, StudioError
 from studio.model.records import EventKind, ProposalStatus
+from studio.store import Store
 from studio.views.proposal_card import card_lines
 
 QUESTION = "accept / reject (reason) / edit ($EDITOR) / skip [a,r,e,s,?]? "
@@ -83,7 +84,7 @@ class Terminal:
 class ShellGate:
     """A run's listener and the main thread's question: see the module's docstring."""
 
-    def __init__(self, store: Any, run_id: str, *, terminal: Terminal | None = None,
+    def __init__(self, store: Store, run_id: str, *, terminal: Terminal | None = None,
                  author: str = "cli", hold: Callable[[], Any] | None = None) -> None:
         self.store = store
         self.run_id = run_id
@@ -224,7 +225,7 @@ def _readable(stream: TextIO, seconds: float) -> bool:
     return bool(ready)
 
 
-def edit_outcome(store: Any, proposal_id: int) -> str:
+def edit_outcome(store: Store, proposal_id: int) -> str:
     """What became of a person's edit: the new proposal's number, once the live run has made
     it (it is scored on the same minibatch, then comes back to the gate), or when it will be."""
     proposal = store.get_proposal(proposal_id)

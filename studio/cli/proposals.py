@@ -14,6 +14,7 @@ from studio.model.errors import ConfigError
 from studio.model.records import DecisionAction, EventKind
 from studio.model.redaction import redact
 from studio.projects.workspace import require_reason
+from studio.store import Store
 from studio.views.proposal_card import card_body, card_json
 from studio.views.skips import skip_text
 
@@ -96,7 +97,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_skipped(store: Any, run_id: str) -> None:
+def _print_skipped(store: Store, run_id: str) -> None:
     """Iterations that ended without a proposal to decide on, said plainly under the list."""
     for event in store.events(run_id, kind=EventKind.ITERATION_SKIPPED):
         print(f"iteration {event.iteration} skipped: {skip_text(event)}")

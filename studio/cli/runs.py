@@ -18,7 +18,7 @@ from studio.cli.gate import ShellGate
 from studio.engine.hosting.api import load_result, start_test_scoring
 from studio.engine.hosting.dispatch import Placement, dispatch
 from studio.engine.hosting.queue import live_workers
-from studio.engine.hosting.worker import get_manager
+from studio.engine.hosting.worker import RunHandle, get_manager
 from studio.engine.scoring.holdout import load_holdout
 from studio.model.config import ReviewMode
 from studio.model.errors import (
@@ -27,11 +27,12 @@ from studio.model.errors import (
     StoreUnavailableError,
     StudioError,
 )
-from studio.model.records import RunStatus, StopReason
+from studio.model.records import Run, RunStatus, StopReason
 from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run, file_kind, load_project
 from studio.projects.forking import fork_from_cli
 from studio.runtime.tracing import enable_tracing
+from studio.store import Store
 from studio.views.models import model_notes
 
 
@@ -115,7 +116,7 @@ class RunWatch:
     gate: ShellGate | None = None
 
     @classmethod
-    def of(cls, store: Any, run: Any) -> RunWatch:
+    def of(cls, store: Store, run: Run) -> RunWatch:
         if run.config.review is not ReviewMode.REVIEW:
             return cls(ProgressBar())
         bar = ProgressBar(gated=True)
@@ -169,7 +170,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _wait(handle, store, args.run_id, watch)
 
 
-def _wait(handle: Any, store: Any, run_id: str, watch: RunWatch | None = None) -> int:
+def _wait(handle: Any, store: Store, run_id: str, watch: RunWatch | None = None) -> int:
     """Wait for the run to end; one stopped by a database outage is resumed once the database
     answers (``studio run`` waits through a server restart), Ctrl-C stops it (also at the
     gate's question). Between two looks at the run, the gate shows what waits, and the bar
@@ -211,7 +212,7 @@ def _wait(handle: Any, store: Any, run_id: str, watch: RunWatch | None = None) -
 
 
 
-def _stop_on_interrupt(handle: Any, store: Any, run_id: str) -> int:
+def _stop_on_interrupt(handle: RunHandle, store: Store, run_id: str) -> int:
     """Ctrl-C: ask the run to stop at its next step and wait for it; a second Ctrl-C (or a step
     that outlasts 30 s) stops it now. Either way the run is left ``stopped`` and resumable, and
     what it committed is kept (a trial in flight is redone by ``studio resume``)."""

@@ -43,7 +43,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.critics.protocol import Sample
 from studio.model.errors import ConfigError
@@ -52,6 +52,10 @@ from studio.model.jsontools import to_jsonable
 from studio.model.limits import MAX_JUDGE_SAMPLES
 from studio.model.records import CriticSpec
 from studio.model.verdicts import EvalStatus, MetricVerdict, ScoreRule, Verdict
+
+if TYPE_CHECKING:
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_metrics import EvalMetric
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +188,7 @@ def load_eval_config_file(path: str | Path, *, where: str = "criteria") -> dict[
 
 
 def eval_config(config: Any, *, judge_model: str | None = None,
-                where: str = "critic.adk_metrics") -> Any:
+                where: str = "critic.adk_metrics") -> EvalConfig:
     """ADK's ``EvalConfig`` for ``config`` (see :class:`AdkMetricsCritic`), its LLM-judged
     criteria given ``judge_model`` where they name no judge.
 
@@ -230,7 +234,7 @@ def with_judge_model(config: dict[str, Any], judge_model: str) -> dict[str, Any]
     return {**config, "criteria": criteria}
 
 
-def eval_metrics(config: Any) -> list[Any]:
+def eval_metrics(config: EvalConfig) -> list[EvalMetric]:
     """ADK's ``EvalMetric`` per criterion, built by ADK's own mapping; the efficiency metrics ADK
     appends to every eval are left out (informational, see :data:`REFUSED`)."""
     from google.adk.evaluation.eval_config import get_eval_metrics_from_config
@@ -239,7 +243,7 @@ def eval_metrics(config: Any) -> list[Any]:
     return [m for m in get_eval_metrics_from_config(config) if m.metric_name in named]
 
 
-def _registry(config: Any, registry: Any, allow_custom: bool, where: str) -> Any:
+def _registry(config: EvalConfig, registry: Any, allow_custom: bool, where: str) -> Any:
     from google.adk.evaluation.metric_evaluator_registry import (
         DEFAULT_METRIC_EVALUATOR_REGISTRY,
         register_custom_metrics_from_config,
@@ -315,7 +319,7 @@ def judge_samples(config: Any) -> int:
     return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
 
 
-def _check_samples(config: Any, where: str) -> None:
+def _check_samples(config: EvalConfig, where: str) -> None:
     """Each judge sample is a paid call: at most :data:`MAX_JUDGE_SAMPLES` per metric."""
     for name in LLM_JUDGED:
         count = _samples(config.criteria.get(name))
@@ -327,7 +331,7 @@ def _check_samples(config: Any, where: str) -> None:
                 where=f"{where}.criteria.{name}.judge_model_options.num_samples", value=count)
 
 
-def _check_judges(config: Any, where: str) -> None:
+def _check_judges(config: EvalConfig, where: str) -> None:
     """A judge reached through LiteLLM (``provider/model``) is callable from here: its key is
     set, its script registered (ADK's own names, ``gemini-2.5-flash``, ADK checks itself)."""
     from studio.runtime.providers import check_model

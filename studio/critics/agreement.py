@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from studio.store.seams import HasOverridePairs
+
 
 class ConfusionMatrix(BaseModel):
     """Judge verdicts against human verdicts (the human is the truth)."""
@@ -96,7 +98,7 @@ def agreement(pairs: Sequence[tuple[float | None, float | None]],
     return _report([_pair(item, i) for i, item in enumerate(pairs)], threshold, None)
 
 
-def agreement_from_store(store: Any, run_id: str | None = None,
+def agreement_from_store(store: HasOverridePairs, run_id: str | None = None,
                          threshold: float = 0.5) -> AgreementSummary:
     """Agreement from the store's active overrides (``store.override_pairs(run_id)``).
 

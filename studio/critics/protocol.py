@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from studio.model.feedback import Feedback
+from studio.model.media import Media
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Sample:
     """The dataset row (without transformation); evaluators may read extra columns from it."""
     trace: dict[str, Any] = field(default_factory=dict)
     """The executor's trace: events, tool_calls, state_delta, usage."""
-    media: tuple[Any, ...] = ()
+    media: tuple[Media, ...] = ()
     """The example's images and videos (:class:`studio.model.media.Media`), which a critic
     agent sees as the agent did; ``input_text`` holds their labels."""
 

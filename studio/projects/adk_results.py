@@ -33,7 +33,7 @@ from typing import Any
 
 from studio.engine.policies.pool import pool_scores
 from studio.model.errors import ConfigError
-from studio.model.records import EXPECTED_KEY, CriticSpec, TrialPhase, stored_id
+from studio.model.records import EXPECTED_KEY, CriticSpec, Example, Trial, TrialPhase, stored_id
 from studio.model.redaction import redact
 from studio.model.verdicts import MetricVerdict
 from studio.projects.export import check_target, write_atomically
@@ -98,14 +98,14 @@ def adk_metric_definitions(critic: CriticSpec) -> dict[str, dict[str, Any]]:
             for metric in eval_metrics(eval_config(config))}
 
 
-def _latest_per_example(trials: Iterable[Any]) -> dict[int, Any]:
-    latest: dict[int, Any] = {}
+def _latest_per_example(trials: Iterable[Trial]) -> dict[int, Trial]:
+    latest: dict[int, Trial] = {}
     for trial in trials:  # oldest first: a later trial (a resumed run's) replaces an earlier
         latest[trial.example_id] = trial
     return latest
 
 
-def case_result(trial: Any, example: Any, eval_set_id: str, judged: CaseJudging) -> Any:
+def case_result(trial: Trial, example: Example, eval_set_id: str, judged: CaseJudging) -> Any:
     """One example's ``EvalCaseResult``: its metrics, overall and for its one invocation, and
     its status (see the module docstring)."""
     from google.adk.evaluation.eval_metrics import EvalMetricResultPerInvocation
@@ -126,7 +126,7 @@ def case_result(trial: Any, example: Any, eval_set_id: str, judged: CaseJudging)
         session_id=f"studio-trial-{trial.id}", user_id="studio")
 
 
-def _judgement(trial: Any, judged: CaseJudging) -> tuple[list[Any], Any]:
+def _judgement(trial: Trial, judged: CaseJudging) -> tuple[list[Any], Any]:
     """The case's metric results and its status: ADK's verdict as ADK gave it, else the
     effective score as the critic's metric (it decides the case), then a weighted critic's
     parts, unless a person's correction replaced the critic's score."""
@@ -183,7 +183,7 @@ def _invocation(user_text: str, reply: str | None, tool_calls: list[dict[str, An
                       if tool_calls is not None else None)
 
 
-def _tool_calls(trial: Any) -> list[dict[str, Any]]:
+def _tool_calls(trial: Trial) -> list[dict[str, Any]]:
     return [e for e in (trial.trace or {}).get("events", []) if e.get("type") == "tool_call"]
 
 

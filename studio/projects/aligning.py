@@ -55,6 +55,7 @@ from studio.model.records import (
     ReflectionSpec,
     Run,
     RunSpec,
+    Trial,
     TrialPhase,
     example_expected,
     stored_id,
@@ -64,7 +65,7 @@ from studio.projects.files import Origin, check_spec_trust, dump_project, parse_
 from studio.projects.team_review import trial_labels
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers.calls import metered
-from studio.store import Store
+from studio.store import EvalRun, Store
 
 MIN_ALIGN_LABELS = 10
 """Fewer corrections than this cannot both teach the critic and test it."""
@@ -561,7 +562,7 @@ def _judge_report(store: Store, report: AlignReport, best_id: int | None,
             {t: c["after"] for t, c in cases.items()}, report.threshold)})
 
 
-def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> Any:
+def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> EvalRun | None:
     for measured in store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=20):
         if measured.summary.get("best_candidate_id") == best_id:
             return measured
@@ -782,7 +783,7 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
                                  default_model)
     cases = [{"trial_id": trial.id, "score": score, "feedback": clip(feedback, 2_000)}
              for trial, (score, feedback) in zip(trials, results, strict=True)]
-    scores = {case["trial_id"]: case["score"] for case in cases}
+    scores = {stored_id(trial): score for trial, (score, _) in zip(trials, results, strict=True)}
     measured = _pass_agreement(store, run_id, scores, origin)
     summary = {"run_id": run_id, "align_run_id": align_run_id, "critic": critic_spec.name,
                "trials": len(cases), "cost_usd": meter.cost_usd,
@@ -836,7 +837,7 @@ def _stored_pass_agreement(summary: dict[str, Any]) -> dict[str, Any]:
     return {**reports, "scope": summary.get("scope", IN_SAMPLE_SCOPE)}
 
 
-def _sample(store: Store, trial: Any) -> Sample:
+def _sample(store: Store, trial: Trial) -> Sample:
     data = store.get_example(trial.example_id).data
     return Sample(input_text=trial.input_text, output=trial.output,
                   expected=example_expected(data), example=data, trace=trial.trace)

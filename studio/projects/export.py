@@ -32,7 +32,7 @@ from studio.engine.scoring.holdout import load_holdout, test_means
 from studio.model.errors import ConfigError
 from studio.model.jsontools import finite_json
 from studio.model.printable import json_escaped_controls, printable
-from studio.model.records import Split, stored_id
+from studio.model.records import Split, Trial, stored_id
 from studio.model.redaction import redact, secret_values
 from studio.projects.provenance import load_provenance
 from studio.store import Store
@@ -40,7 +40,7 @@ from studio.store import Store
 FORMATS = ("jsonl", "csv")
 
 
-def trial_record(trial: Any, steps: bool = False, numbers: RunNumbers | None = None
+def trial_record(trial: Trial, steps: bool = False, numbers: RunNumbers | None = None
                  ) -> dict[str, Any]:
     """One trial's row; ``steps`` adds who said what in a group run's pipeline (from the
     trace: ``[{"author": "writer", "text": ...}, ...]``); ``numbers`` adds the run's own
@@ -93,7 +93,7 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
 def tested_means(store: Store, run_id: str) -> dict[int, float | None] | None:
     """The held-out test set's mean per candidate scored on it (the baseline and the best);
     None for a run without a test set (its export keeps the columns it always had)."""
-    test_ids = [e.id for e in store.examples(run_id, Split.TEST)]
+    test_ids = [stored_id(e) for e in store.examples(run_id, Split.TEST)]
     if not test_ids:
         return None
     scored = {c for c, _ in store.effective_scores(run_id, example_ids=test_ids)}
@@ -121,7 +121,7 @@ class RunNumbers:
     def of_run(cls, store: Store, run_id: str) -> RunNumbers:
         return cls(store.candidate_indexes(run_id), proposal_numbers(store.proposals(run_id)))
 
-    def of_trial(self, trial: Any) -> dict[str, Any]:
+    def of_trial(self, trial: Trial) -> dict[str, Any]:
         """The next trial's numbers (trials must come oldest first, every one of the run)."""
         self.count += 1
         proposal = trial.proposal_id

@@ -334,10 +334,10 @@ def _add_run(store: Store, lineage: RunLineage, run_id: str) -> None:
     if origin is not None and candidates and not candidates[0].parent_ids:
         # a fork's seed is the forked candidate's text: its sentences come from that lineage
         candidates[0] = candidates[0].model_copy(update={"parent_ids": [origin.candidate_id]})
-    lineage.candidates.update({c.id: c for c in candidates})
+    lineage.candidates.update({stored_id(c): c for c in candidates})
     proposals = store.proposals(run_id)
-    lineage.proposals.update({p.id: p for p in proposals})
-    edits = {p.edited_from: p.id for p in proposals if p.edited_from is not None}
+    lineage.proposals.update({stored_id(p): p for p in proposals})
+    edits = {p.edited_from: stored_id(p) for p in proposals if p.edited_from is not None}
     for decision in store.decisions(run_id):
         if decision.action is DecisionAction.EDIT and decision.proposal_id in edits:
             lineage.edit_authors[edits[decision.proposal_id]] = decision.author

@@ -15,18 +15,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from studio.engine.hosting.build import complete_spec, spec_agent
 from studio.engine.hosting.dispatch import dispatch
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
-from studio.model.records import RunSpec
+from studio.model.records import Run, RunSpec
 from studio.projects.adk_runs import FolderRunRequest, folder_project
 from studio.projects.files import create_project_run
 from studio.runtime.adk_evalsets import is_eval_set_file
 from studio.runtime.agents import folder_reference
 from studio.runtime.graphs import is_graph_workflow
+from studio.store import Store
 
 AGENTS_DIR_ENV = "STUDIO_AGENTS_DIR"
 """The folder ``studio ui --agents DIR`` serves agents from (absolute)."""
@@ -134,9 +134,9 @@ def served_agent_graph(name: str, root: Path | None = None) -> RunSpec | None:
     return complete_spec(spec, agent) if is_graph_workflow(agent) else None
 
 
-def start_served_agent_run(store: Any, name: str, eval_set: str, config: EvolutionConfig, *,
+def start_served_agent_run(store: Store, name: str, eval_set: str, config: EvolutionConfig, *,
                            model: str | None = None, reflection_model: str | None = None,
-                           root: Path | None = None) -> Any:
+                           root: Path | None = None) -> Run:
     """Create and dispatch the run of served agent ``name`` on its eval set ``eval_set`` (both
     by name), trusted as ``studio run DIR/name --evalset ... [--model M]
     [--reflection-model R]`` is (empty models: the folder's own).

@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import DatasetError
 from studio.model.jsontools import MAX_JSON_DEPTH, json_depth
 from studio.model.records import EXPECTED_KEY, INPUT_KEY
+
+if TYPE_CHECKING:
+    from google.adk.evaluation.eval_set import EvalSet
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 TRAJECTORY_KEY = "expected_trajectory"
@@ -66,7 +69,7 @@ def eval_set_rows(text: str, *, source: str, where: str = "dataset") -> list[dic
     return rows
 
 
-def parse_eval_set(text: str, *, source: str, where: str = "dataset") -> Any:
+def parse_eval_set(text: str, *, source: str, where: str = "dataset") -> EvalSet:
     """ADK's ``EvalSet`` for ``text``: the eval set schema, else the legacy formats converted
     by ADK's own converter (as ``adk eval`` and ``AgentEvaluator`` do). JSON nested deeper
     than :data:`~studio.model.jsontools.MAX_JSON_DEPTH` is refused before it is parsed, as in

@@ -17,9 +17,12 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from studio.runtime.providers import STUDIO_PROVIDERS, register_providers
+from studio.runtime.providers.records import STUDIO_PROVIDERS, register_providers
+
+if TYPE_CHECKING:
+    from google.adk.models.base_llm import BaseLlm
 
 _STUDIO_MODEL_PATTERNS = tuple(p.adk_pattern for p in STUDIO_PROVIDERS)
 _registered = False
@@ -62,6 +65,16 @@ def register_studio_models_with_adk() -> None:
 
         LLMRegistry.register(StudioLiteLlm)
         _registered = True
+
+
+def adk_model(model: str) -> BaseLlm:
+    """ADK's model object for ``model``, as ``LlmAgent(model=model)`` would get it, rate-limited
+    and priced (a name ADK's registry gives to Google:
+    :func:`studio.runtime.providers.adk_names.is_adk_model_name`)."""
+    from google.adk.models.registry import LLMRegistry
+
+    register_studio_models_with_adk()
+    return LLMRegistry.new_llm(model)
 
 
 def _studio_gemini() -> type:

@@ -21,11 +21,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import DatasetError
 from studio.model.limits import MAX_DATASET_ROWS, MAX_OUTPUT_CHARS
 from studio.model.redaction import mask_url
+
+if TYPE_CHECKING:
+    from google.adk.sessions import DatabaseSessionService
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 MAX_SESSIONS = 5_000
 """At most this many sessions are read in one import (the newest first)."""
@@ -171,7 +175,7 @@ def _text(event: Any) -> str:
 # --------------------------------------------------------------------------- the database
 
 
-def open_session_service(url: str) -> Any:
+def open_session_service(url: str) -> SqliteSessionService | DatabaseSessionService:
     """ADK's session service for the database ``url``: ``SqliteSessionService`` for ``adk
     web``'s SQLite file, ``DatabaseSessionService`` for anything else.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import ConfigError
 from studio.model.records import AgentSpec
@@ -14,8 +14,12 @@ from studio.runtime.demos import FewShotDemos
 from studio.runtime.providers import adk_or_litellm_model
 from studio.runtime.tools import resolve_tools
 
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent, LlmAgent
 
-def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = "agent") -> Any:
+
+def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = "agent"
+                ) -> LlmAgent:
     """A real ADK ``LlmAgent`` for ``spec``, reaching its model through LiteLLM (or ADK's own
     class for a name like ``gemini-2.5-flash``: :func:`adk_or_litellm_model`), with its
     function tools (``where`` places a bad tool's error: ``agent`` or ``agents.<name>``) and its
@@ -34,7 +38,7 @@ def build_agent(spec: AgentSpec, *, output_key: str | None = None, where: str = 
     )
 
 
-def load_agent(reference: str, *, folder: str | Path | None = None) -> Any:
+def load_agent(reference: str, *, folder: str | Path | None = None) -> BaseAgent:
     """Load an existing ADK agent from Python code, as ``"package.module:attribute"``; with
     ``folder`` (an ADK agent folder) the folder is made importable and its ``.env`` loaded
     first (:func:`prepare_agent_folder`).

@@ -10,9 +10,12 @@ that puts them there: it prepends one user/model pair per demo to that agent's o
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.records import Demo, checked_demos
+
+if TYPE_CHECKING:
+    from google.genai.types import Content
 
 
 class FewShotDemos:
@@ -28,7 +31,7 @@ class FewShotDemos:
             llm_request.contents[:0] = self.turns()
         return None
 
-    def turns(self) -> list[Any]:
+    def turns(self) -> list[Content]:
         """The demos as ``types.Content``: user input, then the model's reply, per demo."""
         from google.genai import types
 

@@ -23,7 +23,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.costs import implausible_call
 from studio.model.errors import ConfigError, StudioError
@@ -35,6 +35,11 @@ from studio.runtime.protocol import ExecutionResult, ExecutionStatus
 from studio.runtime.providers import register_providers
 from studio.runtime.providers.calls import reply_cut_short
 from studio.runtime.slots import PrioritySlots, slots_of_loop
+
+if TYPE_CHECKING:
+    from google.adk.runners import Runner
+    from google.adk.sessions import BaseSessionService
+    from google.genai.types import Content
 
 __all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
 
@@ -107,7 +112,7 @@ class AgentExecutor:
 
     def __init__(
         self,
-        session_service: Any = None,
+        session_service: BaseSessionService | None = None,
         *,
         max_concurrency: int = 4,
         timeout_s: float = 120.0,
@@ -134,9 +139,10 @@ class AgentExecutor:
         self.backoff_s = backoff_s
         self.app_name = app_name
         self.user_id = user_id
-        self._runners: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
+        self._runners: OrderedDict[tuple[int, str], tuple[Any, Runner]] = OrderedDict()
         self._copies: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any]] = OrderedDict()
-        self._slots_by_loop: weakref.WeakKeyDictionary[Any, PrioritySlots] = (
+        self._slots_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                        PrioritySlots] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -151,7 +157,7 @@ class AgentExecutor:
         session_id: str | None = None,
         app_name: str | None = None,
         output_author: str | None = None,
-        content: Any = None,
+        content: Content | None = None,
         timeout_s: float | None = None,
         media: Sequence[Media] = (),
     ) -> ExecutionResult:
@@ -247,7 +253,7 @@ class AgentExecutor:
             await service.create_session(app_name=app, user_id=user, session_id=session_id,
                                          state=dict(state or {}))
 
-    def _runner(self, agent: Any, app_name: str) -> Any:
+    def _runner(self, agent: Any, app_name: str) -> Runner:
         """One cached ADK Runner per (agent, app): building a Runner costs more than a call."""
         from google.adk.runners import Runner
 
@@ -328,7 +334,7 @@ class AgentExecutor:
         )
 
 
-def user_message(input_text: str, media: Sequence[Media] = ()) -> Any:
+def user_message(input_text: str, media: Sequence[Media] = ()) -> Content:
     """The user's turn: the text, then each image or video as an inline-data part."""
     from google.genai import types
 

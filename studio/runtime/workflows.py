@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import ConfigError
 from studio.model.records import AgentSpec
@@ -18,6 +18,9 @@ from studio.model.workflow import (
 )
 from studio.runtime.agents import build_agent
 from studio.runtime.graphs import is_graph_workflow
+
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent
 
 WORKFLOW_CLASSES = {
     WorkflowKind.SEQUENTIAL: ("google.adk.agents.sequential_agent", "SequentialAgent"),
@@ -44,14 +47,14 @@ def loaded_workflow_classes() -> tuple[type, ...]:
     return tuple(cls for cls in found if isinstance(cls, type))
 
 
-def build_workflow(agents: list[AgentSpec], workflow: WorkflowSpec) -> Any:
+def build_workflow(agents: list[AgentSpec], workflow: WorkflowSpec) -> BaseAgent:
     """The ADK workflow agent for ``workflow``, its steps built from ``agents`` by name."""
     check_workflow(workflow, [a.name for a in agents])
     by_name = {agent.name: agent for agent in agents}
     return _build(workflow, by_name)
 
 
-def _build(node: str | WorkflowSpec, agents: dict[str, AgentSpec]) -> Any:
+def _build(node: str | WorkflowSpec, agents: dict[str, AgentSpec]) -> BaseAgent:
     if isinstance(node, str):
         spec = agents[node]
         return build_agent(spec, output_key=spec.output_key, where=f"agents.{spec.name}")

@@ -192,7 +192,7 @@ def check_spec_models(spec: RunSpec, root: Any = None) -> None:
             raise ModelConfigError(exc.message, where=where, value=model) from exc
 
 
-def _referenced_agent(spec: RunSpec) -> Any:
+def _referenced_agent(spec: RunSpec) -> BaseAgent | None:
     """The agent a spec loads from Python, or None (a declared agent, or not loadable here)."""
     if not spec.agent_ref or spec.agents:
         return None

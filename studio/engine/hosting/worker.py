@@ -354,7 +354,7 @@ def completed_message(run: Run) -> str:
             f"start a new run with a different {limit}")
 
 
-def raised_budget(store: Store, run: Any, max_metric_calls: int | None) -> dict[str, Any]:
+def raised_budget(store: Store, run: Run, max_metric_calls: int | None) -> dict[str, Any]:
     """The run's stored config with a new ``max_metric_calls`` (empty when none is given)."""
     if max_metric_calls is None:
         return {}
@@ -366,7 +366,7 @@ def raised_budget(store: Store, run: Any, max_metric_calls: int | None) -> dict[
     return {"config": config.model_dump(mode="json")}
 
 
-def held_by(run: Any) -> str:
+def held_by(run: Run) -> str:
     """Who holds a run's lease, for the worker that lost the claim."""
     host, _, rest = (run.worker or "unknown").partition(":")
     pid = rest.split(":", 1)[0] or "?"

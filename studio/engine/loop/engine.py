@@ -82,6 +82,7 @@ from studio.model.records import (
 from studio.model.redaction import redact
 from studio.runtime.execution import describe_error
 from studio.runtime.slots import PROPOSING, VALIDATING, urgency
+from studio.store.seams import LoopStore
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ class Engine:
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        self.store: LoopStore = ctx.store
+        """What the loop itself reads and writes (the parts it calls take the run's context)."""
         self.lease_lost = False
         """Set when another worker took the run over: this engine then ends without writing."""
         self.state = LoopState()
@@ -172,8 +175,8 @@ class Engine:
         ctx = self.ctx
         resumed = self._restore()
         started = {} if ctx.run.started_at else {"started_at": utcnow()}
-        ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING, finished_at=None,
-                             stop_reason=None, error=None, **started)
+        self.store.update_run(ctx.run_id, status=RunStatus.RUNNING, finished_at=None,
+                              stop_reason=None, error=None, **started)
         ctx.emit(RunStarted(run_id=ctx.run_id, iteration=self.state.iteration, resumed=resumed))
         if ctx.run.control is not None:  # a Pause kept through a resume holds from the start
             ctx.control.apply(ctx.run.control)  # (None would drop a pause asked since)
@@ -197,7 +200,7 @@ class Engine:
         except StoreUnavailableError as exc:  # resumable: every committed trial is kept
             logger.warning("run %s stopped: %s", ctx.run_id, exc)
             with contextlib.suppress(StoreError):  # still down: it shows as orphaned later
-                if ctx.store.get_run(ctx.run_id).status is not RunStatus.COMPLETED:  # landed
+                if self.store.get_run(ctx.run_id).status is not RunStatus.COMPLETED:  # landed
                     self._finish(RunStatus.STOPPED, StopReason.DATABASE_UNAVAILABLE,
                                  error=str(exc), keep_control=True)
             raise
@@ -258,16 +261,16 @@ class Engine:
         self.checkpoint()
         keep_control = keep_control or reason is StopReason.SHUTDOWN
         control = {} if keep_control else {"control": None}
-        ctx.store.update_run(ctx.run_id, status=status, stop_reason=reason,
-                             finished_at=utcnow(), error=redact(error) if error else None,
-                             **control)
+        self.store.update_run(ctx.run_id, status=status, stop_reason=reason,
+                              finished_at=utcnow(), error=redact(error) if error else None,
+                              **control)
         ctx.emit(RunFinished(run_id=ctx.run_id, iteration=self.state.iteration,
                              status=status, stop_reason=reason))
 
     # ------------------------------------------------------------------ checkpoints
 
     def _restore(self) -> bool:
-        saved = self.ctx.store.load_checkpoint(self.ctx.run_id)
+        saved = self.store.load_checkpoint(self.ctx.run_id)
         if saved is None:
             return False
         _, state = saved
@@ -282,14 +285,14 @@ class Engine:
         self.state.active_seconds = self.ctx.active_seconds()
         self.state.held_seconds = self.ctx.clock.held_seconds
         # a shallow copy: asdict() would deep-copy the random state's 625 numbers each time
-        self.ctx.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
-                                       dict(vars(self.state)))
+        self.store.save_checkpoint(self.ctx.run_id, self.state.iteration,
+                                   dict(vars(self.state)))
 
     # ------------------------------------------------------------------ baseline
 
     def seed(self) -> Candidate:
         """Candidate #0, added on the run's first start."""
-        candidates = self.ctx.store.candidates(self.ctx.run_id)
+        candidates = self.store.candidates(self.ctx.run_id)
         return candidates[0] if candidates else self._add_seed()
 
     async def score_baseline(self, first: Sequence[int] = ()) -> None:
@@ -310,7 +313,7 @@ class Engine:
                                        gating=first)
         if all(t.effective_score is None for t in trials):
             raise RunFailed(baseline_failure(trials))
-        ctx.store.set_pooled(stored_id(seed))
+        self.store.set_pooled(stored_id(seed))
         pool = self.pools.read()
         self.state.best_score = pool.best_score
         ctx.emit(BaselineScored(run_id=ctx.run_id, iteration=0, candidate_id=stored_id(seed),
@@ -323,7 +326,7 @@ class Engine:
         origin = self.ctx.run.spec.forked_from
         components = (dict(origin.components) if origin is not None
                       else extract_components(self.ctx.agent, self.ctx.components))
-        return self.ctx.store.add_candidate(Candidate(
+        return self.store.add_candidate(Candidate(
             run_id=self.ctx.run_id, index=0, components=components,
             content_hash=content_hash(components)))
 
@@ -344,10 +347,10 @@ class Engine:
     async def _paused(self) -> None:
         ctx = self.ctx
         self.pools.forget()  # a person may correct scores while the run waits
-        ctx.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
+        self.store.update_run(ctx.run_id, status=RunStatus.PAUSED)
         ctx.emit(RunPaused(run_id=ctx.run_id, iteration=self.state.iteration))
         await ctx.control.until(ctx.control.unpaused)
-        ctx.store.update_run(ctx.run_id, status=RunStatus.RUNNING)
+        self.store.update_run(ctx.run_id, status=RunStatus.RUNNING)
         ctx.emit(RunResumed(run_id=ctx.run_id, iteration=self.state.iteration))
 
     async def held(self, waiting: Awaitable[T]) -> T:
@@ -410,7 +413,7 @@ class Engine:
     async def reflection_step(self, plan: Plan) -> None:
         """Score the parent, reflect, then score and gate the child (unless it is invalid)."""
         ctx = self.ctx
-        parent = ctx.store.get_candidate(plan.parent_id)
+        parent = self.store.get_candidate(plan.parent_id)
         with phase(ctx, self.state, Phase.RUNNING_PARENT, plan.iteration, model=ctx.agent_model,
                    items=to_judge(ctx, parent.id, plan.minibatch)):
             parent_trials = await score_batch(ctx, parent, plan.minibatch,
@@ -439,7 +442,7 @@ class Engine:
         child = merging.merged_child(ctx, proposal)
         if child is None:  # the run has that candidate already: refused, named
             return
-        proposal = ctx.store.get_proposal(stored_id(proposal))  # now with its child
+        proposal = self.store.get_proposal(stored_id(proposal))  # now with its child
         with phase(ctx, self.state, Phase.RUNNING_CHILD, plan.iteration, model=ctx.agent_model,
                    items=to_judge(ctx, child.id, plan.minibatch)):
             await score_batch(ctx, child, plan.minibatch, phase=TrialPhase.CHILD,
@@ -516,9 +519,9 @@ class Engine:
                               prefetched=prefetch)
         if self.window is not None:  # pooled in iteration order
             await self.window.pool_turn(proposal.iteration)
-        ctx.store.set_pooled(stored_id(child))
-        ctx.store.update_proposal(stored_id(proposal), status=ProposalStatus.ACCEPTED,
-                                  decided_at=utcnow())
+        self.store.set_pooled(stored_id(child))
+        self.store.update_proposal(stored_id(proposal), status=ProposalStatus.ACCEPTED,
+                                   decided_at=utcnow())
         pool = self.pools.read()
         ctx.emit(CandidateAccepted(run_id=ctx.run_id, iteration=proposal.iteration,
                                    candidate_id=stored_id(child),
@@ -549,7 +552,7 @@ class TestScoring(Engine):
     __test__ = False  # not a pytest class
 
     async def _run(self) -> StopReason:
-        checkpoint = self.ctx.store.load_checkpoint(self.run_id)
+        checkpoint = self.store.load_checkpoint(self.run_id)
         self.state.iteration = checkpoint[0] if checkpoint else 0
         try:
             await score_holdout(self.ctx, self.state.iteration)

@@ -24,7 +24,7 @@ from studio.model.records import (
     stored_id,
     utcnow,
 )
-from studio.store import Store
+from studio.store.seams import PeopleStore
 
 Verdict = Callable[[], Evidence]
 """The acceptance rule, asked at decision time: the evidence now, with the rule's verdict (the
@@ -45,7 +45,7 @@ def open_gate(ctx: RunContext, proposal: Proposal, iteration: int, rule: Verdict
     if existing:  # replayed after a restart: the decision that was made (there is one)
         return existing[0]
     if proposal.decided_at is not None:  # an older store's stop: the proposal is open again
-        proposal = ctx.store.update_proposal(proposal.id, decided_at=None)
+        proposal = ctx.store.update_proposal(stored_id(proposal), decided_at=None)
     if ctx.config.review is ReviewMode.AUTO:
         evidence = rule()
         return ctx.store.add_decision(Decision(
@@ -53,7 +53,7 @@ def open_gate(ctx: RunContext, proposal: Proposal, iteration: int, rule: Verdict
             reason=verdict_reason(evidence), evidence=evidence,
             action=DecisionAction.ACCEPT if evidence.rule_accepts else DecisionAction.REJECT))
     if proposal.status is not ProposalStatus.PENDING:
-        ctx.store.update_proposal(proposal.id, status=ProposalStatus.PENDING)
+        ctx.store.update_proposal(stored_id(proposal), status=ProposalStatus.PENDING)
     # announced on every entry, so a resumed run says it waits at the same gate again
     ctx.emit(AwaitingDecision(run_id=ctx.run_id, iteration=iteration,
                               proposal_id=stored_id(proposal)))
@@ -63,7 +63,7 @@ def open_gate(ctx: RunContext, proposal: Proposal, iteration: int, rule: Verdict
 def edited(ctx: RunContext, proposal: Proposal, decision: Decision) -> Proposal:
     """A person's edit becomes a new proposal in the same iteration, scored like any other."""
     store = ctx.store
-    store.update_proposal(proposal.id, status=ProposalStatus.EDITED, decided_at=utcnow())
+    store.update_proposal(stored_id(proposal), status=ProposalStatus.EDITED, decided_at=utcnow())
     ctx.emit(DecisionApplied(run_id=ctx.run_id, iteration=proposal.iteration,
                              proposal_id=stored_id(proposal), action=DecisionAction.EDIT,
                              reason=decision.reason))
@@ -75,8 +75,8 @@ def edited(ctx: RunContext, proposal: Proposal, decision: Decision) -> Proposal:
         edited_from=proposal.id, minibatch=proposal.minibatch))
 
 
-def settle(store: Store, proposal: Proposal, status: ProposalStatus, reason: str | None = None
+def settle(store: PeopleStore, proposal: Proposal, status: ProposalStatus, reason: str | None = None
            ) -> None:
     """Give a proposal its final status (with the reason when it is not the decision's)."""
     fields = {"invalid_reason": reason} if reason else {}
-    store.update_proposal(proposal.id, status=status, decided_at=utcnow(), **fields)
+    store.update_proposal(stored_id(proposal), status=status, decided_at=utcnow(), **fields)

@@ -54,7 +54,8 @@ from studio.model.records import (
 from studio.model.workflow import split_component, state_before
 from studio.runtime.agents import load_agent
 from studio.runtime.workflows import is_workflow, state_keys
-from studio.store import Store, open_store
+from studio.store import open_store
+from studio.store.seams import PeopleStore
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def decide(
     reason: str = "",
     edited_text: str | None = None,
     author: str = "anonymous",
-    store: Store | None = None,
+    store: PeopleStore | None = None,
     shown_id: int | None = None,
 ) -> Decision | None:
     """Record a person's decision on a pending proposal; the engine acts on it, at once when
@@ -130,7 +131,7 @@ EDIT_WAIT_SECONDS = 15.0
 run in another process reads a decision within a heartbeat."""
 
 
-def wait_for_edit(store: Store, proposal_id: int, timeout: float = EDIT_WAIT_SECONDS
+def wait_for_edit(store: PeopleStore, proposal_id: int, timeout: float = EDIT_WAIT_SECONDS
                   ) -> Proposal | None:
     """The proposal a live run made of a person's edit of ``proposal_id`` (it makes it when it
     reads the decision), or None when none appeared within ``timeout`` seconds."""
@@ -143,7 +144,7 @@ def wait_for_edit(store: Store, proposal_id: int, timeout: float = EDIT_WAIT_SEC
         time.sleep(0.1)
 
 
-def page_changed(store: Store, shown_id: int, proposal_id: int) -> str:
+def page_changed(store: PeopleStore, shown_id: int, proposal_id: int) -> str:
     """Why a click on ``proposal_id`` is refused when the person's page showed ``shown_id``:
     which proposal is shown now, and who decided the one they saw, and when."""
     return (f"the page changed: proposal {proposal_id} is now shown, and proposal {shown_id}, "
@@ -151,7 +152,7 @@ def page_changed(store: Store, shown_id: int, proposal_id: int) -> str:
             f"read proposal {proposal_id}, then decide again")
 
 
-def when_applied(store: Store, run_id: str) -> str | None:
+def when_applied(store: PeopleStore, run_id: str) -> str | None:
     """When a decision on ``run_id``'s gate takes effect, if not at once: a run that is not
     live applies it when it resumes (its iteration replays and finds the decision)."""
     return applied_later(store.get_run(run_id))
@@ -176,7 +177,7 @@ def never_applied(run: Run, proposal: Proposal) -> str:
             f"could be applied. Start a new run, or fork this one (`studio fork {run.id}`)")
 
 
-def check_edit_budget(store: Store, run: Run, proposal: Proposal) -> None:
+def check_edit_budget(store: PeopleStore, run: Run, proposal: Proposal) -> None:
     """An edit is charged before it is scored: the edited text on the proposal's minibatch, and
     the validation set should it be accepted. Refused when the budget cannot pay for both, so
     an edited proposal is never left unscored and an accepted child never unvalidated."""
@@ -198,7 +199,7 @@ def check_edit_budget(store: Store, run: Run, proposal: Proposal) -> None:
             f"`studio resume {run.id} --max-metric-calls N`")
 
 
-def _checked_edit(store: Store, proposal: Proposal, edited_text: str | None) -> str:
+def _checked_edit(store: PeopleStore, proposal: Proposal, edited_text: str | None) -> str:
     """The edited text, cleaned, or the reason it is refused, in the person's words: empty,
     the proposal's own text, invalid, or a candidate the run already has or is about to have
     (a text pooled or tried, the parent's included, or one another proposal or edit in flight
@@ -237,7 +238,7 @@ def _parent_words(parent: Candidate, proposal: Proposal) -> str:
     return f"{seed}the parent proposal {proposal.id} was made from"
 
 
-def _in_flight(store: Store, proposal: Proposal, wanted: str) -> str | None:
+def _in_flight(store: PeopleStore, proposal: Proposal, wanted: str) -> str | None:
     """What in the run is about to make the candidate ``wanted`` (its content hash) before
     this edit would: a proposal whose child is not made yet, or another person's edit the
     engine has not applied yet (parallel proposals: one text edited on two lanes)."""
@@ -261,14 +262,14 @@ def _in_flight(store: Store, proposal: Proposal, wanted: str) -> str | None:
                 if edit is not None else "")
     applied = {p.edited_from for p in proposals.values() if p.edited_from is not None}
     for decision in edits.values():
-        other = proposals.get(decision.proposal_id)
-        if other is not None and other.id not in applied and other.id != proposal.id and \
-                makes(other.parent_id, other.component, decision.edited_text or ""):
-            return f"{decision.author}'s edit of proposal {other.id} (not scored yet)"
+        edited = proposals.get(decision.proposal_id)
+        if edited is not None and edited.id not in applied and edited.id != proposal.id and \
+                makes(edited.parent_id, edited.component, decision.edited_text or ""):
+            return f"{decision.author}'s edit of proposal {edited.id} (not scored yet)"
     return None
 
 
-def _readable_keys(store: Store, run_id: str, component: str, parent_text: str) -> set[str]:
+def _readable_keys(store: PeopleStore, run_id: str, component: str, parent_text: str) -> set[str]:
     """What an edit of ``component`` may name, as the engine's state guard has it: example
     fields and, in a workflow run, the state earlier agents write: from the agents themselves
     for a workflow loaded by reference (as the engine builds it), else from the stored workflow
@@ -298,7 +299,7 @@ def override(
     score: float | None = None,
     feedback: str | None = None,
     author: str = "anonymous",
-    store: Store | None = None,
+    store: PeopleStore | None = None,
     corrected_output: str | None = None,
     reviewer: str | None = None,
     dimensions: dict[str, float] | None = None,
@@ -329,7 +330,7 @@ def adjudicate(
     score: float | None = None,
     feedback: str | None = None,
     author: str = "anonymous",
-    store: Store | None = None,
+    store: PeopleStore | None = None,
     corrected_output: str | None = None,
 ) -> Override:
     """Settle a trial the reviewers disagree on: its effective values become these (the fields
@@ -403,7 +404,7 @@ def pending_in_order(proposals: Iterable[Proposal]) -> list[Proposal]:
                   key=lambda p: (p.iteration, p.id or 0))
 
 
-def undo_override(override_id: int, *, store: Store | None = None) -> Override:
+def undo_override(override_id: int, *, store: PeopleStore | None = None) -> Override:
     """Withdraw an override; the previous one (or the judge's value) applies again."""
     store = store or open_store()
     record = store.undo_override(override_id)

@@ -27,7 +27,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.model.workflow import split_component
-from studio.store import Store
+from studio.store.seams import PeopleStore
 
 
 class MergeRow(BaseModel):
@@ -167,7 +167,7 @@ def _flat_evidence(moment: str, evidence: Evidence | None) -> dict[str, Any]:
             f"{moment}_rule_accepts": evidence.rule_accepts if evidence else None}
 
 
-def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False,
+def proposal_rows(store: PeopleStore, run_id: str, *, pending_only: bool = False,
                   with_text: bool = False) -> list[ProposalRow]:
     """Every proposal of the run, oldest first (``pending_only``: those waiting for a
     person, in the order to decide them: several with parallel proposals; ``with_text``: with
@@ -184,14 +184,14 @@ def proposal_rows(store: Store, run_id: str, *, pending_only: bool = False,
     decisions = {d.proposal_id: d for d in reversed(deciding(store.decisions(run_id)))}
     index = store.candidate_indexes(run_id)
     evidence = evidence_for(store, run_id, [p for p in proposals if p.child_id is not None])
-    rows = [proposal_row(p, decisions.get(p.id), evidence.get(p.id), index,
+    rows = [proposal_row(p, decisions.get(stored_id(p)), evidence.get(stored_id(p)), index,
                          waiting=p.id in waiting_ids, numbers=numbers,
                          edit=decisions.get(p.edited_from) if p.edited_from else None)
             for p in proposals]
     return _with_texts(store, run_id, proposals, rows) if with_text else rows
 
 
-def _with_texts(store: Store, run_id: str, proposals: list[Proposal],
+def _with_texts(store: PeopleStore, run_id: str, proposals: list[Proposal],
                 rows: list[ProposalRow]) -> list[ProposalRow]:
     """The rows with each proposal's text and its parent's text of the same component."""
     candidates = {c.id: c for c in store.candidates(run_id)}

@@ -52,7 +52,8 @@ from studio.critics.feedback import checked_feedback, unscored_reason
 from studio.model.errors import StudioError
 from studio.model.feedback import Feedback
 from studio.model.records import AlignOrigin, Example, RunSpec, Split, stored_id
-from studio.store import OverridePair, Store
+from studio.store import OverridePair
+from studio.store.seams import PeopleStore
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class LabelBook:
         text = (self.applied or {}).get(example_id)
         return text is not None and is_undone(read_label(text))
 
-    def refresh(self, store: Store, run_id: str, examples: MutableMapping[int, Example]
+    def refresh(self, store: PeopleStore, run_id: str, examples: MutableMapping[int, Example]
                 ) -> bool:
         """Apply the active corrections: labels into ``examples`` and the store, changed
         labels into the trials already judged. True when a trial's verdict changed."""
@@ -111,7 +112,7 @@ def label_sources(origin: AlignOrigin, examples: Iterable[Example]) -> dict[int,
             if e.index < len(order.get(e.split, []))}
 
 
-def current_labels(store: Store, origin: AlignOrigin, sources: dict[int, int]
+def current_labels(store: PeopleStore, origin: AlignOrigin, sources: dict[int, int]
                    ) -> dict[int, str]:
     """Example id -> its label now: the source trial's active correction with a score, else
     an :func:`~studio.critics.alignment.undone_label`."""
@@ -127,7 +128,7 @@ def current_labels(store: Store, origin: AlignOrigin, sources: dict[int, int]
     return labels
 
 
-def active_corrections(store: Store, origin: AlignOrigin) -> dict[int, OverridePair]:
+def active_corrections(store: PeopleStore, origin: AlignOrigin) -> dict[int, OverridePair]:
     """Source trial id -> its active correction with a score: what makes
     a label now."""
     return {p.trial_id: p for p in store.override_pairs(origin.run_id)
@@ -140,7 +141,7 @@ def agreement_metric(spec: RunSpec) -> CriticAgreement:
     return CriticAgreement(**params)
 
 
-def rejudge_trials(store: Store, run_id: str, labels: dict[int, str],
+def rejudge_trials(store: PeopleStore, run_id: str, labels: dict[int, str],
                    metric: CriticAgreement) -> int:
     """Score again, from the reply each keeps, the trials the metric judged whose verdict no
     longer matches their example's label; how many changed. A trial whose evolved critic never
@@ -153,7 +154,7 @@ def rejudge_trials(store: Store, run_id: str, labels: dict[int, str],
         feedback, error = judge_reply(metric, trial.output, label)
         if (feedback.score, feedback.text, error) != (trial.score, trial.feedback.text,
                                                       trial.error):
-            store.rejudge_trial(trial.id, feedback, error)
+            store.rejudge_trial(stored_id(trial), feedback, error)
             changed += 1
     return changed
 
@@ -166,15 +167,15 @@ def judge_reply(metric: CriticAgreement, reply: str, label: str) -> tuple[Feedba
     return feedback, unscored_reason(feedback)
 
 
-def relabel_run(store: Store, run_id: str) -> bool:
+def relabel_run(store: PeopleStore, run_id: str) -> bool:
     """:meth:`LabelBook.refresh` outside the engine (a report on a run that is not live)."""
     run = store.get_run(run_id)
-    examples = {e.id: e for e in store.examples(run_id)}
+    examples = {stored_id(e): e for e in store.examples(run_id)}
     book = LabelBook.for_run(run.spec, examples)
     return book is not None and book.refresh(store, run_id, examples)
 
 
-def relabel_align_runs(store: Store, trial_id: int) -> list[str]:
+def relabel_align_runs(store: PeopleStore, trial_id: int) -> list[str]:
     """Bring at once the align runs that learn from ``trial_id``'s correction up to date (a
     person corrected or undid it): a proposal waiting at an align run's gate then shows its
     evidence against the label as it is now, without waiting for the engine's next batch.

@@ -23,7 +23,7 @@ from enum import StrEnum
 from studio.engine.run.context import live_control
 from studio.model.errors import RunStateError
 from studio.model.records import Run, RunRequest, RunStatus, StopReason, utcnow
-from studio.store import Store
+from studio.store.seams import PeopleStore
 
 __all__ = ["Steered", "pause_run", "stop_run", "unpause_run", "withdraw_requests"]
 
@@ -41,7 +41,7 @@ class Steered(StrEnum):
     """Nothing to do: the run was already stopped, completed or failed."""
 
 
-def stop_run(store: Store, run_id: str) -> Steered:
+def stop_run(store: PeopleStore, run_id: str) -> Steered:
     """Ask the run to stop at its next step, wherever it runs (the Run page's Stop, the
     Proposals page's Stop, ``studio stop``). A run that is being resumed right now (settled,
     but claimed) gets the request, which the resume keeps."""
@@ -58,7 +58,7 @@ def stop_run(store: Store, run_id: str) -> Steered:
     return Steered.ASKED
 
 
-def pause_run(store: Store, run_id: str) -> Steered:
+def pause_run(store: PeopleStore, run_id: str) -> Steered:
     """Hold the run before its next chain or iteration until :func:`unpause_run`.
 
     Raises:
@@ -69,7 +69,7 @@ def pause_run(store: Store, run_id: str) -> Steered:
     return Steered.ASKED
 
 
-def unpause_run(store: Store, run_id: str) -> Steered:
+def unpause_run(store: PeopleStore, run_id: str) -> Steered:
     """Lift a Pause (the Run page's Resume on a paused run, ``studio unpause``).
 
     Raises:
@@ -81,13 +81,13 @@ def unpause_run(store: Store, run_id: str) -> Steered:
     return Steered.ASKED
 
 
-def withdraw_requests(store: Store, seen: Run) -> bool:
+def withdraw_requests(store: PeopleStore, seen: Run) -> bool:
     """A resume a person asked for: withdraw the run's Pause or Stop as read in ``seen`` (before
     the resume claimed the run); a request made since is kept. True when one was withdrawn."""
     return store.clear_control(seen.id, seen.control_seq)
 
 
-def _request(store: Store, run_id: str, request: RunRequest | None) -> None:
+def _request(store: PeopleStore, run_id: str, request: RunRequest | None) -> None:
     store.request_control(run_id, request)
     control = live_control(run_id)
     if control is not None:  # runs in this process: now, not at its next heartbeat

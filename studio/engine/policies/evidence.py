@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from studio.model.evidence import Evidence, Sums
 from studio.model.records import Proposal, Trial, stored_id
-from studio.store import Store
+from studio.store.seams import PolicyStore
 
 Score = tuple[float | None, float | None]
 """A pair's ``(judge's score, effective score)``."""
@@ -94,12 +94,12 @@ def parents_of(proposal: Proposal) -> list[int]:
     return list(proposal.merge.parents) if proposal.merge is not None else [proposal.parent_id]
 
 
-def proposal_evidence(store: Store, proposal: Proposal) -> Evidence:
+def proposal_evidence(store: PolicyStore, proposal: Proposal) -> Evidence:
     """One proposal's evidence from the scores as stored now (one query)."""
     return evidence_for(store, proposal.run_id, [proposal])[stored_id(proposal)]
 
 
-def evidence_for(store: Store, run_id: str, proposals: Iterable[Proposal]
+def evidence_for(store: PolicyStore, run_id: str, proposals: Iterable[Proposal]
                  ) -> dict[int, Evidence]:
     """Proposal id -> its evidence, for many proposals of one run in one query (the first
     trial of every pair involved), never one per proposal."""
@@ -157,7 +157,7 @@ class EvidenceTrials:
         return self.evidence.parent_sums
 
 
-def evidence_trials(store: Store, proposal: Proposal) -> EvidenceTrials:
+def evidence_trials(store: PolicyStore, proposal: Proposal) -> EvidenceTrials:
     """:func:`proposal_evidence` with its trials (a query per candidate compared); the sums are
     computed from these very trials by :func:`compare`."""
     examples = proposal.minibatch

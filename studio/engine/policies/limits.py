@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from studio.critics.adapters import metric_calls_per_trial
 from studio.engine.policies.ideas import announce_out_of_ideas
@@ -17,6 +16,7 @@ from studio.engine.run.context import RunContext, StopRun
 from studio.engine.run.state import LoopState
 from studio.model.records import Run, StopReason
 from studio.model.stops import STOP_CONDITIONS
+from studio.store.seams import PolicyStore
 
 ANNOUNCEMENTS: dict[str, Callable[[RunContext, LoopProgress], None]] = {
     StopReason.OUT_OF_IDEAS: lambda ctx, p: announce_out_of_ideas(ctx, p.idle_iterations,
@@ -70,7 +70,7 @@ def iteration_started(state: LoopState) -> bool:
     return plan is not None and plan["iteration"] == state.iteration + 1
 
 
-def spent_metric_calls(store: Any, run: Run) -> int:
+def spent_metric_calls(store: PolicyStore, run: Run) -> int:
     """The metric calls a stored run's loop has made: its trials, each counted as its critic
     costs (:func:`studio.critics.adapters.metric_calls_per_trial`)."""
     return store.count_trials(run.id, loop_only=True) * metric_calls_per_trial(run.spec.critic)

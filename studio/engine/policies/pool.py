@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 from studio.engine.policies.pareto import best_candidate, mean_score, pareto_front
 from studio.model.records import Candidate, Run, Split, stored_id
-from studio.store import Store
+from studio.store.seams import PolicyStore
 
 
-def val_example_ids(store: Store, run: Run) -> list[int]:
+def val_example_ids(store: PolicyStore, run: Run) -> list[int]:
     split = Split.TRAIN if run.spec.val_is_train else Split.VAL
-    return [e.id for e in store.examples(run.id, split)]
+    return [stored_id(e) for e in store.examples(run.id, split)]
 
 
 
@@ -43,10 +43,10 @@ class RunView:
         return next(c for c in self.candidates if c.id == candidate_id)
 
 
-def load_view(store: Store, run_id: str) -> RunView:
+def load_view(store: PolicyStore, run_id: str) -> RunView:
     run = store.get_run(run_id)
     candidates = store.candidates(run_id)
-    scores = pool_scores(store, run, [c.id for c in candidates if c.pooled])
+    scores = pool_scores(store, run, [stored_id(c) for c in candidates if c.pooled])
     return RunView(run=run, candidates=candidates, val_ids=scores.val_ids, matrix=scores.matrix,
                    means=scores.means, front=scores.front, best_id=scores.best_id)
 
@@ -71,7 +71,7 @@ class PoolScores:
         return self.means.get(self.best_id) if self.best_id is not None else None
 
 
-def pool_scores(store: Store, run: Run, pooled: list[int] | None = None,
+def pool_scores(store: PolicyStore, run: Run, pooled: list[int] | None = None,
                 val_ids: list[int] | None = None) -> PoolScores:
     """Means, Pareto front and best candidate of the pooled candidates (``pooled``: their ids
     by index; ``val_ids``: the validation examples; each read from the store when not given),
@@ -102,7 +102,7 @@ class PooledRows:
     judged is not kept. An align run's trials are judged again when a label changes, so its
     engine keeps no rows (``keep=False``)."""
 
-    def __init__(self, store: Store, run_id: str, val_ids: list[int], *, keep: bool = True
+    def __init__(self, store: PolicyStore, run_id: str, val_ids: list[int], *, keep: bool = True
                  ) -> None:
         self.store, self.run_id, self.val_ids, self.keep = store, run_id, val_ids, keep
         self._rows: dict[int, tuple[dict[int, float | None], float | None]] = {}
@@ -140,7 +140,7 @@ class PoolReader:
     right after it when nothing was awaited between them (the engine reads three times in a
     row between iterations: accepted, iteration settled, next parent)."""
 
-    def __init__(self, store: Store, run: Run, val_ids: list[int], *, keep_rows: bool = True
+    def __init__(self, store: PolicyStore, run: Run, val_ids: list[int], *, keep_rows: bool = True
                  ) -> None:
         self.store, self.run = store, run
         self.rows = PooledRows(store, run.id, val_ids, keep=keep_rows)

@@ -234,8 +234,9 @@ def propose_merge(ctx: RunContext, iteration: int, detail: MergeDetail) -> Propo
         run_id=ctx.run_id, iteration=iteration, parent_id=detail.parents[0], component="",
         text=summary(detail, index), reasoning=reasoning(detail, index),
         kind=ProposalKind.MERGE, merge=detail, minibatch=list(detail.subsample)))
-    ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
-                             parent_id=detail.parents[0], proposal_kind=ProposalKind.MERGE,
+    ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration,
+                             proposal_id=stored_id(proposal), parent_id=detail.parents[0],
+                             proposal_kind=ProposalKind.MERGE,
                              parent_ids=list(detail.parents), sources=dict(detail.sources)))
     return checked(ctx, proposal)
 

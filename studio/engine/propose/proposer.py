@@ -226,7 +226,8 @@ def skipped(ctx: RunContext, attempts: list[Proposal], parent: Candidate) -> Pro
     last = attempts[-1]
     reason = skip_reason(attempts, [repeated(ctx, a, parent) for a in attempts])
     if not (last.invalid_reason or "").endswith(reason):
-        last = ctx.store.update_proposal(last.id, invalid_reason=f"{last.invalid_reason}; {reason}")
+        last = ctx.store.update_proposal(stored_id(last),
+                                         invalid_reason=f"{last.invalid_reason}; {reason}")
     if not any(e.iteration == last.iteration
                for e in ctx.store.events(ctx.run_id, kind=EventKind.ITERATION_SKIPPED)):
         ctx.emit(IterationSkipped(run_id=ctx.run_id, iteration=last.iteration,
@@ -255,8 +256,9 @@ async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component:
         text=clip(result.text, MAX_COMPONENT_CHARS),
         reasoning=clip(result.reasoning, MAX_FEEDBACK_CHARS),
         minibatch=[trial.example_id for trial in parent_trials], cost_usd=meter.cost_usd))
-    ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration, proposal_id=proposal.id,
-                             parent_id=stored_id(parent), component=component))
+    ctx.emit(ProposalCreated(run_id=ctx.run_id, iteration=iteration,
+                             proposal_id=stored_id(proposal), parent_id=stored_id(parent),
+                             component=component))
     if result.outcome is not ReflectionOutcome.PROPOSED:
         verb = "had" if result.outcome is ReflectionOutcome.NOTHING_TO_PROPOSE else "failed:"
         return invalidate(ctx, proposal, f"{result.author} {verb} {result.error}")
@@ -353,7 +355,7 @@ def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
         return invalidate(ctx, proposal, DUPLICATE_PREFIX + describe_candidate(ctx.store, duplicate)
                           + ": the same components were already tried")
     if text != proposal.text:
-        proposal = ctx.store.update_proposal(proposal.id, text=text)
+        proposal = ctx.store.update_proposal(stored_id(proposal), text=text)
     return proposal
 
 
@@ -378,7 +380,7 @@ def find_duplicate(ctx: RunContext, components: dict[str, str]) -> Candidate | N
 
 
 def invalidate(ctx: RunContext, proposal: Proposal, reason: str) -> Proposal:
-    proposal = ctx.store.update_proposal(proposal.id, status=ProposalStatus.INVALID,
+    proposal = ctx.store.update_proposal(stored_id(proposal), status=ProposalStatus.INVALID,
                                          invalid_reason=reason)
     ctx.emit(ProposalInvalid(run_id=ctx.run_id, iteration=proposal.iteration,
                              proposal_id=stored_id(proposal), reason=reason))
@@ -421,7 +423,7 @@ def add_child(ctx: RunContext, proposal: Proposal, components: dict[str, str],
         except DuplicateCandidateError as refused:  # made meanwhile: the store's index says
             existing = ctx.store.get_candidate(refused.candidate_id)
         else:
-            ctx.store.update_proposal(proposal.id, child_id=child.id)
+            ctx.store.update_proposal(stored_id(proposal), child_id=child.id)
             return child
     invalidate(ctx, proposal, duplicate_reason(ctx, proposal, existing))
     return None

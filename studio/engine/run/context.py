@@ -20,7 +20,7 @@ from studio.model.config import EvolutionConfig
 from studio.model.records import Candidate, Run, RunRequest, StopReason, stored_id
 from studio.model.workflow import WorkflowSpec, split_component
 from studio.runtime.slots import PrioritySlots, slots_of_loop
-from studio.store import Store
+from studio.store.seams import EngineStore
 
 if TYPE_CHECKING:  # types only: these modules build on this one, or are heavy to import
     from google.adk.agents import BaseAgent
@@ -198,7 +198,7 @@ class RunContext:
     critic,
     the examples by split, how people steer it (:attr:`control`) and its time (:attr:`clock`)."""
 
-    store: Store
+    store: EngineStore
     run: Run
     config: EvolutionConfig
     agent: BaseAgent

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, MutableMapping, ValuesView
 
 from studio.model.records import Example, Split, stored_id
-from studio.store import Store
+from studio.store.seams import RunPartsStore
 
 
 class _Streamed(ValuesView[Example]):
@@ -34,7 +34,7 @@ class RunExamples(MutableMapping[int, Example]):
     Setting an example (an align run's label, :mod:`studio.engine.people.labels`) keeps it for the
     run's life, above the store's copy."""
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    def __init__(self, store: RunPartsStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
         self.ids = store.example_ids(run_id)
         """Each split's example ids, by index."""

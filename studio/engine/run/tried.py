@@ -30,7 +30,7 @@ from studio.model.records import (
     stored_id,
 )
 from studio.model.refusals import REJECTIONS, Refusal
-from studio.store import Store
+from studio.store.seams import RunPartsStore
 
 TRIED_SHOWN = 6
 """At most this many tried texts reach one reflection prompt (newest first)."""
@@ -85,7 +85,7 @@ class TriedText:
         return {"already_tried": entry}
 
 
-def tried_texts(store: Store, run_id: str, parent_id: int, component: str, *,
+def tried_texts(store: RunPartsStore, run_id: str, parent_id: int, component: str, *,
                 limit: int | None = TRIED_SHOWN, before: int | None = None) -> list[TriedText]:
     """Texts tried for ``component`` of this parent, and the ones a person rejected for the
     same component on other parents; newest first, one entry per text, at most ``limit``
@@ -117,7 +117,7 @@ class TriedBook:
     entry is made once. Entries are kept by component and parent, and a person's rejections
     by component: one iteration reads only the newest few of its own."""
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    def __init__(self, store: RunPartsStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
         self._open: dict[int, Proposal] = {}
         """Proposals seen and not yet settled, by id."""
@@ -234,7 +234,7 @@ def is_repeat(proposal: Proposal) -> bool:
         reason.startswith(DUPLICATE_PREFIX) or reason.startswith(UNCHANGED_PREFIX))
 
 
-def describe_candidate(store: Store, candidate: Candidate) -> str:
+def describe_candidate(store: RunPartsStore, candidate: Candidate) -> str:
     """A candidate's history in a few words, as a refused duplicate names it: "candidate #4
     (rejected by alice: too long)", "candidate #0 (the seed)", "candidate #2 (in the pool)"."""
     name = f"candidate #{candidate.index}"
@@ -252,7 +252,7 @@ def describe_candidate(store: Store, candidate: Candidate) -> str:
     return f"{name} ({tried.outcome.value}{who}: {tried.refusal.reason(tried.reason)})"
 
 
-def candidate_tried(store: Store, candidate: Candidate) -> TriedText | None:
+def candidate_tried(store: RunPartsStore, candidate: Candidate) -> TriedText | None:
     """How the text that made ``candidate`` was refused, typed (None: the seed, a pooled
     candidate, a merge, or one not refused)."""
     if candidate.proposal_id is None or candidate.pooled:

@@ -86,7 +86,7 @@ async def score_batch(
     waits for although this batch is a validation (the seed's, for the first lanes' minibatches):
     their chains are served as a minibatch's (:func:`chain_urgency`)."""
     ctx.refresh_labels()  # an align run scores against the corrections as they are now
-    cached: dict[int, Trial] = ctx.store.first_trials(candidate.id, example_ids)
+    cached: dict[int, Trial] = ctx.store.first_trials(stored_id(candidate), example_ids)
     missing = [e for e in dict.fromkeys(example_ids) if e not in cached]  # read when judged
     elsewhere = judged_elsewhere(ctx, candidate, missing)  # another lane judges these now
     missing = [e for e in missing if e not in elsewhere]
@@ -114,7 +114,7 @@ async def score_batch(
     for task in tasks:
         cached.update({trial.example_id: trial for trial in task.result() if trial is not None})
     if ctx.refresh_labels():  # a correction changed while the batch was judged
-        cached = ctx.store.first_trials(candidate.id, example_ids)
+        cached = ctx.store.first_trials(stored_id(candidate), example_ids)
     return [cached[e] for e in example_ids if e in cached]
 
 
@@ -337,7 +337,7 @@ async def trials_from_elsewhere(ctx: RunContext, candidate: Candidate,
             trials[example_id] = trial
     left = [e for e in elsewhere if e not in trials]
     if left:
-        trials.update(ctx.store.first_trials(candidate.id, left))
+        trials.update(ctx.store.first_trials(stored_id(candidate), left))
     return trials
 
 
@@ -391,14 +391,14 @@ def _commit_all(ctx: RunContext, candidate: Candidate, phase: TrialPhase, iterat
     committed = [next(stored) if trial is not None else None for trial in trials]
     for (_, result), trial in zip(finished, committed, strict=True):
         if trial is not None:
-            end_trial_span(result.span, trial_id=trial.id, error=result.error,
+            end_trial_span(result.span, trial_id=stored_id(trial), error=result.error,
                            cost_usd=result.cost_usd)
     if metered and any(trial is not None for trial in committed):  # once: the store counts all
         ctx.count_metric_call(sum(trial is not None for trial in committed))
     for trial in committed:
         if trial is None:
             continue
-        ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=trial.id,
+        ctx.emit(TrialCommitted(run_id=ctx.run_id, iteration=iteration, trial_id=stored_id(trial),
                                 candidate_id=stored_id(candidate), score=trial.feedback.score))
     return committed
 

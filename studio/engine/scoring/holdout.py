@@ -22,8 +22,8 @@ from studio.engine.run.events import TestScored
 from studio.engine.scoring.batch import score_batch
 from studio.engine.scoring.guard import HoldoutReport, Scores, holdout_report
 from studio.model.errors import RunStateError, ScoringError
-from studio.model.records import EventKind, Split, TrialPhase
-from studio.store import Store
+from studio.model.records import EventKind, Split, TrialPhase, stored_id
+from studio.store.seams import ScoringStore
 
 
 async def score_holdout(ctx: RunContext, iteration: int) -> TestScored | None:
@@ -54,29 +54,28 @@ async def score_holdout(ctx: RunContext, iteration: int) -> TestScored | None:
     return event
 
 
-def test_means(store: Store, run_id: str, test_ids: list[int], candidate_ids: list[int]
+def test_means(store: ScoringStore, run_id: str, test_ids: list[int], candidate_ids: list[int]
                ) -> dict[int, float | None]:
     """Each candidate's mean effective score on the test set (None: nothing evaluable)."""
     scores = store.effective_scores(run_id, example_ids=test_ids)
     means: dict[int, float | None] = {}
     for candidate_id in candidate_ids:
-        values = [scores.get((candidate_id, e)) for e in test_ids]
-        values = [v for v in values if v is not None]
-        means[candidate_id] = sum(values) / len(values) if values else None
+        found = [v for v in (scores.get((candidate_id, e)) for e in test_ids) if v is not None]
+        means[candidate_id] = sum(found) / len(found) if found else None
     return means
 
 
-def test_problem(store: Store, run_id: str) -> str | None:
+def test_problem(store: ScoringStore, run_id: str) -> str | None:
     """Why the test set is not fully scored (the last scoring failed or was stopped and none
     succeeded since), or None."""
     unscored = store.latest_event(run_id, EventKind.TEST_UNSCORED)
     scored = store.latest_event(run_id, EventKind.TEST_SCORED)
-    if unscored is None or (scored is not None and scored.id > unscored.id):
+    if unscored is None or (scored is not None and (scored.id or 0) > (unscored.id or 0)):
         return None
     return str(unscored.payload.get("message") or "scoring the test set did not finish")
 
 
-def check_testable(store: Store, run_id: str) -> None:
+def check_testable(store: ScoringStore, run_id: str) -> None:
     """Raises RunStateError unless the run is settled, has a test set and a scored baseline."""
     run = store.get_run(run_id)
     if run.status.is_active:
@@ -89,15 +88,16 @@ def check_testable(store: Store, run_id: str) -> None:
         raise RunStateError(f"run {run_id} has no scored baseline to compare with")
 
 
-def load_holdout(store: Store, run_id: str) -> HoldoutReport:
+def load_holdout(store: ScoringStore, run_id: str) -> HoldoutReport:
     """The guard's report from the store's effective scores (corrections count)."""
     view = load_view(store, run_id)
     examples = store.examples(run_id)
-    ids = {split: [e.id for e in examples if e.split is split] for split in Split}
+    ids = {split: [stored_id(e) for e in examples if e.split is split] for split in Split}
     baseline = view.candidates[0] if view.candidates else None
     best = view.candidate(view.best_id) if view.best_id is not None else baseline
-    pair = [c.id for c in (baseline, best) if c is not None]
-    scores = store.effective_scores(run_id, example_ids=[e.id for e in examples]) if pair else {}
+    pair = [stored_id(c) for c in (baseline, best) if c is not None]
+    scores = (store.effective_scores(run_id, example_ids=[stored_id(e) for e in examples])
+              if pair else {})
 
     def split_scores(example_ids: list[int]) -> tuple[Scores, Scores]:
         if not pair:

@@ -65,7 +65,8 @@ def start_validation(ctx: RunContext, child: Candidate, minibatch: list[int]) ->
             or ctx.fan_out is not None or ctx.config.max_metric_calls is not None
             or ctx.lanes > 1):  # lanes in flight fill the idle slots
         return Prefetch({})
-    judged = ctx.store.first_trials(child.id, list(dict.fromkeys([*minibatch, *ctx.val_ids])))
+    judged = ctx.store.first_trials(stored_id(child),
+                                    list(dict.fromkeys([*minibatch, *ctx.val_ids])))
     pending = [e for e in dict.fromkeys(minibatch) if e not in judged]
     idle = ctx.config.max_concurrency - len(pending)
     rest = [e for e in ctx.val_ids if e not in judged and e not in set(minibatch)]

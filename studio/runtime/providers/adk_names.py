@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
 
 from studio.model.errors import ModelConfigError
 
@@ -47,18 +46,6 @@ def adk_model_class(model: str) -> type | None:
 def is_adk_model_name(model: str) -> bool:
     """Whether ``model`` is built by ADK's registry rather than by LiteLLM."""
     return adk_model_class(model) is not None
-
-
-def adk_model(model: str) -> Any:
-    """ADK's model object for ``model``, as ``LlmAgent(model=model)`` would get it (rate-limited
-    and priced: :mod:`studio.runtime.adk_models`)."""
-    from google.adk.models.registry import LLMRegistry
-
-    from studio.runtime.adk_models import register_studio_models_with_adk
-
-    register_studio_models_with_adk()
-
-    return LLMRegistry.new_llm(model)
 
 
 def uses_vertex() -> bool:

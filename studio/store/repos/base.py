@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.engine import CursorResult, Engine, Row
 from sqlalchemy.exc import DatabaseError, StatementError
@@ -15,6 +15,9 @@ from studio.model.errors import StoreError, StudioError
 from studio.store.connection import explain_database_error, sqlite_file, with_retry
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
+Repo = TypeVar("Repo", bound="Repository")
 
 
 class Database:
@@ -61,12 +64,13 @@ class Repository:
         self.db.check_file()
 
 
-def guard(method):
+def guard(method: Callable[Concatenate[Repo, P], R]) -> Callable[Concatenate[Repo, P], R]:
     """Turn database failures into a StoreError that says what to do, and refuse to read or
-    write a SQLite file that was deleted or replaced since the store opened it."""
+    write a SQLite file that was deleted or replaced since the store opened it. Typed so the
+    method keeps its signature: the facade's callers and its seams are checked against it."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Repo, *args: P.args, **kwargs: P.kwargs) -> R:
         self.check_file()
         try:
             return with_retry(lambda: method(self, *args, **kwargs), self.url)
