@@ -26,24 +26,36 @@ from studio.views.workflows import describe_component
 
 
 def watch(run_id: str) -> None:
-    """Re-draw the page when a proposal arrives or is decided (checked every second)."""
+    """Re-draw the page when a proposal arrives or is decided (checked every second).
+
+    The page being drawn now shows the proposals as they are, so its own run records them
+    first: only a change seen on a later tick of the fragment redraws it. (Recorded by the
+    fragment alone, a decision made here was "new" to the fragment's run inside the page's
+    run, which then restarted the page right after its title; Streamlit's browser side could
+    lose the heading that came next, as a CI run of the five-tab race showed.)"""
+    key = f"{session.PROPOSALS_WATCH}.{run_id}"
+    st.session_state[key] = _signature(run_id)
 
     @st.fragment(run_every=1)
     def watcher() -> None:
-        run = loaders.run(run_id)
-        proposals = loaders.proposals(run_id)
-        signature = (run.status.value if run else None,
-                     tuple((p.id, p.status.value) for p in proposals[-5:]), len(proposals))
-        key = f"{session.PROPOSALS_WATCH}.{run_id}"
+        signature = _signature(run_id)
         previous = st.session_state.get(key)
         st.session_state[key] = signature
         if previous is not None and previous != signature:
-            pending = pending_in_order(proposals)
+            pending = pending_in_order(loaders.proposals(run_id))
             if pending:  # before the rerun, so a message about the last is gone
                 session.retire_flash_unless_about(stored_id(pending[0]))
             st.rerun(scope="app")
 
     watcher()
+
+
+def _signature(run_id: str) -> tuple:
+    """What the watcher compares: the run's status and its latest proposals' states."""
+    run = loaders.run(run_id)
+    proposals = loaders.proposals(run_id)
+    return (run.status.value if run else None,
+            tuple((p.id, p.status.value) for p in proposals[-5:]), len(proposals))
 
 
 def current(run: Any) -> Any | None:

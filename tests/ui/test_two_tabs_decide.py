@@ -96,3 +96,25 @@ def test_a_tab_whose_proposal_was_decided_elsewhere_says_who_and_when(app, studi
     assert_ok(tab)
     assert any(f"(id {proposal.id}), which this page showed you, was already decided by cli at"
                in w for w in texts(tab.warning)), texts(tab.warning)
+
+
+def test_a_page_drawn_after_a_change_elsewhere_is_drawn_once(app, studio_db, monkeypatch):
+    """A page drawn after a decision made elsewhere shows it already: its watcher does not
+    restart the drawing (a restart right after the title cost a second drawing, and the
+    browser could lose the heading that followed: seen in a CI run of the five-tab race)."""
+    from components import proposal_view
+    from studio.model.records import ProposalStatus
+
+    run = review_run(studio_db)
+    proposal = pending_proposal(studio_db, run.id)
+    page = app("proposals", run_id=run.id)
+    decide(proposal.id, "accept", author="cli", store=studio_db)
+    wait_until(lambda: studio_db.get_proposal(proposal.id).status is not ProposalStatus.PENDING,
+               timeout=30, message="the run to apply the decision")
+    drawn: list[str] = []
+    watch = proposal_view.watch  # the page's first step after its title
+    monkeypatch.setattr(proposal_view, "watch",
+                        lambda run_id: drawn.append(run_id) or watch(run_id))
+    page.run()  # a click, a widget, a tab's return: any drawing of the page
+    assert_ok(page)
+    assert drawn == [run.id]
