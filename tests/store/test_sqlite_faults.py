@@ -44,22 +44,16 @@ def small_disk():
 
 def fill(disk: Path) -> Path:
     """Take every free byte of ``disk``. On a loaded machine the run may have filled it first
-    (its write-ahead log grows while the test's readers hold it): then not even the filler's
-    name fits, and the disk is full all the same."""
+    (a CI run found no room for even the filler's name): the disk is full all the same."""
     filler = disk / "filler"
     try:
-        out = open(filler, "wb")
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
-            raise
-        return filler
-    with out:
-        try:
+        with open(filler, "wb") as out:
             while True:
                 out.write(b"\0" * 65536)
                 out.flush()
-        except OSError:
-            pass
+    except OSError as exc:  # the disk is full (also when not even the name fitted)
+        if exc.errno != errno.ENOSPC:
+            raise
     return filler
 
 
