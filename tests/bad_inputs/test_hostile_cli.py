@@ -4,7 +4,9 @@ through the real ``studio`` entry point: one clear line, no traceback, nothing s
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 import signal
@@ -33,10 +35,10 @@ def finished(tmp_path_factory):
     through ``studio override``, the same printing and export path as a critic's feedback)."""
     folder = tmp_path_factory.mktemp("hostile_cli")
     db = f"sqlite:///{folder}/cli.db"
-    out = subprocess.run([sys.executable, "-m", "studio.cli", "--db", db, "run", str(EXAMPLE),
-                          "--max-iterations", "1"], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True).stdout
-    run_id = json.loads(out)["run_id"]
+    out = io.StringIO()  # in this process: the run's engine is the same, without a new
+    with contextlib.redirect_stdout(out):  # interpreter importing ADK and LiteLLM again
+        assert main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "1"]) == 0
+    run_id = json.loads(out.getvalue())["run_id"]
     trial = open_store(db).trials(run_id)[0]
     assert main(["--db", db, "override", str(trial.id), "--feedback", INJECTED]) == 0
     return db, run_id, folder
@@ -244,11 +246,13 @@ def test_more_hostile_arguments_are_one_clear_line(finished, capsys, argv, messa
     assert open_store(db).count_trials(run_id) == before
 
 
-def test_a_run_name_with_escapes_is_listed_inert(finished):
+def test_a_run_name_with_escapes_is_listed_inert(finished, capsys):
     db, run_id, _ = finished
     name = "\x1b]0;owned\x07\x1b[2Jfork"
-    forked = studio("--db", db, "fork", run_id, "--candidate", "0", "--queue", "nobody",
-                    "--name", name)
-    assert forked.returncode == 0, forked.stderr
-    listed = studio("--db", db, "runs")
-    assert "\x1b" not in listed.stdout and "\\x1b]0;owned\\x07\\x1b[2Jfork" in listed.stdout
+    forked = main(["--db", db, "fork", run_id, "--candidate", "0", "--queue", "nobody",
+                   "--name", name])
+    assert forked == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["--db", db, "runs"]) == 0
+    listed = capsys.readouterr().out
+    assert "\x1b" not in listed and "\\x1b]0;owned\\x07\\x1b[2Jfork" in listed
