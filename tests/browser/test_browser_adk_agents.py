@@ -15,18 +15,17 @@ import pytest
 
 from studio.store import open_store
 from tests.browser.test_browser import nav, wait_idle
-from tests.helpers import StudioProcess, wait_until
+from tests.helpers import wait_until
 from tests.projects.adk_samples import write_sample_folder
 from tests.projects.test_adk_models import digest
 from tests.projects.test_adk_projects import write_agent_folder, write_eval_set
 from tests.projects.test_served_agents import write_graph_folder
 from tests.ui.browser import (
     ARTIFACTS,
-    _healthy,
     chromium_page,
     failure_shot,
-    free_port,
     full_page_shot,
+    studio_ui_agents,
 )
 
 pytestmark = pytest.mark.browser
@@ -43,17 +42,8 @@ def served(tmp_path, monkeypatch):
     folder = write_agent_folder(root, "browser_haiku", "BROWSER_HAIKU_TASK")
     write_eval_set(folder / "haiku.evalset.json")
     db = f"sqlite:///{tmp_path}/studio.db"
-    port = free_port()
-    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port))
-    url = f"http://localhost:{port}"
-    try:
-        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
-                   message="studio ui to serve")
-        assert server.process.poll() is None, server.text
+    with studio_ui_agents(db, root) as (url, _):
         yield url, db, folder
-    finally:
-        server.stop()
-        print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails
 
 
 def test_studio_ui_agents_offers_the_folder_and_runs_it(served):
@@ -102,31 +92,21 @@ def test_a_served_graph_workflow_is_drawn_on_the_projects_page(tmp_path, monkeyp
     root = tmp_path / "agents"
     write_graph_folder(root, "browser_graph")
     db = f"sqlite:///{tmp_path}/studio.db"
-    port = free_port()
-    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port))
-    url = f"http://localhost:{port}"
-    try:
-        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
-                   message="studio ui to serve")
-        assert server.process.poll() is None, server.text
-        with chromium_page() as page:
-            try:
-                page.goto(url)
-                page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
-                nav(page, "Projects")
-                page.get_by_role("heading", name="Your ADK agents").wait_for()
-                page.get_by_text("Graph workflow decide").click(timeout=30_000)
-                svg = page.locator("svg").filter(has_text="pros")
-                svg.first.wait_for(timeout=30_000)
-                full_page_shot(page, SHOTS / "adk_agents_graph.png")
-            except Exception:
-                failure_shot(page, SHOTS / "adk_agents_graph_failure.png")
-                raise
-            for name in ("plan", "pros", "cons", "join", "final"):
-                assert svg.first.get_by_text(name, exact=True).count() >= 1, name
-    finally:
-        server.stop()
-        print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails
+    with studio_ui_agents(db, root) as (url, _), chromium_page() as page:
+        try:
+            page.goto(url)
+            page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
+            nav(page, "Projects")
+            page.get_by_role("heading", name="Your ADK agents").wait_for()
+            page.get_by_text("Graph workflow decide").click(timeout=30_000)
+            svg = page.locator("svg").filter(has_text="pros")
+            svg.first.wait_for(timeout=30_000)
+            full_page_shot(page, SHOTS / "adk_agents_graph.png")
+        except Exception:
+            failure_shot(page, SHOTS / "adk_agents_graph_failure.png")
+            raise
+        for name in ("plan", "pros", "cons", "join", "final"):
+            assert svg.first.get_by_text(name, exact=True).count() >= 1, name
 
 
 def test_the_agents_form_runs_a_gemini_folder_on_another_model(tmp_path, monkeypatch):
@@ -137,41 +117,31 @@ def test_the_agents_form_runs_a_gemini_folder_on_another_model(tmp_path, monkeyp
     folder = write_sample_folder(root, "browser_facts")
     before = digest(folder)
     db = f"sqlite:///{tmp_path}/studio.db"
-    port = free_port()
-    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port),
-                           GOOGLE_API_KEY="", GEMINI_API_KEY="")
-    url = f"http://localhost:{port}"
-    try:
-        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
-                   message="studio ui to serve")
-        assert server.process.poll() is None, server.text
-        with chromium_page() as page:
-            try:
-                page.goto(url)
-                page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
-                nav(page, "Projects")
-                page.get_by_role("heading", name="Your ADK agents").wait_for()
-                page.get_by_role("textbox", name="Model", exact=True).fill("scripted/demo")
-                page.get_by_role("spinbutton", name="Iterations").fill("1")
-                full_page_shot(page, SHOTS / "adk_agents_model_form.png")
-                page.get_by_role("button", name="Start a run").click()
-                # the start imports the folder and ADK's evaluators: give a loaded machine time
-                page.get_by_role("heading", name="Run", exact=True).first.wait_for(
-                    timeout=120_000)
-                page.get_by_text("Running on scripted/demo (the folder says "
-                                 "gemini-2.5-flash).").first.wait_for(timeout=60_000)
-                wait_until(lambda: _status(db) == "completed", 120, step=0.5,
-                           message="the served agent's run on scripted/demo to complete")
-                page.get_by_text("1 of 1 iterations done", exact=False).first.wait_for(
-                    timeout=60_000)
-                wait_idle(page)
-                full_page_shot(page, SHOTS / "adk_agents_model_run.png")
-            except Exception:
-                failure_shot(page, SHOTS / "adk_agents_model_failure.png")
-                raise
-    finally:
-        server.stop()
-        print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails
+    with studio_ui_agents(db, root, GOOGLE_API_KEY="", GEMINI_API_KEY="") as (url, _), \
+            chromium_page() as page:
+        try:
+            page.goto(url)
+            page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
+            nav(page, "Projects")
+            page.get_by_role("heading", name="Your ADK agents").wait_for()
+            page.get_by_role("textbox", name="Model", exact=True).fill("scripted/demo")
+            page.get_by_role("spinbutton", name="Iterations").fill("1")
+            full_page_shot(page, SHOTS / "adk_agents_model_form.png")
+            page.get_by_role("button", name="Start a run").click()
+            # the start imports the folder and ADK's evaluators: give a loaded machine time
+            page.get_by_role("heading", name="Run", exact=True).first.wait_for(
+                timeout=120_000)
+            page.get_by_text("Running on scripted/demo (the folder says "
+                             "gemini-2.5-flash).").first.wait_for(timeout=60_000)
+            wait_until(lambda: _status(db) == "completed", 120, step=0.5,
+                       message="the served agent's run on scripted/demo to complete")
+            page.get_by_text("1 of 1 iterations done", exact=False).first.wait_for(
+                timeout=60_000)
+            wait_idle(page)
+            full_page_shot(page, SHOTS / "adk_agents_model_run.png")
+        except Exception:
+            failure_shot(page, SHOTS / "adk_agents_model_failure.png")
+            raise
     store = open_store(db, cached=False)
     [run] = store.list_runs()
     store.close()
@@ -196,12 +166,7 @@ def test_served_folders_that_cannot_run_say_why_on_the_form(tmp_path, monkeypatc
     line, _ = break_sample(exiting, "sys.exit(3)")
     write_sample_agent(root, "b_keyless_agent")
     db = f"sqlite:///{tmp_path}/studio.db"
-    port = free_port()
-    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port))
-    url = f"http://localhost:{port}"
-    try:
-        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
-                   message="studio ui to serve")
+    with studio_ui_agents(db, root) as (url, server):
         with chromium_page() as page:
             try:
                 page.goto(url)
@@ -224,7 +189,4 @@ def test_served_folders_that_cannot_run_say_why_on_the_form(tmp_path, monkeypatc
                 failure_shot(page, SHOTS / "adk_agents_cannot_run_failure.png")
                 raise
         assert server.process.poll() is None, server.text  # sys.exit(3) ended nothing
-    finally:
-        server.stop()
-        print(f"studio ui said:\n{server.text[-4000:]}")
     assert _status(db) is None  # no run stored

@@ -19,17 +19,15 @@ from studio.engine.policies.pool import load_view
 from studio.projects.applying import applications
 from studio.store import open_store
 from tests.browser.test_browser import wait_idle
-from tests.helpers import StudioProcess, wait_until
 from tests.projects.adk_haiku_sample import COORDINATOR_PROMPT, write_sample_folder
 from tests.projects.test_adk_projects import write_eval_set
 from tests.projects.test_applying import PROJECT, imported_instruction
 from tests.ui.browser import (
     ARTIFACTS,
-    _healthy,
     chromium_page,
     failure_shot,
-    free_port,
     full_page_shot,
+    studio_ui_agents,
 )
 
 pytestmark = pytest.mark.browser
@@ -53,17 +51,8 @@ def served_run(tmp_path, monkeypatch):
     run = store.list_runs(limit=1)[0]
     best = next(c for c in store.candidates(run.id) if c.id == load_view(store, run.id).best_id)
     store.close()
-    port = free_port()
-    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port))
-    url = f"http://localhost:{port}"
-    try:
-        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
-                   message="studio ui to serve")
-        assert server.process.poll() is None, server.text
+    with studio_ui_agents(db, root) as (url, _):
         yield url, db, run.id, folder, best.components["instruction"]
-    finally:
-        server.stop()
-        print(f"studio ui said:\n{server.text[-4000:]}")  # shown only when the test fails
 
 
 def test_apply_to_the_folder_shows_the_diff_then_rewrites_prompt_py(served_run):

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.helpers import wait_until
+from tests.helpers import StudioProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
@@ -55,6 +55,24 @@ def studio_server(db: Path, *, port: int | None = None, timeout: float = 180.0,
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@contextlib.contextmanager
+def studio_ui_agents(db: str, root: Path, **env: str) -> Iterator[tuple[str, StudioProcess]]:
+    """``studio ui --agents ROOT`` (the CLI's own server, as an ADK developer starts it) on a
+    free port, ``env`` added to its environment: ``(url, server)`` once it serves. What it said
+    is printed when it stops, so a failing test shows it."""
+    port = free_port()
+    server = StudioProcess(db, "ui", "--agents", str(root), "--port", str(port), **env)
+    url = f"http://localhost:{port}"
+    try:
+        wait_until(lambda: server.process.poll() is not None or _healthy(url), 60, step=0.3,
+                   message="studio ui to serve")
+        assert server.process.poll() is None, server.text
+        yield url, server
+    finally:
+        server.stop()
+        print(f"studio ui said:\n{server.text[-4000:]}")
 
 
 def _healthy(url: str) -> bool:
