@@ -49,8 +49,9 @@ def chromium_closed_after_each_module():
 
 
 SLOW_MARKERS = ("local_model", "browser", "slow")
-"""The tests the default ``pytest`` skips: the embedded SmolLM2 model, Chromium, and real
-processes that take seconds each. ``pytest --all`` runs them; CI always does."""
+"""The tests the default ``pytest`` skips: the embedded SmolLM2 model, Chromium, and the
+tests over a second on an idle machine (real processes, a whole run, a page drawn by
+Streamlit's AppTest, the type checker). ``pytest --all`` runs them; CI always does."""
 SLOW_REASON = "slow, marked {marker}: pytest --all runs it"
 
 

@@ -13,6 +13,7 @@ from studio.cli import main
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "haiku_scripted.yaml"
 
 
+@pytest.mark.slow
 def test_run_then_export(tmp_path, capsys):
     db = f"sqlite:///{tmp_path}/cli.db"
     assert main(["--db", db, "run", str(EXAMPLE), "--max-iterations", "2"]) == 0
@@ -41,6 +42,7 @@ def test_run_then_export(tmp_path, capsys):
     assert "completed" in listed and "reached its iteration limit" in listed
 
 
+@pytest.mark.slow
 def test_run_waits_through_a_commit_lost_to_an_outage_and_completes(tmp_path, capsys,
                                                                    monkeypatch):
     """A connection lost in the middle of a commit stops the run (the commit may have landed;
@@ -70,6 +72,7 @@ def test_run_waits_through_a_commit_lost_to_an_outage_and_completes(tmp_path, ca
     assert len(calls) > 3 and len(pairs) == len(set(pairs)) == summary["metric_calls"]
 
 
+@pytest.mark.slow
 def test_override_and_decide_from_the_command_line(tmp_path, capsys, store):
     from studio.store import open_store
 
@@ -102,6 +105,7 @@ def test_schema_and_validate(capsys):
     assert "ok (5 training rows, 3 validation rows)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_proposals_and_trials_show_what_waits_and_what_was_corrected(tmp_path, capsys):
     from studio.store import open_store
 
@@ -160,6 +164,7 @@ def _two_runs(db: str, capsys) -> str:
     return run_id
 
 
+@pytest.mark.slow
 def test_trials_and_proposals_speak_the_runs_own_numbers_beside_the_database_ids(tmp_path,
                                                                                   capsys):
     """A second run's first proposal is "1 (id 3)", its trials count from 1, its candidates are
@@ -193,6 +198,7 @@ def test_trials_and_proposals_speak_the_runs_own_numbers_beside_the_database_ids
     assert "the run has no candidate #9 (it has: #0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_export_carries_decisions_reasons_and_the_runs_numbers(tmp_path, capsys):
     db = f"sqlite:///{tmp_path}/export.db"
     second = _two_runs(db, capsys)
@@ -209,6 +215,7 @@ def test_the_export_carries_decisions_reasons_and_the_runs_numbers(tmp_path, cap
     assert all(t["candidate"] is not None and t["candidate_id"] > 2 for t in trials)
 
 
+@pytest.mark.slow
 def test_trials_are_listed_without_reading_the_run_at_once(tmp_path, capsys, monkeypatch):
     from studio.store import Store, open_store
 
@@ -224,6 +231,7 @@ def test_trials_are_listed_without_reading_the_run_at_once(tmp_path, capsys, mon
     assert [r["effective_score"] for r in rows] == [t.effective_score for t in expected]
 
 
+@pytest.mark.slow
 def test_queue_then_a_worker_runs_it_and_exits_after_max_runs(tmp_path, capsys):
     db = f"sqlite:///{tmp_path}/cli.db"
     assert main(["--db", db, "workers"]) == 0

@@ -181,6 +181,7 @@ def run_python(snippet: Snippet) -> None:
         asyncio.run(result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("snippet", RUNNABLE, ids=[s.where for s in RUNNABLE])
 def test_snippet_runs(snippet: Snippet, folder: Path) -> None:
     fixture = snippet.option("fixture")

@@ -158,6 +158,7 @@ def test_pasted_rows_are_checked_like_files(text, fmt, fragment):
         parse_rows(text, fmt, source="pasted rows")
 
 
+@pytest.mark.slow
 def test_a_budget_that_cannot_pay_for_the_baseline_is_an_error_before_start(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"topic": f"t{i}"}) + "\n" for i in range(100_000)))

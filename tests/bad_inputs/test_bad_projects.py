@@ -87,6 +87,7 @@ def test_the_command_line_refuses_the_same_files_with_the_path(tmp_path, capsys,
         assert fragment in err, (fragment, err)
 
 
+@pytest.mark.slow
 def test_a_large_but_allowed_project_imports(store):
     rows = [{"topic": f"topic {i}", "notes": "x" * 200} for i in range(2000)]
     record = import_upload(store, _yaml(dataset={"train": rows}), "big.yaml")

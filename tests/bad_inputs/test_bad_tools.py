@@ -100,6 +100,7 @@ def test_a_malformed_tool_is_refused_where_the_file_is_parsed(tmp_path, capsys, 
         assert fragment in err, (fragment, err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool, problem", [
     ("project_tools:lookup", "no installed package provides"),
     ("collections:OrderedDict", "is a class, not a function"),

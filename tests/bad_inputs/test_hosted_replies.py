@@ -57,6 +57,7 @@ def hosted_baseline(store, **config) -> tuple[str, str | None]:
     return run_id, None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reply, what", [
     (lambda body: CHOICES_EMPTY, "no choices"),
     (lambda body: None, "content null"),
@@ -120,6 +121,7 @@ def test_a_huge_critic_reply_is_clipped_or_refused_naming_its_size(store, hosted
         assert "Check the critic's model" in error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status, name, attempts", [
     (500, "InternalServerError", 2),
     (429, "RateLimitError", 2),
@@ -137,6 +139,7 @@ def test_an_http_error_from_the_agent_s_server_names_the_error_and_the_attempts(
     assert "the agent failed on every baseline example" in error and name in error
 
 
+@pytest.mark.slow
 def test_a_connection_reset_says_reset_with_the_attempts_and_the_real_time(store, hosted):
     hosted(agent=lambda body: RESET)
     run_id, error = hosted_baseline(store, max_retries=1)
@@ -148,6 +151,7 @@ def test_a_connection_reset_says_reset_with_the_attempts_and_the_real_time(store
     assert "Check the agent's model" in error
 
 
+@pytest.mark.slow
 def test_a_connection_closed_mid_reply_says_so_not_reset_nor_timed_out(store, hosted):
     """The server sends its headers and half the body its Content-Length promised, then
     closes (last round's N5)."""
@@ -218,6 +222,7 @@ def test_studio_run_with_a_silent_agent_prints_the_message_not_a_traceback(
     assert "returned no content" in err and "critic's model" not in err
 
 
+@pytest.mark.slow
 def test_a_tool_call_with_arguments_that_are_not_json_is_said_and_retried(store, hosted):
     """ADK discards the call and marks the reply MALFORMED_FUNCTION_CALL: the model's slip,
     retried like a 5xx, and said as what it is (not "returned no content")."""
@@ -235,6 +240,7 @@ def test_a_tool_call_with_arguments_that_are_not_json_is_said_and_retried(store,
     assert "the agent failed on every baseline example" in error
 
 
+@pytest.mark.slow
 def test_a_tool_call_that_is_malformed_once_is_scored_on_the_retry(store, hosted):
     call = {"id": "call_1", "type": "function",
             "function": {"name": "lookup", "arguments": "{not json"}}

@@ -73,12 +73,14 @@ def test_ids_beyond_the_store_range_name_the_argument_and_its_range(capsys, argv
     assert f"{argument}: " in err and "is not allowed: give a number" in err, err
 
 
+@pytest.mark.slow
 def test_the_largest_id_is_looked_up_and_not_found(finished, capsys):
     db, _, _ = finished
     assert main(["--db", db, "override", str(2**63 - 1), "--score", "1"]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_terminal_escapes_in_feedback_are_shown_inert_by_trials(finished):
     db, run_id, _ = finished
     shown = studio("--db", db, "trials", run_id)
@@ -163,6 +165,7 @@ def test_a_read_only_folder_is_named(finished, small_disk, capsys):
     assert "cannot write" in err and "Read-only file system" in err and "x.jsonl" in err
 
 
+@pytest.mark.slow
 def test_trials_into_a_closed_pipe_exits_quietly(finished):
     db, run_id, _ = finished
     shell = (f"{sys.executable} -m studio.cli --db {db} trials {run_id} | head -1; "
@@ -246,6 +249,7 @@ def test_more_hostile_arguments_are_one_clear_line(finished, capsys, argv, messa
     assert open_store(db).count_trials(run_id) == before
 
 
+@pytest.mark.slow
 def test_a_run_name_with_escapes_is_listed_inert(finished, capsys):
     db, run_id, _ = finished
     name = "\x1b]0;owned\x07\x1b[2Jfork"

@@ -188,6 +188,7 @@ def _one_trial(store, spec) -> list:
     return store.trials(run.id)
 
 
+@pytest.mark.slow
 def test_each_judge_sample_is_priced_in_the_trials_cost(store, hosted, script):
     server = hosted(lambda body: json.dumps(
         {"reasoning": "r", "is_the_agent_response_valid": "valid"}))

@@ -53,6 +53,7 @@ REFUSED_AT_IMPORT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("section", ["agent", "critic"])
 def test_studio_run_refuses_a_1_mb_instruction_before_creating_a_run(tmp_path, capsys,
                                                                      section):
@@ -69,6 +70,7 @@ def test_studio_run_refuses_a_1_mb_instruction_before_creating_a_run(tmp_path, c
     assert open_store(db, cached=False).list_runs() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data, fragments", [c[1:] for c in REFUSED_AT_IMPORT],
                          ids=[c[0] for c in REFUSED_AT_IMPORT])
 def test_the_import_refuses_naming_the_field(store, saved, data, fragments):
@@ -193,6 +195,7 @@ def corrected_run(tmp_path_factory):
     return db, run_id
 
 
+@pytest.mark.slow
 def test_align_holding_out_nearly_every_label_is_refused_with_the_counts(corrected_run, capsys):
     from studio.store import open_store
 
@@ -204,6 +207,7 @@ def test_align_holding_out_nearly_every_label_is_refused_with_the_counts(correct
     assert len(open_store(db).list_runs()) == before  # no align run stored
 
 
+@pytest.mark.slow
 def test_fork_with_a_missing_critic_file_says_it_does_not_exist(corrected_run, capsys):
     db, run_id = corrected_run
     assert main(["--db", db, "fork", run_id, "--candidate", "0", "--critic",

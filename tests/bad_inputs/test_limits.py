@@ -11,6 +11,7 @@ from studio.evaluators.text import REGEX_TIMEOUT_S, RegexMatch
 from studio.views import diffing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern, output", [
     ("(x+x+)+y", "x" * 5000),
     ("(a|aa)+$", "a" * 5000 + "b"),

@@ -155,6 +155,7 @@ SECRETS = {"AWS_BEARER_TOKEN_BEDROCK": "bedrock-abcdef123456", "LITELLM_MASTER_K
            "MY_SERVICE_CREDENTIALS": "cred-0099887766", "DB_PASSWORD": "pw-hunter2hunter2"}
 
 
+@pytest.mark.slow
 def test_secrets_in_the_environment_are_stored_raw_for_the_loop_and_never_printed_or_exported(
         tmp_path, capsys, monkeypatch, script):
     """Trials are stored as judged (the loop reads them back); the project and the run's spec

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
+
 from studio.critics.protocol import Sample
 from studio.engine import build_engine
 from studio.engine.scoring.batch import WAITING_CHAINS_PER_SLOT, chain_limit
@@ -42,6 +44,7 @@ class OwnCallsCritic:
         return Feedback(score=0.5, text="fine")
 
 
+@pytest.mark.slow
 def test_a_critic_outside_the_runs_executor_keeps_the_run_within_max_concurrency(
         runner, store, script):
     writer = script("the same reply", latency_s=0.05)

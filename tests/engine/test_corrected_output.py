@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from studio.engine import override
 from studio.engine.propose.proposer import reflection_trials
 from studio.model.errors import ConfigError
@@ -16,6 +18,7 @@ from tests.helpers import demo_spec, trainset, wait_until
 CORRECTED = "Harbor fog at dawn:\nthe cranes fade, one by one."
 
 
+@pytest.mark.slow
 def test_a_corrected_output_made_while_the_minibatch_scores_reaches_the_reflection(runner,
                                                                                    store):
     spec = demo_spec("scripted/demo@200ms").model_copy(deep=True)

@@ -65,6 +65,7 @@ def test_agreement_counts_a_re_corrected_trial_once(runner, store):
     assert agreement_from_store(store, run_id).overall.count == 1
 
 
+@pytest.mark.slow
 def test_a_correction_made_while_the_minibatch_scores_reaches_the_reflection(runner, store):
     slow = "scripted/demo@200ms"
     spec = demo_spec(slow).model_copy(deep=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from studio import EvolutionConfig, evolve
 from studio.engine.policies.pool import load_view
 from studio.model.feedback import Feedback
@@ -30,6 +32,7 @@ class SeedThenChild:
         return Feedback(score=0.9, text="vivid")
 
 
+@pytest.mark.slow
 def test_a_child_scored_on_one_of_three_examples_does_not_beat_a_parent_scored_on_all(store):
     result = asyncio.run(evolve(agent=writer(), trainset=trainset(3), valset=VALSET,
                                 critic=SeedThenChild(), store=store,

@@ -36,6 +36,7 @@ def run_to_end(store, run_id):
     return asyncio.run(build_engine(store, run_id).run())
 
 
+@pytest.mark.slow
 def test_a_fork_starts_from_the_chosen_candidate_and_records_its_origin(store):
     source = finished(store)
     middle = store.candidates(source)[2]
@@ -69,6 +70,7 @@ def test_a_fork_takes_another_critic_dataset_and_settings(store):
     assert [e.data for e in store.examples(child.id, Split.TEST)] == rows[:1]
 
 
+@pytest.mark.slow
 def test_forking_a_workflow_candidate_keeps_its_qualified_keys(store):
     topics = [{"topic": t} for t in ("autumn leaves", "city rain", "old bridge", "snow owl")]
     run = create_run(store, spec=pipeline_spec(), trainset=topics,
@@ -105,6 +107,7 @@ def test_fork_refusals_name_what_is_wrong(store):
         "max_iterations": 5, "review": "review", "patience": None}
 
 
+@pytest.mark.slow
 def test_the_lineage_spans_the_runs_a_fork_came_from(store):
     first = finished(store)
     picked = store.candidates(first)[2]
@@ -131,6 +134,7 @@ def test_the_lineage_spans_the_runs_a_fork_came_from(store):
 # --------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_studio_fork_runs_a_fork_from_the_command_line(tmp_path, capsys):
     db = f"sqlite:///{tmp_path}/cli.db"
     project = tmp_path / "p.yaml"
@@ -205,6 +209,7 @@ def test_a_fork_of_a_run_that_loads_code_needs_the_servers_opt_in(store):
 # --------------------------------------------------------------------------- the Compare page
 
 
+@pytest.mark.slow
 def test_compare_forks_a_candidate_and_shows_the_lineage_across_runs(app, studio_db):  # noqa: F811
     source = finished(studio_db, max_iterations=3)
     at = app("compare", run_id=source)

@@ -69,6 +69,7 @@ def test_a_reference_to_a_graph_workflow_loads_it_as_it_is(calls, monkeypatch):
     assert load_agent("graph_agents_for_test:root_agent") is calls[1]
 
 
+@pytest.mark.slow
 def test_checking_an_llm_agent_does_not_load_the_graph_machinery():
     """Loading ADK's graph ``Workflow`` costs ~0.2 s of CPU: checking an LlmAgent in a fresh
     process must not pay it to learn that its agent is not one."""

@@ -59,6 +59,7 @@ def writer_reflections(marker: str) -> list[str]:
 # --------------------------------------------------------------------------- the review gate
 
 
+@pytest.mark.slow
 def test_review_gate_rejects_edits_and_accepts_a_writer_proposal(runner, store):
     run_id, handle = runner.start(pipeline_spec(), trainset(3), max_iterations=2,
                                   review="review")

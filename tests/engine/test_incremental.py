@@ -88,6 +88,7 @@ def run_endless(store, script, counts: list[Counter], **config) -> str:
     return run.id
 
 
+@pytest.mark.slow
 def test_an_iteration_reads_only_the_proposals_and_decisions_new_since_the_last(
         store, script, monkeypatch):
     counts = rows_read_per_iteration(monkeypatch, {
@@ -99,6 +100,7 @@ def test_an_iteration_reads_only_the_proposals_and_decisions_new_since_the_last(
     assert max(read[-5:]) <= 8, read  # each: its own proposal, decision and a few re-reads
 
 
+@pytest.mark.slow
 def test_an_iteration_reads_the_scores_of_newly_pooled_candidates_only(
         store, script, monkeypatch):
     counts = rows_read_per_iteration(monkeypatch, {"effective_scores": len})
@@ -126,6 +128,7 @@ def test_a_correction_made_elsewhere_counts_at_the_engines_next_pool_read(store,
     elsewhere.close()
 
 
+@pytest.mark.slow
 def test_the_engine_reads_examples_by_id_as_its_batches_need_them(store, script, monkeypatch):
     counts = rows_read_per_iteration(monkeypatch, {
         "examples": len, "iter_examples": lambda found: 1, "examples_by_id": len})

@@ -68,6 +68,7 @@ def test_the_first_of_two_simultaneous_decisions_wins(runner, store):
     assert store.get_proposal(pending.id).status is expected  # the engine acted on the winner
 
 
+@pytest.mark.slow
 def test_a_second_decision_after_an_accept_is_refused_while_the_child_validates(runner, store):
     run_id, handle = runner.start(demo_spec("scripted/demo@60ms"), trainset(3), max_iterations=1,
                                   review="review", max_concurrency=1)

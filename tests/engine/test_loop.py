@@ -199,6 +199,7 @@ def test_user_stop(runner, store):
     assert store.get_run(run_id).started_at is not None  # stopped mid-run, not before it began
 
 
+@pytest.mark.slow
 def test_a_seed_makes_runs_reproducible(runner, store):
     def summary(run_id):
         result = load_result(store, run_id)
@@ -212,6 +213,7 @@ def test_a_seed_makes_runs_reproducible(runner, store):
     assert summary(first) == summary(second)
 
 
+@pytest.mark.slow
 def test_other_components_evolve(runner, store):
     spec = demo_spec(components=["instruction", "generate_content_config", "output_schema"])
     run_id, _ = runner.run(spec, trainset(3), max_iterations=3)

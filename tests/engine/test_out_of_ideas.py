@@ -29,6 +29,7 @@ def reject_everything(store, run_id: str, handle) -> None:
         handle.join(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lanes", [1, 3])
 def test_rejecting_every_proposal_ends_the_run_out_of_ideas(runner, store, lanes):
     run_id, handle = runner.start(demo_spec(), trainset(5), VALSET, max_iterations=12,
@@ -51,6 +52,7 @@ def test_rejecting_every_proposal_ends_the_run_out_of_ideas(runner, store, lanes
         f"saving about {ended.reflection_calls_saved} more" in note and "try editing" in note
 
 
+@pytest.mark.slow
 def test_out_of_ideas_after_is_a_setting_and_none_turns_it_off(runner, store):
     assert EvolutionConfig(out_of_ideas_after=None).out_of_ideas_after is None
     with pytest.raises(Exception, match="out_of_ideas_after"):

@@ -129,6 +129,7 @@ def test_the_seed_holds_only_the_first_pooling_turn():
 # ---------------------------------------------------------------------- reproducible
 
 
+@pytest.mark.slow
 def test_a_seeded_run_with_two_lanes_reproduces_its_trials_and_decisions(runner, store):
     first, reason = runner.run(demo_spec("scripted/demo@20ms"), trainset(), VALSET, **LANES)
     second, _ = runner.run(demo_spec("scripted/demo@5ms"), trainset(), VALSET, **LANES)
@@ -236,6 +237,7 @@ def test_a_gate_and_a_reflection_go_before_a_validation_queued_earlier(runner, s
     pairs_judged_once(store, run_id)
 
 
+@pytest.mark.slow
 def test_limits_are_checked_as_the_iteration_k_before_left_them(runner, store, script):
     """Patience 3 with two lanes, every child rejected: iteration 5 would be drawn as
     iteration 3 left the run (3 stale iterations), so it is not; iteration 4, drawn as
@@ -262,6 +264,7 @@ def test_with_a_score_threshold_the_seed_is_scored_before_the_first_lane(runner,
         kinds.index((EventKind.ITERATION_STARTED, 1))
 
 
+@pytest.mark.slow
 def test_a_timeout_lets_every_lane_in_flight_finish_whole(runner, store):
     """Stop conditions are checked when an iteration is drawn: the lanes already in flight
     when the time is up end whole (nothing open, every plan settled), then the run ends on its

@@ -71,6 +71,7 @@ def test_two_processes_give_the_same_trials_scores_and_decisions_as_one(tmp_path
     assert two == one
 
 
+@pytest.mark.slow
 def test_batches_are_judged_here_until_a_process_is_ready(tmp_path, monkeypatch):
     monkeypatch.setattr(processes.ProcessFanOut, "ready", property(lambda self: False))
     assert evolved(tmp_path, 2) == evolved(tmp_path, 1)
@@ -137,6 +138,7 @@ def pids_of_a_run(tmp_path, name: str) -> set[int]:
     return pids
 
 
+@pytest.mark.slow
 def test_the_next_run_reuses_the_worker_processes(tmp_path):
     """Starting a process costs seconds of imports: runs share the pool instead."""
     first = pids_of_a_run(tmp_path, "first")

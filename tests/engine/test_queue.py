@@ -172,6 +172,7 @@ def worker_saying(db, queue) -> tuple[QueueWorker, list[str]]:
     return QueueWorker(db, queue=queue, max_runs=1, poll_seconds=0.05, say=said.append), said
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_a_lost_commit_is_resumed_by_its_worker_once_the_database_answers(
         db, queue, monkeypatch):
     """A connection lost in the middle of a commit cannot be repeated blindly (the commit may
@@ -188,6 +189,7 @@ def test_a_run_stopped_by_a_lost_commit_is_resumed_by_its_worker_once_the_databa
     assert any("resumed from its last committed trial" in line for line in said), said
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_write_fails", [True, False], ids=["down", "back at once"])
 def test_a_completion_committed_as_the_database_went_away_is_not_run_again(
         db, queue, monkeypatch, stop_write_fails):
@@ -238,6 +240,7 @@ def test_a_stop_asked_as_the_database_went_away_is_kept_not_resumed(db, queue, m
     assert len(calls) == 2 and f"run {run_id} stays stopped, as a person asked" in said
 
 
+@pytest.mark.slow
 def test_a_pause_asked_as_the_database_went_away_holds_after_the_resume(db, queue,
                                                                       monkeypatch):
     """A Pause stored just before the outage is kept through the worker's resume: the resumed
@@ -284,6 +287,7 @@ def test_a_run_stopped_by_a_full_disk_is_left_for_a_person_to_resume(db, queue, 
     assert f"run {run_id} stopped: the disk holding the database file x.db is full" in said
 
 
+@pytest.mark.slow
 def test_an_outage_that_recurs_before_any_trial_is_committed_is_not_resumed_again(
         db, queue, monkeypatch):
     """Resumed after an outage, the run fails to commit anything again, three times in a row:

@@ -234,6 +234,7 @@ def test_the_project_editor_keeps_the_strategy_and_names_a_bad_one():
     assert "'rules'" in errors["reflection_strategy"]
 
 
+@pytest.mark.slow
 def test_evolve_offers_the_rules_to_any_agent_and_refuses_an_unknown_strategy(store, script):
     from studio import evolve_sync
     from studio.engine import EvolutionConfig

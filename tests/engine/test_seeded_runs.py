@@ -13,6 +13,7 @@ import pytest
 from tests.engine.seeded_runs import GOLDEN, SCENARIOS, seeded_run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_a_seeded_run_does_what_it_did_before_the_engine_kept_its_history(name):
     assert seeded_run(name) == json.loads(GOLDEN.read_text())[name]

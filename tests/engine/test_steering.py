@@ -134,6 +134,7 @@ def merge_world(script):
 # --------------------------------------------------------------------------- audit item 1
 
 
+@pytest.mark.slow
 def test_a_decision_after_the_timeout_passed_at_the_gate_is_applied_on_resume(
         runner, store, capsys):
     """Audit 1: time at the gate is not timed, so the run waits there past ``timeout_seconds``;
@@ -252,6 +253,7 @@ def slowed_run(store, script, phase: str, act: str, **config):
     return run.id, slowed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_timeout_in_any_phase_lets_the_started_iteration_finish_whole(store, script, phase):
     """Audit 2: the timeout passes during ``phase``; the iteration still ends whole (nothing
@@ -265,6 +267,7 @@ def test_a_timeout_in_any_phase_lets_the_started_iteration_finish_whole(store, s
     nothing_stranded(store, run_id, f"(timeout during {phase})")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_stop_in_any_phase_is_resumed_whole(store, script, phase):
     """A person's stop is honoured inside an iteration; the run resumes that iteration (its
@@ -277,6 +280,7 @@ def test_a_stop_in_any_phase_is_resumed_whole(store, script, phase):
     nothing_stranded(store, run_id, f"(stopped during {phase})")
 
 
+@pytest.mark.slow
 def test_every_budget_ends_between_iterations(runner, store):
     """The budget ends the run only between iterations, for every budget from the baseline's
     to two whole iterations' (so the last call falls in each phase in turn): nothing stranded,
@@ -292,6 +296,7 @@ def test_every_budget_ends_between_iterations(runner, store):
         nothing_stranded(store, run_id, f"(max_metric_calls {budget})")
 
 
+@pytest.mark.slow
 def test_budgets_around_a_merge_end_between_iterations(runner, store, merge_world):
     """The merge world (baseline 4, a reflection iteration up to 12, a merge up to 4): budgets
     that end in and around the merge iterations strand nothing."""
@@ -310,6 +315,7 @@ def test_a_budget_below_the_baseline_is_never_spent(runner, store):
     assert reason == "max_metric_calls" and store.count_trials(run_id) == 0
 
 
+@pytest.mark.slow
 def test_a_timeout_at_an_align_runs_gate_waits_for_the_person(store):
     """An align run's gate, past its timeout: the proposal still waits; stopped, it stays
     pending and comes back on resume, where accepting it pools its child."""
@@ -341,6 +347,7 @@ def test_a_timeout_at_an_align_runs_gate_waits_for_the_person(store):
 # --------------------------------------------------------------------------- paused time
 
 
+@pytest.mark.slow
 def test_a_paused_run_never_ends_itself_by_timeout(runner, store):
     """Audit 3: paused past its timeout, the run stays paused; unpaused, it goes on (the pause
     was not timed) and its elapsed time still shows the pause."""
@@ -476,6 +483,7 @@ def test_a_refused_resume_keeps_an_undelivered_stop(runner, store):
     assert run.worker == "elsewhere:4242:abcdef"
 
 
+@pytest.mark.slow
 def test_time_at_the_gate_is_not_timed(runner, store):
     """Audit 1 at its root: a review run waiting at its gate past ``timeout_seconds`` is still
     waiting, and the accepted child is validated and pooled."""

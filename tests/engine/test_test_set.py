@@ -60,6 +60,7 @@ def pairs(store, run_id):
 # --------------------------------------------------------------------------- the loop never sees it
 
 
+@pytest.mark.slow
 def test_the_loop_never_sees_the_test_set_and_a_completed_run_scores_baseline_and_best(store):
     before = request_mark()
     run_id, reason = run_demo(store)
@@ -172,6 +173,7 @@ def stopped_review_run(store):
     return run.id
 
 
+@pytest.mark.slow
 def test_a_stopped_run_is_scored_on_demand_and_never_twice(store):
     run_id = stopped_review_run(store)
     assert store.trials(run_id, phase="test") == []
@@ -185,6 +187,7 @@ def test_a_stopped_run_is_scored_on_demand_and_never_twice(store):
     assert store.count_trials(run_id) == before and max(pairs(store, run_id).values()) == 1
 
 
+@pytest.mark.slow
 def test_a_correction_that_changes_the_best_asks_for_its_test_scores(store):
     run_id, _ = run_demo(store)
     best = load_result(store, run_id).best_candidate_id
@@ -198,6 +201,7 @@ def test_a_correction_that_changes_the_best_asks_for_its_test_scores(store):
     assert max(pairs(store, run_id).values()) == 1
 
 
+@pytest.mark.slow
 def test_resuming_after_a_kill_during_test_scoring_judges_no_pair_twice(store):
     handles = []
 
@@ -300,6 +304,7 @@ def test_export_csv_has_the_test_means(store, tmp_path):
 # --------------------------------------------------------------------------- the Compare page
 
 
+@pytest.mark.slow
 def test_compare_shows_the_guard_and_scores_a_stopped_run_on_demand(app, studio_db):  # noqa: F811
     run_id = stopped_review_run(studio_db)
     at = app("compare", run_id=run_id)
@@ -328,6 +333,7 @@ def test_compare_says_when_a_run_has_no_test_set(app, studio_db):  # noqa: F811
     assert not [b for b in at.button if b.label.startswith("Score")]
 
 
+@pytest.mark.slow
 def test_the_guard_and_a_fork_on_each_database(database_url):
     from studio.engine import fork
     from studio.store import open_store
@@ -360,6 +366,7 @@ def critic_failing_on_test_topics(script, failing):
     return script(reply)
 
 
+@pytest.mark.slow
 def test_a_failing_test_set_leaves_the_evolution_completed_and_studio_test_retries(
         store, script):
     failing = [True]
@@ -385,6 +392,7 @@ def test_a_failing_test_set_leaves_the_evolution_completed_and_studio_test_retri
     assert store.get_run(run.id).status is RunStatus.COMPLETED
 
 
+@pytest.mark.slow
 def test_a_stop_during_test_scoring_is_prompt_and_leaves_the_run_settled(store):
     stopped = []
 
@@ -411,6 +419,7 @@ def test_a_stop_during_test_scoring_is_prompt_and_leaves_the_run_settled(store):
     assert max(pairs(store, run.id).values()) == 1
 
 
+@pytest.mark.slow
 def test_compare_and_run_pages_say_the_test_set_failed_until_it_is_scored(
         app, studio_db, script):  # noqa: F811
     failing = [True]
@@ -427,6 +436,7 @@ def test_compare_and_run_pages_say_the_test_set_failed_until_it_is_scored(
     assert not [s for s in texts(at.warning) if "got no score" in s]
 
 
+@pytest.mark.slow
 def test_the_run_page_counts_the_loops_metric_calls_not_the_test_trials(
         app, studio_db):  # noqa: F811
     run_id, _ = run_demo(studio_db, max_iterations=2, max_metric_calls=20)

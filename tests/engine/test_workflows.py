@@ -24,6 +24,7 @@ from tests.helpers import PIPELINE_INSTRUCTIONS, critic, pipeline_agents, pipeli
 TOPICS = [{"topic": t} for t in ("autumn leaves", "city rain", "old bridge", "snow owl")]
 
 
+@pytest.mark.slow
 def test_evolving_a_pipeline_changes_the_writer_and_only_the_writer(runner, store):
     run_id, reason = runner.run(pipeline_spec(), TOPICS, max_iterations=6)
     result = load_result(store, run_id)
@@ -84,6 +85,7 @@ def test_a_loop_keeps_its_iterations_and_the_original_tree_is_untouched():
     assert shape.steps[1].max_iterations == 3
 
 
+@pytest.mark.slow
 def test_parallel_branches_overlap_in_time(script):
     latency_s = 2.0
     starts: dict[str, float] = {}

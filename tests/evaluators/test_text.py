@@ -201,6 +201,7 @@ def test_embedding_distance_without_ml_stack_says_what_to_do(monkeypatch):
     assert "pass embed_fn" in result.comment
 
 
+@pytest.mark.slow
 def test_importing_the_library_pulls_no_ml_stack_and_no_model_client():
     code = (
         "import sys, studio.evaluators\n"

@@ -57,6 +57,7 @@ def finish(store, run_id: str, timeout: float = 90) -> str:
     return get_manager(store).start(build_engine(store, run_id)).wait(timeout)
 
 
+@pytest.mark.slow
 def test_aligned_critic_agrees_better_with_the_person_on_held_out_labels(store):
     source = corrected_run(store)
     run = create_align_run(store, source, config=EvolutionConfig(max_iterations=4, seed=3))
@@ -71,6 +72,7 @@ def test_aligned_critic_agrees_better_with_the_person_on_held_out_labels(store):
     assert FIX_PHRASE in critic.agent.instruction and critic.agent.model == "scripted/strict"
 
 
+@pytest.mark.slow
 def test_the_label_never_reaches_the_critic_being_aligned(store):
     source = corrected_run(store)
     run = create_align_run(store, source)
@@ -120,6 +122,7 @@ def test_agreement_feedback_quotes_the_person_and_names_the_direction():
     assert exact.score == 1.0
 
 
+@pytest.mark.slow
 def test_align_run_is_gated_and_resumes_after_a_stop(store):
     source = corrected_run(store)
     run = create_align_run(store, source,
@@ -146,6 +149,7 @@ def test_align_run_is_gated_and_resumes_after_a_stop(store):
     assert report.after.mae < report.before.mae
 
 
+@pytest.mark.slow
 def test_use_for_next_run_copies_the_project_with_the_aligned_critic(store):
     source = corrected_run(store)
     run = create_align_run(store, source, config=EvolutionConfig(max_iterations=4, seed=3))
@@ -162,6 +166,7 @@ def test_use_for_next_run_copies_the_project_with_the_aligned_critic(store):
     assert scores and min(scores) >= 0.9
 
 
+@pytest.mark.slow
 def test_rescore_keeps_the_old_scores_and_compares_both_passes(store):
     source = corrected_run(store)
     old = {t.id: t.score for t in store.trials(source)}
@@ -184,6 +189,7 @@ def test_rescore_keeps_the_old_scores_and_compares_both_passes(store):
     assert stored.cost_usd == scoring.cost_usd == 0.0  # the strict scripted critic is free
 
 
+@pytest.mark.slow
 def test_the_library_aligns_and_reports_in_one_call(store):
     import studio
 
@@ -195,6 +201,7 @@ def test_the_library_aligns_and_reports_in_one_call(store):
     assert FIX_PHRASE in studio.aligned_critic(store, report.align_run_id).agent.instruction
 
 
+@pytest.mark.slow
 def test_a_scoring_pass_keeps_the_price_of_its_critic_calls(store, hosted):  # noqa: F811
     """The aligned critic on a priced model (a local OpenAI-compatible server): the pass's
     price is LiteLLM's for each re-judging call, kept with the pass."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from studio.cli import main
 from studio.critics.alignment import CriticAgreement, reply_score, undone_label
 from studio.engine import build_engine, decide
@@ -93,6 +95,7 @@ def test_an_undone_label_is_not_scored_and_says_why():
     assert result.metadata["error_kind"] == "label_undone"
 
 
+@pytest.mark.slow
 def test_corrections_undone_or_changed_before_the_align_run_starts(store):
     source = corrected_run(store)
     run = create_align_run(store, source, config=EvolutionConfig(max_iterations=3, seed=3))
@@ -115,6 +118,7 @@ def test_corrections_undone_or_changed_before_the_align_run_starts(store):
     assert held_out_problem(store, run.id) is None  # an undone held-out label is no failure
 
 
+@pytest.mark.slow
 def test_a_correction_made_again_rescores_the_kept_reply_without_a_new_call(store):
     source = corrected_run(store)
     run = create_align_run(store, source, config=EvolutionConfig(max_iterations=2, seed=3))
@@ -133,6 +137,7 @@ def test_a_correction_made_again_rescores_the_kept_reply_without_a_new_call(stor
     assert json.loads(data["expected"])["score"] == 0.5
 
 
+@pytest.mark.slow
 def test_corrections_changed_while_the_align_run_is_judging_a_batch(store):
     source = corrected_run(store)
     run = create_align_run(store, source, config=EvolutionConfig(max_iterations=2, seed=3))
@@ -157,6 +162,7 @@ def test_corrections_changed_while_the_align_run_is_judging_a_batch(store):
     assert align_report(store, run.id).active_labels == 19
 
 
+@pytest.mark.slow
 def test_corrections_changed_while_the_align_run_waits_at_its_gate(store):
     source = corrected_run(store)
     run = create_align_run(store, source,
@@ -182,6 +188,7 @@ def test_corrections_changed_while_the_align_run_waits_at_its_gate(store):
     assert report.active_labels == 18 and report.labels == 20
 
 
+@pytest.mark.slow
 def test_a_stop_at_the_align_gate_leaves_the_proposal_pending_and_resume_reads_new_labels(
         store):
     source = corrected_run(store)
@@ -211,6 +218,7 @@ def test_a_stop_at_the_align_gate_leaves_the_proposal_pending_and_resume_reads_n
     assert align_report(store, run.id).active_labels == 16
 
 
+@pytest.mark.slow
 def test_the_command_line_reports_how_many_labels_are_active(tmp_path, capsys):
     db = f"sqlite:///{tmp_path}/cli.db"
     assert main(["--db", db, "run", str(EXAMPLE)]) == 0

@@ -102,6 +102,7 @@ def edit_project(store, name: str, change) -> None:
     store.save_project(name, yaml.safe_dump(data), project_id=record.id)
 
 
+@pytest.mark.slow
 def test_use_for_next_run_keeps_later_project_edits_and_refuses_a_gone_part(store):
     source, run_id = judge_project(store, "judged")
     measure_held_out(store, run_id)
@@ -123,6 +124,7 @@ def test_use_for_next_run_keeps_later_project_edits_and_refuses_a_gone_part(stor
     assert info.value.where == "critic.evaluator"
 
 
+@pytest.mark.slow
 def test_align_runs_are_the_critics_own_however_many_runs_the_project_has(store):
     """Found by query (``tests/store/test_run_lookups.py`` adds 5,001 newer runs)."""
     source, run_id = judge_project(store, "judged")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from studio.cli import main
 from studio.runtime.providers.strict import FIX_PHRASE, is_short
 from studio.store import open_store
@@ -12,6 +14,7 @@ from tests.helpers import ROOT
 EXAMPLE = ROOT / "examples" / "short_answers_scripted.yaml"
 
 
+@pytest.mark.slow
 def test_align_a_critic_from_the_command_line(tmp_path, capsys):
     db = f"sqlite:///{tmp_path}/cli.db"
     assert main(["--db", db, "run", str(EXAMPLE)]) == 0
@@ -43,6 +46,7 @@ def test_align_a_critic_from_the_command_line(tmp_path, capsys):
     assert [t.score for t in store.trials(run_id)] == [t.score for t in trials]
 
 
+@pytest.mark.slow
 def test_align_a_part_of_a_weighted_judge_from_the_command_line(tmp_path, capsys):
     import yaml
 

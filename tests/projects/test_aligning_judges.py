@@ -56,6 +56,7 @@ def aligned(store, source: str, **options) -> str:
     return run.id
 
 
+@pytest.mark.slow
 def test_a_criteria_judge_is_measured_as_the_real_judge_on_held_out_labels(store):
     source = judged_run(store, JUDGE, "judged")
     run_id = aligned(store, source)
@@ -72,6 +73,7 @@ def test_a_criteria_judge_is_measured_as_the_real_judge_on_held_out_labels(store
     assert align_report(store, run_id).after == report.after  # stored, not run again
 
 
+@pytest.mark.slow
 def test_a_rubric_dag_is_aligned_through_its_guidance_and_questions(store):
     source = judged_run(store, RUBRIC, "rubric")
     run_id = aligned(store, source)
@@ -87,6 +89,7 @@ def test_a_rubric_dag_is_aligned_through_its_guidance_and_questions(store):
     assert project.critic.evaluator == critic.evaluator
 
 
+@pytest.mark.slow
 def test_one_part_of_a_weighted_critic_is_aligned_and_the_rest_kept(store):
     weighted = {"evaluators": [
         {"name": "contains", "params": {"substring": "."}, "weight": 1},

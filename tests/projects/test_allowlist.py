@@ -256,6 +256,7 @@ JSON = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(evaluator=JSON, criteria=JSON)
 def test_any_shape_in_the_free_form_sections_is_refused_or_allowed_never_crashes(

@@ -43,6 +43,7 @@ def test_the_projects_page_offers_the_pipeline_examples():
         assert filename in offered and "SequentialAgent" in offered[filename].description
 
 
+@pytest.mark.slow
 def test_a_loaded_pipeline_example_runs_from_the_studio(store):
     record = import_example(store, EXAMPLES_DIR / "pipeline_scripted.yaml")
     project = stored_project(store, record.id)
@@ -93,6 +94,7 @@ def test_the_schema_refuses_what_the_project_format_refuses():
     assert schema_errors(per_key) == []
 
 
+@pytest.mark.slow
 def test_the_scripted_pipeline_improves_by_evolving_only_the_writer(tmp_path, capsys):
     seen = {id(r) for r in ScriptedModels().requests("scripted/pipeline")}
     db = f"sqlite:///{tmp_path}/pipeline.db"

@@ -181,6 +181,7 @@ def test_the_check_takes_the_models_a_caller_chose(sample):
     check_agent_models(overridden)  # no error: the scripted model needs no key
 
 
+@pytest.mark.slow
 def test_a_failed_gemini_call_leaves_no_unretrieved_task(sample, caplog):
     """google-genai's cleanup of a client its constructor gave up on (no key) was a task
     nobody awaited: one "Task exception was never retrieved" traceback per failed call."""

@@ -37,6 +37,7 @@ run: {{max_iterations: 1, minibatch_size: 2, review: auto}}
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", ['{ref: "graph_project_agents.agent:root_agent"}',
                                    "{folder: graph_project_agents}"])
 def test_a_project_evolves_a_graph_workflow_by_reference(tmp_path, capsys, script, monkeypatch,

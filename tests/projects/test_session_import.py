@@ -102,6 +102,7 @@ def imported(tmp_path: Path, url: str, *args: str) -> list[dict]:
     return eval_set_rows(out.read_text(), source=str(out))
 
 
+@pytest.mark.slow
 def test_recorded_sessions_become_an_eval_set_the_studio_and_adk_read(database, tmp_path,
                                                                      capsys):
     rows = imported(tmp_path, f"sqlite:///{database}")
@@ -119,6 +120,7 @@ def test_recorded_sessions_become_an_eval_set_the_studio_and_adk_read(database, 
     assert eval_set.eval_set_id == "prod" and len(eval_set.eval_cases) == 3
 
 
+@pytest.mark.slow
 def test_sessions_are_chosen_by_state_user_id_and_time(database, tmp_path, capsys):
     url = str(database)  # a plain path is a SQLite file
     assert [r["eval_id"] for r in imported(tmp_path, url, "--state", "channel=web")] == \

@@ -59,6 +59,7 @@ def test_reject_needs_a_reason():
     require_reason("accept", "")
 
 
+@pytest.mark.slow
 def test_review_run_evidence_and_effect(store):
     project = import_example(store, EXAMPLES_DIR / "haiku_scripted.yaml")
     run = start_project_run(store, project.id, EvolutionConfig(

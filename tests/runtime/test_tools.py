@@ -53,6 +53,7 @@ def leap_agent(model: str, instruction: str = LEAP_INSTRUCTION):
 # --------------------------------------------------------------------------- resolution rules
 
 
+@pytest.mark.slow
 def test_an_installed_function_becomes_an_adk_function_tool():
     from google.adk.tools import FunctionTool
 

@@ -50,6 +50,7 @@ def test_an_llm_agent_is_not_a_workflow():
     assert not is_workflow("writer")
 
 
+@pytest.mark.slow
 def test_the_check_imports_no_workflow_module_and_still_sees_a_loop_imported_later():
     """In a fresh interpreter: an ``LlmAgent`` is answered with none of the three modules
     imported; a ``LoopAgent`` made afterwards (its module now imported) is a workflow."""

@@ -126,6 +126,7 @@ FILTERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("filters", FILTERS, ids=repr)
 def test_trial_pages_filtered_in_sql_equal_the_frame_filters(any_store, filters):
     run_id = seeded_run(any_store)
@@ -146,6 +147,7 @@ def test_trial_pages_filtered_in_sql_equal_the_frame_filters(any_store, filters)
     assert got.reset_index(drop=True).equals(expected.reset_index(drop=True))
 
 
+@pytest.mark.slow
 def test_sql_aggregates_equal_the_python_ones(any_store):
     run_id = seeded_run(any_store)
     trials = any_store.trials(run_id, with_trace=False)
@@ -165,6 +167,7 @@ def test_sql_aggregates_equal_the_python_ones(any_store):
                         if k[0] in view.pooled_ids and k[1] in view.val_ids}
 
 
+@pytest.mark.slow
 def test_batched_reads_equal_one_read(any_store):
     run_id = seeded_run(any_store)
     assert list(any_store.iter_trials(run_id, batch_size=7)) == any_store.trials(run_id)
@@ -173,6 +176,7 @@ def test_batched_reads_equal_one_read(any_store):
     assert list(any_store.iter_trials("no such run")) == []
 
 
+@pytest.mark.slow
 def test_batched_reads_filter_and_page_like_the_list(any_store):
     run_id = seeded_run(any_store)
     child = any_store.trials(run_id, phase="child", with_trace=False)
@@ -214,6 +218,7 @@ def _queries(store, call) -> tuple[object, int]:
     return result, len(sent)
 
 
+@pytest.mark.slow
 def test_proposal_listing_takes_the_same_queries_for_any_number_of_proposals(any_store):
     small, large = seeded_run(any_store, iterations=3), seeded_run(any_store, iterations=15,
                                                                    seed=5)
@@ -316,6 +321,7 @@ def _export_before(store, run_id, fmt, base):
     return paths
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_streamed_export_writes_what_the_list_export_wrote(any_store, tmp_path, monkeypatch,
                                                            fmt):

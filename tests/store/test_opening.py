@@ -67,6 +67,7 @@ except Exception as exc:
 """
 
 
+@pytest.mark.slow
 def test_four_processes_creating_one_new_store_at_once_all_succeed(tmp_path):
     """Each reads (no tables yet), then creates: a reader that turns writer after another
     process wrote is refused by SQLite at once, which read as "holds a write lock"."""

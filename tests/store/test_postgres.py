@@ -43,6 +43,7 @@ def pg_store():
     store.close()
 
 
+@pytest.mark.slow
 def test_a_whole_run_on_postgres(pg_store):
     run = create_run(pg_store, spec=demo_spec(), trainset=trainset(4),
                      config=EvolutionConfig(max_iterations=3, seed=2))

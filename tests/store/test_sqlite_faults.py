@@ -125,6 +125,7 @@ def test_a_lock_held_past_the_budget_is_a_clear_error_and_nothing_is_stored(tmp_
     assert "locked" in result.stderr and str(tmp_path / "studio.db") in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url", ["sqlite:///:memory:", "sqlite://", "sqlite:///file::memory:"])
 def test_an_in_memory_database_is_refused_clearly(url):
     result = studio(url, "runs")
@@ -138,6 +139,7 @@ def test_an_in_memory_database_is_refused_by_the_library():
         open_store("sqlite:///:memory:", cached=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", ["mode=ro", "mode=ro&uri=true", "cache=shared"])
 def test_read_only_and_other_sqlite_options_are_refused_and_the_file_untouched(tmp_path, options):
     path = tmp_path / "studio.db"
@@ -151,6 +153,7 @@ def test_read_only_and_other_sqlite_options_are_refused_and_the_file_untouched(t
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_sqlite_path_in_a_message_is_not_masked_but_a_password_is(tmp_path):
     folder = tmp_path / "not-writable"
     folder.mkdir()
@@ -165,6 +168,7 @@ def test_a_sqlite_path_in_a_message_is_not_masked_but_a_password_is(tmp_path):
     assert "127.0.0.1" in result.stderr and "the server is up" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf", "99999"])
 def test_a_bad_retry_budget_is_refused_naming_the_variable(tmp_path, value):
     result = studio(f"sqlite:///{tmp_path}/studio.db", "runs", STUDIO_DB_RETRY_SECONDS=value)

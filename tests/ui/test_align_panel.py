@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from studio.engine import build_engine
 from studio.engine.hosting.worker import get_manager
 from studio.model.config import EvolutionConfig
@@ -36,6 +38,7 @@ def test_the_panel_says_how_many_more_labels_are_needed(app, studio_db):
     assert not [b for b in at.button if b.label == "Align critic"]
 
 
+@pytest.mark.slow
 def test_finished_align_run_shows_before_after_and_is_used(app, studio_db):
     run_id = corrected(studio_db, 12)
     align = create_align_run(studio_db, run_id, config=EvolutionConfig(max_iterations=4, seed=3))
@@ -87,6 +90,7 @@ def test_a_programmatic_critic_is_refused_before_any_correction_is_asked_for(app
     assert not any("more corrections" in t for t in texts(at.info))
 
 
+@pytest.mark.slow
 def test_the_panel_shows_how_many_labels_are_active_now(app, studio_db):
     from studio.engine.people.gates import undo_override
 

@@ -3,6 +3,7 @@ scoring, a judge measured as it will be applied, a failed re-score shown, align 
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from studio.engine import build_engine
@@ -43,6 +44,7 @@ def judged(store) -> str:
     return run.id
 
 
+@pytest.mark.slow
 def test_a_stopped_align_run_scores_its_held_out_labels_from_a_button(app, studio_db):
     source = corrected(studio_db, 12)
     align = create_align_run(studio_db, source, config=EvolutionConfig(
@@ -68,6 +70,7 @@ def test_a_stopped_align_run_scores_its_held_out_labels_from_a_button(app, studi
     assert frames and "original critic" in frames[0].columns
 
 
+@pytest.mark.slow
 def test_a_judge_is_measured_in_the_background_as_it_will_be_applied(app, studio_db):
     source = judged(studio_db)
     align_id = finished_align(studio_db, source)
@@ -86,6 +89,7 @@ def test_a_judge_is_measured_in_the_background_as_it_will_be_applied(app, studio
     assert mae["recorded scores (reference)"] == mae["original critic"]
 
 
+@pytest.mark.slow
 def test_a_failed_rescore_is_shown_and_the_page_stays_usable(app, studio_db, monkeypatch):
     source = corrected(studio_db, 12)
     align_id = finished_align(studio_db, source)
@@ -107,6 +111,7 @@ def test_a_failed_rescore_is_shown_and_the_page_stays_usable(app, studio_db, mon
     assert align_id
 
 
+@pytest.mark.slow
 def test_align_runs_are_labelled_in_the_run_list_and_on_the_run_page(app, studio_db):
     source = corrected(studio_db, 12)
     align_id = finished_align(studio_db, source)
@@ -119,6 +124,7 @@ def test_align_runs_are_labelled_in_the_run_list_and_on_the_run_page(app, studio
     assert "aligns" not in names[source]
 
 
+@pytest.mark.slow
 def test_the_part_of_a_weighted_critic_is_picked_on_the_panel(app, studio_db):
     from studio.runtime.providers.strict import is_short
 
@@ -147,6 +153,7 @@ def test_the_part_of_a_weighted_critic_is_picked_on_the_panel(app, studio_db):
     get_manager(studio_db).handle(align.id).wait(90)
 
 
+@pytest.mark.slow
 def test_a_pass_outcome_stays_for_every_session_and_a_missing_result_is_an_error(
         app, studio_db, monkeypatch):
     source = corrected(studio_db, 12)

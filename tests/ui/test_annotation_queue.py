@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from studio.engine import override
 from tests.browser.test_browser_annotate import expected_review_run
 from tests.ui.conftest import assert_ok, texts
@@ -31,6 +33,7 @@ def done_caption(at) -> str:
     return next(c for c in texts(at.caption) if re.search(r"\d+ of \d+ done", c))
 
 
+@pytest.mark.slow
 def test_the_card_shows_the_expected_answer_and_the_dimension_scores(app, studio_db,
                                                                       tmp_path):
     run = expected_review_run(studio_db, tmp_path)
@@ -45,6 +48,7 @@ def test_the_card_shows_the_expected_answer_and_the_dimension_scores(app, studio
     assert "Keyboard shortcuts (?)" in [e.label for e in at.expander]
 
 
+@pytest.mark.slow
 def test_a_corrected_output_is_saved_shown_as_a_diff_and_reached_by_previous(app, studio_db,
                                                                              tmp_path):
     run = expected_review_run(studio_db, tmp_path)
@@ -79,6 +83,7 @@ def test_a_corrected_output_is_saved_shown_as_a_diff_and_reached_by_previous(app
     assert shown_trial(at) == second
 
 
+@pytest.mark.slow
 def test_correct_one_trial_shows_the_correction_and_the_list_shows_it_at_once(app, studio_db,
                                                                               tmp_path):
     run = expected_review_run(studio_db, tmp_path)
@@ -95,6 +100,7 @@ def test_correct_one_trial_shows_the_correction_and_the_list_shows_it_at_once(ap
     assert any("Corrected by" in i and "a corrected output" in i for i in infos(at))
 
 
+@pytest.mark.slow
 def test_a_correction_made_elsewhere_shows_in_correct_one_trial(app, studio_db, tmp_path):
     run = expected_review_run(studio_db, tmp_path)
     at = app("review", run_id=run.id)

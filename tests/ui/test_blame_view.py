@@ -3,6 +3,8 @@ that introduced it; a person's edit credited to them; hostile text shown as text
 
 from __future__ import annotations
 
+import pytest
+
 from studio.engine import EvolutionConfig, decide
 from studio.engine.hosting.worker import get_manager
 from studio.model.records import ProposalStatus
@@ -43,6 +45,7 @@ def edited_run(store):
     return run, second, edited
 
 
+@pytest.mark.slow
 def test_compare_shows_where_each_sentence_came_from(app, studio_db):
     run, second, edited = edited_run(studio_db)
     at = app("compare", run_id=run.id)

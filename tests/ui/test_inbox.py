@@ -3,6 +3,8 @@ under the run picker for a run whose proposal waits, gone once it is decided (is
 
 from __future__ import annotations
 
+import pytest
+
 from studio.projects.workspace import pending_proposal
 from tests.helpers import wait_until
 from tests.ui.conftest import assert_ok, texts
@@ -14,6 +16,7 @@ def badges(at) -> list[str]:
     return [s for s in texts(at.sidebar.markdown) if "-badge[" in s]
 
 
+@pytest.mark.slow
 def test_a_waiting_proposal_shows_in_the_badge_on_home_and_by_the_picker(app, studio_db):
     done = finished_run(studio_db)
     run = review_run(studio_db)
@@ -34,6 +37,7 @@ def test_a_waiting_proposal_shows_in_the_badge_on_home_and_by_the_picker(app, st
     assert any(waits in s for s in texts(at.sidebar.caption))
 
 
+@pytest.mark.slow
 def test_a_new_session_opens_the_newest_run_when_none_waits_and_keeps_a_chosen_one(
         app, studio_db):
     older, newer = finished_run(studio_db), finished_run(studio_db, seed=3)
@@ -48,6 +52,7 @@ def test_a_new_session_opens_the_newest_run_when_none_waits_and_keeps_a_chosen_o
     assert chosen.session_state["app.run_id"] == older.id
 
 
+@pytest.mark.slow
 def test_the_badge_opens_the_oldest_waiting_proposal_and_clears_once_decided(app, studio_db):
     run = review_run(studio_db, max_iterations=1)  # one gate: nothing waits after it
     proposal = pending_proposal(studio_db, run.id)

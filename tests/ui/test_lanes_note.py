@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from studio import cli
@@ -32,6 +33,7 @@ def test_the_cli_says_one_lane_runs_under_a_budget_and_why(tmp_path: Path, capsy
     assert SAID in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_run_page_says_one_lane_runs_under_a_budget_and_why(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     run = start_project_run(studio_db, project.id, EvolutionConfig(

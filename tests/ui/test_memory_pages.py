@@ -4,6 +4,8 @@ Proposals pages, not passed off as a normal one."""
 
 from __future__ import annotations
 
+import pytest
+
 from studio.engine import EvolutionConfig
 from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
@@ -14,6 +16,7 @@ from tests.ui.test_pages import SCRIPTED, button, review_run
 SKIPPED = "the reflection repeated a rejected text 3 times; iteration skipped"
 
 
+@pytest.mark.slow
 def test_a_rejection_on_the_proposals_page_leads_to_a_different_proposal(app, studio_db):
     run = review_run(studio_db)
     first = pending_proposal(studio_db, run.id)
@@ -26,6 +29,7 @@ def test_a_rejection_on_the_proposals_page_leads_to_a_different_proposal(app, st
     assert second.text != first.text and second.iteration == first.iteration + 1
 
 
+@pytest.mark.slow
 def test_a_skipped_iteration_is_said_on_the_run_and_proposals_pages(app, studio_db, script):
     from studio.runtime.providers import demo
 

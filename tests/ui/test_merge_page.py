@@ -3,6 +3,8 @@ both parents' sums against the merged child's, and no edit box (a merge has no t
 
 from __future__ import annotations
 
+import pytest
+
 from studio.engine import EvolutionConfig, build_engine, create_run, decide
 from studio.engine.hosting.worker import get_manager
 from studio.model.records import ProposalStatus
@@ -27,6 +29,7 @@ def merge_waiting(store) -> tuple[str, object]:
         decide(pending.id, "accept", store=store)
 
 
+@pytest.mark.slow
 def test_the_proposals_page_shows_a_merge_and_a_person_accepts_it(app, studio_db, script):
     script(world.WORLD, world.reply)
     run_id, merge = merge_waiting(studio_db)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from studio.engine import EvolutionConfig
 from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
@@ -57,6 +59,7 @@ def test_the_escaping_helper_breaks_every_autolink_and_keeps_the_text():
     assert escape_markdown("wwwx.com and awww.b") == "wwwx\\.com and awww\\.b"
 
 
+@pytest.mark.slow
 def test_no_model_text_is_a_link_on_the_proposals_and_run_pages(app, studio_db, script):
     project = phishing_project(studio_db, script)
     run = start_project_run(studio_db, project.id, EvolutionConfig(
@@ -71,6 +74,7 @@ def test_no_model_text_is_a_link_on_the_proposals_and_run_pages(app, studio_db, 
         assert not [t for t in shown if linkable(t)], page
 
 
+@pytest.mark.slow
 def test_no_model_text_is_a_link_on_the_compare_page(app, studio_db, script):
     project = phishing_project(studio_db, script)
     run = start_project_run(studio_db, project.id, EvolutionConfig(

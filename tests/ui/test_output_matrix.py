@@ -3,6 +3,8 @@ a bad regex answered with a message, a cell opened in full (issue 21)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.ui.conftest import assert_ok, texts
 from tests.ui.test_pages import finished_run
 
@@ -15,6 +17,7 @@ def showing(at) -> str:
     return next(s for s in texts(at.caption) if s.startswith("Showing "))
 
 
+@pytest.mark.slow
 def test_opened_on_a_run_it_shows_the_seed_and_the_best(app, studio_db):
     run = finished_run(studio_db)
     at = app("compare", run_id=run.id)
@@ -26,6 +29,7 @@ def test_opened_on_a_run_it_shows_the_seed_and_the_best(app, studio_db):
     assert showing(at).startswith(f"Showing {len(val)} of {len(val)} example(s)")
 
 
+@pytest.mark.slow
 def test_only_failures_keeps_the_rows_a_version_failed(app, studio_db):
     run = finished_run(studio_db)
     at = app("compare", run_id=run.id)
@@ -41,6 +45,7 @@ def test_only_failures_keeps_the_rows_a_version_failed(app, studio_db):
     assert "No example passes these filters." in texts(at.info)
 
 
+@pytest.mark.slow
 def test_only_differing_rows_and_a_search(app, studio_db):
     run = finished_run(studio_db)
     at = app("compare", run_id=run.id)
@@ -58,6 +63,7 @@ def test_only_differing_rows_and_a_search(app, studio_db):
     assert list(rows["example"]) == ["val 0: harbor fog"]
 
 
+@pytest.mark.slow
 def test_a_regex_that_does_not_compile_is_a_message(app, studio_db):
     run = finished_run(studio_db)
     at = app("compare", run_id=run.id)
@@ -70,6 +76,7 @@ def test_a_regex_that_does_not_compile_is_a_message(app, studio_db):
     assert any("repeats a group" in s for s in texts(at.warning))
 
 
+@pytest.mark.slow
 def test_a_selected_cell_opens_the_trial_and_takes_a_correction(app, studio_db):
     run = finished_run(studio_db)
     at = app("compare", run_id=run.id)

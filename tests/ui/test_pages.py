@@ -47,6 +47,7 @@ def button(at, label):
 # --------------------------------------------------------------------------- home
 
 
+@pytest.mark.slow
 def test_home_guides_a_new_user_and_quick_starts(app, studio_db):
     at = app()
     assert any("Get started" in s for s in texts(at.subheader))
@@ -57,6 +58,7 @@ def test_home_guides_a_new_user_and_quick_starts(app, studio_db):
     assert any("Loaded the example" in s for s in texts(at.success))
 
 
+@pytest.mark.slow
 def test_home_lists_recent_runs(app, studio_db):
     run = finished_run(studio_db)
     at = app()
@@ -72,6 +74,7 @@ def editor_key(at, studio_db, field):
     return f"projects.field.{project.id}.{field}"
 
 
+@pytest.mark.slow
 def test_projects_load_example_edit_validate_and_save(app, studio_db):
     at = app("projects")
     assert any("No projects yet" in s for s in texts(at.info))
@@ -112,6 +115,7 @@ def test_projects_load_example_edit_validate_and_save(app, studio_db):
     assert [d.output for d in stored.agent.few_shot] == ["<b>Rain on the roof</b>"]
 
 
+@pytest.mark.slow
 def test_projects_draw_only_the_open_tab_and_keep_the_closed_tabs_edits(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
@@ -137,6 +141,7 @@ def test_projects_draw_only_the_open_tab_and_keep_the_closed_tabs_edits(app, stu
     assert stored.agent.model == "scripted/demo" and stored.critic.name == "strict_judge"
 
 
+@pytest.mark.slow
 def test_projects_critic_template_and_dataset_paste(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
@@ -164,6 +169,7 @@ def test_projects_critic_template_and_dataset_paste(app, studio_db):
     assert not at.error, texts(at.error)
 
 
+@pytest.mark.slow
 def test_projects_new_columns_wait_for_a_confirmation_with_the_columns_chosen(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
@@ -269,6 +275,7 @@ def test_projects_import_error_is_shown_inline(app, studio_db):
     assert any("agnet" in s and "unknown field" in s for s in texts(at.error))
 
 
+@pytest.mark.slow
 def test_projects_try_on_one_example(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
@@ -283,6 +290,7 @@ def test_projects_try_on_one_example(app, studio_db):
     assert any("Missing" in c.value for c in at.code)
 
 
+@pytest.mark.slow
 def test_projects_try_it_shows_progress_and_cancel_stops_it(app, studio_db):
     text = SCRIPTED.read_text().replace("scripted/demo@150ms", "scripted/demo@30000ms", 1)
     project = studio_db.save_project("slow", text.replace("name: haiku-scripted", "name: slow"))
@@ -303,6 +311,7 @@ def test_projects_try_it_shows_progress_and_cancel_stops_it(app, studio_db):
 # --------------------------------------------------------------------------- run
 
 
+@pytest.mark.slow
 def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("run", project_id=project.id)
@@ -337,6 +346,7 @@ def test_run_page_starts_a_review_run_and_fills_the_table(app, studio_db):
     assert list(table["id"]) == [newest] and table["score"].iloc[0] == 1.0
 
 
+@pytest.mark.slow
 def test_run_page_shows_one_page_of_trials_filtered_in_sql(app, studio_db, monkeypatch):
     from components import trial_table
     from tests.store.test_large_runs import seeded_run
@@ -373,6 +383,7 @@ def test_run_page_shows_one_page_of_trials_filtered_in_sql(app, studio_db, monke
     assert table.loc[table["id"] == corrected, "score"].iloc[0] == 0.123
 
 
+@pytest.mark.slow
 def test_tabs_watching_one_run_share_one_page_read_per_change(app, studio_db, monkeypatch):
     """Ten tabs on a run's page cost the store one page read per change of the run, not ten:
     the page (rows and tables) is shared by every session, keyed by the run's marker."""
@@ -398,6 +409,7 @@ def test_tabs_watching_one_run_share_one_page_read_per_change(app, studio_db, mo
     assert len(reads) == 2
 
 
+@pytest.mark.slow
 def test_run_controls_pause_resume_stop(app, studio_db):
     run = review_run(studio_db)
     at = app("run", run_id=run.id)
@@ -448,6 +460,7 @@ def test_run_start_errors_are_inline(app, studio_db):
 # --------------------------------------------------------------------------- review
 
 
+@pytest.mark.slow
 def test_review_corrects_many_trials_shows_the_effect_and_undoes(app, studio_db):
     run = review_run(studio_db)
     at = app("review", run_id=run.id)
@@ -475,6 +488,7 @@ def test_review_corrects_many_trials_shows_the_effect_and_undoes(app, studio_db)
     assert len(studio_db.overrides(run.id, include_undone=False)) == len(parents) - 1
 
 
+@pytest.mark.slow
 def test_review_single_trial_form_keeps_the_other_human_value(app, studio_db):
     run = review_run(studio_db)
     at = app("review", run_id=run.id)
@@ -494,6 +508,7 @@ def test_review_single_trial_form_keeps_the_other_human_value(app, studio_db):
 # --------------------------------------------------------------------------- proposals
 
 
+@pytest.mark.slow
 def test_proposals_accept_and_reject_with_reason(app, studio_db):
     run = review_run(studio_db)
     first = pending_proposal(studio_db, run.id)
@@ -517,6 +532,7 @@ def test_proposals_accept_and_reject_with_reason(app, studio_db):
     assert (decision.action.value, decision.reason) == ("reject", "do not mention seasons")
 
 
+@pytest.mark.slow
 def test_proposals_edit_is_rescored(app, studio_db):
     run = review_run(studio_db)
     first = pending_proposal(studio_db, run.id)
@@ -532,6 +548,7 @@ def test_proposals_edit_is_rescored(app, studio_db):
     assert any(f"(id {edited.id})" in s for s in texts(at.subheader))
 
 
+@pytest.mark.slow
 def test_proposals_history_shows_the_sums_at_decision_and_now(app, studio_db):
     run = finished_run(studio_db, max_iterations=1)
     [proposal] = studio_db.proposals(run.id)
@@ -546,6 +563,7 @@ def test_proposals_history_shows_the_sums_at_decision_and_now(app, studio_db):
     assert history.loc[0, "parent_sum"] != seen.parent_sum  # the sums now
 
 
+@pytest.mark.slow
 def test_model_written_html_is_shown_escaped(app, studio_db, script):
     """A proposal is model-written: `<script>` must reach the page as text, never as HTML."""
     from studio.runtime.providers import demo
@@ -583,6 +601,7 @@ def test_no_page_or_component_allows_html():
 # --------------------------------------------------------------------------- compare & agreement
 
 
+@pytest.mark.slow
 def test_compare_shows_diffs_scores_and_charts(app, studio_db):
     run = finished_run(studio_db)
     at = app("compare", run_id=run.id)
@@ -598,6 +617,7 @@ def test_compare_shows_diffs_scores_and_charts(app, studio_db):
     assert len(at.tabs) >= 2
 
 
+@pytest.mark.slow
 def test_agreement_empty_then_with_corrections(app, studio_db):
     run = finished_run(studio_db)
     at = app("agreement", run_id=run.id)
@@ -611,6 +631,7 @@ def test_agreement_empty_then_with_corrections(app, studio_db):
     assert "Cohen's kappa" in metrics
 
 
+@pytest.mark.slow
 def test_pages_without_a_run_say_what_to_do(app):
     for page in ("review", "proposals", "compare"):
         at = app(page)
@@ -626,6 +647,7 @@ def test_pages_are_thin(page):
     assert len(lines) < 100, f"pages/{page}.py has {len(lines)} lines"
 
 
+@pytest.mark.slow
 def test_decide_from_another_tab_is_seen(app, studio_db):
     """Two tabs on one run: a decision made elsewhere shows on the next poll."""
     run = review_run(studio_db)
@@ -637,6 +659,7 @@ def test_decide_from_another_tab_is_seen(app, studio_db):
         not any(f"(id {first.id}) ·" in s for s in texts(at.subheader))
 
 
+@pytest.mark.slow
 def test_opening_a_run_from_home_and_switching_runs_in_the_sidebar(app, studio_db):
     first = finished_run(studio_db)
     second = finished_run(studio_db, seed=3)

@@ -3,6 +3,8 @@ the order to decide them, the first shown; deciding it brings the next."""
 
 from __future__ import annotations
 
+import pytest
+
 from studio.engine import EvolutionConfig
 from studio.engine.people.gates import pending_in_order
 from studio.engine.people.history import proposal_numbers
@@ -12,6 +14,7 @@ from tests.ui.conftest import assert_ok, texts
 from tests.ui.test_pages import SCRIPTED, button
 
 
+@pytest.mark.slow
 def test_two_waiting_proposals_are_listed_in_order_and_decided_one_after_the_other(
         app, studio_db):
     project = import_example(studio_db, SCRIPTED)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from studio.engine.people.gates import override
 from studio.model.records import EventKind
 from studio.projects.reviewing import record_review, review_records
@@ -22,6 +24,7 @@ def shown_trial(at) -> int:
     return int(re.match(r"\*\*Trial \d+ \(id (\d+)\)\*\*", header).group(1))
 
 
+@pytest.mark.slow
 def test_the_queue_shows_the_margin_trial_first_and_reviews_from_the_form(app, studio_db):
     run = review_run(studio_db)
     at = app("review", run_id=run.id)
@@ -57,6 +60,7 @@ def test_the_queue_shows_the_margin_trial_first_and_reviews_from_the_form(app, s
     assert len(studio_db.overrides(run.id)) == 1  # confirming and skipping change no score
 
 
+@pytest.mark.slow
 def test_a_correction_made_elsewhere_takes_the_trial_out_of_the_queue(app, studio_db):
     run = review_run(studio_db)
     at = app("review", run_id=run.id)
@@ -66,6 +70,7 @@ def test_a_correction_made_elsewhere_takes_the_trial_out_of_the_queue(app, studi
     assert shown_trial(at) != first
 
 
+@pytest.mark.slow
 def test_the_run_page_eta_counts_the_review_still_expected(app, studio_db):
     run = review_run(studio_db)
     at = app("run", run_id=run.id)
@@ -78,6 +83,7 @@ def test_the_run_page_eta_counts_the_review_still_expected(app, studio_db):
     assert "× 42 s, mean of 1 timed review(s)" in caption
 
 
+@pytest.mark.slow
 def test_review_events_are_read_again_only_when_a_review_is_recorded(app, studio_db,
                                                                      monkeypatch):
     run = review_run(studio_db)
@@ -103,6 +109,7 @@ def test_review_events_are_read_again_only_when_a_review_is_recorded(app, studio
     assert len(reads) > first
 
 
+@pytest.mark.slow
 def test_a_card_that_changed_under_the_person_refuses_its_first_save(app, studio_db):
     """Issue 30's swap hazard on the queue: another tab reviewed the trial on the card, and the
     next redraw put another trial there. Entries meant for the first must not land on it: the

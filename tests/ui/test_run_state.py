@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from components import session
 from tests.ui.conftest import assert_ok, texts
 from tests.ui.test_pages import button, finished_run
@@ -28,6 +30,7 @@ def select_row(at, run_id: str, row: int) -> int:
     return int(table["id"].iloc[row])
 
 
+@pytest.mark.slow
 def test_switching_runs_clears_the_trial_detail_and_the_selection(app, studio_db):
     first = finished_run(studio_db)
     second = finished_run(studio_db, seed=3)
@@ -51,6 +54,7 @@ def test_switching_runs_clears_the_trial_detail_and_the_selection(app, studio_db
     assert details(at) == [] and at.session_state[f"run.selected.{first.id}"] is None
 
 
+@pytest.mark.slow
 def test_a_selection_in_one_run_stays_while_the_run_stays(app, studio_db):
     run = finished_run(studio_db)
     at = app("run", run_id=run.id)
@@ -62,6 +66,7 @@ def test_a_selection_in_one_run_stays_while_the_run_stays(app, studio_db):
     assert details(at) == [picked]
 
 
+@pytest.mark.slow
 def test_a_message_shows_where_it_happened_and_not_after_the_person_moved_on(
         app, studio_db, monkeypatch):
     monkeypatch.setattr(session, "FLASH_SECONDS", 600.0)  # only moving on may retire it here
@@ -80,6 +85,7 @@ def test_a_message_shows_where_it_happened_and_not_after_the_person_moved_on(
     assert not any("Loaded the example" in s for s in texts(at.success))  # said once
 
 
+@pytest.mark.slow
 def test_a_message_about_one_run_is_not_shown_on_another(app, studio_db, monkeypatch):
     monkeypatch.setattr(session, "FLASH_SECONDS", 600.0)
     first = finished_run(studio_db)

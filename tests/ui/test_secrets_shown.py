@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from studio.engine import EvolutionConfig, override
 from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
@@ -34,6 +36,7 @@ def leaky_project(studio_db, script):
     return project
 
 
+@pytest.mark.slow
 def test_the_run_review_and_proposals_pages_show_the_secret_as_stars(app, studio_db, script,
                                                                      monkeypatch):
     monkeypatch.setenv("STUDIO_TEST_SECRET", SECRET)
@@ -53,6 +56,7 @@ def test_the_run_review_and_proposals_pages_show_the_secret_as_stars(app, studio
         assert SECRET[:12] not in shown, page
 
 
+@pytest.mark.slow
 def test_the_compare_page_shows_the_secret_as_stars(app, studio_db, script, monkeypatch):
     monkeypatch.setenv("STUDIO_TEST_SECRET", SECRET)
     project = leaky_project(studio_db, script)

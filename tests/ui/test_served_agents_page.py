@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 import streamlit as st
 
 from studio.engine.hosting.build import create_run
@@ -67,6 +68,7 @@ dataset: {train: {path: served_graph/haiku.evalset.json}}
 """
 
 
+@pytest.mark.slow
 def test_a_stored_graph_project_shows_its_latest_runs_graph_without_importing_it(
         app, studio_db, agents_root):  # noqa: F811
     write_graph_folder(agents_root)
@@ -86,6 +88,7 @@ def test_a_stored_graph_project_shows_its_latest_runs_graph_without_importing_it
     assert '"pros"' in chart.proto.spec and '"join"' in chart.proto.spec
 
 
+@pytest.mark.slow
 def test_recorded_sessions_become_an_eval_set_from_the_projects_page(
         app, monkeypatch, agents_root, database):  # noqa: F811
     """The database ``adk web`` keeps in the agent's .adk folder is offered by name; the import

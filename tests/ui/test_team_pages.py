@@ -5,6 +5,7 @@ Team page manages users and review settings."""
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from studio.engine.people.gates import override
@@ -34,6 +35,7 @@ def shown(at) -> str:
     return "\n".join(texts(at.markdown) + texts(at.caption) + texts(at.info) + texts(at.error))
 
 
+@pytest.mark.slow
 def test_a_reviewer_cannot_gate_but_comments_on_the_proposal(studio_db):
     run = review_run(studio_db)
     proposal = pending_proposal(studio_db, run.id)
@@ -50,6 +52,7 @@ def test_a_reviewer_cannot_gate_but_comments_on_the_proposal(studio_db):
     assert [d.author for d in studio_db.decisions(proposal_id=proposal.id)] == [OWNER.name]
 
 
+@pytest.mark.slow
 def test_a_blind_reviewer_sees_neither_the_judge_nor_the_run_s_scores(studio_db):
     run = review_run(studio_db)
     save_review_settings(studio_db, Actor("local"), "haiku-scripted", reviewers_per_trial=2,
@@ -64,6 +67,7 @@ def test_a_blind_reviewer_sees_neither_the_judge_nor_the_run_s_scores(studio_db)
     assert "judge hidden" not in shown(page_as(OWNER, "review", run.id))  # owners see all
 
 
+@pytest.mark.slow
 def test_a_viewer_labels_nothing(studio_db):
     run = review_run(studio_db)
     at = page_as(VIEWER, "review", run.id)
@@ -73,6 +77,7 @@ def test_a_viewer_labels_nothing(studio_db):
                                                                        run.id))
 
 
+@pytest.mark.slow
 def test_an_owner_settles_a_disagreement_on_the_agreement_page(studio_db):
     run = review_run(studio_db)
     trial = studio_db.trials(run.id, phase=TrialPhase.PARENT)[0]
@@ -91,6 +96,7 @@ def test_an_owner_settles_a_disagreement_on_the_agreement_page(studio_db):
     assert "Adjudicating a disagreement needs the owner role" in shown(reviewer)
 
 
+@pytest.mark.slow
 def test_the_team_page_adds_users_and_sets_review_settings(app, studio_db):
     review_run(studio_db)
     at = app("team")
@@ -115,6 +121,7 @@ AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret":
         "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"}
 
 
+@pytest.mark.slow
 def test_with_sign_in_configured_an_unsigned_session_sees_only_the_sign_in(studio_db):
     run = review_run(studio_db)
     at = AppTest.from_file(str(APP), default_timeout=60)

@@ -5,6 +5,8 @@ decides nothing."""
 
 from __future__ import annotations
 
+import pytest
+
 from studio.engine import EvolutionConfig, decide
 from studio.engine.people.gates import pending_in_order
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
@@ -13,6 +15,7 @@ from tests.ui.conftest import assert_ok, texts
 from tests.ui.test_pages import SCRIPTED, button, review_run
 
 
+@pytest.mark.slow
 def test_the_second_tab_is_told_the_proposal_was_already_decided(app, studio_db):
     run = review_run(studio_db)
     proposal = pending_proposal(studio_db, run.id)
@@ -34,6 +37,7 @@ def test_the_second_tab_is_told_the_proposal_was_already_decided(app, studio_db)
                for e in errors), errors
 
 
+@pytest.mark.slow
 def test_a_stale_tab_stop_after_a_decision_is_answered_too(app, studio_db):
     run = review_run(studio_db)
     proposal = pending_proposal(studio_db, run.id)
@@ -57,6 +61,7 @@ def two_waiting(studio_db):
     return run, first, second
 
 
+@pytest.mark.slow
 def test_a_click_on_the_proposal_the_page_swapped_in_is_refused_once(app, studio_db):
     """Issue 30: ben's page showed the first proposal; ana decided it, and ben's page swapped
     in the second. His click decides nothing and says so; his next click is his choice."""
@@ -86,6 +91,7 @@ def test_a_click_on_the_proposal_the_page_swapped_in_is_refused_once(app, studio
         == [("accept", "ben")]
 
 
+@pytest.mark.slow
 def test_a_tab_whose_proposal_was_decided_elsewhere_says_who_and_when(app, studio_db):
     """The losing tab need not click to be told: its page says who decided what it showed."""
     run = review_run(studio_db)
@@ -98,6 +104,7 @@ def test_a_tab_whose_proposal_was_decided_elsewhere_says_who_and_when(app, studi
                in w for w in texts(tab.warning)), texts(tab.warning)
 
 
+@pytest.mark.slow
 def test_a_page_drawn_after_a_change_elsewhere_is_drawn_once(app, studio_db, monkeypatch):
     """A page drawn after a decision made elsewhere shows it already: its watcher does not
     restart the drawing (a restart right after the title cost a second drawing, and the

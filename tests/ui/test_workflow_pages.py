@@ -4,6 +4,7 @@ component of a proposal, per-agent diffs and lineage on Compare, Agreement on a 
 
 from __future__ import annotations
 
+import pytest
 import streamlit as st
 
 from studio.engine import EvolutionConfig, override
@@ -66,6 +67,7 @@ def group_finished_run(store):
 # --------------------------------------------------------------------------- projects
 
 
+@pytest.mark.slow
 def test_builder_turns_one_agent_into_a_two_agent_workflow_and_saves_it(app, studio_db):
     project = import_example(studio_db, SCRIPTED)
     at = app("projects", project_id=project.id)
@@ -115,6 +117,7 @@ def test_builder_turns_one_agent_into_a_two_agent_workflow_and_saves_it(app, stu
     assert stored.agent is None
 
 
+@pytest.mark.slow
 def test_builder_shows_errors_next_to_the_agent(app, studio_db):
     project = group_project(studio_db)
     at = app("projects", project_id=project.id)
@@ -132,6 +135,7 @@ def test_builder_shows_errors_next_to_the_agent(app, studio_db):
     assert any("at least one component" in s for s in texts(at.error))
 
 
+@pytest.mark.slow
 def test_builder_round_trips_through_the_yaml_editor(app, studio_db):
     project = group_project(studio_db)
     at = app("projects", project_id=project.id)
@@ -164,6 +168,7 @@ def test_builder_keeps_nested_workflows_for_yaml(app, studio_db):
     assert button(at, "Save project").disabled  # nothing lost: same text as stored
 
 
+@pytest.mark.slow
 def test_try_on_one_example_runs_the_workflow_and_scores_the_primary(app, studio_db):
     project = group_project(studio_db)
     at = app("projects", project_id=project.id)
@@ -181,6 +186,7 @@ def test_try_on_one_example_runs_the_workflow_and_scores_the_primary(app, studio
 # --------------------------------------------------------------------------- run
 
 
+@pytest.mark.slow
 def test_run_page_shows_the_pipeline_step_by_step(app, studio_db):
     run = group_finished_run(studio_db)
     at = app("run", run_id=run.id)
@@ -203,6 +209,7 @@ def test_run_page_shows_the_pipeline_step_by_step(app, studio_db):
 # --------------------------------------------------------------------------- proposals
 
 
+@pytest.mark.slow
 def test_proposals_name_the_agent_and_component(app, studio_db):
     run = group_review_run(studio_db)
     proposal = pending_proposal(studio_db, run.id)
@@ -228,6 +235,7 @@ def test_proposals_name_the_agent_and_component(app, studio_db):
 # --------------------------------------------------------------------------- compare, agreement
 
 
+@pytest.mark.slow
 def test_compare_groups_diffs_by_agent_and_draws_merges(app, studio_db):
     run = group_finished_run(studio_db)
     seed, *others = studio_db.candidates(run.id)
@@ -251,6 +259,7 @@ def test_compare_groups_diffs_by_agent_and_draws_merges(app, studio_db):
     assert any("a merge's two parents" in s for s in texts(at.caption))
 
 
+@pytest.mark.slow
 def test_review_and_agreement_work_on_a_group_run(app, studio_db):
     run = group_finished_run(studio_db)
     at = app("review", run_id=run.id)

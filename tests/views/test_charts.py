@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from studio.engine.people.history import ProposalRow
 from studio.model.evidence import Evidence, Sums
 from studio.model.records import (
@@ -100,6 +102,7 @@ def test_lineage_layout_puts_parents_between_children():
     assert bool(nodes.loc[13, "best"]) and list(nodes["x"]) == [0, 1, 2, 3]
 
 
+@pytest.mark.slow
 def test_lineage_of_a_chain_thousands_deep_is_laid_out():
     chain = [cand(i + 1, i, [i] if i else [], iteration=i) for i in range(5000)]
     tree = lineage_layout(chain, {}, {}, None, limit=10_000)

@@ -68,6 +68,7 @@ def test_each_rule_is_attributed_to_the_iteration_that_added_it(runner, store):
                                                "reflection · +")
 
 
+@pytest.mark.slow
 def test_an_older_candidate_keeps_only_its_own_lineage(runner, store):
     run_id, _ = runner.run(demo_spec(), trainset(), max_iterations=4, seed=1)
     provenance = load_provenance(store, run_id, candidate_index=2)
