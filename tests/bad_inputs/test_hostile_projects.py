@@ -4,9 +4,9 @@ field and why, or handled exactly; the project already stored is untouched."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -184,11 +184,11 @@ def corrected_run(tmp_path_factory):
     from studio.store import open_store
 
     db = f"sqlite:///{tmp_path_factory.mktemp('align')}/a.db"
-    out = subprocess.run([sys.executable, "-m", "studio.cli", "--db", db, "run",
-                          str(ROOT / "examples" / "short_answers_scripted.yaml")], cwd=ROOT,
-                         capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
-    run_id = json.loads(out)["run_id"]
+    out = io.StringIO()  # in this process: no second interpreter importing ADK and LiteLLM
+    with contextlib.redirect_stdout(out):
+        assert main(["--db", db, "run",
+                     str(ROOT / "examples" / "short_answers_scripted.yaml")]) == 0
+    run_id = json.loads(out.getvalue())["run_id"]
     for trial in open_store(db).trials(run_id)[:12]:
         score = "0.9" if is_short(trial.output) else "0.8"
         assert main(["--db", db, "override", str(trial.id), "--score", score]) == 0
@@ -217,6 +217,7 @@ def test_fork_with_a_missing_critic_file_says_it_does_not_exist(corrected_run, c
     assert "YAML mapping" not in err
 
 
+@pytest.mark.slow  # its module's run is made for it: seconds
 def test_fork_with_an_unknown_run_or_candidate_is_named(corrected_run, capsys):
     db, run_id = corrected_run
     assert main(["--db", db, "fork", "nope", "--candidate", "0"]) == 2
