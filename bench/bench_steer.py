@@ -28,8 +28,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -37,21 +35,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from studio.model.records import RunStatus  # noqa: E402
 from studio.runtime.timing import HEARTBEAT_SECONDS  # noqa: E402
 from studio.store import open_store  # noqa: E402
+from tests.engine.test_stop_mid_batch import big_validation_project  # noqa: E402
 
 IN_FLIGHT = 8
 STATUS = {"stop": RunStatus.STOPPED, "pause": RunStatus.PAUSED}
-
-
-def project(folder: Path, examples: int, latency: str) -> Path:
-    """The haiku world with ``examples`` validation examples at ``latency`` a call."""
-    data = yaml.safe_load((ROOT / "examples" / "haiku_scripted.yaml").read_text())
-    for part in ("agent", "critic", "reflection"):
-        data[part]["model"] = f"scripted/demo@{latency}"
-    data["dataset"]["val"] = [{"topic": f"topic number {n}"} for n in range(examples)]
-    data["run"].update(max_iterations=3, max_concurrency=4)
-    path = folder / "big.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
 
 
 def studio(url: str, *args: str, **popen) -> subprocess.Popen:
@@ -73,7 +60,7 @@ def one(action: str, examples: int, latency: str) -> tuple[float, int, float]:
     """(seconds to take effect, trials after, share judged) for one run."""
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{folder}/studio.db"
-        run = studio(url, "run", str(project(Path(folder), examples, latency)),
+        run = studio(url, "run", str(big_validation_project(Path(folder), examples, latency)),
                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         store = open_store(url, cached=False)
         try:

@@ -32,12 +32,14 @@ four slots): the most trials that may still be committed after the run said it s
 paused. Until then (up to a heartbeat after the command returns) the validation goes on."""
 
 
-def big_validation_project(folder: Path) -> Path:
-    """The haiku world with 2,000 validation examples, every call 50 ms."""
+def big_validation_project(folder: Path, examples: int = VALIDATION,
+                           latency: str = LATENCY) -> Path:
+    """The haiku world with 2,000 validation examples, every call 50 ms (also
+    ``bench/bench_steer.py``'s, at any size and latency)."""
     data = yaml.safe_load((ROOT / "examples" / "haiku_scripted.yaml").read_text())
     for part in ("agent", "critic", "reflection"):
-        data[part]["model"] = f"scripted/demo@{LATENCY}"
-    data["dataset"]["val"] = [{"topic": f"topic number {n}"} for n in range(VALIDATION)]
+        data[part]["model"] = f"scripted/demo@{latency}"
+    data["dataset"]["val"] = [{"topic": f"topic number {n}"} for n in range(examples)]
     data["run"].update(max_iterations=3, max_concurrency=4)
     path = folder / "big.yaml"
     path.write_text(yaml.safe_dump(data))
