@@ -35,9 +35,13 @@ def watch(run_id: str) -> None:
     lose the heading that came next, as a CI run of the five-tab race showed.)"""
     key = f"{session.PROPOSALS_WATCH}.{run_id}"
     st.session_state[key] = _signature(run_id)
+    inline = [True]  # the fragment's first run is inside this page's: nothing to read again
 
     @st.fragment(run_every=1)
     def watcher() -> None:
+        if inline:
+            inline.clear()
+            return
         signature = _signature(run_id)
         previous = st.session_state.get(key)
         st.session_state[key] = signature
