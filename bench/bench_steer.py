@@ -36,6 +36,7 @@ from studio.model.records import RunStatus  # noqa: E402
 from studio.runtime.timing import HEARTBEAT_SECONDS  # noqa: E402
 from studio.store import open_store  # noqa: E402
 from tests.engine.test_stop_mid_batch import big_validation_project  # noqa: E402
+from tests.helpers import wait_until  # noqa: E402
 
 IN_FLIGHT = 8
 STATUS = {"stop": RunStatus.STOPPED, "pause": RunStatus.PAUSED}
@@ -47,15 +48,6 @@ def studio(url: str, *args: str, **popen) -> subprocess.Popen:
                             env=env, stdin=subprocess.DEVNULL, **popen)
 
 
-def poll(predicate, timeout: float, what: str, step: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(step)
-    return value
-
-
 def one(action: str, examples: int, latency: str) -> tuple[float, int, float]:
     """(seconds to take effect, trials after, share judged) for one run."""
     with tempfile.TemporaryDirectory() as folder:
@@ -65,12 +57,13 @@ def one(action: str, examples: int, latency: str) -> tuple[float, int, float]:
         store = open_store(url, cached=False)
         try:
             run_id = run.stderr.readline().split()[1]
-            poll(lambda: store.count_trials(run_id) > 0, 120, "the first trial")
+            wait_until(lambda: store.count_trials(run_id) > 0, 120, message="the first trial")
             time.sleep(2.0)  # two seconds into the validation, as in the issue
             assert studio(url, action, run_id, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).wait(60) == 0
             asked = time.monotonic()
-            poll(lambda: store.get_run(run_id).status is STATUS[action], 120, f"the {action}")
+            wait_until(lambda: store.get_run(run_id).status is STATUS[action], 120, step=0.02,
+                       message=f"the {action}")
             took = time.monotonic() - asked
             said = store.count_trials(run_id)
             time.sleep(1.0)
