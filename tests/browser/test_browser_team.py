@@ -24,7 +24,7 @@ from studio.engine.hosting.worker import get_manager
 from studio.model.config import EvolutionConfig
 from studio.model.team import ReviewSettings, Role
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
-from studio.runtime.providers.scripted import recorded_requests
+from studio.runtime.providers.scripted import recorded_requests, request_mark
 from studio.store import open_store
 from tests.helpers import wait_until
 from tests.ui.browser import chromium_pages, failure_shot, full_page_shot, settled, studio_server
@@ -117,7 +117,9 @@ def test_an_unsigned_browser_sees_no_data_and_a_reviewer_cannot_gate(team_studio
 
 def test_two_reviewers_label_blind_then_an_owner_settles_what_the_reflection_reads(team_studio):
     url, store, run = team_studio
-    before = len(_reflections())
+    first_gate = _reflections()  # the fixture's run reflected once to reach its first gate
+    assert first_gate and not any(RULING in p for p in first_gate)
+    mark = request_mark()
     with chromium_pages(3) as (ana, bo, olga):
         try:
             given = {}
@@ -145,10 +147,9 @@ def test_two_reviewers_label_blind_then_an_owner_settles_what_the_reflection_rea
             olga.get_by_label("Reason for rejecting (the next reflection reads it)").fill(
                 "keep it short")
             olga.get_by_role("button", name="Reject").click()
-            reflected = wait_until(lambda: [p for p in _reflections()[before:] if RULING in p],
+            reflected = wait_until(lambda: [p for p in _reflections(since=mark) if RULING in p],
                                    90, step=0.2, message="the next reflection")
             assert '"score": 0.4' in reflected[-1]
-            assert before and not any(RULING in p for p in _reflections()[:before])
         except Exception:
             for page, name in ((ana, "ana"), (bo, "bo"), (olga, "olga")):
                 failure_shot(page, SHOTS / f"failure_{name}.png")
@@ -219,6 +220,8 @@ def settle(page) -> None:
     full_page_shot(page, SHOTS / "06_settled.png")
 
 
-def _reflections() -> list[str]:
-    return [r.prompt_text for r in recorded_requests("demo")
+def _reflections(since: int = 0) -> list[str]:
+    """Reflection prompts the scripted provider received after ``since`` (a request mark: the
+    provider keeps only its latest 2,000 requests, so a count taken earlier is no index)."""
+    return [r.prompt_text for r in recorded_requests("demo", since=since)
             if "## Component Text to Improve" in r.prompt_text]
