@@ -132,7 +132,7 @@ class EvaluatorCritic:
         return None
 
 
-def evaluator_feedback(evaluator: Evaluator, *, outputs: Any, reference_outputs: Any) -> Feedback:
+def evaluator_feedback(evaluator: Evaluator, *, outputs: object, reference_outputs: object) -> Feedback:
     """What ``evaluator`` says of ``outputs``, as a critic's feedback, called synchronously
     (re-judging a kept reply outside a run, :mod:`studio.engine.people.labels`)."""
     return result_feedback(evaluator.evaluate(outputs=outputs,

@@ -116,8 +116,8 @@ class CriticAgreement(Evaluator):
         self.mode = mode
         self.threshold = float(threshold)
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-                 **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None, inputs: object = None,
+                 **kwargs: object) -> EvaluatorResult:
         label = read_label(reference_outputs)
         if is_undone(label):
             return EvaluatorResult.not_evaluated(KEY, undone_reason(label),

@@ -75,8 +75,8 @@ class GraphTrajectoryStrictMatch(Evaluator):
 
     key = "graph_trajectory_strict_match"
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         if outputs is None or reference_outputs is None:
             return EvaluatorResult.not_evaluated(
                 self.key, "a strict graph-trajectory match needs both outputs and "
@@ -106,7 +106,7 @@ class GraphTrajectoryLLMJudge(LLMTrajectoryJudge):
         super().__init__(config, prompt, continuous, endpoint, key, model=model,
                          executor=executor)
 
-    def _user_text(self, outputs: Any, reference: Any, inputs: Any) -> str:
+    def _user_text(self, outputs: object, reference: Any, inputs: object) -> str:
         fence = Fence()
         task = task_text(inputs)
         parts = [f"Task:\n{task}"] if task else []

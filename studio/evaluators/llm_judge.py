@@ -17,19 +17,20 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import CheckKind, EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
+from studio.model.jsontools import JsonDict
 
 DEFAULT_TRAJECTORY_PROMPT = (
     "You are an expert evaluator judging the quality of an AI agent's trajectory. Consider "
     "whether the agent took sensible steps, used tools appropriately, avoided unnecessary or "
     "erroneous actions, and reached a correct, complete final answer for the task."
 )
-_CONTINUOUS_SCHEMA = {
+_CONTINUOUS_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
                    "reasoning": {"type": "string"}},
     "required": ["score", "reasoning"],
 }
-_BINARY_SCHEMA = {
+_BINARY_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {"pass": {"type": "boolean"}, "reasoning": {"type": "string"}},
     "required": ["pass", "reasoning"],
@@ -75,8 +76,8 @@ class LLMTrajectoryJudge(JudgeEvaluator):
             schema=_CONTINUOUS_SCHEMA if continuous else _BINARY_SCHEMA,
         )
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         if outputs is None:
             return EvaluatorResult.not_evaluated(self.key, "no trajectory to judge (it is None)")
         try:
@@ -88,7 +89,7 @@ class LLMTrajectoryJudge(JudgeEvaluator):
             return reply.failure(self.key)
         return self._verdict(reply.data)
 
-    def _user_text(self, outputs: Any, reference: Any, inputs: Any) -> str:
+    def _user_text(self, outputs: object, reference: Any, inputs: object) -> str:
         fence = Fence()
         task = task_text(inputs)
         parts = [f"Task:\n{task}"] if task else []

@@ -23,15 +23,16 @@ from studio.evaluators._judge import (
     unit_score,
 )
 from studio.evaluators.base import EvaluatorResult, as_text, registered
+from studio.model.jsontools import JsonDict
 
-_SCORE_SCHEMA = {
+_SCORE_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
                    "reasoning": {"type": "string"}},
     "required": ["score", "reasoning"],
 }
 _SCORE_ANSWER = '{"score": <number from 0.0 to 1.0>, "reasoning": "<one sentence>"}'
-_CLAIMS_SCHEMA = {
+_CLAIMS_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {
         "claims": {"type": "array", "items": {
@@ -61,7 +62,7 @@ class _RagEvaluator(JudgeEvaluator):
         self._judge = self.judge(name=f"{type(self).key}_judge", system=self._system,
                                  schema=self._schema)
 
-    def _parts(self, outputs: Any, inputs: Any,
+    def _parts(self, outputs: object, inputs: object,
                kwargs: Mapping[str, Any]) -> tuple[str, str | None, str]:
         context = kwargs.get("context")
         if context is None and isinstance(inputs, Mapping):
@@ -98,8 +99,8 @@ class ContextRelevanceEvaluator(_RagEvaluator):
                "fully relevant and sufficient, 0.0 = irrelevant.\n\n"
                f"{DATA_NOTE}\n\nRespond with JSON only: {_SCORE_ANSWER}")
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         question, _answer, context = self._parts(outputs, inputs, kwargs)
         if not context:
             return EvaluatorResult.not_evaluated(self.key, "no context provided")
@@ -119,8 +120,8 @@ class AnswerRelevanceEvaluator(_RagEvaluator):
                "correctness: 1.0 = directly and completely answers, 0.0 = off-topic.\n\n"
                f"{DATA_NOTE}\n\nRespond with JSON only: {_SCORE_ANSWER}")
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         question, answer, _context = self._parts(outputs, inputs, kwargs)
         if answer is None:
             return EvaluatorResult.not_evaluated(self.key, "no answer to judge (it is None)")
@@ -145,8 +146,8 @@ class GroundednessEvaluator(_RagEvaluator):
         '"reasoning": "<one sentence>"}'
     )
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         _question, answer, context = self._parts(outputs, inputs, kwargs)
         if answer is None or not answer.strip():
             return EvaluatorResult.not_evaluated(self.key, "empty answer: no claims to check")

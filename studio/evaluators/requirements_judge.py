@@ -34,10 +34,11 @@ from studio.evaluators.base import EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
 from studio.model.errors import ConfigError
+from studio.model.jsontools import JsonDict
 
 _FUZZY_CUTOFF = 0.8
 _NUMBERED = re.compile(r"^\s*(?:requirement\s*)?#?(\d+)\s*[.):-]?\s*", re.I)
-_SCHEMA = {
+_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {
         "verdicts": {"type": "array", "items": {
@@ -110,8 +111,8 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
         self.key = key
         self._judge = self.judge(name="requirements_judge", system=_SYSTEM, schema=_SCHEMA)
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         requirements = self._requirements(inputs, kwargs)
         if isinstance(requirements, EvaluatorResult):
             return requirements
@@ -127,7 +128,8 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
             return reply.failure(self.key, requirements=requirements)
         return self._result(requirements, reply.data)
 
-    def _requirements(self, inputs: Any, kwargs: Mapping[str, Any]) -> list[str] | EvaluatorResult:
+    def _requirements(self, inputs: object, kwargs: Mapping[str, Any]
+                      ) -> list[str] | EvaluatorResult:
         raw = kwargs.get("requirements")
         if raw is None:
             raw = self.requirements

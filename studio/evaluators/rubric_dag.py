@@ -44,6 +44,7 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import EvaluatorResult, as_text, registered
 from studio.evaluators.errors import RubricDagError
 from studio.model.errors import ConfigError
+from studio.model.jsontools import JsonDict
 
 
 class RubricLeaf(BaseModel):
@@ -267,8 +268,8 @@ class RubricDagEvaluator(JudgeEvaluator):
         """The nodes by name (Potato's ``evaluator.nodes``)."""
         return self.dag.nodes
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output = as_text(outputs)
         if output is None:
             return EvaluatorResult.not_evaluated(self.key, "no output to judge (it is None)")
@@ -316,8 +317,8 @@ class RubricDagEvaluator(JudgeEvaluator):
                 f"Allowed options: {options}\n\n{DATA_NOTE}\n\nRespond with JSON only: "
                 '{"choice": "<one allowed option>", "reasoning": "<one sentence>"}'
             )
-            schema = {"type": "object",
-                      "properties": {"choice": {"type": "string", "enum": node.choices},
+            schema: JsonDict = {"type": "object",
+                      "properties": {"choice": {"type": "string", "enum": [*node.choices]},
                                      "reasoning": {"type": "string"}},
                       "required": ["choice", "reasoning"]}
             self._judges[name] = self.judge(name="rubric_judge", system=system, schema=schema)

@@ -49,8 +49,8 @@ class ToolUseEvaluator(Evaluator):
         self.key = key or f"tool_use:{expected_tool}"
 
     def evaluate(
-        self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-        **kwargs: Any,
+        self, *, outputs: object = None, reference_outputs: object = None, inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         calls = tool_calls_or_error(self.key, outputs, "agent")
         if isinstance(calls, EvaluatorResult):
@@ -101,8 +101,8 @@ class ToolCallAccuracyEvaluator(Evaluator):
         self.key = key
 
     def evaluate(
-        self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-        **kwargs: Any,
+        self, *, outputs: object = None, reference_outputs: object = None, inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         agent = tool_calls_or_error(self.key, outputs, "agent")
         if isinstance(agent, EvaluatorResult):

@@ -67,8 +67,8 @@ class TrajectoryMatchEvaluator(Evaluator):
         self.key = key
 
     def evaluate(
-        self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-        **kwargs: Any,
+        self, *, outputs: object = None, reference_outputs: object = None, inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         agent = tool_calls_or_error(self.key, outputs, "agent")
         if isinstance(agent, EvaluatorResult):

@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
+
+JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
+"""A value as JSON holds it (parsed JSON or YAML, a model's reply, a record's JSON field).
+Read it with ``isinstance`` before use: a model or a person may have written any of these."""
+
+JsonDict: TypeAlias = dict[str, JsonValue]
+"""A JSON object: what ``json.loads`` returns for ``{...}``."""
 
 
 def to_jsonable(value: Any) -> Any:
