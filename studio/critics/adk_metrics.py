@@ -112,9 +112,9 @@ class AdkMetricsCritic:
             studio cannot score a trial by (see the module docstring), naming it.
     """
 
-    def __init__(self, config: Any, *, judge_model: str | None = None,
+    def __init__(self, config: object, *, judge_model: str | None = None,
                  score: ScoreRule | str = ScoreRule.PASS, name: str = "adk_metrics",
-                 registry: Any = None, allow_custom_metrics: bool = True,
+                 registry: object = None, allow_custom_metrics: bool = True,
                  where: str = "critic.adk_metrics") -> None:
         from studio.runtime.adk_models import register_studio_models_with_adk
 
@@ -143,8 +143,8 @@ class AdkMetricsCritic:
                    for metric in self.metrics]
         return combined_feedback(results, self.rule)
 
-    async def _evaluate(self, metric: _Metric, sample: Sample, actual: Any,
-                        expected: Any) -> MetricResult:
+    async def _evaluate(self, metric: _Metric, sample: Sample, actual: object,
+                        expected: object) -> MetricResult:
         missing = _missing_reference(metric.name, sample)
         if missing:
             return MetricResult.not_evaluated(metric, missing)
@@ -187,7 +187,7 @@ def load_eval_config_file(path: str | Path, *, where: str = "criteria") -> dict[
     return data
 
 
-def eval_config(config: Any, *, judge_model: str | None = None,
+def eval_config(config: object, *, judge_model: str | None = None,
                 where: str = "critic.adk_metrics") -> EvalConfig:
     """ADK's ``EvalConfig`` for ``config`` (see :class:`AdkMetricsCritic`), its LLM-judged
     criteria given ``judge_model`` where they name no judge.
@@ -303,7 +303,7 @@ def _judge_options(criterion: Any) -> dict[str, Any]:
     return dict(options or {})
 
 
-def _samples(criterion: Any) -> Any:
+def _samples(criterion: object) -> Any:
     options = _judge_options(criterion)
     return options.get("num_samples", options.get("numSamples", ADK_DEFAULT_JUDGE_SAMPLES))
 
@@ -412,7 +412,7 @@ def _function_calls(calls: list[Any]) -> list[Any]:
             for call in calls if isinstance(call, Mapping)]
 
 
-def _args(args: Any) -> dict[str, Any]:
+def _args(args: object) -> dict[str, Any]:
     return dict(args) if isinstance(args, Mapping) else {}
 
 

@@ -22,6 +22,7 @@ import math
 import re
 import secrets
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -113,7 +114,8 @@ class CriticExecutionError(ScoringError):
         super().__init__(message)
 
 
-def normalize_feedback(score: float, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+def normalize_feedback(score: float, metadata: Mapping[str, object] | None = None
+                       ) -> dict[str, Any]:
     """Simple or advanced critic output in the gepa-adk trial format.
 
     ``feedback`` becomes ``feedback_text`` (always present); ``dimension_scores``,
@@ -190,7 +192,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
     raise CriticOutputParseError(f"critic reply is not JSON: {excerpt!r}", raw_output=text)
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: object) -> str:
     """A JSON value's kind in words: "a list", "a string", "a number", "null"."""
     if value is None:
         return "null"
@@ -200,7 +202,7 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-def _coerce_score(raw: Any, text: str) -> float:
+def _coerce_score(raw: object, text: str) -> float:
     if isinstance(raw, bool) or raw is None:
         raise MissingScoreFieldError(f"critic 'score' must be a number, got {raw!r}",
                                      raw_output=text)
@@ -265,9 +267,9 @@ class CriticScorer:
 
     def __init__(
         self,
-        critic_agent: Any,
+        critic_agent: object,
         executor: AgentExecutorProtocol | None = None,
-        session_service: Any = None,
+        session_service: object = None,
         app_name: str = "critic_scorer",
     ) -> None:
         from google.adk.agents import BaseAgent
@@ -373,7 +375,7 @@ class SchemaBasedScorer:
         ConfigError: the schema has no ``score`` field (``field="output_schema"``).
     """
 
-    def __init__(self, output_schema: Any, *, name: str = "schema_score") -> None:
+    def __init__(self, output_schema: object, *, name: str = "schema_score") -> None:
         fields = _schema_fields(output_schema)
         if "score" not in fields:
             shown = getattr(output_schema, "__name__", type(output_schema).__name__)
@@ -398,13 +400,13 @@ class SchemaBasedScorer:
         return parse_feedback(*parse_critic_output(sample.output))
 
 
-def _schema_fields(schema: Any) -> set[str]:
+def _schema_fields(schema: object) -> set[str]:
     if isinstance(schema, dict):
         return set(schema.get("properties") or {})
     return set(getattr(schema, "model_fields", None) or {})
 
 
-def own_schema_critic(agent: Any) -> SchemaBasedScorer:
+def own_schema_critic(agent: object) -> SchemaBasedScorer:
     """The critic ``evolve`` uses when none is given, as gepa-adk does: the agent's own
     ``output_schema`` score.
 

@@ -88,7 +88,7 @@ def with_judge_text(config: Mapping[str, Any], kind: str, text: str,
 # --------------------------------------------------------------------------- finding the text
 
 
-def _weighted_text(items: Any, part: str | None) -> JudgeText:
+def _weighted_text(items: object, part: str | None) -> JudgeText:
     where = "critic.evaluator.evaluators"
     if not isinstance(items, list) or not items:
         raise ConfigError("'evaluators' must be a non-empty list", where=where, value=items)
@@ -122,14 +122,14 @@ def _pick(found: list[JudgeText], refused: list[str], part: str | None,
     return found[0]
 
 
-def _part_name(item: Any, index: int) -> str:
+def _part_name(item: object, index: int) -> str:
     if not isinstance(item, Mapping):
         return f"evaluators[{index}]"
     return str(item.get("label") or item.get("name")
                or ("agent_as_judge" if "agent_as_judge" in item else f"evaluators[{index}]"))
 
 
-def _item_text(item: Mapping[str, Any], name: Any) -> JudgeText | str:
+def _item_text(item: Mapping[str, Any], name: object) -> JudgeText | str:
     """The item's alignable text, or why it has none."""
     judge = item.get("agent_as_judge")
     if isinstance(judge, Mapping):

@@ -107,7 +107,7 @@ def registered(name: str, description: str,
     return register
 
 
-def check_kind(factory: Any) -> CheckKind:
+def check_kind(factory: object) -> CheckKind:
     """What the evaluator built by ``factory`` checks (:class:`CheckKind`)."""
     return getattr(factory, "check_kind", CheckKind.OTHER)
 
@@ -160,7 +160,7 @@ class Evaluator(abc.ABC):
 _TEXT_KEYS = ("output", "text", "content", "answer", "final_answer")
 
 
-def as_text(value: Any) -> str | None:
+def as_text(value: object) -> str | None:
     """The text of an output: strings as they are, common containers unwrapped, other JSON dumped.
 
     Returns None for None, so callers can tell "no output" from "empty output".

@@ -104,7 +104,7 @@ class AgentAsJudgeEvaluation(BaseModel):
             return (self.score - 1) / 9
         return 1.0 if self.passed else 0.0
 
-    def print_eval(self, console: Any = None) -> None:
+    def print_eval(self, console: object = None) -> None:
         """Print this case for a person (Agno's ``print_eval``); model text is made inert."""
         status = {True: "PASSED", False: "FAILED", None: "NOT EVALUATED"}[self.passed]
         rows = [("Input", _clip_line(self.input)), ("Output", _clip_line(self.output))]
@@ -178,12 +178,12 @@ class AgentAsJudgeResult(BaseModel):
         """The aggregate numbers (what the store keeps as the run's summary)."""
         return self.model_dump(exclude={"results", "eval_run_id", "log_error"})
 
-    def print_results(self, console: Any = None) -> None:
+    def print_results(self, console: object = None) -> None:
         """Print every case (Agno's ``print_results``)."""
         for evaluation in self.results:
             evaluation.print_eval(console)
 
-    def print_summary(self, console: Any = None) -> None:
+    def print_summary(self, console: object = None) -> None:
         """Print the aggregate (Agno's ``print_summary``), with the cases not evaluated."""
         rows = [("Number of Evaluations", str(len(self.results))),
                 ("Pass Rate", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")]
@@ -273,7 +273,7 @@ class AgentAsJudgeEval:
 
     def run(self, *, input: str | None = None, output: str | None = None,
             cases: Sequence[Mapping[str, Any]] | None = None, print_summary: bool = False,
-            print_results: bool = False, run_metrics: Any = None) -> AgentAsJudgeResult:
+            print_results: bool = False, run_metrics: object = None) -> AgentAsJudgeResult:
         """Judge one ``input``/``output`` pair or a list of ``cases`` (dicts with both keys).
 
         ``print_results`` / ``print_summary`` print each case / the aggregate to stdout once
@@ -289,7 +289,7 @@ class AgentAsJudgeEval:
 
     async def arun(self, *, input: str | None = None, output: str | None = None,
                    cases: Sequence[Mapping[str, Any]] | None = None, print_summary: bool = False,
-                   print_results: bool = False, run_metrics: Any = None) -> AgentAsJudgeResult:
+                   print_results: bool = False, run_metrics: object = None) -> AgentAsJudgeResult:
         """Async :meth:`run`; cases are judged concurrently (the executor bounds it)."""
         pairs = _pairs(input, output, cases)
         evaluations = await asyncio.gather(*(self.judge_case(i, o) for i, o in pairs))
@@ -311,7 +311,7 @@ class AgentAsJudgeEval:
         return self._custom_agent
 
     @evaluator_agent.setter
-    def evaluator_agent(self, agent: Any) -> None:
+    def evaluator_agent(self, agent: object) -> None:
         """Assignable after construction, as in Agno; the built agent assigned back (from
         :meth:`get_evaluator_agent`) stays the built one."""
         if agent is not None and agent is self._judge.agent():
@@ -449,7 +449,7 @@ def _guideline_lines(guidelines: str | Sequence[str] | None) -> list[str]:
     return ["", "## Additional Guidelines", *(f"- {g}" for g in guidelines)]
 
 
-def numeric_score(raw: Any) -> tuple[int | None, str]:
+def numeric_score(raw: object) -> tuple[int | None, str]:
     """A judge's 1-10 score, or ``(None, reason)``: never clamped, never guessed from words."""
     if raw is None:
         return None, "judge reply has no 'score'"
@@ -485,11 +485,11 @@ def _pairs(input: str | None, output: str | None,
     return pairs
 
 
-def _text_or_none(value: Any) -> str | None:
+def _text_or_none(value: object) -> str | None:
     return None if value is None else as_text(value)
 
 
-def _judge_agent(agent: Any, schema: type[BaseModel]) -> Any:
+def _judge_agent(agent: object, schema: type[BaseModel]) -> Any:
     """A caller's ADK judge agent, copied with the reply schema set (Agno sets it too); None
     when none was given.
 
@@ -512,7 +512,7 @@ def _judge_agent(agent: Any, schema: type[BaseModel]) -> Any:
     return agent
 
 
-def printable(text: Any) -> str:
+def printable(text: object) -> str:
     """``text`` safe for a terminal: control and format characters (escape sequences, bidi
     overrides) shown as ``\\x1b``-style escapes; newlines and tabs kept."""
     return _printable(text)
@@ -545,7 +545,7 @@ def _plain_text_options(console: Any) -> dict[str, bool]:
     return {name: False for name in ("markup", "emoji", "highlight") if name in accepted}
 
 
-def _check_db(db: Any) -> Any:
+def _check_db(db: object) -> Any:
     if db is None or isinstance(db, str) or callable(getattr(db, "add_eval_run", None)):
         return db
     raise ConfigError("db must be a studio Store, a database URL or None; got "

@@ -29,7 +29,7 @@ RESULTS_SHOWN_CHARS = 4_000
 """Characters of the turns' results shown to the judge (the path is always shown whole)."""
 
 
-def graph_steps(trajectory: Any) -> list[list[str]]:
+def graph_steps(trajectory: object) -> list[list[str]]:
     """The nodes visited per turn of a ``GraphTrajectory`` (or of the ``{"outputs": ...}``
     that agentevals' thread extraction returns).
 
@@ -49,7 +49,7 @@ def graph_steps(trajectory: Any) -> list[list[str]]:
         f"(agentevals' GraphTrajectory); got {shape}", shape=shape)
 
 
-def _unwrapped(trajectory: Any) -> Any:
+def _unwrapped(trajectory: object) -> Any:
     """The GraphTrajectory itself, out of the ``{"inputs", "outputs"}`` of a thread extract."""
     if isinstance(trajectory, Mapping) and "steps" not in trajectory \
             and isinstance(trajectory.get("outputs"), Mapping):
@@ -101,12 +101,12 @@ class GraphTrajectoryLLMJudge(LLMTrajectoryJudge):
 
     def __init__(self, config: Mapping[str, Any] | None = None,
                  prompt: str = GRAPH_TRAJECTORY_PROMPT, continuous: bool = False,
-                 endpoint: Any = None, key: str = "graph_trajectory_accuracy", *,
-                 model: Any = None, executor: Any = None) -> None:
+                 endpoint: object = None, key: str = "graph_trajectory_accuracy", *,
+                 model: object = None, executor: object = None) -> None:
         super().__init__(config, prompt, continuous, endpoint, key, model=model,
                          executor=executor)
 
-    def _user_text(self, outputs: object, reference: Any, inputs: object) -> str:
+    def _user_text(self, outputs: object, reference: object, inputs: object) -> str:
         fence = Fence()
         task = task_text(inputs)
         parts = [f"Task:\n{task}"] if task else []
@@ -118,7 +118,7 @@ class GraphTrajectoryLLMJudge(LLMTrajectoryJudge):
         return "\n\n".join(parts)
 
 
-def _path_text(trajectory: Any) -> str:
+def _path_text(trajectory: object) -> str:
     lines = [f"turn {number}: {' → '.join(turn) or '(no node)'}"
              for number, turn in enumerate(graph_steps(trajectory), start=1)]
     results = _unwrapped(trajectory).get("results")

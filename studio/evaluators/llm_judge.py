@@ -89,7 +89,7 @@ class LLMTrajectoryJudge(JudgeEvaluator):
             return reply.failure(self.key)
         return self._verdict(reply.data)
 
-    def _user_text(self, outputs: object, reference: Any, inputs: object) -> str:
+    def _user_text(self, outputs: object, reference: object, inputs: object) -> str:
         fence = Fence()
         task = task_text(inputs)
         parts = [f"Task:\n{task}"] if task else []
@@ -100,7 +100,7 @@ class LLMTrajectoryJudge(JudgeEvaluator):
                 render_trajectory(normalize_trajectory(reference)), "reference"))
         return "\n\n".join(parts)
 
-    def _verdict(self, data: dict[str, Any]) -> EvaluatorResult:
+    def _verdict(self, data: Mapping[str, object]) -> EvaluatorResult:
         reasoning = reasoning_of(data)
         if self.continuous:
             score, problem = unit_score(data, clamp=True)

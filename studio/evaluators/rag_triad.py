@@ -81,7 +81,7 @@ class _RagEvaluator(JudgeEvaluator):
                                comment=reasoning_of(reply.data))
 
 
-def _context_text(context: Any) -> str:
+def _context_text(context: object) -> str:
     if context is None:
         return ""
     if isinstance(context, list | tuple):
@@ -184,7 +184,7 @@ class GroundednessEvaluator(_RagEvaluator):
         )
 
 
-def _claim(item: Any) -> dict[str, Any]:
+def _claim(item: object) -> dict[str, Any]:
     if isinstance(item, Mapping):
         text = item.get("claim") or item.get("text") or ""
         return {"claim": str(text), "supported": parse_bool(item.get("supported"))}

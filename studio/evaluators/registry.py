@@ -127,7 +127,7 @@ def build_evaluators(specs: Sequence[Mapping[str, Any]]) -> list[Evaluator]:
     return built
 
 
-def _check_params(name: str, factory: Factory, params: dict[str, Any]) -> None:
+def _check_params(name: str, factory: Factory, params: Mapping[str, object]) -> None:
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # builtins without a signature: let the call decide

@@ -61,7 +61,7 @@ _SYSTEM = (
 )
 
 
-def check_requirements(requirements: Any, *, where: str = "requirements") -> list[str]:
+def check_requirements(requirements: object, *, where: str = "requirements") -> list[str]:
     """A non-empty list of non-empty requirement texts (a single string is one requirement).
 
     Raises:

@@ -127,7 +127,7 @@ RUBRIC_PRESETS: dict[str, dict[str, Any]] = {
 # --------------------------------------------------------------------------- validation
 
 
-def validate_rubric_dag(raw: Any) -> RubricDag:
+def validate_rubric_dag(raw: object) -> RubricDag:
     """Check a rubric DAG completely and return it typed.
 
     Raises:
@@ -154,7 +154,7 @@ def validate_rubric_dag(raw: Any) -> RubricDag:
                      guidance=guidance)
 
 
-def _check_node(name: str, node: Any, names: Mapping[str, Any]) -> RubricNode:
+def _check_node(name: str, node: object, names: Mapping[str, Any]) -> RubricNode:
     if not isinstance(node, Mapping):
         raise RubricDagError(f"node {name!r} must be a mapping with question, choices and "
                              f"branches", node=name, value=node)
@@ -177,7 +177,7 @@ def _check_node(name: str, node: Any, names: Mapping[str, Any]) -> RubricNode:
     return RubricNode(question=question, choices=choices, branches=resolved)
 
 
-def _choices(name: str, raw: Any) -> list[str]:
+def _choices(name: str, raw: object) -> list[str]:
     if not isinstance(raw, list | tuple) or not raw:
         raise RubricDagError(f"node {name!r} has no choices", node=name)
     choices = [_choice_name(c) for c in raw]
@@ -189,13 +189,13 @@ def _choices(name: str, raw: Any) -> list[str]:
     return choices
 
 
-def _choice_name(value: Any) -> str:
+def _choice_name(value: object) -> str:
     if isinstance(value, bool):  # YAML 1.1: `yes` and `no` arrive as booleans
         return "yes" if value else "no"
     return str(value)
 
 
-def _branch(name: str, choice: str, target: Any, names: Mapping[str, Any]) -> str | RubricLeaf:
+def _branch(name: str, choice: str, target: object, names: Mapping[str, Any]) -> str | RubricLeaf:
     if isinstance(target, str):
         if target not in names:
             raise RubricDagError(f"node {name!r} branch {choice!r} leads to unknown node "
@@ -385,9 +385,9 @@ def _leading_option(text: str, by_length: list[str]) -> str | None:
 
 
 @registered('rubric_dag', 'Decision-tree rubric walked by an LLM judge')
-def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: Any = None,
-                    preset: str | None = None, endpoint: Any = None, *, model: Any = None,
-                    executor: Any = None, key: str | None = None) -> RubricDagEvaluator:
+def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: object = None,
+                    preset: str | None = None, endpoint: object = None, *, model: object = None,
+                    executor: object = None, key: str | None = None) -> RubricDagEvaluator:
     """Build a rubric-DAG evaluator from an explicit ``dag`` or a named ``preset``.
 
     An explicit ``dag`` wins over ``preset``.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import regex
@@ -129,7 +129,7 @@ REGEX_TIMEOUT_S = 1.0
 """A project regex is untrusted: one evaluation may not hold the server longer than this."""
 
 
-def _compile(pattern: Any, flags: int) -> Any:
+def _compile(pattern: object, flags: int) -> Any:
     """Compiled with the ``regex`` package, whose matching accepts a timeout."""
     if not isinstance(pattern, str):
         raise ConfigError("pattern must be a string", where="pattern", value=pattern)
@@ -276,7 +276,7 @@ class JSONSchemaMatch(Evaluator):
         SchemaError: the schema is itself invalid (the message names the path and problem).
     """
 
-    def __init__(self, schema: dict[str, Any] | str, allow_code_fence: bool = False,
+    def __init__(self, schema: Mapping[str, object] | str, allow_code_fence: bool = False,
                  key: str = "json_schema_match") -> None:
         self.schema = _checked_schema(schema)
         self.allow_code_fence = allow_code_fence
@@ -306,7 +306,7 @@ class JSONSchemaMatch(Evaluator):
         return self._validator
 
 
-def _checked_schema(schema: Any) -> dict[str, Any] | bool:
+def _checked_schema(schema: object) -> dict[str, Any] | bool:
     """``schema`` (JSON text or parsed) checked as a JSON Schema (``true``/``false`` are ones)."""
     import jsonschema
 

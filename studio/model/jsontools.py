@@ -15,7 +15,7 @@ JsonDict: TypeAlias = dict[str, JsonValue]
 """A JSON object: what ``json.loads`` returns for ``{...}``."""
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> Any:
     """Plain JSON types only (pydantic models dumped, the rest as text), so it can be stored."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
@@ -70,7 +70,7 @@ def finite_float(text: str) -> float:
     return value
 
 
-def first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+def first_non_finite(value: object, path: str = "") -> tuple[str, float] | None:
     """The first NaN or infinity in ``value`` (nested mappings and lists) and where it is, as
     ``path.key[0]``; None when every number is finite."""
     stack = [(value, path)]
@@ -104,7 +104,7 @@ class DuplicateKeyError(ValueError):
         self.key = key
 
 
-def finite_json(value: Any) -> Any:
+def finite_json(value: object) -> Any:
     """``value`` with NaN and infinities as None: they are not JSON (strict parsers and
     PostgreSQL refuse them). A value with none (nearly every one) is returned as it is, tuples
     and all (JSON writes them as lists anyway): this runs on every trace, event and checkpoint
@@ -112,7 +112,7 @@ def finite_json(value: Any) -> Any:
     return value if _all_finite(value) else _made_finite(value)
 
 
-def _all_finite(value: Any) -> bool:
+def _all_finite(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     if not isinstance(value, dict | list | tuple):
@@ -124,7 +124,7 @@ def _all_finite(value: Any) -> bool:
     return True
 
 
-def _made_finite(value: Any) -> Any:
+def _made_finite(value: object) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):

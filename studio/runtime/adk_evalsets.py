@@ -105,7 +105,7 @@ def parse_eval_set(text: str, *, source: str, where: str = "dataset") -> EvalSet
                            f"{exc})"[:400], where=where, value=source) from exc
 
 
-def _legacy_cases(data: Any, name: str) -> list[dict[str, Any]] | None:
+def _legacy_cases(data: object, name: str) -> list[dict[str, Any]] | None:
     """The legacy cases ADK's converter takes: ``[{name, data, initial_session}]`` as is, and
     a test file's list of queries as one case (``AgentEvaluator`` runs it as one session)."""
     if not isinstance(data, list) or not data or not all(isinstance(d, dict) for d in data):

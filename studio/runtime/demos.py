@@ -51,7 +51,7 @@ class FewShotDemos:
         return f"FewShotDemos({len(self.demos)} demos)"
 
 
-def callbacks_of(agent: Any) -> list[Any]:
+def callbacks_of(agent: object) -> list[Any]:
     """The agent's ``before_model_callback`` as a list (ADK accepts one callable or a list)."""
     current = getattr(agent, "before_model_callback", None)
     if current is None:
@@ -59,7 +59,7 @@ def callbacks_of(agent: Any) -> list[Any]:
     return list(current) if isinstance(current, list) else [current]
 
 
-def demos_of(agent: Any) -> list[Demo]:
+def demos_of(agent: object) -> list[Demo]:
     """The demos the studio gave ``agent`` (none when it has no :class:`FewShotDemos`)."""
     for callback in callbacks_of(agent):
         if isinstance(callback, FewShotDemos):
@@ -67,7 +67,7 @@ def demos_of(agent: Any) -> list[Demo]:
     return []
 
 
-def with_demos(agent: Any, demos: list[Demo]) -> Any:
+def with_demos(agent: object, demos: list[Demo]) -> Any:
     """The ``before_model_callback`` value for ``agent`` showing ``demos``: the person's own
     callbacks kept in order, ours first (so theirs see the request the model will get), none
     when there are no demos."""

@@ -22,7 +22,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from studio.model.costs import implausible_call
@@ -150,10 +150,10 @@ class AgentExecutor:
 
     async def execute(
         self,
-        agent: Any,
+        agent: object,
         input_text: str,
         *,
-        state: dict[str, Any] | None = None,
+        state: Mapping[str, object] | None = None,
         session_id: str | None = None,
         app_name: str | None = None,
         output_author: str | None = None,
@@ -240,7 +240,7 @@ class AgentExecutor:
         return copy
 
     async def _join_session(self, app: str, session_id: str,
-                            state: dict[str, Any] | None) -> None:
+                            state: Mapping[str, object] | None) -> None:
         """gepa-adk's get-or-create: a named session that does not exist yet is created with
         that id, holding ``state``; one that exists keeps its own state (``state`` is not
         applied to it). Two calls creating the same session at once both join it."""
@@ -344,7 +344,7 @@ def user_message(input_text: str, media: Sequence[Media] = ()) -> Content:
     return types.Content(role="user", parts=parts)
 
 
-def _name(agent: Any) -> str:
+def _name(agent: object) -> str:
     return str(getattr(agent, "name", type(agent).__name__))
 
 
@@ -375,7 +375,7 @@ def _attempts_said(attempts: int, elapsed_s: float, earlier: Sequence[str]) -> s
             + ")")
 
 
-def _override_update(agent: Any, instruction: str | None, schema: Any) -> dict[str, Any]:
+def _override_update(agent: object, instruction: str | None, schema: object) -> dict[str, Any]:
     """The fields an ``execute_agent`` override replaces, checked against what ADK accepts."""
     from google.adk.agents import LlmAgent
     from pydantic import BaseModel
@@ -397,7 +397,7 @@ def _override_update(agent: Any, instruction: str | None, schema: Any) -> dict[s
     return update
 
 
-def _check_run_arguments(content: Any, state: Any, timeout_seconds: Any) -> None:
+def _check_run_arguments(content: object, state: object, timeout_seconds: object) -> None:
     from google.genai import types
 
     if content is not None and not isinstance(content, types.Content):
@@ -588,7 +588,7 @@ class _TraceRecorder:
         }
 
 
-def _bounded(value: Any) -> Any:
+def _bounded(value: object) -> Any:
     """``value`` as JSON data, or its JSON text clipped (with a marker) when it is too long to
     keep in every trial; small values stay structured so trajectory evaluators compare them."""
     data = to_jsonable(value)

@@ -47,7 +47,7 @@ class AgentModel:
     string (``openai/gpt-4o-mini``, ``scripted/demo``) or an ADK name (``gemini-2.5-flash``)."""
 
 
-def agent_tree_models(root: Any) -> list[AgentModel]:
+def agent_tree_models(root: object) -> list[AgentModel]:
     """Every ``LlmAgent`` under ``root`` (``root`` included) with the model it calls, in tree
     order; each agent once, even when it is reached twice."""
     found: list[AgentModel] = []
@@ -104,7 +104,7 @@ def _walk(node: Any, path: str, seen: set[int], found: list[AgentModel]) -> None
             _walk(graph_node, f"{path} > {graph_node.name}", seen, found)
 
 
-def _tool_agent(tool: Any) -> Any:
+def _tool_agent(tool: object) -> Any:
     """The agent an ``AgentTool`` runs (None for any other tool)."""
     from google.adk.tools.agent_tool import AgentTool
 
@@ -124,7 +124,7 @@ def _declared_model(agent: Any) -> Any:
     return type(agent)._default_model
 
 
-def _model_string(agent: Any) -> str | None:
+def _model_string(agent: object) -> str | None:
     """The model string to check for ``agent``, or None when the environment does not decide
     whether it runs (see the module docstring)."""
     from google.adk.models.google_llm import Gemini

@@ -18,7 +18,7 @@ METRICS = (("Labels compared", "count"), ("Unusable replies (worst error)", "unu
 COUNTS = ("count", "unusable", "skipped")
 
 
-def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")
+def agreement_rows(before: object, after: object, labels: tuple[str, str] = ("before", "after")
                    ) -> list[dict[str, str]]:
     """One row per statistic: the original critic's value beside the aligned one's."""
     rows = []
@@ -29,8 +29,8 @@ def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before",
     return rows
 
 
-def agreement_frame(before: Any, after: Any, labels: tuple[str, str] = ("before", "after"),
-                    recorded: Any = None) -> pd.DataFrame:
+def agreement_frame(before: object, after: object, labels: tuple[str, str] = ("before", "after"),
+                    recorded: object = None) -> pd.DataFrame:
     """The statistics side by side; ``recorded`` (the scores the person corrected, as
     recorded) adds a reference column."""
     frame = pd.DataFrame(agreement_rows(before, after, labels))

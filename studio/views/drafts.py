@@ -289,7 +289,7 @@ def unsaved(current: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
                for name, value in stored.items())
 
 
-def _comparable(value: Any) -> Any:
+def _comparable(value: object) -> Any:
     if value is None or value == "":
         return None
     if isinstance(value, bool):
@@ -456,7 +456,7 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
     }
 
 
-def tool_lines(text: Any) -> list[str]:
+def tool_lines(text: object) -> list[str]:
     """The editor's tools box: one ``package.module:function`` per line, blank lines skipped."""
     return [line.strip() for line in str(text or "").splitlines() if line.strip()]
 

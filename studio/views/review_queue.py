@@ -370,7 +370,7 @@ def _component_gap(trial: Trial, usual_gap: float) -> Doubt | None:
                  f"{_name(low[0])} {low[1]:.2f}{usual}")
 
 
-def _unit(value: Any) -> bool:
+def _unit(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and \
         math.isfinite(value) and 0.0 <= value <= 1.0
 

@@ -9,6 +9,7 @@ bounded in length; model-written text never goes into the picture.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,7 +303,7 @@ def pipeline_steps(trace: dict[str, Any] | None, scored: str | None = None) -> l
     return steps
 
 
-def _add_event(step: PipelineStep, event: dict[str, Any]) -> None:
+def _add_event(step: PipelineStep, event: Mapping[str, object]) -> None:
     kind = event.get("type")
     if kind == "text":
         step.texts.append(str(event.get("text") or ""))

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -246,7 +247,7 @@ def strict_json(text: str) -> str:
         return text
 
 
-def bounded_schema(schema: Any) -> Any:
+def bounded_schema(schema: object) -> Any:
     """Copy of ``schema`` that llama.cpp's grammar can enforce completely.
 
     - Unbounded strings get ``maxLength``, so the reply finishes within the token budget.
@@ -270,7 +271,7 @@ def bounded_schema(schema: Any) -> Any:
     return bounded
 
 
-def _number_grid(low: Any, high: Any, integer: bool) -> list[float] | list[int]:
+def _number_grid(low: object, high: object, integer: bool) -> list[float] | list[int]:
     if not isinstance(low, int | float) or not isinstance(high, int | float) or high < low:
         return []
     if integer:
@@ -340,7 +341,7 @@ class LocalModelProvider(CustomLLM):
         yield streaming_chunk(await self.acompletion(*args, **kwargs))
 
 
-def _fields(reply: dict[str, Any]) -> dict[str, Any]:
+def _fields(reply: Mapping[str, object]) -> dict[str, Any]:
     return {
         "text": reply["text"],
         "prompt_tokens": reply["prompt_tokens"],
