@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, overload
 
 JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
 """A value as JSON holds it (parsed JSON or YAML, a model's reply, a record's JSON field).
@@ -15,7 +15,15 @@ JsonDict: TypeAlias = dict[str, JsonValue]
 """A JSON object: what ``json.loads`` returns for ``{...}``."""
 
 
-def to_jsonable(value: object) -> Any:
+@overload
+def to_jsonable(value: Mapping[str, object]) -> JsonDict: ...
+
+
+@overload
+def to_jsonable(value: object) -> JsonValue: ...
+
+
+def to_jsonable(value: object) -> JsonValue:
     """Plain JSON types only (pydantic models dumped, the rest as text), so it can be stored."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
