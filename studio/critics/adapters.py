@@ -150,18 +150,18 @@ def result_feedback(result: EvaluatorResult) -> Feedback:
     return Feedback(score=result.score, text=result.comment, extra=details)
 
 
-def _has_trajectory(trace: Mapping[str, Any]) -> bool:
+def _has_trajectory(trace: Mapping[str, object]) -> bool:
     return bool(trace) and not ("error" in trace and not trace.get("events")
                                 and not trace.get("tool_calls"))
 
 
-def _missing_trace_reason(trace: Mapping[str, Any]) -> str:
+def _missing_trace_reason(trace: Mapping[str, object]) -> str:
     if trace and trace.get("error"):
         return f"no trajectory: the agent run failed ({trace['error']})"
     return "no trajectory was recorded for this sample"
 
 
-def _extra_columns(example: Mapping[str, Any]) -> dict[str, Any]:
+def _extra_columns(example: Mapping[str, object]) -> dict[str, Any]:
     return {key: example[key] for key in ("context", "requirements") if key in example}
 
 
@@ -331,7 +331,7 @@ def _judge_samples(critic: object) -> int:
     return samples if isinstance(samples, int) else 0
 
 
-def _config_samples(config: Mapping[str, Any]) -> int:
+def _config_samples(config: Mapping[str, object]) -> int:
     from studio.critics.adk_metrics import judge_samples
 
     own = judge_samples(config["adk_metrics"]) if isinstance(config.get("adk_metrics"),
@@ -438,7 +438,7 @@ def _judge(spec: object, where: str) -> AgentAsJudgeEval:
         raise ConfigError(str(exc), where=where, value=dict(spec)) from exc
 
 
-def _check_keys(spec: Mapping[str, Any], allowed: set[str], where: str) -> None:
+def _check_keys(spec: Mapping[str, object], allowed: set[str], where: str) -> None:
     unknown = sorted(set(spec) - allowed - _IGNORED_KEYS)
     if unknown:
         raise ConfigError(f"unknown key {', '.join(map(repr, unknown))}; accepted keys: "

@@ -27,7 +27,7 @@ __all__ = ["Feedback", "checked_feedback", "is_valid_score", "judge_sample", "pa
            "unscored_reason"]
 
 
-def parse_feedback(score: object, metadata: Mapping[str, Any] | str | None) -> Feedback:
+def parse_feedback(score: object, metadata: Mapping[str, object] | str | None) -> Feedback:
     """The record for a gepa-adk critic's ``(score, metadata)``; a plain string is the text.
 
     Raises:

@@ -38,7 +38,7 @@ def graph_trajectory_strict_match() -> Evaluator:
 def graph_trajectory_llm_judge(*, model: object = None, prompt: str = GRAPH_TRAJECTORY_PROMPT,
                                continuous: bool = False,
                                feedback_key: str = "graph_trajectory_accuracy",
-                               config: Mapping[str, Any] | None = None, endpoint: object = None,
+                               config: Mapping[str, object] | None = None, endpoint: object = None,
                                executor: object = None) -> Evaluator:
     """agentevals' graph-trajectory judge. ``model`` may be spelled as agentevals spells it,
     ``"openai:o3-mini"`` (read as LiteLLM's ``openai/o3-mini``), or as any studio judge's."""

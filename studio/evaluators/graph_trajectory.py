@@ -99,7 +99,7 @@ class GraphTrajectoryLLMJudge(LLMTrajectoryJudge):
     path fenced as data; pass/fail, or a 0.0-1.0 score with ``continuous=True``. Arguments as
     :class:`LLMTrajectoryJudge`'s; the default key is ``graph_trajectory_accuracy``."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None,
+    def __init__(self, config: Mapping[str, object] | None = None,
                  prompt: str = GRAPH_TRAJECTORY_PROMPT, continuous: bool = False,
                  endpoint: object = None, key: str = "graph_trajectory_accuracy", *,
                  model: object = None, executor: object = None) -> None:

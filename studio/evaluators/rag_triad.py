@@ -63,7 +63,7 @@ class _RagEvaluator(JudgeEvaluator):
                                  schema=self._schema)
 
     def _parts(self, outputs: object, inputs: object,
-               kwargs: Mapping[str, Any]) -> tuple[str, str | None, str]:
+               kwargs: Mapping[str, object]) -> tuple[str, str | None, str]:
         context = kwargs.get("context")
         if context is None and isinstance(inputs, Mapping):
             context = inputs.get(self.context_key)
@@ -161,7 +161,7 @@ class GroundednessEvaluator(_RagEvaluator):
             return reply.failure(self.key)
         return self._claims_result(reply.data)
 
-    def _claims_result(self, data: Mapping[str, Any]) -> EvaluatorResult:
+    def _claims_result(self, data: Mapping[str, object]) -> EvaluatorResult:
         raw_claims = data.get("claims")
         claims = [_claim(item) for item in raw_claims] if isinstance(raw_claims, list) else []
         judged = [c for c in claims if c["supported"] is not None]

@@ -84,7 +84,7 @@ def get_supported_evaluators() -> list[str]:
     return sorted(evaluator_names())
 
 
-def build_evaluator(name: object, params: Mapping[str, Any] | None = None) -> Evaluator:
+def build_evaluator(name: object, params: Mapping[str, object] | None = None) -> Evaluator:
     """Build the evaluator registered as ``name`` with keyword ``params`` (``name`` is read
     from a project file, so anything: it is checked here).
 

@@ -128,7 +128,7 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
             return reply.failure(self.key, requirements=requirements)
         return self._result(requirements, reply.data)
 
-    def _requirements(self, inputs: object, kwargs: Mapping[str, Any]
+    def _requirements(self, inputs: object, kwargs: Mapping[str, object]
                       ) -> list[str] | EvaluatorResult:
         raw = kwargs.get("requirements")
         if raw is None:
@@ -142,7 +142,7 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
         except ConfigError as exc:
             return EvaluatorResult.not_evaluated(self.key, str(exc))
 
-    def _result(self, requirements: list[str], data: Mapping[str, Any]) -> EvaluatorResult:
+    def _result(self, requirements: list[str], data: Mapping[str, object]) -> EvaluatorResult:
         raw = data.get("verdicts")
         verdicts, unmatched = match_verdicts(requirements, raw if isinstance(raw, list) else [])
         if all(v["flag"] == "missing verdict" for v in verdicts):
@@ -192,7 +192,7 @@ def match_verdicts(requirements: list[str],
     return [slot or _missing(requirements[i]) for i, slot in enumerate(slots)], unmatched
 
 
-def _verdict_index(verdict: Mapping[str, Any], requirements: list[str],
+def _verdict_index(verdict: Mapping[str, object], requirements: list[str],
                    normalized: list[str]) -> int | None:
     """Exact text first (the strongest evidence), then the number, then a close text."""
     text = str(verdict.get("requirement") or "")
@@ -215,7 +215,7 @@ def _normalize(text: str) -> str:
     return " ".join(text.casefold().split()).strip(" .!;:")
 
 
-def _verdict(requirement: str, verdict: Mapping[str, Any]) -> dict[str, Any]:
+def _verdict(requirement: str, verdict: Mapping[str, object]) -> dict[str, Any]:
     satisfied = parse_bool(verdict.get("satisfied"))
     return {"requirement": requirement, "satisfied": bool(satisfied),
             "evidence": str(verdict.get("evidence") or ""),

@@ -154,7 +154,7 @@ def validate_rubric_dag(raw: object) -> RubricDag:
                      guidance=guidance)
 
 
-def _check_node(name: str, node: object, names: Mapping[str, Any]) -> RubricNode:
+def _check_node(name: str, node: object, names: Mapping[str, object]) -> RubricNode:
     if not isinstance(node, Mapping):
         raise RubricDagError(f"node {name!r} must be a mapping with question, choices and "
                              f"branches", node=name, value=node)
@@ -195,7 +195,8 @@ def _choice_name(value: object) -> str:
     return str(value)
 
 
-def _branch(name: str, choice: str, target: object, names: Mapping[str, Any]) -> str | RubricLeaf:
+def _branch(name: str, choice: str, target: object, names: Mapping[str, object]
+            ) -> str | RubricLeaf:
     if isinstance(target, str):
         if target not in names:
             raise RubricDagError(f"node {name!r} branch {choice!r} leads to unknown node "
@@ -343,7 +344,7 @@ def _context(output: str, reference: str | None, task: str) -> str:
     return "\n\n".join(parts)
 
 
-def recover_choice(data: Mapping[str, Any] | None, text: str, choices: list[str]) -> str | None:
+def recover_choice(data: Mapping[str, object] | None, text: str, choices: list[str]) -> str | None:
     """The option the judge chose: from its JSON ``choice``, or, when the reply holds no JSON,
     from the raw text (a leading option, ``choice: X``, or the only option mentioned)."""
     if data:
@@ -385,7 +386,7 @@ def _leading_option(text: str, by_length: list[str]) -> str | None:
 
 
 @registered('rubric_dag', 'Decision-tree rubric walked by an LLM judge')
-def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: object = None,
+def make_rubric_dag(config: Mapping[str, object] | None = None, dag: object = None,
                     preset: str | None = None, endpoint: object = None, *, model: object = None,
                     executor: object = None, key: str | None = None) -> RubricDagEvaluator:
     """Build a rubric-DAG evaluator from an explicit ``dag`` or a named ``preset``.

@@ -136,7 +136,7 @@ def read_feedback(data: Mapping[str, Any], *, score: object = None,
     return fields
 
 
-def _verdict(value: Any, strict: bool, extra: dict[str, Any]) -> Verdict | None:
+def _verdict(value: object, strict: bool, extra: dict[str, Any]) -> Verdict | None:
     """A stored verdict that no longer reads is kept in ``extra`` (a row must always open)."""
     try:
         return Verdict.model_validate(value)
@@ -147,7 +147,7 @@ def _verdict(value: Any, strict: bool, extra: dict[str, Any]) -> Verdict | None:
         return None
 
 
-def _first_present(data: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+def _first_present(data: Mapping[str, object], keys: tuple[str, ...]) -> tuple[str | None, Any]:
     for key in keys:
         if data.get(key) not in (None, "", {}):
             return key, data[key]

@@ -281,7 +281,7 @@ def read_import(text: str, fmt: str, source: str, target: RowsTarget,
     return RowsImport(target, rows, source, len(current or []))
 
 
-def unsaved(current: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+def unsaved(current: Mapping[str, object], stored: Mapping[str, object]) -> bool:
     """True when the editor's fields differ from the stored project's: compared field by field
     with an empty text and None alike (a text box holds "" where the project has nothing) and
     numbers by value, so a field merely drawn is not a change."""
@@ -411,8 +411,8 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
         return None, {"agent_order" if workflow else "project": str(exc)}
 
 
-def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
-                  evaluator: Any) -> dict[str, Any]:
+def _project_data(fields: dict[str, Any], agent_schema: object, critic_schema: object,
+                  evaluator: object) -> dict[str, Any]:
     config = {k: v for k, v in (("temperature", fields.get("agent_temperature")),
                                 ("top_p", fields.get("agent_top_p")),
                                 ("max_output_tokens", fields.get("agent_max_tokens")))
