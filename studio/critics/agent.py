@@ -22,8 +22,8 @@ import math
 import re
 import secrets
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +42,13 @@ from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
 from studio.model.redaction import redact
 from studio.runtime.execution import AgentExecutor, user_message
 from studio.runtime.protocol import AgentExecutorProtocol, ExecutionResult, ExecutionStatus
+
+if TYPE_CHECKING:
+    from google.adk.sessions import BaseSessionService
+
+    from studio.model.media import Media
+
+T = TypeVar("T")
 
 __all__ = [
     "ADVANCED_CRITIC_INSTRUCTION",
@@ -269,7 +276,7 @@ class CriticScorer:
         self,
         critic_agent: object,
         executor: AgentExecutorProtocol | None = None,
-        session_service: object = None,
+        session_service: BaseSessionService | None = None,
         app_name: str = "critic_scorer",
     ) -> None:
         from google.adk.agents import BaseAgent
@@ -298,7 +305,7 @@ class CriticScorer:
         output: str,
         expected: str | None = None,
         session_id: str | None = None,
-        media: tuple[Any, ...] = (),
+        media: tuple[Media, ...] = (),
     ) -> tuple[float, dict[str, Any]]:
         """Score ``output`` with the critic agent (``media``: the example's images, shown to
         the critic after its text, as the agent saw them).
@@ -346,7 +353,7 @@ class CriticScorer:
         return parse_feedback(*_scored_reply(result))
 
     async def _run_critic(self, input_text: str, output: str, expected: str | None,
-                          session_id: str | None, media: tuple[Any, ...] = ()
+                          session_id: str | None, media: tuple[Media, ...] = ()
                           ) -> ExecutionResult:
         """Run the critic through the executor; the studio's own also gets the app name. The
         example's images follow the critic's text, as the agent saw them."""
@@ -428,7 +435,8 @@ def own_schema_critic(agent: object) -> SchemaBasedScorer:
 _VERB = {ExecutionStatus.FAILED: "failed", ExecutionStatus.TIMEOUT: "timed out"}
 
 
-def _checked_executor(executor: Any, session_service: Any) -> Any:
+def _checked_executor(executor: object, session_service: BaseSessionService | None
+                      ) -> AgentExecutorProtocol:
     if executor is None:
         return AgentExecutor(session_service=session_service)
     if not isinstance(executor, AgentExecutorProtocol) or not callable(executor.execute_agent):
@@ -438,7 +446,8 @@ def _checked_executor(executor: Any, session_service: Any) -> Any:
 
 
 def _as_result(result: Any) -> ExecutionResult:
-    """The executor's answer as our result: ours, gepa-adk's or any object with its fields."""
+    """The executor's answer as our result: ours, gepa-adk's or any object with its fields
+    (``Any``: a caller's executor may return any object; its fields are read by name)."""
     if isinstance(result, ExecutionResult):
         return result
     try:
@@ -466,7 +475,7 @@ def _scored_reply(result: ExecutionResult) -> tuple[float, dict[str, Any]]:
     return score, metadata
 
 
-def _run_in_thread(coroutine: Any) -> Any:
+def _run_in_thread(coroutine: Coroutine[object, object, T]) -> T:
     box: dict[str, Any] = {}
 
     def target() -> None:

@@ -216,7 +216,7 @@ def default_executor() -> AgentExecutor:
         return _default_executor
 
 
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+def run_sync(coroutine: Coroutine[object, object, T]) -> T:
     """Run ``coroutine`` to completion from synchronous code.
 
     Inside a running event loop (a notebook, Streamlit) ``asyncio.run`` is not allowed, so the
