@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from studio.model.records import Demo, checked_demos
 
 if TYPE_CHECKING:
+    from google.adk.agents.callback_context import CallbackContext
+    from google.adk.models.llm_request import LlmRequest
     from google.genai.types import Content
 
 
@@ -25,8 +27,8 @@ class FewShotDemos:
     def __init__(self, demos: Iterable[Demo | dict[str, str]]) -> None:
         self.demos: tuple[Demo, ...] = tuple(checked_demos(list(demos)))
 
-    def __call__(self, callback_context: Any = None, llm_request: Any = None,
-                 **_: Any) -> None:
+    def __call__(self, callback_context: CallbackContext | None = None,
+                 llm_request: LlmRequest | None = None, **_: object) -> None:
         if llm_request is not None and self.demos:
             llm_request.contents[:0] = self.turns()
         return None
