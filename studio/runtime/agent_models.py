@@ -19,25 +19,29 @@ shared by every run of the folder (another model, or none), so a run gets a copy
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.agent_models import ModelOverrides
 from studio.model.errors import ConfigError
 from studio.runtime.graphs import is_graph_workflow, rebuild_graph
 
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent, LlmAgent
+    from google.adk.models import BaseLlm
+
 STUDIO_PROVIDERS = ("scripted/", "local/")
 """Model strings only the studio resolves (LiteLLM custom providers it registers)."""
 
 
-def model_bearers(root: object) -> list[Any]:
+def model_bearers(root: object) -> list[LlmAgent]:
     """Every ``LlmAgent`` of the tree under ``root``, each once, in the order met (depth first:
     an agent, its tools' agents, its sub-agents; a graph's nodes in its order)."""
-    found: dict[int, Any] = {}
+    found: dict[int, LlmAgent] = {}
     _walk(root, found)
     return list(found.values())
 
 
-def _walk(node: Any, found: dict[int, Any]) -> None:
+def _walk(node: Any, found: dict[int, LlmAgent]) -> None:  # Any: an agent or a graph node
     from google.adk.agents import LlmAgent
 
     if id(node) in found:
@@ -55,7 +59,7 @@ def _walk(node: Any, found: dict[int, Any]) -> None:
         _walk(child, found)
 
 
-def tool_agent(tool: object) -> Any:
+def tool_agent(tool: object) -> BaseAgent | None:
     """The agent an ``AgentTool`` runs, else None."""
     from google.adk.tools.agent_tool import AgentTool
 
@@ -166,7 +170,7 @@ def _tool_copy(tool: Any, overrides: ModelOverrides, copies: dict[int, Any]) -> 
     return new
 
 
-def _model_for(agent: Any, overrides: ModelOverrides) -> Any:
+def _model_for(agent: LlmAgent, overrides: ModelOverrides) -> BaseLlm | None:
     """The model object ``agent`` gets: the chosen one; the studio's own model named by a
     string in the code; else None (the code's, resolved by ADK)."""
     from studio.runtime.providers import adk_or_litellm_model, litellm_model
