@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.evaluators._judge import Fence, task_text
 from studio.evaluators.base import Evaluator, EvaluatorResult
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.llm_judge import LLMTrajectoryJudge
+from studio.model.jsontools import JsonValue
 from studio.model.limits import clip
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 GRAPH_TRAJECTORY_PROMPT = (
     "You are an expert evaluator judging the path an AI agent took through its graph of nodes. "
@@ -99,10 +103,10 @@ class GraphTrajectoryLLMJudge(LLMTrajectoryJudge):
     path fenced as data; pass/fail, or a 0.0-1.0 score with ``continuous=True``. Arguments as
     :class:`LLMTrajectoryJudge`'s; the default key is ``graph_trajectory_accuracy``."""
 
-    def __init__(self, config: Mapping[str, object] | None = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None,
                  prompt: str = GRAPH_TRAJECTORY_PROMPT, continuous: bool = False,
                  endpoint: object = None, key: str = "graph_trajectory_accuracy", *,
-                 model: object = None, executor: object = None) -> None:
+                 model: object = None, executor: AgentExecutor | None = None) -> None:
         super().__init__(config, prompt, continuous, endpoint, key, model=model,
                          executor=executor)
 

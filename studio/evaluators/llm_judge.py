@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -17,7 +17,10 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import CheckKind, EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
-from studio.model.jsontools import JsonDict
+from studio.model.jsontools import JsonDict, JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 DEFAULT_TRAJECTORY_PROMPT = (
     "You are an expert evaluator judging the quality of an AI agent's trajectory. Consider "
@@ -60,10 +63,10 @@ class LLMTrajectoryJudge(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None,
                  prompt: str = DEFAULT_TRAJECTORY_PROMPT, continuous: bool = False,
-                 endpoint: Any = None, key: str = "trajectory_accuracy", *,
-                 model: Any = None, executor: Any = None) -> None:
+                 endpoint: object = None, key: str = "trajectory_accuracy", *,
+                 model: object = None, executor: AgentExecutor | None = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.prompt = prompt
         self.continuous = continuous

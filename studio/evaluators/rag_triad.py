@@ -11,7 +11,7 @@ of the ratio (never counted as unsupported).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -23,7 +23,10 @@ from studio.evaluators._judge import (
     unit_score,
 )
 from studio.evaluators.base import EvaluatorResult, as_text, registered
-from studio.model.jsontools import JsonDict
+from studio.model.jsontools import JsonDict, JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 _SCORE_SCHEMA: JsonDict = {
     "type": "object",
@@ -52,9 +55,10 @@ class _RagEvaluator(JudgeEvaluator):
     _system: ClassVar[str] = ""
     _schema: ClassVar[dict[str, Any]] = _SCORE_SCHEMA
 
-    def __init__(self, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None, endpoint: object = None,
                  question_key: str = "question", context_key: str = "context",
-                 key: str | None = None, *, model: Any = None, executor: Any = None) -> None:
+                 key: str | None = None, *, model: object = None,
+                 executor: AgentExecutor | None = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.question_key = question_key
         self.context_key = context_key
@@ -191,8 +195,8 @@ def _claim(item: object) -> dict[str, Any]:
     return {"claim": str(item), "supported": None}
 
 
-def rag_triad(config: Mapping[str, Any] | None = None, endpoint: Any = None, *,
-              model: Any = None, executor: Any = None,
+def rag_triad(config: Mapping[str, JsonValue] | None = None, endpoint: object = None, *,
+              model: object = None, executor: AgentExecutor | None = None,
               **options: Any) -> dict[str, _RagEvaluator]:
     """The three RAG-triad evaluators sharing one model and executor.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -34,7 +34,10 @@ from studio.evaluators.base import EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
 from studio.model.errors import ConfigError
-from studio.model.jsontools import JsonDict
+from studio.model.jsontools import JsonDict, JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 _FUZZY_CUTOFF = 0.8
 _NUMBERED = re.compile(r"^\s*(?:requirement\s*)?#?(\d+)\s*[.):-]?\s*", re.I)
@@ -99,10 +102,10 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None, endpoint: object = None,
                  requirements: Sequence[str] | str | None = None,
-                 requirements_key: str = "requirements", *, model: Any = None,
-                 executor: Any = None, question_key: str = "question",
+                 requirements_key: str = "requirements", *, model: object = None,
+                 executor: AgentExecutor | None = None, question_key: str = "question",
                  key: str = "agent_as_judge") -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.requirements = None if requirements is None else check_requirements(requirements)

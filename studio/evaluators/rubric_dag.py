@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -44,7 +44,10 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import EvaluatorResult, as_text, registered
 from studio.evaluators.errors import RubricDagError
 from studio.model.errors import ConfigError
-from studio.model.jsontools import JsonDict
+from studio.model.jsontools import JsonDict, JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 
 class RubricLeaf(BaseModel):
@@ -252,8 +255,9 @@ class RubricDagEvaluator(JudgeEvaluator):
         RubricDagError: the DAG is malformed (naming the node).
     """
 
-    def __init__(self, dag: Any, config: Mapping[str, Any] | None = None, endpoint: Any = None,
-                 key: str | None = None, *, model: Any = None, executor: Any = None) -> None:
+    def __init__(self, dag: Any, config: Mapping[str, JsonValue] | None = None,
+                 endpoint: object = None, key: str | None = None, *, model: object = None,
+                 executor: AgentExecutor | None = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.dag = validate_rubric_dag(dag)
         self.key = key or self.dag.key
@@ -386,9 +390,10 @@ def _leading_option(text: str, by_length: list[str]) -> str | None:
 
 
 @registered('rubric_dag', 'Decision-tree rubric walked by an LLM judge')
-def make_rubric_dag(config: Mapping[str, object] | None = None, dag: object = None,
+def make_rubric_dag(config: Mapping[str, JsonValue] | None = None, dag: object = None,
                     preset: str | None = None, endpoint: object = None, *, model: object = None,
-                    executor: object = None, key: str | None = None) -> RubricDagEvaluator:
+                    executor: AgentExecutor | None = None, key: str | None = None
+                    ) -> RubricDagEvaluator:
     """Build a rubric-DAG evaluator from an explicit ``dag`` or a named ``preset``.
 
     An explicit ``dag`` wins over ``preset``.
