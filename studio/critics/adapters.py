@@ -132,7 +132,8 @@ class EvaluatorCritic:
         return None
 
 
-def evaluator_feedback(evaluator: Evaluator, *, outputs: Any, reference_outputs: Any) -> Feedback:
+def evaluator_feedback(evaluator: Evaluator, *, outputs: object,
+                       reference_outputs: object) -> Feedback:
     """What ``evaluator`` says of ``outputs``, as a critic's feedback, called synchronously
     (re-judging a kept reply outside a run, :mod:`studio.engine.people.labels`)."""
     return result_feedback(evaluator.evaluate(outputs=outputs,
@@ -149,18 +150,18 @@ def result_feedback(result: EvaluatorResult) -> Feedback:
     return Feedback(score=result.score, text=result.comment, extra=details)
 
 
-def _has_trajectory(trace: Mapping[str, Any]) -> bool:
+def _has_trajectory(trace: Mapping[str, object]) -> bool:
     return bool(trace) and not ("error" in trace and not trace.get("events")
                                 and not trace.get("tool_calls"))
 
 
-def _missing_trace_reason(trace: Mapping[str, Any]) -> str:
+def _missing_trace_reason(trace: Mapping[str, object]) -> str:
     if trace and trace.get("error"):
         return f"no trajectory: the agent run failed ({trace['error']})"
     return "no trajectory was recorded for this sample"
 
 
-def _extra_columns(example: Mapping[str, Any]) -> dict[str, Any]:
+def _extra_columns(example: Mapping[str, object]) -> dict[str, Any]:
     return {key: example[key] for key in ("context", "requirements") if key in example}
 
 
@@ -268,7 +269,7 @@ async def _safe_assess(critic: Critic, sample: Sample) -> Feedback:
         return Feedback(score=None, text=why, extra={**feedback.extra, "error": why})
 
 
-def _check_weight(weight: Any, name: str) -> None:
+def _check_weight(weight: object, name: str) -> None:
     if isinstance(weight, bool) or not isinstance(weight, int | float) or not (
             math.isfinite(weight) and weight > 0):
         raise ValueError(f"weight of {name!r} must be a positive number; got {weight!r}")
@@ -296,7 +297,7 @@ def _lifted(parts: list[_Part]) -> dict[str, Any]:
     return lifted
 
 
-def as_critic(item: Any) -> Critic:
+def as_critic(item: object) -> Critic:
     """An evaluator, an ``AgentAsJudgeEval`` or a critic, as a critic.
 
     Raises:
@@ -312,7 +313,7 @@ def as_critic(item: Any) -> Critic:
                      f"{type(item).__name__}")
 
 
-def metric_calls_per_trial(critic: Any) -> int:
+def metric_calls_per_trial(critic: object) -> int:
     """What one trial costs against a run's ``max_metric_calls``: one critic evaluation, or
     the judge samples its critic asks for when there are more (ADK metrics judged by a model
     ask theirs ``num_samples`` times each: :func:`studio.critics.adk_metrics.judge_samples`).
@@ -321,7 +322,7 @@ def metric_calls_per_trial(critic: Any) -> int:
     return max(1, _judge_samples(critic))
 
 
-def _judge_samples(critic: Any) -> int:
+def _judge_samples(critic: object) -> int:
     if isinstance(critic, CriticSpec):
         return _config_samples(critic.evaluator or {}) if critic.type == "evaluator" else 0
     if isinstance(critic, WeightedCritic):
@@ -330,7 +331,7 @@ def _judge_samples(critic: Any) -> int:
     return samples if isinstance(samples, int) else 0
 
 
-def _config_samples(config: Mapping[str, Any]) -> int:
+def _config_samples(config: Mapping[str, object]) -> int:
     from studio.critics.adk_metrics import judge_samples
 
     own = judge_samples(config["adk_metrics"]) if isinstance(config.get("adk_metrics"),
@@ -379,7 +380,7 @@ def _evaluator_critic(spec: Mapping[str, Any], name: str | None, where: str) -> 
         raise ConfigError(str(exc), where=f"{where}.use", value=spec.get("use")) from exc
 
 
-def _weighted(items: Any, name: str) -> WeightedCritic:
+def _weighted(items: object, name: str) -> WeightedCritic:
     if not isinstance(items, list) or not items:
         raise ConfigError("'evaluators' must be a non-empty list", where="critic.evaluators",
                           value=items)
@@ -424,7 +425,7 @@ def declared_adk_metrics(spec: Mapping[str, Any], name: str | None, where: str) 
                             allow_custom_metrics=False, where=f"{where}.adk_metrics")
 
 
-def _judge(spec: Any, where: str) -> AgentAsJudgeEval:
+def _judge(spec: object, where: str) -> AgentAsJudgeEval:
     if not isinstance(spec, Mapping):
         raise ConfigError("agent_as_judge must be a mapping with at least 'criteria'",
                           where=where, value=spec)
@@ -437,7 +438,7 @@ def _judge(spec: Any, where: str) -> AgentAsJudgeEval:
         raise ConfigError(str(exc), where=where, value=dict(spec)) from exc
 
 
-def _check_keys(spec: Mapping[str, Any], allowed: set[str], where: str) -> None:
+def _check_keys(spec: Mapping[str, object], allowed: set[str], where: str) -> None:
     unknown = sorted(set(spec) - allowed - _IGNORED_KEYS)
     if unknown:
         raise ConfigError(f"unknown key {', '.join(map(repr, unknown))}; accepted keys: "

@@ -48,14 +48,18 @@ from typing import TYPE_CHECKING, Any
 from studio.critics.protocol import Sample
 from studio.model.errors import ConfigError
 from studio.model.feedback import Feedback
-from studio.model.jsontools import to_jsonable
+from studio.model.jsontools import JsonDict, JsonValue, to_jsonable
 from studio.model.limits import MAX_JUDGE_SAMPLES
 from studio.model.records import CriticSpec
 from studio.model.verdicts import EvalStatus, MetricVerdict, ScoreRule, Verdict
 
 if TYPE_CHECKING:
+    from google.adk.evaluation.eval_case import Invocation, InvocationEvents
     from google.adk.evaluation.eval_config import EvalConfig
     from google.adk.evaluation.eval_metrics import EvalMetric
+    from google.adk.evaluation.evaluator import EvaluationResult
+    from google.adk.evaluation.metric_evaluator_registry import MetricEvaluatorRegistry
+    from google.genai.types import Content, FunctionCall
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +91,7 @@ class _Metric:
     criterion ADK refuses is refused before the run) and its value interval."""
 
     name: str
-    eval_metric: Any
+    eval_metric: EvalMetric
     interval: tuple[float, float]
 
 
@@ -112,9 +116,9 @@ class AdkMetricsCritic:
             studio cannot score a trial by (see the module docstring), naming it.
     """
 
-    def __init__(self, config: Any, *, judge_model: str | None = None,
+    def __init__(self, config: object, *, judge_model: str | None = None,
                  score: ScoreRule | str = ScoreRule.PASS, name: str = "adk_metrics",
-                 registry: Any = None, allow_custom_metrics: bool = True,
+                 registry: MetricEvaluatorRegistry | None = None, allow_custom_metrics: bool = True,
                  where: str = "critic.adk_metrics") -> None:
         from studio.runtime.adk_models import register_studio_models_with_adk
 
@@ -143,8 +147,8 @@ class AdkMetricsCritic:
                    for metric in self.metrics]
         return combined_feedback(results, self.rule)
 
-    async def _evaluate(self, metric: _Metric, sample: Sample, actual: Any,
-                        expected: Any) -> MetricResult:
+    async def _evaluate(self, metric: _Metric, sample: Sample, actual: Invocation,
+                        expected: Invocation) -> MetricResult:
         missing = _missing_reference(metric.name, sample)
         if missing:
             return MetricResult.not_evaluated(metric, missing)
@@ -187,7 +191,7 @@ def load_eval_config_file(path: str | Path, *, where: str = "criteria") -> dict[
     return data
 
 
-def eval_config(config: Any, *, judge_model: str | None = None,
+def eval_config(config: object, *, judge_model: str | None = None,
                 where: str = "critic.adk_metrics") -> EvalConfig:
     """ADK's ``EvalConfig`` for ``config`` (see :class:`AdkMetricsCritic`), its LLM-judged
     criteria given ``judge_model`` where they name no judge.
@@ -243,7 +247,8 @@ def eval_metrics(config: EvalConfig) -> list[EvalMetric]:
     return [m for m in get_eval_metrics_from_config(config) if m.metric_name in named]
 
 
-def _registry(config: EvalConfig, registry: Any, allow_custom: bool, where: str) -> Any:
+def _registry(config: EvalConfig, registry: MetricEvaluatorRegistry | None, allow_custom: bool,
+              where: str) -> MetricEvaluatorRegistry:
     from google.adk.evaluation.metric_evaluator_registry import (
         DEFAULT_METRIC_EVALUATOR_REGISTRY,
         register_custom_metrics_from_config,
@@ -261,7 +266,7 @@ def _registry(config: EvalConfig, registry: Any, allow_custom: bool, where: str)
     return register_custom_metrics_from_config(config, registry.fork())
 
 
-def _metric(eval_metric: Any, registry: Any, where: str) -> _Metric:
+def _metric(eval_metric: EvalMetric, registry: MetricEvaluatorRegistry, where: str) -> _Metric:
     name = eval_metric.metric_name
     _refuse_unscorable(name, registry, f"{where}.criteria.{name}")
     try:
@@ -272,7 +277,7 @@ def _metric(eval_metric: Any, registry: Any, where: str) -> _Metric:
     return _Metric(name, eval_metric, _interval(name, registry))
 
 
-def _refuse_unscorable(name: str, registry: Any, where: str) -> None:
+def _refuse_unscorable(name: str, registry: MetricEvaluatorRegistry, where: str) -> None:
     known = {info.metric_name for info in registry.get_registered_metrics()}
     if name not in known:
         scorable = sorted(known - set(REFUSED))
@@ -303,7 +308,7 @@ def _judge_options(criterion: Any) -> dict[str, Any]:
     return dict(options or {})
 
 
-def _samples(criterion: Any) -> Any:
+def _samples(criterion: object) -> Any:
     options = _judge_options(criterion)
     return options.get("num_samples", options.get("numSamples", ADK_DEFAULT_JUDGE_SAMPLES))
 
@@ -354,11 +359,14 @@ def _vertex_configured() -> bool:
         os.environ.get("GOOGLE_CLOUD_PROJECT") and os.environ.get("GOOGLE_CLOUD_LOCATION"))
 
 
-def _interval(name: str, registry: Any) -> tuple[float, float]:
+def _interval(name: str, registry: MetricEvaluatorRegistry) -> tuple[float, float]:
     for info in registry.get_registered_metrics():
         if info.metric_name == name and info.metric_value_info is not None:
             interval = info.metric_value_info.interval
-            return float(interval.min_value), float(interval.max_value)
+            # ADK types the interval Optional; a registered metric without one fails here, as
+            # it always has (every metric the studio scores by gives one)
+            return (float(interval.min_value),  # type: ignore[union-attr]
+                    float(interval.max_value))  # type: ignore[union-attr]
     return 0.0, 1.0
 
 
@@ -383,7 +391,7 @@ def _missing_reference(name: str, sample: Sample) -> str | None:
 # --------------------------------------------------------------------------- invocations
 
 
-def trial_invocations(sample: Sample) -> tuple[Any, Any]:
+def trial_invocations(sample: Sample) -> tuple[Invocation, Invocation]:
     """The (actual, expected) ADK ``Invocation``s of one trial (see the module docstring)."""
     from google.adk.evaluation.eval_case import IntermediateData, Invocation
 
@@ -399,24 +407,24 @@ def trial_invocations(sample: Sample) -> tuple[Any, Any]:
     return actual, expected
 
 
-def _text_content(role: str, text: str) -> Any:
+def _text_content(role: str, text: str) -> Content:
     from google.genai import types
 
     return types.Content(role=role, parts=[types.Part.from_text(text=text)])
 
 
-def _function_calls(calls: list[Any]) -> list[Any]:
+def _function_calls(calls: list[JsonValue]) -> list[FunctionCall]:
     from google.genai import types
 
     return [types.FunctionCall(name=str(call.get("name") or ""), args=_args(call.get("args")))
             for call in calls if isinstance(call, Mapping)]
 
 
-def _args(args: Any) -> dict[str, Any]:
+def _args(args: object) -> dict[str, object]:
     return dict(args) if isinstance(args, Mapping) else {}
 
 
-def _actual_events(trace: Mapping[str, Any], output: str) -> Any:
+def _actual_events(trace: Mapping[str, Any], output: str) -> InvocationEvents:
     """The trial's tool calls, tool results and texts but the final reply, as ADK's
     ``InvocationEvents`` (what ``EvaluationGenerator`` makes of a run's events)."""
     from google.adk.evaluation.eval_case import InvocationEvent, InvocationEvents
@@ -430,7 +438,7 @@ def _actual_events(trace: Mapping[str, Any], output: str) -> Any:
     return InvocationEvents(invocation_events=kept)
 
 
-def _event_content(event: Mapping[str, Any]) -> Any:
+def _event_content(event: Mapping[str, Any]) -> Content | None:
     from google.genai import types
 
     kind = event.get("type")
@@ -466,7 +474,8 @@ class MetricResult:
                                  status=EvalStatus.NOT_EVALUATED, details=why), metric.interval)
 
     @classmethod
-    def from_adk(cls, metric: _Metric, result: Any, actual: Any, expected: Any) -> MetricResult:
+    def from_adk(cls, metric: _Metric, result: EvaluationResult, actual: Invocation,
+                 expected: Invocation) -> MetricResult:
         per = result.per_invocation_results[0] if result.per_invocation_results else None
         rubrics = [to_jsonable(r.model_dump(exclude_none=True))
                    for r in (per.rubric_scores if per and per.rubric_scores else
@@ -523,7 +532,8 @@ class MetricResult:
         return line + (f": {v.details}" if v.details else "")
 
 
-def _details(metric: _Metric, actual: Any, expected: Any, rubrics: tuple[dict, ...]) -> str:
+def _details(metric: _Metric, actual: Invocation, expected: Invocation,
+             rubrics: tuple[JsonDict, ...]) -> str:
     from google.adk.evaluation.eval_case import get_all_tool_calls
 
     if rubrics:
@@ -538,16 +548,17 @@ def _details(metric: _Metric, actual: Any, expected: Any, rubrics: tuple[dict, .
     return ""
 
 
-def _verdict(score: Any) -> str:
-    return {1.0: "yes", 0.0: "no"}.get(score, "no verdict" if score is None else str(score))
+def _verdict(score: JsonValue) -> str:
+    words: dict[object, str] = {1.0: "yes", 0.0: "no"}
+    return words.get(score, "no verdict" if score is None else str(score))
 
 
-def _calls(calls: list[Any]) -> str:
+def _calls(calls: list[FunctionCall]) -> str:
     return json.dumps([{"name": c.name, "args": c.args or {}} for c in calls],
                       ensure_ascii=False, default=str)[:400]
 
 
-def _text(content: Any) -> str:
+def _text(content: Content | None) -> str:
     return "".join(p.text or "" for p in (content.parts or [])) if content is not None else ""
 
 

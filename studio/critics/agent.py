@@ -22,7 +22,8 @@ import math
 import re
 import secrets
 import threading
-from typing import Any
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +42,13 @@ from studio.model.limits import MAX_OUTPUT_CHARS, clip, too_long
 from studio.model.redaction import redact
 from studio.runtime.execution import AgentExecutor, user_message
 from studio.runtime.protocol import AgentExecutorProtocol, ExecutionResult, ExecutionStatus
+
+if TYPE_CHECKING:
+    from google.adk.sessions import BaseSessionService
+
+    from studio.model.media import Media
+
+T = TypeVar("T")
 
 __all__ = [
     "ADVANCED_CRITIC_INSTRUCTION",
@@ -113,7 +121,8 @@ class CriticExecutionError(ScoringError):
         super().__init__(message)
 
 
-def normalize_feedback(score: float, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+def normalize_feedback(score: float, metadata: Mapping[str, object] | None = None
+                       ) -> dict[str, Any]:
     """Simple or advanced critic output in the gepa-adk trial format.
 
     ``feedback`` becomes ``feedback_text`` (always present); ``dimension_scores``,
@@ -190,7 +199,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
     raise CriticOutputParseError(f"critic reply is not JSON: {excerpt!r}", raw_output=text)
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: object) -> str:
     """A JSON value's kind in words: "a list", "a string", "a number", "null"."""
     if value is None:
         return "null"
@@ -200,7 +209,7 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-def _coerce_score(raw: Any, text: str) -> float:
+def _coerce_score(raw: object, text: str) -> float:
     if isinstance(raw, bool) or raw is None:
         raise MissingScoreFieldError(f"critic 'score' must be a number, got {raw!r}",
                                      raw_output=text)
@@ -265,9 +274,9 @@ class CriticScorer:
 
     def __init__(
         self,
-        critic_agent: Any,
+        critic_agent: object,
         executor: AgentExecutorProtocol | None = None,
-        session_service: Any = None,
+        session_service: BaseSessionService | None = None,
         app_name: str = "critic_scorer",
     ) -> None:
         from google.adk.agents import BaseAgent
@@ -296,7 +305,7 @@ class CriticScorer:
         output: str,
         expected: str | None = None,
         session_id: str | None = None,
-        media: tuple[Any, ...] = (),
+        media: tuple[Media, ...] = (),
     ) -> tuple[float, dict[str, Any]]:
         """Score ``output`` with the critic agent (``media``: the example's images, shown to
         the critic after its text, as the agent saw them).
@@ -344,7 +353,7 @@ class CriticScorer:
         return parse_feedback(*_scored_reply(result))
 
     async def _run_critic(self, input_text: str, output: str, expected: str | None,
-                          session_id: str | None, media: tuple[Any, ...] = ()
+                          session_id: str | None, media: tuple[Media, ...] = ()
                           ) -> ExecutionResult:
         """Run the critic through the executor; the studio's own also gets the app name. The
         example's images follow the critic's text, as the agent saw them."""
@@ -373,7 +382,7 @@ class SchemaBasedScorer:
         ConfigError: the schema has no ``score`` field (``field="output_schema"``).
     """
 
-    def __init__(self, output_schema: Any, *, name: str = "schema_score") -> None:
+    def __init__(self, output_schema: object, *, name: str = "schema_score") -> None:
         fields = _schema_fields(output_schema)
         if "score" not in fields:
             shown = getattr(output_schema, "__name__", type(output_schema).__name__)
@@ -398,13 +407,13 @@ class SchemaBasedScorer:
         return parse_feedback(*parse_critic_output(sample.output))
 
 
-def _schema_fields(schema: Any) -> set[str]:
+def _schema_fields(schema: object) -> set[str]:
     if isinstance(schema, dict):
         return set(schema.get("properties") or {})
     return set(getattr(schema, "model_fields", None) or {})
 
 
-def own_schema_critic(agent: Any) -> SchemaBasedScorer:
+def own_schema_critic(agent: object) -> SchemaBasedScorer:
     """The critic ``evolve`` uses when none is given, as gepa-adk does: the agent's own
     ``output_schema`` score.
 
@@ -426,7 +435,8 @@ def own_schema_critic(agent: Any) -> SchemaBasedScorer:
 _VERB = {ExecutionStatus.FAILED: "failed", ExecutionStatus.TIMEOUT: "timed out"}
 
 
-def _checked_executor(executor: Any, session_service: Any) -> Any:
+def _checked_executor(executor: object, session_service: BaseSessionService | None
+                      ) -> AgentExecutorProtocol:
     if executor is None:
         return AgentExecutor(session_service=session_service)
     if not isinstance(executor, AgentExecutorProtocol) or not callable(executor.execute_agent):
@@ -436,7 +446,8 @@ def _checked_executor(executor: Any, session_service: Any) -> Any:
 
 
 def _as_result(result: Any) -> ExecutionResult:
-    """The executor's answer as our result: ours, gepa-adk's or any object with its fields."""
+    """The executor's answer as our result: ours, gepa-adk's or any object with its fields
+    (``Any``: a caller's executor may return any object; its fields are read by name)."""
     if isinstance(result, ExecutionResult):
         return result
     try:
@@ -464,7 +475,7 @@ def _scored_reply(result: ExecutionResult) -> tuple[float, dict[str, Any]]:
     return score, metadata
 
 
-def _run_in_thread(coroutine: Any) -> Any:
+def _run_in_thread(coroutine: Coroutine[object, object, T]) -> T:
     box: dict[str, Any] = {}
 
     def target() -> None:

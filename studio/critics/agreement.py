@@ -197,13 +197,13 @@ def _context(record: Any) -> dict[str, Any]:
             "judge_feedback": record.judge_feedback, "human_feedback": record.human_feedback}
 
 
-def _pair(item: Any, index: int) -> tuple[float | None, float | None]:
+def _pair(item: object, index: int) -> tuple[float | None, float | None]:
     if not isinstance(item, Sequence) or isinstance(item, str) or len(item) != 2:
         raise ValueError(f"pair {index} must be (judge_score, human_score); got {item!r}")
     return _score(item[0], index), _score(item[1], index)
 
 
-def _score(value: Any, index: int) -> float | None:
+def _score(value: object, index: int) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -211,7 +211,7 @@ def _score(value: Any, index: int) -> float | None:
     return float(value)
 
 
-def _check_threshold(threshold: Any) -> None:
+def _check_threshold(threshold: object) -> None:
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
             math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite number; got {threshold!r}")

@@ -40,7 +40,7 @@ class JudgeText:
     part_name: str = ""
 
 
-def judge_text(config: Mapping[str, Any] | None, part: str | None = None) -> JudgeText:
+def judge_text(config: Mapping[str, object] | None, part: str | None = None) -> JudgeText:
     """The text to align in an evaluator critic's config.
 
     Raises:
@@ -59,7 +59,7 @@ def judge_text(config: Mapping[str, Any] | None, part: str | None = None) -> Jud
     return found
 
 
-def alignable_parts(config: Mapping[str, Any] | None) -> list[str]:
+def alignable_parts(config: Mapping[str, object] | None) -> list[str]:
     """The names of a weighted critic's parts that could be aligned ([] for any other)."""
     items = (config or {}).get("evaluators")
     if not isinstance(items, list):
@@ -88,7 +88,7 @@ def with_judge_text(config: Mapping[str, Any], kind: str, text: str,
 # --------------------------------------------------------------------------- finding the text
 
 
-def _weighted_text(items: Any, part: str | None) -> JudgeText:
+def _weighted_text(items: object, part: str | None) -> JudgeText:
     where = "critic.evaluator.evaluators"
     if not isinstance(items, list) or not items:
         raise ConfigError("'evaluators' must be a non-empty list", where=where, value=items)
@@ -122,14 +122,14 @@ def _pick(found: list[JudgeText], refused: list[str], part: str | None,
     return found[0]
 
 
-def _part_name(item: Any, index: int) -> str:
+def _part_name(item: object, index: int) -> str:
     if not isinstance(item, Mapping):
         return f"evaluators[{index}]"
     return str(item.get("label") or item.get("name")
                or ("agent_as_judge" if "agent_as_judge" in item else f"evaluators[{index}]"))
 
 
-def _item_text(item: Mapping[str, Any], name: Any) -> JudgeText | str:
+def _item_text(item: Mapping[str, object], name: object) -> JudgeText | str:
     """The item's alignable text, or why it has none."""
     judge = item.get("agent_as_judge")
     if isinstance(judge, Mapping):
@@ -157,7 +157,7 @@ def _model(params: Mapping[str, Any]) -> str | None:
     return params.get("model") or config.get("model") or None
 
 
-def _rubric(params: Mapping[str, Any]) -> RubricDag:
+def _rubric(params: Mapping[str, object]) -> RubricDag:
     preset = params.get("preset")
     raw = params.get("dag") if params.get("dag") is not None else RUBRIC_PRESETS.get(str(preset))
     if raw is None:
@@ -196,7 +196,7 @@ def rubric_from_text(dag: RubricDag, text: str) -> dict[str, Any]:
     return raw
 
 
-def _replaced(item: dict[str, Any], name: Any, kind: str, text: str) -> dict[str, Any]:
+def _replaced(item: dict[str, Any], name: object, kind: str, text: str) -> dict[str, Any]:
     if kind == "criteria":
         return {**item, "agent_as_judge": {**item["agent_as_judge"], "criteria": text}}
     params = dict(item.get("params") or {})

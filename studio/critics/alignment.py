@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from studio.critics.agent import parse_critic_output
@@ -49,12 +50,12 @@ def undone_label(trial_id: int) -> str:
     return json.dumps({"score": None, "undone": True, "trial_id": trial_id})
 
 
-def is_undone(label: dict[str, Any]) -> bool:
+def is_undone(label: Mapping[str, object]) -> bool:
     """True for an :func:`undone_label` (read by :func:`read_label`)."""
     return label.get("undone") is True
 
 
-def undone_reason(label: dict[str, Any]) -> str:
+def undone_reason(label: Mapping[str, object]) -> str:
     return (f"could not evaluate: the person's correction of trial {label.get('trial_id')} was "
             "undone, so this example is not a label now (it is scored again, from the reply "
             "kept here, if the trial is corrected again)")
@@ -116,8 +117,8 @@ class CriticAgreement(Evaluator):
         self.mode = mode
         self.threshold = float(threshold)
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-                 **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         label = read_label(reference_outputs)
         if is_undone(label):
             return EvaluatorResult.not_evaluated(KEY, undone_reason(label),
@@ -141,7 +142,7 @@ class CriticAgreement(Evaluator):
         return max(0.0, 1.0 - abs(critic - human))
 
 
-def agreement_feedback(critic: float, human: float, label: dict[str, Any]) -> str:
+def agreement_feedback(critic: float, human: float, label: Mapping[str, object]) -> str:
     """What the reflection reads: both scores, the direction, the person's own words."""
     gap = critic - human
     if abs(gap) < AGREE_WITHIN:

@@ -27,7 +27,7 @@ __all__ = ["Feedback", "checked_feedback", "is_valid_score", "judge_sample", "pa
            "unscored_reason"]
 
 
-def parse_feedback(score: Any, metadata: Mapping[str, Any] | str | None) -> Feedback:
+def parse_feedback(score: object, metadata: Mapping[str, object] | str | None) -> Feedback:
     """The record for a gepa-adk critic's ``(score, metadata)``; a plain string is the text.
 
     Raises:
@@ -85,7 +85,7 @@ def _score(score: Any) -> float | None:
     return None if score is None else float(score)
 
 
-def is_valid_score(score: Any) -> bool:
+def is_valid_score(score: object) -> bool:
     """True for a number in [0, 1]. Anything else (7.0, NaN, -1, "high") from a custom critic or
     evaluator means it could not evaluate: it must never enter sums, thresholds or agreement."""
     return (not isinstance(score, bool) and isinstance(score, int | float)
@@ -115,7 +115,7 @@ def unscored_reason(feedback: Feedback) -> str | None:
     return feedback.error or "the critic returned no score"
 
 
-def _record(critic: Critic, answer: Any) -> Feedback:
+def _record(critic: Critic, answer: object) -> Feedback:
     if not isinstance(answer, Feedback):
         raise TypeError(f"critic {getattr(critic, 'name', '?')!r} answered a "
                         f"{type(answer).__name__}; Critic.assess must return a "

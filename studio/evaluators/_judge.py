@@ -23,15 +23,18 @@ import threading
 from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from studio.evaluators.base import Evaluator, EvaluatorResult
 from studio.model.errors import ConfigError
-from studio.model.jsontools import first_json_object
+from studio.model.jsontools import JsonDict, JsonValue, first_json_object
 from studio.model.records import AgentSpec
 from studio.runtime.agents import build_agent
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers import LOCAL_MODEL
+
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent
 
 T = TypeVar("T")
 
@@ -47,7 +50,7 @@ _TRUE_WORDS = frozenset({"true", "yes", "pass", "passed", "satisfied", "supporte
 _FALSE_WORDS = frozenset({"false", "no", "fail", "failed", "unsatisfied", "unsupported", "0"})
 
 _executor_lock = threading.Lock()
-_default_executor: Any = None
+_default_executor: AgentExecutor | None = None
 
 
 # --------------------------------------------------------------------------- fences
@@ -76,10 +79,10 @@ class JudgeReply:
     """What a judge said: the raw text, the JSON object found in it, or the call's failure."""
 
     text: str
-    data: dict[str, Any] | None
+    data: JsonDict | None
     error: str | None = None
 
-    def failure(self, key: str, **metadata: Any) -> EvaluatorResult:
+    def failure(self, key: str, **metadata: object) -> EvaluatorResult:
         """The "could not evaluate" result for a failed call or a reply without JSON."""
         if self.error is not None:
             return EvaluatorResult.not_evaluated(key, f"judge call failed: {self.error}",
@@ -102,17 +105,17 @@ class Judge:
         executor: an :class:`studio.runtime.execution.AgentExecutor`; a shared default when None.
     """
 
-    def __init__(self, *, name: str, model: str, system: str, schema: dict[str, Any],
-                 executor: Any = None, agent: Any = None) -> None:
+    def __init__(self, *, name: str, model: str, system: str, schema: JsonDict,
+                 executor: AgentExecutor | None = None, agent: BaseAgent | None = None) -> None:
         self.name = name
         self.model = model
         self.system = system
         self.schema = schema
         self.executor = executor
-        self._agent: Any = agent
+        self._agent = agent
         """A caller's own ADK judge agent (its instruction kept), or the one built on use."""
 
-    def agent(self) -> Any:
+    def agent(self) -> BaseAgent:
         """The ADK agent, built on first use."""
         if self._agent is None:
 
@@ -137,11 +140,13 @@ class EndpointJudge(Judge):
     schema_model)``, sync) instead of ADK: the system text and the user text go as one prompt,
     as Potato sends them. A failed query is returned as ``error``, never raised."""
 
-    def __init__(self, endpoint: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, endpoint: PotatoEndpoint, *, name: str, model: str, system: str,
+                 schema: JsonDict, executor: AgentExecutor | None = None) -> None:
+        super().__init__(name=name, model=model, system=system, schema=schema,
+                         executor=executor)
         self.endpoint = endpoint
 
-    def agent(self) -> Any:
+    def agent(self) -> BaseAgent:
         raise ConfigError("this judge asks a caller's endpoint; it has no ADK agent",
                           where="endpoint")
 
@@ -155,7 +160,7 @@ class EndpointJudge(Judge):
         return endpoint_reply(reply)
 
 
-def endpoint_reply(reply: Any) -> JudgeReply:
+def endpoint_reply(reply: object) -> JudgeReply:
     """What a Potato endpoint returned (text, a pydantic model, a dict) as a JudgeReply;
     Potato's ``pass_`` field (``pass`` is a Python keyword) is read as ``pass``."""
     if hasattr(reply, "model_dump"):
@@ -185,21 +190,23 @@ def verdict_model(schema: Mapping[str, Any]) -> type:
     return create_model("Verdict", **fields)
 
 
-def check_endpoint(endpoint: Any) -> Any:
+def check_endpoint(endpoint: object) -> PotatoEndpoint | None:
     """A Potato-style endpoint (anything with a callable ``query``), or None.
 
     Raises:
         ConfigError: ``endpoint`` has no ``query`` method; names what to pass instead.
     """
-    if endpoint is None or callable(getattr(endpoint, "query", None)):
-        return endpoint
+    if endpoint is None:
+        return None
+    if callable(getattr(endpoint, "query", None)):
+        return cast(PotatoEndpoint, endpoint)  # a caller's object: its query checked just above
     raise ConfigError(f"endpoint must have a query(prompt, schema) method as Potato's "
                       f"endpoints do, got {type(endpoint).__name__}; or pass model='<litellm "
                       "model>' (or config={'ai_support': ...}) to use the studio's judge",
                       where="endpoint", value=type(endpoint).__name__)
 
 
-def default_executor() -> Any:
+def default_executor() -> AgentExecutor:
     """The executor judges share when none is given (created on first use)."""
     global _default_executor
     with _executor_lock:
@@ -209,7 +216,7 @@ def default_executor() -> Any:
         return _default_executor
 
 
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+def run_sync(coroutine: Coroutine[object, object, T]) -> T:
     """Run ``coroutine`` to completion from synchronous code.
 
     Inside a running event loop (a notebook, Streamlit) ``asyncio.run`` is not allowed, so the
@@ -223,7 +230,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def resolve_model(model: Any, config: Mapping[str, Any] | None) -> str:
+def resolve_model(model: object, config: Mapping[str, JsonValue] | None) -> str:
     """``model``, else ``config["model"]``, else the embedded model, as a LiteLLM string.
 
     ``model`` may also be an Agno-style model object (anything with an ``id``, such as
@@ -254,9 +261,10 @@ _ENDPOINT_ENV = {"openai": "OPENAI", "anthropic": "ANTHROPIC", "gemini": "GEMINI
                  "open_router": "OPENROUTER", "huggingface": "HUGGINGFACE"}
 
 
-def config_model(config: Mapping[str, Any] | None) -> str:
-    """The judge model a config names: ``config["model"]``, else Potato's ``ai_support``
-    (``judge_alignment.ai_support`` first, as Potato reads it), else the embedded model.
+def config_model(config: Mapping[str, JsonValue] | None) -> JsonValue:
+    """The judge model a config names (:func:`resolve_model` checks it): ``config["model"]``,
+    else Potato's ``ai_support`` (``judge_alignment.ai_support`` first, as Potato reads it),
+    else the embedded model.
 
     Potato's ``{"ai_support": {"endpoint_type": "openai", "ai_config": {"model": "gpt-4o"}}}``
     becomes ``"openai/gpt-4o"``; ``ai_support.model`` is read too.
@@ -283,7 +291,7 @@ def config_model(config: Mapping[str, Any] | None) -> str:
     return _potato_model(str(model), support.get("endpoint_type"), {**support, **settings})
 
 
-def _potato_model(model: str, endpoint_type: Any, settings: Mapping[str, Any]) -> str:
+def _potato_model(model: str, endpoint_type: object, settings: Mapping[str, object]) -> str:
     where = "config.ai_support"
     if endpoint_type is None:
         return model
@@ -313,7 +321,7 @@ LITELLM_PREFIXES = {
 """An Agno model's ``provider`` (or class name), lower-cased, -> LiteLLM's provider prefix."""
 
 
-def litellm_string(model: Any) -> str:
+def litellm_string(model: Any) -> str:  # Any: an Agno-style model object, read by its id
     """The LiteLLM string for an Agno-style model object: ``OpenAIChat(id="gpt-4o")`` ->
     ``"openai/gpt-4o"``; an ``id`` that already names a provider (``"anthropic/claude-..."``,
     ``"scripted/x"``) or a ``LiteLLM`` model is used as it is.
@@ -338,38 +346,45 @@ def litellm_string(model: Any) -> str:
     return model_id if model_id.startswith(f"{prefix}/") else f"{prefix}/{model_id}"
 
 
+class PotatoEndpoint(Protocol):
+    """A caller's Potato-style endpoint: asked with a prompt and the reply's pydantic model,
+    it returns text, a pydantic model or a dict (:func:`endpoint_reply` reads each)."""
+
+    def query(self, prompt: str, schema: type, /) -> object: ...
+
+
 class JudgeEvaluator(Evaluator):
     """Base of LLM-backed evaluators: ``evaluate`` runs :meth:`aevaluate` to completion."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *, model: Any = None,
-                 executor: Any = None, endpoint: Any = None) -> None:
+    def __init__(self, config: Mapping[str, JsonValue] | None = None, *, model: object = None,
+                 executor: AgentExecutor | None = None, endpoint: object = None) -> None:
         self.config = dict(config or {})
         self.endpoint = check_endpoint(endpoint)
         self.model = resolve_model(model, self.config) if endpoint is None else "endpoint"
         self.executor = executor
 
-    def judge(self, *, name: str, system: str, schema: dict[str, Any]) -> Judge:
+    def judge(self, *, name: str, system: str, schema: JsonDict) -> Judge:
         if self.endpoint is not None:
             return EndpointJudge(self.endpoint, name=name, model=self.model, system=system,
                                  schema=schema, executor=self.executor)
         return Judge(name=name, model=self.model, system=system, schema=schema,
                      executor=self.executor)
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         return run_sync(self.aevaluate(outputs=outputs, reference_outputs=reference_outputs,
                                        inputs=inputs, **kwargs))
 
     @abc.abstractmethod
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         """Ask the judge; see each subclass for what it reads from the arguments."""
 
 
 # --------------------------------------------------------------------------- lenient parsing
 
 
-def parse_json_object(text: str) -> dict[str, Any] | None:
+def parse_json_object(text: str) -> JsonDict | None:
     """The first JSON object in a reply: whole text, a code fence, or embedded in prose.
 
     Small models wrap JSON in fences, prepend "Sure!", or use Python quotes; a plain
@@ -386,14 +401,14 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     return _embedded_object(stripped)
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> JsonValue:
     try:
         return json.loads(text)
     except (json.JSONDecodeError, ValueError):
         return None
 
 
-def _embedded_object(text: str) -> dict[str, Any] | None:
+def _embedded_object(text: str) -> JsonDict | None:
     found = first_json_object(text, max_starts=_MAX_OBJECT_STARTS)
     if found is not None:
         return found
@@ -407,7 +422,7 @@ def _embedded_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def task_text(inputs: Any, key: str = "question") -> str:
+def task_text(inputs: object, key: str = "question") -> str:
     """The task an output answers: ``inputs`` itself, or its question/task/input field."""
     if inputs is None:
         return ""
@@ -419,7 +434,7 @@ def task_text(inputs: Any, key: str = "question") -> str:
     return str(inputs)
 
 
-def reasoning_of(data: Mapping[str, Any]) -> str:
+def reasoning_of(data: Mapping[str, object]) -> str:
     """The judge's explanation, under whichever common key it used."""
     for key in ("reasoning", "reason", "explanation", "rationale", "comment"):
         value = data.get(key)
@@ -428,7 +443,7 @@ def reasoning_of(data: Mapping[str, Any]) -> str:
     return ""
 
 
-def parse_bool(value: Any) -> bool | None:
+def parse_bool(value: object) -> bool | None:
     """A verdict as a bool: JSON booleans, 0/1, and words such as "yes", "pass", "false"."""
     if isinstance(value, bool):
         return value
@@ -443,7 +458,7 @@ def parse_bool(value: Any) -> bool | None:
     return None
 
 
-def parse_number(value: Any) -> float | None:
+def parse_number(value: object) -> float | None:
     """A finite number from a JSON number or numeric text ("8", "0.75"); None otherwise."""
     if isinstance(value, bool):
         return None
@@ -459,7 +474,7 @@ def parse_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def unit_score(data: Mapping[str, Any], field: str = "score", *,
+def unit_score(data: Mapping[str, object], field: str = "score", *,
                clamp: bool = False) -> tuple[float | None, str]:
     """``data[field]`` as a score in [0, 1], or ``(None, reason)``. Out of range is an error
     unless ``clamp`` (Potato's trajectory judge clamps; the caller then says so): a judge that

@@ -9,7 +9,6 @@ finds an assignment when one exists.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from studio.evaluators.base import EvaluatorResult
 from studio.evaluators.errors import TrajectoryShapeError
@@ -19,7 +18,7 @@ ARG_MODES = ("exact", "ignore", "subset", "superset")
 _EQUIVALENCES = ("exact", "ignore")
 
 
-def check_arg_mode(mode: Any, *, field: str) -> str:
+def check_arg_mode(mode: object, *, field: str) -> str:
     """Validate an argument-matching mode.
 
     Raises:
@@ -38,7 +37,7 @@ def check_overrides(overrides: Mapping[str, str] | None) -> dict[str, str]:
     return checked
 
 
-def args_match(agent_args: dict[str, Any], ref_args: dict[str, Any], mode: str) -> bool:
+def args_match(agent_args: Mapping[str, object], ref_args: Mapping[str, object], mode: str) -> bool:
     """Compare an agent call's arguments with a reference call's under ``mode``."""
     if mode == "exact":
         return agent_args == ref_args
@@ -165,7 +164,7 @@ def _flip(right: int, start: int, reached_from: dict[int, int],
         right = previous
 
 
-def tool_calls_or_error(key: str, value: Any, what: str) -> list[ToolCall] | EvaluatorResult:
+def tool_calls_or_error(key: str, value: object, what: str) -> list[ToolCall] | EvaluatorResult:
     """The tool calls of ``value``, or the "could not evaluate" result explaining why not."""
     if value is None:
         return EvaluatorResult.not_evaluated(key, f"no {what} trajectory (it is None)")

@@ -14,7 +14,7 @@ evaluated (``score=None``) with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.evaluators.base import Evaluator
 from studio.evaluators.graph_trajectory import (
@@ -22,6 +22,10 @@ from studio.evaluators.graph_trajectory import (
     GraphTrajectoryLLMJudge,
     GraphTrajectoryStrictMatch,
 )
+from studio.model.jsontools import JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 
 def is_available() -> bool:
@@ -35,18 +39,19 @@ def graph_trajectory_strict_match() -> Evaluator:
     return GraphTrajectoryStrictMatch()
 
 
-def graph_trajectory_llm_judge(*, model: Any = None, prompt: str = GRAPH_TRAJECTORY_PROMPT,
+def graph_trajectory_llm_judge(*, model: object = None, prompt: str = GRAPH_TRAJECTORY_PROMPT,
                                continuous: bool = False,
                                feedback_key: str = "graph_trajectory_accuracy",
-                               config: Mapping[str, Any] | None = None, endpoint: Any = None,
-                               executor: Any = None) -> Evaluator:
+                               config: Mapping[str, JsonValue] | None = None,
+                               endpoint: object = None,
+                               executor: AgentExecutor | None = None) -> Evaluator:
     """agentevals' graph-trajectory judge. ``model`` may be spelled as agentevals spells it,
     ``"openai:o3-mini"`` (read as LiteLLM's ``openai/o3-mini``), or as any studio judge's."""
     return GraphTrajectoryLLMJudge(config, prompt, continuous, endpoint, feedback_key,
                                    model=_litellm_spelling(model), executor=executor)
 
 
-def _litellm_spelling(model: Any) -> Any:
+def _litellm_spelling(model: object) -> Any:
     """``provider:model`` (agentevals, LangChain) as LiteLLM's ``provider/model``."""
     if isinstance(model, str) and ":" in model and "/" not in model:
         provider, _, name = model.partition(":")

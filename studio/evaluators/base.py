@@ -46,12 +46,12 @@ class EvaluatorResult(BaseModel):
     """Details worth keeping with a trial: verdicts, rubric path, claims, matched calls."""
 
     @classmethod
-    def not_evaluated(cls, key: str, comment: str, **metadata: Any) -> EvaluatorResult:
+    def not_evaluated(cls, key: str, comment: str, **metadata: object) -> EvaluatorResult:
         """A result for an example the evaluator could not score (``score=None``)."""
         return cls(key=key, score=None, comment=comment, metadata=metadata)
 
     @classmethod
-    def passed(cls, key: str, ok: bool, comment: str = "", **metadata: Any) -> EvaluatorResult:
+    def passed(cls, key: str, ok: bool, comment: str = "", **metadata: object) -> EvaluatorResult:
         """A pass/fail result: score 1.0 or 0.0, value the boolean."""
         return cls(key=key, score=1.0 if ok else 0.0, value=ok, comment=comment, metadata=metadata)
 
@@ -107,7 +107,7 @@ def registered(name: str, description: str,
     return register
 
 
-def check_kind(factory: Any) -> CheckKind:
+def check_kind(factory: object) -> CheckKind:
     """What the evaluator built by ``factory`` checks (:class:`CheckKind`)."""
     return getattr(factory, "check_kind", CheckKind.OTHER)
 
@@ -130,27 +130,27 @@ class Evaluator(abc.ABC):
     def evaluate(
         self,
         *,
-        outputs: Any = None,
-        reference_outputs: Any = None,
-        inputs: Any = None,
-        **kwargs: Any,
+        outputs: object = None,
+        reference_outputs: object = None,
+        inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         """Score ``outputs`` (against ``reference_outputs`` when the metric needs one)."""
 
     async def aevaluate(
         self,
         *,
-        outputs: Any = None,
-        reference_outputs: Any = None,
-        inputs: Any = None,
-        **kwargs: Any,
+        outputs: object = None,
+        reference_outputs: object = None,
+        inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         """Async :meth:`evaluate`; deterministic evaluators are fast enough to run inline."""
         return self.evaluate(
             outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs
         )
 
-    def __call__(self, **kwargs: Any) -> EvaluatorResult:
+    def __call__(self, **kwargs: object) -> EvaluatorResult:
         return self.evaluate(**kwargs)
 
     def __repr__(self) -> str:
@@ -160,7 +160,7 @@ class Evaluator(abc.ABC):
 _TEXT_KEYS = ("output", "text", "content", "answer", "final_answer")
 
 
-def as_text(value: Any) -> str | None:
+def as_text(value: object) -> str | None:
     """The text of an output: strings as they are, common containers unwrapped, other JSON dumped.
 
     Returns None for None, so callers can tell "no output" from "empty output".

@@ -36,7 +36,7 @@ import logging
 import statistics
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -53,7 +53,12 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import as_text
 from studio.model.errors import ConfigError, StudioError
 from studio.model.printable import printable as _printable
-from studio.store import open_store
+from studio.store import EvalRun, open_store
+
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent
+
+    from studio.runtime.execution import AgentExecutor
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +109,7 @@ class AgentAsJudgeEvaluation(BaseModel):
             return (self.score - 1) / 9
         return 1.0 if self.passed else 0.0
 
-    def print_eval(self, console: Any = None) -> None:
+    def print_eval(self, console: object = None) -> None:
         """Print this case for a person (Agno's ``print_eval``); model text is made inert."""
         status = {True: "PASSED", False: "FAILED", None: "NOT EVALUATED"}[self.passed]
         rows = [("Input", _clip_line(self.input)), ("Output", _clip_line(self.output))]
@@ -178,12 +183,12 @@ class AgentAsJudgeResult(BaseModel):
         """The aggregate numbers (what the store keeps as the run's summary)."""
         return self.model_dump(exclude={"results", "eval_run_id", "log_error"})
 
-    def print_results(self, console: Any = None) -> None:
+    def print_results(self, console: object = None) -> None:
         """Print every case (Agno's ``print_results``)."""
         for evaluation in self.results:
             evaluation.print_eval(console)
 
-    def print_summary(self, console: Any = None) -> None:
+    def print_summary(self, console: object = None) -> None:
         """Print the aggregate (Agno's ``print_summary``), with the cases not evaluated."""
         rows = [("Number of Evaluations", str(len(self.results))),
                 ("Pass Rate", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")]
@@ -197,7 +202,18 @@ class AgentAsJudgeResult(BaseModel):
         _emit(console, "[ Agent As Judge Evaluation Summary ]", rows)
 
 
-OnFail = Callable[[AgentAsJudgeEvaluation], Any]
+OnFail = Callable[[AgentAsJudgeEvaluation], object]
+"""A caller's callback on a failed case; what it returns is awaited when awaitable."""
+
+
+class EvalRunLog(Protocol):
+    """Where judged runs are logged: a studio :class:`~studio.store.Store` (or an object with
+    its two methods)."""
+
+    def add_eval_run(self, name: str, kind: str, summary: dict[str, Any],
+                     cases: list[dict[str, Any]]) -> int: ...
+
+    def list_eval_runs(self, name: str | None = None, limit: int = 100) -> list[EvalRun]: ...
 
 
 class AgentAsJudgeEval:
@@ -235,11 +251,11 @@ class AgentAsJudgeEval:
         threshold: int = 7,
         additional_guidelines: str | Sequence[str] | None = None,
         on_fail: OnFail | None = None,
-        model: Any = None,
-        executor: Any = None,
-        db: Any = None,
+        model: object = None,
+        executor: AgentExecutor | None = None,
+        db: EvalRunLog | str | None = None,
         name: str | None = None,
-        evaluator_agent: Any = None,
+        evaluator_agent: BaseAgent | None = None,
         print_results: bool = False,
         print_summary: bool = False,
         telemetry: bool = True,
@@ -273,7 +289,7 @@ class AgentAsJudgeEval:
 
     def run(self, *, input: str | None = None, output: str | None = None,
             cases: Sequence[Mapping[str, Any]] | None = None, print_summary: bool = False,
-            print_results: bool = False, run_metrics: Any = None) -> AgentAsJudgeResult:
+            print_results: bool = False, run_metrics: object = None) -> AgentAsJudgeResult:
         """Judge one ``input``/``output`` pair or a list of ``cases`` (dicts with both keys).
 
         ``print_results`` / ``print_summary`` print each case / the aggregate to stdout once
@@ -289,7 +305,7 @@ class AgentAsJudgeEval:
 
     async def arun(self, *, input: str | None = None, output: str | None = None,
                    cases: Sequence[Mapping[str, Any]] | None = None, print_summary: bool = False,
-                   print_results: bool = False, run_metrics: Any = None) -> AgentAsJudgeResult:
+                   print_results: bool = False, run_metrics: object = None) -> AgentAsJudgeResult:
         """Async :meth:`run`; cases are judged concurrently (the executor bounds it)."""
         pairs = _pairs(input, output, cases)
         evaluations = await asyncio.gather(*(self.judge_case(i, o) for i, o in pairs))
@@ -306,12 +322,12 @@ class AgentAsJudgeEval:
         return result
 
     @property
-    def evaluator_agent(self) -> Any:
+    def evaluator_agent(self) -> BaseAgent | None:
         """The caller's ADK judge agent, or None when the built one judges."""
         return self._custom_agent
 
     @evaluator_agent.setter
-    def evaluator_agent(self, agent: Any) -> None:
+    def evaluator_agent(self, agent: object) -> None:
         """Assignable after construction, as in Agno; the built agent assigned back (from
         :meth:`get_evaluator_agent`) stays the built one."""
         if agent is not None and agent is self._judge.agent():
@@ -319,7 +335,7 @@ class AgentAsJudgeEval:
         self._custom_agent = _judge_agent(agent, self._response_model())
         self._judge._agent = self._custom_agent
 
-    def get_evaluator_agent(self) -> Any:
+    def get_evaluator_agent(self) -> BaseAgent:
         """The ADK agent that judges (Agno's name): ``evaluator_agent`` when one was given,
         else the one built from the criteria, strategy and model."""
         return self._judge.agent()
@@ -339,7 +355,7 @@ class AgentAsJudgeEval:
         reply = await self._judge.ask(prompt)
         return self._evaluation(input, output, reply)
 
-    def eval_runs(self, limit: int = 100) -> list[Any]:
+    def eval_runs(self, limit: int = 100) -> list[EvalRun]:
         """Logged runs of this eval (by ``name``), newest first; [] when no ``db`` was given."""
         store = self._store()
         return [] if store is None else store.list_eval_runs(name=self._run_name(), limit=limit)
@@ -395,7 +411,7 @@ class AgentAsJudgeEval:
         except Exception:
             logger.warning("on_fail callback raised", exc_info=True)
 
-    def _store(self) -> Any:
+    def _store(self) -> EvalRunLog | None:
         if isinstance(self.db, str):
 
             self.db = open_store(self.db)
@@ -410,7 +426,10 @@ class AgentAsJudgeEval:
                    "threshold": self.threshold if self.scoring_strategy == "numeric" else None,
                    "additional_guidelines": self.additional_guidelines, "model": self.model}
         try:
-            result.eval_run_id = self._store().add_eval_run(
+            store = self._store()  # opening a database URL may fail too: recorded the same way
+            if store is None:  # called only with a db
+                return
+            result.eval_run_id = store.add_eval_run(
                 self._run_name(), EVAL_KIND, summary, [r.model_dump() for r in result.results])
         except StudioError as exc:  # keep the results; say the log failed
             result.log_error = str(exc)
@@ -449,7 +468,7 @@ def _guideline_lines(guidelines: str | Sequence[str] | None) -> list[str]:
     return ["", "## Additional Guidelines", *(f"- {g}" for g in guidelines)]
 
 
-def numeric_score(raw: Any) -> tuple[int | None, str]:
+def numeric_score(raw: object) -> tuple[int | None, str]:
     """A judge's 1-10 score, or ``(None, reason)``: never clamped, never guessed from words."""
     if raw is None:
         return None, "judge reply has no 'score'"
@@ -485,11 +504,11 @@ def _pairs(input: str | None, output: str | None,
     return pairs
 
 
-def _text_or_none(value: Any) -> str | None:
+def _text_or_none(value: object) -> str | None:
     return None if value is None else as_text(value)
 
 
-def _judge_agent(agent: Any, schema: type[BaseModel]) -> Any:
+def _judge_agent(agent: object, schema: type[BaseModel]) -> BaseAgent | None:
     """A caller's ADK judge agent, copied with the reply schema set (Agno sets it too); None
     when none was given.
 
@@ -512,7 +531,7 @@ def _judge_agent(agent: Any, schema: type[BaseModel]) -> Any:
     return agent
 
 
-def printable(text: Any) -> str:
+def printable(text: object) -> str:
     """``text`` safe for a terminal: control and format characters (escape sequences, bidi
     overrides) shown as ``\\x1b``-style escapes; newlines and tabs kept."""
     return _printable(text)
@@ -545,8 +564,10 @@ def _plain_text_options(console: Any) -> dict[str, bool]:
     return {name: False for name in ("markup", "emoji", "highlight") if name in accepted}
 
 
-def _check_db(db: Any) -> Any:
-    if db is None or isinstance(db, str) or callable(getattr(db, "add_eval_run", None)):
+def _check_db(db: object) -> EvalRunLog | str | None:
+    if db is None or isinstance(db, str):
         return db
+    if callable(getattr(db, "add_eval_run", None)):
+        return cast(EvalRunLog, db)  # a caller's object: its add_eval_run checked just above
     raise ConfigError("db must be a studio Store, a database URL or None; got "
                       f"{type(db).__name__}", where="db", value=db)

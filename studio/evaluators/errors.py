@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from studio.model.errors import ConfigError, StudioError
 
 
@@ -15,7 +13,7 @@ class TrajectoryShapeError(StudioError, ValueError):
     directly to get the exception.
     """
 
-    def __init__(self, message: str, *, shape: str, value: Any = None) -> None:
+    def __init__(self, message: str, *, shape: str, value: object = None) -> None:
         self.shape = shape
         """A short description of what was received (type name and keys)."""
         self.value = value
@@ -25,7 +23,7 @@ class TrajectoryShapeError(StudioError, ValueError):
 class RubricDagError(ConfigError):
     """A rubric DAG is malformed; ``node`` names the node at fault (None for the whole DAG)."""
 
-    def __init__(self, message: str, *, node: str | None = None, value: Any = None) -> None:
+    def __init__(self, message: str, *, node: str | None = None, value: object = None) -> None:
         self.node = node
         super().__init__(message, where="rubric_dag", value=value)
 

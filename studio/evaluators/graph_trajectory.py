@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.evaluators._judge import Fence, task_text
 from studio.evaluators.base import Evaluator, EvaluatorResult
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.llm_judge import LLMTrajectoryJudge
+from studio.model.jsontools import JsonValue
 from studio.model.limits import clip
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 GRAPH_TRAJECTORY_PROMPT = (
     "You are an expert evaluator judging the path an AI agent took through its graph of nodes. "
@@ -29,7 +33,7 @@ RESULTS_SHOWN_CHARS = 4_000
 """Characters of the turns' results shown to the judge (the path is always shown whole)."""
 
 
-def graph_steps(trajectory: Any) -> list[list[str]]:
+def graph_steps(trajectory: object) -> list[list[str]]:
     """The nodes visited per turn of a ``GraphTrajectory`` (or of the ``{"outputs": ...}``
     that agentevals' thread extraction returns).
 
@@ -49,7 +53,7 @@ def graph_steps(trajectory: Any) -> list[list[str]]:
         f"(agentevals' GraphTrajectory); got {shape}", shape=shape)
 
 
-def _unwrapped(trajectory: Any) -> Any:
+def _unwrapped(trajectory: object) -> Any:
     """The GraphTrajectory itself, out of the ``{"inputs", "outputs"}`` of a thread extract."""
     if isinstance(trajectory, Mapping) and "steps" not in trajectory \
             and isinstance(trajectory.get("outputs"), Mapping):
@@ -75,8 +79,8 @@ class GraphTrajectoryStrictMatch(Evaluator):
 
     key = "graph_trajectory_strict_match"
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         if outputs is None or reference_outputs is None:
             return EvaluatorResult.not_evaluated(
                 self.key, "a strict graph-trajectory match needs both outputs and "
@@ -99,14 +103,14 @@ class GraphTrajectoryLLMJudge(LLMTrajectoryJudge):
     path fenced as data; pass/fail, or a 0.0-1.0 score with ``continuous=True``. Arguments as
     :class:`LLMTrajectoryJudge`'s; the default key is ``graph_trajectory_accuracy``."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None,
                  prompt: str = GRAPH_TRAJECTORY_PROMPT, continuous: bool = False,
-                 endpoint: Any = None, key: str = "graph_trajectory_accuracy", *,
-                 model: Any = None, executor: Any = None) -> None:
+                 endpoint: object = None, key: str = "graph_trajectory_accuracy", *,
+                 model: object = None, executor: AgentExecutor | None = None) -> None:
         super().__init__(config, prompt, continuous, endpoint, key, model=model,
                          executor=executor)
 
-    def _user_text(self, outputs: Any, reference: Any, inputs: Any) -> str:
+    def _user_text(self, outputs: object, reference: object, inputs: object) -> str:
         fence = Fence()
         task = task_text(inputs)
         parts = [f"Task:\n{task}"] if task else []
@@ -118,7 +122,7 @@ class GraphTrajectoryLLMJudge(LLMTrajectoryJudge):
         return "\n\n".join(parts)
 
 
-def _path_text(trajectory: Any) -> str:
+def _path_text(trajectory: object) -> str:
     lines = [f"turn {number}: {' → '.join(turn) or '(no node)'}"
              for number, turn in enumerate(graph_steps(trajectory), start=1)]
     results = _unwrapped(trajectory).get("results")

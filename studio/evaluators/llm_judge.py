@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -17,19 +17,23 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import CheckKind, EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
+from studio.model.jsontools import JsonDict, JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 DEFAULT_TRAJECTORY_PROMPT = (
     "You are an expert evaluator judging the quality of an AI agent's trajectory. Consider "
     "whether the agent took sensible steps, used tools appropriately, avoided unnecessary or "
     "erroneous actions, and reached a correct, complete final answer for the task."
 )
-_CONTINUOUS_SCHEMA = {
+_CONTINUOUS_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
                    "reasoning": {"type": "string"}},
     "required": ["score", "reasoning"],
 }
-_BINARY_SCHEMA = {
+_BINARY_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {"pass": {"type": "boolean"}, "reasoning": {"type": "string"}},
     "required": ["pass", "reasoning"],
@@ -59,10 +63,10 @@ class LLMTrajectoryJudge(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None,
                  prompt: str = DEFAULT_TRAJECTORY_PROMPT, continuous: bool = False,
-                 endpoint: Any = None, key: str = "trajectory_accuracy", *,
-                 model: Any = None, executor: Any = None) -> None:
+                 endpoint: object = None, key: str = "trajectory_accuracy", *,
+                 model: object = None, executor: AgentExecutor | None = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.prompt = prompt
         self.continuous = continuous
@@ -75,8 +79,8 @@ class LLMTrajectoryJudge(JudgeEvaluator):
             schema=_CONTINUOUS_SCHEMA if continuous else _BINARY_SCHEMA,
         )
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         if outputs is None:
             return EvaluatorResult.not_evaluated(self.key, "no trajectory to judge (it is None)")
         try:
@@ -88,7 +92,7 @@ class LLMTrajectoryJudge(JudgeEvaluator):
             return reply.failure(self.key)
         return self._verdict(reply.data)
 
-    def _user_text(self, outputs: Any, reference: Any, inputs: Any) -> str:
+    def _user_text(self, outputs: object, reference: object, inputs: object) -> str:
         fence = Fence()
         task = task_text(inputs)
         parts = [f"Task:\n{task}"] if task else []
@@ -99,7 +103,7 @@ class LLMTrajectoryJudge(JudgeEvaluator):
                 render_trajectory(normalize_trajectory(reference)), "reference"))
         return "\n\n".join(parts)
 
-    def _verdict(self, data: dict[str, Any]) -> EvaluatorResult:
+    def _verdict(self, data: Mapping[str, object]) -> EvaluatorResult:
         reasoning = reasoning_of(data)
         if self.continuous:
             score, problem = unit_score(data, clamp=True)

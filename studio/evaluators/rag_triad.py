@@ -11,7 +11,7 @@ of the ratio (never counted as unsupported).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -23,15 +23,19 @@ from studio.evaluators._judge import (
     unit_score,
 )
 from studio.evaluators.base import EvaluatorResult, as_text, registered
+from studio.model.jsontools import JsonDict, JsonValue
 
-_SCORE_SCHEMA = {
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
+
+_SCORE_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
                    "reasoning": {"type": "string"}},
     "required": ["score", "reasoning"],
 }
 _SCORE_ANSWER = '{"score": <number from 0.0 to 1.0>, "reasoning": "<one sentence>"}'
-_CLAIMS_SCHEMA = {
+_CLAIMS_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {
         "claims": {"type": "array", "items": {
@@ -51,9 +55,10 @@ class _RagEvaluator(JudgeEvaluator):
     _system: ClassVar[str] = ""
     _schema: ClassVar[dict[str, Any]] = _SCORE_SCHEMA
 
-    def __init__(self, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None, endpoint: object = None,
                  question_key: str = "question", context_key: str = "context",
-                 key: str | None = None, *, model: Any = None, executor: Any = None) -> None:
+                 key: str | None = None, *, model: object = None,
+                 executor: AgentExecutor | None = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.question_key = question_key
         self.context_key = context_key
@@ -61,8 +66,8 @@ class _RagEvaluator(JudgeEvaluator):
         self._judge = self.judge(name=f"{type(self).key}_judge", system=self._system,
                                  schema=self._schema)
 
-    def _parts(self, outputs: Any, inputs: Any,
-               kwargs: Mapping[str, Any]) -> tuple[str, str | None, str]:
+    def _parts(self, outputs: object, inputs: object,
+               kwargs: Mapping[str, object]) -> tuple[str, str | None, str]:
         context = kwargs.get("context")
         if context is None and isinstance(inputs, Mapping):
             context = inputs.get(self.context_key)
@@ -80,7 +85,7 @@ class _RagEvaluator(JudgeEvaluator):
                                comment=reasoning_of(reply.data))
 
 
-def _context_text(context: Any) -> str:
+def _context_text(context: object) -> str:
     if context is None:
         return ""
     if isinstance(context, list | tuple):
@@ -98,8 +103,8 @@ class ContextRelevanceEvaluator(_RagEvaluator):
                "fully relevant and sufficient, 0.0 = irrelevant.\n\n"
                f"{DATA_NOTE}\n\nRespond with JSON only: {_SCORE_ANSWER}")
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         question, _answer, context = self._parts(outputs, inputs, kwargs)
         if not context:
             return EvaluatorResult.not_evaluated(self.key, "no context provided")
@@ -119,8 +124,8 @@ class AnswerRelevanceEvaluator(_RagEvaluator):
                "correctness: 1.0 = directly and completely answers, 0.0 = off-topic.\n\n"
                f"{DATA_NOTE}\n\nRespond with JSON only: {_SCORE_ANSWER}")
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         question, answer, _context = self._parts(outputs, inputs, kwargs)
         if answer is None:
             return EvaluatorResult.not_evaluated(self.key, "no answer to judge (it is None)")
@@ -145,8 +150,8 @@ class GroundednessEvaluator(_RagEvaluator):
         '"reasoning": "<one sentence>"}'
     )
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         _question, answer, context = self._parts(outputs, inputs, kwargs)
         if answer is None or not answer.strip():
             return EvaluatorResult.not_evaluated(self.key, "empty answer: no claims to check")
@@ -160,7 +165,7 @@ class GroundednessEvaluator(_RagEvaluator):
             return reply.failure(self.key)
         return self._claims_result(reply.data)
 
-    def _claims_result(self, data: Mapping[str, Any]) -> EvaluatorResult:
+    def _claims_result(self, data: Mapping[str, object]) -> EvaluatorResult:
         raw_claims = data.get("claims")
         claims = [_claim(item) for item in raw_claims] if isinstance(raw_claims, list) else []
         judged = [c for c in claims if c["supported"] is not None]
@@ -183,15 +188,15 @@ class GroundednessEvaluator(_RagEvaluator):
         )
 
 
-def _claim(item: Any) -> dict[str, Any]:
+def _claim(item: object) -> dict[str, Any]:
     if isinstance(item, Mapping):
         text = item.get("claim") or item.get("text") or ""
         return {"claim": str(text), "supported": parse_bool(item.get("supported"))}
     return {"claim": str(item), "supported": None}
 
 
-def rag_triad(config: Mapping[str, Any] | None = None, endpoint: Any = None, *,
-              model: Any = None, executor: Any = None,
+def rag_triad(config: Mapping[str, JsonValue] | None = None, endpoint: object = None, *,
+              model: object = None, executor: AgentExecutor | None = None,
               **options: Any) -> dict[str, _RagEvaluator]:
     """The three RAG-triad evaluators sharing one model and executor.
 

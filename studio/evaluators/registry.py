@@ -84,7 +84,7 @@ def get_supported_evaluators() -> list[str]:
     return sorted(evaluator_names())
 
 
-def build_evaluator(name: object, params: Mapping[str, Any] | None = None) -> Evaluator:
+def build_evaluator(name: object, params: Mapping[str, object] | None = None) -> Evaluator:
     """Build the evaluator registered as ``name`` with keyword ``params`` (``name`` is read
     from a project file, so anything: it is checked here).
 
@@ -127,7 +127,7 @@ def build_evaluators(specs: Sequence[Mapping[str, Any]]) -> list[Evaluator]:
     return built
 
 
-def _check_params(name: str, factory: Factory, params: dict[str, Any]) -> None:
+def _check_params(name: str, factory: Factory, params: Mapping[str, object]) -> None:
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # builtins without a signature: let the call decide

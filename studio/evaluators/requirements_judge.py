@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from studio.evaluators._judge import (
     DATA_NOTE,
@@ -34,10 +34,14 @@ from studio.evaluators.base import EvaluatorResult, registered
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.evaluators.trajectory import normalize_trajectory, render_trajectory
 from studio.model.errors import ConfigError
+from studio.model.jsontools import JsonDict, JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 _FUZZY_CUTOFF = 0.8
 _NUMBERED = re.compile(r"^\s*(?:requirement\s*)?#?(\d+)\s*[.):-]?\s*", re.I)
-_SCHEMA = {
+_SCHEMA: JsonDict = {
     "type": "object",
     "properties": {
         "verdicts": {"type": "array", "items": {
@@ -60,7 +64,7 @@ _SYSTEM = (
 )
 
 
-def check_requirements(requirements: Any, *, where: str = "requirements") -> list[str]:
+def check_requirements(requirements: object, *, where: str = "requirements") -> list[str]:
     """A non-empty list of non-empty requirement texts (a single string is one requirement).
 
     Raises:
@@ -98,10 +102,10 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
 
     uses_trace: ClassVar[bool] = True
 
-    def __init__(self, config: Mapping[str, Any] | None = None, endpoint: Any = None,
+    def __init__(self, config: Mapping[str, JsonValue] | None = None, endpoint: object = None,
                  requirements: Sequence[str] | str | None = None,
-                 requirements_key: str = "requirements", *, model: Any = None,
-                 executor: Any = None, question_key: str = "question",
+                 requirements_key: str = "requirements", *, model: object = None,
+                 executor: AgentExecutor | None = None, question_key: str = "question",
                  key: str = "agent_as_judge") -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.requirements = None if requirements is None else check_requirements(requirements)
@@ -110,8 +114,8 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
         self.key = key
         self._judge = self.judge(name="requirements_judge", system=_SYSTEM, schema=_SCHEMA)
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         requirements = self._requirements(inputs, kwargs)
         if isinstance(requirements, EvaluatorResult):
             return requirements
@@ -127,7 +131,8 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
             return reply.failure(self.key, requirements=requirements)
         return self._result(requirements, reply.data)
 
-    def _requirements(self, inputs: Any, kwargs: Mapping[str, Any]) -> list[str] | EvaluatorResult:
+    def _requirements(self, inputs: object, kwargs: Mapping[str, object]
+                      ) -> list[str] | EvaluatorResult:
         raw = kwargs.get("requirements")
         if raw is None:
             raw = self.requirements
@@ -140,7 +145,7 @@ class AgentAsJudgeEvaluator(JudgeEvaluator):
         except ConfigError as exc:
             return EvaluatorResult.not_evaluated(self.key, str(exc))
 
-    def _result(self, requirements: list[str], data: Mapping[str, Any]) -> EvaluatorResult:
+    def _result(self, requirements: list[str], data: Mapping[str, object]) -> EvaluatorResult:
         raw = data.get("verdicts")
         verdicts, unmatched = match_verdicts(requirements, raw if isinstance(raw, list) else [])
         if all(v["flag"] == "missing verdict" for v in verdicts):
@@ -190,7 +195,7 @@ def match_verdicts(requirements: list[str],
     return [slot or _missing(requirements[i]) for i, slot in enumerate(slots)], unmatched
 
 
-def _verdict_index(verdict: Mapping[str, Any], requirements: list[str],
+def _verdict_index(verdict: Mapping[str, object], requirements: list[str],
                    normalized: list[str]) -> int | None:
     """Exact text first (the strongest evidence), then the number, then a close text."""
     text = str(verdict.get("requirement") or "")
@@ -213,7 +218,7 @@ def _normalize(text: str) -> str:
     return " ".join(text.casefold().split()).strip(" .!;:")
 
 
-def _verdict(requirement: str, verdict: Mapping[str, Any]) -> dict[str, Any]:
+def _verdict(requirement: str, verdict: Mapping[str, object]) -> dict[str, Any]:
     satisfied = parse_bool(verdict.get("satisfied"))
     return {"requirement": requirement, "satisfied": bool(satisfied),
             "evidence": str(verdict.get("evidence") or ""),

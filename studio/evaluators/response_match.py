@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 from studio.evaluators.base import Evaluator, EvaluatorResult, as_text, registered
 
@@ -32,8 +31,8 @@ class ResponseMatch(Evaluator):
     def __init__(self, key: str = "response_match") -> None:
         self.key = key
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output, reference = as_text(outputs), as_text(reference_outputs)
         if output is None or reference is None:
             which = "output" if output is None else "reference"

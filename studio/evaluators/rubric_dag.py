@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -44,6 +44,10 @@ from studio.evaluators._judge import (
 from studio.evaluators.base import EvaluatorResult, as_text, registered
 from studio.evaluators.errors import RubricDagError
 from studio.model.errors import ConfigError
+from studio.model.jsontools import JsonDict, JsonValue
+
+if TYPE_CHECKING:
+    from studio.runtime.execution import AgentExecutor
 
 
 class RubricLeaf(BaseModel):
@@ -126,7 +130,7 @@ RUBRIC_PRESETS: dict[str, dict[str, Any]] = {
 # --------------------------------------------------------------------------- validation
 
 
-def validate_rubric_dag(raw: Any) -> RubricDag:
+def validate_rubric_dag(raw: object) -> RubricDag:
     """Check a rubric DAG completely and return it typed.
 
     Raises:
@@ -153,7 +157,7 @@ def validate_rubric_dag(raw: Any) -> RubricDag:
                      guidance=guidance)
 
 
-def _check_node(name: str, node: Any, names: Mapping[str, Any]) -> RubricNode:
+def _check_node(name: str, node: object, names: Mapping[str, object]) -> RubricNode:
     if not isinstance(node, Mapping):
         raise RubricDagError(f"node {name!r} must be a mapping with question, choices and "
                              f"branches", node=name, value=node)
@@ -176,7 +180,7 @@ def _check_node(name: str, node: Any, names: Mapping[str, Any]) -> RubricNode:
     return RubricNode(question=question, choices=choices, branches=resolved)
 
 
-def _choices(name: str, raw: Any) -> list[str]:
+def _choices(name: str, raw: object) -> list[str]:
     if not isinstance(raw, list | tuple) or not raw:
         raise RubricDagError(f"node {name!r} has no choices", node=name)
     choices = [_choice_name(c) for c in raw]
@@ -188,13 +192,14 @@ def _choices(name: str, raw: Any) -> list[str]:
     return choices
 
 
-def _choice_name(value: Any) -> str:
+def _choice_name(value: object) -> str:
     if isinstance(value, bool):  # YAML 1.1: `yes` and `no` arrive as booleans
         return "yes" if value else "no"
     return str(value)
 
 
-def _branch(name: str, choice: str, target: Any, names: Mapping[str, Any]) -> str | RubricLeaf:
+def _branch(name: str, choice: str, target: object, names: Mapping[str, object]
+            ) -> str | RubricLeaf:
     if isinstance(target, str):
         if target not in names:
             raise RubricDagError(f"node {name!r} branch {choice!r} leads to unknown node "
@@ -250,8 +255,9 @@ class RubricDagEvaluator(JudgeEvaluator):
         RubricDagError: the DAG is malformed (naming the node).
     """
 
-    def __init__(self, dag: Any, config: Mapping[str, Any] | None = None, endpoint: Any = None,
-                 key: str | None = None, *, model: Any = None, executor: Any = None) -> None:
+    def __init__(self, dag: Any, config: Mapping[str, JsonValue] | None = None,
+                 endpoint: object = None, key: str | None = None, *, model: object = None,
+                 executor: AgentExecutor | None = None) -> None:
         super().__init__(config, model=model, executor=executor, endpoint=endpoint)
         self.dag = validate_rubric_dag(dag)
         self.key = key or self.dag.key
@@ -267,8 +273,8 @@ class RubricDagEvaluator(JudgeEvaluator):
         """The nodes by name (Potato's ``evaluator.nodes``)."""
         return self.dag.nodes
 
-    async def aevaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                        inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    async def aevaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                        inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output = as_text(outputs)
         if output is None:
             return EvaluatorResult.not_evaluated(self.key, "no output to judge (it is None)")
@@ -316,8 +322,8 @@ class RubricDagEvaluator(JudgeEvaluator):
                 f"Allowed options: {options}\n\n{DATA_NOTE}\n\nRespond with JSON only: "
                 '{"choice": "<one allowed option>", "reasoning": "<one sentence>"}'
             )
-            schema = {"type": "object",
-                      "properties": {"choice": {"type": "string", "enum": node.choices},
+            schema: JsonDict = {"type": "object",
+                      "properties": {"choice": {"type": "string", "enum": [*node.choices]},
                                      "reasoning": {"type": "string"}},
                       "required": ["choice", "reasoning"]}
             self._judges[name] = self.judge(name="rubric_judge", system=system, schema=schema)
@@ -342,7 +348,7 @@ def _context(output: str, reference: str | None, task: str) -> str:
     return "\n\n".join(parts)
 
 
-def recover_choice(data: Mapping[str, Any] | None, text: str, choices: list[str]) -> str | None:
+def recover_choice(data: Mapping[str, object] | None, text: str, choices: list[str]) -> str | None:
     """The option the judge chose: from its JSON ``choice``, or, when the reply holds no JSON,
     from the raw text (a leading option, ``choice: X``, or the only option mentioned)."""
     if data:
@@ -384,9 +390,10 @@ def _leading_option(text: str, by_length: list[str]) -> str | None:
 
 
 @registered('rubric_dag', 'Decision-tree rubric walked by an LLM judge')
-def make_rubric_dag(config: Mapping[str, Any] | None = None, dag: Any = None,
-                    preset: str | None = None, endpoint: Any = None, *, model: Any = None,
-                    executor: Any = None, key: str | None = None) -> RubricDagEvaluator:
+def make_rubric_dag(config: Mapping[str, JsonValue] | None = None, dag: object = None,
+                    preset: str | None = None, endpoint: object = None, *, model: object = None,
+                    executor: AgentExecutor | None = None, key: str | None = None
+                    ) -> RubricDagEvaluator:
     """Build a rubric-DAG evaluator from an explicit ``dag`` or a named ``preset``.
 
     An explicit ``dag`` wins over ``preset``.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import regex
@@ -43,8 +43,8 @@ class ExactMatch(Evaluator):
         text = text.strip() if self.strip else text
         return text if self.case_sensitive else text.casefold()
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output, reference = as_text(outputs), as_text(reference_outputs)
         if output is None or reference is None:
             return _missing(self.key, output)
@@ -72,8 +72,8 @@ class Contains(Evaluator):
         self.case_sensitive = case_sensitive
         self.key = key
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output = as_text(outputs)
         needle = self.substring if self.substring is not None else as_text(reference_outputs)
         if output is None or needle is None:
@@ -106,8 +106,8 @@ class RegexMatch(Evaluator):
         self.full_match = full_match
         self.key = key
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output = as_text(outputs)
         if output is None:
             return _missing(self.key, output)
@@ -129,7 +129,7 @@ REGEX_TIMEOUT_S = 1.0
 """A project regex is untrusted: one evaluation may not hold the server longer than this."""
 
 
-def _compile(pattern: Any, flags: int) -> Any:
+def _compile(pattern: object, flags: int) -> Any:
     """Compiled with the ``regex`` package, whose matching accepts a timeout."""
     if not isinstance(pattern, str):
         raise ConfigError("pattern must be a string", where="pattern", value=pattern)
@@ -168,8 +168,8 @@ class EditDistance(Evaluator):
         self.case_sensitive = case_sensitive
         self.key = key
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output, reference = as_text(outputs), as_text(reference_outputs)
         if output is None or reference is None:
             return _missing(self.key, output)
@@ -231,8 +231,8 @@ class JSONValid(Evaluator):
         self.allow_code_fence = allow_code_fence
         self.key = key
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         if outputs is None:
             return EvaluatorResult.not_evaluated(self.key, "no output to evaluate (it is None)")
         parsed = parse_json_output(outputs, allow_code_fence=self.allow_code_fence)
@@ -246,7 +246,7 @@ class _JSONFailure:
         self.reason = reason
 
 
-def parse_json_output(outputs: Any, *, allow_code_fence: bool = False) -> Any:
+def parse_json_output(outputs: object, *, allow_code_fence: bool = False) -> Any:
     """The JSON value of an output, or a ``_JSONFailure`` saying why it is not JSON."""
     if not isinstance(outputs, str):
         try:
@@ -276,15 +276,15 @@ class JSONSchemaMatch(Evaluator):
         SchemaError: the schema is itself invalid (the message names the path and problem).
     """
 
-    def __init__(self, schema: dict[str, Any] | str, allow_code_fence: bool = False,
+    def __init__(self, schema: Mapping[str, object] | str, allow_code_fence: bool = False,
                  key: str = "json_schema_match") -> None:
         self.schema = _checked_schema(schema)
         self.allow_code_fence = allow_code_fence
         self.key = key
         self._validator: Any = None
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         if outputs is None:
             return EvaluatorResult.not_evaluated(self.key, "no output to evaluate (it is None)")
         data = parse_json_output(outputs, allow_code_fence=self.allow_code_fence)
@@ -306,7 +306,7 @@ class JSONSchemaMatch(Evaluator):
         return self._validator
 
 
-def _checked_schema(schema: Any) -> dict[str, Any] | bool:
+def _checked_schema(schema: object) -> dict[str, Any] | bool:
     """``schema`` (JSON text or parsed) checked as a JSON Schema (``true``/``false`` are ones)."""
     import jsonschema
 
@@ -347,8 +347,8 @@ class EmbeddingDistance(Evaluator):
         self.key = key
         self._model: Any = None
 
-    def evaluate(self, *, outputs: Any = None, reference_outputs: Any = None,
-                 inputs: Any = None, **kwargs: Any) -> EvaluatorResult:
+    def evaluate(self, *, outputs: object = None, reference_outputs: object = None,
+                 inputs: object = None, **kwargs: object) -> EvaluatorResult:
         output, reference = as_text(outputs), as_text(reference_outputs)
         if output is None or reference is None:
             return _missing(self.key, output)

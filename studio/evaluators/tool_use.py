@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import ClassVar
 
 from studio.evaluators._matching import (
     args_match,
@@ -36,7 +37,7 @@ class ToolUseEvaluator(Evaluator):
     def __init__(
         self,
         expected_tool: str,
-        expected_args: dict[str, Any] | None = None,
+        expected_args: Mapping[str, object] | None = None,
         args_match_mode: str = "superset",
         key: str | None = None,
     ) -> None:
@@ -49,8 +50,8 @@ class ToolUseEvaluator(Evaluator):
         self.key = key or f"tool_use:{expected_tool}"
 
     def evaluate(
-        self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-        **kwargs: Any,
+        self, *, outputs: object = None, reference_outputs: object = None, inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         calls = tool_calls_or_error(self.key, outputs, "agent")
         if isinstance(calls, EvaluatorResult):
@@ -63,11 +64,11 @@ class ToolUseEvaluator(Evaluator):
             matching_call=describe_call(hit) if hit else None,
         )
 
-    def _args_ok(self, args: dict[str, Any]) -> bool:
+    def _args_ok(self, args: Mapping[str, object]) -> bool:
         return not self.expected_args or args_match(args, self.expected_args,
                                                     self.args_match_mode)
 
-    def _comment(self, hit: Any, named: list) -> str:
+    def _comment(self, hit: object, named: list) -> str:
         wanted = f"tool '{self.expected_tool}'"
         if self.expected_args:
             wanted += f" with args {self.expected_args} ({self.args_match_mode})"
@@ -101,8 +102,8 @@ class ToolCallAccuracyEvaluator(Evaluator):
         self.key = key
 
     def evaluate(
-        self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-        **kwargs: Any,
+        self, *, outputs: object = None, reference_outputs: object = None, inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         agent = tool_calls_or_error(self.key, outputs, "agent")
         if isinstance(agent, EvaluatorResult):

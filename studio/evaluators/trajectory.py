@@ -30,11 +30,15 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from studio.evaluators.errors import TrajectoryShapeError
 from studio.model.tools import ToolCall
+
+if TYPE_CHECKING:
+    from google.adk.events import Event
 
 _CALL_TEXT = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*\((.*)\)\s*$", re.DOTALL)
 _BARE_NAME = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*$")
@@ -71,7 +75,7 @@ class Step(NamedTuple):
 # --------------------------------------------------------------------------- public API
 
 
-def normalize_trajectory(obj: Any) -> list[Step]:
+def normalize_trajectory(obj: object) -> list[Step]:
     """Turn any accepted trajectory shape (see the module docstring) into ``list[Step]``.
 
     Raises:
@@ -89,7 +93,7 @@ def normalize_trajectory(obj: Any) -> list[Step]:
     return _steps_from_object(obj)
 
 
-def extract_tool_calls(obj: Any) -> list[ToolCall]:
+def extract_tool_calls(obj: object) -> list[ToolCall]:
     """The ordered tool calls of a trajectory (any accepted shape)."""
     items = _studio_trace_items(obj) if _is_studio_trace(obj) else obj
     if type(items) is list:
@@ -118,7 +122,7 @@ def parse_tool_call_text(text: str) -> ToolCall | None:
     return None if call is None else _new(ToolCall, (call.name, dict(call.args), None))
 
 
-def parse_args(raw: Any) -> dict[str, Any]:
+def parse_args(raw: object) -> dict[str, Any]:
     """Tool arguments as a dict, from a dict, JSON text, a Python literal or keyword style."""
     if type(raw) is dict:
         return raw
@@ -171,7 +175,7 @@ def _steps_from_items(items: list | tuple) -> list[Step]:
     return steps
 
 
-def _steps_from_dict(obj: dict[str, Any]) -> list[Step]:
+def _steps_from_dict(obj: Mapping[str, object]) -> list[Step]:
     # A single message first: an assistant message also has a ``tool_calls`` key.
     if "role" in obj or "speaker" in obj:
         return _steps_from_items([obj])
@@ -188,7 +192,7 @@ def _steps_from_dict(obj: dict[str, Any]) -> list[Step]:
     )
 
 
-def _is_studio_trace(obj: Any) -> bool:
+def _is_studio_trace(obj: object) -> TypeGuard[dict[str, Any]]:
     return (type(obj) is dict and ("events" in obj or "tool_calls" in obj)
             and "role" not in obj and "speaker" not in obj)
 
@@ -236,7 +240,7 @@ def _steps_from_string(text: str) -> list[Step]:
     return [Step("assistant", text)] if stripped else []
 
 
-def _steps_from_object(obj: Any) -> list[Step]:
+def _steps_from_object(obj: object) -> list[Step]:
     conversation = getattr(obj, "conversation", None)
     if conversation is not None:
         return normalize_trajectory(list(conversation))
@@ -254,7 +258,7 @@ def _steps_from_object(obj: Any) -> list[Step]:
 # --------------------------------------------------------------------------- items
 
 
-def _add_item(steps: list[Step], item: Any, index: int) -> None:
+def _add_item(steps: list[Step], item: object, index: int) -> None:
     if isinstance(item, dict):
         steps.append(_step_from_dict_item(item, index))
     elif isinstance(item, Step):
@@ -282,7 +286,7 @@ def _step_from_dict_item(item: dict[str, Any], index: int) -> Step:
     raise _item_error(item, index)
 
 
-def _step_from_message(message: dict[str, Any]) -> Step:
+def _step_from_message(message: Mapping[str, object]) -> Step:
     """An OpenAI chat message (current ``tool_calls`` or legacy ``function_call``)."""
     role = message["role"]
     content = message.get("content")
@@ -297,7 +301,7 @@ def _step_from_message(message: dict[str, Any]) -> Step:
     return _new(Step, (role, text, calls, message.get("name") if role == "tool" else None))
 
 
-def _message_calls(message: dict[str, Any]) -> list[Any] | None:
+def _message_calls(message: Mapping[str, object]) -> list[Any] | None:
     raw = message.get("tool_calls")
     if raw is None or type(raw) is list:
         return raw
@@ -305,7 +309,7 @@ def _message_calls(message: dict[str, Any]) -> list[Any] | None:
                                shape=_describe(raw), value=raw)
 
 
-def _call_from_dict(call: dict[str, Any]) -> ToolCall:
+def _call_from_dict(call: Mapping[str, object]) -> ToolCall:
     if type(call) is not dict:
         raise TrajectoryShapeError(
             f"a tool call is {_describe(call)}; expected {{name, arguments}} or "
@@ -320,7 +324,7 @@ def _call_from_dict(call: dict[str, Any]) -> ToolCall:
     return _new(ToolCall, (name if type(name) is str else str(name), args, call.get("id")))
 
 
-def _step_from_turn(turn: dict[str, Any]) -> Step:
+def _step_from_turn(turn: Mapping[str, object]) -> Step:
     """A canonical ``{speaker, text}`` turn; ``... (Action)`` turns carry a tool call."""
     speaker = str(turn.get("speaker") or "")
     text = turn.get("text")
@@ -368,11 +372,11 @@ def _step_from_call_text(text: str, index: int) -> Step:
     return _new(Step, ("assistant", "", (call,), None))
 
 
-def _is_adk_event(obj: Any) -> bool:
+def _is_adk_event(obj: object) -> TypeGuard[Event]:
     return callable(getattr(obj, "get_function_calls", None)) and hasattr(obj, "author")
 
 
-def _steps_from_adk_event(event: Any) -> list[Step]:
+def _steps_from_adk_event(event: Event) -> list[Step]:
     content = getattr(event, "content", None)
     steps = []
     for part in (getattr(content, "parts", None) or []) if content else []:
@@ -431,7 +435,7 @@ def _literal(node: ast.expr) -> Any:
         return ast.unparse(node)
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: object) -> str:
     if content is None:
         return ""
     if isinstance(content, list):
@@ -443,13 +447,13 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _result_text(result: Any) -> str:
+def _result_text(result: object) -> str:
     if result is None or isinstance(result, str):
         return result or ""
     return json.dumps(result, ensure_ascii=False, default=str)
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     if isinstance(value, dict):
         keys = sorted(map(str, value))
         shown = ", ".join(repr(k) for k in keys[:8]) + (", ..." if len(keys) > 8 else "")
@@ -457,7 +461,7 @@ def _describe(value: Any) -> str:
     return f"a value of type {type(value).__name__}"
 
 
-def _item_error(item: Any, index: int) -> TrajectoryShapeError:
+def _item_error(item: object, index: int) -> TrajectoryShapeError:
     return TrajectoryShapeError(
         f"trajectory item {index} is {_describe(item)}, which is no known step shape; "
         f"{SHAPES_HELP}",

@@ -18,7 +18,7 @@ bipartite matching, so a valid assignment is found whenever one exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from studio.evaluators._matching import (
     args_match,
@@ -67,8 +67,8 @@ class TrajectoryMatchEvaluator(Evaluator):
         self.key = key
 
     def evaluate(
-        self, *, outputs: Any = None, reference_outputs: Any = None, inputs: Any = None,
-        **kwargs: Any,
+        self, *, outputs: object = None, reference_outputs: object = None, inputs: object = None,
+        **kwargs: object,
     ) -> EvaluatorResult:
         agent = tool_calls_or_error(self.key, outputs, "agent")
         if isinstance(agent, EvaluatorResult):
@@ -109,7 +109,7 @@ class TrajectoryMatchEvaluator(Evaluator):
                             unmatched_reference_calls=[describe_call(c) for c in missing])
 
     def _result(self, ok: bool, agent: list[ToolCall], reference: list[ToolCall], why: str,
-                **details: Any) -> EvaluatorResult:
+                **details: object) -> EvaluatorResult:
         verdict = "pass" if ok else "fail"
         comment = f"{self.mode} trajectory match: {verdict}"
         if not agent and not reference:

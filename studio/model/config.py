@@ -46,7 +46,7 @@ class RateLimit(ConfigModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _from_rpm(cls, data: Any) -> Any:
+    def _from_rpm(cls, data: object) -> Any:
         """A bare number is requests per minute (LiteLLM's ``rpm``); ``{rpm: N}`` too."""
         if isinstance(data, int) and not isinstance(data, bool):
             return {"requests": data}
@@ -64,7 +64,7 @@ class _RefusesWithConfigError(type(BaseModel)):  # type: ignore[misc]
     their path (``run.max_iterations``) for the file's messages.
     """
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __call__(cls, *args: object, **kwargs: object) -> Any:
         try:
             return super().__call__(*args, **kwargs)
         except ValidationError as exc:
@@ -275,7 +275,7 @@ GEPA_ADK_ELSEWHERE = {
 """gepa-adk fields with no EvolutionConfig equivalent, and where their intent goes instead."""
 
 
-def translate_gepa_adk_names(data: dict[str, Any], *, known: set[str]) -> dict[str, Any]:
+def translate_gepa_adk_names(data: Mapping[str, object], *, known: set[str]) -> dict[str, Any]:
     """``data`` with gepa-adk's spellings replaced by the studio's.
 
     ``patience=0`` (gepa-adk: no early stopping) becomes None, ``seed=None`` the studio's

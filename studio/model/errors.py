@@ -24,7 +24,7 @@ class ConfigError(StudioError, ValueError):
     (``"message [field='x', value=-1]"``).
     """
 
-    def __init__(self, message: str, *, where: str | None = None, value: Any = None,
+    def __init__(self, message: str, *, where: str | None = None, value: object = None,
                  field: str | None = None, constraint: str | None = None) -> None:
         gepa_style = where is None and field is not None
         where = where if where is not None else field
@@ -49,7 +49,7 @@ class AgentImportError(ConfigError):
     exited, while it was imported. ``file`` and ``line`` say where in the person's code (None
     when no frame of it was found), ``cause`` what it raised, in one line."""
 
-    def __init__(self, message: str, *, where: str | None = None, value: Any = None,
+    def __init__(self, message: str, *, where: str | None = None, value: object = None,
                  file: str | None = None, line: int | None = None, cause: str = "") -> None:
         super().__init__(message, where=where, value=value)
         self.file = file
@@ -108,8 +108,8 @@ class MissingScoreFieldError(CriticOutputParseError):
     same value: the JSON the critic did return.
     """
 
-    def __init__(self, message: str, *, raw_output: str = "", parsed: Any = None,
-                 parsed_output: Any = None, cause: BaseException | None = None) -> None:
+    def __init__(self, message: str, *, raw_output: str = "", parsed: object = None,
+                 parsed_output: object = None, cause: BaseException | None = None) -> None:
         self.parsed = parsed if parsed is not None else parsed_output
         super().__init__(message, raw_output=raw_output, cause=cause)
 
@@ -138,7 +138,7 @@ class ScoreOutOfRangeError(CriticOutputParseError):
 class FeedbackShapeError(CriticOutputParseError):
     """A critic's feedback field has the wrong shape; ``field`` names it, ``value`` is what came."""
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         self.field = field
         self.value = value
         shown = repr(value)

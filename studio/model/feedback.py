@@ -69,7 +69,7 @@ class Feedback(BaseModel):
     optimises, made from the metrics by ``verdict.score_rule``."""
 
     @classmethod
-    def unscored(cls, why: str, *, text: str | None = None, **details: Any) -> Feedback:
+    def unscored(cls, why: str, *, text: str | None = None, **details: object) -> Feedback:
         """"Could not evaluate" (a failed or timed-out critic, no reference, no trajectory):
         score None, never 0. ``why`` is kept as ``extra["error"]`` and is the text people and
         reflection read unless ``text`` says more; ``details`` land in ``extra``."""
@@ -100,7 +100,7 @@ class Feedback(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _any_spelling(cls, data: Any) -> Any:
+    def _any_spelling(cls, data: object) -> Any:
         """A dict in any known spelling (a row stored before this record, a gepa-adk trial
         dict) loads leniently and never crashes: a badly shaped field is kept in ``extra``."""
         if isinstance(data, Mapping):
@@ -108,7 +108,7 @@ class Feedback(BaseModel):
         return data
 
 
-def read_feedback(data: Mapping[str, Any], *, score: Any = None,
+def read_feedback(data: Mapping[str, Any], *, score: object = None,
                   strict: bool = True) -> dict[str, Any]:
     """The record's fields from a critic's metadata in any known key spelling.
 
@@ -136,7 +136,7 @@ def read_feedback(data: Mapping[str, Any], *, score: Any = None,
     return fields
 
 
-def _verdict(value: Any, strict: bool, extra: dict[str, Any]) -> Verdict | None:
+def _verdict(value: object, strict: bool, extra: dict[str, Any]) -> Verdict | None:
     """A stored verdict that no longer reads is kept in ``extra`` (a row must always open)."""
     try:
         return Verdict.model_validate(value)
@@ -147,26 +147,26 @@ def _verdict(value: Any, strict: bool, extra: dict[str, Any]) -> Verdict | None:
         return None
 
 
-def _first_present(data: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+def _first_present(data: Mapping[str, object], keys: tuple[str, ...]) -> tuple[str | None, Any]:
     for key in keys:
         if data.get(key) not in (None, "", {}):
             return key, data[key]
     return None, None
 
 
-def _text(key: str, value: Any, strict: bool) -> str:
+def _text(key: str, value: object, strict: bool) -> str:
     if isinstance(value, list):
         return "\n".join(str(item) for item in value)
     return value if isinstance(value, str) else str(value)
 
 
-def _dimensions(key: str, value: Any, strict: bool) -> dict[str, float]:
+def _dimensions(key: str, value: object, strict: bool) -> dict[str, float]:
     if not isinstance(value, Mapping):
         raise FeedbackShapeError(key, value, "an object mapping dimension names to numbers")
     return {str(name): _dimension(key, name, score, strict) for name, score in value.items()}
 
 
-def _dimension(key: str, name: Any, value: Any, strict: bool) -> float:
+def _dimension(key: str, name: object, value: object, strict: bool) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value):
         return float(value)
     if strict:

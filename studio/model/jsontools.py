@@ -5,10 +5,25 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias, overload
+
+JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
+"""A value as JSON holds it (parsed JSON or YAML, a model's reply, a record's JSON field).
+Read it with ``isinstance`` before use: a model or a person may have written any of these."""
+
+JsonDict: TypeAlias = dict[str, JsonValue]
+"""A JSON object: what ``json.loads`` returns for ``{...}``."""
 
 
-def to_jsonable(value: Any) -> Any:
+@overload
+def to_jsonable(value: Mapping[str, object]) -> JsonDict: ...
+
+
+@overload
+def to_jsonable(value: object) -> JsonValue: ...
+
+
+def to_jsonable(value: object) -> JsonValue:
     """Plain JSON types only (pydantic models dumped, the rest as text), so it can be stored."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
@@ -63,7 +78,7 @@ def finite_float(text: str) -> float:
     return value
 
 
-def first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+def first_non_finite(value: object, path: str = "") -> tuple[str, float] | None:
     """The first NaN or infinity in ``value`` (nested mappings and lists) and where it is, as
     ``path.key[0]``; None when every number is finite."""
     stack = [(value, path)]
@@ -97,7 +112,7 @@ class DuplicateKeyError(ValueError):
         self.key = key
 
 
-def finite_json(value: Any) -> Any:
+def finite_json(value: object) -> Any:
     """``value`` with NaN and infinities as None: they are not JSON (strict parsers and
     PostgreSQL refuse them). A value with none (nearly every one) is returned as it is, tuples
     and all (JSON writes them as lists anyway): this runs on every trace, event and checkpoint
@@ -105,7 +120,7 @@ def finite_json(value: Any) -> Any:
     return value if _all_finite(value) else _made_finite(value)
 
 
-def _all_finite(value: Any) -> bool:
+def _all_finite(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     if not isinstance(value, dict | list | tuple):
@@ -117,7 +132,7 @@ def _all_finite(value: Any) -> bool:
     return True
 
 
-def _made_finite(value: Any) -> Any:
+def _made_finite(value: object) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):

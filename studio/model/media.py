@@ -113,7 +113,7 @@ def data_uri(data: bytes, mime_type: str) -> str:
     return f"data:{mime_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def is_media_uri(value: Any) -> bool:
+def is_media_uri(value: object) -> bool:
     """Whether ``value`` is a data URI of an image or a video (supported or not)."""
     return isinstance(value, str) and value[:11].lower().startswith(_MEDIA_PREFIXES)
 
@@ -236,7 +236,7 @@ def check_example_media(row: dict[str, Any], *, where: str) -> tuple[dict[str, A
     return ({**row, **fixed} if fixed else row), total
 
 
-def _refuse_nested_media(value: Any, where: str) -> None:
+def _refuse_nested_media(value: object, where: str) -> None:
     stack = [value] if isinstance(value, list | dict) else []
     while stack:
         item = stack.pop()

@@ -28,7 +28,7 @@ def escaped(ch: str) -> str:
     return ch.encode("unicode_escape").decode("ascii")
 
 
-def printable(text: Any, keep: str = KEPT) -> str:
+def printable(text: object, keep: str = KEPT) -> str:
     """``text`` with every control, format and surrogate character but those in ``keep``
     shown as an escape; everything else (any script, emoji) unchanged."""
     text = str(text)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
@@ -86,7 +86,7 @@ class GenerationConfig(ConfigModel):
         return types.GenerateContentConfig(**values) if values else None
 
 
-def validate_json_schema(schema: Any, *, where: str = "output_schema") -> dict[str, Any]:
+def validate_json_schema(schema: object, *, where: str = "output_schema") -> dict[str, Any]:
     """Check that ``schema`` is itself a valid JSON Schema describing an object.
 
     Raises:
@@ -154,7 +154,7 @@ def demos_from_text(text: str, *, where: str = "few_shot") -> list[Demo]:
     return checked_demos(values, where=where)
 
 
-def checked_demos(values: Any, *, where: str = "few_shot") -> list[Demo]:
+def checked_demos(values: object, *, where: str = "few_shot") -> list[Demo]:
     """``values`` (a list of mappings) as bounded demos, or ConfigError naming the bad one."""
     if not isinstance(values, list):
         raise ConfigError('must be a list of {"input": ..., "output": ...} demonstrations, '
@@ -194,7 +194,7 @@ class AgentSpec(ConfigModel):
 
     @field_validator("output_schema")
     @classmethod
-    def _schema_is_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _schema_is_valid(cls, value: Mapping[str, object] | None) -> dict[str, Any] | None:
         return None if value is None else validate_json_schema(value)
 
     @field_validator("tools")
@@ -263,7 +263,7 @@ def content_hash(components: dict[str, str]) -> str:
 # --------------------------------------------------------------------------- dataset examples
 
 
-def _checked_example(row: Any, *, where: str) -> tuple[dict[str, Any], int]:
+def _checked_example(row: object, *, where: str) -> tuple[dict[str, Any], int]:
     """``(example, bytes of its images and videos)``."""
     if not isinstance(row, dict):
         raise DatasetError(
@@ -293,7 +293,7 @@ class CheckedExamples(list[dict[str, Any]]):
         return CheckedExamples(rows)
 
 
-def validate_examples(rows: Any, *, name: str = "trainset") -> CheckedExamples:
+def validate_examples(rows: object, *, name: str = "trainset") -> CheckedExamples:
     """Checked examples (image data URIs rewritten to their sniffed type), with the split's
     images bounded together; examples it already returned are not checked again."""
     if isinstance(rows, CheckedExamples):
@@ -338,7 +338,7 @@ def example_input_text(example: dict[str, Any], input_key: str | None = None) ->
     return "\n".join(f"{k}: {_as_text(v)}" for k, v in example.items() if k != EXPECTED_KEY)
 
 
-def example_expected(example: dict[str, Any]) -> str | None:
+def example_expected(example: Mapping[str, object]) -> str | None:
     value = example.get(EXPECTED_KEY)
     return None if value is None else _as_text(value)
 
@@ -350,7 +350,7 @@ def example_state(example: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in without_media(example).items() if k != EXPECTED_KEY}
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
@@ -811,7 +811,7 @@ class Trial(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _score_into_feedback(cls, data: Any) -> Any:
+    def _score_into_feedback(cls, data: object) -> Any:
         """A ``score`` given to the trial (a caller's keyword, a store row's column) is the
         judge's score and is written into the feedback. Rows stored before the Feedback record
         kept it only in that column."""

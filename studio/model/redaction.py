@@ -92,7 +92,7 @@ def redact(text: str, secrets: Sequence[str] | None = None) -> str:
     return _KEY_SHAPED.sub(r"\1-***", text)
 
 
-def redact_data(value: Any, secrets: Sequence[str] | None = None) -> Any:
+def redact_data(value: object, secrets: Sequence[str] | None = None) -> Any:
     """:func:`redact` applied to every string inside lists and dicts (keys kept); the
     environment is read once for the whole value."""
     if secrets is None:
@@ -148,7 +148,7 @@ def redacted(record: _T, secrets: Sequence[str] | None = None) -> _T:
     return record
 
 
-def _holds_text(value: Any) -> bool:
+def _holds_text(value: object) -> bool:
     from pydantic import BaseModel
 
     if isinstance(value, Enum):
@@ -165,7 +165,7 @@ def redact_studio_logs() -> None:
     if getattr(previous, "redacts", False):
         return
 
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
         record = previous(*args, **kwargs)
         if record.name == "studio" or record.name.startswith("studio."):
             _redact_record(record)

@@ -38,7 +38,7 @@ class ToolCall(NamedTuple):
     id: str | None = None
 
 
-def split_tool_ref(ref: Any, *, agent: str, where: str) -> tuple[str, str]:
+def split_tool_ref(ref: object, *, agent: str, where: str) -> tuple[str, str]:
     """``(module, function)`` of a well-formed, public tool reference.
 
     Raises:

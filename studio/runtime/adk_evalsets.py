@@ -34,7 +34,10 @@ from studio.model.jsontools import MAX_JSON_DEPTH, json_depth
 from studio.model.records import EXPECTED_KEY, INPUT_KEY
 
 if TYPE_CHECKING:
+    from google.adk.evaluation.eval_case import EvalCase, Invocation
     from google.adk.evaluation.eval_set import EvalSet
+    from google.genai.types import Content
+    from pydantic import ValidationError
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 TRAJECTORY_KEY = "expected_trajectory"
@@ -105,7 +108,7 @@ def parse_eval_set(text: str, *, source: str, where: str = "dataset") -> EvalSet
                            f"{exc})"[:400], where=where, value=source) from exc
 
 
-def _legacy_cases(data: Any, name: str) -> list[dict[str, Any]] | None:
+def _legacy_cases(data: object, name: str) -> list[dict[str, Any]] | None:
     """The legacy cases ADK's converter takes: ``[{name, data, initial_session}]`` as is, and
     a test file's list of queries as one case (``AgentEvaluator`` runs it as one session)."""
     if not isinstance(data, list) or not data or not all(isinstance(d, dict) for d in data):
@@ -117,21 +120,20 @@ def _legacy_cases(data: Any, name: str) -> list[dict[str, Any]] | None:
     return None
 
 
-def _first_error(exc: Any) -> str:
+def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     place = ".".join(str(part) for part in error["loc"])
     return f"{place}: {error['msg']}" if place else error["msg"]
 
 
-def case_row(case: Any, *, source: str, where: str, eval_set_id: str | None = None
+def case_row(case: EvalCase, *, source: str, where: str, eval_set_id: str | None = None
              ) -> dict[str, Any]:
     """One single-turn ADK ``EvalCase`` as a row (see the module docstring), with its
     ``eval_id`` and ``eval_set_id``."""
     from google.adk.evaluation.eval_case import get_all_tool_calls
 
     where = f"{where} ({case.eval_id})"
-    _check_single_turn(case, source, where)
-    invocation = case.conversation[0]
+    invocation = _single_turn(case, source, where)
     text = content_text(invocation.user_content)
     other = [part for part in invocation.user_content.parts or [] if not part.text]
     if other or not text:
@@ -153,7 +155,8 @@ def case_row(case: Any, *, source: str, where: str, eval_set_id: str | None = No
     return row
 
 
-def _check_single_turn(case: Any, source: str, where: str) -> None:
+def _single_turn(case: EvalCase, source: str, where: str) -> Invocation:
+    """The case's one turn; a conversation scenario or several turns are refused."""
     if case.conversation is None:
         raise DatasetError(
             f"eval case {case.eval_id!r} in {source} is a conversation scenario (ADK's user "
@@ -168,9 +171,10 @@ def _check_single_turn(case: Any, source: str, where: str) -> None:
             "it after. Split the case into single-turn cases if its turns are independent (one "
             "case per user message), or leave it out of the eval set you give the studio",
             where=where, value=turns)
+    return case.conversation[0]
 
 
-def _session_state(case: Any, source: str, where: str) -> dict[str, Any]:
+def _session_state(case: EvalCase, source: str, where: str) -> dict[str, Any]:
     state = dict(case.session_input.state) if case.session_input is not None else {}
     clash = [key for key in _RESERVED if key in state]
     if clash:
@@ -181,7 +185,7 @@ def _session_state(case: Any, source: str, where: str) -> dict[str, Any]:
     return state
 
 
-def content_text(content: Any) -> str:
+def content_text(content: Content | None) -> str:
     """The text parts of a ``google.genai`` ``Content``, joined by newlines ("" for None)."""
     if content is None or not content.parts:
         return ""

@@ -55,7 +55,7 @@ def register_studio_models_with_adk() -> None:
             """ADK's ``LiteLlm`` with the studio's metered client, for the models ADK's
             registry resolves by name."""
 
-            def __init__(self, model: str, **kwargs: Any) -> None:
+            def __init__(self, model: str, **kwargs: object) -> None:
                 kwargs.setdefault("llm_client", metered_client())
                 super().__init__(model=model, **kwargs)
 

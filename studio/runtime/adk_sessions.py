@@ -28,7 +28,8 @@ from studio.model.limits import MAX_DATASET_ROWS, MAX_OUTPUT_CHARS
 from studio.model.redaction import mask_url
 
 if TYPE_CHECKING:
-    from google.adk.sessions import DatabaseSessionService
+    from google.adk.events import Event
+    from google.adk.sessions import DatabaseSessionService, Session
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 MAX_SESSIONS = 5_000
@@ -52,7 +53,7 @@ class SessionFilter:
     all_turns: bool = False
     """Every turn of a session, not only the first."""
 
-    def chooses(self, session: Any) -> bool:
+    def chooses(self, session: Session) -> bool:
         if self.session_ids and session.id not in self.session_ids:
             return False
         updated = session.last_update_time
@@ -128,7 +129,7 @@ def _nothing_found(url: str, app_name: str, choice: SessionFilter, listed: int) 
     return f"{where}, and none matches the filters (session ids, user, time range, state)"
 
 
-def _add_turns(read: SessionsRead, session: Any, all_turns: bool) -> None:
+def _add_turns(read: SessionsRead, session: Session, all_turns: bool) -> None:
     for number, events in enumerate(_invocations(session.events), start=1):
         if number > 1 and not all_turns:
             break
@@ -139,15 +140,15 @@ def _add_turns(read: SessionsRead, session: Any, all_turns: bool) -> None:
             read.turns.append(turn)
 
 
-def _invocations(events: Iterable[Any]) -> list[list[Any]]:
+def _invocations(events: Iterable[Event]) -> list[list[Event]]:
     """The session's events grouped by invocation, in the order the invocations began."""
-    grouped: dict[str, list[Any]] = {}
+    grouped: dict[str, list[Event]] = {}
     for event in events:
         grouped.setdefault(event.invocation_id or "", []).append(event)
     return list(grouped.values())
 
 
-def _turn(session: Any, number: int, events: list[Any]) -> Turn | str:
+def _turn(session: Session, number: int, events: list[Event]) -> Turn | str:
     """The turn, or why it is left out."""
     said = f"session {session.id} turn {number}"
     asked = next((_text(e) for e in events if e.author == "user" and _text(e)), "")
@@ -165,7 +166,7 @@ def _turn(session: Any, number: int, events: list[Any]) -> Turn | str:
                 replies[-1], calls)
 
 
-def _text(event: Any) -> str:
+def _text(event: Event) -> str:
     content = event.content
     if content is None or not content.parts:
         return ""

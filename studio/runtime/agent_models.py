@@ -19,25 +19,29 @@ shared by every run of the folder (another model, or none), so a run gets a copy
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.agent_models import ModelOverrides
 from studio.model.errors import ConfigError
 from studio.runtime.graphs import is_graph_workflow, rebuild_graph
 
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent, LlmAgent
+    from google.adk.models import BaseLlm
+
 STUDIO_PROVIDERS = ("scripted/", "local/")
 """Model strings only the studio resolves (LiteLLM custom providers it registers)."""
 
 
-def model_bearers(root: Any) -> list[Any]:
+def model_bearers(root: object) -> list[LlmAgent]:
     """Every ``LlmAgent`` of the tree under ``root``, each once, in the order met (depth first:
     an agent, its tools' agents, its sub-agents; a graph's nodes in its order)."""
-    found: dict[int, Any] = {}
+    found: dict[int, LlmAgent] = {}
     _walk(root, found)
     return list(found.values())
 
 
-def _walk(node: Any, found: dict[int, Any]) -> None:
+def _walk(node: Any, found: dict[int, LlmAgent]) -> None:  # Any: an agent or a graph node
     from google.adk.agents import LlmAgent
 
     if id(node) in found:
@@ -55,14 +59,14 @@ def _walk(node: Any, found: dict[int, Any]) -> None:
         _walk(child, found)
 
 
-def tool_agent(tool: Any) -> Any:
+def tool_agent(tool: object) -> BaseAgent | None:
     """The agent an ``AgentTool`` runs, else None."""
     from google.adk.tools.agent_tool import AgentTool
 
     return tool.agent if isinstance(tool, AgentTool) else None
 
 
-def model_name(agent: Any) -> str | None:
+def model_name(agent: object) -> str | None:
     """The model ``agent`` names: its string, or the name a model object carries (``LiteLlm``,
     ``Gemini``); None when it inherits its parent's (an empty string) or names none."""
     model = getattr(agent, "model", None)
@@ -72,14 +76,14 @@ def model_name(agent: Any) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def code_models(root: Any) -> dict[str, str]:
+def code_models(root: object) -> dict[str, str]:
     """The model each model-bearing agent names in the code, by agent name (an agent that
     inherits its parent's model is left out)."""
     return {agent.name: name for agent in model_bearers(root)
             if (name := model_name(agent)) is not None}
 
 
-def effective_models(root: Any, overrides: ModelOverrides) -> dict[str, str]:
+def effective_models(root: object, overrides: ModelOverrides) -> dict[str, str]:
     """The model each model-bearing agent of the tree runs on under ``overrides``, by agent name:
     the chosen one, else the one its code names (an agent inheriting its parent's, with nothing
     chosen, is left out). The one place a run's agent models are decided: checking their keys
@@ -97,7 +101,7 @@ def effective_models(root: Any, overrides: ModelOverrides) -> dict[str, str]:
     return models
 
 
-def check_overrides(root: Any, overrides: ModelOverrides) -> None:
+def check_overrides(root: object, overrides: ModelOverrides) -> None:
     """Every agent ``overrides.agents`` names is a model-bearing agent of the tree.
 
     Raises:
@@ -115,7 +119,7 @@ def check_overrides(root: Any, overrides: ModelOverrides) -> None:
                           "to replace", where="model", value=overrides.every)
 
 
-def with_models(root: Any, overrides: ModelOverrides) -> Any:
+def with_models(root: object, overrides: ModelOverrides) -> Any:
     """A copy of the tree under ``root`` whose model-bearing agents run on ``overrides``'s models
     (see the module docstring); ``root`` itself is never changed.
 
@@ -126,7 +130,7 @@ def with_models(root: Any, overrides: ModelOverrides) -> Any:
     return _copied(root, overrides, {})
 
 
-def _copied(node: Any, overrides: ModelOverrides, copies: dict[int, Any]) -> Any:
+def _copied(node: object, overrides: ModelOverrides, copies: dict[int, Any]) -> Any:
     """``node`` copied with its sub-agents, its tools' agents and (a graph) its nodes; an
     agent met twice (a sub-agent that is also behind an ``AgentTool``) is copied once."""
     from google.adk.agents import BaseAgent, LlmAgent
@@ -166,7 +170,7 @@ def _tool_copy(tool: Any, overrides: ModelOverrides, copies: dict[int, Any]) -> 
     return new
 
 
-def _model_for(agent: Any, overrides: ModelOverrides) -> Any:
+def _model_for(agent: LlmAgent, overrides: ModelOverrides) -> BaseLlm | None:
     """The model object ``agent`` gets: the chosen one; the studio's own model named by a
     string in the code; else None (the code's, resolved by ADK)."""
     from studio.runtime.providers import adk_or_litellm_model, litellm_model

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from studio.model.records import Demo, checked_demos
 
 if TYPE_CHECKING:
+    from google.adk.agents.callback_context import CallbackContext
+    from google.adk.models.llm_request import LlmRequest
     from google.genai.types import Content
 
 
@@ -25,8 +27,8 @@ class FewShotDemos:
     def __init__(self, demos: Iterable[Demo | dict[str, str]]) -> None:
         self.demos: tuple[Demo, ...] = tuple(checked_demos(list(demos)))
 
-    def __call__(self, callback_context: Any = None, llm_request: Any = None,
-                 **_: Any) -> None:
+    def __call__(self, callback_context: CallbackContext | None = None,
+                 llm_request: LlmRequest | None = None, **_: object) -> None:
         if llm_request is not None and self.demos:
             llm_request.contents[:0] = self.turns()
         return None
@@ -51,7 +53,7 @@ class FewShotDemos:
         return f"FewShotDemos({len(self.demos)} demos)"
 
 
-def callbacks_of(agent: Any) -> list[Any]:
+def callbacks_of(agent: object) -> list[Any]:
     """The agent's ``before_model_callback`` as a list (ADK accepts one callable or a list)."""
     current = getattr(agent, "before_model_callback", None)
     if current is None:
@@ -59,7 +61,7 @@ def callbacks_of(agent: Any) -> list[Any]:
     return list(current) if isinstance(current, list) else [current]
 
 
-def demos_of(agent: Any) -> list[Demo]:
+def demos_of(agent: object) -> list[Demo]:
     """The demos the studio gave ``agent`` (none when it has no :class:`FewShotDemos`)."""
     for callback in callbacks_of(agent):
         if isinstance(callback, FewShotDemos):
@@ -67,7 +69,7 @@ def demos_of(agent: Any) -> list[Demo]:
     return []
 
 
-def with_demos(agent: Any, demos: list[Demo]) -> Any:
+def with_demos(agent: object, demos: list[Demo]) -> Any:
     """The ``before_model_callback`` value for ``agent`` showing ``demos``: the person's own
     callbacks kept in order, ours first (so theirs see the request the model will get), none
     when there are no demos."""

@@ -57,7 +57,7 @@ class StudioEventLoop(asyncio.SelectorEventLoop):
         return super().run_in_executor(executor, func, *args)
 
 
-def is_litellm_setup(func: Any) -> bool:
+def is_litellm_setup(func: object) -> bool:
     """True for ``litellm.acompletion``'s ``partial(context.run, partial(completion, ...))`` when
     the model's provider is in :data:`INLINE_PROVIDERS`."""
     if not (isinstance(func, functools.partial) and len(func.args) == 1

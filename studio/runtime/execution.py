@@ -22,7 +22,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from studio.model.costs import implausible_call
@@ -37,9 +37,11 @@ from studio.runtime.providers.calls import reply_cut_short
 from studio.runtime.slots import PrioritySlots, slots_of_loop
 
 if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent
+    from google.adk.events import Event
     from google.adk.runners import Runner
     from google.adk.sessions import BaseSessionService
-    from google.genai.types import Content
+    from google.genai.types import Content, GenerateContentResponseUsageMetadata, Part
 
 __all__ = ["AgentExecutor", "ExecutionResult", "ExecutionStatus", "describe_error"]
 
@@ -139,8 +141,9 @@ class AgentExecutor:
         self.backoff_s = backoff_s
         self.app_name = app_name
         self.user_id = user_id
-        self._runners: OrderedDict[tuple[int, str], tuple[Any, Runner]] = OrderedDict()
-        self._copies: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any]] = OrderedDict()
+        self._runners: OrderedDict[tuple[int, str], tuple[BaseAgent, Runner]] = OrderedDict()
+        self._copies: OrderedDict[tuple[int, str | None, int],
+                                  tuple[BaseAgent, BaseAgent, object]] = OrderedDict()
         self._slots_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
                                                         PrioritySlots] = (
             weakref.WeakKeyDictionary()
@@ -150,10 +153,10 @@ class AgentExecutor:
 
     async def execute(
         self,
-        agent: Any,
+        agent: BaseAgent,
         input_text: str,
         *,
-        state: dict[str, Any] | None = None,
+        state: Mapping[str, object] | None = None,
         session_id: str | None = None,
         app_name: str | None = None,
         output_author: str | None = None,
@@ -213,7 +216,7 @@ class AgentExecutor:
                                   session_id=existing_session_id, app_name=app_name,
                                   content=input_content, timeout_s=timeout_seconds)
 
-    def execute_sync(self, agent: Any, input_text: str, **kwargs: Any) -> ExecutionResult:
+    def execute_sync(self, agent: BaseAgent, input_text: str, **kwargs: Any) -> ExecutionResult:
         return asyncio.run(self.execute(agent, input_text, **kwargs))
 
     # ------------------------------------------------------------------ internals
@@ -223,7 +226,8 @@ class AgentExecutor:
         (:mod:`studio.runtime.slots`: a reflection before the chains queued ahead of it)."""
         return slots_of_loop(self._slots_by_loop, self.max_concurrency)
 
-    def _overridden(self, agent: Any, instruction: str | None, schema: Any) -> Any:
+    def _overridden(self, agent: BaseAgent, instruction: str | None, schema: object
+                    ) -> BaseAgent:
         """A copy of ``agent`` with the overrides, cached so that its ADK Runner is reused."""
         if instruction is None and schema is None:
             return agent
@@ -240,7 +244,7 @@ class AgentExecutor:
         return copy
 
     async def _join_session(self, app: str, session_id: str,
-                            state: dict[str, Any] | None) -> None:
+                            state: Mapping[str, object] | None) -> None:
         """gepa-adk's get-or-create: a named session that does not exist yet is created with
         that id, holding ``state``; one that exists keeps its own state (``state`` is not
         applied to it). Two calls creating the same session at once both join it."""
@@ -253,7 +257,7 @@ class AgentExecutor:
             await service.create_session(app_name=app, user_id=user, session_id=session_id,
                                          state=dict(state or {}))
 
-    def _runner(self, agent: Any, app_name: str) -> Runner:
+    def _runner(self, agent: BaseAgent, app_name: str) -> Runner:
         """One cached ADK Runner per (agent, app): building a Runner costs more than a call."""
         from google.adk.runners import Runner
 
@@ -344,7 +348,7 @@ def user_message(input_text: str, media: Sequence[Media] = ()) -> Content:
     return types.Content(role="user", parts=parts)
 
 
-def _name(agent: Any) -> str:
+def _name(agent: object) -> str:
     return str(getattr(agent, "name", type(agent).__name__))
 
 
@@ -375,7 +379,7 @@ def _attempts_said(attempts: int, elapsed_s: float, earlier: Sequence[str]) -> s
             + ")")
 
 
-def _override_update(agent: Any, instruction: str | None, schema: Any) -> dict[str, Any]:
+def _override_update(agent: object, instruction: str | None, schema: object) -> dict[str, Any]:
     """The fields an ``execute_agent`` override replaces, checked against what ADK accepts."""
     from google.adk.agents import LlmAgent
     from pydantic import BaseModel
@@ -397,7 +401,7 @@ def _override_update(agent: Any, instruction: str | None, schema: Any) -> dict[s
     return update
 
 
-def _check_run_arguments(content: Any, state: Any, timeout_seconds: Any) -> None:
+def _check_run_arguments(content: object, state: object, timeout_seconds: object) -> None:
     from google.genai import types
 
     if content is not None and not isinstance(content, types.Content):
@@ -521,7 +525,7 @@ class _TraceRecorder:
         self.reply_errors: list[tuple[str, str, str]] = []
         """``(code, ADK's message, author)`` of each reply ADK marked with an error code."""
 
-    def add(self, event: Any) -> None:
+    def add(self, event: Event) -> None:
         author = event.author
         content = event.content
         code = str(getattr(event.error_code, "value", event.error_code) or "")
@@ -543,7 +547,7 @@ class _TraceRecorder:
                 self.final_text = text
                 self.outputs[author] = text
 
-    def _add_usage(self, usage: Any) -> None:
+    def _add_usage(self, usage: GenerateContentResponseUsageMetadata) -> None:
         """One call's tokens into the sums; a report no call could make
         (:func:`studio.model.costs.implausible_call`) is kept raw beside them instead."""
         counts = {"prompt_tokens": usage.prompt_token_count or 0,
@@ -556,7 +560,7 @@ class _TraceRecorder:
         for key, count in counts.items():
             self.usage[key] += count
 
-    def _add_part(self, author: str, part: Any) -> None:
+    def _add_part(self, author: str, part: Part) -> None:
         if part.function_call is not None:
             call = part.function_call
             record = {"id": call.id, "name": (call.name or "")[:MAX_TRACE_TEXT],
@@ -588,7 +592,7 @@ class _TraceRecorder:
         }
 
 
-def _bounded(value: Any) -> Any:
+def _bounded(value: object) -> Any:
     """``value`` as JSON data, or its JSON text clipped (with a marker) when it is too long to
     keep in every trial; small values stay structured so trajectory evaluators compare them."""
     data = to_jsonable(value)

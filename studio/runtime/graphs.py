@@ -24,7 +24,7 @@ GRAPH_WORKFLOW_MODULE = "google.adk.workflow._workflow"
 """Where ADK defines the graph ``Workflow`` class (``google.adk.workflow`` loads it lazily)."""
 
 
-def is_graph_workflow(obj: Any) -> bool:
+def is_graph_workflow(obj: object) -> bool:
     """True when ``obj`` is an ADK 2 graph ``Workflow``, without importing one: an object can
     only be an instance of the class once its module is loaded, and loading it (the graph
     machinery, ~0.2 s of CPU) is not needed to check an agent (``check_agent``, ``load_agent``).
@@ -115,7 +115,7 @@ def rebuild_graph(workflow: Any, replace: Callable[[Any], Any | None]) -> Any:
 
     swapped: dict[int, Any] = {}
 
-    def swap(node: Any) -> Any:
+    def swap(node: object) -> Any:
         if id(node) not in swapped:
             new = replace(node) if isinstance(node, LlmAgent) else None
             if new is None and is_graph_workflow(node):
@@ -163,7 +163,7 @@ def node_kind(node: Any) -> NodeKind:
     return NodeKind.WORKFLOW if is_graph_workflow(node) else NodeKind.OTHER
 
 
-def _route_text(route: Any) -> str | None:
+def _route_text(route: object) -> str | None:
     from google.adk.workflow import DEFAULT_ROUTE
 
     if route is None:

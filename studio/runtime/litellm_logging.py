@@ -67,7 +67,7 @@ def _dispatch(name: str, shared_method: Callable[..., Any], factory: Callable[[]
     """``name`` on the running loop's worker; outside a loop, on the shared one (which then
     starts nothing: LiteLLM's worker needs a running loop)."""
 
-    def method(*args: Any, **kwargs: Any) -> Any:
+    def method(*args: object, **kwargs: object) -> Any:
         worker = loop_worker(factory)
         if worker is None:
             return shared_method(*args, **kwargs)

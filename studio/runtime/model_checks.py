@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import ModelConfigError
 from studio.runtime.graphs import is_graph_workflow
 from studio.runtime.providers import check_model
 from studio.runtime.providers.adk_names import is_adk_model_name
+
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent
 
 _OWN_LITELLM_SETTINGS = ("api_key", "api_base", "base_url")
 _OWN_GEMINI_SETTINGS = ("api_key", "credentials", "vertexai", "project")
@@ -47,7 +50,7 @@ class AgentModel:
     string (``openai/gpt-4o-mini``, ``scripted/demo``) or an ADK name (``gemini-2.5-flash``)."""
 
 
-def agent_tree_models(root: Any) -> list[AgentModel]:
+def agent_tree_models(root: object) -> list[AgentModel]:
     """Every ``LlmAgent`` under ``root`` (``root`` included) with the model it calls, in tree
     order; each agent once, even when it is reached twice."""
     found: list[AgentModel] = []
@@ -104,7 +107,7 @@ def _walk(node: Any, path: str, seen: set[int], found: list[AgentModel]) -> None
             _walk(graph_node, f"{path} > {graph_node.name}", seen, found)
 
 
-def _tool_agent(tool: Any) -> Any:
+def _tool_agent(tool: object) -> BaseAgent | None:
     """The agent an ``AgentTool`` runs (None for any other tool)."""
     from google.adk.tools.agent_tool import AgentTool
 
@@ -124,7 +127,7 @@ def _declared_model(agent: Any) -> Any:
     return type(agent)._default_model
 
 
-def _model_string(agent: Any) -> str | None:
+def _model_string(agent: object) -> str | None:
     """The model string to check for ``agent``, or None when the environment does not decide
     whether it runs (see the module docstring)."""
     from google.adk.models.google_llm import Gemini

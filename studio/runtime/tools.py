@@ -20,12 +20,17 @@ import inspect
 import json
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from studio.model.errors import ConfigError
 from studio.model.tools import split_tool_ref
+
+if TYPE_CHECKING:
+    from google.adk.agents.llm_agent import ToolUnion
+    from google.adk.tools import FunctionTool
 
 REFUSED_MODULES = frozenset({
     "builtins", "os", "posix", "nt", "subprocess", "shutil", "pty", "ctypes", "importlib",
@@ -36,13 +41,14 @@ reach the network (``os:system``, ``shutil:rmtree``, ``subprocess:getoutput``...
 studio itself: a model decides what such a tool is called with, so they are never tools."""
 
 
-def resolve_tools(refs: list[str], *, agent: str, where: str = "agent") -> list[Any]:
+def resolve_tools(refs: list[str], *, agent: str, where: str = "agent"
+                  ) -> list[ToolUnion]:
     """ADK ``FunctionTool`` objects for an agent's ``tools``, in order.
 
     Raises:
         ConfigError: naming the agent and the tool, ``where`` such as ``agent.tools[0]``.
     """
-    tools: list[Any] = []
+    tools: list[ToolUnion] = []
     names: dict[str, str] = {}
     for index, ref in enumerate(refs):
         place = f"{where}.tools[{index}]"
@@ -56,7 +62,7 @@ def resolve_tools(refs: list[str], *, agent: str, where: str = "agent") -> list[
     return tools
 
 
-def resolve_tool(ref: str, *, agent: str, where: str) -> Any:
+def resolve_tool(ref: str, *, agent: str, where: str) -> FunctionTool:
     """One ADK ``FunctionTool`` for ``ref``, after checking where its module comes from."""
     from google.adk.tools import FunctionTool  # ADK is heavy: loaded on first build
 
@@ -76,7 +82,8 @@ def resolve_tool(ref: str, *, agent: str, where: str) -> Any:
     return tool
 
 
-def _load_function(module_name: str, function_name: str, what: str, where: str, ref: str) -> Any:
+def _load_function(module_name: str, function_name: str, what: str, where: str, ref: str
+                   ) -> Callable[..., object]:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # an installed module may fail at import in any way
@@ -131,9 +138,9 @@ def installed_problem(module_name: str) -> str | None:
 def module_location(module_name: str) -> Path | str | None:
     """The file Python would load for ``module_name`` (or its first regular package), "built-in"
     or "frozen", or None when it cannot be found. Runs no package's code."""
-    loaded = sys.modules.get(module_name)
-    if loaded is not None and getattr(loaded, "__spec__", None) is not None:
-        return _spec_location(loaded.__spec__)
+    loaded_spec = getattr(sys.modules.get(module_name), "__spec__", None)
+    if loaded_spec is not None:
+        return _spec_location(loaded_spec)
     parts = module_name.split(".")
     try:
         spec = importlib.util.find_spec(parts[0])
@@ -147,11 +154,11 @@ def module_location(module_name: str) -> Path | str | None:
     return None if spec is None else _spec_location(spec)
 
 
-def _is_namespace(spec: Any) -> bool:
+def _is_namespace(spec: importlib.machinery.ModuleSpec) -> bool:
     return spec.origin in (None, "namespace") and spec.submodule_search_locations is not None
 
 
-def _spec_location(spec: Any) -> Path | str | None:
+def _spec_location(spec: importlib.machinery.ModuleSpec) -> Path | str | None:
     if spec.origin in ("built-in", "frozen"):
         return spec.origin
     if spec.origin and spec.has_location:
@@ -195,7 +202,7 @@ def _belongs_to(location: Path | str, distribution: str) -> bool:
     return any(str(f).replace("\\", "/") == relative for f in dist.files or [])
 
 
-def _editable_source(dist: Any) -> Path | None:
+def _editable_source(dist: importlib.metadata.Distribution) -> Path | None:
     """The source folder of an editable install, from its ``direct_url.json`` (PEP 610)."""
     try:
         direct = json.loads(dist.read_text("direct_url.json") or "null")

@@ -20,7 +20,10 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +41,10 @@ class TrialIds:
     example_id: int
     split: str = ""
 
-    def attributes(self) -> dict[str, Any]:
-        found = {"studio.run_id": self.run_id, "studio.candidate_id": self.candidate_id,
-                 "studio.example_id": self.example_id}
+    def attributes(self) -> dict[str, str | int]:
+        found: dict[str, str | int] = {"studio.run_id": self.run_id,
+                                       "studio.candidate_id": self.candidate_id,
+                                       "studio.example_id": self.example_id}
         return found | ({"studio.split": self.split} if self.split else {})
 
 
@@ -88,7 +92,7 @@ def _provider_set() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
-def start_trial_span(ids: TrialIds | None) -> Any:
+def start_trial_span(ids: TrialIds | None) -> Span | None:
     """A started ``studio.trial`` span for ``ids`` (ended by :func:`end_trial_span`), or None
     when there is nothing to trace."""
     if ids is None or not _provider_set():
@@ -99,7 +103,7 @@ def start_trial_span(ids: TrialIds | None) -> Any:
 
 
 @contextlib.contextmanager
-def current_span(span: Any) -> Iterator[None]:
+def current_span(span: Span | None) -> Iterator[None]:
     """Make ``span`` the parent of the spans started inside (ADK's), without ending it."""
     if span is None:
         yield
@@ -110,7 +114,7 @@ def current_span(span: Any) -> Iterator[None]:
         yield
 
 
-def end_trial_span(span: Any, *, trial_id: int | None = None, error: str | None = None,
+def end_trial_span(span: Span | None, *, trial_id: int | None = None, error: str | None = None,
                    cost_usd: float = 0.0) -> None:
     """Close a trial's span with what became of it: its stored id, its cost, its error."""
     if span is None or not span.is_recording():

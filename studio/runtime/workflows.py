@@ -63,7 +63,7 @@ def _build(node: str | WorkflowSpec, agents: dict[str, AgentSpec]) -> BaseAgent:
     return cls(name=node.name, sub_agents=[_build(step, agents) for step in node.steps], **extra)
 
 
-def is_workflow(agent: Any) -> bool:
+def is_workflow(agent: object) -> bool:
     """Whether ``agent`` is a ``SequentialAgent``, ``LoopAgent`` or ``ParallelAgent`` (or a
     subclass), importing none of them (:func:`loaded_workflow_classes`)."""
     classes = loaded_workflow_classes()
@@ -91,7 +91,7 @@ def refuse_graph_workflow(obj: Any, where: str = "agent") -> None:
         where=where, value=type(obj).__name__)
 
 
-def graph_llm_agents(workflow: Any) -> list[str]:
+def graph_llm_agents(workflow: object) -> list[str]:
     """The names of a graph ``Workflow``'s ``LlmAgent`` nodes, nested workflows included."""
     from google.adk.agents import LlmAgent
 
@@ -105,7 +105,7 @@ def graph_llm_agents(workflow: Any) -> list[str]:
     return names
 
 
-def describe_workflow(root: Any, *, max_depth: int = MAX_WORKFLOW_DEPTH,
+def describe_workflow(root: object, *, max_depth: int = MAX_WORKFLOW_DEPTH,
                       where: str = "workflow") -> tuple[WorkflowSpec, dict[str, Any]]:
     """The spec of a live ADK workflow and its ``LlmAgent``s by name.
 
@@ -148,7 +148,7 @@ def _describe(node: Any, agents: dict[str, Any], depth: int, max_depth: int,
     return WorkflowSpec(type=kind, name=node.name, steps=steps, **extra)
 
 
-def state_keys(root: Any) -> dict[str, set[str]]:
+def state_keys(root: object) -> dict[str, set[str]]:
     """Per agent of a live workflow, the state keys earlier agents have written when it starts
     (from each agent's ``output_key``)."""
     workflow, agents = describe_workflow(root)

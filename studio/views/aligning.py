@@ -3,12 +3,16 @@ Agreement page and the terminal."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from studio.views.diffing import diff_stats
 from studio.views.tables import format_score, one_line
+
+if TYPE_CHECKING:
+    from studio.critics.agreement import AgreementReport
+    from studio.projects.aligning import AlignReport
 
 METRICS = (("Labels compared", "count"), ("Unusable replies (worst error)", "unusable"),
            ("Skipped (no score)", "skipped"), ("Mean absolute error", "mae"),
@@ -18,7 +22,7 @@ METRICS = (("Labels compared", "count"), ("Unusable replies (worst error)", "unu
 COUNTS = ("count", "unusable", "skipped")
 
 
-def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")
+def agreement_rows(before: object, after: object, labels: tuple[str, str] = ("before", "after")
                    ) -> list[dict[str, str]]:
     """One row per statistic: the original critic's value beside the aligned one's."""
     rows = []
@@ -29,8 +33,8 @@ def agreement_rows(before: Any, after: Any, labels: tuple[str, str] = ("before",
     return rows
 
 
-def agreement_frame(before: Any, after: Any, labels: tuple[str, str] = ("before", "after"),
-                    recorded: Any = None) -> pd.DataFrame:
+def agreement_frame(before: object, after: object, labels: tuple[str, str] = ("before", "after"),
+                    recorded: object = None) -> pd.DataFrame:
     """The statistics side by side; ``recorded`` (the scores the person corrected, as
     recorded) adds a reference column."""
     frame = pd.DataFrame(agreement_rows(before, after, labels))
@@ -42,7 +46,7 @@ def agreement_frame(before: Any, after: Any, labels: tuple[str, str] = ("before"
 RECORDED = "recorded scores (reference)"
 
 
-def align_summary(report: Any) -> str:
+def align_summary(report: AlignReport) -> str:
     """One sentence: did the aligned critic agree better with the person?"""
     if report.before is None or report.after is None:
         return report.note or "No held-out agreement yet."
@@ -57,7 +61,7 @@ def align_summary(report: Any) -> str:
             f"{format_score(after.mae)}.{unusable_note(before, after)}")
 
 
-def unusable_note(before: Any, after: Any) -> str:
+def unusable_note(before: AgreementReport, after: AgreementReport) -> str:
     """Replies with no usable score, counted as the worst error (empty when there were none)."""
     if not (before.unusable or after.unusable):
         return ""
@@ -65,7 +69,7 @@ def unusable_note(before: Any, after: Any) -> str:
             f"{before.unusable}, aligned {after.unusable}.")
 
 
-def active_line(report: Any) -> str:
+def active_line(report: AlignReport) -> str:
     """How many labels the corrections make now, of those the align run started with."""
     if report.active_labels == report.labels:
         return (f"{report.labels} labels, all active now ({report.held_out} held out)")
@@ -75,7 +79,7 @@ def active_line(report: Any) -> str:
             f"{report.active_held_out} of {report.held_out} held out")
 
 
-def reviewer_lines(report: Any) -> list[str]:
+def reviewer_lines(report: Any) -> list[str]:  # an AlignReport with before/after measured
     """How far each critic is from each reviewer and from their consensus (the labels it was
     aligned on), as mean absolute errors on the held-out trials."""
     if not report.reviewers:
@@ -89,7 +93,7 @@ def reviewer_lines(report: Any) -> list[str]:
     return lines
 
 
-def reviewer_frame(report: Any) -> pd.DataFrame:
+def reviewer_frame(report: Any) -> pd.DataFrame:  # an AlignReport with before/after measured
     """:func:`reviewer_lines` as a table for the Agreement page."""
     rows = [{"from": "the consensus", "labels": report.active_held_out,
              "original critic": report.before.mae, "aligned critic": report.after.mae}]
@@ -98,7 +102,7 @@ def reviewer_frame(report: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def align_lines(report: Any) -> str:
+def align_lines(report: AlignReport) -> str:
     """The report as a person reads it in a terminal."""
     lines = [f"align run {report.align_run_id} ({report.status}) of run "
              f"{report.source_run_id}'s critic {report.target}: {active_line(report)}",

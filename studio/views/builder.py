@@ -12,6 +12,7 @@ edits flat workflows (sequential, loop, parallel); a nested workflow is kept as 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from studio.model.workflow import MAX_LOOP_ITERATIONS, WorkflowKind, WorkflowSpec, split_component
@@ -64,7 +65,7 @@ def agents_of(fields: dict[str, Any]) -> list[dict[str, Any]]:
             for uid in fields.get("agent_order") or []]
 
 
-def is_workflow_draft(fields: dict[str, Any]) -> bool:
+def is_workflow_draft(fields: Mapping[str, object]) -> bool:
     return fields.get("agent_mode") == "workflow"
 
 

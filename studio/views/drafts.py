@@ -281,7 +281,7 @@ def read_import(text: str, fmt: str, source: str, target: RowsTarget,
     return RowsImport(target, rows, source, len(current or []))
 
 
-def unsaved(current: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+def unsaved(current: Mapping[str, object], stored: Mapping[str, object]) -> bool:
     """True when the editor's fields differ from the stored project's: compared field by field
     with an empty text and None alike (a text box holds "" where the project has nothing) and
     numbers by value, so a field merely drawn is not a change."""
@@ -289,7 +289,7 @@ def unsaved(current: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
                for name, value in stored.items())
 
 
-def _comparable(value: Any) -> Any:
+def _comparable(value: object) -> Any:
     if value is None or value == "":
         return None
     if isinstance(value, bool):
@@ -411,8 +411,8 @@ def from_fields(fields: dict[str, Any]) -> tuple[ProjectFile | None, dict[str, s
         return None, {"agent_order" if workflow else "project": str(exc)}
 
 
-def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
-                  evaluator: Any) -> dict[str, Any]:
+def _project_data(fields: dict[str, Any], agent_schema: object, critic_schema: object,
+                  evaluator: object) -> dict[str, Any]:
     config = {k: v for k, v in (("temperature", fields.get("agent_temperature")),
                                 ("top_p", fields.get("agent_top_p")),
                                 ("max_output_tokens", fields.get("agent_max_tokens")))
@@ -456,7 +456,7 @@ def _project_data(fields: dict[str, Any], agent_schema: Any, critic_schema: Any,
     }
 
 
-def tool_lines(text: Any) -> list[str]:
+def tool_lines(text: object) -> list[str]:
     """The editor's tools box: one ``package.module:function`` per line, blank lines skipped."""
     return [line.strip() for line in str(text or "").splitlines() if line.strip()]
 

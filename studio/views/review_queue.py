@@ -32,10 +32,13 @@ import re
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING
 
 from studio.model.records import Split, Trial, TrialPhase, stored_id
 from studio.views.tables import format_duration
+
+if TYPE_CHECKING:
+    from studio.projects.reviewing import ReviewRecord
 
 EPSILON = 1e-9
 HIGH_SCORE = 0.7
@@ -370,7 +373,7 @@ def _component_gap(trial: Trial, usual_gap: float) -> Doubt | None:
                  f"{_name(low[0])} {low[1]:.2f}{usual}")
 
 
-def _unit(value: Any) -> bool:
+def _unit(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and \
         math.isfinite(value) and 0.0 <= value <= 1.0
 
@@ -559,7 +562,7 @@ class QueueProgress:
         return f"{self.done} of {self.total} done · {format_duration(self.seconds)} spent"
 
 
-def review_progress(waiting: int, reviews: Iterable[Any],
+def review_progress(waiting: int, reviews: Iterable[ReviewRecord],
                     corrected_ids: Iterable[int] = ()) -> QueueProgress:
     """``reviews``: the run's recorded reviews (``trial_id``, ``seconds``, ``action``);
     ``corrected_ids``: trials corrected elsewhere (the Correct many/one forms, the CLI). A trial

@@ -501,7 +501,7 @@ def _numbered_calls(trace: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
             if isinstance(call, dict)]
 
 
-def _pretty_json(value: Any) -> str:
+def _pretty_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 

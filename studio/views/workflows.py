@@ -9,11 +9,12 @@ bounded in length; model-written text never goes into the picture.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from studio.model.graph import START_NODE, GraphNode, GraphShape, NodeKind
-from studio.model.records import RunSpec
+from studio.model.records import Run, RunSpec
 from studio.model.workflow import WorkflowKind, WorkflowSpec, last_agent, role_of, split_component
 
 LABEL_CHARS = 40
@@ -61,7 +62,8 @@ def workflow_dot(workflow: WorkflowSpec, agents: list[AgentBox], primary: str | 
     return "\n".join(graph.lines)
 
 
-def latest_graph_spec(runs: Any, project_id: int | None, project_name: str) -> RunSpec | None:
+def latest_graph_spec(runs: Iterable[Run], project_id: int | None, project_name: str
+                      ) -> RunSpec | None:
     """The spec of the newest of ``runs`` (newest first) that ran this project as an ADK 2
     graph ``Workflow``: its stored shape is what the Projects page draws for a project whose
     agent is loaded from Python, so the page never imports the project's code to draw it (the
@@ -302,7 +304,7 @@ def pipeline_steps(trace: dict[str, Any] | None, scored: str | None = None) -> l
     return steps
 
 
-def _add_event(step: PipelineStep, event: dict[str, Any]) -> None:
+def _add_event(step: PipelineStep, event: Mapping[str, object]) -> None:
     kind = event.get("type")
     if kind == "text":
         step.texts.append(str(event.get("text") or ""))

@@ -92,7 +92,7 @@ class StopCondition:
     form: ClassVar[FormInput | None] = None
     """Its input on the Run form; None: set in the project file only."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         _REGISTERED[cls.reason] = cls()
 

@@ -69,7 +69,7 @@ class ChatRequest:
         return "\n\n".join(m["content"] for m in self.messages)
 
 
-def content_text(content: Any) -> str:
+def content_text(content: object) -> str:
     """Flatten OpenAI-style message content (string or list of parts) to text; an image or
     video part becomes a marker such as ``[image: image/png]`` (the in-process models read
     text only)."""
@@ -149,7 +149,7 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return out
 
 
-def schema_from_response_format(response_format: Any) -> tuple[dict[str, Any] | None, bool]:
+def schema_from_response_format(response_format: object) -> tuple[dict[str, Any] | None, bool]:
     """Extract ``(json_schema, json_mode)`` from any ``response_format`` LiteLLM may pass."""
     if not response_format:
         return None, False
@@ -229,7 +229,7 @@ def rough_token_count(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 

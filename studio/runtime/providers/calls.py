@@ -37,7 +37,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -100,7 +100,7 @@ def metered() -> Iterator[CallMeter]:
         _METER.reset(token)
 
 
-def response_cost(response: Any) -> float:
+def response_cost(response: object) -> float:
     """LiteLLM's price of one reply in US dollars; 0 when it has none (an unpriced model);
     an infinite price as it is (:func:`_count` does not believe it)."""
     hidden = getattr(response, "_hidden_params", None) or {}
@@ -287,8 +287,8 @@ def _client_class() -> type:
     class MeteredLiteLLMClient(LiteLLMClient):
         """ADK's LiteLLM client with the studio's rate limit, Retry-After retries and cost."""
 
-        async def acompletion(self, model: Any, messages: Any, tools: Any,
-                              **kwargs: Any) -> Any:
+        async def acompletion(self, model: object, messages: object, tools: object,
+                              **kwargs: object) -> Any:
             return await _call(super().acompletion, model, messages, tools, kwargs)
 
     return MeteredLiteLLMClient
@@ -370,7 +370,7 @@ def reply_cut_short(exc: BaseException) -> str | None:
     return None
 
 
-def _said_wait(model: Any, wait: float, retries: int) -> None:
+def _said_wait(model: object, wait: float, retries: int) -> None:
     logger.info("model %s asked to wait %.1f s (Retry-After); retry %d of the same request",
                 model, wait, retries)
     meter = _METER.get()
@@ -378,7 +378,7 @@ def _said_wait(model: Any, wait: float, retries: int) -> None:
         meter.retries_after.append(wait)
 
 
-def _count(response: Any, kwargs: dict[str, Any]) -> None:
+def _count(response: object, kwargs: Mapping[str, object]) -> None:
     meter = _METER.get()
     if meter is None:
         return
@@ -424,7 +424,7 @@ def _add_call(meter: CallMeter, model: str, cost: float, usage: dict[str, float]
     meter.add_unpriced({"model": model, "usage": usage, "reported_cost_usd": cost, "why": why})
 
 
-def reported_usage(response: Any) -> dict[str, float]:
+def reported_usage(response: object) -> dict[str, float]:
     """The token counts a reply reports (``usage``), as numbers; none that are not."""
     usage = getattr(response, "usage", None)
     counts = {}

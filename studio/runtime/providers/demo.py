@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from studio.model.refusals import Refusal
@@ -78,7 +79,7 @@ def _passes(rule: str, output: str, topic: str) -> bool:
     return any(word in text for word in SENSORY)
 
 
-def critique(prompt: str, properties: dict[str, Any]) -> dict[str, Any]:
+def critique(prompt: str, properties: Mapping[str, object]) -> dict[str, Any]:
     fenced = _OUTPUT_FENCE.search(prompt)
     output = fenced.group(1) if fenced else prompt
     block = _INPUT_BLOCK.search(prompt)
@@ -192,7 +193,7 @@ def _section(text: str, start: str, end: str) -> str:
     return after.split(end, 1)[0]
 
 
-def schema_instance(schema: Any) -> Any:
+def schema_instance(schema: object) -> Any:
     """A small value that satisfies ``schema`` (types, enums, bounds, required keys)."""
     if not isinstance(schema, dict):
         return {}

@@ -22,7 +22,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from litellm import CustomLLM
 
@@ -49,6 +49,15 @@ JSON_STRING_MAX_CHARS = 600
 REPEAT_PENALTY = 1.15
 """Free-text replies only: a 135M model otherwise loops on one sentence until the budget ends."""
 """Strings in a constrained reply are capped so a small model cannot ramble past the budget."""
+
+
+class LocalReply(TypedDict):
+    """One generation: its text, why it stopped, and its token counts."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
 
 
 def model_path() -> Path:
@@ -99,12 +108,12 @@ class _LocalModel:
             llama.close()
         self._worker.shutdown(wait=False, cancel_futures=True)
 
-    def complete(self, request: ChatRequest) -> dict[str, Any]:
+    def complete(self, request: ChatRequest) -> LocalReply:
         """Blocking call; runs the generation on the model's worker thread."""
         return self._worker.submit(contextvars.copy_context().run, self._generate,
                                    request).result()
 
-    async def acomplete(self, request: ChatRequest) -> dict[str, Any]:
+    async def acomplete(self, request: ChatRequest) -> LocalReply:
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()  # the caller's CallWatch reaches the worker
         future = loop.run_in_executor(self._worker, context.run, self._generate, request)
@@ -122,13 +131,13 @@ class _LocalModel:
             return False
         return True
 
-    def _generate(self, request: ChatRequest) -> dict[str, Any]:
+    def _generate(self, request: ChatRequest) -> LocalReply:
         reply = self._sample(request)
         if request.json_schema is not None or request.json_mode:
             reply["text"] = strict_json(reply["text"])
         return reply
 
-    def _sample(self, request: ChatRequest) -> dict[str, Any]:
+    def _sample(self, request: ChatRequest) -> LocalReply:
         llama = self.llama()
         kwargs = _generation_kwargs(request)
         watch = current_watch()
@@ -151,7 +160,7 @@ class _LocalModel:
 
 
 def _generate_watched(llama: Any, request: ChatRequest, kwargs: dict[str, Any],
-                      watch: CallWatch) -> dict[str, Any]:
+                      watch: CallWatch) -> LocalReply:
     """A reply generated token by token (llama.cpp's stream), each reported to ``watch``; once
     the request is cancelled the stream is closed at the next token, which ends the generation
     (a logits processor cannot: llama.cpp calls it through a C callback that swallows errors).
@@ -246,7 +255,7 @@ def strict_json(text: str) -> str:
         return text
 
 
-def bounded_schema(schema: Any) -> Any:
+def bounded_schema(schema: object) -> Any:
     """Copy of ``schema`` that llama.cpp's grammar can enforce completely.
 
     - Unbounded strings get ``maxLength``, so the reply finishes within the token budget.
@@ -270,7 +279,7 @@ def bounded_schema(schema: Any) -> Any:
     return bounded
 
 
-def _number_grid(low: Any, high: Any, integer: bool) -> list[float] | list[int]:
+def _number_grid(low: object, high: object, integer: bool) -> list[float] | list[int]:
     if not isinstance(low, int | float) or not isinstance(high, int | float) or high < low:
         return []
     if integer:
@@ -340,7 +349,7 @@ class LocalModelProvider(CustomLLM):
         yield streaming_chunk(await self.acompletion(*args, **kwargs))
 
 
-def _fields(reply: dict[str, Any]) -> dict[str, Any]:
+def _fields(reply: LocalReply) -> LocalReply:
     return {
         "text": reply["text"],
         "prompt_tokens": reply["prompt_tokens"],

@@ -195,7 +195,7 @@ class ScriptedProvider(CustomLLM):
         yield streaming_chunk(response)
 
 
-def _respond(model_response: Any, request: ChatRequest, reply: ScriptedReply) -> Any:
+def _respond(model_response: object, request: ChatRequest, reply: ScriptedReply) -> Any:
     response = fill_response(
         model_response,
         model=request.model,
