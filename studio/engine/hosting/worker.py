@@ -39,6 +39,7 @@ from studio.runtime.timing import (  # noqa: F401 (seconds_setting: studio.engin
     seconds_setting,
 )
 from studio.store import Store, open_store
+from studio.store.seams import PolicyStore
 
 logger = logging.getLogger(__name__)
 
@@ -354,7 +355,7 @@ def completed_message(run: Run) -> str:
             f"start a new run with a different {limit}")
 
 
-def raised_budget(store: Store, run: Run, max_metric_calls: int | None) -> dict[str, Any]:
+def raised_budget(store: PolicyStore, run: Run, max_metric_calls: int | None) -> dict[str, Any]:
     """The run's stored config with a new ``max_metric_calls`` (empty when none is given)."""
     if max_metric_calls is None:
         return {}
