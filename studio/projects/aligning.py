@@ -13,6 +13,10 @@ The labels are the corrections as they are now, not as they were when the align 
 created: the engine reads them at every step (:mod:`studio.engine.people.labels`), and the report
 reads them again (:func:`align_report`): an undone correction is no label (its example is
 "could not evaluate"), a changed one counts at its new value, judged pairs included.
+
+Each function asks for an :class:`~studio.store.seams.AligningStore`, except those that start
+the align run (:func:`start_align`, :func:`align_critic`): they dispatch it, so they take the
+whole :class:`~studio.store.Store`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Forks as people ask for them: from the command line (a critic or dataset file of their own,
 ``key=value`` settings) and from the browser (only what the stored run already has, or inline
-settings: never a file on the server). Both end in :func:`studio.engine.hosting.forks.fork`."""
+settings: never a file on the server). Both end in :func:`studio.engine.hosting.forks.fork`.
+
+:func:`start_fork` dispatches the fork, so it takes the whole :class:`~studio.store.Store`;
+the rest asks for a :class:`~studio.store.seams.ForkingStore`.
+"""
 
 from __future__ import annotations
 

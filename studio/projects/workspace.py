@@ -3,6 +3,11 @@ starting and steering runs, and the effect of human corrections on a run.
 
 Every function takes the store explicitly and raises the typed errors of :mod:`studio.model.errors`
 with messages the studio shows next to the control that was used.
+
+Each function asks for a :class:`~studio.store.seams.WorkspaceStore` (or one method's
+protocol), except those that start or resume a run (:func:`start_project_run`,
+:func:`resume_run`, :func:`recover_orphans`): they dispatch it or reach the run manager, which
+build engines, so they take the whole :class:`~studio.store.Store`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,23 @@
-"""The store as each part of the engine sees it: one small protocol per part, of the methods it
-calls, so a part's signature says what it reads and writes, and a test double or another store
-needs only those.
+"""The store as each part of the engine, and each service, sees it: one small protocol per part,
+of the methods it uses, so a part's signature says what it reads and writes, and a test double
+or another store needs only those.
 
 Each method is its own one-method protocol (``HasGetRun``: a store with ``get_run``), with the
 repository's signature (:mod:`studio.store.repos`), written once here; a part's protocol is the
 list of those it uses. They live beside the facade rather than in each engine folder so the
-facade's maintainer sees in one file everything the engine depends on, and mypy proves here
-(:func:`_the_facade_is_every_seam`) that :class:`~studio.store.repository.Store` satisfies each
-one: a repository's signature that changes breaks this file, not a run.
+facade's maintainer sees in one file everything the engine and the services depend on, and mypy
+proves here (:func:`_the_facade_is_every_seam`, :func:`_the_facade_is_every_service_seam`) that
+:class:`~studio.store.repository.Store` satisfies each one: a repository's signature that
+changes breaks this file, not a run.
 
 mypy holds a function that takes a part's store to those methods; a part's code that reaches
 the store through the run's context (``ctx.store``, an :class:`EngineStore`) is held to its
 part's list by ``tests/store/test_seams.py``, which also keeps each list equal to what the part
-calls. The hosting folder (:mod:`studio.engine.hosting`) opens stores, queues runs and wires the
-parts together, so it keeps the whole :class:`Store`.
+calls. A service's protocol (:mod:`studio.projects`, and the hosting folder's parts that only
+read and write) is what its functions call plus the store of each function they hand it to:
+the engine's parts as bases, every other method as its own ``Has...`` base, each named once
+(a service composed of another service would repeat methods in an order Python cannot
+linearize). What opens stores, builds an engine or starts a run keeps the whole :class:`Store`.
 """
 
 from __future__ import annotations
@@ -539,9 +543,11 @@ class EngineStore(
 
 
 # One protocol per service (:mod:`studio.engine.hosting`'s parts that only read and write, and
-# :mod:`studio.projects`): what its functions call, and the store of each part they hand it to.
-# Functions that open stores, build an engine or start a run elsewhere keep the whole Store
-# (their module's docstring says which and why).
+# :mod:`studio.projects`): what its functions call, and the store of each function they hand it
+# to. Functions that open stores, build an engine or start a run keep the whole Store (their
+# module's docstring says which and why). A helper another service calls may ask for one
+# method's protocol alone (``unique_name(store: HasFindProject, ...)``), so its callers do not
+# inherit everything its module uses.
 
 
 class BuildStore(HasAddExamples, HasCreateRun, Protocol):

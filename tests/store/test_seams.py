@@ -75,9 +75,24 @@ def all_methods(protocol: type) -> set[str]:
             for name in vars(base) if not name.startswith("_")}
 
 
+def has(method: str) -> str:
+    """The one-method protocol of ``method`` (``get_run`` → ``HasGetRun``)."""
+    return "Has" + method.title().replace("_", "")
+
+
+def _extend(protocol: type, method: str) -> str:
+    return (f"add {has(method)} to {protocol.__name__}'s bases in studio/store/seams.py "
+            "(written there once if it is not yet)")
+
+
 @pytest.mark.parametrize("folder", sorted(PARTS))
 def test_a_part_s_protocol_lists_the_store_methods_it_calls(folder):
-    assert own_methods(PARTS[folder]) == called_on_a_store(folder)
+    protocol, called = PARTS[folder], called_on_a_store(folder)
+    problems = [f"engine/{folder} calls store.{method}(): {_extend(protocol, method)}"
+                for method in sorted(called - own_methods(protocol))]
+    problems += [f"{protocol.__name__} lists {has(method)}, which engine/{folder} no longer "
+                 "calls: drop it" for method in sorted(own_methods(protocol) - called)]
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("folder", sorted(PARTS))
@@ -201,13 +216,13 @@ def missing_from_protocols(uses: list[Use]) -> list[str]:
     """One line per store method a service uses that its protocol does not ask for, naming
     the protocol to extend."""
     return [f"{use.where} calls store.{method}(), which {use.protocol.__name__} does not ask "
-            f"for: add Has{method.title().replace('_', '')} to {use.protocol.__name__}'s bases "
-            "in studio/store/seams.py (written there once if it is not yet)"
+            f"for: {_extend(use.protocol, method)}"
             for use in uses for method in sorted(use.called - all_methods(use.protocol))]
 
 
 def test_every_service_store_asks_for_what_its_functions_use():
-    assert missing_from_protocols(USES) == []
+    missing = missing_from_protocols(USES)
+    assert not missing, "\n".join(missing)
 
 
 def test_a_new_store_call_in_a_service_names_the_protocol_to_extend():
@@ -225,8 +240,9 @@ def test_a_new_store_call_in_a_service_names_the_protocol_to_extend():
 def test_a_service_s_protocol_asks_for_nothing_its_functions_do_not_use(protocol):
     uses = [use for use in USES if use.protocol is protocol]
     used = set().union(*(use.called | use.handed for use in uses))
-    assert all_methods(protocol) - used == set(), \
-        f"{protocol.__name__} asks for methods none of its functions use: drop them"
+    unused = sorted(all_methods(protocol) - used)
+    assert not unused, f"{protocol.__name__} asks for {unused}, which none of its functions " \
+        "use (nor hand on): drop them from its bases in studio/store/seams.py"
 
 
 @pytest.mark.parametrize("protocol", SERVICE_PROTOCOLS, ids=lambda p: p.__name__)

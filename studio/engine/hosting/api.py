@@ -1,4 +1,9 @@
-"""``evolve()``: improve an ADK agent from Python code, and the result it returns."""
+"""``evolve()``: improve an ADK agent from Python code, and the result it returns.
+
+The results read what :class:`~studio.store.seams.ApiStore` lists; what builds and runs an
+engine (:func:`start_test_scoring`, :func:`score_test_set`, ``_new_run``, ``_run_objects``)
+takes the whole :class:`~studio.store.Store`, which the engine's context carries.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """Create runs and build engines, from declarative specs (studio, CLI, resume) or from live ADK
-objects (:func:`studio.evolve`)."""
+objects (:func:`studio.evolve`).
+
+Creating a run asks for a :class:`~studio.store.seams.BuildStore`; :func:`build_engine` takes
+the whole :class:`~studio.store.Store`: the run's context hands it to every part of the engine.
+"""
 
 from __future__ import annotations
 

@@ -9,6 +9,9 @@ beat. When a worker dies its lease expires after
 :data:`~studio.engine.hosting.worker.STALE_AFTER_SECONDS` and another worker claims the run and
 resumes it from its checkpoint: committed trials are reused, so nothing is judged twice. On
 SIGTERM a worker ends its run at the next step, puts it back in the queue and exits.
+
+Queueing asks for a :class:`~studio.store.seams.QueueStore`; a worker (:class:`QueueWorker`) takes
+the whole :class:`~studio.store.Store`: it claims runs and builds their engines.
 """
 
 from __future__ import annotations

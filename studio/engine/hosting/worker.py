@@ -5,6 +5,10 @@ The worker sends a heartbeat to the store every second and picks up control requ
 stop) from it, so a person can steer a run from any process. A run whose heartbeat stops (the
 process was killed) is marked ``orphaned`` and can be resumed: it continues from its last
 committed trial.
+
+The run manager takes the whole :class:`~studio.store.Store`: it opens a store of its own per
+run (by the store's URL) and builds each run's engine; :func:`raised_budget` only reads the
+spent budget, a :class:`~studio.store.seams.PolicyStore`.
 """
 
 from __future__ import annotations
