@@ -499,7 +499,9 @@ class ProposeStore(
     Protocol,
 ):
     """What the proposers (:mod:`studio.engine.propose`) ask of the store: the
-    candidates they add, the proposals they write, the trials and events reflection reads."""
+    candidates they add, the proposals they write, the trials and events reflection reads, and
+    the run's parts they hand it to (the texts tried). Every proposer reaches it through
+    :func:`studio.engine.propose.proposer.propose_store`, so mypy holds them to this list."""
 
 
 class ScoringStore(

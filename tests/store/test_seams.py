@@ -108,6 +108,23 @@ def test_a_part_never_names_the_whole_store(folder):
     assert named == []
 
 
+def test_the_proposers_call_the_store_they_got_from_propose_store():
+    """The run's context carries every part's store (an EngineStore): a proposer that called
+    ``ctx.store.<method>()`` would be held to that, not to ProposeStore. Through
+    :func:`~studio.engine.propose.proposer.propose_store`, mypy holds each call."""
+    direct = []
+    for path in sorted((ENGINE / "propose").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Attribute) \
+                    and node.func.value.attr == "store" \
+                    and isinstance(node.func.value.value, ast.Name) \
+                    and node.func.value.value.id == "ctx":
+                direct.append(f"{path.name}:{node.lineno}: ctx.store.{node.func.attr}()")
+    assert not direct, "call store = propose_store(ctx) and then store.<method>(): " + \
+        ", ".join(direct)
+
+
 # The services: studio/projects and the hosting folder's parts that only read and write.
 
 
