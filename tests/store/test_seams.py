@@ -81,6 +81,9 @@ def has(method: str) -> str:
 
 
 def _extend(protocol: type, method: str) -> str:
+    if protocol.__name__.startswith("Has"):  # a helper that asked for one method only
+        return (f"ask for the module's protocol instead of {protocol.__name__} (and add "
+                f"{has(method)} to it in studio/store/seams.py if it lacks it)")
     return (f"add {has(method)} to {protocol.__name__}'s bases in studio/store/seams.py "
             "(written there once if it is not yet)")
 
