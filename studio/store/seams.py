@@ -549,12 +549,13 @@ class EngineStore(
 # to. Functions that open stores, build an engine or start a run keep the whole Store (their
 # module's docstring says which and why). A helper another service calls may ask for one
 # method's protocol alone (``unique_name(store: HasFindProject, ...)``), so its callers do not
-# inherit everything its module uses.
+# inherit everything its module uses. An engine part a service hands its store to is a base;
+# another service's methods are listed one by one (see the module's docstring for why).
 
 
 class BuildStore(HasAddExamples, HasCreateRun, Protocol):
-    """What creating a run asks of the store (:mod:`studio.engine.hosting.build`: the run, its
-    examples, a run marked as never started); building its engine takes the whole store."""
+    """What creating a run asks of the store (:mod:`studio.engine.hosting.build`: the run and
+    its examples); building its engine takes the whole store."""
 
 
 class QueueStore(
@@ -670,8 +671,6 @@ class AligningStore(
 ):
     """What aligning a critic asks of the store (:mod:`studio.projects.aligning`): labels,
     the align run, its measures and rescoring passes."""
-
-
 
 
 def _the_facade_is_every_seam(
