@@ -7,6 +7,7 @@ a run keeps the whole Store (listed below, with the reason in each module's docs
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -171,10 +172,11 @@ def _handed_methods(namespace: dict[str, object], call: ast.Call, names: set[str
     call's text when the callee or its parameter's protocol cannot be found. A callee that
     takes the caller's own protocol adds nothing here (its own calls are counted as its own)."""
     text = ast.unparse(call.func)
+    first, *rest = text.split(".")  # a name or dotted attribute the function sees
     try:
-        callee = eval(text, namespace)  # a name or dotted attribute the function sees
+        callee = functools.reduce(getattr, rest, namespace[first])
         parameters = list(inspect.signature(callee).parameters.values())
-    except Exception:
+    except (KeyError, AttributeError, TypeError, ValueError):
         return set(), text
     methods: set[str] = set()
     for i, arg in enumerate(call.args):
