@@ -38,15 +38,15 @@ from studio.model.redaction import redact
 from studio.model.verdicts import MetricVerdict
 from studio.projects.export import check_target, write_atomically
 from studio.runtime.adk_evalsets import EVAL_ID_KEY, EVAL_SET_ID_KEY, TRAJECTORY_KEY
-from studio.store import Store
+from studio.store.seams import AdkResultsStore
 
 RESULT_SUFFIX = ".evalset_result.json"
 """ADK's file name ending for eval set results (``LocalEvalSetResultsManager``)."""
 DEFAULT_THRESHOLD = 0.5
 
 
-def adk_eval_set_results(store: Store, run_id: str, *, threshold: float = DEFAULT_THRESHOLD
-                         ) -> list[Any]:
+def adk_eval_set_results(store: AdkResultsStore, run_id: str, *,
+                         threshold: float = DEFAULT_THRESHOLD) -> list[Any]:
     """ADK ``EvalSetResult`` objects for the run's best candidate's validation trials.
 
     Raises:
@@ -207,7 +207,7 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:200]
 
 
-def write_adk_results(store: Store, run_id: str, out: str | Path | None = None, *,
+def write_adk_results(store: AdkResultsStore, run_id: str, out: str | Path | None = None, *,
                       threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
     """Write the run's eval set results as ADK writes them (``model_dump_json``); returns the
     files. ``out`` may be a folder (``my_agent/.adk/eval_history``, where ``adk web`` lists

@@ -13,6 +13,10 @@ The labels are the corrections as they are now, not as they were when the align 
 created: the engine reads them at every step (:mod:`studio.engine.people.labels`), and the report
 reads them again (:func:`align_report`): an undone correction is no label (its example is
 "could not evaluate"), a changed one counts at its new value, judged pairs included.
+
+Each function asks for an :class:`~studio.store.seams.AligningStore`, except those that start
+the align run (:func:`start_align`, :func:`align_critic`): they dispatch it, so they take the
+whole :class:`~studio.store.Store`.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from studio.projects.team_review import trial_labels
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.providers.calls import metered
 from studio.store import EvalRun, Store
+from studio.store.seams import AligningStore
 
 MIN_ALIGN_LABELS = 10
 """Fewer corrections than this cannot both teach the critic and test it."""
@@ -223,7 +228,7 @@ class RescorePass(BaseModel):
 # --------------------------------------------------------------------------- labels
 
 
-def collect_labels(store: Store, run_id: str) -> list[Label]:
+def collect_labels(store: AligningStore, run_id: str) -> list[Label]:
     """The run's corrected trials whose effective correction has a score, oldest first."""
     labels = []
     for pair in store.override_pairs(run_id):
@@ -239,7 +244,7 @@ def collect_labels(store: Store, run_id: str) -> list[Label]:
     return labels
 
 
-def label_status(store: Store, run_id: str) -> LabelStatus:
+def label_status(store: AligningStore, run_id: str) -> LabelStatus:
     count = sum(1 for p in store.override_pairs(run_id) if p.human_score is not None)
     return LabelStatus(count=count, needed=max(0, MIN_ALIGN_LABELS - count))
 
@@ -328,7 +333,7 @@ def run_default_model(spec: RunSpec) -> str:
     return default_model_for(agent, completed, primary)
 
 
-def origin_default_model(store: Store, origin: AlignOrigin) -> str:
+def origin_default_model(store: AligningStore, origin: AlignOrigin) -> str:
     """The source run's critic default as the align run recorded it (resolved again for align
     runs stored before it was kept)."""
     return origin.default_model or run_default_model(store.get_run(origin.run_id).spec)
@@ -347,7 +352,7 @@ def with_text(critic: CriticSpec, target: str, text: str, part: int | None = Non
 # --------------------------------------------------------------------------- the align run
 
 
-def create_align_run(store: Store, run_id: str, *, held_out: float = DEFAULT_HELD_OUT,
+def create_align_run(store: AligningStore, run_id: str, *, held_out: float = DEFAULT_HELD_OUT,
                      config: EvolutionConfig | None = None, threshold: float = 0.5,
                      name: str = "", part: str | None = None) -> Run:
     """Create (not start) the run that aligns ``run_id``'s critic with its corrections
@@ -418,7 +423,7 @@ def align_critic(run_id: str, *, store: Store | None = None, held_out: float = D
     return report_measured(store, run.id)
 
 
-def align_origin(store: Store, align_run_id: str) -> AlignOrigin:
+def align_origin(store: AligningStore, align_run_id: str) -> AlignOrigin:
     """Raises RunStateError when the run is not an align run."""
     origin = store.get_run(align_run_id).spec.aligns
     if origin is None:
@@ -427,7 +432,7 @@ def align_origin(store: Store, align_run_id: str) -> AlignOrigin:
     return origin
 
 
-def align_runs(store: Store, run_id: str) -> list[Run]:
+def align_runs(store: AligningStore, run_id: str) -> list[Run]:
     """The align runs of ``run_id``'s critic, newest first, however old (found by query)."""
     return store.align_runs_of(run_id)
 
@@ -435,7 +440,7 @@ def align_runs(store: Store, run_id: str) -> list[Run]:
 # --------------------------------------------------------------------------- the result
 
 
-def align_report(store: Store, align_run_id: str) -> AlignReport:
+def align_report(store: AligningStore, align_run_id: str) -> AlignReport:
     """Agreement with the person on the held-out labels, before (#0) and after (best).
 
     The labels are the corrections as they are now: the align run's trials are re-scored
@@ -507,7 +512,7 @@ class ActiveLabel:
     """The source critic's score, as recorded when the person corrected it."""
 
 
-def current_align_labels(store: Store, align_run_id: str) -> list[ActiveLabel]:
+def current_align_labels(store: AligningStore, align_run_id: str) -> list[ActiveLabel]:
     """The align run's labels as the active corrections make them now, in example order
     (training labels first): the run's examples and judged trials are brought up to date
     first (:func:`~studio.engine.people.labels.relabel_run`)."""
@@ -524,7 +529,7 @@ def current_align_labels(store: Store, align_run_id: str) -> list[ActiveLabel]:
     return found
 
 
-def active_label_count(store: Store, align_run_id: str) -> tuple[int, int]:
+def active_label_count(store: AligningStore, align_run_id: str) -> tuple[int, int]:
     """(labels active now, labels the align run started with), read without re-scoring
     anything: for a panel watching a live align run."""
     origin = align_origin(store, align_run_id)
@@ -537,7 +542,7 @@ def held_out_labels(origin: AlignOrigin, labels: list[ActiveLabel]) -> list[Acti
     return [x for x in labels if x.trial_id in held]
 
 
-def _judge_report(store: Store, report: AlignReport, best_id: int | None,
+def _judge_report(store: AligningStore, report: AlignReport, best_id: int | None,
                   held: list[ActiveLabel]) -> AlignReport:
     """Before/after from the stored judge replies, against the labels as they are now; a
     held-out label the stored measurement did not cover (its correction was undone then)
@@ -562,7 +567,7 @@ def _judge_report(store: Store, report: AlignReport, best_id: int | None,
             {t: c["after"] for t, c in cases.items()}, report.threshold)})
 
 
-def _stored_measure(store: Store, align_run_id: str, best_id: int | None) -> EvalRun | None:
+def _stored_measure(store: AligningStore, align_run_id: str, best_id: int | None) -> EvalRun | None:
     for measured in store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=20):
         if measured.summary.get("best_candidate_id") == best_id:
             return measured
@@ -574,7 +579,7 @@ def _recorded_agreement(held: list[ActiveLabel], threshold: float) -> AgreementR
     return agreement(pairs, threshold) if pairs else None
 
 
-def measure_held_out(store: Store, align_run_id: str, *, progress: Job | None = None,
+def measure_held_out(store: AligningStore, align_run_id: str, *, progress: Job | None = None,
                      concurrency: int = 4) -> AlignReport:
     """Run the real critic, with its original and its aligned text, on the held-out trials
     whose correction is active now, store the agreement of each with the person, and return
@@ -615,7 +620,7 @@ def measure_held_out(store: Store, align_run_id: str, *, progress: Job | None = 
     return align_report(store, align_run_id)
 
 
-def report_measured(store: Store, align_run_id: str) -> AlignReport:
+def report_measured(store: AligningStore, align_run_id: str) -> AlignReport:
     """The report, running the real judge on the held-out labels first when still pending
     (the CLI and the library: they wait; the page runs it in the background)."""
     report = align_report(store, align_run_id)
@@ -624,7 +629,7 @@ def report_measured(store: Store, align_run_id: str) -> AlignReport:
     return report
 
 
-def start_measure(store: Store, align_run_id: str) -> Job:
+def start_measure(store: AligningStore, align_run_id: str) -> Job:
     """:func:`measure_held_out` in the background (the Agreement page: the align run's critics
     are checked as a browser project's are)."""
     check_spec_trust(store.get_run(align_run_id).spec, Origin.BROWSER, f"run {align_run_id}")
@@ -636,7 +641,7 @@ def measure_key(align_run_id: str) -> str:
     return f"align-measure:{align_run_id}"
 
 
-def measure_marker(store: Store, align_run_id: str) -> int | None:
+def measure_marker(store: AligningStore, align_run_id: str) -> int | None:
     """The id of the newest held-out measurement (None: none yet): a cache version for the
     page that changes with every new measurement, however many are stored."""
     newest = store.list_eval_runs(name=f"{HELD_OUT_KIND}:{align_run_id}", limit=1)
@@ -652,7 +657,7 @@ class _HeldOutPair:
     human: float
 
 
-def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int],
+def _held_out_pairs(store: AligningStore, run_id: str, candidate_ids: list[int],
                     held: list[ActiveLabel]) -> dict[int, list[_HeldOutPair]]:
     """Per candidate: its critic score beside the people's now, on each active held-out label
     it was run on, read from the reply its trial keeps."""
@@ -667,7 +672,7 @@ def _held_out_pairs(store: Store, run_id: str, candidate_ids: list[int],
     return {c: list(found.values()) for c, found in pairs.items()}
 
 
-def reviewer_distances(store: Store, source_run_id: str, held: list[ActiveLabel],
+def reviewer_distances(store: AligningStore, source_run_id: str, held: list[ActiveLabel],
                        before: dict[int, float | None], after: dict[int, float | None],
                        threshold: float) -> list[ReviewerDistance]:
     """Per reviewer who labelled held-out trials: the original's and the aligned critic's
@@ -686,7 +691,7 @@ def reviewer_distances(store: Store, source_run_id: str, held: list[ActiveLabel]
         for name, found in sorted(per_person.items())]
 
 
-def aligned_critic(store: Store, align_run_id: str) -> CriticSpec:
+def aligned_critic(store: AligningStore, align_run_id: str) -> CriticSpec:
     """The source critic with the best candidate's text (in the aligned part, if weighted)."""
     origin = align_origin(store, align_run_id)
     return with_text(origin.critic, origin.target, aligned_text(store, align_run_id), origin.part)
@@ -695,7 +700,7 @@ def aligned_critic(store: Store, align_run_id: str) -> CriticSpec:
 # --------------------------------------------------------------------------- using it
 
 
-def use_for_next_run(store: Store, align_run_id: str) -> Project:
+def use_for_next_run(store: AligningStore, align_run_id: str) -> Project:
     """A copy of the source run's project, named ``<project> (aligned critic)``, whose critic
     is the aligned one: its next run judges with it. The original project is left as it was.
 
@@ -723,7 +728,7 @@ def use_for_next_run(store: Store, align_run_id: str) -> Project:
     return store.save_project(name, dump_project(project.model_copy(update={"critic": section})))
 
 
-def aligned_text(store: Store, align_run_id: str) -> str:
+def aligned_text(store: AligningStore, align_run_id: str) -> str:
     """The best candidate's text: the aligned instruction, criteria, prompt or rubric."""
     view = load_view(store, align_run_id)
     if view.best_id is None:
@@ -758,7 +763,7 @@ def _with_aligned_text(section: Any, origin: AlignOrigin, text: str, project: st
     return section.model_copy(update={"evaluator": evaluator})
 
 
-def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: int = 4,
+def rescore_run(store: AligningStore, run_id: str, align_run_id: str, *, concurrency: int = 4,
                 progress: Job | None = None) -> RescorePass:
     """Score ``run_id``'s trials again with the aligned critic of ``align_run_id``, stored as
     a scoring pass of its own; the trials' scores and corrections are not touched.
@@ -795,7 +800,7 @@ def rescore_run(store: Store, run_id: str, align_run_id: str, *, concurrency: in
                        **measured)
 
 
-def start_rescore(store: Store, run_id: str, align_run_id: str) -> Job:
+def start_rescore(store: AligningStore, run_id: str, align_run_id: str) -> Job:
     """:func:`rescore_run` in the background (the Agreement page); one at a time per run. The
     aligned critic is checked as a browser project's is."""
     check_spec_trust(store.get_run(align_run_id).spec, Origin.BROWSER, f"run {align_run_id}")
@@ -819,7 +824,7 @@ def _score_samples(run: Run, spec: CriticSpec, samples: list[Sample], concurrenc
     return asyncio.run(_assess_all(critic, samples, concurrency, on_step))
 
 
-def rescore_passes(store: Store, run_id: str) -> list[RescorePass]:
+def rescore_passes(store: AligningStore, run_id: str) -> list[RescorePass]:
     """The run's scoring passes, newest first."""
     return [RescorePass(id=e.id, run_id=run_id, align_run_id=e.summary["align_run_id"],
                         critic=e.summary.get("critic", ""),
@@ -837,7 +842,7 @@ def _stored_pass_agreement(summary: dict[str, Any]) -> dict[str, Any]:
     return {**reports, "scope": summary.get("scope", IN_SAMPLE_SCOPE)}
 
 
-def _sample(store: Store, trial: Trial) -> Sample:
+def _sample(store: AligningStore, trial: Trial) -> Sample:
     data = store.get_example(trial.example_id).data
     return Sample(input_text=trial.input_text, output=trial.output,
                   expected=example_expected(data), example=data, trace=trial.trace)
@@ -862,7 +867,7 @@ async def _assess_all(critic: Any, samples: list[Sample], concurrency: int,
     return await asyncio.gather(*(one(s) for s in samples))
 
 
-def _pass_agreement(store: Store, run_id: str, scores: dict[int, float | None],
+def _pass_agreement(store: AligningStore, run_id: str, scores: dict[int, float | None],
                     origin: AlignOrigin) -> dict[str, Any]:
     """Old critic vs people and new critic vs people, on the same corrected trials: those the
     aligned critic never trained on (the held-out labels, for the run it was aligned on), and

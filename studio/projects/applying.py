@@ -33,7 +33,7 @@ from studio.model.workflow import split_component
 from studio.projects.agent_source import Found, SourceFolder
 from studio.projects.served_agents import served_agents_dir
 from studio.projects.source_literals import new_value, rewrite
-from studio.store import Store
+from studio.store.seams import ApplyingStore
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class ApplyPlan:
         return said
 
 
-def plan_apply(store: Store, run_id: str, *, candidate: int | None = None,
+def plan_apply(store: ApplyingStore, run_id: str, *, candidate: int | None = None,
                folder: Path | None = None) -> ApplyPlan:
     """The plan to write candidate ``#candidate`` (default: the run's best) of ``run_id`` into
     ``folder`` (default: the agent folder the run was started from).
@@ -183,7 +183,7 @@ def _rewritten(plan: ApplyPlan) -> dict[Path, tuple[str, str]]:
     return files
 
 
-def seed_components(store: Store, run: Run) -> dict[str, str]:
+def seed_components(store: ApplyingStore, run: Run) -> dict[str, str]:
     """The components as the folder had them when the run (or the run a fork started from)
     began: candidate #0 of the first run of a chain of forks."""
     while run.spec.forked_from is not None:
@@ -207,7 +207,7 @@ def _folder(run: Run, folder: Path | None) -> Path:
     return chosen.resolve()
 
 
-def _candidate(store: Store, run: Run, index: int | None) -> Candidate:
+def _candidate(store: ApplyingStore, run: Run, index: int | None) -> Candidate:
     candidates = store.candidates(run.id)
     if index is None:
         best_id = load_view(store, run.id).best_id
@@ -229,7 +229,7 @@ def _candidate(store: Store, run: Run, index: int | None) -> Candidate:
 # --------------------------------------------------------------------------- writing
 
 
-def apply_plan(store: Store, plan: ApplyPlan, *, author: str) -> Applied:
+def apply_plan(store: ApplyingStore, plan: ApplyPlan, *, author: str) -> Applied:
     """Write the plan: each rewritten file (replaced whole, atomically) and the text files of
     refused components, then record it on the run.
 
@@ -270,7 +270,7 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def applications(store: Store, run_id: str) -> list[Applied]:
+def applications(store: ApplyingStore, run_id: str) -> list[Applied]:
     """Every write-back of the run's candidates, oldest first."""
     return [Applied.from_event(e) for e in store.events(run_id, kind=EventKind.APPLIED)]
 
@@ -289,7 +289,7 @@ def served_run_folder(run: Run) -> Path | None:
     return folder if inside else None
 
 
-def plan_served_apply(store: Store, run_id: str, candidate: int | None = None) -> ApplyPlan:
+def plan_served_apply(store: ApplyingStore, run_id: str, candidate: int | None = None) -> ApplyPlan:
     """:func:`plan_apply` into the run's own folder, refused unless it is served.
 
     Raises:
@@ -303,7 +303,7 @@ def plan_served_apply(store: Store, run_id: str, candidate: int | None = None) -
     return plan_apply(store, run_id, candidate=candidate, folder=folder)
 
 
-def best_bundle(store: Store, run_id: str) -> tuple[str, bytes]:
+def best_bundle(store: ApplyingStore, run_id: str) -> tuple[str, bytes]:
     """*Download the best*: a zip of the best candidate's components as
     ``<agent>.<component>.txt`` files, with the patch to the agent folder when the run's
     folder is served here. ``(file name, zip bytes)``."""

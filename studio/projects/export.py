@@ -35,7 +35,7 @@ from studio.model.printable import json_escaped_controls, printable
 from studio.model.records import Split, Trial, stored_id
 from studio.model.redaction import redact, secret_values
 from studio.projects.provenance import load_provenance
-from studio.store import Store
+from studio.store.seams import ExportStore
 
 FORMATS = ("jsonl", "csv")
 
@@ -71,7 +71,7 @@ def export_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
             for e in (trace or {}).get("events", []) if e.get("type") == "text"]
 
 
-def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None = None
+def iter_candidate_records(store: ExportStore, run_id: str, scores: PoolScores | None = None
                            ) -> Iterator[dict[str, Any]]:
     """One record per candidate with its validation mean, front membership and components
     (from the pool's effective scores, as :func:`studio.engine.hosting.api.load_result` has them);
@@ -90,7 +90,7 @@ def iter_candidate_records(store: Store, run_id: str, scores: PoolScores | None 
         }
 
 
-def tested_means(store: Store, run_id: str) -> dict[int, float | None] | None:
+def tested_means(store: ExportStore, run_id: str) -> dict[int, float | None] | None:
     """The held-out test set's mean per candidate scored on it (the baseline and the best);
     None for a run without a test set (its export keeps the columns it always had)."""
     test_ids = [stored_id(e) for e in store.examples(run_id, Split.TEST)]
@@ -100,7 +100,7 @@ def tested_means(store: Store, run_id: str) -> dict[int, float | None] | None:
     return test_means(store, run_id, test_ids, sorted(scored))
 
 
-def iter_guard_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+def iter_guard_records(store: ExportStore, run_id: str) -> Iterator[dict[str, Any]]:
     """The overfitting guard's report (train/val/test means, gains, verdict), for a run with a
     test set."""
     if store.examples(run_id, Split.TEST):
@@ -118,7 +118,7 @@ class RunNumbers:
     count: int = 0
 
     @classmethod
-    def of_run(cls, store: Store, run_id: str) -> RunNumbers:
+    def of_run(cls, store: ExportStore, run_id: str) -> RunNumbers:
         return cls(store.candidate_indexes(run_id), proposal_numbers(store.proposals(run_id)))
 
     def of_trial(self, trial: Trial) -> dict[str, Any]:
@@ -129,7 +129,7 @@ class RunNumbers:
                 "proposal_number": self.proposal_number.get(proposal) if proposal else None}
 
 
-def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+def iter_trial_records(store: ExportStore, run_id: str) -> Iterator[dict[str, Any]]:
     """Every trial's record, oldest first, read from the store a batch at a time, with its
     number in the run; a group run's records carry their pipeline ``steps`` (so traces are
     read only for group runs)."""
@@ -139,7 +139,7 @@ def iter_trial_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
         yield trial_record(trial, steps=group, numbers=numbers)
 
 
-def provenance_records(store: Store, run_id: str, scores: PoolScores | None = None
+def provenance_records(store: ExportStore, run_id: str, scores: PoolScores | None = None
                        ) -> list[dict[str, Any]]:
     """The best candidate's sentences (lines for JSON/YAML components), each with the proposal
     that introduced it (:mod:`studio.projects.provenance`); none before the seed exists."""
@@ -151,14 +151,14 @@ def provenance_records(store: Store, run_id: str, scores: PoolScores | None = No
     return list(load_provenance(store, run_id, index).rows())
 
 
-def proposal_records(store: Store, run_id: str) -> list[dict[str, Any]]:
+def proposal_records(store: ExportStore, run_id: str) -> list[dict[str, Any]]:
     """One flat record per proposal (:meth:`studio.engine.people.history.ProposalRow.flat`): its
     decision, the evidence it was decided on (``at_decision_*``) and the evidence now
     (``now_*``), judged and effective."""
     return [row.flat() for row in proposal_rows(store, run_id)]
 
 
-def label_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+def label_records(store: ExportStore, run_id: str) -> Iterator[dict[str, Any]]:
     """Every label a verified reviewer gave and every adjudication, undone ones included, oldest
     first: what each person said, beside the trials' effective values (none in the local
     studio, whose corrections are the trials' own)."""
@@ -171,7 +171,7 @@ def label_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
                    "undone_at": o.undone_at.isoformat() if o.undone_at else None}
 
 
-def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
+def jsonl_lines(store: ExportStore, run_id: str) -> Iterator[str]:
     """The JSONL export, line by line (redacted, strict JSON): what :func:`export_run` writes,
     for a caller that streams it elsewhere (a download, a socket)."""
     scores = pool_scores(store, store.get_run(run_id))
@@ -200,7 +200,7 @@ class Download(StrEnum):
         return "application/jsonl" if self is Download.JSONL else "text/csv"
 
 
-def download_lines(store: Store, run_id: str, what: Download) -> Iterator[str]:
+def download_lines(store: ExportStore, run_id: str, what: Download) -> Iterator[str]:
     """The text of a download, line by line: the JSONL export or the trials' CSV, the same
     lines :func:`export_run` writes."""
     store.get_run(run_id)  # NotFoundError before the first line
@@ -209,7 +209,7 @@ def download_lines(store: Store, run_id: str, what: Download) -> Iterator[str]:
     return csv_lines(iter_trial_records(store, run_id))
 
 
-def spooled_download(store: Store, run_id: str, what: Download) -> IO[bytes]:
+def spooled_download(store: ExportStore, run_id: str, what: Download) -> IO[bytes]:
     """The download in a temporary file, rewound: the lines are streamed into it, so a big run
     is held once (by whoever reads the file), never as a string and then as its bytes. The file
     is deleted when closed."""
@@ -224,7 +224,8 @@ def spooled_download(store: Store, run_id: str, what: Download) -> IO[bytes]:
     return spool
 
 
-def export_run(store: Store, run_id: str, fmt: str, out: str | Path | None = None) -> list[Path]:
+def export_run(store: ExportStore, run_id: str, fmt: str, out: str | Path | None = None
+               ) -> list[Path]:
     """Write the run; returns the files written. Secrets in the environment are redacted.
 
     Rows are read from the store and written a batch at a time, so memory does not grow with

@@ -1,6 +1,10 @@
 """Forks as people ask for them: from the command line (a critic or dataset file of their own,
 ``key=value`` settings) and from the browser (only what the stored run already has, or inline
-settings: never a file on the server). Both end in :func:`studio.engine.hosting.forks.fork`."""
+settings: never a file on the server). Both end in :func:`studio.engine.hosting.forks.fork`.
+
+:func:`start_fork` dispatches the fork, so it takes the whole :class:`~studio.store.Store`;
+the rest asks for a :class:`~studio.store.seams.ForkingStore`.
+"""
 
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ from studio.projects.files import (
 )
 from studio.runtime.execution import AgentExecutor
 from studio.store import Store
+from studio.store.seams import ForkingStore
 
 ROW_FILES = (".csv", ".jsonl", ".ndjson")
 YAML_FILES = (".yaml", ".yml")
@@ -151,7 +156,7 @@ class _DatasetHolder:
         self.dataset = dataset
 
 
-def fork_from_cli(store: Store, run_id: str, candidate_index: int, *,
+def fork_from_cli(store: ForkingStore, run_id: str, candidate_index: int, *,
                   critic: str | None = None, dataset: Path | None = None,
                   settings: list[str] | None = None, name: str = "") -> Run:
     """``studio fork``: the CLI user's own files are trusted (as ``studio run`` is)."""
@@ -235,7 +240,7 @@ class RunTree:
     best_id: int | None = None
 
 
-def ancestry(store: Store, run_id: str) -> list[RunTree]:
+def ancestry(store: ForkingStore, run_id: str) -> list[RunTree]:
     """The run and the runs it was forked from, oldest first (a deleted source ends it)."""
     chain: list[RunTree] = []
     seen: set[str] = set()
@@ -253,6 +258,6 @@ def ancestry(store: Store, run_id: str) -> list[RunTree]:
     return chain[::-1]
 
 
-def forks_of(store: Store, run_id: str) -> list[Run]:
+def forks_of(store: ForkingStore, run_id: str) -> list[Run]:
     """Every run forked from ``run_id``, however old, oldest first (found by query)."""
     return store.forks_of(run_id)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from studio.engine.run.events import BaselineScored, Progress, StoredEventError
 from studio.model.records import EventKind, Proposal, Run, RunStatus
-from studio.store import Store
+from studio.store.seams import InboxStore
 
 CANNOT_WAIT = (RunStatus.COMPLETED, RunStatus.QUEUED)
 """Statuses whose runs never have a proposal waiting (a completed loop decided everything; a
@@ -39,7 +39,7 @@ class RunSummary:
         return self.best_score - self.seed_score
 
 
-def waiting_proposals(store: Store, runs: Sequence[Run]) -> dict[str, Proposal]:
+def waiting_proposals(store: InboxStore, runs: Sequence[Run]) -> dict[str, Proposal]:
     """Run id -> its proposal waiting for a decision, for the listed runs that have one (one
     store query, whatever the number of runs)."""
     listed = {run.id for run in runs if run.status not in CANNOT_WAIT}
@@ -57,12 +57,12 @@ def run_to_open(runs: Sequence[Run], waiting: Mapping[str, Proposal]) -> str | N
     return max(runs, key=lambda run: run.created_at).id
 
 
-def run_summaries(store: Store, runs: Sequence[Run]) -> list[RunSummary]:
+def run_summaries(store: InboxStore, runs: Sequence[Run]) -> list[RunSummary]:
     waiting = waiting_proposals(store, runs)
     return [RunSummary(run, *_scores(store, run.id), waiting.get(run.id)) for run in runs]
 
 
-def _scores(store: Store, run_id: str) -> tuple[float | None, float | None]:
+def _scores(store: InboxStore, run_id: str) -> tuple[float | None, float | None]:
     """(seed, best) from the run's latest baseline and progress events (one row each); a row
     that does not read back leaves its figure empty rather than the list unreadable."""
     baseline = store.latest_event(run_id, EventKind.BASELINE_SCORED)

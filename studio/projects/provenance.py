@@ -30,7 +30,7 @@ from studio.engine.policies.pool import pool_scores
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import Candidate, DecisionAction, Proposal, ProposalStatus, stored_id
 from studio.model.workflow import split_component
-from studio.store import Store
+from studio.store.seams import ProvenanceStore
 
 SEED, REFLECTION, EDIT, MERGE, CHANGE = "seed", "reflection", "edit", "merge", "change"
 """Origin kinds: the seed's text, a reflection's proposal, a person's edit of a proposal, a merge
@@ -282,7 +282,7 @@ def _proposal_origin(lineage: RunLineage, proposal: Proposal, candidate: Candida
 # --------------------------------------------------------------------------- from the store
 
 
-def load_provenance(store: Store, run_id: str, candidate_index: int | None = None
+def load_provenance(store: ProvenanceStore, run_id: str, candidate_index: int | None = None
                     ) -> Provenance:
     """The provenance of candidate ``#candidate_index`` (default: the best, else the seed).
 
@@ -312,7 +312,7 @@ def load_provenance(store: Store, run_id: str, candidate_index: int | None = Non
                       attribute(lineage, stored_id(candidate)))
 
 
-def load_lineage(store: Store, run_id: str) -> RunLineage:
+def load_lineage(store: ProvenanceStore, run_id: str) -> RunLineage:
     """The run's candidates, proposals and edit authors, and those of any run a candidate's
     parent belongs to (a fork's seed), until every parent is found or known missing."""
     lineage = RunLineage({}, {})
@@ -328,7 +328,7 @@ def load_lineage(store: Store, run_id: str) -> RunLineage:
     return lineage
 
 
-def _add_run(store: Store, lineage: RunLineage, run_id: str) -> None:
+def _add_run(store: ProvenanceStore, lineage: RunLineage, run_id: str) -> None:
     candidates = store.candidates(run_id)
     origin = store.get_run(run_id).spec.forked_from
     if origin is not None and candidates and not candidates[0].parent_ids:
@@ -348,14 +348,14 @@ def _missing_parents(lineage: RunLineage) -> set[int]:
             if p not in lineage.candidates}
 
 
-def _run_of(store: Store, candidate_id: int) -> str | None:
+def _run_of(store: ProvenanceStore, candidate_id: int) -> str | None:
     try:
         return store.get_candidate(candidate_id).run_id
     except NotFoundError:
         return None
 
 
-def add_scores(store: Store, lineage: RunLineage, candidate_id: int) -> None:
+def add_scores(store: ProvenanceStore, lineage: RunLineage, candidate_id: int) -> None:
     """The minibatch evidence of every proposal on the candidate's lineage (edits included)."""
     proposals = [p for p in _lineage_proposals(lineage, candidate_id)
                  if p.id not in lineage.scores and p.status is not ProposalStatus.INVALID

@@ -15,7 +15,7 @@ from studio.engine.policies.evidence import EvidenceTrials, evidence_trials
 from studio.model.errors import ConfigError, NotFoundError
 from studio.model.records import EventKind, Override, RunEvent, Trial
 from studio.projects.workspace import pending_proposal
-from studio.store import Store
+from studio.store.seams import HasEvents, ReviewingStore
 
 REVIEW_ACTIONS = ("corrected", "confirmed", "skipped")
 REVIEWED_ACTIONS = ("corrected", "confirmed")
@@ -33,7 +33,7 @@ class ReviewRecord:
     author: str
 
 
-def record_review(store: Store, run_id: str, trial_id: int, *, seconds: float, action: str,
+def record_review(store: ReviewingStore, run_id: str, trial_id: int, *, seconds: float, action: str,
                   author: str = "anonymous") -> RunEvent:
     """Store how long a person spent on one trial of the run, and what they did.
 
@@ -56,7 +56,7 @@ def record_review(store: Store, run_id: str, trial_id: int, *, seconds: float, a
     return store.add_event(run_id, EventKind.REVIEW_TIME, trials[0].iteration, payload)
 
 
-def review_records(store: Store, run_id: str) -> list[ReviewRecord]:
+def review_records(store: HasEvents, run_id: str) -> list[ReviewRecord]:
     """Every recorded review of the run, oldest first (malformed payloads are skipped)."""
     records = []
     for event in store.events(run_id, kind=EventKind.REVIEW_TIME):
@@ -87,7 +87,7 @@ class QueueInputs:
     """Trials others labelled that still wait for this reviewer (several per trial)."""
 
 
-def queue_inputs(store: Store, run_id: str, *, window: int = QUEUE_WINDOW,
+def queue_inputs(store: ReviewingStore, run_id: str, *, window: int = QUEUE_WINDOW,
                  reviewer: str | None = None, wanted: int = 1) -> QueueInputs:
     """The newest ``window`` trials, who reviewed what, and the pending proposal's evidence.
 

@@ -8,6 +8,9 @@ the person who started the server named ``DIR`` on the command line, as they wou
 sets *by name* from the lists below, and the run is made as the command line makes it
 (:func:`studio.projects.adk_runs.folder_project`, trusted). The browser never gives a path:
 a name that is not in the list is refused. Uploads and stored projects stay untrusted.
+
+Starting a served agent's run takes the whole :class:`~studio.store.Store`: it dispatches the
+run (:func:`studio.engine.hosting.dispatch.dispatch`), which may build its engine here.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from studio.projects.files.sections import DatasetSection
 from studio.projects.served_agents import served_agent, served_agents_dir
 from studio.runtime.adk_evalsets import TRAJECTORY_KEY
 from studio.runtime.adk_sessions import SessionFilter, SessionsRead, Turn, read_sessions
-from studio.store import Store
+from studio.store.seams import SessionImportStore
 
 SESSIONS_URL_ENV = "STUDIO_SESSIONS_DB_URL"
 """The session database ``studio ui --sessions URL`` names: the only network database the
@@ -99,7 +99,7 @@ def write_examples(read: SessionsRead, out: Path, app_name: str, *, replace: boo
     return out
 
 
-def into_project(store: Store, name: str, read: SessionsRead) -> int:
+def into_project(store: SessionImportStore, name: str, read: SessionsRead) -> int:
     """Make the turns the stored project ``name``'s training rows (input and expected
     columns set); the number of rows they replace.
 

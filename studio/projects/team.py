@@ -34,7 +34,7 @@ from studio.model.team import (
     User,
     parse_role,
 )
-from studio.store import Store
+from studio.store.seams import HasGetProject, TeamStore
 
 USER_ENV = "STUDIO_USER"
 TOKEN_ENV = "STUDIO_TOKEN"
@@ -50,7 +50,7 @@ def os_user() -> str:
         return LOCAL_NAME
 
 
-def has_users(store: Store) -> bool:
+def has_users(store: TeamStore) -> bool:
     """The store is a shared studio's: people act under checked identities with roles."""
     return store.user_count() > 0
 
@@ -63,14 +63,14 @@ def local_actor(name: str) -> Actor:
     return Actor(name=(name or "").strip() or os_user())
 
 
-def signed_in_actor(store: Store, identity: str) -> Actor | None:
+def signed_in_actor(store: TeamStore, identity: str) -> Actor | None:
     """The person who signed in as ``identity``, with their role; None when no owner gave them
     one (they see nothing)."""
     user = store.get_user(identity)
     return Actor(user.name, user.role, verified=True) if user is not None else None
 
 
-def cli_actor(store: Store, env: Mapping[str, str] | None = None) -> Actor:
+def cli_actor(store: TeamStore, env: Mapping[str, str] | None = None) -> Actor:
     """Who a CLI command acts as: the local studio's person (no users in the store), else
     ``STUDIO_USER`` proven by ``STUDIO_TOKEN``, else the OS user when listed.
 
@@ -95,7 +95,7 @@ def cli_actor(store: Store, env: Mapping[str, str] | None = None) -> Actor:
     return Actor(user.name, user.role, verified=True)
 
 
-def _token_actor(store: Store, name: str, token: str) -> Actor:
+def _token_actor(store: TeamStore, name: str, token: str) -> Actor:
     user = store.get_user(name)
     problem = _token_problem(user, token)
     if user is None or problem is not None:
@@ -141,7 +141,7 @@ def author_for(actor: Actor, typed: str | None) -> str:
 # --------------------------------------------------------------------------- users
 
 
-def add_user(store: Store, actor: Actor, name: str, role: Role | str) -> User:
+def add_user(store: TeamStore, actor: Actor, name: str, role: Role | str) -> User:
     """Give ``name`` a role (adding them when new). The store's first user must be an owner,
     and may be added by the local person; then only owners change users.
 
@@ -161,7 +161,7 @@ def add_user(store: Store, actor: Actor, name: str, role: Role | str) -> User:
     return store.save_user(name, role)
 
 
-def remove_user(store: Store, actor: Actor, name: str) -> None:
+def remove_user(store: TeamStore, actor: Actor, name: str) -> None:
     """Take ``name``'s role away (their labels and decisions stay, under their name).
 
     Raises:
@@ -173,7 +173,7 @@ def remove_user(store: Store, actor: Actor, name: str) -> None:
     store.remove_user(name)
 
 
-def issue_token(store: Store, actor: Actor, name: str) -> str:
+def issue_token(store: TeamStore, actor: Actor, name: str) -> str:
     """A new CLI token for ``name`` (the old one stops working), shown once: the store keeps
     its hash. An owner issues any; a person may issue their own."""
     if actor.name != name or actor.local:
@@ -186,7 +186,7 @@ def issue_token(store: Store, actor: Actor, name: str) -> str:
     return token
 
 
-def _keep_an_owner(store: Store, name: str, role: Role | None) -> None:
+def _keep_an_owner(store: TeamStore, name: str, role: Role | None) -> None:
     owners = {u.name for u in store.list_users() if u.role is Role.OWNER}
     if owners == {name} and role is not Role.OWNER:
         raise AccessError(f"{name} is the store's last owner: make another user an owner first",
@@ -207,7 +207,7 @@ def _checked_name(name: str) -> str:
 # --------------------------------------------------------------------------- review settings
 
 
-def run_project(store: Store, run: Run) -> str:
+def run_project(store: HasGetProject, run: Run) -> str:
     """The project a run's review settings come from: its project in the studio, else its
     project file's name (the run's name unless ``--name`` renamed it)."""
     if run.project_id is not None:
@@ -218,12 +218,12 @@ def run_project(store: Store, run: Run) -> str:
     return run.spec.project or run.name
 
 
-def review_settings(store: Store, run_id: str) -> ReviewSettings:
+def review_settings(store: TeamStore, run_id: str) -> ReviewSettings:
     """How ``run_id``'s trials are reviewed (its project's settings)."""
     return store.review_settings(run_project(store, store.get_run(run_id)))
 
 
-def save_review_settings(store: Store, actor: Actor, project: str, *,
+def save_review_settings(store: TeamStore, actor: Actor, project: str, *,
                          reviewers_per_trial: int | None = None,
                          blind: bool | None = None) -> ReviewSettings:
     """Change a project's review settings (what is not given stays).
@@ -262,7 +262,7 @@ class Comment:
     created_at: datetime
 
 
-def comment_on_proposal(store: Store, actor: Actor, proposal_id: int, text: str) -> Comment:
+def comment_on_proposal(store: TeamStore, actor: Actor, proposal_id: int, text: str) -> Comment:
     """A reviewer's word on a proposal, for the owner who decides (kept in the run's log).
 
     Raises:
@@ -280,7 +280,7 @@ def comment_on_proposal(store: Store, actor: Actor, proposal_id: int, text: str)
     return Comment(proposal_id, actor.name, text, event.created_at)
 
 
-def proposal_comments(store: Store, run_id: str, proposal_id: int | None = None
+def proposal_comments(store: TeamStore, run_id: str, proposal_id: int | None = None
                       ) -> list[Comment]:
     """The run's comments on proposals (on one, with ``proposal_id``), oldest first."""
     found = []

@@ -19,7 +19,7 @@ from studio.critics.interrater import PeopleAgreement, people_agreement
 from studio.model.records import Override, labels_by_person, merge_overrides
 from studio.projects.reviewing import REVIEWED_ACTIONS, review_records
 from studio.projects.team import run_project
-from studio.store import Store
+from studio.store.seams import HasOverrides, TeamReviewStore
 
 DISAGREEMENT = 0.3
 """Two people's scores of one trial this far apart (or on both sides of the pass threshold)
@@ -44,7 +44,7 @@ class TrialLabels:
         return {name: o.dimensions for name, o in self.people.items() if o.dimensions}
 
 
-def trial_labels(store: Store, run_id: str | None = None) -> list[TrialLabels]:
+def trial_labels(store: HasOverrides, run_id: str | None = None) -> list[TrialLabels]:
     """Every trial (of ``run_id``, or of every run) a verified person labelled or an owner
     adjudicated, oldest first."""
     per_trial: dict[int, list[Override]] = defaultdict(list)
@@ -70,7 +70,7 @@ class PeopleSummary(BaseModel):
     per_project: dict[str, PeopleAgreement] = Field(default_factory=dict)
 
 
-def people_summary(store: Store, run_id: str | None = None, threshold: float = 0.5
+def people_summary(store: TeamReviewStore, run_id: str | None = None, threshold: float = 0.5
                    ) -> PeopleSummary:
     """Krippendorff's alpha (and Cohen's kappa for two) between the people who labelled the
     same trials of ``run_id`` (or of every run), overall, per project and per dimension."""
@@ -121,7 +121,7 @@ class PeopleDisagreement(BaseModel):
         return self.ruling_id is not None
 
 
-def disagreements(store: Store, run_id: str, threshold: float = 0.5, *,
+def disagreements(store: TeamReviewStore, run_id: str, threshold: float = 0.5, *,
                   include_settled: bool = True) -> list[PeopleDisagreement]:
     """The run's trials whose people's scores are :data:`DISAGREEMENT` apart or on both sides
     of ``threshold``; unsettled first, then the widest."""
@@ -166,7 +166,7 @@ class ReviewerProgress:
         return self.seconds / len(self.labelled) if self.labelled else None
 
 
-def reviewer_progress(store: Store, run_id: str) -> list[ReviewerProgress]:
+def reviewer_progress(store: TeamReviewStore, run_id: str) -> list[ReviewerProgress]:
     """Per verified reviewer of the run: trials labelled, skips, time spent; most work first."""
     people: dict[str, ReviewerProgress] = {}
     for x in trial_labels(store, run_id):

@@ -1,5 +1,9 @@
 """The overfitting guard's buttons: score a run's test set from the browser, and whether a
-scoring is under way (in any process: it holds the run's lease while the run is settled)."""
+scoring is under way (in any process: it holds the run's lease while the run is settled).
+
+Scoring the test set takes the whole :class:`~studio.store.Store`: it builds the run's engine
+(:func:`studio.engine.hosting.api.start_test_scoring`).
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,11 @@ starting and steering runs, and the effect of human corrections on a run.
 
 Every function takes the store explicitly and raises the typed errors of :mod:`studio.model.errors`
 with messages the studio shows next to the control that was used.
+
+Each function asks for a :class:`~studio.store.seams.WorkspaceStore` (or one method's
+protocol), except those that start or resume a run (:func:`start_project_run`,
+:func:`resume_run`, :func:`recover_orphans`): they dispatch it or reach the run manager, which
+build engines, so they take the whole :class:`~studio.store.Store`.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from studio.projects.files import (
 )
 from studio.projects.serving import ui_root
 from studio.store import Store
+from studio.store.seams import HasFindProject, HasProposals, WorkspaceStore
 
 EXAMPLES_DIR = ui_root() / "examples"
 
@@ -109,7 +115,7 @@ def list_examples(folder: Path = EXAMPLES_DIR) -> list[ExampleProject]:
     return sorted(found, key=lambda example: order.index(example.kind))
 
 
-def unique_name(store: Store, name: str) -> str:
+def unique_name(store: HasFindProject, name: str) -> str:
     """``name``, or ``name (2)``, ``name (3)``... if a project already uses it."""
     base = re.sub(r" \(\d+\)$", "", name.strip()) or "project"
     candidate, n = base, 1
@@ -119,7 +125,7 @@ def unique_name(store: Store, name: str) -> str:
     return candidate
 
 
-def import_example(store: Store, path: Path) -> Project:
+def import_example(store: WorkspaceStore, path: Path) -> Project:
     """Store an example project with its datasets inlined; an identical one is reused."""
     project, base_dir = load_project(path)
     project = inline_datasets(project, base_dir)
@@ -136,7 +142,7 @@ def import_example(store: Store, path: Path) -> Project:
     return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
 
 
-def import_yaml(store: Store, text: str, filename: str = "<upload>") -> Project:
+def import_yaml(store: WorkspaceStore, text: str, filename: str = "<upload>") -> Project:
     """Store an uploaded project file (validated first; the name is made unique).
 
     An upload is untrusted: it may not load Python code (unless the server opted in) nor read
@@ -152,7 +158,7 @@ def import_yaml(store: Store, text: str, filename: str = "<upload>") -> Project:
     return store.save_project(name, dump_project(project.model_copy(update={"name": name})))
 
 
-def import_upload(store: Store, data: bytes, filename: str) -> Project:
+def import_upload(store: WorkspaceStore, data: bytes, filename: str) -> Project:
     """Store a project file uploaded in the browser: size checked before it is decoded, UTF-8
     only (a Latin-1 or UTF-16 file is refused with the line, never garbled), then
     :func:`import_yaml`."""
@@ -162,7 +168,7 @@ def import_upload(store: Store, data: bytes, filename: str) -> Project:
     return import_yaml(store, decode_text(data, filename, ProjectFileError), filename)
 
 
-def new_project(store: Store, name: str = "new project") -> Project:
+def new_project(store: WorkspaceStore, name: str = "new project") -> Project:
     """A minimal valid project on the embedded model, ready to edit."""
     name = unique_name(store, name)
     project = ProjectFile.model_validate({
@@ -175,7 +181,7 @@ def new_project(store: Store, name: str = "new project") -> Project:
     return store.save_project(name, dump_project(project))
 
 
-def duplicate_project(store: Store, project_id: int) -> Project:
+def duplicate_project(store: WorkspaceStore, project_id: int) -> Project:
     original = store.get_project(project_id)
     project = parse_project(original.yaml, source=original.name)
     name = unique_name(store, f"{original.name} copy")
@@ -189,14 +195,14 @@ def check_browser_project(project: ProjectFile, source: str) -> None:
     resolve_testset(project, Path("."), source=source, origin=Origin.BROWSER)
 
 
-def save_project(store: Store, project: ProjectFile, project_id: int | None) -> Project:
+def save_project(store: WorkspaceStore, project: ProjectFile, project_id: int | None) -> Project:
     """Create or replace a stored project from the studio's editor (its name must be unique;
     checked as an upload is)."""
     check_browser_project(project, f"project {project.name!r}")
     return store.save_project(project.name, dump_project(project), project_id)
 
 
-def stored_project(store: Store, project_id: int) -> ProjectFile:
+def stored_project(store: WorkspaceStore, project_id: int) -> ProjectFile:
     record = store.get_project(project_id)
     return parse_project(record.yaml, source=f"project {record.name!r}")
 
@@ -223,13 +229,13 @@ def start_project_run(store: Store, project_id: int, config: EvolutionConfig,
     return dispatch(store, run.id).run
 
 
-def pause_run(store: Store, run_id: str) -> Steered:
+def pause_run(store: WorkspaceStore, run_id: str) -> Steered:
     """The Run page's Pause, as ``studio pause``
     (:func:`studio.engine.people.steering.pause_run`)."""
     return steering.pause_run(store, run_id)
 
 
-def unpause_run(store: Store, run_id: str) -> Steered:
+def unpause_run(store: WorkspaceStore, run_id: str) -> Steered:
     """The Run page's Resume on a paused run, as ``studio unpause``."""
     return steering.unpause_run(store, run_id)
 
@@ -258,7 +264,7 @@ def resume_run(store: Store, run_id: str) -> str:
     return "resumed"
 
 
-def stop_run(store: Store, run_id: str) -> Steered:
+def stop_run(store: WorkspaceStore, run_id: str) -> Steered:
     """The Run page's Stop, as ``studio stop`` (:func:`studio.engine.people.steering.stop_run`)."""
     return steering.stop_run(store, run_id)
 
@@ -271,7 +277,7 @@ def recover_orphans(store: Store) -> list[str]:
 # --------------------------------------------------------------------------- proposals & effect
 
 
-def pending_proposal(store: Store, run_id: str) -> Proposal | None:
+def pending_proposal(store: HasProposals, run_id: str) -> Proposal | None:
     """The run's proposal waiting for a person's decision (with parallel proposals, the first
     of them in the order to decide them), or None."""
     waiting = pending_in_order(store.proposals(run_id, status=ProposalStatus.PENDING))
@@ -294,7 +300,7 @@ class RunEffect:
     """Then ``parent_sum`` is the better parent's and the rule accepts at or above it."""
 
 
-def run_effect(store: Store, run_id: str) -> RunEffect:
+def run_effect(store: WorkspaceStore, run_id: str) -> RunEffect:
 
     view = load_view(store, run_id)
     best = view.candidate(view.best_id) if view.best_id is not None else None
@@ -314,7 +320,7 @@ def run_effect(store: Store, run_id: str) -> RunEffect:
 # --------------------------------------------------------------------------- listings (CLI)
 
 
-def trial_rows(store: Store, run_id: str, *, candidate: int | None = None,
+def trial_rows(store: WorkspaceStore, run_id: str, *, candidate: int | None = None,
                phase: str | None = None, offset: int = 0, limit: int | None = None
                ) -> Iterator[dict]:
     """A run's trials with the judge's and the effective (corrected) score and feedback, oldest
@@ -346,7 +352,7 @@ def _candidate_id(indexes: dict[int, int], candidate: int) -> int:
     return found
 
 
-def _numbered_rows(store: Store, run_id: str, trials: Iterator[Trial],
+def _numbered_rows(store: WorkspaceStore, run_id: str, trials: Iterator[Trial],
                    indexes: dict[int, int], page: int = 500) -> Iterator[dict]:
     """A filtered listing's rows: each page's numbers in the run read in one query."""
     batch: list[Trial] = []
@@ -358,7 +364,7 @@ def _numbered_rows(store: Store, run_id: str, trials: Iterator[Trial],
     yield from _page_rows(store, run_id, batch, indexes)
 
 
-def _page_rows(store: Store, run_id: str, batch: list[Trial], indexes: dict[int, int]
+def _page_rows(store: WorkspaceStore, run_id: str, batch: list[Trial], indexes: dict[int, int]
                ) -> Iterator[dict]:
     numbers = store.trial_numbers(run_id, [stored_id(t) for t in batch])
     return (_trial_row(t, numbers.get(stored_id(t)), indexes) for t in batch)

@@ -1,19 +1,23 @@
-"""The store as each part of the engine sees it: one small protocol per part, of the methods it
-calls, so a part's signature says what it reads and writes, and a test double or another store
-needs only those.
+"""The store as each part of the engine, and each service, sees it: one small protocol per part,
+of the methods it uses, so a part's signature says what it reads and writes, and a test double
+or another store needs only those.
 
 Each method is its own one-method protocol (``HasGetRun``: a store with ``get_run``), with the
 repository's signature (:mod:`studio.store.repos`), written once here; a part's protocol is the
 list of those it uses. They live beside the facade rather than in each engine folder so the
-facade's maintainer sees in one file everything the engine depends on, and mypy proves here
-(:func:`_the_facade_is_every_seam`) that :class:`~studio.store.repository.Store` satisfies each
-one: a repository's signature that changes breaks this file, not a run.
+facade's maintainer sees in one file everything the engine and the services depend on, and mypy
+proves here (:func:`_the_facade_is_every_seam`, :func:`_the_facade_is_every_service_seam`) that
+:class:`~studio.store.repository.Store` satisfies each one: a repository's signature that
+changes breaks this file, not a run.
 
 mypy holds a function that takes a part's store to those methods; a part's code that reaches
 the store through the run's context (``ctx.store``, an :class:`EngineStore`) is held to its
 part's list by ``tests/store/test_seams.py``, which also keeps each list equal to what the part
-calls. The hosting folder (:mod:`studio.engine.hosting`) opens stores, queues runs and wires the
-parts together, so it keeps the whole :class:`Store`.
+calls. A service's protocol (:mod:`studio.projects`, and the hosting folder's parts that only
+read and write) is what its functions call plus the store of each function they hand it to:
+the engine's parts as bases, every other method as its own ``Has...`` base, each named once
+(a service composed of another service would repeat methods in an order Python cannot
+linearize). What opens stores, builds an engine or starts a run keeps the whole :class:`Store`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from studio.model.records import (
     EventKind,
     Example,
     Override,
+    Project,
     Proposal,
     ProposalKind,
     ProposalStatus,
@@ -36,13 +41,15 @@ from studio.model.records import (
     RunRequest,
     Split,
     Trial,
+    WorkerInfo,
 )
+from studio.model.team import ReviewSettings, Role, User
 
 if TYPE_CHECKING:
-    from studio.store.repos import OverridePair
+    from studio.store.repos import EvalRun, OverridePair
     from studio.store.repository import Store
 
-# One protocol per method the engine calls (the repository's signature).
+# One protocol per store method the engine or a service calls (the repository's signature).
 
 
 class HasAddCandidate(Protocol):
@@ -53,6 +60,11 @@ class HasAddDecision(Protocol):
     def add_decision(self, decision: Decision) -> Decision: ...
 
 
+class HasAddEvalRun(Protocol):
+    def add_eval_run(self, name: str, kind: str, summary: dict[str, Any],
+                     cases: list[dict[str, Any]]) -> int: ...
+
+
 class HasAddEvent(Protocol):
     def add_event(
         self,
@@ -61,6 +73,10 @@ class HasAddEvent(Protocol):
         iteration: int = 0,
         payload: dict[str, Any] | None = None,
     ) -> RunEvent: ...
+
+
+class HasAddExamples(Protocol):
+    def add_examples(self, run_id: str, split: Split, rows: Iterable[dict]) -> int: ...
 
 
 class HasAddOverride(Protocol):
@@ -98,6 +114,10 @@ class HasCancelQueued(Protocol):
     def cancel_queued(self, run_id: str) -> bool: ...
 
 
+class HasCandidateCosts(Protocol):
+    def candidate_costs(self, run_id: str) -> dict[int, float]: ...
+
+
 class HasCandidateIndexes(Protocol):
     def candidate_indexes(self, run_id: str, *, after_id: int = 0) -> dict[int, int]: ...
 
@@ -112,6 +132,10 @@ class HasClearControl(Protocol):
 
 class HasCountTrials(Protocol):
     def count_trials(self, run_id: str, *, loop_only: bool = False) -> int: ...
+
+
+class HasCreateRun(Protocol):
+    def create_run(self, run: Run) -> Run: ...
 
 
 class HasDecisions(Protocol):
@@ -133,6 +157,10 @@ class HasEffectiveScores(Protocol):
         candidate_ids: Iterable[int] | None = None,
         pooled_only: bool = False,
     ) -> dict[tuple[int, int], float | None]: ...
+
+
+class HasEnqueueRun(Protocol):
+    def enqueue_run(self, run_id: str, queue: str) -> bool: ...
 
 
 class HasEvents(Protocol):
@@ -161,6 +189,10 @@ class HasFindCandidate(Protocol):
     def find_candidate(self, run_id: str, content_hash: str) -> Candidate | None: ...
 
 
+class HasFindProject(Protocol):
+    def find_project(self, name: str) -> Project | None: ...
+
+
 class HasFirstScores(Protocol):
     def first_scores(
         self, run_id: str, *, example_ids: Iterable[int], candidate_ids: Iterable[int] | None = None
@@ -171,8 +203,20 @@ class HasFirstTrials(Protocol):
     def first_trials(self, candidate_id: int, example_ids: list[int]) -> dict[int, Trial]: ...
 
 
+class HasForksOf(Protocol):
+    def forks_of(self, run_id: str) -> list[Run]: ...
+
+
 class HasGetCandidate(Protocol):
     def get_candidate(self, candidate_id: int) -> Candidate: ...
+
+
+class HasGetExample(Protocol):
+    def get_example(self, example_id: int) -> Example: ...
+
+
+class HasGetProject(Protocol):
+    def get_project(self, project_id: int) -> Project: ...
 
 
 class HasGetProposal(Protocol):
@@ -185,6 +229,14 @@ class HasGetRun(Protocol):
 
 class HasGetTrial(Protocol):
     def get_trial(self, trial_id: int) -> Trial: ...
+
+
+class HasGetUser(Protocol):
+    def get_user(self, name: str) -> User | None: ...
+
+
+class HasIterCandidates(Protocol):
+    def iter_candidates(self, run_id: str, *, batch_size: int = 200) -> Iterator[Candidate]: ...
 
 
 class HasIterExamples(Protocol):
@@ -209,6 +261,23 @@ class HasLatestEvent(Protocol):
     def latest_event(self, run_id: str, kind: EventKind) -> RunEvent | None: ...
 
 
+class HasListEvalRuns(Protocol):
+    def list_eval_runs(self, name: str | None = None, limit: int = 100) -> list[EvalRun]: ...
+
+
+class HasListProjects(Protocol):
+    def list_projects(self) -> list[Project]: ...
+
+
+class HasListUsers(Protocol):
+    def list_users(self) -> list[User]: ...
+
+
+class HasLiveWorkers(Protocol):
+    def live_workers(self, stale_after_s: float, queue: str | None = None
+                     ) -> list[WorkerInfo]: ...
+
+
 class HasLoadCheckpoint(Protocol):
     def load_checkpoint(self, run_id: str) -> tuple[int, dict[str, Any]] | None: ...
 
@@ -223,6 +292,11 @@ class HasOverrideMarker(Protocol):
 
 class HasOverridePairs(Protocol):
     def override_pairs(self, run_id: str | None = None) -> list[OverridePair]: ...
+
+
+class HasOverrides(Protocol):
+    def overrides(self, run_id: str | None = None, *, trial_id: int | None = None,
+                  include_undone: bool = True) -> list[Override]: ...
 
 
 class HasPooledIds(Protocol):
@@ -250,12 +324,32 @@ class HasRejudgeTrial(Protocol):
     def rejudge_trial(self, trial_id: int, feedback: Feedback, error: str | None) -> None: ...
 
 
+class HasRemoveUser(Protocol):
+    def remove_user(self, name: str) -> None: ...
+
+
 class HasRequestControl(Protocol):
     def request_control(self, run_id: str, request: RunRequest | None) -> None: ...
 
 
+class HasReviewSettings(Protocol):
+    def review_settings(self, project: str) -> ReviewSettings: ...
+
+
 class HasSaveCheckpoint(Protocol):
     def save_checkpoint(self, run_id: str, iteration: int, state: dict[str, Any]) -> None: ...
+
+
+class HasSaveProject(Protocol):
+    def save_project(self, name: str, yaml_text: str, project_id: int | None = None) -> Project: ...
+
+
+class HasSaveReviewSettings(Protocol):
+    def save_review_settings(self, settings: ReviewSettings) -> ReviewSettings: ...
+
+
+class HasSaveUser(Protocol):
+    def save_user(self, name: str, role: Role) -> User: ...
 
 
 class HasSetExampleData(Protocol):
@@ -264,6 +358,14 @@ class HasSetExampleData(Protocol):
 
 class HasSetPooled(Protocol):
     def set_pooled(self, candidate_id: int, pooled: bool = True) -> None: ...
+
+
+class HasSetTokenHash(Protocol):
+    def set_token_hash(self, name: str, token_hash: str | None) -> User: ...
+
+
+class HasTrialNumbers(Protocol):
+    def trial_numbers(self, run_id: str, trial_ids: Iterable[int]) -> dict[int, int]: ...
 
 
 class HasTrials(Protocol):
@@ -294,6 +396,14 @@ class HasUpdateProposal(Protocol):
 
 class HasUpdateRun(Protocol):
     def update_run(self, run_id: str, **fields: Any) -> None: ...
+
+
+class HasUserCount(Protocol):
+    def user_count(self) -> int: ...
+
+
+class HasWaitingProposals(Protocol):
+    def waiting_proposals(self) -> dict[str, Proposal]: ...
 
 
 class HasWhatBecameOf(Protocol):
@@ -389,7 +499,9 @@ class ProposeStore(
     Protocol,
 ):
     """What the proposers (:mod:`studio.engine.propose`) ask of the store: the
-    candidates they add, the proposals they write, the trials and events reflection reads."""
+    candidates they add, the proposals they write, the trials and events reflection reads, and
+    the run's parts they hand it to (the texts tried). Every proposer reaches it through
+    :func:`studio.engine.propose.proposer.propose_store`, so mypy holds them to this list."""
 
 
 class ScoringStore(
@@ -432,6 +544,135 @@ class EngineStore(
     (:attr:`studio.engine.run.context.RunContext.store`) and hands to each part."""
 
 
+# One protocol per service (:mod:`studio.engine.hosting`'s parts that only read and write, and
+# :mod:`studio.projects`): what its functions call, and the store of each function they hand it
+# to. Functions that open stores, build an engine or start a run keep the whole Store (their
+# module's docstring says which and why). A helper another service calls may ask for one
+# method's protocol alone (``unique_name(store: HasFindProject, ...)``), so its callers do not
+# inherit everything its module uses. An engine part a service hands its store to is a base;
+# another service's methods are listed one by one (see the module's docstring for why).
+
+
+class BuildStore(HasAddExamples, HasCreateRun, Protocol):
+    """What creating a run asks of the store (:mod:`studio.engine.hosting.build`: the run and
+    its examples); building its engine takes the whole store."""
+
+
+class QueueStore(
+    HasAddExamples,
+    HasCreateRun,
+    HasEnqueueRun,
+    HasExamples,
+    HasGetRun,
+    HasLiveWorkers,
+    Protocol,
+):
+    """What queueing a run asks of the store (:mod:`studio.engine.hosting.queue`)."""
+
+
+class ForksStore(HasAddExamples, HasCandidates, HasCreateRun, HasExamples, HasGetRun, Protocol):
+    """What forking a run asks of the store (:mod:`studio.engine.hosting.forks`): the parent's
+    candidate and examples, the fork it creates."""
+
+
+class ApiStore(PeopleStore, ScoringStore, Protocol):
+    """What the library's results ask of the store (:mod:`studio.engine.hosting.api`): the
+    pool, the history of proposals, the test set's report."""
+
+
+class TeamStore(
+    HasAddEvent,
+    HasEvents,
+    HasGetProject,
+    HasGetProposal,
+    HasGetRun,
+    HasGetUser,
+    HasListUsers,
+    HasRemoveUser,
+    HasReviewSettings,
+    HasSaveReviewSettings,
+    HasSaveUser,
+    HasSetTokenHash,
+    HasUserCount,
+    Protocol,
+):
+    """What the team's service asks of the store (:mod:`studio.projects.team`): users and
+    tokens, a project's review settings, comments on proposals."""
+
+
+class WorkspaceStore(
+    PeopleStore,
+    HasFindProject,
+    HasGetProject,
+    HasSaveProject,
+    HasTrialNumbers,
+    Protocol,
+):
+    """What the workspace asks of the store (:mod:`studio.projects.workspace`): projects,
+    steering (people's part), a run's trial rows and the effect of corrections."""
+
+
+class ReviewingStore(PolicyStore, HasAddEvent, HasEvents, HasOverrides, HasTrials, Protocol):
+    """What the review queue asks of the store (:mod:`studio.projects.reviewing`)."""
+
+
+class TeamReviewStore(HasEvents, HasGetProject, HasGetRun, HasListUsers, HasOverrides, Protocol):
+    """What the team's review summaries ask of the store (:mod:`studio.projects.team_review`)."""
+
+
+class InboxStore(HasLatestEvent, HasWaitingProposals, Protocol):
+    """What the inbox asks of the store (:mod:`studio.projects.inbox`)."""
+
+
+class ProvenanceStore(PolicyStore, HasDecisions, HasGetCandidate, Protocol):
+    """What a candidate's provenance asks of the store (:mod:`studio.projects.provenance`)."""
+
+
+class ExportStore(
+    PeopleStore,
+    ScoringStore,
+    HasCandidateCosts,
+    HasIterCandidates,
+    HasOverrides,
+    Protocol,
+):
+    """What exporting a run asks of the store (:mod:`studio.projects.export`)."""
+
+
+class ApplyingStore(PolicyStore, HasAddEvent, HasEvents, Protocol):
+    """What applying a candidate to the source asks of the store
+    (:mod:`studio.projects.applying`)."""
+
+
+class ForkingStore(PolicyStore, HasAddExamples, HasCreateRun, HasForksOf, Protocol):
+    """What the forking service asks of the store (:mod:`studio.projects.forking`)."""
+
+
+class AdkResultsStore(PolicyStore, HasTrials, Protocol):
+    """What ADK eval-set results ask of the store (:mod:`studio.projects.adk_results`)."""
+
+
+class SessionImportStore(HasFindProject, HasListProjects, HasSaveProject, Protocol):
+    """What importing ADK sessions asks of the store (:mod:`studio.projects.session_import`)."""
+
+
+class AligningStore(
+    PeopleStore,
+    HasAddEvalRun,
+    HasAddExamples,
+    HasCreateRun,
+    HasFindProject,
+    HasGetExample,
+    HasGetProject,
+    HasListEvalRuns,
+    HasOverrides,
+    HasSaveProject,
+    Protocol,
+):
+    """What aligning a critic asks of the store (:mod:`studio.projects.aligning`): labels,
+    the align run, its measures and rescoring passes."""
+
+
 def _the_facade_is_every_seam(
     store: Store,
 ) -> tuple[
@@ -439,3 +680,13 @@ def _the_facade_is_every_seam(
 ]:
     """Never called: mypy checks that the facade satisfies each part's protocol."""
     return store, store, store, store, store, store, store
+
+
+def _the_facade_is_every_service_seam(store: Store) -> tuple[
+    BuildStore, QueueStore, ForksStore, ApiStore, TeamStore, WorkspaceStore, ReviewingStore,
+    TeamReviewStore, InboxStore, ProvenanceStore, ExportStore, ApplyingStore, ForkingStore,
+    AdkResultsStore, SessionImportStore, AligningStore,
+]:
+    """Never called: mypy checks that the facade satisfies each service's protocol."""
+    return (store, store, store, store, store, store, store, store, store, store, store, store,
+            store, store, store, store)

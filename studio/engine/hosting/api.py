@@ -1,4 +1,9 @@
-"""``evolve()``: improve an ADK agent from Python code, and the result it returns."""
+"""``evolve()``: improve an ADK agent from Python code, and the result it returns.
+
+The results read what :class:`~studio.store.seams.ApiStore` lists; what builds and runs an
+engine (:func:`start_test_scoring`, :func:`score_test_set`, ``_new_run``, ``_run_objects``)
+takes the whole :class:`~studio.store.Store`, which the engine's context carries.
+"""
 
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ from studio.runtime.workflows import (
     refuse_graph_workflow,
 )
 from studio.store import Store, open_store
+from studio.store.seams import ApiStore
 
 RESULT_SCHEMA_VERSION = 1
 """gepa-adk's ``CURRENT_SCHEMA_VERSION`` for results; the studio's result starts at the same."""
@@ -118,7 +124,7 @@ class EvolutionResult(BaseModel):
         return improvement is not None and improvement > 0
 
 
-def load_result(store: Store, run_id: str) -> EvolutionResult:
+def load_result(store: ApiStore, run_id: str) -> EvolutionResult:
     """The result of any run in the store (finished or not), with overrides applied."""
     view = load_view(store, run_id)
     examples = {e.id: e for e in store.examples(run_id)}
@@ -142,13 +148,13 @@ def load_result(store: Store, run_id: str) -> EvolutionResult:
         primary_agent=view.run.spec.primary)
 
 
-def _test_report(store: Store, run_id: str) -> dict[str, Any] | None:
+def _test_report(store: ApiStore, run_id: str) -> dict[str, Any] | None:
     if not store.examples(run_id, Split.TEST):
         return None
     return load_holdout(store, run_id).to_dict()
 
 
-def _history(store: Store, run_id: str) -> list[dict[str, Any]]:
+def _history(store: ApiStore, run_id: str) -> list[dict[str, Any]]:
     """One dict per proposal (:meth:`ProposalRow.as_dict`): gepa-adk's keys and the evidence at
     decision and now."""
     return [row.as_dict() for row in proposal_rows(store, run_id)]

@@ -1,5 +1,9 @@
 """Create runs and build engines, from declarative specs (studio, CLI, resume) or from live ADK
-objects (:func:`studio.evolve`)."""
+objects (:func:`studio.evolve`).
+
+Creating a run asks for a :class:`~studio.store.seams.BuildStore`; :func:`build_engine` takes
+the whole :class:`~studio.store.Store`: the run's context hands it to every part of the engine.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +72,7 @@ from studio.runtime.workflows import (
     state_keys,
 )
 from studio.store import Store
+from studio.store.seams import BuildStore, HasUpdateRun
 
 
 def new_run_id() -> str:
@@ -210,7 +215,7 @@ def agent_model_string(agent: Any) -> str | None:
 
 
 def create_run(
-    store: Store,
+    store: BuildStore,
     *,
     spec: RunSpec,
     trainset: list[dict],
@@ -248,7 +253,7 @@ def create_run(
     return run
 
 
-def mark_not_started(store: Store, run_id: str, exc: BaseException, *,
+def mark_not_started(store: HasUpdateRun, run_id: str, exc: BaseException, *,
                      worker_id: str | None = None) -> None:
     """Record why a created run never started: failed with the reason, never left ``pending``
     (nor claimed again and again by workers that cannot build it). ``worker_id``: the worker

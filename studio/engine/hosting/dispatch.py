@@ -2,6 +2,10 @@
 this process's run manager. Every way of starting a run (the studio's buttons, the CLI, the
 library's align) creates it first (:func:`studio.engine.hosting.build.create_run`) and then calls
 :func:`dispatch`, so the rule "queue it when a worker is live, else run it here" is written once.
+
+Both functions take the whole :class:`~studio.store.Store`: starting a run here builds its
+engine (:func:`~studio.engine.hosting.build.build_engine`), whose context carries every
+part's store, and the run manager opens stores of its own by the store's URL.
 """
 
 from __future__ import annotations

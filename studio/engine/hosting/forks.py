@@ -17,12 +17,12 @@ from studio.engine.hosting.build import check_seed_state, create_run
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError
 from studio.model.records import Candidate, CriticSpec, ForkOrigin, Run, Split, stored_id
-from studio.store import Store
+from studio.store.seams import ForksStore
 
 Rows = list[dict[str, Any]]
 
 
-def fork(store: Store, run_id: str, candidate_index: int, *, critic: CriticSpec | None = None,
+def fork(store: ForksStore, run_id: str, candidate_index: int, *, critic: CriticSpec | None = None,
          trainset: Rows | None = None, valset: Rows | None = None, testset: Rows | None = None,
          config: EvolutionConfig | Mapping[str, Any] | None = None, name: str = "") -> Run:
     """Create (not start) a run seeded with candidate ``#candidate_index`` of ``run_id``.
@@ -56,7 +56,7 @@ def fork(store: Store, run_id: str, candidate_index: int, *, critic: CriticSpec 
                       project_id=source.project_id)
 
 
-def candidate_at(store: Store, run_id: str, index: int) -> Candidate:
+def candidate_at(store: ForksStore, run_id: str, index: int) -> Candidate:
     """Candidate ``#index`` of a run.
 
     Raises:
@@ -96,5 +96,5 @@ def fork_config(base: EvolutionConfig, config: EvolutionConfig | Mapping[str, An
         raise ConfigError(message, where=f"config.{field}", value=error.get("input")) from exc
 
 
-def _rows(store: Store, run_id: str, split: Split) -> Rows:
+def _rows(store: ForksStore, run_id: str, split: Split) -> Rows:
     return [example.data for example in store.examples(run_id, split)]

@@ -9,6 +9,9 @@ beat. When a worker dies its lease expires after
 :data:`~studio.engine.hosting.worker.STALE_AFTER_SECONDS` and another worker claims the run and
 resumes it from its checkpoint: committed trials are reused, so nothing is judged twice. On
 SIGTERM a worker ends its run at the next step, puts it back in the queue and exits.
+
+Queueing asks for a :class:`~studio.store.seams.QueueStore`; a worker (:class:`QueueWorker`) takes
+the whole :class:`~studio.store.Store`: it claims runs and builds their engines.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from studio.model.records import (
 )
 from studio.runtime.warm import warm_up
 from studio.store import Store, open_store
+from studio.store.seams import QueueStore
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ SLICE_SECONDS = 0.1
 __all__ = ["DEFAULT_QUEUE", "QueueWorker", "enqueue", "live_workers", "queue_run"]
 
 
-def queue_run(store: Store, run_id: str, queue: str = DEFAULT_QUEUE) -> Run:
+def queue_run(store: QueueStore, run_id: str, queue: str = DEFAULT_QUEUE) -> Run:
     """Hand a created run (see :func:`studio.engine.hosting.build.create_run`) to the workers.
 
     Raises:
@@ -87,7 +91,7 @@ def queue_run(store: Store, run_id: str, queue: str = DEFAULT_QUEUE) -> Run:
 
 def enqueue(*, spec: RunSpec, trainset: list[dict[str, Any]],
             valset: list[dict[str, Any]] | None = None, config: EvolutionConfig | None = None,
-            name: str = "", queue: str = DEFAULT_QUEUE, store: Store | None = None,
+            name: str = "", queue: str = DEFAULT_QUEUE, store: QueueStore | None = None,
             testset: list[dict[str, Any]] | None = None) -> Run:
     """Store a run and queue it for ``studio worker`` processes (the library's ``studio
     queue``): validated as :func:`studio.evolve` validates, then run by whichever worker of
@@ -122,7 +126,7 @@ def open_store_when_reachable(url: str | None, *, say: Callable[[str], None],
     return None
 
 
-def live_workers(store: Store, queue: str | None = None) -> list[WorkerInfo]:
+def live_workers(store: QueueStore, queue: str | None = None) -> list[WorkerInfo]:
     """Workers that beat within the lease time (the studio queues runs when there is one)."""
     return store.live_workers(STALE_AFTER_SECONDS, queue)
 

@@ -5,6 +5,10 @@ The worker sends a heartbeat to the store every second and picks up control requ
 stop) from it, so a person can steer a run from any process. A run whose heartbeat stops (the
 process was killed) is marked ``orphaned`` and can be resumed: it continues from its last
 committed trial.
+
+The run manager takes the whole :class:`~studio.store.Store`: it opens a store of its own per
+run (by the store's URL) and builds each run's engine; :func:`raised_budget` only reads the
+spent budget, a :class:`~studio.store.seams.PolicyStore`.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from studio.runtime.timing import (  # noqa: F401 (seconds_setting: studio.engin
     seconds_setting,
 )
 from studio.store import Store, open_store
+from studio.store.seams import PolicyStore
 
 logger = logging.getLogger(__name__)
 
@@ -354,7 +359,7 @@ def completed_message(run: Run) -> str:
             f"start a new run with a different {limit}")
 
 
-def raised_budget(store: Store, run: Run, max_metric_calls: int | None) -> dict[str, Any]:
+def raised_budget(store: PolicyStore, run: Run, max_metric_calls: int | None) -> dict[str, Any]:
     """The run's stored config with a new ``max_metric_calls`` (empty when none is given)."""
     if max_metric_calls is None:
         return {}

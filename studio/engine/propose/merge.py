@@ -187,10 +187,11 @@ def merge_due(ctx: RunContext, iteration: int) -> bool:
     """Whether this iteration tries a merge: merges are on, fewer than the limit were
     proposed, the previous iteration's reflection child was accepted, and the budget pays for
     the subsample and a validation (read from the store, so a resumed run agrees)."""
+    store = proposer.propose_store(ctx)
     config = ctx.config
     if not config.use_merge or iteration < 2:
         return False
-    if len(ctx.store.proposals(ctx.run_id, kind=ProposalKind.MERGE)) >= \
+    if len(store.proposals(ctx.run_id, kind=ProposalKind.MERGE)) >= \
             config.max_merge_invocations:
         return False
     budget = config.max_metric_calls
@@ -198,13 +199,14 @@ def merge_due(ctx: RunContext, iteration: int) -> bool:
             ctx.metric_calls() + ctx.trial_calls(MERGE_SUBSAMPLE + len(ctx.val_ids)) > budget:
         return False
     return any(p.status is ProposalStatus.ACCEPTED and p.kind is ProposalKind.REFLECTION
-               for p in ctx.store.proposals(ctx.run_id, iteration=iteration - 1))
+               for p in store.proposals(ctx.run_id, iteration=iteration - 1))
 
 
 def plan_merge(ctx: RunContext, view: RunView, rng: random.Random) -> MergeDetail | None:
     """The merge this iteration proposes, or None (then it reflects as usual)."""
+    store = proposer.propose_store(ctx)
     tried = {frozenset(p.merge.parents)
-             for p in ctx.store.proposals(ctx.run_id, kind=ProposalKind.MERGE) if p.merge}
+             for p in store.proposals(ctx.run_id, kind=ProposalKind.MERGE) if p.merge}
     choice = find_merge(view.candidates, view.front, view.means, tried, rng)
     if choice is None:
         return None
@@ -218,19 +220,21 @@ def plan_merge(ctx: RunContext, view: RunView, rng: random.Random) -> MergeDetai
 
 def merges_before(ctx: RunContext, iteration: int) -> int:
     """Merge iterations before ``iteration`` (round robin over components skips them)."""
-    return sum(1 for p in ctx.store.proposals(ctx.run_id, kind=ProposalKind.MERGE)
+    store = proposer.propose_store(ctx)
+    return sum(1 for p in store.proposals(ctx.run_id, kind=ProposalKind.MERGE)
                if p.iteration < iteration)
 
 
 def propose_merge(ctx: RunContext, iteration: int, detail: MergeDetail) -> Proposal:
     """This iteration's merge proposal: the stored one when resuming, else a new one."""
-    existing = ctx.store.proposals(ctx.run_id, iteration=iteration, kind=ProposalKind.MERGE)
+    store = proposer.propose_store(ctx)
+    existing = store.proposals(ctx.run_id, iteration=iteration, kind=ProposalKind.MERGE)
     if existing:
         proposal = existing[0]
         stale = proposal.status is ProposalStatus.EVALUATING and proposal.child_id is None
         return checked(ctx, proposal) if stale else proposal
-    index = ctx.store.candidate_indexes(ctx.run_id)
-    proposal = ctx.store.add_proposal(Proposal(
+    index = store.candidate_indexes(ctx.run_id)
+    proposal = store.add_proposal(Proposal(
         run_id=ctx.run_id, iteration=iteration, parent_id=detail.parents[0], component="",
         text=summary(detail, index), reasoning=reasoning(detail, index),
         kind=ProposalKind.MERGE, merge=detail, minibatch=list(detail.subsample)))
@@ -254,8 +258,9 @@ def checked(ctx: RunContext, proposal: Proposal) -> Proposal:
 def merged_child(ctx: RunContext, proposal: Proposal) -> Candidate | None:
     """The merged candidate, with both parents (created once, reused on resume); None when the
     run has it already (:func:`studio.engine.propose.proposer.add_child`)."""
+    store = proposer.propose_store(ctx)
     if proposal.child_id is not None:
-        return ctx.store.get_candidate(proposal.child_id)
+        return store.get_candidate(proposal.child_id)
     detail = _detail(proposal)
     components = merged_components(detail.sources, _candidates(ctx))
     return proposer.add_child(ctx, proposal, components, list(detail.parents))
@@ -270,7 +275,8 @@ def _detail(proposal: Proposal) -> MergeDetail:
 
 
 def _candidates(ctx: RunContext) -> dict[int, Candidate]:
-    return {stored_id(c): c for c in ctx.store.candidates(ctx.run_id)}
+    store = proposer.propose_store(ctx)
+    return {stored_id(c): c for c in store.candidates(ctx.run_id)}
 
 
 def summary(detail: MergeDetail, index: Mapping[int, int]) -> str:

@@ -50,6 +50,7 @@ from studio.model.records import (
 from studio.model.workflow import role_of, split_component
 from studio.runtime.graphs import graph_shape, is_graph_workflow
 from studio.runtime.providers.calls import metered
+from studio.store.seams import ProposeStore
 
 RULES_AUTHOR = "the rules operator"
 NOTHING_TO_ADD = ("nothing to add: no check failed on the minibatch (or each already has its "
@@ -189,11 +190,19 @@ def within_budget(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def propose_store(ctx: RunContext) -> ProposeStore:
+    """The run's store as the proposers use it: the context carries every part's store
+    (:class:`~studio.store.seams.EngineStore`), and this narrows it so mypy holds the propose
+    step to :class:`~studio.store.seams.ProposeStore`'s methods."""
+    return ctx.store
+
+
 def current_trials(ctx: RunContext, trials: list[Trial]) -> list[Trial]:
     """``trials`` as stored now, with the corrections a person made while the batch was
     still scoring (same order; a trial never stored is kept as it is)."""
+    store = propose_store(ctx)
     ids = [trial.id for trial in trials if trial.id is not None]
-    stored = {trial.id: trial for trial in ctx.store.trials(ctx.run_id, ids=ids)} if ids else {}
+    stored = {trial.id: trial for trial in store.trials(ctx.run_id, ids=ids)} if ids else {}
     return [stored.get(trial.id, trial) for trial in trials]
 
 
@@ -205,8 +214,9 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
     replays the attempts already stored, so a run killed between attempts asks no more.
     ``turn``: awaited before anything is stored or checked against the run's candidates (a
     lane of parallel proposals waits for the earlier lanes: :mod:`studio.engine.loop.window`)."""
+    store = propose_store(ctx)
     turn = turn or _no_wait
-    stored = [p for p in ctx.store.proposals(ctx.run_id, iteration=iteration)
+    stored = [p for p in store.proposals(ctx.run_id, iteration=iteration)
               if p.edited_from is None]
     attempts: list[Proposal] = []
     for n in range(MAX_ATTEMPTS):
@@ -223,13 +233,14 @@ async def propose(ctx: RunContext, iteration: int, parent: Candidate, component:
 def skipped(ctx: RunContext, attempts: list[Proposal], parent: Candidate) -> Proposal:
     """End the iteration without a gate: the last refused attempt says so in its reason, and
     the run's events get an :class:`IterationSkipped` (once, should the run resume here)."""
+    store = propose_store(ctx)
     last = attempts[-1]
     reason = skip_reason(attempts, [repeated(ctx, a, parent) for a in attempts])
     if not (last.invalid_reason or "").endswith(reason):
-        last = ctx.store.update_proposal(stored_id(last),
+        last = store.update_proposal(stored_id(last),
                                          invalid_reason=f"{last.invalid_reason}; {reason}")
     if not any(e.iteration == last.iteration
-               for e in ctx.store.events(ctx.run_id, kind=EventKind.ITERATION_SKIPPED)):
+               for e in store.events(ctx.run_id, kind=EventKind.ITERATION_SKIPPED)):
         ctx.emit(IterationSkipped(run_id=ctx.run_id, iteration=last.iteration,
                                   cause=SkipCause.REPEATED, reason=reason,
                                   proposal_id=last.id))
@@ -243,6 +254,7 @@ async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component:
     iteration's earlier answers, named in the prompt with why they were refused. Only the
     reflection agent's call runs before ``turn``: the model-free operators read the run's
     candidates, which an earlier lane may still be adding to."""
+    store = propose_store(ctx)
     turn = turn or _no_wait
     if not by_model_only(ctx, component):
         await turn()
@@ -251,7 +263,7 @@ async def attempt(ctx: RunContext, iteration: int, parent: Candidate, component:
                                iteration=iteration, refused=refused)
     await turn()
     oversize = too_long(result.text, MAX_COMPONENT_CHARS, f"the proposed {component}")
-    proposal = ctx.store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
+    proposal = store.add_proposal(Proposal(  # a runaway reply is stored only up to its cap
         run_id=ctx.run_id, iteration=iteration, parent_id=stored_id(parent), component=component,
         text=clip(result.text, MAX_COMPONENT_CHARS),
         reasoning=clip(result.reasoning, MAX_FEEDBACK_CHARS),
@@ -344,6 +356,7 @@ def revalidated(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Propo
 
 def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
     """Validate a proposal; an invalid one is recorded with its reason, never raised."""
+    store = propose_store(ctx)
     try:
         text = validate_proposal(proposal.component, proposal.text,
                                  parent.components[proposal.component],
@@ -355,7 +368,7 @@ def check(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Proposal:
         return invalidate(ctx, proposal, DUPLICATE_PREFIX + describe_candidate(ctx.store, duplicate)
                           + ": the same components were already tried")
     if text != proposal.text:
-        proposal = ctx.store.update_proposal(stored_id(proposal), text=text)
+        proposal = store.update_proposal(stored_id(proposal), text=text)
     return proposal
 
 
@@ -376,11 +389,13 @@ def repeated(ctx: RunContext, attempt: Proposal, parent: Candidate) -> TriedText
 
 
 def find_duplicate(ctx: RunContext, components: dict[str, str]) -> Candidate | None:
-    return ctx.store.find_candidate(ctx.run_id, content_hash(components))
+    store = propose_store(ctx)
+    return store.find_candidate(ctx.run_id, content_hash(components))
 
 
 def invalidate(ctx: RunContext, proposal: Proposal, reason: str) -> Proposal:
-    proposal = ctx.store.update_proposal(stored_id(proposal), status=ProposalStatus.INVALID,
+    store = propose_store(ctx)
+    proposal = store.update_proposal(stored_id(proposal), status=ProposalStatus.INVALID,
                                          invalid_reason=reason)
     ctx.emit(ProposalInvalid(run_id=ctx.run_id, iteration=proposal.iteration,
                              proposal_id=stored_id(proposal), reason=reason))
@@ -389,7 +404,8 @@ def invalidate(ctx: RunContext, proposal: Proposal, reason: str) -> Proposal:
 
 def latest_in_chain(ctx: RunContext, proposal: Proposal) -> Proposal:
     """Follow edits: a person's edited text replaces the proposal it was made from."""
-    by_parent = {p.edited_from: p for p in ctx.store.proposals(ctx.run_id,
+    store = propose_store(ctx)
+    by_parent = {p.edited_from: p for p in store.proposals(ctx.run_id,
                                                                iteration=proposal.iteration)
                  if p.edited_from is not None}
     while proposal.id in by_parent:
@@ -400,8 +416,9 @@ def latest_in_chain(ctx: RunContext, proposal: Proposal) -> Proposal:
 def child_of(ctx: RunContext, proposal: Proposal, parent: Candidate) -> Candidate | None:
     """The candidate a proposal describes (created once, reused on resume); None when the run
     has that candidate already (:func:`add_child`)."""
+    store = propose_store(ctx)
     if proposal.child_id is not None:
-        return ctx.store.get_candidate(proposal.child_id)
+        return store.get_candidate(proposal.child_id)
     return add_child(ctx, proposal, {**parent.components, proposal.component: proposal.text},
                      [stored_id(parent)])
 
@@ -412,18 +429,19 @@ def add_child(ctx: RunContext, proposal: Proposal, components: dict[str, str],
     candidate per content hash (the store's unique index): when the run already has this one
     (two people's equal edits on two lanes, each checked before the other was applied), the
     proposal is recorded as invalid, naming the candidate, and None is returned."""
+    store = propose_store(ctx)
     existing = find_duplicate(ctx, components)
     if existing is None:
         try:
-            child = ctx.store.add_candidate(Candidate(
-                run_id=ctx.run_id, index=ctx.store.next_candidate_index(ctx.run_id),
+            child = store.add_candidate(Candidate(
+                run_id=ctx.run_id, index=store.next_candidate_index(ctx.run_id),
                 parent_ids=parent_ids,
                 components=components, content_hash=content_hash(components),
                 iteration=proposal.iteration, proposal_id=proposal.id))
         except DuplicateCandidateError as refused:  # made meanwhile: the store's index says
-            existing = ctx.store.get_candidate(refused.candidate_id)
+            existing = store.get_candidate(refused.candidate_id)
         else:
-            ctx.store.update_proposal(stored_id(proposal), child_id=child.id)
+            store.update_proposal(stored_id(proposal), child_id=child.id)
             return child
     invalidate(ctx, proposal, duplicate_reason(ctx, proposal, existing))
     return None

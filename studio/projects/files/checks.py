@@ -30,10 +30,10 @@ from studio.projects.files.datasets import resolve_datasets, resolve_testset
 from studio.projects.files.sections import CriticSection, DatasetSection, ProjectFile
 from studio.projects.files.trust import Origin, check_browser_config, check_trust
 from studio.runtime.execution import AgentExecutor
-from studio.store import Store
+from studio.store.seams import BuildStore
 
 
-def create_project_run(store: Store, project: ProjectFile, base_dir: Path = Path("."), *,
+def create_project_run(store: BuildStore, project: ProjectFile, base_dir: Path = Path("."), *,
                        name: str = "", project_id: int | None = None,
                        config: EvolutionConfig | None = None, source: str | None = None,
                        origin: Origin = Origin.LOCAL):
