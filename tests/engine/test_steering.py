@@ -323,14 +323,24 @@ def test_a_timeout_at_an_align_runs_gate_waits_for_the_person(store):
     from tests.projects.test_aligning import corrected_run
 
     source = corrected_run(store)
-    run = create_align_run(store, source, config=EvolutionConfig(
-        max_iterations=1, seed=3, review="review", timeout_seconds=3.0))
     manager = get_manager(store)
-    handle = manager.start(build_engine(store, run.id))
-    pending = wait_until(lambda: store.proposals(run.id, status=ProposalStatus.PENDING),
-                         timeout=60, message="a proposal at the align run's gate")[0]
+    for timeout in (3.0, 6.0, 12.0, 24.0, 48.0):
+        # the timeout must fall while the proposal waits: a machine too loaded to reach the
+        # gate within it ends the run first, so that try is let go and the next one doubles it
+        run = create_align_run(store, source, config=EvolutionConfig(
+            max_iterations=1, seed=3, review="review", timeout_seconds=timeout))
+        handle = manager.start(build_engine(store, run.id))
+        wait_until(lambda: store.proposals(run.id, status=ProposalStatus.PENDING)
+                   or not store.get_run(run.id).status.is_active, timeout=120,
+                   message="a proposal at the align run's gate, or the run's end")
+        pending = store.proposals(run.id, status=ProposalStatus.PENDING)
+        if pending:
+            break
+        assert handle.wait(60) == "timeout", "the run ended before its gate, not by timeout"
+    pending = pending[0]
     ctx = handle.engine.ctx
-    wait_until(lambda: ctx.active_seconds() > 3.5, message="the timeout to pass")
+    wait_until(lambda: ctx.active_seconds() > timeout + 0.5, timeout=timeout + 60,
+               message="the timeout to pass")
     assert store.get_run(run.id).status is RunStatus.RUNNING
     decide(pending.id, "stop", store=store)
     assert handle.wait(60) == "user"
