@@ -330,7 +330,7 @@ def test_a_timeout_at_an_align_runs_gate_waits_for_the_person(store):
         run = create_align_run(store, source, config=EvolutionConfig(
             max_iterations=1, seed=3, review="review", timeout_seconds=timeout))
         handle = manager.start(build_engine(store, run.id))
-        wait_until(lambda: store.proposals(run.id, status=ProposalStatus.PENDING)
+        wait_until(lambda run=run: store.proposals(run.id, status=ProposalStatus.PENDING)
                    or not store.get_run(run.id).status.is_active, timeout=120,
                    message="a proposal at the align run's gate, or the run's end")
         pending = store.proposals(run.id, status=ProposalStatus.PENDING)
