@@ -26,6 +26,7 @@ from studio.projects.workspace import (
     start_project_run,
 )
 from tests.bad_inputs.conftest import project, write_project
+from tests.helpers import empty_postgres_store, postgres_url
 
 HOSTILE_REFS = ["os:abort", "faulthandler:_sigsegv", "tempfile:mkdtemp", "os:system",
                 "shutil:rmtree", "subprocess:Popen"]
@@ -216,30 +217,14 @@ def test_studio_run_never_prints_the_database_password(capsys):
 
 
 def test_studio_run_shows_the_postgres_database_without_its_password(tmp_path, capsys):
-    url = os.environ.get("STUDIO_TEST_PG_URL")
-    if not url:
-        pytest.skip("set STUDIO_TEST_PG_URL to run the PostgreSQL case")
+    url = postgres_url()
+    empty_postgres_store(url).close()  # an earlier test's users would make the CLI ask who acts
     password = url.split("://", 1)[1].split("@")[0].split(":")[1]
-    path = write_project(tmp_path, project(name=f"pg-mask-{os.getpid()}-{id(tmp_path)}",
-                                           run={"max_iterations": 0}))
-    try:
-        assert main(["--db", url, "run", str(path)]) == 0
-        out, err = capsys.readouterr()
-        assert "database: postgresql" in err and f":{password}@" not in err + out
-        assert ":***@" in err
-    finally:
-        _delete_runs(url, path)
-
-
-def _delete_runs(url: str, path: Path) -> None:
-    """The PostgreSQL database is shared: remove this test's run (its rows cascade)."""
-    from sqlalchemy import delete
-
-    from studio.store import open_store, schema
-
-    name = yaml.safe_load(path.read_text())["name"]
-    with open_store(url, cached=False).engine.begin() as connection:
-        connection.execute(delete(schema.runs).where(schema.runs.c.name == name))
+    path = write_project(tmp_path, project(name="pg-mask", run={"max_iterations": 0}))
+    assert main(["--db", url, "run", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "database: postgresql" in err and f":{password}@" not in err + out
+    assert ":***@" in err
 
 
 @pytest.mark.parametrize("argv, fragment", [
