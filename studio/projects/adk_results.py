@@ -29,10 +29,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.engine.policies.pool import pool_scores
 from studio.model.errors import ConfigError
+from studio.model.jsontools import JsonDict
 from studio.model.records import EXPECTED_KEY, CriticSpec, Example, Trial, TrialPhase, stored_id
 from studio.model.redaction import redact
 from studio.model.verdicts import MetricVerdict
@@ -40,13 +41,20 @@ from studio.projects.export import check_target, write_atomically
 from studio.runtime.adk_evalsets import EVAL_ID_KEY, EVAL_SET_ID_KEY, TRAJECTORY_KEY
 from studio.store.seams import AdkResultsStore
 
+if TYPE_CHECKING:
+    from google.adk.evaluation.eval_case import Invocation
+    from google.adk.evaluation.eval_metrics import EvalMetricResult
+    from google.adk.evaluation.eval_result import EvalCaseResult, EvalSetResult
+    from google.adk.evaluation.evaluator import EvalStatus
+    from google.genai import types
+
 RESULT_SUFFIX = ".evalset_result.json"
 """ADK's file name ending for eval set results (``LocalEvalSetResultsManager``)."""
 DEFAULT_THRESHOLD = 0.5
 
 
 def adk_eval_set_results(store: AdkResultsStore, run_id: str, *,
-                         threshold: float = DEFAULT_THRESHOLD) -> list[Any]:
+                         threshold: float = DEFAULT_THRESHOLD) -> list[EvalSetResult]:
     """ADK ``EvalSetResult`` objects for the run's best candidate's validation trials.
 
     Raises:
@@ -66,7 +74,7 @@ def adk_eval_set_results(store: AdkResultsStore, run_id: str, *,
                           "is scored on the validation set", where="run", value=run_id)
     examples = {stored_id(e): e for e in store.examples(run_id)}
     judged = CaseJudging(run.spec.critic.name, threshold, adk_metric_definitions(run.spec.critic))
-    cases: dict[str, list[Any]] = {}
+    cases: dict[str, list[EvalCaseResult]] = {}
     for example_id, trial in sorted(trials.items(), key=lambda item: item[1].example_index):
         example = examples[example_id]
         set_id = str(example.data.get(EVAL_SET_ID_KEY) or _safe(run.name or run_id))
@@ -81,12 +89,12 @@ class CaseJudging:
 
     critic: str
     threshold: float
-    definitions: dict[str, dict[str, Any]]
+    definitions: dict[str, JsonDict]
     """ADK's ``EvalMetric`` of each criterion, as ``model_dump`` data (its criterion, judge
     options), by metric name: what ``LocalEvalService`` writes beside each result."""
 
 
-def adk_metric_definitions(critic: CriticSpec) -> dict[str, dict[str, Any]]:
+def adk_metric_definitions(critic: CriticSpec) -> dict[str, JsonDict]:
     """ADK's ``EvalMetric`` data of each criterion of a critic judging by ADK's criteria (none
     for another critic), built by ADK's own mapping."""
     config = (critic.evaluator or {}).get("adk_metrics")
@@ -105,7 +113,8 @@ def _latest_per_example(trials: Iterable[Trial]) -> dict[int, Trial]:
     return latest
 
 
-def case_result(trial: Trial, example: Example, eval_set_id: str, judged: CaseJudging) -> Any:
+def case_result(trial: Trial, example: Example, eval_set_id: str,
+                judged: CaseJudging) -> EvalCaseResult:
     """One example's ``EvalCaseResult``: its metrics, overall and for its one invocation, and
     its status (see the module docstring)."""
     from google.adk.evaluation.eval_metrics import EvalMetricResultPerInvocation
@@ -126,7 +135,8 @@ def case_result(trial: Trial, example: Example, eval_set_id: str, judged: CaseJu
         session_id=f"studio-trial-{trial.id}", user_id="studio")
 
 
-def _judgement(trial: Trial, judged: CaseJudging) -> tuple[list[Any], Any]:
+def _judgement(trial: Trial, judged: CaseJudging
+               ) -> tuple[list[EvalMetricResult], EvalStatus]:
     """The case's metric results and its status: ADK's verdict as ADK gave it, else the
     effective score as the critic's metric (it decides the case), then a weighted critic's
     parts, unless a person's correction replaced the critic's score."""
@@ -144,7 +154,7 @@ def _judgement(trial: Trial, judged: CaseJudging) -> tuple[list[Any], Any]:
     return metrics, metrics[0].eval_status
 
 
-def _adk_metric(metric: MetricVerdict, definition: dict[str, Any]) -> Any:
+def _adk_metric(metric: MetricVerdict, definition: JsonDict) -> EvalMetricResult:
     """One metric's result as ``LocalEvalService`` writes it: its definition, ADK's score,
     threshold and status."""
     from google.adk.evaluation.eval_metrics import EvalMetricResult
@@ -153,11 +163,11 @@ def _adk_metric(metric: MetricVerdict, definition: dict[str, Any]) -> Any:
     fields = {**definition, "metric_name": metric.name}
     if metric.threshold is not None:
         fields["threshold"] = metric.threshold
-    return EvalMetricResult(**fields, score=metric.score,
-                            eval_status=EvalStatus[metric.status.value])
+    return EvalMetricResult.model_validate({**fields, "score": metric.score,
+                                            "eval_status": EvalStatus[metric.status.value]})
 
 
-def _metric(name: str, score: float | None, threshold: float) -> Any:
+def _metric(name: str, score: float | None, threshold: float) -> EvalMetricResult:
     from google.adk.evaluation.eval_metrics import EvalMetricResult
     from google.adk.evaluation.evaluator import EvalStatus
 
@@ -168,11 +178,13 @@ def _metric(name: str, score: float | None, threshold: float) -> Any:
 
 
 def _invocation(user_text: str, reply: str | None, tool_calls: list[dict[str, Any]] | None
-                ) -> Any:
+                ) -> Invocation:
+    # tool calls as the trace or the eval set stored them: any JSON, read key by key
+    # (ADK's FunctionCall validates ``args``)
     from google.adk.evaluation.eval_case import IntermediateData, Invocation
     from google.genai import types
 
-    def content(role: str, text: str) -> Any:
+    def content(role: str, text: str) -> types.Content:
         return types.Content(role=role, parts=[types.Part.from_text(text=redact(text))])
 
     calls = [types.FunctionCall(name=str(c.get("name", "")), args=dict(c.get("args") or {}))
@@ -187,11 +199,12 @@ def _tool_calls(trial: Trial) -> list[dict[str, Any]]:
     return [e for e in (trial.trace or {}).get("events", []) if e.get("type") == "tool_call"]
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _set_result(eval_set_id: str, app_name: str, cases: list[Any]) -> Any:
+def _set_result(eval_set_id: str, app_name: str, cases: list[EvalCaseResult]
+                ) -> EvalSetResult:
     """ADK's ``EvalSetResult``, its id made as ``adk eval`` makes it (app, set, time)."""
     from google.adk.evaluation.eval_result import EvalSetResult
 
@@ -235,7 +248,8 @@ def is_folder_target(out: str | Path) -> bool:
         Path(text).name == HISTORY_FOLDER
 
 
-def _result_path(out: str | Path | None, run_id: str, result: Any, *, single: bool) -> Path:
+def _result_path(out: str | Path | None, run_id: str, result: EvalSetResult, *,
+                 single: bool) -> Path:
     if out is not None and is_folder_target(out):
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)

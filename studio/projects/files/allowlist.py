@@ -48,7 +48,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from studio.evaluators._judge import POTATO_ENDPOINTS
 from studio.model.errors import ConfigError, DatasetError, ModelConfigError, ProjectFileError
@@ -91,22 +91,22 @@ class Place:
             text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
         return text or "(the project)"
 
-    def refuse(self, message: str, value: Any = None,
+    def refuse(self, message: str, value: object = None,
                error: type[ConfigError] = ProjectFileError) -> ConfigError:
         return error(message, where=f"{self.source}: {self.field}", value=_shown(value))
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: object) -> object:
     text = repr(value)
     return value if len(text) <= 200 else text[:197] + "..."
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 100 else text[:97] + "..."
 
 
-def _unset(value: Any) -> bool:
+def _unset(value: object) -> bool:
     """A field written empty sets nothing."""
     return value is None or (isinstance(value, str | list | dict | tuple) and not value)
 
@@ -118,7 +118,7 @@ class Decision(Protocol):
     """What the browser may do with one field: ``check`` raises ProjectFileError naming the
     field, or returns when the value is allowed."""
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None: ...
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class Allowed:
 
     note: str = ""
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         return None
 
 
@@ -139,7 +139,7 @@ class Number:
     high: float
     integer: bool = False
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if value is None:
             return
         kinds = (int,) if self.integer else (int, float)
@@ -156,7 +156,7 @@ class Text:
 
     limit: int
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if value is None:
             return
         if not isinstance(value, str):
@@ -172,7 +172,7 @@ class Pattern:
     regex: str
     what: str
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if value is None:
             return
         if not isinstance(value, str) or not re.fullmatch(self.regex, value) or ".." in value:
@@ -183,7 +183,7 @@ class Pattern:
 class ModelName:
     """A model string a project from the browser may name (:func:`browser_model_refusal`)."""
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if value is None:
             return
         refusal = browser_model_refusal(value)
@@ -196,7 +196,7 @@ class ModelMap:
     """Models by agent name (``models: {searcher: openai/gpt-4o-mini}``): each a name, each
     model one a project from the browser may name (:class:`ModelName`)."""
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if value is None:
             return
         if not isinstance(value, Mapping):
@@ -216,7 +216,7 @@ class Refused:
     error: type[ConfigError] = ProjectFileError
     rule: str = "a project from the browser may not set it"
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if _unset(value):
             return
         raise at.refuse(f"{_short(value)} {self.why}; {self.rule}. {self.instead}", value,
@@ -229,7 +229,7 @@ class CodeOptIn:
 
     why: str
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if _unset(value) or code_refs_allowed():
             return
         raise at.refuse(f"{self.why}, which projects from the browser (upload, YAML editor, "
@@ -239,7 +239,7 @@ class CodeOptIn:
                         "you trust", value)
 
 
-NodeOf = Callable[[Any, Mapping[str, Any], Place], str]
+NodeOf = Callable[[object, Mapping[str, object], Place], str]
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ class Section:
     node: str | NodeOf
     scalars: Decision | None = None
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if isinstance(value, list | tuple):
             for index, item in enumerate(value):
                 self.check(item, parent, at.child(index))
@@ -275,7 +275,7 @@ class Entries:
     node_of: Callable[[str, Place], str]
     scalars: Decision
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if value is None:
             return
         if not isinstance(value, Mapping):
@@ -332,7 +332,7 @@ class ModelRefusal:
     error: type[ConfigError] = ProjectFileError
 
 
-def browser_model_refusal(model: Any) -> ModelRefusal | None:
+def browser_model_refusal(model: object) -> ModelRefusal | None:
     """Why a project from the browser may not name ``model``, or None when it may.
 
     A model string names a provider and a model, never an address: the characters of a model
@@ -394,7 +394,7 @@ def _litellm_provider(name: str) -> bool:
 def _evaluator_node(key: str) -> NodeOf:
     """The params node of the evaluator a sibling field names (``evaluator:exact_match``)."""
 
-    def node(value: Any, parent: Mapping[str, Any], at: Place) -> str:
+    def node(value: object, parent: Mapping[str, object], at: Place) -> str:
         name = str(parent.get(key))
         node = f"evaluator:{EVALUATOR_ALIASES.get(name, name)}"
         if node not in BROWSER_FIELDS:
@@ -411,7 +411,7 @@ class EvaluatorName:
 
     unless: tuple[str, ...] = ()
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if any(key in parent for key in self.unless):
             Text(MAX_NAME_CHARS).check(value, parent, at)
             return
@@ -439,7 +439,7 @@ class PotatoEndpoint:
     """Potato's ``endpoint_type``: the provider of the model it forms (``ollama`` is
     ``ollama_chat/...``), checked as a model name is."""
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         prefix = POTATO_ENDPOINTS.get(str(value))
         refusal = browser_model_refusal(f"{prefix}/model") if prefix else None
         if refusal is not None:
@@ -450,7 +450,7 @@ class PotatoEndpoint:
 class Rows:
     """A dataset split: inline rows (data), or ``{path: ...}`` (checked as ``DataSource``)."""
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if isinstance(value, Mapping):
             check_section(value, "DataSource", at)
 
@@ -459,7 +459,7 @@ class Rows:
 class AdkCriteria:
     """``critic.adk_metrics``: the criteria inline (a path would read the server's files)."""
 
-    def check(self, value: Any, parent: Mapping[str, Any], at: Place) -> None:
+    def check(self, value: object, parent: Mapping[str, object], at: Place) -> None:
         if isinstance(value, str):
             raise at.refuse(f"{value!r}: a project from the browser cannot read files on the "
                             "server; paste the criteria inline (adk_metrics: {criteria: "
@@ -755,7 +755,7 @@ CRITERION_NODES = {
 # --------------------------------------------------------------------------- the walk
 
 
-def check_section(data: Mapping[str, Any], node: str, at: Place) -> None:
+def check_section(data: Mapping[str, object], node: str, at: Place) -> None:
     """Check every field ``data`` sets against the table's ``node``.
 
     Raises:
@@ -778,22 +778,22 @@ def field_name(key: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
 
 
-def check_browser_project_fields(data: Mapping[str, Any], source: str) -> None:
+def check_browser_project_fields(data: Mapping[str, object], source: str) -> None:
     """A project file's fields as set (dumped without defaults), against the allow-list."""
     check_section(data, "ProjectFile", Place(source))
 
 
-def check_browser_spec_fields(data: Mapping[str, Any], source: str) -> None:
+def check_browser_spec_fields(data: Mapping[str, object], source: str) -> None:
     """A stored run's spec (dumped without defaults), against the allow-list."""
     check_section(data, "RunSpec", Place(source))
 
 
-def check_browser_settings(data: Mapping[str, Any], source: str, prefix: str = "run") -> None:
+def check_browser_settings(data: Mapping[str, object], source: str, prefix: str = "run") -> None:
     """Run settings from the browser (a project's ``run:``, the Run page's form, a fork's
     settings), against the allow-list."""
     check_section(data, "EvolutionConfig", Place(source, (prefix,)))
 
 
-def check_browser_critic(data: Mapping[str, Any], source: str) -> None:
+def check_browser_critic(data: Mapping[str, object], source: str) -> None:
     """A critic section from the browser (a fork's inline critic YAML)."""
     check_section(data, "CriticSection", Place(source, ("critic",)))
