@@ -47,7 +47,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Critic, Sample
@@ -64,6 +64,7 @@ from studio.model.records import (
     example_state,
 )
 from studio.runtime.eventloop import StudioEventLoop
+from studio.runtime.execution import AgentExecutor
 from studio.runtime.protocol import ExecutionResult
 from studio.runtime.providers.calls import metered
 from studio.runtime.slots import finishing
@@ -78,6 +79,10 @@ from studio.runtime.timing import (
 from studio.runtime.tracing import TrialIds, current_span, end_trial_span, start_trial_span
 from studio.runtime.warm import warm_up
 from studio.runtime.workflows import primary_for
+
+if TYPE_CHECKING:
+    from google.adk.agents import BaseAgent
+    from opentelemetry.trace import Span
 
 T = TypeVar("T")
 
@@ -98,14 +103,14 @@ class ChainResult:
     tokens: int = 0
     cost_usd: float = 0.0
     """LiteLLM's price of the agent's and the critic's model calls (US dollars)."""
-    span: Any = None
+    span: Span | None = None
     """The open trial span (tracing on, this process), ended when the trial is committed."""
 
-    def __getstate__(self) -> dict[str, Any]:  # to the engine's process: a span stays here
+    def __getstate__(self) -> dict[str, object]:  # to the engine's process: a span stays here
         return {**self.__dict__, "span": None}
 
 
-async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
+async def run_chain(executor: AgentExecutor, agent: BaseAgent, critic: Critic, data: dict[str, Any],
                     input_key: str | None, primary: str | None = None,
                     ids: TrialIds | None = None) -> ChainResult:
     """Run the agent (or workflow) on one example and let the critic judge its output (in a
@@ -126,13 +131,12 @@ async def run_chain(executor: Any, agent: Any, critic: Critic, data: dict[str, A
     return result
 
 
-async def _chain(executor: Any, agent: Any, critic: Critic, data: dict[str, Any],
+async def _chain(executor: AgentExecutor, agent: BaseAgent, critic: Critic, data: dict[str, Any],
                  input_key: str | None, primary: str | None) -> ChainResult:
     input_text = example_input_text(data, input_key)
     media = example_media(data)
-    extra = {"media": media} if media else {}  # any executor runs text-only examples
     result = await executor.execute(agent, input_text, state=example_state(data),
-                                    output_author=primary, **extra)
+                                    output_author=primary, media=media)
     output = clip(result.output, MAX_OUTPUT_CHARS)  # the critic judges what the store keeps
     if result.error:
         return ChainResult(input_text, output, Feedback(),
@@ -272,7 +276,7 @@ class ProcessFanOut:
     """One run's use of the shared worker processes (see the module's docstring)."""
 
     def __init__(self, spec: RunSpec, config: EvolutionConfig, default_model: str,
-                 setup: Callable[..., tuple[Any, Critic, Any]]) -> None:
+                 setup: Callable[..., tuple[BaseAgent, Critic, AgentExecutor]]) -> None:
         """``setup(spec, config, default_model, concurrency)`` runs in each process and returns
         ``(agent template, critic, executor)``: a module-level function (it crosses the process
         boundary by name), given by the engine's builder."""
@@ -352,7 +356,8 @@ class ProcessFanOut:
                           f"with processes={self.processes}; check the machine's memory and "
                           f"the models, or run with processes: 1")
 
-    async def _answer(self, future: Future, pool: ProcessPoolExecutor | None) -> Any:
+    async def _answer(self, future: Future, pool: ProcessPoolExecutor | None
+                      ) -> list[ChainResult]:
         """The shard's result, checking the pool's heartbeats while it is out.
 
         Raises:
@@ -379,7 +384,7 @@ class ProcessFanOut:
                 raise ProcessStalled(f"a worker process returned no result within "
                                      f"{self.shard_deadline_s:g} s")
 
-    def _submit(self, fn: Callable, *args: Any) -> Future:
+    def _submit(self, fn: Callable, *args: object) -> Future:
         """Submit to the shared pool; a pool that broke (a process died) is replaced once."""
         self._pool = self._pool or shared_pool(self.processes)
         try:
@@ -461,11 +466,23 @@ def _watch_parent(parent_pid: int) -> None:
 
 KEPT_RUNS = 4
 """Runs whose agent and critic a process keeps built (runs in progress at once, in practice)."""
-_RUNS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+class _RunState(TypedDict):
+    """What a process keeps built for one run (:func:`_run_state`)."""
+
+    executor: AgentExecutor
+    template: BaseAgent
+    critic: Critic
+    agents: dict[tuple[tuple[str, str], ...], BaseAgent]
+    """The template with each set of components applied, by the components."""
+    primary: str | None
+    concurrency: int
+
+
+_RUNS: OrderedDict[str, _RunState] = OrderedDict()
 _LOOP: list[asyncio.AbstractEventLoop] = []
 
 
-def _run_state(key: str, setup: tuple) -> dict[str, Any]:
+def _run_state(key: str, setup: tuple) -> _RunState:
     """This process's agent template, critic and executor for the run named ``key``."""
     state = _RUNS.get(key)
     if state is not None:
@@ -475,9 +492,9 @@ def _run_state(key: str, setup: tuple) -> dict[str, Any]:
     template, critic, executor = build(RunSpec.model_validate(spec),
                                        EvolutionConfig.model_validate(config), default_model,
                                        concurrency)
-    state = _RUNS[key] = dict(executor=executor, template=template, critic=critic, agents={},
-                              primary=primary_for(template, spec.get("primary")),
-                              concurrency=concurrency)
+    state = _RUNS[key] = _RunState(executor=executor, template=template, critic=critic,
+                                   agents={}, primary=primary_for(template, spec.get("primary")),
+                                   concurrency=concurrency)
     while len(_RUNS) > KEPT_RUNS:
         _RUNS.popitem(last=False)
     return state

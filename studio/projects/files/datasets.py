@@ -86,7 +86,7 @@ def resolve_images(rows: list[Any], columns: list[str], folder: Path, where: str
     return resolved
 
 
-def _image_from_cell(value: Any, folder: Path, cell: str, origin: Origin) -> str:
+def _image_from_cell(value: object, folder: Path, cell: str, origin: Origin) -> str:
     if not isinstance(value, str):
         raise DatasetError(f"an image column holds a path or a data URI, got "
                            f"{type(value).__name__} {value!r}"[:200], where=cell)
@@ -128,7 +128,7 @@ def dataset_path(source: DataSource, base_dir: Path, where: str, origin: Origin)
     return path
 
 
-def check_finite(value: Any, where: str) -> None:
+def check_finite(value: object, where: str) -> None:
     """Refuse NaN and infinities anywhere in a row (they would export as invalid JSON)."""
     found = first_non_finite(value, where)
     if found is not None:
