@@ -20,7 +20,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -41,7 +41,7 @@ FORMATS = ("jsonl", "csv")
 
 
 def trial_record(trial: Trial, steps: bool = False, numbers: RunNumbers | None = None
-                 ) -> dict[str, Any]:
+                 ) -> dict[str, object]:
     """One trial's row; ``steps`` adds who said what in a group run's pipeline (from the
     trace: ``[{"author": "writer", "text": ...}, ...]``); ``numbers`` adds the run's own
     numbers (``number``, ``candidate``, ``proposal_number``) beside the database ids."""
@@ -65,14 +65,14 @@ def trial_record(trial: Trial, steps: bool = False, numbers: RunNumbers | None =
     return record
 
 
-def export_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
+def export_steps(trace: dict[str, Any]) -> list[dict[str, object]]:
     """Each agent's replies in the order they came (tool calls are in the trace, not here)."""
     return [{"author": e.get("author"), "text": e.get("text", "")}
             for e in (trace or {}).get("events", []) if e.get("type") == "text"]
 
 
 def iter_candidate_records(store: ExportStore, run_id: str, scores: PoolScores | None = None
-                           ) -> Iterator[dict[str, Any]]:
+                           ) -> Iterator[dict[str, object]]:
     """One record per candidate with its validation mean, front membership and components
     (from the pool's effective scores, as :func:`studio.engine.hosting.api.load_result` has them);
     candidates are read a batch at a time."""
@@ -100,7 +100,7 @@ def tested_means(store: ExportStore, run_id: str) -> dict[int, float | None] | N
     return test_means(store, run_id, test_ids, sorted(scored))
 
 
-def iter_guard_records(store: ExportStore, run_id: str) -> Iterator[dict[str, Any]]:
+def iter_guard_records(store: ExportStore, run_id: str) -> Iterator[dict[str, object]]:
     """The overfitting guard's report (train/val/test means, gains, verdict), for a run with a
     test set."""
     if store.examples(run_id, Split.TEST):
@@ -121,7 +121,7 @@ class RunNumbers:
     def of_run(cls, store: ExportStore, run_id: str) -> RunNumbers:
         return cls(store.candidate_indexes(run_id), proposal_numbers(store.proposals(run_id)))
 
-    def of_trial(self, trial: Trial) -> dict[str, Any]:
+    def of_trial(self, trial: Trial) -> dict[str, object]:
         """The next trial's numbers (trials must come oldest first, every one of the run)."""
         self.count += 1
         proposal = trial.proposal_id
@@ -129,7 +129,7 @@ class RunNumbers:
                 "proposal_number": self.proposal_number.get(proposal) if proposal else None}
 
 
-def iter_trial_records(store: ExportStore, run_id: str) -> Iterator[dict[str, Any]]:
+def iter_trial_records(store: ExportStore, run_id: str) -> Iterator[dict[str, object]]:
     """Every trial's record, oldest first, read from the store a batch at a time, with its
     number in the run; a group run's records carry their pipeline ``steps`` (so traces are
     read only for group runs)."""
@@ -140,7 +140,7 @@ def iter_trial_records(store: ExportStore, run_id: str) -> Iterator[dict[str, An
 
 
 def provenance_records(store: ExportStore, run_id: str, scores: PoolScores | None = None
-                       ) -> list[dict[str, Any]]:
+                       ) -> list[dict[str, object]]:
     """The best candidate's sentences (lines for JSON/YAML components), each with the proposal
     that introduced it (:mod:`studio.projects.provenance`); none before the seed exists."""
     indexes = store.candidate_indexes(run_id)
@@ -151,14 +151,14 @@ def provenance_records(store: ExportStore, run_id: str, scores: PoolScores | Non
     return list(load_provenance(store, run_id, index).rows())
 
 
-def proposal_records(store: ExportStore, run_id: str) -> list[dict[str, Any]]:
+def proposal_records(store: ExportStore, run_id: str) -> list[dict[str, object]]:
     """One flat record per proposal (:meth:`studio.engine.people.history.ProposalRow.flat`): its
     decision, the evidence it was decided on (``at_decision_*``) and the evidence now
     (``now_*``), judged and effective."""
     return [row.flat() for row in proposal_rows(store, run_id)]
 
 
-def label_records(store: ExportStore, run_id: str) -> Iterator[dict[str, Any]]:
+def label_records(store: ExportStore, run_id: str) -> Iterator[dict[str, object]]:
     """Every label a verified reviewer gave and every adjudication, undone ones included, oldest
     first: what each person said, beside the trials' effective values (none in the local
     studio, whose corrections are the trials' own)."""
@@ -295,7 +295,7 @@ def check_target(path: Path) -> None:
                           "a file path", where="--out", value=str(path))
 
 
-def strict_json(value: Any) -> str:
+def strict_json(value: object) -> str:
     """JSON any parser accepts: NaN and infinities written as ``null``."""
     return json.dumps(finite_json(value), ensure_ascii=False, allow_nan=False)
 
@@ -303,7 +303,7 @@ def strict_json(value: Any) -> str:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
+def csv_cell(value: object, secrets: list[str] | None = None) -> str:
     """A CSV cell: redacted, JSON for lists and dicts, and never a spreadsheet formula
     (``secrets``: :func:`~studio.model.redaction.secret_values`, read once per row by a caller
     writing many cells)."""
@@ -313,7 +313,7 @@ def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def csv_lines(rows: Iterable[dict[str, Any]], columns: list[str] | None = None
+def csv_lines(rows: Iterable[Mapping[str, object]], columns: list[str] | None = None
               ) -> Iterator[str]:
     """CSV text, a row at a time: the header (``columns``, else the first row's keys), then one
     line per row (an export without rows has the header ``empty``)."""
