@@ -80,7 +80,9 @@ def load_agent(reference: str, *, folder: str | Path | None = None) -> BaseAgent
     from studio.runtime.graphs import is_graph_workflow
 
     if is_graph_workflow(target):  # its nodes evolve with the graph kept (engine.api)
-        return target
+        # a graph Workflow is an ADK BaseNode, not a BaseAgent: the run's agent slot (typed
+        # BaseAgent through the engine) holds it all the same, and every use checks for it
+        return target  # type: ignore[return-value]
     if not isinstance(target, BaseAgent):
         raise ConfigError(f"{reference!r} is a {type(target).__name__}, not an ADK agent "
                           "instance (a reference is never called: point it at the agent object "

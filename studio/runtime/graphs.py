@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from studio.model.errors import ConfigError
 from studio.model.graph import START_NODE, GraphEdge, GraphNode, GraphShape, NodeKind
 from studio.model.workflow import MAX_WORKFLOW_DEPTH
 
+if TYPE_CHECKING:
+    from google.adk.workflow import Workflow
+
 GRAPH_WORKFLOW_MODULE = "google.adk.workflow._workflow"
 """Where ADK defines the graph ``Workflow`` class (``google.adk.workflow`` loads it lazily)."""
 
 
-def is_graph_workflow(obj: object) -> bool:
+def is_graph_workflow(obj: object) -> TypeGuard[Workflow]:
     """True when ``obj`` is an ADK 2 graph ``Workflow``, without importing one: an object can
     only be an instance of the class once its module is loaded, and loading it (the graph
     machinery, ~0.2 s of CPU) is not needed to check an agent (``check_agent``, ``load_agent``).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypedDict, Unpack, get_args
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, get_args
 
 from google.adk.agents import BaseAgent, LlmAgent
 from pydantic import BaseModel, Field, ValidationError
@@ -28,6 +28,7 @@ from studio.engine.scoring.holdout import check_testable, load_holdout
 from studio.model.agent_models import LOCAL_MODEL
 from studio.model.config import EvolutionConfig, Selection
 from studio.model.errors import ConfigError
+from studio.model.jsontools import JsonDict
 from studio.model.records import (
     EXPECTED_KEY,
     AgentSpec,
@@ -51,6 +52,9 @@ from studio.runtime.workflows import (
 )
 from studio.store import Store, open_store
 from studio.store.seams import ApiStore
+
+if TYPE_CHECKING:
+    from google.adk.workflow import Workflow
 
 RESULT_SCHEMA_VERSION = 1
 """gepa-adk's ``CURRENT_SCHEMA_VERSION`` for results; the studio's result starts at the same."""
@@ -98,7 +102,7 @@ class EvolutionResult(BaseModel):
     schema_version: int = RESULT_SCHEMA_VERSION
     """Version of this result's serialized shape (gepa-adk's ``schema_version``)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         return self.model_dump(mode="json")
 
     # gepa-adk's result names, derived (so porting code reads the same numbers)
@@ -148,13 +152,13 @@ def load_result(store: ApiStore, run_id: str) -> EvolutionResult:
         primary_agent=view.run.spec.primary)
 
 
-def _test_report(store: ApiStore, run_id: str) -> dict[str, Any] | None:
+def _test_report(store: ApiStore, run_id: str) -> dict[str, object] | None:
     if not store.examples(run_id, Split.TEST):
         return None
     return load_holdout(store, run_id).to_dict()
 
 
-def _history(store: ApiStore, run_id: str) -> list[dict[str, Any]]:
+def _history(store: ApiStore, run_id: str) -> list[dict[str, object]]:
     """One dict per proposal (:meth:`ProposalRow.as_dict`): gepa-adk's keys and the evidence at
     decision and now."""
     return [row.as_dict() for row in proposal_rows(store, run_id)]
@@ -185,13 +189,13 @@ def reflection_spec(model: str, strategy: str) -> ReflectionSpec:
 async def evolve(
     agent: BaseAgent,
     trainset: list[dict[str, Any]],
-    critic: Any = None,
+    critic: object = None,
     valset: list[dict[str, Any]] | None = None,
     components: list[str] | tuple[str, ...] | dict[str, list[str]] = ("instruction",),
     reflection_agent: BaseAgent | None = None,
     config: EvolutionConfig | None = None,
     *,
-    scorer: Any = None,
+    scorer: object = None,
     executor: AgentExecutorProtocol | None = None,
     candidate_selector: str | None = None,
     primary: str | None = None,
@@ -293,7 +297,8 @@ def _reflection(run: RunKeywords, model: str) -> ReflectionSpec:
                            run.get("reflection_strategy", "llm"))
 
 
-async def _start(run: RunKeywords, target: Any, critic: Any, spec: Callable[[], RunSpec],
+async def _start(run: RunKeywords, target: BaseAgent | Workflow, critic: object,
+                 spec: Callable[[], RunSpec],
                  trainset: list[dict[str, Any]], valset: list[dict[str, Any]] | None,
                  config: EvolutionConfig | None, reflection_agent: BaseAgent | None,
                  default_name: str) -> EvolutionResult:
@@ -344,7 +349,7 @@ def evolve_sync(*args: Any, **kwargs: Any) -> EvolutionResult:
 
 
 def start_test_scoring(store: Store, run_id: str, *, agent: BaseAgent | None = None,
-                       critic: Any = None, listeners: list | None = None) -> RunHandle:
+                       critic: object = None, listeners: list | None = None) -> RunHandle:
     """Score a settled run's baseline and best candidate on its test set in this process's run
     manager (``handle.wait()`` for the end); pairs already judged are reused. ``agent`` and
     ``critic``: the live objects of a run started from Python objects.
@@ -368,7 +373,7 @@ async def evolve_workflow(
     workflow: BaseAgent,
     trainset: list[dict[str, Any]],
     *,
-    critic: Any = None,
+    critic: object = None,
     primary: str | None = None,
     max_depth: int = MAX_WORKFLOW_DEPTH,
     config: EvolutionConfig | None = None,
@@ -416,10 +421,10 @@ async def evolve_workflow(
 
 
 async def evolve_graph(
-    workflow: Any,
+    workflow: Workflow,
     trainset: list[dict[str, Any]],
     *,
-    critic: Any = None,
+    critic: object = None,
     components: dict[str, list[str]] | list[str] | tuple[str, ...] | None = None,
     primary: str | None = None,
     config: EvolutionConfig | None = None,
@@ -460,7 +465,7 @@ async def evolve_group(
     trainset: list[dict[str, Any]],
     *,
     components: dict[str, list[str]] | list[str] | None = None,
-    critic: Any = None,
+    critic: object = None,
     share_session: bool = True,
     config: EvolutionConfig | None = None,
     **kwargs: Any,
@@ -537,21 +542,25 @@ def _new_run(store: Store | None, spec: RunSpec, trainset: list[dict[str, Any]],
     return store, run.id
 
 
-async def _run_objects(store: Store | None, run_id: str, agent: BaseAgent, critic: Any,
+async def _run_objects(store: Store | None, run_id: str, agent: BaseAgent | Workflow,
+                       critic: object,
                        reflection_agent: BaseAgent | None, on_event: Listener | None,
                        *, resumed: bool = False) -> EvolutionResult:
     """Run ``run_id`` with these live objects to its end; ``resumed``: continue it as
     ``studio resume`` does (from the state a person left: an older Pause or Stop withdrawn)."""
     store = store or open_store()
-    live: dict[str, Any] = dict(agent=agent, critic=critic, reflection_agent=reflection_agent,
-                                listeners=[on_event] if on_event else None)
+    listeners = [on_event] if on_event else None
     if resumed:
-        handle = get_manager(store).resume(run_id, **live)
+        handle = get_manager(store).resume(run_id, agent=agent, critic=critic,
+                                           reflection_agent=reflection_agent,
+                                           listeners=listeners)
     else:
-        handle = get_manager(store).start(build_engine(store, run_id, **live))
+        handle = get_manager(store).start(build_engine(
+            store, run_id, agent=agent, critic=critic, reflection_agent=reflection_agent,
+            listeners=listeners))
     await handle.wait_async()
     return load_result(store, run_id)
 
 
-def _critic_name(critic: Any) -> str:
+def _critic_name(critic: object) -> str:
     return str(getattr(critic, "name", None) or type(critic).__name__ if critic else "critic")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
+from typing import Any, TypedDict
 
 from google.adk.agents import BaseAgent
 from pydantic import BaseModel
@@ -39,6 +39,7 @@ from studio.engine.run.examples import RunExamples
 from studio.engine.scoring.processes import ProcessFanOut, check_processes
 from studio.model.config import EvolutionConfig
 from studio.model.errors import ConfigError, DatasetError, ModelConfigError, RunStateError
+from studio.model.jsontools import JsonDict
 from studio.model.limits import MAX_COMPONENT_CHARS, too_long
 from studio.model.records import (
     EXPECTED_KEY,
@@ -207,7 +208,7 @@ def _referenced_agent(spec: RunSpec) -> BaseAgent | None:
         return None
 
 
-def agent_model_string(agent: Any) -> str | None:
+def agent_model_string(agent: object) -> str | None:
     model = getattr(agent, "model", None)
     if isinstance(model, str):
         return model if "/" in model or is_adk_model_name(model) else None  # ADK's Gemini
@@ -321,7 +322,7 @@ def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
     instruction = (ADVANCED_CRITIC_INSTRUCTION if critic.schema_kind == "advanced"
                    else SIMPLE_CRITIC_INSTRUCTION)
     base = critic.agent or AgentSpec(name="critic", model=default_model)
-    update: dict[str, Any] = {}
+    update: dict[str, object] = {}
     if not base.instruction.strip():
         update["instruction"] = instruction
     if schema is not None:
@@ -329,7 +330,7 @@ def critic_agent_spec(critic: CriticSpec, default_model: str) -> AgentSpec:
     return base.model_copy(update=update)
 
 
-def critic_for_run(critic: Any, executor: AgentExecutor, default_model: str) -> Critic:
+def critic_for_run(critic: object, executor: AgentExecutor, default_model: str) -> Critic:
     """The critic a run (or "try it") judges with, from an ADK agent, an evaluator, a Critic or
     the run's :class:`CriticSpec`; a spec's agent uses ``default_model`` when it names none."""
     if isinstance(critic, CriticSpec):
@@ -349,7 +350,7 @@ def critic_for_run(critic: Any, executor: AgentExecutor, default_model: str) -> 
                       f"{type(critic).__name__}", where="critic")
 
 
-def _judged_by(critic: CriticSpec, default_model: str) -> dict[str, Any]:
+def _judged_by(critic: CriticSpec, default_model: str) -> JsonDict:
     """An evaluator critic's config; ADK's criteria judged by a model ask ``default_model``
     (the agent's own) unless the critic names a judge."""
     config = {**(critic.evaluator or {}), "name": critic.name}
@@ -364,11 +365,11 @@ def reflection_model(spec: RunSpec, default_model: str) -> str:
     return spec.reflection.model or default_model
 
 
-def reflection_agents(spec: RunSpec, default_model: str, override: Any = None
-                      ) -> dict[str, Any]:
+def reflection_agents(spec: RunSpec, default_model: str, override: BaseAgent | None = None
+                      ) -> dict[str, BaseAgent]:
     """One reflection agent per evolved component but ``few_shot``, on
     :func:`reflection_model`; ``override`` replaces the instruction's."""
-    agents = {}
+    agents: dict[str, BaseAgent] = {}
     for component in spec.components:
         kind = split_component(component)[1]
         if kind == "few_shot":
@@ -387,11 +388,14 @@ def build_engine(
     run_id: str,
     *,
     agent: Any = None,
-    critic: Any = None,
-    reflection_agent: Any = None,
+    critic: object = None,
+    reflection_agent: BaseAgent | None = None,
     listeners: list[Listener] | None = None,
 ) -> Engine:
-    """An engine for a stored run; live objects replace what the spec would rebuild."""
+    """An engine for a stored run; live objects replace what the spec would rebuild.
+
+    ``agent`` is Any: an ADK agent or a graph ``Workflow`` (a BaseNode, not a BaseAgent), which
+    the run's context holds in its agent slot all the same."""
     run = store.get_run(run_id)
     spec = run.spec
     if agent is None and not spec.resumable:
@@ -438,17 +442,25 @@ def serial_model(model: str) -> bool:
     return provider is not None and provider.serial
 
 
-def default_model_for(agent: Any, spec: RunSpec, primary: str | None) -> str:
+def default_model_for(agent: object, spec: RunSpec, primary: str | None) -> str:
     """The model a run's critic and reflection default to: the built agent's, or in a workflow
     its primary agent's (a workflow loaded by reference has no agent specs to read it from)."""
     return agent_model_string(agent) or _primary_model(agent, primary) or spec_model(spec)
 
 
-def _primary_model(root: Any, primary: str | None) -> str | None:
+def _primary_model(root: object, primary: str | None) -> str | None:
     return agent_model_string(find_llm_agent(root, primary)) if primary else None
 
 
-def workflow_context(agent: Any, primary: str | None) -> dict[str, Any]:
+class WorkflowContext(TypedDict, total=False):
+    """What a run's context knows of its workflow (:func:`workflow_context`)."""
+
+    primary: str | None
+    workflow: WorkflowSpec
+    state_keys: dict[str, set[str]]
+
+
+def workflow_context(agent: object, primary: str | None) -> WorkflowContext:
     """For a workflow: whose reply is scored, its shape, and what state each agent can read
     (a graph ``Workflow``: whose reply is scored,
     :func:`studio.engine.hosting.api.graph_primary`)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from studio.model.errors import ConfigError, ProposalError, ProposalProblem, SchemaError
 from studio.model.limits import MAX_COMPONENT_CHARS, too_long
@@ -32,6 +32,10 @@ from studio.runtime.graphs import (
     rebuild_graph,
 )
 from studio.runtime.workflows import describe_workflow, is_workflow
+
+if TYPE_CHECKING:
+    from google.adk.workflow import Workflow
+    from google.genai import types
 
 
 def check_components(names: list[str]) -> list[str]:
@@ -139,7 +143,7 @@ def _apply_one(agent: Any, components: dict[str, str]) -> Any:
     return agent.model_copy(update=update)
 
 
-def _merged_config(agent: Any, config: GenerationConfig) -> Any:
+def _merged_config(agent: object, config: GenerationConfig) -> types.GenerateContentConfig:
     from google.genai import types
 
     current = getattr(agent, "generate_content_config", None) or types.GenerateContentConfig()
@@ -235,7 +239,7 @@ def _checked_demos_text(component: str, text: str, parent_text: str) -> str:
     return canonical
 
 
-def check_seed_placeholders(agent: Any, example_keys: set[str],
+def check_seed_placeholders(agent: object, example_keys: set[str],
                             label: Callable[[str], str] = str) -> None:
     """The state guard on the seed: every ``{placeholder}`` in an agent's instruction must be an
     example field or the ``output_key`` of an agent that finishes before it starts, because ADK
@@ -258,7 +262,7 @@ def check_seed_placeholders(agent: Any, example_keys: set[str],
                             output_keys, label(name))
 
 
-def _check_placeholders(agent: Any, readable: set[str], owner: str | None,
+def _check_placeholders(agent: object, readable: set[str], owner: str | None,
                         output_keys: dict[str, str | None], label: str) -> None:
     instruction = getattr(agent, "instruction", "")
     if not isinstance(instruction, str):
@@ -296,7 +300,9 @@ def _why_unfillable(name: str, readable: set[str], owner: str | None = None) -> 
             f"{sorted(readable)}")
 
 
-def graph_components(workflow: Any, components: Any) -> list[str]:
+def graph_components(workflow: Workflow,
+                     components: str | Iterable[str] | Mapping[str, Iterable[str]] | None
+                     ) -> list[str]:
     """``components`` of a graph as ``node.component`` keys, each node an ``LlmAgent`` of the
     graph; the graph's own refusals first (:func:`studio.runtime.graphs.graph_agents`)."""
     names = list(graph_agents(workflow, where="workflow"))
@@ -325,7 +331,7 @@ def graph_components(workflow: Any, components: Any) -> list[str]:
     return keys
 
 
-def graph_primary(workflow: Any, primary: str | None) -> str | None:
+def graph_primary(workflow: Workflow, primary: str | None) -> str | None:
     """Whose reply a graph run scores: ``primary`` (an ``LlmAgent`` node), else the only
     terminal ``LlmAgent`` node, else None (the run's last reply)."""
     shape = graph_shape(workflow)
