@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.critics.feedback import judge_sample
 from studio.critics.protocol import Sample
@@ -33,6 +34,9 @@ from studio.model.records import RunSpec, example_expected, example_input_text, 
 from studio.projects.files import Origin, check_spec_trust, check_trust
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.watch import CallWatch, watching
+
+if TYPE_CHECKING:
+    from studio.projects.files import ProjectFile
 
 
 @dataclass
@@ -55,7 +59,8 @@ class ProbeResult:
         return self.feedback.text
 
 
-def check_probe(project_or_spec: Any, *, origin: Origin = Origin.BROWSER) -> RunSpec:
+def check_probe(project_or_spec: ProjectFile | RunSpec, *,
+                origin: Origin = Origin.BROWSER) -> RunSpec:
     """The probe's spec once its trust and models are checked (no call is made), so a page
     says a configuration problem at once instead of starting work that cannot run.
 
@@ -85,9 +90,9 @@ class ProbePhase(StrEnum):
     FAILED = "failed"
 
 
-async def probe(project_or_spec: Any, example: dict[str, Any], *,
+async def probe(project_or_spec: ProjectFile | RunSpec, example: dict[str, Any], *,
                 timeout_s: float = 180.0, origin: Origin = Origin.BROWSER,
-                on_phase: Any = None) -> ProbeResult:
+                on_phase: Callable[[ProbePhase], None] | None = None) -> ProbeResult:
     """Run the agent on ``example`` and the critic on its output.
 
     Args:
@@ -138,7 +143,8 @@ async def probe(project_or_spec: Any, example: dict[str, Any], *,
     return result
 
 
-def probe_sync(project_or_spec: Any, example: dict[str, Any], **kwargs: Any) -> ProbeResult:
+def probe_sync(project_or_spec: ProjectFile | RunSpec, example: dict[str, Any],
+               **kwargs: Any) -> ProbeResult:
     """:func:`probe` for code without an event loop (a Streamlit script)."""
     return asyncio.run(probe(project_or_spec, example, **kwargs))
 
@@ -153,7 +159,8 @@ class ProbeJob:
     reach). The thread then ends; nothing is left running.
     """
 
-    def __init__(self, project_or_spec: Any, example: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, project_or_spec: ProjectFile | RunSpec, example: dict[str, Any],
+                 **kwargs: Any) -> None:
         self.watch = CallWatch()
         self.phase = ProbePhase.STARTING
         self.result: ProbeResult | None = None
@@ -190,8 +197,8 @@ class ProbeJob:
     def _set_phase(self, phase: ProbePhase) -> None:
         self.phase = phase
 
-    def _run(self, project_or_spec: Any, example: dict[str, Any], kwargs: dict[str, Any]
-             ) -> None:
+    def _run(self, project_or_spec: ProjectFile | RunSpec, example: dict[str, Any],
+             kwargs: dict[str, Any]) -> None:
         loop = asyncio.new_event_loop()
         try:
             with watching(self.watch):  # the task copies this context: its calls report here

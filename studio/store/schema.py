@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -80,7 +80,7 @@ def storable(value: Any) -> Any:
     return value if _is_storable(value) else _made_storable(value)
 
 
-def _is_storable(value: Any) -> bool:
+def _is_storable(value: object) -> bool:
     if isinstance(value, dict | list) and _clean_when_encoded(value):
         return True
     return _walked_storable(value)
@@ -98,7 +98,7 @@ def _clean_when_encoded(value: dict | list) -> bool:
     return "\\u0000" not in text and not _has_surrogate(text)
 
 
-def _walked_storable(value: Any) -> bool:
+def _walked_storable(value: object) -> bool:
     if isinstance(value, str):
         return "\x00" not in value and (value.isascii() or not _has_surrogate(value))
     if isinstance(value, dict):
@@ -589,14 +589,14 @@ def _v11_to_v12(connection: Connection) -> None:
         connection.execute(text(statement))
 
 
-def run_sources(spec: dict[str, Any]) -> dict[str, str | None]:
+def run_sources(spec: Mapping[str, object]) -> dict[str, str | None]:
     """The run a spec was forked from and the run whose critic it aligns, as the ``runs``
     columns that find them (``forked_from_run``, ``aligns_run``)."""
     return {"forked_from_run": _source_run(spec.get("forked_from")),
             "aligns_run": _source_run(spec.get("aligns"))}
 
 
-def _source_run(origin: Any) -> str | None:
+def _source_run(origin: object) -> str | None:
     run_id = origin.get("run_id") if isinstance(origin, dict) else None
     return str(run_id) if run_id else None
 
@@ -623,7 +623,7 @@ def _child_examples(connection: Connection) -> dict[int, list[int]]:
     return found
 
 
-def _json(value: Any) -> dict[str, Any]:
+def _json(value: object) -> dict[str, Any]:
     """A JSON column's value as a dict (a driver may hand back the text)."""
     if isinstance(value, str):
         value = json.loads(value)
