@@ -7,12 +7,15 @@ import contextlib
 import shutil
 import sys
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 from studio.model.records import EventKind, ProposalKind
 from studio.model.redaction import mask_url
 from studio.store import open_store
+
+if TYPE_CHECKING:
+    from studio.model.team import Actor
 
 
 class ProgressBar:
@@ -23,15 +26,15 @@ class ProgressBar:
     PLAIN_TICK_SECONDS = 60.0
     """Not a TTY: a phase still under way is said again this often."""
 
-    def __init__(self, stream: Any = None, width: int = 24, *, gated: bool = False,
-                 clock: Any = time.monotonic) -> None:
+    def __init__(self, stream: TextIO | None = None, width: int = 24, *, gated: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream or sys.stderr
         self.width = width
         self.trials = 0
         self.last: dict[str, Any] = {}
         self.tty = getattr(stream, "isatty", lambda: False)()
         self.clock = clock
-        self.phase: Any = None
+        self.phase: Any = None  # the PhaseStarted under way (read only when one is)
         self.phase_since = 0.0
         self.said_at = 0.0
         self.gated = gated
@@ -131,7 +134,7 @@ def _store(args: argparse.Namespace):
     return open_store(args.db)
 
 
-def acting_user(args: argparse.Namespace, permission: str) -> Any:
+def acting_user(args: argparse.Namespace, permission: str) -> Actor:
     """Who the command acts as (:func:`studio.projects.team.cli_actor`), checked for
     ``permission`` (a :class:`~studio.model.team.Permission` name).
 

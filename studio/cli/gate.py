@@ -72,7 +72,7 @@ class Terminal:
     @classmethod
     def of_process(cls) -> Terminal:
         """This process's terminal: interactive when both stdin and stderr are one."""
-        def tty(stream: Any) -> bool:
+        def tty(stream: object) -> bool:
             return bool(getattr(stream, "isatty", lambda: False)())
         return cls(sys.stderr, sys.stdin, tty(sys.stdin) and tty(sys.stderr))
 

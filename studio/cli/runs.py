@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -35,6 +35,12 @@ from studio.runtime.tracing import enable_tracing
 from studio.store import Store
 from studio.views.models import model_notes
 
+if TYPE_CHECKING:
+    from studio.engine.run.context import Listener
+    from studio.engine.scoring.guard import HoldoutReport
+    from studio.model.config import EvolutionConfig
+    from studio.projects.files import ProjectFile
+
 
 def _stored_run(args: argparse.Namespace):
     """The project's run, checked and stored with its examples (not started): ``(store, run)``.
@@ -55,7 +61,7 @@ _FOLDER_OPTIONS = ("evalset", "val_evalset", "sampler_config", "optimizer_config
                    "model", "critic_model", "reflection_model", "write_project")
 
 
-def folder_project_from_args(args: argparse.Namespace) -> tuple[Any, Path]:
+def folder_project_from_args(args: argparse.Namespace) -> tuple[ProjectFile, Path]:
     """``studio run my_agent --evalset ...``: the project an agent folder and its eval sets
     make, saved first with ``--write-project``."""
     target = args.write_project
@@ -122,7 +128,7 @@ class RunWatch:
         bar = ProgressBar(gated=True)
         return cls(bar, ShellGate(store, run.id, hold=bar.hold))
 
-    def listeners(self) -> list[Any]:
+    def listeners(self) -> list[Listener]:
         return [self.bar] + ([self.gate] if self.gate else [])
 
     def poll(self) -> None:
@@ -143,7 +149,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_config(config: Any, args: argparse.Namespace) -> Any:
+def _run_config(config: EvolutionConfig, args: argparse.Namespace) -> EvolutionConfig:
     """The project's run settings with the command line's on top, validated."""
     updates = {k: v for k, v in (("review", args.review),
                                  ("max_iterations", args.max_iterations),
@@ -174,7 +180,8 @@ def _wait(handle: Any, store: Store, run_id: str, watch: RunWatch | None = None)
     """Wait for the run to end; one stopped by a database outage is resumed once the database
     answers (``studio run`` waits through a server restart), Ctrl-C stops it (also at the
     gate's question). Between two looks at the run, the gate shows what waits, and the bar
-    is kept current (the time a long phase has taken so far)."""
+    is kept current (the time a long phase has taken so far). ``handle``: a RunHandle
+    (Any: dispatch types its handle optional, and a run placed here always has one)."""
     watch = watch or RunWatch(ProgressBar())
     while True:
         try:
@@ -249,7 +256,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 0
 
 
-def holdout_lines(report: Any) -> str:
+def holdout_lines(report: HoldoutReport) -> str:
     """The guard's report as a person reads it in a terminal."""
     def score(value: float | None) -> str:
         return "-" if value is None else f"{value:.3f}"
