@@ -15,9 +15,8 @@ import signal
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from studio.model.errors import ConfigError
 
@@ -94,10 +93,10 @@ def secrets_files(folder: Path | None = None) -> list[Path]:
     return [Path.home() / SECRETS_FILE, (folder or Path.cwd()) / SECRETS_FILE]
 
 
-def auth_section(files: Iterable[Path]) -> dict[str, Any]:
+def auth_section(files: Iterable[Path]) -> dict[str, object]:
     """The ``[auth]`` section Streamlit would read from ``files`` (later files win, as in
     Streamlit); empty when there is none."""
-    section: dict[str, Any] = {}
+    section: dict[str, object] = {}
     for path in files:
         try:
             found = tomllib.loads(path.read_text(encoding="utf-8")).get("auth")
@@ -108,7 +107,7 @@ def auth_section(files: Iterable[Path]) -> dict[str, Any]:
     return section
 
 
-def sign_in_problem(section: dict[str, Any]) -> str | None:
+def sign_in_problem(section: Mapping[str, object]) -> str | None:
     """What an ``[auth]`` section lacks for ``st.login`` to work (None: nothing)."""
     if not section:
         return f"there is no [auth] section in {SECRETS_FILE}"
@@ -118,7 +117,7 @@ def sign_in_problem(section: dict[str, Any]) -> str | None:
     return f"[auth] lacks {', '.join(missing)}" if missing else None
 
 
-def sign_in_providers(section: dict[str, Any]) -> list[str | None]:
+def sign_in_providers(section: Mapping[str, object]) -> list[str | None]:
     """The providers an ``[auth]`` section names: None for the one given at its top level,
     else each ``[auth.NAME]`` table's name."""
     complete = [name for name, table in section.items() if isinstance(table, dict)
@@ -170,7 +169,7 @@ def config_flags(path: Path, *, set_by: Iterable[str] = (),
     return flags
 
 
-def _settings(path: Path) -> dict[str, Any]:
+def _settings(path: Path) -> dict[str, object]:
     """A Streamlit config file as ``{"section.option": value}``; nothing for a missing file or
     one that does not parse (Streamlit reports that one itself when it reads it)."""
     try:
@@ -181,7 +180,7 @@ def _settings(path: Path) -> dict[str, Any]:
             if isinstance(options, dict) for key, value in options.items()}
 
 
-def _flag_value(value: Any) -> str:
+def _flag_value(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
