@@ -5,7 +5,7 @@ calls, and ask again (a bounded number of times) while it repeats a text already
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +75,7 @@ class PipelineView:
     """A graph node's upstream agents: only their replies are what it received (None: every
     reply before its own, as in a sequence)."""
 
-    def step_of(self, trace: dict[str, Any]) -> dict[str, Any]:
+    def step_of(self, trace: dict[str, Any]) -> dict[str, object]:
         received: list[dict[str, str]] = []
         produced: list[str] = []
         for event in trace.get("events", []):
@@ -108,7 +108,7 @@ def _clip(text: str, limit: int = REFLECTION_FIELD_CHARS) -> str:
     return clip(text, limit)
 
 
-def _compact_trace(trace: dict[str, Any]) -> dict[str, Any] | None:
+def _compact_trace(trace: dict[str, Any]) -> dict[str, object] | None:
     calls = [{"name": _clip(str(c.get("name")), 100), "args": _small(c.get("args")),
               "result": _clip(str(c.get("result")), 300)} for c in trace.get("tool_calls", [])]
     compact = {k: v for k, v in {"tool_calls": calls,
@@ -116,7 +116,7 @@ def _compact_trace(trace: dict[str, Any]) -> dict[str, Any] | None:
     return compact or None
 
 
-def _small(value: Any, limit: int = 300) -> Any:
+def _small(value: object, limit: int = 300) -> object:
     """``value`` as it is when its JSON is short, else its JSON clipped."""
     text = json.dumps(value, ensure_ascii=False, default=str)
     return value if len(text) <= limit else _clip(text, limit)
@@ -125,7 +125,7 @@ def _small(value: Any, limit: int = 300) -> Any:
 def reflection_trials(trials: list[Trial], tried: list[TriedText],
                       pipeline: PipelineView | None = None, *,
                       refused: list[Proposal] | tuple[Proposal, ...] = ()
-                      ) -> list[dict[str, Any]]:
+                      ) -> list[Mapping[str, object]]:
     """The texts already tried (``already_tried`` records: this iteration's ``refused``
     answers, then ``tried``, with why), then the trials in the reflection format
     (:mod:`studio.engine.propose.trials`): the judge's feedback with the evaluator's details
@@ -134,7 +134,8 @@ def reflection_trials(trials: list[Trial], tried: list[TriedText],
     person's correction. In a workflow, ``pipeline`` adds what the evolved agent received and
     produced in each trial. The tried texts come first so the size bound never drops them."""
     builder = TrialBuilder()
-    records = [retry_record(n, proposal) for n, proposal in enumerate(refused, 1)]
+    records: list[Mapping[str, object]] = [retry_record(n, proposal)
+                                           for n, proposal in enumerate(refused, 1)]
     records += [entry.record() for entry in tried]
     for trial in trials:
         metadata = reflected_feedback(trial)
@@ -173,10 +174,10 @@ def reflected_feedback(trial: Trial) -> Feedback:
     return Feedback(score=trial.effective_score, text=words)
 
 
-def within_budget(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def within_budget(records: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
     """The trials that fit in ``MAX_REFLECTION_TRIALS_CHARS`` as JSON, and a note counting
     those left out (each field is already clipped; this bounds how many there are)."""
-    kept: list[dict[str, Any]] = []
+    kept: list[Mapping[str, object]] = []
     used = 0
     for record in records:
         size = len(json.dumps(record, ensure_ascii=False, default=str))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -246,7 +247,7 @@ def split_proposal(raw: str) -> tuple[str, str]:
     return match.group(1).strip(), reasoning
 
 
-def fenced_trials(trials: list[dict[str, Any]]) -> str:
+def fenced_trials(trials: Sequence[Mapping[str, object]]) -> str:
     """The trials as JSON between random markers that model-written text cannot forge (it is
     written before the nonce exists), and a line telling the model to read them as data: an
     output saying "ignore your instructions" is evidence about the agent, not an order. When
@@ -265,7 +266,7 @@ TRIED_NOTE = ("\nRecords with an \"already_tried\" key are texts already propose
 
 
 async def run_reflection(
-    agent: BaseAgent, component_text: str, trials: list[dict[str, Any]],
+    agent: BaseAgent, component_text: str, trials: Sequence[Mapping[str, object]],
     executor: AgentExecutor
 ) -> ReflectionResult:
     """Run a reflection agent with ``component_text`` and ``trials`` in session state."""

@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from studio.critics.feedback import parse_feedback
 from studio.model.feedback import NORMALIZED_KEYS, Feedback
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrialBuilder", "normalize_feedback"]
+__all__ = ["TrialBuilder", "TrialRecord", "normalize_feedback"]
 
 
-def normalize_feedback(score: float | None, raw_feedback: str | dict[str, Any] | None) -> dict:
+class TrialRecord(TypedDict):
+    """One trial as reflection reads it (gepa-adk's trial format)."""
+
+    feedback: dict[str, object]
+    """``score`` always; ``feedback_text``, ``feedback_guidance``... when not empty."""
+    trajectory: dict[str, object]
+    """``input`` (when known), ``output``, ``trace`` (when any), and what callers add."""
+
+
+def normalize_feedback(score: float | None, raw_feedback: str | Mapping[str, object] | None
+                       ) -> dict[str, object]:
     """gepa-adk's ``trial_builder.normalize_feedback`` (seed 002), as its users call it: simple
     (string) or advanced (dict) feedback as ``{score, feedback_text, dimensions?, guidance?,
     custom fields}``. ``score`` always wins over a ``score`` key; a badly shaped field raises
@@ -40,18 +50,18 @@ class TrialBuilder:
     def build_feedback(
         self,
         score: float | None,
-        metadata: Feedback | Mapping[str, Any] | None = None,
+        metadata: Feedback | Mapping[str, object] | None = None,
         *,
         error: str | None = None,
         log_passthrough: bool = False,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """The feedback dict: ``score`` always; ``feedback_text``, ``feedback_guidance``,
         ``feedback_dimensions`` and ``error`` only when non-empty, to keep prompts clean.
         ``metadata`` is a :class:`Feedback`, or a critic's metadata in any spelling the record
         reads; a badly shaped field is left out rather than shown to reflection."""
         record = metadata if isinstance(metadata, Feedback) else Feedback.model_validate(
             dict(metadata or {}))
-        feedback: dict[str, Any] = {"score": score, **record.trial_fields()}
+        feedback: dict[str, object] = {"score": score, **record.trial_fields()}
         if error:
             feedback["error"] = error
         if log_passthrough:
@@ -63,16 +73,16 @@ class TrialBuilder:
         input_text: str | None,
         output: str,
         score: float | None,
-        metadata: Feedback | Mapping[str, Any] | None = None,
+        metadata: Feedback | Mapping[str, object] | None = None,
         *,
         error: str | None = None,
-        trace: dict[str, Any] | None = None,
-        extra_trajectory: dict[str, Any] | None = None,
+        trace: Mapping[str, object] | None = None,
+        extra_trajectory: Mapping[str, object] | None = None,
         log_passthrough: bool = False,
-    ) -> dict[str, Any]:
+    ) -> TrialRecord:
         """A full trial: ``{"feedback": ..., "trajectory": {input?, output, trace?, ...}}``.
         The input is left out when None (pipelines where it is implicit)."""
-        trajectory: dict[str, Any] = {}
+        trajectory: dict[str, object] = {}
         if input_text is not None:
             trajectory["input"] = input_text
         trajectory["output"] = output
@@ -80,6 +90,6 @@ class TrialBuilder:
             trajectory["trace"] = trace
         if extra_trajectory:
             trajectory.update(extra_trajectory)
-        return {"feedback": self.build_feedback(score, metadata, error=error,
-                                                log_passthrough=log_passthrough),
-                "trajectory": trajectory}
+        return TrialRecord(feedback=self.build_feedback(score, metadata, error=error,
+                                                        log_passthrough=log_passthrough),
+                           trajectory=trajectory)
