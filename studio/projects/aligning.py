@@ -34,7 +34,7 @@ from studio.critics.agreement import AgreementReport, agreement
 from studio.critics.alignable import JudgeText, alignable_parts, judge_text, with_judge_text
 from studio.critics.alignment import KEY as AGREEMENT_KEY
 from studio.critics.alignment import is_undone, label_text, read_label, reply_score, worst_score
-from studio.critics.protocol import Sample
+from studio.critics.protocol import Critic, Sample
 from studio.engine.hosting.build import (
     complete_spec,
     create_run,
@@ -848,7 +848,7 @@ def _sample(store: AligningStore, trial: Trial) -> Sample:
                   expected=example_expected(data), example=data, trace=trial.trace)
 
 
-async def _assess_all(critic: Any, samples: list[Sample], concurrency: int,
+async def _assess_all(critic: Critic, samples: list[Sample], concurrency: int,
                       on_step: Callable[[], None] | None = None
                       ) -> list[tuple[float | None, str]]:
     gate = asyncio.Semaphore(concurrency)
