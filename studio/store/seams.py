@@ -22,7 +22,7 @@ linearize). What opens stores, builds an engine or starts a run keeps the whole 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from studio.model.feedback import Feedback
@@ -61,8 +61,8 @@ class HasAddDecision(Protocol):
 
 
 class HasAddEvalRun(Protocol):
-    def add_eval_run(self, name: str, kind: str, summary: dict[str, Any],
-                     cases: list[dict[str, Any]]) -> int: ...
+    def add_eval_run(self, name: str, kind: str, summary: Mapping[str, object],
+                     cases: Sequence[Mapping[str, object]]) -> int: ...
 
 
 class HasAddEvent(Protocol):
@@ -337,7 +337,8 @@ class HasReviewSettings(Protocol):
 
 
 class HasSaveCheckpoint(Protocol):
-    def save_checkpoint(self, run_id: str, iteration: int, state: dict[str, Any]) -> None: ...
+    def save_checkpoint(self, run_id: str, iteration: int, state: Mapping[str, object]
+                        ) -> None: ...
 
 
 class HasSaveProject(Protocol):
@@ -353,7 +354,7 @@ class HasSaveUser(Protocol):
 
 
 class HasSetExampleData(Protocol):
-    def set_example_data(self, example_id: int, data: dict[str, Any]) -> None: ...
+    def set_example_data(self, example_id: int, data: Mapping[str, object]) -> None: ...
 
 
 class HasSetPooled(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
@@ -22,9 +23,8 @@ class CheckpointRepository(Repository):
     """The one checkpoint per run a resume starts from."""
 
     @guard
-    def save_checkpoint(self, run_id: str, iteration: int, state: dict[str, Any]) -> None:
-        state = finite_json(state)
-        values = {"run_id": run_id, "iteration": iteration, "state": state,
+    def save_checkpoint(self, run_id: str, iteration: int, state: Mapping[str, object]) -> None:
+        values = {"run_id": run_id, "iteration": iteration, "state": finite_json(state),
                   "updated_at": utcnow()}
         with self.engine.begin() as c:  # an update's parameters may not be named as columns
             if c.execute(_UPDATE, {f"b_{k}": v for k, v in values.items()}).rowcount == 0:

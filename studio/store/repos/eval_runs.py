@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -36,8 +37,8 @@ class EvalRunRepository(Repository):
     """Logged judge evaluations (Agno's eval runs)."""
 
     @guard
-    def add_eval_run(self, name: str, kind: str, summary: dict[str, Any],
-                     cases: list[dict[str, Any]]) -> int:
+    def add_eval_run(self, name: str, kind: str, summary: Mapping[str, object],
+                     cases: Sequence[Mapping[str, object]]) -> int:
         with self.engine.begin() as c:
             return inserted_id(c.execute(insert(t.eval_runs).values(
                 name=name, kind=kind, summary=finite_json(redact_data(summary)),

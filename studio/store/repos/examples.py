@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeVar
 
 from sqlalchemy import bindparam, insert, select, text, update
 
@@ -106,7 +106,7 @@ class ExampleRepository(Repository):
             return [to_model(Example, r, **_EXAMPLE_RENAME) for r in c.execute(query)]
 
     @guard
-    def set_example_data(self, example_id: int, data: dict[str, Any]) -> None:
+    def set_example_data(self, example_id: int, data: Mapping[str, object]) -> None:
         """Replace an example's fields: an align run's label read again from the person's
         correction as it is now (:mod:`studio.engine.people.labels`)."""
         with self.engine.begin() as c:

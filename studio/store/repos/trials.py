@@ -378,7 +378,7 @@ def _trial_filters(run_id: str, *, iterations: tuple[int, int] | None = None,
     return where
 
 
-def _not_finite_fields(value: Any, where: str) -> list[str]:
+def _not_finite_fields(value: object, where: str) -> list[str]:
     if isinstance(value, float) and not math.isfinite(value):
         return [f"{where} = {value}"]
     if isinstance(value, dict):
