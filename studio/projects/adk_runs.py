@@ -21,9 +21,10 @@ written by ``--reflection-model``, else the optimizer config's model, else the a
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError, field_validator
@@ -39,8 +40,16 @@ from studio.projects.files import (
 )
 from studio.runtime.adk_evalsets import case_row, is_eval_set_file, parse_eval_set
 
-ADK_DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0,
-                                        "response_match_score": 0.8}
+if TYPE_CHECKING:
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.optimization.gepa_root_agent_prompt_optimizer import (
+        GEPARootAgentPromptOptimizerConfig,
+    )
+
+M = TypeVar("M", bound=BaseModel)
+
+ADK_DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0,
+                                          "response_match_score": 0.8}
 """What ``adk eval`` scores when no criteria are given (ADK's ``_DEFAULT_EVAL_CONFIG``)."""
 
 MAX_EVAL_SET_BYTES = 20_000_000
@@ -53,7 +62,8 @@ class SamplerConfig(BaseModel):
     which the studio does not install; its ``eval_config`` is read with ADK's ``EvalConfig``."""
 
     eval_config: Any
-    """ADK's ``EvalConfig``: ``{"criteria": {metric: threshold or criterion}}``."""
+    """ADK's ``EvalConfig``: ``{"criteria": {metric: threshold or criterion}}`` (Any: ADK's
+    class is imported only when a config is read, by the validator below)."""
     app_name: str
     """The agent folder's name, as ``adk optimize`` checks it."""
     train_eval_set: str
@@ -65,13 +75,13 @@ class SamplerConfig(BaseModel):
 
     @field_validator("eval_config", mode="before")
     @classmethod
-    def _adk_eval_config(cls, value: Any) -> Any:
+    def _adk_eval_config(cls, value: object) -> EvalConfig:
         from google.adk.evaluation.eval_config import EvalConfig
 
         return finite_criteria(EvalConfig.model_validate(value))
 
 
-def finite_criteria(config: Any) -> Any:
+def finite_criteria(config: EvalConfig) -> EvalConfig:
     """ADK's ``EvalConfig`` when every number in its criteria is finite. ADK's model takes a
     NaN threshold (``NaN`` in JSON), and every comparison with NaN is false: each case would
     fail (or pass) whatever it scored.
@@ -139,11 +149,11 @@ def folder_project(request: FolderRunRequest, *, project_dir: Path | None = None
         DatasetError: an eval set is missing or unreadable, or a case id is unknown.
     """
     folder = _agent_folder(request.folder)
-    sampler = _read_adk_config(request.sampler_config, "LocalEvalSamplerConfig")
+    sampler = _read_adk_config(request.sampler_config, SamplerConfig, "LocalEvalSamplerConfig")
     train, val = _splits(request, folder, sampler)
     base_dir = (project_dir or _common_folder([folder, *train.files, *(val.files if val
                                                                         else ())])).resolve()
-    agent: dict[str, Any] = {"folder": os.path.relpath(folder, base_dir)}
+    agent: dict[str, object] = {"folder": os.path.relpath(folder, base_dir)}
     if request.model:
         agent["model"] = request.model
     data: dict[str, Any] = {
@@ -157,8 +167,7 @@ def folder_project(request: FolderRunRequest, *, project_dir: Path | None = None
     }
     if val is not None:
         data["dataset"]["val"] = _source(val, base_dir, "dataset.val")
-    _apply_optimizer_config(data, _read_adk_config(request.optimizer_config,
-                                                   "GEPARootAgentPromptOptimizerConfig"),
+    _apply_optimizer_config(data, _optimizer_config(request.optimizer_config),
                             request.reflection_model)
     text = _project_text(data, request)
     return FolderProject(parse_project(text, source=f"the project for {folder}"), text,
@@ -177,14 +186,21 @@ def _agent_folder(path: Path) -> Path:
     return folder
 
 
-def _read_adk_config(path: Path | None, model: str) -> Any:
-    """ADK's own pydantic model for a config file (``None`` when not given)."""
+def _optimizer_config(path: Path | None) -> GEPARootAgentPromptOptimizerConfig | None:
+    """``adk optimize``'s optimizer config file (``None`` when not given)."""
     if path is None:
         return None
     from google.adk.optimization import gepa_root_agent_prompt_optimizer as optimizer
 
-    cls: type[BaseModel] = SamplerConfig if model == "LocalEvalSamplerConfig" else \
-        optimizer.GEPARootAgentPromptOptimizerConfig
+    return _read_adk_config(path, optimizer.GEPARootAgentPromptOptimizerConfig,
+                            "GEPARootAgentPromptOptimizerConfig")
+
+
+def _read_adk_config(path: Path | None, cls: type[M], model: str) -> M | None:
+    """ADK's own pydantic model ``cls`` (named ``model``) for a config file (``None`` when
+    not given)."""
+    if path is None:
+        return None
     text = _read_text(path, where=model)
     try:
         return cls.model_validate_json(text)
@@ -206,7 +222,7 @@ def _read_text(path: Path, *, where: str) -> str:
         raise ConfigError(f"{path}: {exc.message}", where=where, value=str(path)) from exc
 
 
-def _splits(request: FolderRunRequest, folder: Path, sampler: Any
+def _splits(request: FolderRunRequest, folder: Path, sampler: SamplerConfig | None
             ) -> tuple[_Split, _Split | None]:
     """The train and validation eval sets: from ``--evalset`` / ``--val-evalset``, or the
     sampler config's eval set names, found in the agent folder as ADK's
@@ -253,7 +269,7 @@ def _common_folder(paths: list[Path]) -> Path:
     return Path(os.path.commonpath(folders))
 
 
-def _source(split: _Split, base_dir: Path, where: str) -> Any:
+def _source(split: _Split, base_dir: Path, where: str) -> object:
     """A split's dataset source: the eval set's path when it is one file under ``base_dir``
     read whole, else its cases as inline rows (several files, or some case ids)."""
     for path in split.files:
@@ -293,7 +309,7 @@ def _rows(split: _Split, where: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _criteria(request: FolderRunRequest, sampler: Any) -> dict[str, Any]:
+def _criteria(request: FolderRunRequest, sampler: SamplerConfig | None) -> dict[str, object]:
     """The criteria as ``{metric: threshold or criterion dict}``: ``--criteria``, else the
     sampler config's ``eval_config``, else ADK's default."""
     if request.criteria is not None:
@@ -324,13 +340,13 @@ the case, and a failing metric moved toward its threshold counts (``adk optimize
 score gives GEPA nothing to climb until a case flips). Each trial still shows ADK's verdict."""
 
 
-def critic_section(criteria: dict[str, Any], *, judge_model: str | None = None
-                   ) -> dict[str, Any]:
+def critic_section(criteria: Mapping[str, object], *, judge_model: str | None = None
+                   ) -> dict[str, object]:
     """A project's critic section judging ``criteria`` (ADK metric names to thresholds or
     criterion dicts) as ``adk eval`` does, with ADK's own evaluators (``type: adk_metrics``):
     each metric against its threshold, a case passing only when every metric passes. Metrics
     judged by a model ask ``judge_model`` (default: the agent's own model)."""
-    section: dict[str, Any] = {"type": "adk_metrics", "name": "adk_criteria",
+    section: dict[str, object] = {"type": "adk_metrics", "name": "adk_criteria",
                                "adk_metrics": {"criteria": criteria},
                                "score": FOLDER_SCORE_RULE}
     if judge_model:
@@ -338,7 +354,9 @@ def critic_section(criteria: dict[str, Any], *, judge_model: str | None = None
     return section
 
 
-def _apply_optimizer_config(data: dict[str, Any], optimizer: Any, model: str | None) -> None:
+def _apply_optimizer_config(data: dict[str, Any],
+                            optimizer: GEPARootAgentPromptOptimizerConfig | None,
+                            model: str | None) -> None:
     """``adk optimize``'s optimizer settings as the studio's: its model writes the proposals
     (unless --reflection-model says otherwise), its budget and minibatch are the run's."""
     if optimizer is None:
