@@ -141,7 +141,7 @@ def _run_options(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return command
 
 
-def _agent_folder_options(group: Any) -> None:
+def _agent_folder_options(group: argparse._ArgumentGroup) -> None:
     """What ``adk optimize`` takes, for ``studio run my_agent``
     (:mod:`studio.projects.adk_runs`)."""
     group.add_argument("--evalset", action="append", type=Path, default=[],
@@ -348,7 +348,7 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def _team_commands(sub: Any) -> None:
+def _team_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """People on a shared store (:mod:`studio.cli.team`)."""
     adjudicate = sub.add_parser("adjudicate", help="settle a trial the reviewers disagree on "
                                 "(owner; everyone's labels are kept)")

@@ -47,7 +47,7 @@ _JOBS: dict[str, Job] = {}
 _LOCK = threading.Lock()
 
 
-def start_job(key: str, label: str, work: Callable[[Job], Any]) -> Job:
+def start_job(key: str, label: str, work: Callable[[Job], object]) -> Job:
     """Run ``work(job)`` in a thread; while a job with this key runs, return it instead."""
     with _LOCK:
         current = _JOBS.get(key)
@@ -64,7 +64,7 @@ def job(key: str) -> Job | None:
         return _JOBS.get(key)
 
 
-def _run(job_: Job, work: Callable[[Job], Any]) -> None:
+def _run(job_: Job, work: Callable[[Job], object]) -> None:
     try:
         job_.result = work(job_)
     except BaseException as exc:  # shown on the page that started it, never lost

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -125,7 +124,7 @@ class ProposalRow(BaseModel):
             return f"{now} (the judge alone: {self.now.judged.arrow()})"
         return now
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """JSON-ready: every field, plus the flat names ``iteration_history`` has always had
         (``proposal_id``, ``parent_sum``/``child_sum``: the effective sums now, ``accepted``,
         ``rule_accepts``, ``note``) so porting code keeps working."""
@@ -139,9 +138,10 @@ class ProposalRow(BaseModel):
                 "corrected_since": self.changed_since_decision,
                 "evidence": self.sums_text(), "note": self.invalid_reason}
 
-    def flat(self) -> dict[str, Any]:
+    def flat(self) -> dict[str, object]:
         """One flat record per proposal for a spreadsheet (an export's CSV and JSONL)."""
-        row = {"proposal_id": self.id, "number": self.number, "iteration": self.iteration,
+        row: dict[str, object] = {
+               "proposal_id": self.id, "number": self.number, "iteration": self.iteration,
                "kind": self.kind.value,
                "component": self.component, "label": self.label,
                "parent_ids": self.parent_ids, "child_id": self.child_id,
@@ -158,7 +158,7 @@ class ProposalRow(BaseModel):
                       "evidence": self.sums_text()}
 
 
-def _flat_evidence(moment: str, evidence: Evidence | None) -> dict[str, Any]:
+def _flat_evidence(moment: str, evidence: Evidence | None) -> dict[str, object]:
     keys = ("parent_sum", "child_sum", "compared")
     effective = evidence.effective.model_dump() if evidence else dict.fromkeys(keys)
     judged = evidence.judged.model_dump() if evidence else dict.fromkeys(keys)

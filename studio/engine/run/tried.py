@@ -17,7 +17,6 @@ import bisect
 import heapq
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from studio.engine.run.agent_texts import UNCHANGED_PREFIX
 from studio.model.limits import REFLECTION_FIELD_CHARS, clip
@@ -72,9 +71,9 @@ class TriedText:
         """In words, e.g. "A reviewer rejected the proposed text: too long"."""
         return self.refusal.why(self.reason)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """The fenced trials record the reflection reads."""
-        entry: dict[str, Any] = {"text": clip(self.text, REFLECTION_FIELD_CHARS),
+        entry: dict[str, object] = {"text": clip(self.text, REFLECTION_FIELD_CHARS),
                                  "outcome": self.outcome.value,
                                  "refusal": self.refusal.value,
                                  "why": clip(self.why, REFLECTION_FIELD_CHARS)}
@@ -264,7 +263,7 @@ def candidate_tried(store: RunPartsStore, candidate: Candidate) -> TriedText | N
     return _tried(proposal, decisions[-1] if decisions else None, {})
 
 
-def retry_record(attempt: int, refused: Proposal) -> dict[str, Any]:
+def retry_record(attempt: int, refused: Proposal) -> dict[str, object]:
     """What a retry's prompt says about the answer just refused."""
     return {"already_tried": {
         "text": clip(refused.text, REFLECTION_FIELD_CHARS), "outcome": "refused just now",

@@ -173,7 +173,7 @@ def _check_budget(config: EvolutionConfig, train: list, val: list | None, source
             where=f"{source}: run.max_metric_calls", value=config.max_metric_calls)
 
 
-def _check_seed_state(agent: Any, project: ProjectFile, rows: list[dict[str, Any]],
+def _check_seed_state(agent: object, project: ProjectFile, rows: list[dict[str, Any]],
                       source: str) -> None:
     """The seed's state guard (:func:`check_seed_placeholders`), naming a declared agent as
     ``agents[1] (writer)`` and one of a referenced workflow as ``agent.ref (ref) > writer``."""

@@ -9,7 +9,7 @@ import io
 import json
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from studio.model.errors import ConfigError, DatasetError
 from studio.model.jsontools import MAX_JSON_DEPTH, finite_float, json_depth, unique_keys
@@ -158,5 +158,5 @@ def _json_line(line: str, line_number: int, where: str, label: str = "") -> Any:
         raise DatasetError(f"{label}: {exc}", where=where) from exc
 
 
-def _refuse_constant(name: str) -> Any:
+def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number JSON can hold; write null or a number")
