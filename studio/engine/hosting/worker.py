@@ -359,7 +359,8 @@ def completed_message(run: Run) -> str:
             f"start a new run with a different {limit}")
 
 
-def raised_budget(store: PolicyStore, run: Run, max_metric_calls: int | None) -> dict[str, Any]:
+def raised_budget(store: PolicyStore, run: Run, max_metric_calls: int | None
+                  ) -> dict[str, object]:
     """The run's stored config with a new ``max_metric_calls`` (empty when none is given)."""
     if max_metric_calls is None:
         return {}

@@ -138,7 +138,7 @@ def verdicts(trial: Trial) -> list[_Verdict]:
     return [_Verdict(evaluator, evaluator, trial.effective_score, trial.effective_feedback)]
 
 
-def _part_verdict(part: Mapping[str, Any]) -> _Verdict:
+def _part_verdict(part: Mapping[str, object]) -> _Verdict:
     metadata = part.get("metadata")
     if not isinstance(metadata, Mapping):
         metadata = {}

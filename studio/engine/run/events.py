@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from functools import cache
-from typing import Any, ClassVar, Self, cast
+from typing import ClassVar, Self, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -27,7 +27,7 @@ class EngineEvent:
     run_id: str
     iteration: int
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, object]:
         data = asdict(self)
         data.pop("run_id")
         data.pop("iteration")

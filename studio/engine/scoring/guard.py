@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any
 
 CONFIDENCE = 0.95
 
@@ -236,7 +235,7 @@ class HoldoutReport:
     test_gain: Gain
     verdict: Verdict
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["verdict"] = {"status": self.verdict.status.value, "message": self.verdict.message}
         return data
