@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from studio.model.errors import ConfigError
 from studio.model.records import GenerationConfig, config_from_yaml
@@ -55,7 +55,7 @@ class SourceModule:
     name: str
     path: Path
     tree: cst.Module
-    positions: Any
+    positions: Mapping[cst.CSTNode, CodeRange]
     is_package: bool
 
     def line(self, node: cst.CSTNode) -> int:

@@ -16,7 +16,6 @@ import pprint
 import textwrap
 import unicodedata
 from collections.abc import Iterator
-from typing import Any
 
 import libcst as cst
 
@@ -33,6 +32,7 @@ def rewrite(module: SourceModule, replacements: dict[int, cst.BaseExpression]) -
     """The module's source with each node (by ``id``) replaced: one pass, every other byte as
     it was."""
     class Replace(cst.CSTTransformer):
+        # Any: libcst types the hook node-for-node (a TypeVar); a replacement is another kind
         def on_leave(self, original: Any, updated: Any) -> Any:
             return replacements.get(id(original), updated)
 
@@ -129,7 +129,7 @@ def _parts(node: cst.ConcatenatedString) -> Iterator[cst.BaseExpression]:
         yield right
 
 
-def _between(node: cst.ConcatenatedString) -> list[Any]:
+def _between(node: cst.ConcatenatedString) -> list[cst.BaseParenthesizableWhitespace]:
     found = [node.whitespace_between]
     if isinstance(node.right, cst.ConcatenatedString):
         found.extend(_between(node.right))
@@ -165,7 +165,7 @@ def _wrap(line: str, width: int) -> list[str]:
     return pieces if "".join(pieces) == line else [line]
 
 
-def _dict_literal(value: Any, found: Found) -> cst.BaseExpression:
+def _dict_literal(value: object, found: Found) -> cst.BaseExpression:
     indent = " " * (found.module.positions[found.node].start.column)
     text = pprint.pformat(value, indent=1, width=88, sort_dicts=False)
     text = text.replace("\n", "\n" + indent)
@@ -220,7 +220,8 @@ def _uncommented(comma: cst.Comma) -> cst.Comma:
     return comma.with_changes(whitespace_after=_uncommented_space(comma.whitespace_after))
 
 
-def _uncommented_space(space: Any) -> Any:
+def _uncommented_space(space: cst.BaseParenthesizableWhitespace
+                       ) -> cst.BaseParenthesizableWhitespace:
     """Whitespace with a line break, without the comment at the end of its first line."""
     if isinstance(space, cst.ParenthesizedWhitespace) and space.first_line.comment is not None:
         line = space.first_line.with_changes(comment=None, whitespace=cst.SimpleWhitespace(""))
