@@ -16,6 +16,7 @@ import pprint
 import textwrap
 import unicodedata
 from collections.abc import Iterator
+from typing import Any
 
 import libcst as cst
 
