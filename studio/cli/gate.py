@@ -85,7 +85,9 @@ class ShellGate:
     """A run's listener and the main thread's question: see the module's docstring."""
 
     def __init__(self, store: Store, run_id: str, *, terminal: Terminal | None = None,
-                 author: str = "cli", hold: Callable[[], Any] | None = None) -> None:
+                 author: str = "cli",
+                 hold: Callable[[], contextlib.AbstractContextManager[object]] | None = None
+                 ) -> None:
         self.store = store
         self.run_id = run_id
         self.terminal = terminal or Terminal.of_process()

@@ -56,14 +56,14 @@ ROW_FILES = (".csv", ".jsonl", ".ndjson")
 YAML_FILES = (".yaml", ".yml")
 
 
-def parse_settings(items: list[str]) -> dict[str, Any]:
+def parse_settings(items: list[str]) -> dict[str, object]:
     """``["max_iterations=5", "review=review"]`` as ``{"max_iterations": 5, ...}`` (each value
     read as a YAML scalar: numbers, ``null``, ``true``; checked later as EvolutionConfig).
 
     Raises:
         ConfigError: an item without ``=``, or a value that is not a plain scalar.
     """
-    settings: dict[str, Any] = {}
+    settings: dict[str, object] = {}
     for item in items:
         key, sep, text = item.partition("=")
         key = key.strip()
