@@ -4,7 +4,7 @@ names it (``agents[1] (writer).model``), with "did you mean" for an unknown fiel
 from __future__ import annotations
 
 import difflib
-from typing import Any, get_args
+from typing import get_args
 
 from pydantic import (
     BaseModel,
@@ -17,7 +17,7 @@ from studio.model.limits import too_long
 from studio.projects.files.sections import ProjectFile
 
 
-def explain_validation(exc: ValidationError, data: Any = None) -> str:
+def explain_validation(exc: ValidationError, data: object = None) -> str:
     errors = [e for e in exc.errors() if not _other_branch_failed(e, exc.errors())]
     problems = []
     for error in errors[:5]:
@@ -45,7 +45,7 @@ def _other_branch_failed(error: ErrorDetails, errors: list[ErrorDetails]) -> boo
         e["loc"][:len(loc)] == (*loc[:-1], "WorkflowSpec") for e in errors)
 
 
-def _readable_path(loc: tuple, data: Any) -> str:
+def _readable_path(loc: tuple, data: object) -> str:
     """``agents.1.model`` as ``agents[1] (writer).model`` and a nested workflow's
     ``workflow.steps.1.WorkflowSpec.type`` as ``workflow.steps[1] (refine).type``: errors name
     the agent or the workflow."""
@@ -64,7 +64,7 @@ def _readable_path(loc: tuple, data: Any) -> str:
     return ".".join(parts)
 
 
-def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
+def _refined(error: ErrorDetails, path: str, message: str) -> tuple[str, str]:
     """A field validator's ConfigError places itself inside the field (``tools[2]``): use its
     place rather than repeat it (``agent.tools[2]: ...``, not ``agent.tools: tools[2]: ...``)."""
     cause = (error.get("ctx") or {}).get("error")
@@ -77,7 +77,7 @@ def _refined(error: Any, path: str, message: str) -> tuple[str, str]:
 
 
 def _suggestion(loc: tuple) -> str:
-    model: Any = ProjectFile
+    model: type[BaseModel] | None = ProjectFile
     for part in loc[:-1]:
         if isinstance(part, int) or part in _STEP_BRANCHES:
             continue  # a list index or a union branch: the model stays the item's
@@ -91,7 +91,7 @@ def _suggestion(loc: tuple) -> str:
     return f" (did you mean {close[0]!r}?)" if close else f" (known fields: {', '.join(names)})"
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
+def _model_in(annotation: object) -> type[BaseModel] | None:
     """The pydantic model a field holds: itself, or the item of a list or an optional."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
