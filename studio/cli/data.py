@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from collections.abc import Iterable
+from typing import TextIO
 
 from studio.cli.common import _store
 from studio.model.errors import StudioError
@@ -68,7 +69,7 @@ def cmd_trials(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_json_array(rows: Any, stream: Any) -> None:
+def _write_json_array(rows: Iterable[object], stream: TextIO) -> None:
     """One JSON array, an element per line, written as the rows arrive (never all in memory)."""
     stream.write("[")
     for n, row in enumerate(rows):

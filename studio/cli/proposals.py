@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from studio.cli.common import _store, author_of
 from studio.cli.gate import edit_outcome
@@ -17,6 +17,9 @@ from studio.projects.workspace import require_reason
 from studio.store import Store
 from studio.views.proposal_card import card_body, card_json
 from studio.views.skips import skip_text
+
+if TYPE_CHECKING:
+    from studio.engine.people.history import ProposalRow
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
@@ -103,7 +106,7 @@ def _print_skipped(store: Store, run_id: str) -> None:
         print(f"iteration {event.iteration} skipped: {skip_text(event)}")
 
 
-def _changes(row: Any) -> str:
+def _changes(row: ProposalRow) -> str:
     """What a proposal changes: its component, or which candidates a merge combines (for a
     merge, the parent's sum is the better parent's on the subsample)."""
     if not row.merge:
