@@ -48,7 +48,7 @@ def server_db(url: str):
 def nav(page, title: str) -> None:
     page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
     heading = "Evolution Studio" if title == "Home" else title
-    page.get_by_role("heading", name=heading, exact=True).first.wait_for(timeout=20_000)
+    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
 
 
 def shot(page, name: str) -> None:

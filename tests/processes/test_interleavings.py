@@ -127,8 +127,13 @@ def finish(store, worker: CliWorker, rng: random.Random) -> None:
         with refused_is_fine():
             get_manager(store).unpause(run_id)
         while worker.alive:
-            wait_until(lambda: pending(store, run_id) or not worker.alive, timeout=60,
-                       message="the resumed run to reach a gate or its end")
+            try:
+                wait_until(lambda: pending(store, run_id) or not worker.alive, timeout=180,
+                           message="the resumed run to reach a gate or its end")
+            except AssertionError as exc:  # say where it stood: slow, paused, or stuck
+                run = store.get_run(run_id)
+                raise AssertionError(f"{exc}: the run is {run.status} (control {run.control}), "
+                                     f"{store.count_trials(run_id)} trials") from None
             waiting = pending(store, run_id)
             if waiting and worker.alive:
                 decide_and_wait(store, worker, waiting[0].id, rng.choice(["accept", "reject"]))

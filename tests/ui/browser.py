@@ -117,7 +117,10 @@ def chromium_pages(count: int, width: int = 1400, height: int = 1000) -> Iterato
         for _ in range(count):
             context = browser.new_context(viewport={"width": width, "height": height})
             stack.callback(context.close)
-            context.set_default_timeout(30_000)
+            # every wait is on a condition, so a long deadline costs nothing when it passes;
+            # 30 s was too short for a fresh server's first page beside three test workers and
+            # two busy cores (issue 33's load runs)
+            context.set_default_timeout(90_000)
             page = context.new_page()
             _keep_a_log(page)
             pages.append(page)
