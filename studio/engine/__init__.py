@@ -41,7 +41,11 @@ _HOMES = {
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_HOME_OF)
+__all__ = ["EvolutionConfig", "EvolutionResult", "ReviewMode", "Selection", "StopReason",
+           "build_engine", "create_run", "decide", "enqueue", "evolve", "evolve_group",
+           "evolve_sync", "evolve_workflow", "fork", "load_result", "override", "queue_run",
+           "score_test_set", "start_test_scoring", "undo_override"]
+assert sorted(__all__) == sorted(_HOME_OF), "every exported name has one home"
 
 
 def __getattr__(name: str) -> Any:
