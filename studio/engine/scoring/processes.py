@@ -21,8 +21,8 @@ CPU in a fresh interpreter; on a 2-core machine those seconds are taken from the
 the platform has it (Linux, macOS), the processes fork from multiprocessing's *forkserver*: a
 clean, single-threaded interpreter started once per engine process, which imports
 :data:`PRELOADED` (and the run's setup function's module) once; each process forks from it
-already holding them (two processes ready in ~2 s instead of ~9 s, and ~1.5 CPU-s instead of
-~11: ``bench/bench_forkserver.py``). Elsewhere they are spawned as fresh interpreters. The
+already holding them (on a loaded 2-core machine, two processes were ready in 6.8 s instead
+of 14.8 s, and a next pool in 1.5 s instead of 12.4 s: ``bench/bench_forkserver.py``). Elsewhere they are spawned as fresh interpreters. The
 forkserver is started from the engine's process, so it imports under the engine's environment;
 each process still gets the engine's *current* environment (:func:`start_in_process`) and beats
 at the engine's :data:`HEARTBEAT_SECONDS`, so a setting the forkserver read at import can never
