@@ -70,9 +70,6 @@ fresh interpreter imports ADK and LiteLLM: seconds, more on a loaded machine).""
 STALL_SLACK_SECONDS = 10.0
 """Added to a shard's deadline: backoff between retries and a process building the run."""
 
-PARENT_CHECK_SECONDS = 0.5
-"""How often a pool process checks that the process that started it is alive."""
-
 OUTAGE_RETRY_SECONDS = 2.0
 """How often a process waiting for its database to answer again tries it (a worker started
 before its database, a run stopped by an outage)."""

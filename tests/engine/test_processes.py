@@ -5,6 +5,7 @@ process)."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import signal
 import threading
@@ -144,6 +145,24 @@ def test_the_next_run_reuses_the_worker_processes(tmp_path):
     first = pids_of_a_run(tmp_path, "first")
     second = pids_of_a_run(tmp_path, "second")
     assert first and second == first
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(),
+                    reason="no forkserver on this platform: processes are spawned")
+def test_worker_processes_fork_from_a_server_that_already_imported_adk_and_litellm(tmp_path):
+    """A spawned process imports ADK, LiteLLM and google-genai again (seconds of CPU each, taken
+    from the run): the processes fork from one server that imported them once."""
+    pids = pids_of_a_run(tmp_path, "forked")
+    [server] = {parent_of(pid) for pid in pids}
+    assert server != os.getpid() and parent_of(server) == os.getpid()  # started by the engine
+    assert b"multiprocessing.forkserver" in Path(f"/proc/{server}/cmdline").read_bytes()
+    loaded = Path(f"/proc/{server}/maps").read_text()  # C extensions its imports loaded
+    assert "pydantic_core" in loaded and "_tiktoken" in loaded  # pydantic; LiteLLM's tokenizer
 
 
 @pytest.mark.slow

@@ -16,11 +16,21 @@ concurrency limit holds in total. Work is sent in shards of ``SHARD_ROUNDS`` tim
 examples (a process refills a freed slot from its shard at once); a shard's trials are
 committed as soon as it returns.
 
-Starting a process costs a fresh interpreter's imports (seconds of CPU, and on a 2-core machine
-those seconds are taken from the run), so the processes are shared by the runs of this process:
-one pool per process count, started by the first run that asks for it and reused by the next
-ones (a studio server or a ``studio worker`` runs many). Each run sends its setup (spec, config)
-with its shards; a process builds a run's agent and critic once and keeps the last few runs'.
+Starting a process costs the imports of ADK, LiteLLM, google-genai and SQLAlchemy (about 5 s of
+CPU in a fresh interpreter; on a 2-core machine those seconds are taken from the run). So where
+the platform has it (Linux, macOS), the processes fork from multiprocessing's *forkserver*: a
+clean, single-threaded interpreter started once per engine process, which imports
+:data:`PRELOADED` (and the run's setup function's module) once; each process forks from it
+already holding them (on a loaded 2-core machine, two processes were ready in 6.8 s instead
+of 14.8 s, and a next pool in 1.5 s instead of 12.4 s: ``bench/bench_forkserver.py``). Elsewhere they are spawned as fresh interpreters. The
+forkserver is started from the engine's process, so it imports under the engine's environment;
+each process still gets the engine's *current* environment (:func:`start_in_process`) and beats
+at the engine's :data:`HEARTBEAT_SECONDS`, so a setting the forkserver read at import can never
+disagree with the engine about how a process shows it is alive. The processes are also shared
+by the runs of this process: one pool per process count, started by the first run that asks for
+it and reused by the next ones (a studio server or a ``studio worker`` runs many). Each run
+sends its setup (spec, config) with its shards; a process builds a run's agent and critic once
+and keeps the last few runs'.
 A new process makes one call of the offline scripted model before it takes work
 (:mod:`studio.runtime.warm`): the imports of a first call, counted inside a shard's first call,
 could exceed a short call timeout and fail trials a warm process judges in time.
@@ -45,8 +55,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.context import BaseContext
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from studio.critics.feedback import judge_sample
@@ -71,7 +83,6 @@ from studio.runtime.slots import finishing
 from studio.runtime.timing import (
     HEARTBEAT_CHECK_SECONDS,
     HEARTBEAT_SECONDS,
-    PARENT_CHECK_SECONDS,
     PROCESS_START_SECONDS,
     STALE_HEARTBEAT_SECONDS,
     STALL_SLACK_SECONDS,
@@ -183,22 +194,45 @@ logger = logging.getLogger(__name__)
 _POOLS: dict[int, ProcessPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
+START_METHOD = ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                else "spawn")
+"""How worker processes start: forked from the forkserver, else (no forkserver on this
+platform) spawned. Never "fork": the engine's process holds threads and their locks."""
 
-def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None
-                ) -> ProcessPoolExecutor:
+PRELOADED = ("litellm", "google.genai", "google.adk.agents", "google.adk.runners",
+             "google.adk.models.lite_llm", "google.adk.workflow", "google.adk.auth.auth_handler",
+             "google.adk.agents.remote_a2a_agent", "sqlalchemy", __name__)
+"""What the forkserver imports once for every worker process: what a process's build and
+warm-up call import (ADK's workflow runner pulls in its auth and A2A modules), without
+running anything. Each module is imported with the engine's environment (see the module's
+docstring); never ``__main__`` (:func:`_main_not_rerun`)."""
+
+
+def _start_context(preload: tuple[str, ...]) -> BaseContext:
+    """The multiprocessing context worker processes start from. ``preload`` adds modules to
+    :data:`PRELOADED` (the run's setup function's, which each process imports by name); only
+    the first pool's list counts: the forkserver starts once per process."""
+    context = multiprocessing.get_context(START_METHOD)
+    if START_METHOD == "forkserver":
+        context.set_forkserver_preload(list(dict.fromkeys((*PRELOADED, *preload))))
+    return context
+
+
+def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None,
+                preload: tuple[str, ...] = ()) -> ProcessPoolExecutor:
     """The worker processes the runs of this process share, one pool per process count.
 
     ``broken``: the pool a caller saw break (a process was killed). It is replaced only if it
     is still the shared one: when a process dies every pending future of its pool breaks, and
-    all their callers must land on ONE new pool, not start one each."""
+    all their callers must land on ONE new pool, not start one each. ``preload``: modules the
+    forkserver imports besides :data:`PRELOADED` (:func:`_start_context`)."""
     with _POOLS_LOCK:
         pool = _POOLS.get(processes)
         if pool is None or (broken is not None and pool is broken):
-            # spawn: a clean interpreter, never a fork of a process holding threads and locks
-            pool = ProcessPoolExecutor(max_workers=processes,
-                                       mp_context=multiprocessing.get_context("spawn"),
+            pool = ProcessPoolExecutor(max_workers=processes, mp_context=_start_context(preload),
                                        initializer=start_in_process,
-                                       initargs=(os.getpid(), _heartbeat_dir()))
+                                       initargs=(_engine_alive(), _heartbeat_dir(),
+                                                 HEARTBEAT_SECONDS, dict(os.environ)))
             _POOLS[processes] = pool
             if broken is not None:
                 broken.shutdown(wait=False, cancel_futures=True)  # its live processes exit
@@ -213,6 +247,17 @@ def shard_deadline(config: EvolutionConfig) -> float:
 
 
 _HEARTBEAT_DIR: list[str] = []
+_ENGINE_ALIVE: list[Connection] = []
+
+
+def _engine_alive() -> Connection:
+    """The read end of a pipe whose write end only this process holds (never inherited: every
+    process is started with the descriptors it is given): its worker processes read it, and
+    reach its end when this process is gone (:func:`die_with_parent`)."""
+    if not _ENGINE_ALIVE:
+        reader, writer = multiprocessing.Pipe(duplex=False)
+        _ENGINE_ALIVE.extend((reader, writer))  # the writer stays open while this process lives
+    return _ENGINE_ALIVE[0]
 
 
 def _heartbeat_dir() -> str:
@@ -284,6 +329,7 @@ class ProcessFanOut:
         per_process = max(1, math.ceil(config.max_concurrency / config.processes))
         self.shard_size = per_process * SHARD_ROUNDS
         self.shard_deadline_s = shard_deadline(config)
+        self._preload = (setup.__module__,)
         self._setup = (setup, spec.model_dump(mode="json", by_alias=True),
                        config.model_dump(mode="json"), default_model, per_process)
         self._key = uuid.uuid4().hex
@@ -386,11 +432,11 @@ class ProcessFanOut:
 
     def _submit(self, fn: Callable, *args: object) -> Future:
         """Submit to the shared pool; a pool that broke (a process died) is replaced once."""
-        self._pool = self._pool or shared_pool(self.processes)
+        self._pool = self._pool or shared_pool(self.processes, preload=self._preload)
         try:
             return self._pool.submit(fn, *args)
         except BrokenProcessPool:
-            self._pool = shared_pool(self.processes, broken=self._pool)
+            self._pool = shared_pool(self.processes, broken=self._pool, preload=self._preload)
             return self._pool.submit(fn, *args)
 
     def close(self) -> None:
@@ -404,9 +450,11 @@ _MAIN_LOCK = threading.Lock()
 
 @contextmanager
 def _main_not_rerun() -> Iterator[None]:
-    """Spawn runs the parent's ``__main__`` again in each child, by path. Under Streamlit that
-    is the studio's page script (it would open the default store and draw pages), under pytest
-    a test's: the child needs neither, so the path is hidden while processes are spawned."""
+    """Spawn and the forkserver run the parent's ``__main__`` again in each child, by the path
+    (or module name) in the preparation data sent with each new process. Under Streamlit that is
+    the studio's page script (it would open the default store and draw pages), under pytest a
+    test's: the child needs neither, so the path is hidden while processes are started (the
+    forkserver itself imports ``__main__`` only when it is preloaded, which it never is)."""
     main = sys.modules.get("__main__")
     with _MAIN_LOCK:
         saved: dict[str, object] = {
@@ -425,43 +473,49 @@ def _main_not_rerun() -> Iterator[None]:
 
 # --------------------------------------------------------------------------- in the process
 
-def start_in_process(parent_pid: int, heartbeat_dir: str) -> None:
-    """A worker process's initializer: exit with the parent, load what a first model call
-    imports (counted inside a shard's first call, seconds of imports could exceed a short call
-    timeout and fail its trials), then beat while alive. The first beat says the process can
+def start_in_process(engine_alive: Connection, heartbeat_dir: str, beat_seconds: float,
+                     environment: dict[str, str]) -> None:
+    """A worker process's initializer: take the engine's current environment (a forked
+    process starts with the forkserver's, as it was when the forkserver started), exit with the
+    engine, load what a first model call imports (counted inside a shard's first call, seconds
+    of imports could exceed a short call timeout and fail its trials), then beat every
+    ``beat_seconds`` (the engine's setting) while alive. The first beat says the process can
     take work: a shard's deadline counts from it, its start from :data:`PROCESS_START_SECONDS`."""
-    die_with_parent(parent_pid)
+    os.environ.clear()
+    os.environ.update(environment)
+    die_with_parent(engine_alive)
     _loop().run_until_complete(warm_up())
-    threading.Thread(target=_beat, args=(os.path.join(heartbeat_dir, str(os.getpid())),),
-                     daemon=True, name="heartbeat").start()
+    threading.Thread(target=_beat, args=(os.path.join(heartbeat_dir, str(os.getpid())),
+                                         beat_seconds), daemon=True, name="heartbeat").start()
 
 
-def _beat(path: str) -> None:
+def _beat(path: str, every: float) -> None:
     while True:
         with open(path, "a"):
             os.utime(path)
-        time.sleep(HEARTBEAT_SECONDS)
+        time.sleep(every)
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """Exit this worker process soon after ``parent_pid`` dies, however it died.
+def die_with_parent(engine_alive: Connection) -> None:
+    """Exit this worker process soon after the engine's process dies, however it died.
 
     A SIGKILLed engine cannot shut its pool down, and each orphan holds ADK, LiteLLM and maybe
-    the embedded model (~300 MB). Linux's parent-death signal (``PR_SET_PDEATHSIG``) is no use
-    here: it fires when the *thread* that started the process ends, and pools are shared by
-    runs started from short-lived threads (Streamlit script runs, ``asyncio.to_thread``). So a
-    daemon thread watches for this process being handed to another parent instead.
+    the embedded model (~300 MB). Watching the parent pid is no use: a process's parent is the
+    forkserver, which exits only once every process it started has (each holds its "alive"
+    pipe). Linux's parent-death signal (``PR_SET_PDEATHSIG``) fires when the *thread* that
+    started the process ends, and pools are shared by runs started from short-lived threads
+    (Streamlit script runs, ``asyncio.to_thread``). So a daemon thread reads ``engine_alive``,
+    on which nothing is ever sent: the read returns at its end, when the engine is gone (at
+    once if it died while this process was starting).
     """
-    if os.getppid() != parent_pid:  # the parent died while this process was starting
-        os._exit(0)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
+    threading.Thread(target=_exit_at_end, args=(engine_alive,), daemon=True,
                      name="die-with-parent").start()
 
 
-def _watch_parent(parent_pid: int) -> None:
-    while os.getppid() == parent_pid:
-        time.sleep(PARENT_CHECK_SECONDS)
-    os._exit(0)  # no cleanup to wait for: the parent held every store write
+def _exit_at_end(engine_alive: Connection) -> None:
+    with suppress(EOFError, OSError):
+        engine_alive.recv_bytes()
+    os._exit(0)  # no cleanup to wait for: the engine held every store write
 
 
 KEPT_RUNS = 4
