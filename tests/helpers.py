@@ -22,6 +22,7 @@ from studio.runtime.providers.scripted import (
     register_script,
     unregister_script,
 )
+from tests import zygote
 
 TOPICS = ["autumn leaves", "morning coffee", "city rain", "old bridge", "snow owl"]
 BASE_INSTRUCTION = "Write a haiku about the given topic."
@@ -117,12 +118,12 @@ class CliWorker:
 
     def __init__(self, url: str, project: Path) -> None:
         self.url, self.project = url, project
-        self.process: subprocess.Popen | None = None
+        self.process: zygote.Process | None = None
         self.run_id: str | None = None
 
-    def _spawn(self, *args: str) -> subprocess.Popen:
+    def _spawn(self, *args: str) -> zygote.Process:
         env = {**os.environ, "PYTHONPATH": str(ROOT), **LEASE_ENV}
-        return subprocess.Popen([sys.executable, "-m", "studio.cli", "--db", self.url, *args],
+        return zygote.popen([sys.executable, "-m", "studio.cli", "--db", self.url, *args],
                                 cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
@@ -170,7 +171,7 @@ class QueueWorkerProcess:
         self.log_path = folder / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {**os.environ, "PYTHONPATH": str(ROOT), **LEASE_ENV}
         with open(self.log_path, "w") as log:
-            self.process = subprocess.Popen(
+            self.process = zygote.popen(
                 [sys.executable, "-m", "studio.cli", "--db", url, "worker", "--queue", queue,
                  "--poll-seconds", "0.1", *args],
                 cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -279,7 +280,7 @@ class StudioProcess:
     collected line by line."""
 
     def __init__(self, url: str, *args: str, **env: str) -> None:
-        self.process = subprocess.Popen(
+        self.process = zygote.popen(
             [sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), **env}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -4,13 +4,13 @@ clear error (exit 2, no traceback) naming the argument or field, and nothing sto
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from studio.cli import main
+from tests import zygote
 from tests.bad_inputs.conftest import project, write_project
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def test_bad_arguments_are_named_without_a_traceback(capsys, argv, message):
 
 def test_the_real_command_reports_a_negative_iteration_count_plainly(tmp_path):
     path = write_project(tmp_path, project())
-    done = subprocess.run([sys.executable, "-m", "studio.cli", "run", str(path),
+    done = zygote.run([sys.executable, "-m", "studio.cli", "run", str(path),
                            "--max-iterations", "-5"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr

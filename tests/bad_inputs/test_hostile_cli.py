@@ -20,6 +20,7 @@ import pytest
 from studio.cli import main
 from studio.model.records import RunStatus
 from studio.store import open_store
+from tests import zygote
 from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def finished(tmp_path_factory):
 
 
 def studio(*argv: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "studio.cli", *argv], cwd=ROOT,
+    return zygote.run([sys.executable, "-m", "studio.cli", *argv], cwd=ROOT,
                           capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, **kwargs)
 

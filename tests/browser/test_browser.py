@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from studio.store import open_store
+from tests import zygote
 from tests.helpers import wait_until
 from tests.ui.browser import (
     ARTIFACTS,
@@ -175,7 +176,7 @@ def slow_example(tmp_path) -> Path:
 def test_headless_cli_run_is_watchable(server, tmp_path):
     """A run started with the CLI in another process streams into the Run page."""
     db = server_db(server)
-    cli = subprocess.Popen(
+    cli = zygote.popen(
         [sys.executable, "-m", "studio.cli", "--db", f"sqlite:///{db}", "run",
          str(slow_example(tmp_path)), "--max-iterations", "6"],
         cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)

@@ -22,6 +22,7 @@ from studio.engine import EvolutionConfig
 from studio.engine.hosting.worker import get_manager
 from studio.projects.workspace import import_example, pending_proposal, start_project_run
 from studio.store import open_store
+from tests import zygote
 from tests.helpers import wait_until
 from tests.ui.browser import (
     ARTIFACTS,
@@ -101,7 +102,7 @@ def race_once(store, db, run_id: str, tabs: list, round_: int) -> tuple[int, str
                           message=f"round {round_}'s proposal at the gate")
     for tab in tabs:
         shows_for_deciding(tab, proposal.id)
-    cli = subprocess.Popen(
+    cli = zygote.popen(
         [sys.executable, "-m", "studio.cli", "--db", f"sqlite:///{db}", "decide",
          str(proposal.id), "accept", "--author", "cli"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -38,6 +38,7 @@ from studio.model.records import (
     content_hash,
 )
 from studio.views.tables import merge_source_frame, proposal_label
+from tests import zygote
 from tests.engine import merge_world as world
 from tests.helpers import HEARTBEAT_SECONDS, wait_until
 
@@ -288,7 +289,7 @@ def fast_heartbeats(monkeypatch):
 def test_a_merge_pending_at_the_gate_survives_sigkill(store, merge_world, fast_heartbeats):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": "1.5",
            "STUDIO_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS}
-    process = subprocess.Popen([sys.executable, "-m", "tests.engine.merge_resume_worker",
+    process = zygote.popen([sys.executable, "-m", "tests.engine.merge_resume_worker",
                                 store.url], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     try:
         run_id = process.stdout.readline().strip()

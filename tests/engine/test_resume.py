@@ -14,6 +14,7 @@ from studio.engine import decide, load_result, override
 from studio.engine.hosting import worker
 from studio.engine.hosting.worker import get_manager
 from studio.model.records import EventKind, ProposalStatus, RunStatus
+from tests import zygote
 from tests.helpers import HEARTBEAT_SECONDS, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,10 +26,10 @@ def fast_heartbeats(monkeypatch):
     monkeypatch.setattr(worker, "STALE_AFTER_SECONDS", float(STALE))
 
 
-def start_worker(url: str, review: str) -> tuple[subprocess.Popen, str]:
+def start_worker(url: str, review: str) -> tuple[zygote.Process, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_STALE_AFTER_SECONDS": STALE,
            "STUDIO_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS}
-    process = subprocess.Popen([sys.executable, "-m", "tests.engine.resume_worker", url, review],
+    process = zygote.popen([sys.executable, "-m", "tests.engine.resume_worker", url, review],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     return process, process.stdout.readline().strip()
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 
 import pytest
@@ -38,6 +37,7 @@ from studio.model.records import (
     RunStatus,
 )
 from studio.runtime.providers import demo
+from tests import zygote
 from tests.engine import merge_world as world
 from tests.engine.invariants import nothing_stranded
 from tests.helpers import ROOT, CliWorker, demo_spec, trainset, wait_until
@@ -469,7 +469,7 @@ def test_a_refused_resume_leaves_a_run_held_elsewhere_paused(tmp_path, store):
         get_manager(store).pause(run_id)
         wait_until(lambda: store.get_run(run_id).status is RunStatus.PAUSED, timeout=60,
                    message="the holder pauses the run before its next iteration")
-        refused = subprocess.run([sys.executable, "-m", "studio.cli", "--db", store.url,
+        refused = zygote.run([sys.executable, "-m", "studio.cli", "--db", store.url,
                                   "resume", run_id], cwd=ROOT, capture_output=True, text=True,
                                  timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert refused.returncode == 2 and "is being run by worker" in refused.stderr

@@ -15,6 +15,7 @@ import pytest
 
 from studio.model.records import RunStatus
 from studio.store import open_store
+from tests import zygote
 from tests.helpers import ROOT, StudioProcess, wait_until
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -71,7 +72,7 @@ def studio(url: str, *args: str) -> StudioProcess:
 
 def queue_example(url: str, *, iterations: int) -> None:
     """``studio queue`` the scripted example, in its own process."""
-    queued = subprocess.run(
+    queued = zygote.run(
         [sys.executable, "-m", "studio.cli", "--db", url, "queue",
          str(ROOT / "examples/haiku_scripted.yaml"), "--max-iterations", str(iterations)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,

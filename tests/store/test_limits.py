@@ -14,6 +14,7 @@ from studio.model.errors import ConfigError
 from studio.model.limits import MAX_NAME_CHARS, MAX_QUEUE_CHARS
 from studio.model.records import Run
 from studio.store import open_store
+from tests import zygote
 from tests.helpers import ROOT, demo_spec, empty_postgres_store, trainset
 
 PG_URL = os.environ.get("STUDIO_TEST_PG_URL")
@@ -31,7 +32,7 @@ def url(request, tmp_path):
 
 
 def studio(url: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
+    return zygote.run([sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
                           text=True, timeout=120)
 

@@ -16,13 +16,14 @@ import pytest
 from studio.model.errors import StoreError
 from studio.model.records import Run, RunStatus
 from studio.store import open_store
+from tests import zygote
 from tests.helpers import HEARTBEAT_SECONDS, ROOT, StudioProcess, wait_until
 
 PROJECT = ROOT / "examples/haiku_scripted.yaml"
 
 
 def studio(url: str, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
+    return zygote.run([sys.executable, "-m", "studio.cli", "--db", url, *args], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **env},
                           capture_output=True, text=True, timeout=300)
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests import zygote
 from tests.helpers import StudioProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,7 @@ def studio_server(db: Path, *, port: int | None = None, timeout: float = 180.0,
     port = port or free_port()
     env = dict(os.environ, STUDIO_DB_URL=f"sqlite:///{db}", PYTHONUNBUFFERED="1")
     log = open(db.with_suffix(".server.log"), "w")  # noqa: SIM115 (closed below)
-    process = subprocess.Popen(
+    process = zygote.popen(
         [sys.executable, "-m", "tests.ui.streamlit_warm", "run", "studio/app.py",
          "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none", *flags],
@@ -88,7 +89,7 @@ def _healthy(url: str) -> bool:
         connection.close()
 
 
-def _wait_healthy(url: str, process: subprocess.Popen, timeout: float) -> None:
+def _wait_healthy(url: str, process: zygote.Process, timeout: float) -> None:
     def healthy() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"the studio server exited with {process.returncode}")
@@ -217,17 +218,6 @@ def failure_shot(page, path: Path) -> None:
             page.screenshot(path=str(path))
         except Exception as again:  # noqa: BLE001
             print(f"failure shot failed: {again}")
-
-
-def server_pid(port: int) -> int:
-    """The pid of the streamlit server listening on ``port`` (a child of this process)."""
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())],
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        pid, _, args = line.strip().partition(" ")
-        if "streamlit" in args and str(port) in args:
-            return int(pid)
-    raise RuntimeError("studio server process not found")
 
 
 def new_run(store, before: set[str]) -> str | None:
