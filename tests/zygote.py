@@ -118,7 +118,22 @@ def _request(args: list[str], kwargs: dict[str, Any]) -> dict[str, Any] | None:
            for name in set(env) | set(zygote_env)):
         return None
     return {"module": args[2], "args": list(args[3:]), "env": env,
-            "cwd": str(kwargs.get("cwd") or os.getcwd())}
+            "cwd": str(kwargs.get("cwd") or os.getcwd()), "ignored": _ignored_signals()}
+
+
+def _ignored_signals() -> list[int]:
+    """The signals this process ignores: a process it starts inherits that (an exec resets
+    handlers, not ignores; Popen restores only SIGPIPE and SIGXFSZ), so a zygote child must too
+    (a pytest-xdist worker ignores SIGINT, for one)."""
+    restored = {signal.SIGPIPE, signal.SIGXFSZ}
+    return [int(signum) for signum in _catchable()
+            if signum not in restored and signal.getsignal(signum) == signal.SIG_IGN]
+
+
+def _catchable() -> list[signal.Signals]:
+    return [signum for signum in signal.valid_signals()
+            if isinstance(signum, signal.Signals)
+            and signum not in (signal.SIGKILL, signal.SIGSTOP)]
 
 
 def _read_at_import(name: str) -> bool:
@@ -405,7 +420,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     code = 1
     try:
         signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _take_signals(set(request["ignored"]))
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
@@ -419,6 +434,19 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
             traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def _take_signals(ignored: set[int]) -> None:
+    """The dispositions a cold interpreter started by the requester would have: what the
+    requester ignores stays ignored, every other signal is default, then Python's own start
+    (SIGPIPE and SIGXFSZ ignored, SIGINT raising KeyboardInterrupt unless ignored)."""
+    for signum in _catchable():
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(signum, signal.SIG_IGN if signum in ignored else signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    if signal.SIGINT not in ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _take_environment(env: dict[str, str]) -> None:

@@ -40,7 +40,23 @@ def test_a_child_reads_its_own_environment_folder_and_arguments(tmp_path):
     assert seen["marker"] == "mine" and seen["main"] == "__main__"
     assert seen["cwd"] == str(tmp_path) and seen["path0"] == str(tmp_path)
     assert seen["argv"][1:] == ["report"] and seen["argv"][0].endswith("zygote_probe.py")
-    assert seen["sigint"] and seen["sigterm"]
+
+
+def test_signal_dispositions_are_a_cold_start_s_with_what_the_starter_ignores():
+    """An exec keeps ignored signals ignored (a pytest-xdist worker ignores SIGINT): the
+    zygote's child must too, and otherwise start from the defaults."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        warm = zygote.popen([*PROBE, "report"], env=env, stdout=subprocess.PIPE, text=True)
+        assert isinstance(warm, zygote.ZygoteProcess)
+        warm_signals = json.loads(warm.communicate(timeout=120)[0])["signals"]
+        cold = subprocess.run([*PROBE, "report"], env=env, capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+    assert warm_signals == json.loads(cold.stdout)["signals"]
+    assert warm_signals["SIGUSR1"] == str(signal.SIG_IGN)
 
 
 def test_exit_codes_and_errors_are_the_interpreter_s():

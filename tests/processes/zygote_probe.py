@@ -19,8 +19,9 @@ def report() -> dict[str, object]:
     return {"pid": os.getpid(), "cwd": os.getcwd(), "argv": sys.argv, "path0": sys.path[0],
             "preloaded": preloaded, "heartbeat": timing.HEARTBEAT_SECONDS,
             "marker": os.environ.get("PROBE_MARKER"), "main": __name__,
-            "sigint": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
-            "sigterm": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL}
+            "signals": {signum.name: str(signal.getsignal(signum)) for signum in (
+                signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGUSR1,
+                signal.SIGCHLD)}}
 
 
 def append(path: str, line: str) -> None:

@@ -21,16 +21,16 @@ CPU in a fresh interpreter; on a 2-core machine those seconds are taken from the
 the platform has it (Linux, macOS), the processes fork from multiprocessing's *forkserver*: a
 clean, single-threaded interpreter started once per engine process, which imports
 :data:`PRELOADED` (and the run's setup function's module) once; each process forks from it
-already holding them (on a loaded 2-core machine, two processes were ready in 6.8 s instead
-of 14.8 s, and a next pool in 1.5 s instead of 12.4 s: ``bench/bench_forkserver.py``). Elsewhere they are spawned as fresh interpreters. The
-forkserver is started from the engine's process, so it imports under the engine's environment;
-each process still gets the engine's *current* environment (:func:`start_in_process`) and beats
-at the engine's :data:`HEARTBEAT_SECONDS`, so a setting the forkserver read at import can never
-disagree with the engine about how a process shows it is alive. The processes are also shared
-by the runs of this process: one pool per process count, started by the first run that asks for
-it and reused by the next ones (a studio server or a ``studio worker`` runs many). Each run
-sends its setup (spec, config) with its shards; a process builds a run's agent and critic once
-and keeps the last few runs'.
+already holding them (on a loaded 2-core machine, two processes were ready in 6.8 s instead of
+14.8 s, and a next pool in 1.5 s instead of 12.4 s: ``bench/bench_forkserver.py``). Elsewhere
+they are spawned as fresh interpreters. The forkserver is started from the engine's process, so
+it imports under the engine's environment; each process still gets the engine's *current*
+environment (:func:`start_in_process`) and beats at the engine's :data:`HEARTBEAT_SECONDS`, so a
+setting the forkserver read at import can never disagree with the engine about how a process
+shows it is alive. The processes are also shared by the runs of this process: one pool per
+process count, started by the first run that asks for it and reused by the next ones (a studio
+server or a ``studio worker`` runs many). Each run sends its setup (spec, config) with its
+shards; a process builds a run's agent and critic once and keeps the last few runs'.
 A new process makes one call of the offline scripted model before it takes work
 (:mod:`studio.runtime.warm`): the imports of a first call, counted inside a shard's first call,
 could exceed a short call timeout and fail trials a warm process judges in time.
