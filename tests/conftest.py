@@ -62,6 +62,8 @@ def pytest_configure(config):
     and the processes tests start inherit it), and the database is created if missing."""
     from tests.helpers import create_postgres_database, worker_postgres_url
 
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's --dist loadfile
+        config.option.loadscopereorder = False  # keep heaviest_files_first's order
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     url = os.environ.get("STUDIO_TEST_PG_URL")
     if worker and url:
@@ -107,6 +109,7 @@ def pytest_collection_modifyitems(config, items):
     """Skip the slow groups unless asked; browser tests also need Debian's chromium, and CI
     (STUDIO_REQUIRE_BROWSER=1) must never skip them."""
     skipped = markers_skipped_as_slow(config)
+    heaviest_files_first(items)
     for item in items:
         marker = next((m for m in SLOW_MARKERS
                        if m in skipped and item.get_closest_marker(m) is not None), None)
@@ -119,6 +122,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("browser") is not None and "browser" not in skipped:
             item.add_marker(skip)
+
+
+HEAVY_FIRST = ("browser", "local_model", "slow")
+"""The order files are run in, by the heaviest tier among their tests (then fast files), each
+tier's files in the order they were collected."""
+
+
+def heaviest_files_first(items: list) -> None:
+    """Run the heavy tiers' files first. Under ``-n 3 --dist loadfile`` each worker takes the
+    next file when it is free, and pytest-xdist put the files with the most tests first (its
+    reorder, turned off in :func:`pytest_configure`): the browser files (half a minute each, one
+    or two tests) and the type check (one to two minutes) came last, and one worker ran them for
+    minutes after the others were done. With them first, the fast tier's second-long files fill
+    the end. A file keeps its tests together and in their order."""
+    rank: dict[Path, int] = {}
+    for item in items:
+        mine = next((i for i, m in enumerate(HEAVY_FIRST) if item.get_closest_marker(m)),
+                    len(HEAVY_FIRST))
+        rank[item.path] = min(rank.get(item.path, mine), mine)
+    first_seen = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (rank[item.path], first_seen[item.path]))
 
 
 FAST_TIER_SECONDS = 1.0
