@@ -124,25 +124,35 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-HEAVY_FIRST = ("browser", "local_model", "slow")
-"""The order files are run in, by the heaviest tier among their tests (then fast files), each
-tier's files in the order they were collected."""
+BUSIEST = ("browser", "local_model")
+"""Tiers whose tests keep the cores busy (Chromium and a Streamlit server; the embedded model)
+rather than wait on processes: no two of their files should run at once if it can be helped."""
 
 
 def heaviest_files_first(items: list) -> None:
-    """Run the heavy tiers' files first. Under ``-n 3 --dist loadfile`` each worker takes the
-    next file when it is free, and pytest-xdist put the files with the most tests first (its
-    reorder, turned off in :func:`pytest_configure`): the browser files (half a minute each, one
-    or two tests) and the type check (one to two minutes) came last, and one worker ran them for
-    minutes after the others were done. With them first, the fast tier's second-long files fill
-    the end. A file keeps its tests together and in their order."""
-    rank: dict[Path, int] = {}
+    """Run the slow tiers' files first, one busy file to two waiting ones, then the fast tier.
+
+    Under ``-n 3 --dist loadfile`` each worker takes the next file when it is free, and
+    pytest-xdist put the files with the most tests first (its reorder, turned off in
+    :func:`pytest_configure`): the browser files (half a minute each, one or two tests) and the
+    type check (one to two minutes) came last, and one worker ran them for minutes after the
+    others were done. With the slow files first, the fast tier's second-long files fill the
+    end; with the browser and embedded-model files spread one in three, three Chromiums never
+    fight over two cores at the start (30 s waits ran out when they did). A file keeps its
+    tests together and in their order."""
+    files = list(dict.fromkeys(item.path for item in items))
+    markers: dict[Path, set[str]] = {path: set() for path in files}
     for item in items:
-        mine = next((i for i, m in enumerate(HEAVY_FIRST) if item.get_closest_marker(m)),
-                    len(HEAVY_FIRST))
-        rank[item.path] = min(rank.get(item.path, mine), mine)
-    first_seen = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (rank[item.path], first_seen[item.path]))
+        markers[item.path].update(m for m in SLOW_MARKERS if item.get_closest_marker(m))
+    busy = [path for path in files if markers[path] & set(BUSIEST)]
+    waiting = [path for path in files if markers[path] and path not in busy]
+    order: list[Path] = []
+    while busy or waiting:
+        order += busy[:1] + waiting[:2]
+        busy, waiting = busy[1:], waiting[2:]
+    order += [path for path in files if not markers[path]]
+    position = {path: i for i, path in enumerate(order)}
+    items.sort(key=lambda item: position[item.path])
 
 
 FAST_TIER_SECONDS = 1.0

@@ -27,13 +27,13 @@ def test_blame_view_in_the_browser(tmp_path):
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(f"{url}/compare?run={run.id}")
         heading = page.get_by_role("heading", name="Where each sentence came from")
-        heading.wait_for(timeout=60_000)
-        page.get_by_text("1 edited by <b>ana</b>", exact=False).wait_for(timeout=30_000)
+        heading.wait_for()
+        page.get_by_text("1 edited by <b>ana</b>", exact=False).wait_for()
         page.wait_for_function(
-            "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+            "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
         heading.scroll_into_view_if_needed()
         grid = page.get_by_test_id("stDataFrame").first
-        grid.wait_for(timeout=30_000)
+        grid.wait_for()
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => "
                       "requestAnimationFrame(r)))")
         page.screenshot(path=str(SHOTS / "compare_blame.png"))

@@ -65,7 +65,7 @@ def wait_idle(page) -> None:
     its status widget yet, and a short rerun can come and go before any poll would see it."""
     page.wait_for_timeout(300)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
 
 
 def test_new_user_flow(server):
@@ -79,7 +79,7 @@ def test_new_user_flow(server):
 
 def new_user_flow(page, server: str) -> None:
     page.goto(server)
-    page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
     page.get_by_text("Get started").wait_for()
     shot(page, "01_home_empty")
 
@@ -87,13 +87,13 @@ def new_user_flow(page, server: str) -> None:
     page.get_by_text("No projects yet").wait_for()
     shot(page, "02_projects_empty")
     page.get_by_role("button", name="Load example: haiku-scripted").click()
-    page.get_by_text("Loaded the example").wait_for(timeout=20_000)
+    page.get_by_text("Loaded the example").wait_for()
     page.get_by_role("tab", name="Dataset").click()
     page.get_by_text("Load rows: upload a CSV/JSONL file or paste").wait_for()  # drawn on open
     wait_idle(page)
     shot(page, "03_project_loaded")
     page.get_by_role("button", name="Try it").click()
-    page.get_by_text("Critic score", exact=True).wait_for(timeout=30_000)
+    page.get_by_text("Critic score", exact=True).wait_for()
     shot(page, "03b_try_on_one_example")
 
     nav(page, "Run")
@@ -103,24 +103,24 @@ def new_user_flow(page, server: str) -> None:
         run_id = clicked_into_a_run(page, store, "Start run", "run")
     finally:
         store.close()
-    page.get_by_text(NEWEST).wait_for(timeout=30_000)
-    page.get_by_text("is waiting for your decision").wait_for(timeout=60_000)
+    page.get_by_text(NEWEST).wait_for()
+    page.get_by_text("is waiting for your decision").wait_for()
     shot(page, "04_run_live")
     select_first_row(page)
-    page.get_by_text(re.compile(r"Trial \d+ \(id \d+\) · iteration")).wait_for(timeout=20_000)
+    page.get_by_text(re.compile(r"Trial \d+ \(id \d+\) · iteration")).wait_for()
     shot(page, "05_run_trial_detail")
 
     nav(page, "Review")
-    page.get_by_text("Correct one trial").wait_for(timeout=20_000)
+    page.get_by_text("Correct one trial").wait_for()
     page.get_by_label("Human score").fill("1")
     page.get_by_label("Human feedback").fill("Reads well; the critic was too strict.")
     page.get_by_role("button", name="Save correction").click()
-    page.get_by_text("Saved 1 correction(s)").wait_for(timeout=20_000)
+    page.get_by_text("Saved 1 correction(s)").wait_for()
     shot(page, "06_review_override")
 
     nav(page, "Proposals")
     accept = page.get_by_role("button", name="Accept", exact=True)
-    accept.wait_for(timeout=30_000)
+    accept.wait_for()
     first = proposal_heading(page)
     shot(page, "07_proposal_pending")
     accept.click()
@@ -137,17 +137,17 @@ def new_user_flow(page, server: str) -> None:
 
     second_tab = page.context.new_page()  # another tab on the same run sees the same state
     second_tab.goto(f"{server}/run?run={run_id}")
-    second_tab.get_by_text(NEWEST).wait_for(timeout=30_000)
+    second_tab.get_by_text(NEWEST).wait_for()
     second_tab.get_by_text(run_id).first.wait_for()
     second_tab.close()
 
     nav(page, "Compare")
-    page.get_by_text("Per-example scores").wait_for(timeout=30_000)
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    page.get_by_text("Per-example scores").wait_for()
+    page.locator(".js-plotly-plot").first.wait_for()
     shot(page, "09_compare")
 
     nav(page, "Agreement")
-    page.get_by_text("Mean absolute error").first.wait_for(timeout=20_000)
+    page.get_by_text("Mean absolute error").first.wait_for()
     shot(page, "10_agreement")
 
     nav(page, "Home")
@@ -156,8 +156,8 @@ def new_user_flow(page, server: str) -> None:
     nav(page, "Agreement")
 
     page.reload()  # a refresh loses nothing: the run is still the current one
-    page.get_by_role("heading", name="Agreement", exact=True).wait_for(timeout=30_000)
-    page.get_by_text("Mean absolute error").first.wait_for(timeout=20_000)
+    page.get_by_role("heading", name="Agreement", exact=True).wait_for()
+    page.get_by_text("Mean absolute error").first.wait_for()
     assert run_id[:8] in page.get_by_test_id("stSidebar").get_by_label(
         "Current run").input_value()
     assert f"run={run_id}" in page.evaluate("location.href")
@@ -192,7 +192,7 @@ def test_headless_cli_run_is_watchable(server, tmp_path):
         with chromium_page() as page:
             try:
                 page.goto(f"{server}/run?run={run_id}")
-                page.get_by_text(NEWEST).wait_for(timeout=30_000)
+                page.get_by_text(NEWEST).wait_for()
                 page.get_by_text(run_id).first.wait_for()
                 keeps_scroll_and_selection_while_trials_arrive(page)
                 page.get_by_text("completed", exact=True).first.wait_for(timeout=180_000)
@@ -215,7 +215,7 @@ def select_first_row(page) -> None:
 
 def proposal_heading(page) -> str:
     heading = page.get_by_role("heading", name=re.compile(r"Proposal \d+ \(id \d+\) · iteration"))
-    heading.first.wait_for(timeout=30_000)
+    heading.first.wait_for()
     return heading.first.inner_text()
 
 

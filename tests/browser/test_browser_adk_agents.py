@@ -63,7 +63,7 @@ def test_studio_ui_agents_offers_the_folder_and_runs_it(served):
             page.get_by_text("browser_haiku").first.wait_for()
             wait_until(lambda: _status(db) == "completed", 90, step=0.5,
                        message="the served agent's run to complete")
-            page.get_by_text("completed", exact=True).first.wait_for(timeout=60_000)
+            page.get_by_text("completed", exact=True).first.wait_for()
             page.get_by_text("1 of 1 iterations done", exact=False).first.wait_for()
             wait_idle(page)
             full_page_shot(page, SHOTS / "adk_agents_run.png")
@@ -98,9 +98,9 @@ def test_a_served_graph_workflow_is_drawn_on_the_projects_page(tmp_path, monkeyp
             page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
             nav(page, "Projects")
             page.get_by_role("heading", name="Your ADK agents").wait_for()
-            page.get_by_text("Graph workflow decide").click(timeout=30_000)
+            page.get_by_text("Graph workflow decide").click()
             svg = page.locator("svg").filter(has_text="pros")
-            svg.first.wait_for(timeout=30_000)
+            svg.first.wait_for()
             full_page_shot(page, SHOTS / "adk_agents_graph.png")
         except Exception:
             failure_shot(page, SHOTS / "adk_agents_graph_failure.png")
@@ -132,11 +132,10 @@ def test_the_agents_form_runs_a_gemini_folder_on_another_model(tmp_path, monkeyp
             page.get_by_role("heading", name="Run", exact=True).first.wait_for(
                 timeout=120_000)
             page.get_by_text("Running on scripted/demo (the folder says "
-                             "gemini-2.5-flash).").first.wait_for(timeout=60_000)
+                             "gemini-2.5-flash).").first.wait_for()
             wait_until(lambda: _status(db) == "completed", 120, step=0.5,
                        message="the served agent's run on scripted/demo to complete")
-            page.get_by_text("1 of 1 iterations done", exact=False).first.wait_for(
-                timeout=60_000)
+            page.get_by_text("1 of 1 iterations done", exact=False).first.wait_for()
             wait_idle(page)
             full_page_shot(page, SHOTS / "adk_agents_model_run.png")
         except Exception:
@@ -174,15 +173,14 @@ def test_served_folders_that_cannot_run_say_why_on_the_form(tmp_path, monkeypatc
                 nav(page, "Projects")
                 page.get_by_role("heading", name="Your ADK agents").wait_for()
                 said = f"a_exiting_agent/agent.py, line {line}: it called sys.exit(3)"
-                page.get_by_text(said).first.wait_for(timeout=60_000)  # when picked
+                page.get_by_text(said).first.wait_for()  # when picked
                 page.get_by_role("textbox", name="Reflection model").fill("scripted/demo")
                 page.get_by_role("button", name="Start a run").click()
-                page.get_by_role("alert").filter(has_text=said).wait_for(timeout=60_000)
+                page.get_by_role("alert").filter(has_text=said).wait_for()
                 choose(page, "Agent", "b_keyless")
                 wait_idle(page)
                 page.get_by_role("button", name="Start a run").click()
-                page.get_by_role("alert").filter(has_text="GOOGLE_API_KEY").wait_for(
-                    timeout=60_000)
+                page.get_by_role("alert").filter(has_text="GOOGLE_API_KEY").wait_for()
                 full_page_shot(page, SHOTS / "adk_agents_cannot_run.png")
                 assert page.locator("[data-testid='stException']").count() == 0
             except Exception:

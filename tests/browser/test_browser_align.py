@@ -44,7 +44,7 @@ def shot(page, name: str) -> None:
 
 def nav(page, title: str) -> None:
     page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
-    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=20_000)
+    page.get_by_role("heading", name=title, exact=True).first.wait_for()
 
 
 def finished(store, run_id: str) -> bool:
@@ -60,7 +60,7 @@ def started_run(page, store) -> str:
         page.get_by_text("Start a new run", exact=True).click()
         page.wait_for_function("el => el.open", arg=form.element_handle())
     start = page.get_by_role("button", name="Start run")
-    start.wait_for(state="visible", timeout=20_000)
+    start.wait_for(state="visible")
     run_id = clicked_into_a_run(page, store, "Start run", "run")
     wait_until(lambda: finished(store, run_id), timeout=60, message="the run to complete")
     return run_id
@@ -68,11 +68,11 @@ def started_run(page, store) -> str:
 
 def correct_on_review(page, score: str, feedback: str) -> None:
     nav(page, "Review")
-    page.get_by_text("Correct one trial").wait_for(timeout=20_000)
+    page.get_by_text("Correct one trial").wait_for()
     page.get_by_label("Human score").fill(score)
     page.get_by_label("Human feedback").fill(feedback)
     page.get_by_role("button", name="Save correction").click()
-    page.get_by_text("Saved 1 correction(s)").wait_for(timeout=20_000)
+    page.get_by_text("Saved 1 correction(s)").wait_for()
 
 
 def test_align_the_critic_and_use_it_for_the_next_run(server):
@@ -89,7 +89,7 @@ def align_flow(page, url: str, store) -> None:
     page.goto(url)
     nav(page, "Projects")
     page.get_by_role("button", name="Load example: short-answers-scripted").click()
-    page.get_by_text("Loaded the example").wait_for(timeout=20_000)
+    page.get_by_text("Loaded the example").wait_for()
     run_id = started_run(page, store)
 
     correct_on_review(page, "0.9", "Short is fine: it answers the question.")
@@ -103,20 +103,20 @@ def align_flow(page, url: str, store) -> None:
                                feedback="Short is fine." if short else "Good.", author="ana")
 
     page.reload()
-    page.get_by_role("heading", name="Align critic").wait_for(timeout=30_000)
-    page.get_by_text("20 corrected trials are labels").wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Align critic").wait_for()
+    page.get_by_text("20 corrected trials are labels").wait_for()
     align_id = clicked_into_a_run(page, store, "Align critic", "align run")
     wait_until(lambda: finished(store, align_id), timeout=90, message="the align run")
-    page.get_by_text(re.compile("agrees better with the person")).first.wait_for(
-        timeout=60_000)  # no reload: the panel redraws itself when the align run ends
+    # no reload: the panel redraws itself when the align run ends
+    page.get_by_text(re.compile("agrees better with the person")).first.wait_for()
     page.get_by_text("aligned instruction").scroll_into_view_if_needed()
     shot(page, "02_before_after")
     page.get_by_role("button", name="Use for next run").click()
-    page.get_by_text(re.compile("judges with the aligned critic")).wait_for(timeout=30_000)
+    page.get_by_text(re.compile("judges with the aligned critic")).wait_for()
     shot(page, "03_used_for_next_run")
 
     next_run = started_run(page, store)
-    page.get_by_text(re.compile(r"Showing 20 of 20 trials")).wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"Showing 20 of 20 trials")).wait_for()
     shot(page, "04_next_run")
     run = store.get_run(next_run)
     assert FIX_PHRASE in run.spec.critic.agent.instruction

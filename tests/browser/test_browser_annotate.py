@@ -73,8 +73,7 @@ def waiting_run(tmp_path):
 
 def score_focused(page) -> None:
     page.wait_for_function(
-        "() => document.activeElement?.getAttribute('aria-label') === 'Your score'",
-        timeout=30_000)
+        "() => document.activeElement?.getAttribute('aria-label') === 'Your score'")
 
 
 def card_trial(page, other_than: tuple[int, ...] = ()) -> int:
@@ -105,7 +104,7 @@ def test_keyboard_only_review_of_three_trials_with_a_corrected_output(waiting_ru
 
 def annotate(page, url: str, store, run_id: str) -> None:
     page.goto(f"{url}/review?run={run_id}")
-    page.get_by_role("heading", name="Review next").wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Review next").wait_for()
     first = card_trial(page)
     page.get_by_text("Expected answer").first.wait_for()
     page.get_by_text(re.compile(r"A haiku about .*, three lines\.")).first.wait_for()

@@ -62,17 +62,17 @@ def test_apply_to_the_folder_shows_the_diff_then_rewrites_prompt_py(served_run):
     with chromium_page() as page:
         try:
             page.goto(f"{url}/compare?run={run_id}")
-            page.get_by_role("heading", name="Ship the winner").wait_for(timeout=60_000)
+            page.get_by_role("heading", name="Ship the winner").wait_for()
             page.get_by_role("button", name="Download the best").wait_for()
             page.get_by_role("button", name="Apply to the folder (browser_apply)").click()
             page.get_by_text("instruction: prompt.py:8 (the constant COORDINATOR_PROMPT)"
-                             ).wait_for(timeout=60_000)
+                             ).wait_for()
             page.get_by_text("+++ b/browser_apply/prompt.py").wait_for()
             wait_idle(page)
             assert prompt.read_text() == before  # shown, not written
             full_page_shot(page, SHOTS / "apply_diff.png")
             page.get_by_role("button", name="Write prompt.py").click()
-            page.get_by_text("Written: prompt.py.").wait_for(timeout=60_000)
+            page.get_by_text("Written: prompt.py.").wait_for()
             wait_idle(page)
             full_page_shot(page, SHOTS / "apply_written.png")
         except Exception:

@@ -40,7 +40,7 @@ def download(page, label: str, where) -> bytes:
     page.get_by_role("button", name="Export").first.click()
     button = page.get_by_role("button", name=label)
     button.wait_for()
-    with page.expect_download(timeout=30_000) as started:
+    with page.expect_download() as started:
         button.click()
     saved = where / started.value.suggested_filename
     started.value.save_as(saved)
@@ -56,7 +56,7 @@ def test_the_run_pages_export_holds_the_rejection_and_its_reason(tmp_path):
     store.close()
     with studio_server(db) as url, chromium_page(1440, 900) as page:
         page.goto(f"{url}/run?run={run.id}")
-        page.get_by_text(run.id).first.wait_for(timeout=30_000)
+        page.get_by_text(run.id).first.wait_for()
         page.get_by_text("reached its iteration limit").first.wait_for()  # its stop, by name
         wait_idle(page)
         page.get_by_role("button", name="Export").first.click()

@@ -41,16 +41,16 @@ def test_the_run_page_draws_a_graph_workflow(tmp_path):
         unregister_script("graph_page")
     with studio_server(db) as url, chromium_page() as page:
         page.goto(url)
-        page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
         nav(page, "Run")
         choose(page, "Current run", result.run_id[:8])
         try:
-            page.get_by_text("Graph workflow decide").click(timeout=20_000)
+            page.get_by_text("Graph workflow decide").click()
         except Exception:
             failure_shot(page, SHOTS / "graph_run_failure.png")
             raise
         svg = page.locator("svg").filter(has_text="pros")
-        svg.first.wait_for(timeout=30_000)
+        svg.first.wait_for()
         full_page_shot(page, SHOTS / "graph_run.png")
         for name in ("plan", "pros", "cons", "join", "final", "start"):
             assert svg.first.get_by_text(name, exact=True).count() >= 1, name

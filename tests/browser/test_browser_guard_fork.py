@@ -87,12 +87,11 @@ def test_guard_scores_the_test_set_from_compare(server):
     with chromium_page() as page:
         try:
             page.goto(f"{url}/compare?run={run_id}")
-            page.get_by_role("heading", name="Train / validation / test").wait_for(
-                timeout=30_000)
+            page.get_by_role("heading", name="Train / validation / test").wait_for()
             page.get_by_text("not both scored on the test set").wait_for()
             shot(page, "guard_01_before_scoring")
             page.get_by_role("button", name="Score on the test set").click()
-            page.get_by_text(re.compile("carries to the test set")).wait_for(timeout=60_000)
+            page.get_by_text(re.compile("carries to the test set")).wait_for()
             page.get_by_role("button", name="Score again on the test set").wait_for()
             page.get_by_role("heading", name="Train / validation / test")\
                 .scroll_into_view_if_needed()
@@ -111,7 +110,7 @@ def test_fork_from_compare_and_see_the_lineage_across_runs(server):
     with chromium_page() as page:
         try:
             page.goto(f"{url}/compare?run={run.id}")
-            page.get_by_text("Fork from this candidate").wait_for(timeout=30_000)
+            page.get_by_text("Fork from this candidate").wait_for()
             choose(page, "Candidate", "#2 ·")
             page.get_by_label("Max iterations").fill("2")
             page.get_by_role("heading", name="Forks").scroll_into_view_if_needed()
@@ -120,7 +119,7 @@ def test_fork_from_compare_and_see_the_lineage_across_runs(server):
             wait_until(lambda: store.get_run(fork_id).status.value == "completed", timeout=60,
                        message="the fork to complete")
             page.get_by_role("button", name=f"Open the fork {fork_id}").click()
-            page.get_by_text("Lineage across runs").wait_for(timeout=30_000)
+            page.get_by_text("Lineage across runs").wait_for()
             page.locator(".js-plotly-plot").last.wait_for()
             page.get_by_role("heading", name="Forks").scroll_into_view_if_needed()
             shot(page, "fork_02_lineage_across_runs")

@@ -54,8 +54,7 @@ def stopped_at_the_gate(store) -> tuple[str, int]:
 
 def open_proposal(page, url: str, run_id: str, proposal_id: int) -> None:
     page.goto(f"{url}/proposals?run={run_id}")
-    page.get_by_text(re.compile(rf"Proposal \d+ \(id {proposal_id}\)")).first.wait_for(
-        timeout=30_000)
+    page.get_by_text(re.compile(rf"Proposal \d+ \(id {proposal_id}\)")).first.wait_for()
     page.get_by_role("button", name="Reject", exact=True).wait_for()
     settled(page)
 
@@ -81,8 +80,7 @@ def test_two_tabs_deciding_one_proposal(server):
                                  message="a decision stored")
             loser = second if decided[0].action.value == "accept" else first
             loser.get_by_text(re.compile(
-                rf"Proposal \d+ \(id {proposal_id}\): .*already decided by")).wait_for(
-                    timeout=30_000)
+                rf"Proposal \d+ \(id {proposal_id}\): .*already decided by")).wait_for()
             shot(loser, "two_tabs_loser")
         except Exception:
             shot(first, "two_tabs_failure_first")
@@ -93,7 +91,7 @@ def test_two_tabs_deciding_one_proposal(server):
 
 def assert_no_live_link(page, what: str) -> None:
     """The planted text is on the page, and no element links to it."""
-    page.get_by_text(re.compile("evil")).first.wait_for(timeout=30_000)
+    page.get_by_text(re.compile("evil")).first.wait_for()
     settled(page)
     outside = page.evaluate(  # a heading's own anchor (#run-http-evil-...) stays on the page
         "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"

@@ -60,8 +60,7 @@ def chart_ready(page, key: str) -> None:
     page.locator(f"[class*='st-key-{key}']").scroll_into_view_if_needed()
     page.wait_for_function("key => { const gd = document.querySelector("
                            "`[class*='st-key-${key}'] .js-plotly-plot`);"
-                           " return !!(gd && gd._fullLayout && gd.data); }", arg=key,
-                           timeout=30_000)
+                           " return !!(gd && gd._fullLayout && gd.data); }", arg=key)
     wait_idle(page)
 
 
@@ -81,7 +80,7 @@ def test_a_lineage_node_and_a_heatmap_cell_open_what_they_stand_for(tmp_path):
     store.close()
     with studio_server(db) as url, chromium_page(**SIZE) as page:
         page.goto(f"{url}/compare?run={run.id}")
-        page.get_by_role("heading", name="Lineage").wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Lineage").wait_for()
         wait_idle(page)
         lineage = f"compare-lineage-{run.id}"
         chart_ready(page, lineage)
@@ -90,7 +89,7 @@ def test_a_lineage_node_and_a_heatmap_cell_open_what_they_stand_for(tmp_path):
         click_point(page, lineage, nodes[0][1], nodes[0][2])
 
         panel = page.locator(NODE_PANEL)
-        panel.wait_for(timeout=30_000)
+        panel.wait_for()
         panel.get_by_text(re.compile(rf"^#{child.index} · born in iteration "
                                      rf"{child.iteration} from #{parent.index}")).wait_for()
         panel.get_by_text(f"Rejected by alice, who said: “{REASON}”").wait_for()
@@ -113,7 +112,7 @@ def test_a_lineage_node_and_a_heatmap_cell_open_what_they_stand_for(tmp_path):
         heatmap = f"compare-heatmap-{run.id}"
         click_point(page, heatmap, 1, 1)  # the second candidate on the second example
         trial = page.locator(TRIAL_PANEL)
-        trial.wait_for(timeout=30_000)
+        trial.wait_for()
         trial.get_by_text(re.compile(r"^Trial \d+ \(id \d+\) · iteration \d+ · valset · "
                                      r"candidate #\d+ · val example 1$")).wait_for()
         trial.get_by_role("button", name="Save correction").wait_for()
@@ -122,9 +121,9 @@ def test_a_lineage_node_and_a_heatmap_cell_open_what_they_stand_for(tmp_path):
         shot(page, "compare_heatmap_trial")
 
         choose(page, "Current run", other.id[:8])
-        page.wait_for_url(re.compile(rf"run={other.id}"), timeout=30_000)
-        page.get_by_role("heading", name="Lineage").wait_for(timeout=30_000)
+        page.wait_for_url(re.compile(rf"run={other.id}"))
+        page.get_by_role("heading", name="Lineage").wait_for()
         wait_idle(page)
-        page.locator(NODE_PANEL).wait_for(state="detached", timeout=30_000)
+        page.locator(NODE_PANEL).wait_for(state="detached")
         assert page.locator(TRIAL_PANEL).count() == 0  # nothing of the first run stays open
         shot(page, "compare_switched_run")

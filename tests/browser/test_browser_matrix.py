@@ -24,7 +24,7 @@ SIZE = {"width": 1440, "height": 900}
 
 def showing(page, text: str) -> None:
     """Wait for the matrix's count line to start with ``text``."""
-    page.get_by_text(re.compile("^" + re.escape(text))).first.wait_for(timeout=30_000)
+    page.get_by_text(re.compile("^" + re.escape(text))).first.wait_for()
 
 
 def toggle(page, label: str) -> None:
@@ -39,7 +39,7 @@ def test_the_output_matrix_filters_failures_and_differing_rows(tmp_path):
     store.close()
     with studio_server(db) as url, chromium_page(**SIZE) as page:
         page.goto(f"{url}/compare?run={run.id}")
-        page.get_by_role("heading", name="Outputs side by side").wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Outputs side by side").wait_for()
         showing(page, "Showing 3 of 3 example(s)")  # seed and best, nothing clicked
         wait_idle(page)
         shot(page, "compare_matrix")
@@ -87,7 +87,7 @@ def test_the_inbox_badge_appears_while_a_proposal_waits_and_clears_when_decided(
             badge = page.get_by_test_id("stSidebar").get_by_text("1 run waiting for you")
             assert badge.count() == 0
             run = review_run(store, max_iterations=1)  # one gate: nothing waits after it
-            badge.wait_for(timeout=30_000)  # no click, no reload: the badge polls
+            badge.wait_for()  # no click, no reload: the badge polls
             page.reload()  # the run list is read when the page is drawn
             waiting = page.get_by_text(re.compile(r"^waiting \d")).first  # a cell of the grid
             waiting.wait_for(state="attached")
@@ -95,9 +95,9 @@ def test_the_inbox_badge_appears_while_a_proposal_waits_and_clears_when_decided(
             shot(page, "home_inbox")
 
             page.get_by_role("button", name="Decide the oldest").click()
-            page.get_by_role("heading", name="Proposals", exact=True).wait_for(timeout=30_000)
+            page.get_by_role("heading", name="Proposals", exact=True).wait_for()
             page.get_by_role("button", name="Accept", exact=True).click()
-            badge.wait_for(state="detached", timeout=30_000)
+            badge.wait_for(state="detached")
             wait_until(lambda: pending_proposal(store, run.id) is None, timeout=60)
             page.goto(url)
             page.get_by_role("heading", name="Evolution Studio", exact=True).first.wait_for()

@@ -28,7 +28,7 @@ def upload(page, key: str, name: str, text: str) -> None:
     uploader = page.locator(f"[class*='st-key-{key}']")
     uploader.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
         {"name": name, "mimeType": "text/plain", "buffer": text.encode()})
-    uploader.get_by_text(name).first.wait_for(timeout=20_000)
+    uploader.get_by_text(name).first.wait_for()
     wait_idle(page)
 
 
@@ -38,7 +38,7 @@ def test_projects_rows_columns_reimport_test_set_and_unsaved_warning(tmp_path):
     project = import_example(store, SCRIPTED)
     with studio_server(db) as url, chromium_page(**SIZE) as page:
         page.goto(f"{url}/projects?project={project.id}")
-        page.get_by_role("heading", name="Projects", exact=True).wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Projects", exact=True).wait_for()
         page.get_by_role("tab", name="Dataset").click()
         page.get_by_text("Load rows: upload a CSV/JSONL file or paste").click()
         wait_idle(page)
@@ -52,7 +52,7 @@ def test_projects_rows_columns_reimport_test_set_and_unsaved_warning(tmp_path):
         wait_idle(page)
         shot(page, "projects_rows_confirm")
         page.get_by_role("button", name=re.compile(r"Replace the \d+ training rows")).click()
-        page.get_by_text("Training rows: 2").wait_for(timeout=20_000)
+        page.get_by_text("Training rows: 2").wait_for()
         wait_idle(page)
         # only the separate validation rows (the old columns) are in the way now
         assert page.get_by_text(re.compile(r"dataset\.train.*has no column")).count() == 0
@@ -71,7 +71,7 @@ def test_projects_rows_columns_reimport_test_set_and_unsaved_warning(tmp_path):
 
         page.on("dialog", answer)
         page.reload()
-        page.get_by_role("heading", name="Projects", exact=True).wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Projects", exact=True).wait_for()
         assert dialogs == ["beforeunload"]
         page.remove_listener("dialog", answer)
         wait_idle(page)
@@ -88,11 +88,11 @@ def test_projects_rows_columns_reimport_test_set_and_unsaved_warning(tmp_path):
         wait_idle(page)
         page.get_by_role("button", name="Use the pasted rows").click()
         page.get_by_role("button", name="Use these rows as the test rows").click()
-        page.get_by_text(re.compile(r"^2 test rows")).wait_for(timeout=20_000)
+        page.get_by_text(re.compile(r"^2 test rows")).wait_for()
         wait_idle(page)
         shot(page, "projects_test_set")
         page.get_by_role("button", name="Save project").click()
-        page.get_by_text("All changes saved.").wait_for(timeout=20_000)
+        page.get_by_text("All changes saved.").wait_for()
         stored = parse_project(store.get_project(project.id).yaml)
         assert [row["topic"] for row in stored.dataset.test] == ["snow at dusk", "a kettle"]
 
@@ -105,7 +105,7 @@ def test_projects_rows_columns_reimport_test_set_and_unsaved_warning(tmp_path):
                 "description:", f"description: {description}.", 1)
             upload(page, "projects-upload-", "project.yaml", version)
             page.get_by_role("button", name="Import").click()
-            page.get_by_text(f"Imported same-file-{n}").wait_for(timeout=20_000)
+            page.get_by_text(f"Imported same-file-{n}").wait_for()
             wait_idle(page)
             assert description in store.find_project(f"same-file-{n}").yaml
         shot(page, "projects_reimported")

@@ -121,8 +121,7 @@ def race_once(store, db, run_id: str, tabs: list, round_: int) -> tuple[int, str
     losers = [tab for number, tab in enumerate(tabs) if f"tab{number}" != winner]
     for tab in losers:
         tab.get_by_text(re.compile(rf"{proposal.id}\D.*already decided by {winner} at "
-                                   r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")).first.wait_for(
-            timeout=60_000)
+                                   r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")).first.wait_for()
     full_page_shot(losers[0], ARTIFACTS / f"race_{round_}_lost_to_{winner}.png")
     for tab in losers:
         late_click_is_refused(tab, store, run_id, proposal.id, round_)
@@ -147,15 +146,14 @@ def late_click_is_refused(tab, store, run_id: str, decided_id: int, round_: int)
     swapped_in = wait_until(
         lambda: (p := pending_proposal(store, run_id)) is not None and p.id != decided_id and p,
         timeout=120, message=f"the proposal after {decided_id} at the gate")
-    tab.get_by_role("heading", name=re.compile(rf"Proposal \d+ \(id {swapped_in.id}\)")).wait_for(
-        timeout=60_000)
+    tab.get_by_role("heading", name=re.compile(rf"Proposal \d+ \(id {swapped_in.id}\)")).wait_for()
     refused = tab.get_by_text(f"the page changed: proposal {swapped_in.id} is now shown")
     wait_until(lambda: refused.count() or tab.get_by_text(CHANGED_NOTICE).count(), timeout=60,
                message=f"the notice that proposal {swapped_in.id} was swapped in")
     if not refused.count():
         settled(tab)  # the decided proposal's buttons are gone, not merely drawn over
         tab.get_by_role("button", name="Accept", exact=True).click()
-        refused.first.wait_for(timeout=60_000)
+        refused.first.wait_for()
     assert store.decisions(proposal_id=swapped_in.id) == []
     if round_ == 0:
         full_page_shot(tab, ARTIFACTS / "race_late_click_refused.png")

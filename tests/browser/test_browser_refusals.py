@@ -28,11 +28,11 @@ def test_the_projects_page_refuses_an_uploaded_agent_ref(server, tmp_path):
     with chromium_page() as page:
         page.goto(server)
         page.get_by_test_id("stSidebar").get_by_role("link", name="Projects", exact=True).click()
-        page.get_by_text("Import a project file").wait_for(timeout=30_000)
+        page.get_by_text("Import a project file").wait_for()
         page.locator("input[type=file]").first.set_input_files(str(upload))
         page.get_by_role("button", name="Import").click()
         refusal = page.get_by_text("loads Python code on the server")
-        refusal.wait_for(timeout=30_000)
+        refusal.wait_for()
         page.screenshot(path=str(ARTIFACTS / "refused_agent_ref.png"))
         assert "STUDIO_ALLOW_CODE_REFS" in refusal.inner_text()
         assert page.get_by_text("Imported evil").count() == 0

@@ -31,7 +31,7 @@ def test_switching_runs_clears_the_detail_and_the_selection(tmp_path):
     store.close()
     with studio_server(db) as url, chromium_page() as page:
         page.goto(f"{url}/run?run={first.id}")
-        page.get_by_role("heading", name="Run", exact=True).wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Run", exact=True).wait_for()
         wait_idle(page)
         select_first_row(page)
         detail = page.get_by_text(DETAIL)
@@ -41,10 +41,10 @@ def test_switching_runs_clears_the_detail_and_the_selection(tmp_path):
         shot(page, "run_state_selected")
 
         choose(page, "Current run", second.id[:8])
-        page.wait_for_url(re.compile(rf"run={second.id}"), timeout=30_000)
-        page.get_by_text(second.id).first.wait_for(timeout=30_000)  # the run's header
+        page.wait_for_url(re.compile(rf"run={second.id}"))
+        page.get_by_text(second.id).first.wait_for()  # the run's header
         wait_idle(page)
-        detail.wait_for(state="detached", timeout=30_000)  # no trial of the first run
+        detail.wait_for(state="detached")  # no trial of the first run
         assert page.get_by_text(f"(id {shown}) · iteration").count() == 0
         assert selected_rows(page) == 0
         shot(page, "run_state_switched")

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 
 def thumbnail_sizes(page) -> list[tuple[int, int]]:
     """Natural size of each picture ``st.image`` drew (a small PNG, not the original)."""
-    page.locator("[data-testid='stImage'] img").first.wait_for(timeout=30_000)
+    page.locator("[data-testid='stImage'] img").first.wait_for()
     return [tuple(size) for size in page.evaluate(
         "() => [...document.querySelectorAll('[data-testid=\"stImage\"] img')]"
         ".map(img => [img.naturalWidth, img.naturalHeight])")]
@@ -30,7 +30,7 @@ def test_run_and_review_pages_show_the_trial_s_thumbnail(tmp_path):
     store.close()
     with studio_server(db) as url, chromium_page() as page:
         page.goto(f"{url}/run?run={run.id}")
-        page.get_by_role("heading", name="Run", exact=True).wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Run", exact=True).wait_for()
         wait_idle(page)
         select_first_row(page)
         assert thumbnail_sizes(page) == [(THUMBNAIL_PIXELS, THUMBNAIL_PIXELS // 2)]
@@ -38,7 +38,7 @@ def test_run_and_review_pages_show_the_trial_s_thumbnail(tmp_path):
         shot(page, "images_run_trial")
 
         page.goto(f"{url}/review?run={run.id}")
-        page.get_by_role("heading", name="Review", exact=True).wait_for(timeout=30_000)
+        page.get_by_role("heading", name="Review", exact=True).wait_for()
         wait_idle(page)
         assert thumbnail_sizes(page) == [(THUMBNAIL_PIXELS, THUMBNAIL_PIXELS // 2)]
         shot(page, "images_review")

@@ -25,7 +25,7 @@ def _nav(page, title: str) -> None:
     link = page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True)
     link.wait_for(timeout=90_000)  # the first page of a fresh server, on a busy machine
     link.click()
-    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=60_000)
+    page.get_by_role("heading", name=title, exact=True).first.wait_for()
 
 
 def _start_refused(page, server: str, project: str, fragment: str) -> str:
@@ -38,7 +38,7 @@ def _start_refused(page, server: str, project: str, fragment: str) -> str:
         _nav(page, "Run")
         shown = page.get_by_role("button", name="Start run").or_(
             page.get_by_text("There is no project yet")).first
-        shown.wait_for(timeout=60_000)
+        shown.wait_for()
         name = page.get_by_label("Run name")  # the form names the run after its project
         offered = name.input_value() if name.count() else None
         if offered == project:
@@ -47,7 +47,7 @@ def _start_refused(page, server: str, project: str, fragment: str) -> str:
         page.wait_for_timeout(500)  # the list's cache lives 2 s; the loop's deadline bounds it
     page.get_by_role("button", name="Start run").click()
     refusal = page.get_by_text(fragment).first
-    refusal.wait_for(timeout=60_000)
+    refusal.wait_for()
     return refusal.inner_text()
 
 
@@ -65,11 +65,11 @@ def test_the_reported_project_is_refused_on_import_and_on_start(tmp_path):
         try:
             page.goto(server)
             _nav(page, "Projects")
-            page.get_by_text("Import a project file").wait_for(timeout=60_000)
+            page.get_by_text("Import a project file").wait_for()
             page.locator("input[type=file]").first.set_input_files(str(upload))
             page.get_by_role("button", name="Import").click()
             refusal = page.get_by_text("judge_model_config.http_options")
-            refusal.wait_for(timeout=60_000)
+            refusal.wait_for()
             page.screenshot(path=str(ARTIFACTS / "refused_http_options.png"))
             assert "evil.yaml" in refusal.inner_text()
             assert page.get_by_text("Imported evil").count() == 0

@@ -55,14 +55,14 @@ def test_build_run_accept_and_compare_a_two_agent_workflow(server):
 
 def workflow_flow(page, url: str, db: Path) -> None:
     page.goto(url)
-    page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
     nav(page, "Projects")
     page.get_by_role("button", name="Load example: haiku-scripted").click()
-    page.get_by_text("Loaded the example").wait_for(timeout=20_000)
+    page.get_by_text("Loaded the example").wait_for()
     build_two_agent_workflow(page)
     shot(page, "w01_builder")
     page.get_by_role("button", name="Save project").click()
-    page.get_by_text("Saved haiku-scripted").wait_for(timeout=20_000)
+    page.get_by_text("Saved haiku-scripted").wait_for()
     stored = parse_project(open_store(f"sqlite:///{db}").find_project("haiku-scripted").yaml)
     assert [a.name for a in stored.agents] == ["outliner", "writer"]
     assert stored.component_keys() == ["writer.instruction"]
@@ -70,15 +70,15 @@ def workflow_flow(page, url: str, db: Path) -> None:
     nav(page, "Run")
     page.get_by_text("Review: I decide on each proposal").click()
     page.get_by_role("button", name="Start run").click()
-    page.get_by_text("is waiting for your decision").wait_for(timeout=60_000)
+    page.get_by_text("is waiting for your decision").wait_for()
     select_first_row(page)
-    page.get_by_text(re.compile(r"Pipeline: 2 step\(s\) in order")).wait_for(timeout=20_000)
+    page.get_by_text(re.compile(r"Pipeline: 2 step\(s\) in order")).wait_for()
     page.get_by_text("scored output").first.wait_for()
     shot(page, "w02_run_pipeline_trace")
 
     nav(page, "Proposals")
     accept = page.get_by_role("button", name="Accept", exact=True)
-    accept.wait_for(timeout=30_000)
+    accept.wait_for()
     page.get_by_text("Changes the instruction of agent writer").wait_for()
     heading = proposal_heading(page)
     assert "writer · instruction" in heading
@@ -88,9 +88,9 @@ def workflow_flow(page, url: str, db: Path) -> None:
     shot(page, "w04_after_accept")
 
     nav(page, "Compare")
-    page.get_by_text("Agent writer").first.wait_for(timeout=30_000)
+    page.get_by_text("Agent writer").first.wait_for()
     page.get_by_text(re.compile(r"#0 · writer · instruction")).first.wait_for()
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    page.locator(".js-plotly-plot").first.wait_for()
     assert page.get_by_text(re.compile(r"Rule:")).count() > 0  # the accepted rule, as diffed
     shot(page, "w05_compare_writer_diff")
 
@@ -114,9 +114,9 @@ def type_into(field, text: str) -> None:
 def build_two_agent_workflow(page) -> None:
     """The example's writer becomes step 1; an outliner is added and moved before it."""
     page.get_by_role("button", name="Make this a workflow of several agents").click()
-    agent_card(page, 0).wait_for(timeout=20_000)
+    agent_card(page, 0).wait_for()
     page.get_by_role("button", name="Add agent").click()
-    agent_card(page, 1).wait_for(timeout=20_000)
+    agent_card(page, 1).wait_for()
     wait_idle(page)
 
     writer = agent_card(page, 0)
@@ -137,7 +137,7 @@ def build_two_agent_workflow(page) -> None:
     first, second = agent_card(page, 0).inner_text(), agent_card(page, 1).inner_text()
     assert first.startswith("Step 1: outliner") and second.startswith("Step 2: writer")
     page.get_by_role("button", name="Picture of the workflow").click()  # one click away
-    page.locator("[data-testid='stGraphVizChart'] svg").first.wait_for(timeout=20_000)
+    page.locator("[data-testid='stGraphVizChart'] svg").first.wait_for()
     page.screenshot(path=str(SHOTS / "workflow_picture.png"))
     page.keyboard.press("Escape")
     assert not page.get_by_text("need attention").count(), "the builder shows errors"

@@ -54,15 +54,14 @@ def focused_label(page) -> str | None:
 
 def wait_focused(page, label: str) -> None:
     page.wait_for_function(
-        f"() => document.activeElement?.getAttribute('aria-label') === {label!r}",
-        timeout=30_000)
+        f"() => document.activeElement?.getAttribute('aria-label') === {label!r}")
 
 
 def card_trial(page, other_than: tuple[int, ...] = ()) -> int:
     """The trial on the card, once it is none of ``other_than`` (the card is redrawn after the
     notice above it)."""
     header = page.get_by_text(re.compile(r"^Trial \d+ \(id \d+\)")).first
-    header.wait_for(timeout=30_000)
+    header.wait_for()
     found = []
 
     def drawn() -> bool:
@@ -85,10 +84,10 @@ def test_review_two_trials_with_the_keyboard_only(waiting_run):
 
 def review_by_keyboard(page, url: str, store, run_id: str) -> None:
     page.goto(f"{url}/review?run={run_id}")
-    page.get_by_role("heading", name="Review next").wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Review next").wait_for()
     first = card_trial(page)
-    page.get_by_label("Your score").wait_for(timeout=30_000)  # the form is drawn, not a skeleton
-    page.get_by_text("topic:").first.wait_for(timeout=30_000)  # the card's input is shown
+    page.get_by_label("Your score").wait_for()  # the form is drawn, not a skeleton
+    page.get_by_text("topic:").first.wait_for()  # the card's input is shown
     shot(page, "01_queue_first_trial")
 
     for _ in range(MAX_TABS):  # from the top of the page to the score field, by Tab alone
@@ -102,7 +101,7 @@ def review_by_keyboard(page, url: str, store, run_id: str) -> None:
     page.keyboard.type("Vivid and on topic: the critic is too strict.")
     shot(page, "02_first_trial_typed")
     page.keyboard.press("Enter")
-    page.get_by_text(f"(id {first}) (score").wait_for(timeout=30_000)
+    page.get_by_text(f"(id {first}) (score").wait_for()
     second = card_trial(page, (first,))
     assert second != first
     wait_focused(page, "Your score")  # back on the score, not left in the feedback
@@ -110,17 +109,17 @@ def review_by_keyboard(page, url: str, store, run_id: str) -> None:
 
     page.keyboard.type("0.2")
     page.keyboard.press("Enter")
-    page.get_by_text(f"(id {second}) (score").wait_for(timeout=30_000)
+    page.get_by_text(f"(id {second}) (score").wait_for()
     third = card_trial(page, (first, second))
     assert third not in (first, second)
     wait_focused(page, "Your score")
     page.keyboard.press("Escape")
-    page.get_by_text(f"(id {third}) for now.").wait_for(timeout=30_000)
+    page.get_by_text(f"(id {third}) for now.").wait_for()
     shot(page, "04_after_two_reviews_and_a_skip")
 
     page.goto(f"{url}/run?run={run_id}")  # the Run page's ETA counts the review still due
-    page.get_by_text(re.compile(r"Review mode: the ETA counts .* mean of 2 timed review")).wait_for(
-        timeout=30_000)
+    eta = re.compile(r"Review mode: the ETA counts .* mean of 2 timed review")
+    page.get_by_text(eta).wait_for()
     shot(page, "05_run_eta_counts_review")
 
     active = {o.trial_id: (o.score, o.feedback) for o in store.overrides(run_id,
@@ -140,7 +139,7 @@ def test_entries_typed_for_a_trial_never_land_on_the_one_swapped_in(waiting_run)
     with studio_server(db) as url, chromium_page() as page:
         try:
             page.goto(f"{url}/review?run={run.id}")
-            page.get_by_role("heading", name="Review next").wait_for(timeout=30_000)
+            page.get_by_role("heading", name="Review next").wait_for()
             first = card_trial(page)
             score = page.get_by_label("Your score")
             score.fill("0.3")
@@ -149,17 +148,17 @@ def test_entries_typed_for_a_trial_never_land_on_the_one_swapped_in(waiting_run)
             name.fill("ana")
             name.press("Tab")
             second = card_trial(page, (first,))
-            page.get_by_text(re.compile(rf"^The page changed: Trial \d+ \(id {second}\)")).wait_for(
-                timeout=30_000)
+            changed = re.compile(rf"^The page changed: Trial \d+ \(id {second}\)")
+            page.get_by_text(changed).wait_for()
             assert score.input_value() == "0.30"  # the entry meant for the first trial
             shot(page, "06_card_swapped_under_typed_score")
             score.press("Enter")
             page.get_by_text(re.compile(rf"\(id {second}\) is now shown\. Nothing was saved")
-                             ).wait_for(timeout=30_000)
+                             ).wait_for()
             shot(page, "07_save_refused_after_swap")
             assert store.overrides(run.id) == []
             page.get_by_label("Your score").press("Enter")
-            page.get_by_text(f"(id {second}) (score 0.30)").wait_for(timeout=30_000)
+            page.get_by_text(f"(id {second}) (score 0.30)").wait_for()
         except Exception:
             failure_shot(page, SHOTS / "failure_swapped_card.png")
             raise

@@ -96,7 +96,7 @@ def installed_studio(bin_dir: Path, cwd: Path, env: dict[str, str]) -> list[str]
 def nav(page, title: str) -> None:
     page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
     heading = "Evolution Studio" if title == "Home" else title
-    page.get_by_role("heading", name=heading, exact=True).first.wait_for(timeout=30_000)
+    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
     settled(page)
 
 
@@ -148,15 +148,15 @@ def every_page_renders(page, url: str) -> None:
     """The shipped example loads (one click from Home), a run starts on it, and every page of
     the sidebar renders with it, with no exception or error box."""
     page.goto(url)
-    page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for(timeout=60_000)
+    page.get_by_role("heading", name="Evolution Studio", exact=True).wait_for()
     settled(page)
     assert problems_shown(page) == []
     page.get_by_role("button", name="Load the scripted demo project and open Run").click()
-    page.get_by_text("Loaded the example project").wait_for(timeout=30_000)
+    page.get_by_text("Loaded the example project").wait_for()
     page.get_by_text("Auto: the acceptance rule decides").click()
     page.get_by_role("button", name="Start run").click()
-    page.get_by_text(re.compile(r"Run \w+ started")).wait_for(timeout=30_000)
-    page.get_by_text(re.compile(r"newest trial \d+ \(id \d+\)")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(r"Run \w+ started")).wait_for()
+    page.get_by_text(re.compile(r"newest trial \d+ \(id \d+\)")).wait_for()
     for title in PAGES:
         nav(page, title)
         assert problems_shown(page) == [], title

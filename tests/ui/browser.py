@@ -180,7 +180,7 @@ def _keep_a_log(page) -> None:
 def settled(page) -> None:
     """No script is running and the browser has painted twice since (charts, fragments)."""
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
     page.evaluate("() => new Promise(done => requestAnimationFrame("
                   "() => requestAnimationFrame(done)))")
 
@@ -238,5 +238,5 @@ def clicked_into_a_run(page, store, button: str, label: str) -> str:
     page.get_by_role("button", name=button).click()
     run_id = wait_until(lambda: new_run(store, before), timeout=60,
                         message=f"the {label} the {button!r} click starts")
-    page.get_by_text(re.compile(rf"\b{run_id}\b")).first.wait_for(timeout=30_000)
+    page.get_by_text(re.compile(rf"\b{run_id}\b")).first.wait_for()
     return run_id
