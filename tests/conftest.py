@@ -59,12 +59,21 @@ def pytest_configure(config):
     """Under pytest-xdist, each worker gets a PostgreSQL database of its own: tests empty their
     database by dropping every table, so two workers on one database would destroy each other's
     data. ``STUDIO_TEST_PG_URL`` is rewritten before collection (test modules read it at import,
-    and the processes tests start inherit it), and the database is created if missing."""
+    and the processes tests start inherit it), and the database is created if missing.
+
+    The embedded model gets the worker's share of the cores, as a run's worker processes do
+    (:func:`studio.engine.scoring.processes.worker_environment`): with three workers on two
+    cores, llama.cpp's threads spin on each other's cores (one pipeline test under two busy
+    cores: 228 s with 2 threads, 65 s with 1)."""
+    from studio.runtime.providers.local import THREADS_VARIABLE, default_threads
     from tests.helpers import create_postgres_database, worker_postgres_url
 
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's --dist loadfile
         config.option.loadscopereorder = False  # keep heaviest_files_first's order
     worker = os.environ.get("PYTEST_XDIST_WORKER")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if worker and not os.environ.get(THREADS_VARIABLE):
+        os.environ[THREADS_VARIABLE] = str(default_threads(sharing=workers))
     url = os.environ.get("STUDIO_TEST_PG_URL")
     if worker and url:
         os.environ["STUDIO_TEST_PG_URL"] = worker_postgres_url(url, worker)

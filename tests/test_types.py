@@ -1,8 +1,9 @@
 """The type checker passes on ``studio/``, ``components/`` and ``pages/``: mypy with the settings
 in ``pyproject.toml`` ([tool.mypy]: every function body checked, no module's errors ignored).
 
-Marked slow: a first run reads ADK, pydantic and SQLAlchemy (about 45 s); later runs reuse
-``.mypy_cache`` and take seconds. ``pytest --all`` (CI) runs it.
+Marked slow: a first run reads LiteLLM, ADK, google-cloud and SQLAlchemy (about 80 CPU-s);
+later runs reuse mypy's cache (``.mypy_cache``, or ``MYPY_CACHE_DIR``, which ``.ci/run`` keeps
+beside pip's cache) and take seconds. ``pytest --all`` (CI) runs it.
 """
 
 from __future__ import annotations

@@ -346,3 +346,21 @@ def test_a_live_process_keeps_beating_and_is_never_counted_stalled(tmp_path):
         assert processes.stalled_processes(pool) == []
     finally:
         processes.shutdown_pools()
+
+
+def test_each_worker_process_gets_its_share_of_the_cores_for_the_embedded_model(monkeypatch):
+    """Every worker process loads its own embedded model: N of them with all the cores each
+    would spin on each other's cores (llama.cpp's threads busy-wait), so each gets its share,
+    unless the user chose the threads."""
+    from studio.runtime.providers.local import THREADS_VARIABLE, default_threads
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv(THREADS_VARIABLE, raising=False)
+    monkeypatch.setenv("STUDIO_PROBE", "engine's")
+    environment = processes.worker_environment(2)
+    assert environment["STUDIO_PROBE"] == "engine's"  # the engine's current environment
+    assert environment[THREADS_VARIABLE] == str(default_threads(sharing=2)) == str(
+        max(1, cores // 2))
+    assert default_threads(sharing=cores * 4) == 1 and default_threads() == cores
+    monkeypatch.setenv(THREADS_VARIABLE, "3")
+    assert processes.worker_environment(2)[THREADS_VARIABLE] == "3"

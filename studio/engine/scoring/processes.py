@@ -79,6 +79,7 @@ from studio.runtime.eventloop import StudioEventLoop
 from studio.runtime.execution import AgentExecutor
 from studio.runtime.protocol import ExecutionResult
 from studio.runtime.providers.calls import metered
+from studio.runtime.providers.local import THREADS_VARIABLE, default_threads
 from studio.runtime.slots import finishing
 from studio.runtime.timing import (
     HEARTBEAT_CHECK_SECONDS,
@@ -232,11 +233,21 @@ def shared_pool(processes: int, *, broken: ProcessPoolExecutor | None = None,
             pool = ProcessPoolExecutor(max_workers=processes, mp_context=_start_context(preload),
                                        initializer=start_in_process,
                                        initargs=(_engine_alive(), _heartbeat_dir(),
-                                                 HEARTBEAT_SECONDS, dict(os.environ)))
+                                                 HEARTBEAT_SECONDS, worker_environment(processes)))
             _POOLS[processes] = pool
             if broken is not None:
                 broken.shutdown(wait=False, cancel_futures=True)  # its live processes exit
         return pool
+
+
+def worker_environment(processes: int) -> dict[str, str]:
+    """The engine's current environment, for each of ``processes`` worker processes. Each one
+    that runs the embedded model loads its own copy, so each gets its share of the cores for it
+    (:func:`~studio.runtime.providers.local.default_threads`) unless the user set the threads."""
+    environment = dict(os.environ)
+    if not environment.get(THREADS_VARIABLE):
+        environment[THREADS_VARIABLE] = str(default_threads(sharing=processes))
+    return environment
 
 
 def shard_deadline(config: EvolutionConfig) -> float:

@@ -46,9 +46,21 @@ DEFAULT_MAX_TOKENS = 512
 JSON_MIN_TOKENS = 384
 """Structured replies get at least this budget so the grammar can close the JSON object."""
 JSON_STRING_MAX_CHARS = 600
+"""Strings in a constrained reply are capped so a small model cannot ramble past the budget."""
 REPEAT_PENALTY = 1.15
 """Free-text replies only: a 135M model otherwise loops on one sentence until the budget ends."""
-"""Strings in a constrained reply are capped so a small model cannot ramble past the budget."""
+THREADS_VARIABLE = "STUDIO_LOCAL_THREADS"
+"""The environment variable that sets llama.cpp's threads per process (:func:`default_threads`
+when unset)."""
+
+
+def default_threads(sharing: int = 1) -> int:
+    """llama.cpp's threads for one of ``sharing`` processes that run the model at once: the CPUs
+    this process may use, divided among them. Never more threads than free cores: llama.cpp's
+    threads spin while they wait for each other, so a thread without a core of its own stalls
+    the others and burns CPU (measured with two busy cores: 2 threads 228 s and 222 CPU-s, 1
+    thread 65 s and 43 CPU-s for the same pipeline run)."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, sharing))
 
 
 class LocalReply(TypedDict):
@@ -194,7 +206,7 @@ def _load_llama(path: Path) -> Any:
     135M model the plain kernels are as fast."""
     from llama_cpp import llama as llama_module
 
-    threads = int(os.environ.get("STUDIO_LOCAL_THREADS", str(max(1, os.cpu_count() or 1))))
+    threads = int(os.environ.get(THREADS_VARIABLE) or default_threads())
     original = llama_module.llama_cpp.llama_model_default_params
 
     def params_without_repack():
