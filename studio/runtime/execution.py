@@ -450,7 +450,8 @@ def describe_error(exc: BaseException, *, timeout_s: float | None = None) -> str
         return f"{type(root).__name__}: {root}"
     if type(exc).__name__ == "LlmCallsLimitExceededError":
         return (f"the agent or workflow made more model calls on one example than ADK allows "
-                f"({_first_line(exc)}): fewer agents or fewer tool rounds per example")
+                f"({_first_line(exc)}): fewer agents or fewer tool rounds per example, or a "
+                f"higher limit (ADK reads it from ADK_MAX_LLM_CALLS)")
     cut_short = reply_cut_short(exc)
     if cut_short is not None:
         return ("the model's server closed the connection before its reply was complete "
