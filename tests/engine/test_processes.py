@@ -354,7 +354,7 @@ def test_each_worker_process_gets_its_share_of_the_cores_for_the_embedded_model(
     unless the user chose the threads."""
     from studio.runtime.providers.local import THREADS_VARIABLE, default_threads
 
-    cores = len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     monkeypatch.delenv(THREADS_VARIABLE, raising=False)
     monkeypatch.setenv("STUDIO_PROBE", "engine's")
     environment = processes.worker_environment(2)
@@ -364,3 +364,5 @@ def test_each_worker_process_gets_its_share_of_the_cores_for_the_embedded_model(
     assert default_threads(sharing=cores * 4) == 1 and default_threads() == cores
     monkeypatch.setenv(THREADS_VARIABLE, "3")
     assert processes.worker_environment(2)[THREADS_VARIABLE] == "3"
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # as on macOS
+    assert default_threads() == os.cpu_count()

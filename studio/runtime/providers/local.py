@@ -60,7 +60,9 @@ def default_threads(sharing: int = 1) -> int:
     threads spin while they wait for each other, so a thread without a core of its own stalls
     the others and burns CPU (measured with two busy cores: 2 threads 228 s and 222 CPU-s, 1
     thread 65 s and 43 CPU-s for the same pipeline run)."""
-    return max(1, len(os.sched_getaffinity(0)) // max(1, sharing))
+    usable = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")  # not on macOS
+              else os.cpu_count() or 1)
+    return max(1, usable // max(1, sharing))
 
 
 class LocalReply(TypedDict):
