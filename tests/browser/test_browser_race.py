@@ -133,7 +133,7 @@ def shows_for_deciding(tab, proposal_id: int) -> None:
     tab.get_by_role("heading", name=re.compile(rf"Proposal \d+ \(id {proposal_id}\)")).wait_for(
         timeout=120_000)
     tab.get_by_role("button", name="Accept", exact=True).wait_for()
-    wait_until(lambda: not tab.get_by_text(CHANGED_NOTICE).count(), timeout=30,
+    wait_until(lambda: not tab.get_by_text(CHANGED_NOTICE).count(), timeout=120, step=0.25,
                message="no change left to acknowledge")
     settled(tab)
 
@@ -148,8 +148,10 @@ def late_click_is_refused(tab, store, run_id: str, decided_id: int, round_: int)
         timeout=120, message=f"the proposal after {decided_id} at the gate")
     tab.get_by_role("heading", name=re.compile(rf"Proposal \d+ \(id {swapped_in.id}\)")).wait_for()
     refused = tab.get_by_text(f"the page changed: proposal {swapped_in.id} is now shown")
-    wait_until(lambda: refused.count() or tab.get_by_text(CHANGED_NOTICE).count(), timeout=60,
-               message=f"the notice that proposal {swapped_in.id} was swapped in")
+    # one server redraws five tabs: beside two busy cores the notice took over a minute to
+    # show on the last tab (issue 33's load run 2); the deadline is the test's others'
+    wait_until(lambda: refused.count() or tab.get_by_text(CHANGED_NOTICE).count(), timeout=120,
+               step=0.25, message=f"the notice that proposal {swapped_in.id} was swapped in")
     if not refused.count():
         settled(tab)  # the decided proposal's buttons are gone, not merely drawn over
         tab.get_by_role("button", name="Accept", exact=True).click()
