@@ -22,6 +22,7 @@ from tests.helpers import wait_until
 from tests.ui.browser import (
     ARTIFACTS,
     ROOT,
+    SCRIPT_IDLE,
     chromium_page,
     clicked_into_a_run,
     failure_shot,
@@ -59,13 +60,15 @@ def shot(page, name: str) -> None:
 
 
 def wait_idle(page) -> None:
-    """Wait until the app is not running a script (the status widget disappears).
+    """Wait until the app is not running a script.
 
-    The pause before is the one fixed wait left: a rerun triggered by a click may not have shown
-    its status widget yet, and a short rerun can come and go before any poll would see it."""
+    Streamlit shows its status widget only once a run has lasted 500 ms, so a run younger than
+    that is seen by the app root's script state, which changes as soon as the server says a run
+    started or ended. The pause before is the one fixed wait left: it lets a click's rerun
+    request reach the server and its "running" come back. A test that waits for what the rerun
+    draws, or for it to vanish, needs no pause at all; prefer that where there is such a thing."""
     page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+    page.wait_for_function(SCRIPT_IDLE)
 
 
 def test_new_user_flow(server):

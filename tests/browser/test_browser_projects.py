@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from studio.projects.files import parse_project
 from studio.projects.workspace import EXAMPLES_DIR, import_example
@@ -57,8 +58,9 @@ def test_projects_rows_columns_reimport_test_set_and_unsaved_warning(tmp_path):
         # only the separate validation rows (the old columns) are in the way now
         assert page.get_by_text(re.compile(r"dataset\.train.*has no column")).count() == 0
         page.get_by_role("button", name="Split the training rows instead").click()
+        # the rerun removes the warning: wait for that, not for an idle that can come before it
+        expect(page.get_by_text("has no column")).to_have_count(0, timeout=60_000)
         wait_idle(page)
-        assert page.get_by_text("has no column").count() == 0
         assert page.get_by_text("Unsaved changes").count() == 1
         assert page.get_by_text("All changes saved.").count() == 0
 

@@ -177,10 +177,19 @@ def _keep_a_log(page) -> None:
         "close", lambda _socket: lines.append(f"websocket closed: {socket.url}")))
 
 
+# No script runs: the app root's script state changes as soon as the server says a run started
+# or ended; the status widget shows only once a run has lasted 500 ms.
+SCRIPT_IDLE = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const state = app ? app.getAttribute('data-test-script-state') : 'initial';
+    return state !== 'running' && state !== 'rerunRequested'
+        && !document.querySelector('[data-testid="stStatusWidget"]');
+}"""
+
+
 def settled(page) -> None:
     """No script is running and the browser has painted twice since (charts, fragments)."""
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+    page.wait_for_function(SCRIPT_IDLE)
     page.evaluate("() => new Promise(done => requestAnimationFrame("
                   "() => requestAnimationFrame(done)))")
 
