@@ -27,6 +27,7 @@ from tests.ui.browser import (
     clicked_into_a_run,
     failure_shot,
     full_page_shot,
+    nav,
     studio_server,
 )
 
@@ -46,11 +47,6 @@ def server(tmp_path_factory):
 def server_db(url: str):
     return _DATABASES[url]
 
-
-def nav(page, title: str) -> None:
-    page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
-    heading = "Evolution Studio" if title == "Home" else title
-    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
 
 
 def shot(page, name: str) -> None:

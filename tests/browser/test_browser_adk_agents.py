@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from studio.store import open_store
-from tests.browser.test_browser import nav, wait_idle
+from tests.browser.test_browser import wait_idle
 from tests.helpers import wait_until
 from tests.projects.adk_samples import write_sample_folder
 from tests.projects.test_adk_models import digest
@@ -25,6 +25,7 @@ from tests.ui.browser import (
     chromium_page,
     failure_shot,
     full_page_shot,
+    nav,
     studio_ui_agents,
 )
 

@@ -22,6 +22,7 @@ from tests.ui.browser import (
     clicked_into_a_run,
     failure_shot,
     full_page_shot,
+    nav,
     settled,
     studio_server,
 )
@@ -41,10 +42,6 @@ def server(tmp_path_factory):
 def shot(page, name: str) -> None:
     full_page_shot(page, ARTIFACTS / f"align_{name}.png")
 
-
-def nav(page, title: str) -> None:
-    page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
-    page.get_by_role("heading", name=title, exact=True).first.wait_for()
 
 
 def finished(store, run_id: str) -> bool:

@@ -16,10 +16,16 @@ from studio.engine.hosting.api import evolve
 from studio.model.config import EvolutionConfig
 from studio.runtime.providers.scripted import register_script, unregister_script
 from studio.store import open_store
-from tests.browser.test_browser import nav
 from tests.browser.test_browser_guard_fork import choose
 from tests.engine.test_graph_workflows import decision_graph
-from tests.ui.browser import ARTIFACTS, chromium_page, failure_shot, full_page_shot, studio_server
+from tests.ui.browser import (
+    ARTIFACTS,
+    chromium_page,
+    failure_shot,
+    full_page_shot,
+    nav,
+    studio_server,
+)
 
 pytestmark = pytest.mark.browser
 

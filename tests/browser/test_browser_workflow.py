@@ -18,14 +18,13 @@ import pytest
 from studio.projects.files import parse_project
 from studio.store import open_store
 from tests.browser.test_browser import (
-    nav,
     proposal_heading,
     select_first_row,
     wait_idle,
     wait_until_decided,
 )
 from tests.helpers import wait_until
-from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, studio_server
+from tests.ui.browser import ARTIFACTS, chromium_page, full_page_shot, nav, studio_server
 
 pytestmark = pytest.mark.browser
 

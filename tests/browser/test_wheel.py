@@ -28,6 +28,7 @@ from tests.ui.browser import (
     chromium_page,
     free_port,
     full_page_shot,
+    nav,
     settled,
 )
 
@@ -92,12 +93,6 @@ def installed_studio(bin_dir: Path, cwd: Path, env: dict[str, str]) -> list[str]
              "print(importlib.util.find_spec('components'))")
     return run([str(bin_dir / "python"), "-c", probe], cwd=cwd, env=env).split()
 
-
-def nav(page, title: str) -> None:
-    page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
-    heading = "Evolution Studio" if title == "Home" else title
-    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
-    settled(page)
 
 
 def problems_shown(page) -> list[str]:

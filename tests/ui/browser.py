@@ -187,6 +187,26 @@ SCRIPT_IDLE = """() => {
 }"""
 
 
+APP_READY = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return Boolean(app) && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+        && app.getAttribute('data-test-script-state') !== 'initial' && (""" + SCRIPT_IDLE + """)();
+}"""
+"""Connected, its first run drawn, and no run going: a click now reaches a page that listens.
+(Under load, a sidebar link clicked while the first run was still starting was lost and the
+page stayed on Home: issue 33's load runs, session 40.)"""
+
+
+def nav(page, title: str) -> None:
+    """Open a page from the sidebar, as a person does once the app has drawn, and wait until
+    its heading shows and its run has ended."""
+    page.wait_for_function(APP_READY)
+    page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True).click()
+    heading = "Evolution Studio" if title == "Home" else title
+    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
+    settled(page)
+
+
 def settled(page) -> None:
     """No script is running and the browser has painted twice since (charts, fragments)."""
     page.wait_for_function(SCRIPT_IDLE)
