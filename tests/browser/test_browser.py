@@ -48,11 +48,8 @@ def server_db(url: str):
     return _DATABASES[url]
 
 
-
 def shot(page, name: str) -> None:
     full_page_shot(page, ARTIFACTS / f"{name}.png")
-
-
 
 
 def wait_idle(page) -> None:

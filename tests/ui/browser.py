@@ -177,14 +177,14 @@ def _keep_a_log(page) -> None:
         "close", lambda _socket: lines.append(f"websocket closed: {socket.url}")))
 
 
-# No script runs: the app root's script state changes as soon as the server says a run started
-# or ended; the status widget shows only once a run has lasted 500 ms.
 SCRIPT_IDLE = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     const state = app ? app.getAttribute('data-test-script-state') : 'initial';
     return state !== 'running' && state !== 'rerunRequested'
         && !document.querySelector('[data-testid="stStatusWidget"]');
 }"""
+"""No script runs. The app root's script state changes as soon as the server says a run started
+or ended; Streamlit's status widget shows only once a run has lasted 500 ms."""
 
 
 APP_READY = """() => {
