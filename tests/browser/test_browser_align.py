@@ -43,7 +43,6 @@ def shot(page, name: str) -> None:
     full_page_shot(page, ARTIFACTS / f"align_{name}.png")
 
 
-
 def finished(store, run_id: str) -> bool:
     return store.get_run(run_id).status is RunStatus.COMPLETED
 

@@ -94,7 +94,6 @@ def installed_studio(bin_dir: Path, cwd: Path, env: dict[str, str]) -> list[str]
     return run([str(bin_dir / "python"), "-c", probe], cwd=cwd, env=env).split()
 
 
-
 def problems_shown(page) -> list[str]:
     """Exceptions and error boxes on the page, as the person sees them."""
     boxes = page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]')
